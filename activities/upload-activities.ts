@@ -1,0 +1,81 @@
+// Side effects of the upload workflow. Built by a factory so pools and stores are
+// injected (never module globals) and every activity is safe to retry.
+import { ApplicationFailure } from '@temporalio/common';
+import type { Pool } from '../src/db/pool';
+import { commitUploadRecords } from '../src/db/queries/records';
+import type { ObjectStore } from '../src/storage/store';
+import { problem } from '../src/errors';
+import type { CommitObjectInput, CommitRecordsInput, StoredResponse } from './types';
+
+export interface UploadActivityDeps {
+  pool: Pool;
+  store: ObjectStore;
+  ttlSeconds: number;
+}
+
+export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivityDeps) {
+  return {
+    /**
+     * Makes the accepted attempt's object the upload's object. The copy was written at its
+     * final key by the API, so committing is verifying it is there, whole: no byte copy.
+     */
+    async commitObject({ copy }: CommitObjectInput): Promise<void> {
+      const head = await store.head(copy.storageKey);
+      if (!head) throw ApplicationFailure.nonRetryable(`staged copy ${copy.storageKey} is missing`, 'staged_copy_missing');
+      if (head.bytes !== copy.bytes) {
+        throw ApplicationFailure.nonRetryable(`staged copy has ${head.bytes} bytes, expected ${copy.bytes}`, 'staged_copy_corrupt');
+      }
+    },
+
+    /** Upload row + key row with the exact response, in one transaction; retry-safe. */
+    async commitRecords(input: CommitRecordsInput): Promise<StoredResponse> {
+      const { request, copy, rejection } = input;
+      return commitUploadRecords(pool, {
+        tenantId: request.tenantId,
+        key: request.idempotencyKey,
+        fingerprint: request.fingerprint,
+        workflowId: input.workflowId,
+        startedAt: new Date(input.startedAtMs),
+        ttlSeconds,
+        upload: copy && !rejection
+          ? {
+              id: input.uploadId,
+              tenant_id: request.tenantId,
+              idempotency_key: request.idempotencyKey,
+              workflow_id: input.workflowId,
+              storage_key: copy.storageKey,
+              bytes: copy.bytes,
+              sha256: copy.sha256,
+              content_type: request.contentType,
+              file_name: request.fileName,
+            }
+          : undefined,
+        response: (createdAt) => {
+          if (rejection) {
+            const p = problem(rejection.code, rejection.detail);
+            return { status: p.status, body: JSON.stringify(p.toJSON()) };
+          }
+          return {
+            status: 201,
+            body: JSON.stringify({
+              uploadId: input.uploadId,
+              storageKey: copy!.storageKey,
+              bytes: copy!.bytes,
+              sha256: copy!.sha256,
+              contentType: request.contentType,
+              fileName: request.fileName,
+              createdAt: createdAt.toISOString(),
+            }),
+          };
+        },
+      });
+    },
+
+    /** Removes an attempt's object that did not become the upload (retry-safe). */
+    async discardCopy(storageKey: string): Promise<void> {
+      await store.delete(storageKey);
+    },
+  };
+}
+
+export type UploadActivities = ReturnType<typeof createUploadActivities>;

@@ -1,0 +1,55 @@
+// The Hono application: middleware, route groups, one error handler. Built from injected
+// dependencies so tests and the process entrypoint wire it the same way.
+import { Hono } from 'hono';
+import { cors } from 'hono/cors';
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Pool } from '../db/pool';
+import type { ObjectStore } from '../storage/store';
+import { UploadReceiver } from '../upload/receive';
+import type { AppEnv } from './env';
+import { accessLog } from './middleware/access-log';
+import { bearerAuth } from './middleware/auth';
+import { onError, onNotFound } from './problem-handler';
+import { healthRoutes } from './routes/health';
+import { idempotencyKeyRoutes } from './routes/idempotency-keys';
+import { uploadRoutes } from './routes/uploads';
+
+export interface AppDeps {
+  config: Config;
+  pool: Pool;
+  store: ObjectStore;
+  temporal: Client;
+  log: Logger;
+}
+
+export function createApp(deps: AppDeps) {
+  const { config, pool, store, temporal, log } = deps;
+  const receiver = new UploadReceiver({
+    pool,
+    store,
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
+  });
+
+  const app = new Hono<AppEnv>();
+  app.use(accessLog(log));
+  app.use(
+    cors({
+      origin: '*',
+      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'],
+      exposeHeaders: ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay'],
+      maxAge: 600,
+    }),
+  );
+  app.route('/', healthRoutes({ pool, temporal, store }));
+  app.use('/v1/*', bearerAuth({ pool }));
+  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config }));
+  app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal }));
+  app.onError(onError);
+  app.notFound(onNotFound);
+  return app;
+}

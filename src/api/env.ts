@@ -1,0 +1,14 @@
+// Typed context for every route and middleware (set once, used everywhere).
+import type { HttpBindings } from '@hono/node-server';
+import type { Logger } from 'pino';
+
+export interface AppEnv {
+  Bindings: Partial<HttpBindings>;
+  Variables: {
+    tenantId: string;
+    log: Logger;
+    idempotencyKey: string;
+    /** How the request ended, for the access log and metrics. */
+    outcome: string;
+  };
+}

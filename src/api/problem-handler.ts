@@ -1,0 +1,26 @@
+// The one error handler: catalogue errors become problem+json; anything else is logged
+// and answered as a bare 500 that leaks no internals.
+import type { ErrorHandler, NotFoundHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { Problem, problem } from '../errors';
+import type { AppEnv } from './env';
+
+export function problemResponse(p: Problem, extraHeaders: Record<string, string> = {}): Response {
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...extraHeaders };
+  if (p.retryAfter !== undefined) headers['retry-after'] = String(p.retryAfter);
+  return new Response(JSON.stringify(p.toJSON()), { status: p.status, headers });
+}
+
+export const onError: ErrorHandler<AppEnv> = (err, c) => {
+  if (err instanceof Problem) {
+    if (err.status >= 500) c.get('log')?.warn({ err: err.cause ?? err, error: err.code }, 'dependency failure');
+    return problemResponse(err);
+  }
+  if (err instanceof HTTPException && err.status < 500) {
+    return problemResponse(problem('header_invalid', err.message || undefined));
+  }
+  c.get('log')?.error({ err }, 'unhandled error');
+  return problemResponse(problem('internal_error', 'Something went wrong on our side.'));
+};
+
+export const onNotFound: NotFoundHandler<AppEnv> = () => problemResponse(problem('not_found', 'No such route.'));

@@ -1,0 +1,111 @@
+// POST /v1/uploads and GET /v1/uploads/:id.
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Hono, type Context } from 'hono';
+import type { Config } from '../../config';
+import type { Pool } from '../../db/pool';
+import { findUpload, type UploadRow } from '../../db/queries/uploads';
+import { dependency, problem } from '../../errors';
+import { fingerprint } from '../../upload/fingerprint';
+import { parseIdempotencyKey } from '../../upload/idempotency-key';
+import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../upload/request-headers';
+import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { UploadRequest } from '../../upload/types';
+import type { AppEnv } from '../env';
+import { headerValues } from '../headers';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Upload statuses after which nothing more happens to the upload. */
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['committed']);
+/** Bodies larger than this are not drained after an early answer; the connection closes. */
+const DRAIN_LIMIT = 64 * 1024;
+
+export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config }) {
+  const { receiver, pool, config } = deps;
+  const app = new Hono<AppEnv>();
+
+  app.post('/', async function createUpload(c) {
+    const tenantId = c.get('tenantId');
+    const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
+    if (c.req.header('transfer-encoding') && c.req.header('content-length') === undefined) {
+      throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
+    }
+    const declaredBytes = parseContentLength(c.req.header('content-length'), config.MAX_UPLOAD_BYTES);
+    const declaredSha256 = parseSha256(c.req.header('x-file-sha256'));
+    const fileName = parseFileName(c.req.header('x-file-name'));
+    const contentType = parseContentType(c.req.header('content-type'));
+    const { waitMs } = parsePrefer(c.req.header('prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const req: UploadRequest = {
+      tenantId,
+      idempotencyKey: key,
+      fingerprint: fingerprint({ method: 'POST', route: '/v1/uploads', tenantId, contentLength: declaredBytes, contentType, sha256: declaredSha256, fileName }),
+      contentType,
+      fileName,
+      declaredBytes,
+      declaredSha256,
+    };
+    c.set('idempotencyKey', key);
+    const replay = await receiver.replay(req);
+    if (replay) return render(c, replay, key, declaredBytes > DRAIN_LIMIT);
+    const outcome = await receiver.receive(req, requestBody(c), waitMs);
+    return render(c, outcome, key, false);
+  });
+
+  app.get('/:id', async function getUpload(c) {
+    const id = c.req.param('id');
+    const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
+    if (!UUID.test(id)) throw problem('not_found', 'No such upload.');
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const row = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
+      if (!row) throw problem('not_found', 'No such upload.');
+      if (TERMINAL_STATUSES.has(row.status) || Date.now() >= deadline) return c.json(uploadView(row));
+      await sleep(Math.min(250, deadline - Date.now()));
+    }
+  });
+
+  return app;
+}
+
+export function uploadView(row: UploadRow) {
+  return {
+    uploadId: row.id,
+    status: row.status,
+    idempotencyKey: row.idempotency_key,
+    storageKey: row.storage_key,
+    bytes: Number(row.bytes),
+    sha256: row.sha256,
+    contentType: row.content_type,
+    fileName: row.file_name,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+function requestBody(c: Context<AppEnv>): Readable {
+  const incoming = c.env?.incoming;
+  if (incoming) return incoming;
+  const body = c.req.raw.body;
+  return body ? Readable.fromWeb(body as import('node:stream/web').ReadableStream) : Readable.from([]);
+}
+
+function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeConnection: boolean): Response {
+  const headers: Record<string, string> = {};
+  if (closeConnection) headers.connection = 'close';
+  if (outcome.kind === 'processing') {
+    c.set('outcome', 'processing');
+    return c.json(
+      { status: 'processing', idempotencyKey: key, workflowId: outcome.workflowId },
+      202,
+      { ...headers, location: `/v1/idempotency-keys/${encodeURIComponent(key)}`, 'retry-after': '2' },
+    );
+  }
+  const { response, replayed } = outcome;
+  c.set('outcome', replayed ? 'replayed' : 'created');
+  headers['content-type'] = response.status >= 400 ? 'application/problem+json' : 'application/json';
+  if (response.uploadId && response.status < 300) headers.location = `/v1/uploads/${response.uploadId}`;
+  if (replayed) {
+    headers['idempotent-replayed'] = 'true';
+    headers['idempotent-replay'] = 'true';
+  }
+  return c.body(response.body, response.status as 201, headers);
+}

@@ -1,0 +1,57 @@
+// Configuration is parsed once, from the environment, with zod. Everything else receives
+// the typed object; nothing reads process.env directly.
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+export const configSchema = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DATA_DIR: z.string().default('.data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  DATABASE_URL: optionalString,
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+
+  S3_ENDPOINT: optionalString,
+  S3_BUCKET: z.string().default('oncely'),
+  S3_REGION: z.string().default('us-east-1'),
+  S3_ACCESS_KEY_ID: optionalString,
+  S3_SECRET_ACCESS_KEY: optionalString,
+  S3_FORCE_PATH_STYLE: bool.default(true),
+  S3_PART_SIZE_MIB: z.coerce.number().int().min(5).max(512).default(8),
+  S3_QUEUE_SIZE: z.coerce.number().int().min(1).max(16).default(4),
+
+  TEMPORAL_ADDRESS: optionalString,
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+  TASK_QUEUE_UPLOADS: z.string().min(1).default('uploads'),
+  TASK_QUEUE_TRANSCODE: z.string().min(1).default('transcode'),
+
+  MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(5 * 1024 ** 3),
+  DEFAULT_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(10),
+  MAX_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(60),
+  /** How long a client may take to send the whole body before the server gives up. */
+  BODY_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
+  /** How long a started upload waits for any attempt to deliver a complete copy. */
+  RECEIVE_TIMEOUT_SECONDS: z.coerce.number().positive().default(3600),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,53 @@
+// Read-only queries the audit command runs over the whole database.
+import type { Queryable } from '../pool';
+
+export async function countRows(db: Queryable): Promise<{ uploads: number; keys: number; tenants: number }> {
+  const res = await db.query<{ uploads: string; keys: string; tenants: string }>(
+    `SELECT (SELECT count(*) FROM uploads) AS uploads,
+            (SELECT count(*) FROM idempotency_keys) AS keys,
+            (SELECT count(*) FROM tenants) AS tenants`,
+  );
+  const r = res.rows[0]!;
+  return { uploads: Number(r.uploads), keys: Number(r.keys), tenants: Number(r.tenants) };
+}
+
+/** (tenant, key) pairs holding more than one upload row: must always be empty. */
+export async function duplicateUploadsPerKey(db: Queryable): Promise<{ tenant_id: string; idempotency_key: string; n: number }[]> {
+  const res = await db.query(
+    `SELECT tenant_id, idempotency_key, count(*)::int AS n FROM uploads
+      GROUP BY tenant_id, idempotency_key HAVING count(*) > 1`,
+  );
+  return res.rows;
+}
+
+/** Key rows and upload rows that disagree about tenant, key or upload (tenancy and pairing). */
+export async function mismatchedKeyRows(db: Queryable): Promise<{ tenant_id: string; key: string; problem: string }[]> {
+  const res = await db.query(
+    `SELECT k.tenant_id, k.key, 'key row names an upload of another tenant or key' AS problem
+       FROM idempotency_keys k JOIN uploads u ON u.id = k.upload_id
+      WHERE u.tenant_id <> k.tenant_id OR u.idempotency_key <> k.key
+     UNION ALL
+     SELECT u.tenant_id, u.idempotency_key, 'upload row without its key row'
+       FROM uploads u LEFT JOIN idempotency_keys k ON k.tenant_id = u.tenant_id AND k.key = u.idempotency_key
+      WHERE k.key IS NULL
+     UNION ALL
+     SELECT k.tenant_id, k.key, 'successful key row without an upload'
+       FROM idempotency_keys k WHERE k.response_status BETWEEN 200 AND 299 AND k.upload_id IS NULL`,
+  );
+  return res.rows;
+}
+
+export async function* allUploads(
+  db: Queryable,
+): AsyncIterable<{ id: string; tenant_id: string; idempotency_key: string; workflow_id: string; storage_key: string; bytes: string; sha256: string }> {
+  let after = '00000000-0000-0000-0000-000000000000';
+  for (;;) {
+    const res = await db.query(
+      'SELECT id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256 FROM uploads WHERE id > $1 ORDER BY id LIMIT 500',
+      [after],
+    );
+    if (res.rows.length === 0) return;
+    for (const r of res.rows) yield r;
+    after = res.rows[res.rows.length - 1].id;
+  }
+}

@@ -1,0 +1,41 @@
+// The stored answer per (tenant, key). Read on every request (the fast path); written
+// only inside the records transaction (src/db/queries/records.ts).
+import type { Queryable } from '../pool';
+
+export interface KeyRow {
+  tenant_id: string;
+  key: string;
+  fingerprint: string;
+  workflow_id: string;
+  upload_id: string | null;
+  response_status: number;
+  response_body: string;
+  created_at: Date;
+  completed_at: Date;
+  expires_at: Date;
+}
+
+export async function findKey(db: Queryable, tenantId: string, key: string): Promise<KeyRow | undefined> {
+  const res = await db.query<KeyRow>({
+    name: 'find_idempotency_key',
+    text: `SELECT tenant_id, key, fingerprint, workflow_id, upload_id, response_status, response_body,
+                  created_at, completed_at, expires_at
+             FROM idempotency_keys
+            WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`,
+    values: [tenantId, key],
+  });
+  return res.rows[0];
+}
+
+export async function insertKeyIfAbsent(
+  db: Queryable,
+  row: Omit<KeyRow, 'completed_at' | 'expires_at'> & { ttlSeconds: number },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO idempotency_keys
+       (tenant_id, key, fingerprint, workflow_id, upload_id, response_status, response_body, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+     ON CONFLICT (tenant_id, key) DO NOTHING`,
+    [row.tenant_id, row.key, row.fingerprint, row.workflow_id, row.upload_id, row.response_status, row.response_body, row.created_at, row.ttlSeconds],
+  );
+}

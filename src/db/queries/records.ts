@@ -1,0 +1,57 @@
+// The records transaction: the upload row and the key row with its exact response, in one
+// transaction. Every insert is conflict-tolerant, so a retried activity changes nothing
+// and returns the answer the first attempt stored.
+import type { Pool } from '../pool';
+import { withTransaction } from '../pool';
+import { findKey, insertKeyIfAbsent } from './idempotency-keys';
+import { insertUploadIfAbsent, type NewUpload } from './uploads';
+import type { StoredResponse } from '../../upload/types';
+
+export interface RecordsInput {
+  tenantId: string;
+  key: string;
+  fingerprint: string;
+  workflowId: string;
+  startedAt: Date;
+  ttlSeconds: number;
+  /** Present for an accepted upload; absent for a recorded rejection. */
+  upload?: NewUpload;
+  /** Builds the response body from the committed row's creation time. */
+  response: (createdAt: Date) => { status: number; body: string };
+}
+
+export async function commitUploadRecords(pool: Pool, input: RecordsInput): Promise<StoredResponse> {
+  return withTransaction(pool, async (tx) => {
+    const existing = await findKey(tx, input.tenantId, input.key);
+    if (existing) return { status: existing.response_status, body: existing.response_body, uploadId: existing.upload_id };
+    let createdAt = new Date();
+    if (input.upload) {
+      await insertUploadIfAbsent(tx, input.upload);
+      const row = await tx.query<{ id: string; created_at: Date }>(
+        'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
+        [input.tenantId, input.key],
+      );
+      const stored = row.rows[0];
+      if (!stored || stored.id !== input.upload.id) {
+        // Another upload already owns this key: refuse loudly rather than pair the key
+        // row with the wrong upload (the unique constraint did its job).
+        throw new Error(`key ${input.key} already belongs to upload ${stored?.id}`);
+      }
+      createdAt = stored.created_at;
+    }
+    const { status, body } = input.response(createdAt);
+    await insertKeyIfAbsent(tx, {
+      tenant_id: input.tenantId,
+      key: input.key,
+      fingerprint: input.fingerprint,
+      workflow_id: input.workflowId,
+      upload_id: input.upload?.id ?? null,
+      response_status: status,
+      response_body: body,
+      created_at: input.startedAt,
+      ttlSeconds: input.ttlSeconds,
+    });
+    const stored = await findKey(tx, input.tenantId, input.key);
+    return { status: stored!.response_status, body: stored!.response_body, uploadId: stored!.upload_id };
+  });
+}

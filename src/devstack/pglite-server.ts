@@ -1,0 +1,24 @@
+// The embedded default database: PGlite (Postgres compiled to WASM) persisted in a
+// directory and served over the Postgres wire protocol, so the same `pg` code runs.
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { mkdirSync } from 'node:fs';
+
+export interface EmbeddedPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startPglite(dir: string, port: number): Promise<EmbeddedPostgres> {
+  mkdirSync(dir, { recursive: true });
+  const db = await PGlite.create(dir);
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port, maxConnections: 32 });
+  await server.start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`,
+    async stop() {
+      await server.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// Child processes for the dev stack: spawned with their output kept in a log file,
+// stopped with SIGTERM then SIGKILL, and awaited until a readiness probe passes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface ManagedProcess {
+  child: ChildProcess;
+  logFile: string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function startProcess(cmd: string, args: string[], opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string }): ManagedProcess {
+  const fd = openSync(opts.logFile, 'a');
+  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd });
+  closeSync(fd);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    logFile: opts.logFile,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      const killed = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
+      if (!killed) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}
+
+/** Polls `probe` until it resolves truthy; fails with the process log when it does not. */
+export async function waitUntil(what: string, probe: () => Promise<boolean>, opts: { timeoutMs?: number; proc?: ManagedProcess } = {}): Promise<void> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (opts.proc && opts.proc.child.exitCode !== null) break;
+    try {
+      if (await probe()) return;
+    } catch (err) {
+      lastError = err;
+    }
+    await sleep(100);
+  }
+  const log = opts.proc ? readFileSync(opts.proc.logFile, 'utf8').slice(-4000) : '';
+  throw new Error(`${what} did not become ready${lastError ? `: ${String(lastError)}` : ''}\n${log}`);
+}

@@ -1,0 +1,71 @@
+// Starts `temporal server start-dev` (the pinned CLI) on loopback with a persistent SQLite
+// file and Oncely's search attributes registered, then raises the namespace retention so
+// closed runs outlive the idempotency-key TTL.
+import { Connection } from '@temporalio/client';
+import Long from 'long';
+import path from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { searchAttributeFlags } from '../temporal/names';
+import { toolPath } from './tools';
+import { startProcess, waitUntil, type ManagedProcess } from './process';
+
+export interface DevServerOptions {
+  port: number;
+  /** UI port; omit to run headless. */
+  uiPort?: number;
+  dbFile: string;
+  namespace?: string;
+  retentionHours?: number;
+  logFile?: string;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  process: ManagedProcess;
+  stop(): Promise<void>;
+}
+
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const namespace = opts.namespace ?? 'default';
+  mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(opts.port),
+    '--db-filename', opts.dbFile,
+    '--namespace', namespace,
+    '--log-level', 'error',
+    ...searchAttributeFlags(),
+    // Updates and Update-with-Start are on by default on 1.29; the SQLite pragmas below
+    // trade a little crash durability of the *dev* server for much faster writes.
+    '--sqlite-pragma', 'journal_mode=wal',
+    '--sqlite-pragma', 'synchronous=normal',
+  ];
+  if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
+  else args.push('--headless');
+  const proc = startProcess(toolPath('temporal'), args, { logFile: opts.logFile ?? `${opts.dbFile}.log` });
+  const address = `127.0.0.1:${opts.port}`;
+  let connection: Connection | undefined;
+  await waitUntil(
+    'Temporal dev server',
+    async () => {
+      connection ??= await Connection.connect({ address, connectTimeout: 1_000 });
+      await connection.workflowService.describeNamespace({ namespace });
+      return true;
+    },
+    { proc, timeoutMs: 90_000 },
+  );
+  const retentionSeconds = (opts.retentionHours ?? 72) * 3600;
+  await connection!.workflowService.updateNamespace({
+    namespace,
+    config: { workflowExecutionRetentionTtl: { seconds: Long.fromNumber(retentionSeconds) } },
+  });
+  await connection!.close();
+  return {
+    address,
+    uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined,
+    process: proc,
+    stop: () => proc.stop(),
+  };
+}

@@ -1,0 +1,23 @@
+// Locates the pinned Go tools (built by scripts/tools.sh into the user cache), building
+// them on first use. Nothing here downloads a prebuilt binary.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type Tool = 'temporal' | 'versitygw' | 'toxiproxy';
+const binaryName: Record<Tool, string> = { temporal: 'temporal', versitygw: 'versitygw', toxiproxy: 'server' };
+
+export function toolsDir(): string {
+  return process.env.ONCELY_TOOLS_DIR ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'oncely', 'bin');
+}
+
+export function toolPath(tool: Tool): string {
+  const bin = path.join(toolsDir(), binaryName[tool]);
+  if (!existsSync(bin)) {
+    const script = fileURLToPath(new URL('../../scripts/tools.sh', import.meta.url));
+    execFileSync('sh', [script, tool], { stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  return bin;
+}

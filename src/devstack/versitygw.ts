@@ -1,0 +1,51 @@
+// Starts Versity S3 Gateway (posix back-end) on loopback: a real S3 server for tests,
+// benchmarks and chaos runs.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { toolPath } from './tools';
+import { startProcess, waitUntil, type ManagedProcess } from './process';
+
+export interface VersityOptions {
+  port: number;
+  dir: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+}
+
+export interface Versity {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  process: ManagedProcess;
+  stop(): Promise<void>;
+}
+
+export async function startVersity(opts: VersityOptions): Promise<Versity> {
+  const accessKeyId = opts.accessKeyId ?? 'oncely-test';
+  const secretAccessKey = opts.secretAccessKey ?? 'oncely-test-secret';
+  const dataDir = path.join(opts.dir, 'data');
+  const iamDir = path.join(opts.dir, 'iam');
+  const metaDir = path.join(opts.dir, 'meta');
+  for (const d of [dataDir, iamDir, metaDir]) mkdirSync(d, { recursive: true });
+  const endpoint = `http://127.0.0.1:${opts.port}`;
+  const proc = startProcess(
+    toolPath('versitygw'),
+    [
+      '--port', `127.0.0.1:${opts.port}`,
+      '--access', accessKeyId,
+      '--secret', secretAccessKey,
+      '--region', 'us-east-1',
+      '--iam-dir', iamDir,
+      '--health', '/health',
+      '--quiet',
+      'posix',
+      // A sidecar directory keeps metadata off extended attributes, which not every
+      // filesystem (overlay, tmpfs) supports.
+      '--sidecar', metaDir,
+      dataDir,
+    ],
+    { logFile: path.join(opts.dir, 'versitygw.log') },
+  );
+  await waitUntil('versitygw', async () => (await fetch(`${endpoint}/health`)).ok, { proc, timeoutMs: 30_000 });
+  return { endpoint, accessKeyId, secretAccessKey, process: proc, stop: () => proc.stop() };
+}

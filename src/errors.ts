@@ -1,0 +1,78 @@
+// The one catalogue of errors Oncely answers with. Each entry has a stable snake_case
+// code, an HTTP status and a title; code throws `problem(code, detail)` and the single
+// error handler renders RFC 9457 problem+json. Anything not from here is a logged 500.
+
+export const catalogue = {
+  unauthorized: { status: 401, title: 'Missing or invalid API key' },
+  not_found: { status: 404, title: 'Not found' },
+  idempotency_key_required: { status: 400, title: 'Idempotency-Key header is required' },
+  idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is invalid' },
+  idempotency_key_reuse: { status: 422, title: 'Idempotency-Key was used with a different request' },
+  idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
+  content_length_required: { status: 411, title: 'Content-Length header is required' },
+  payload_too_large: { status: 413, title: 'File is larger than the configured maximum' },
+  checksum_invalid: { status: 400, title: 'X-File-Sha256 must be 64 hexadecimal characters' },
+  checksum_mismatch: { status: 400, title: 'File content does not match X-File-Sha256' },
+  body_incomplete: { status: 400, title: 'Request body ended before Content-Length bytes' },
+  header_invalid: { status: 400, title: 'A request header is invalid' },
+  query_invalid: { status: 400, title: 'A query parameter is invalid' },
+  upload_failed: { status: 503, title: 'Upload could not be completed', retryAfter: 2 },
+  content_type_mismatch: { status: 415, title: 'File content does not match its Content-Type' },
+  database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
+  storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },
+  temporal_unavailable: { status: 503, title: 'Workflow service is unavailable', retryAfter: 5 },
+  internal_error: { status: 500, title: 'Internal server error' },
+} as const satisfies Record<string, { status: number; title: string; retryAfter?: number }>;
+
+export type ErrorCode = keyof typeof catalogue;
+
+export class Problem extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  readonly retryAfter: number | undefined;
+  readonly extra: Record<string, unknown>;
+
+  constructor(code: ErrorCode, detail?: string, opts: { cause?: unknown; retryAfter?: number; extra?: Record<string, unknown> } = {}) {
+    const entry = catalogue[code];
+    super(detail ?? entry.title, { cause: opts.cause });
+    this.name = 'Problem';
+    this.code = code;
+    this.status = entry.status;
+    this.title = entry.title;
+    this.detail = detail ?? entry.title;
+    this.retryAfter = opts.retryAfter ?? ('retryAfter' in entry ? entry.retryAfter : undefined);
+    this.extra = opts.extra ?? {};
+  }
+
+  /** The RFC 9457 body, with the `error` and `message` extension members. */
+  toJSON(): Record<string, unknown> {
+    return {
+      type: `https://oncely.dev/problems/${this.code.replaceAll('_', '-')}`,
+      title: this.title,
+      status: this.status,
+      detail: this.detail,
+      error: this.code,
+      message: this.detail,
+      ...this.extra,
+    };
+  }
+}
+
+export function problem(code: ErrorCode, detail?: string, opts?: ConstructorParameters<typeof Problem>[2]): Problem {
+  return new Problem(code, detail, opts);
+}
+
+/**
+ * Runs one call to an infrastructure dependency; any failure that is not already a
+ * catalogue error becomes that dependency's 503, so a client retries with the same key.
+ */
+export async function dependency<T>(code: 'database_unavailable' | 'storage_unavailable' | 'temporal_unavailable', fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof Problem) throw err;
+    throw problem(code, undefined, { cause: err });
+  }
+}

@@ -1,0 +1,55 @@
+// Process entrypoint. `tsx src/main.ts` runs the embedded default (API + worker in one
+// process, Temporal dev server, PGlite, local-directory store unless configured
+// otherwise); `api` or `worker` as the first argument runs one role.
+import { loadConfig } from './config';
+import { startRuntime, type Role } from './runtime';
+import { createTenant } from './tenants';
+import { findTenantIdByKeyHash } from './db/queries/tenants';
+import { hashApiKey } from './api/middleware/auth';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+const role = (process.argv[2] ?? 'all') as Role;
+if (!['all', 'api', 'worker'].includes(role)) {
+  console.error(`usage: main.ts [all|api|worker]`);
+  process.exit(2);
+}
+
+const config = loadConfig();
+const runtime = await startRuntime(config, role, { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH });
+
+/** The embedded default keeps one dev tenant whose key survives restarts. */
+async function devTenantKey(): Promise<string> {
+  const file = path.join(config.DATA_DIR, 'dev-tenant-key');
+  const existing = await readFile(file, 'utf8').catch(() => undefined);
+  if (existing && (await findTenantIdByKeyHash(runtime.pool, hashApiKey(existing.trim())))) return existing.trim();
+  const { apiKey } = await createTenant(runtime.pool, 'dev');
+  await writeFile(file, apiKey, { mode: 0o600 });
+  return apiKey;
+}
+
+if (role === 'all' && !config.DATABASE_URL) {
+  const key = await devTenantKey();
+  console.log(`
+  Oncely is running.
+    API          ${runtime.apiUrl}
+    Temporal UI  ${runtime.uiUrl ?? '(external Temporal: ' + runtime.temporalAddress + ')'}
+    Dev API key  ${key}
+
+  Try:  curl -sS -X POST ${runtime.apiUrl}/v1/uploads \\
+          -H "Authorization: Bearer ${key}" -H "Idempotency-Key: $(uuidgen || date +%s%N)-demo" \\
+          -H "Content-Type: text/plain" --data-binary @README.md
+`);
+} else {
+  runtime.log.info({ role, api: runtime.apiUrl, temporal: runtime.temporalAddress }, 'oncely started');
+}
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    runtime.log.info({ signal }, 'shutting down');
+    runtime.shutdown().then(() => process.exit(0), () => process.exit(1));
+  });
+}

@@ -1,0 +1,110 @@
+// Wires a running Oncely from configuration: database (DATABASE_URL or embedded PGlite),
+// object store (S3 or local directory), Temporal (TEMPORAL_ADDRESS or the dev server),
+// then the API and/or the worker. The one place that chooses implementations.
+import path from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import getPort from 'get-port';
+import pino, { type Logger } from 'pino';
+import { createApp } from './api/app';
+import type { Config } from './config';
+import { migrate } from './db/migrate';
+import { createPool, type Pool } from './db/pool';
+import { startPglite } from './devstack/pglite-server';
+import { startTemporalDevServer } from './devstack/temporal-dev-server';
+import { createStore } from './storage';
+import type { ObjectStore } from './storage/store';
+import { connectTemporal, type TemporalHandle } from './temporal/client';
+import { createUploadWorker } from './worker';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  pool: Pool;
+  store: ObjectStore;
+  temporalAddress: string;
+  uiUrl?: string;
+  apiUrl?: string;
+  server?: ServerType;
+  worker?: Worker;
+  /** Stops accepting, drains, and releases everything in reverse order. */
+  shutdown(): Promise<void>;
+}
+
+export async function startRuntime(config: Config, role: Role, opts: { workflowBundlePath?: string } = {}): Promise<Runtime> {
+  const log = pino({ level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'apiKey'] });
+  const cleanups: (() => Promise<unknown>)[] = [];
+
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    const pg = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
+    cleanups.push(() => pg.stop());
+    databaseUrl = pg.url;
+    log.info('embedded PGlite database under %s', path.join(config.DATA_DIR, 'pglite'));
+  }
+  const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+  cleanups.push(() => pool.end());
+  await migrate(pool);
+
+  const store = await createStore(config);
+
+  let temporalAddress = config.TEMPORAL_ADDRESS;
+  let uiUrl: string | undefined;
+  if (!temporalAddress) {
+    const dev = await startTemporalDevServer({
+      port: await getPort({ host: '127.0.0.1', port: 7233 }),
+      uiPort: config.TEMPORAL_UI_PORT,
+      dbFile: path.join(config.DATA_DIR, 'temporal.db'),
+      retentionHours: Math.max(24, Math.ceil(config.IDEMPOTENCY_TTL_HOURS * 2)),
+    });
+    cleanups.push(() => dev.stop());
+    temporalAddress = dev.address;
+    uiUrl = dev.uiUrl;
+  }
+
+  let worker: Worker | undefined;
+  let workerRun: Promise<void> | undefined;
+  if (role !== 'api') {
+    const connection = await NativeConnection.connect({ address: temporalAddress });
+    cleanups.push(() => connection.close());
+    worker = await createUploadWorker({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TASK_QUEUE_UPLOADS,
+      activities: { pool, store, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600 },
+      workflowBundlePath: opts.workflowBundlePath,
+    });
+    workerRun = worker.run();
+    cleanups.push(async () => {
+      if (worker!.getState() === 'RUNNING') worker!.shutdown();
+      await workerRun;
+    });
+  }
+
+  let server: ServerType | undefined;
+  let apiUrl: string | undefined;
+  if (role !== 'worker') {
+    const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
+    cleanups.push(() => temporal.close());
+    const app = createApp({ config, pool, store, temporal: temporal.client, log });
+    const port = await new Promise<number>((resolve) => {
+      server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info) => resolve(info.port));
+    });
+    // Slow or stalled bodies are cut off instead of holding a socket forever.
+    (server as import('node:http').Server).requestTimeout = config.BODY_TIMEOUT_SECONDS * 1000;
+    cleanups.push(() => new Promise<void>((resolve) => server!.close(() => resolve())));
+    apiUrl = `http://${config.HOST}:${port}`;
+  }
+
+  let stopped = false;
+  return {
+    config, log, pool, store, temporalAddress, uiUrl, apiUrl, server, worker,
+    async shutdown() {
+      if (stopped) return;
+      stopped = true;
+      for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => log.warn({ err }, 'shutdown step failed'));
+    },
+  };
+}

@@ -1,0 +1,20 @@
+// Names shared by the API, the worker and workflow code. Pure: workflows import it.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const DEFAULT_TASK_QUEUES = { uploads: 'uploads', transcode: 'transcode' } as const;
+
+export const searchAttributes = {
+  tenant: defineSearchAttributeKey('OncelyTenant', SearchAttributeType.KEYWORD),
+  idempotencyKey: defineSearchAttributeKey('OncelyIdempotencyKey', SearchAttributeType.KEYWORD),
+  phase: defineSearchAttributeKey('OncelyPhase', SearchAttributeType.KEYWORD),
+  contentType: defineSearchAttributeKey('OncelyContentType', SearchAttributeType.KEYWORD),
+  bytes: defineSearchAttributeKey('OncelyBytes', SearchAttributeType.INT),
+} as const;
+
+/** `--search-attribute` flags for the dev server, derived from the keys above. */
+export function searchAttributeFlags(): string[] {
+  const cliType = { KEYWORD: 'Keyword', INT: 'Int' } as const;
+  return Object.values(searchAttributes).flatMap((k) => ['--search-attribute', `${k.name}=${cliType[k.type as keyof typeof cliType]}`]);
+}
+
+export const updates = { offerCopy: 'offerCopy' } as const;

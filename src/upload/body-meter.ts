@@ -1,0 +1,52 @@
+// A pass-through stream on the upload path: counts and hashes bytes as they flow to the
+// store, keeps the first bytes for type sniffing, and fails the pipe when the body is
+// longer or shorter than Content-Length. Nothing is buffered beyond the sniff window.
+import { createHash, type Hash } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+import { problem, type Problem } from '../errors';
+
+const SNIFF_BYTES = 16;
+
+export class BodyMeter extends Transform {
+  bytes = 0;
+  head = Buffer.alloc(0);
+  /** Set when the meter itself stopped the stream (so callers report it, not the store's echo). */
+  failure: Problem | undefined;
+  private readonly hash: Hash = createHash('sha256');
+  private digest: string | undefined;
+
+  constructor(private readonly expected: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.expected) return cb(this.fail(problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`)));
+    if (this.head.length < SNIFF_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, SNIFF_BYTES - this.head.length)]);
+    this.hash.update(chunk);
+    cb(null, chunk);
+  }
+
+  override _flush(cb: TransformCallback): void {
+    if (this.bytes !== this.expected) {
+      return cb(this.fail(problem('body_incomplete', `Body ended after ${this.bytes} of ${this.expected} bytes.`)));
+    }
+    this.digest = this.hash.digest('hex');
+    cb();
+  }
+
+  /** Marks the body as cut off by the client (connection closed mid-body). */
+  abort(): void {
+    this.destroy(this.fail(problem('body_incomplete', `Connection closed after ${this.bytes} of ${this.expected} bytes.`)));
+  }
+
+  get sha256(): string {
+    if (!this.digest) throw new Error('body not complete');
+    return this.digest;
+  }
+
+  private fail(p: Problem): Problem {
+    this.failure ??= p;
+    return p;
+  }
+}

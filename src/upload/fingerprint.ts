@@ -1,0 +1,19 @@
+// The request fingerprint: what must be equal for two requests with one key to be "the
+// same request". The body itself is represented by its length and declared hash, so the
+// fingerprint is known before a single body byte is read.
+import { createHash } from 'node:crypto';
+
+export interface FingerprintParts {
+  method: string;
+  route: string;
+  tenantId: string;
+  contentLength: number;
+  contentType: string;
+  sha256: string | null;
+  fileName: string | null;
+}
+
+export function fingerprint(p: FingerprintParts): string {
+  const canonical = JSON.stringify([p.method.toUpperCase(), p.route, p.tenantId, p.contentLength, p.contentType, p.sha256, p.fileName]);
+  return createHash('sha256').update(canonical).digest('hex');
+}

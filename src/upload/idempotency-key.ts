@@ -1,0 +1,34 @@
+// Parses the Idempotency-Key header (draft-ietf-httpapi-idempotency-key-header): a
+// structured-field string ("...") is unwrapped; a bare value is taken as is. Either way
+// the key is 16-255 visible ASCII characters, and exactly one value may be sent.
+import { parseItem } from 'structured-headers';
+import { problem } from '../errors';
+
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
+const MIN = 16;
+const MAX = 255;
+
+/** `values` are the header's distinct field lines, as received. */
+export function parseIdempotencyKey(values: readonly string[] | undefined): string {
+  if (!values || values.length === 0) throw problem('idempotency_key_required', 'Send an Idempotency-Key header with a unique value per logical upload.');
+  if (values.length > 1) throw problem('idempotency_key_invalid', 'Send exactly one Idempotency-Key header.');
+  const raw = values[0]!.trim();
+  if (raw === '') throw problem('idempotency_key_invalid', 'Idempotency-Key is empty.');
+  let key: string;
+  if (raw.startsWith('"')) {
+    let item;
+    try {
+      item = parseItem(raw);
+    } catch {
+      throw problem('idempotency_key_invalid', 'Idempotency-Key is not a valid structured-field string (one quoted value, no parameters).');
+    }
+    if (typeof item[0] !== 'string' || item[1].size > 0) throw problem('idempotency_key_invalid', 'Idempotency-Key must be a single quoted string.');
+    key = item[0];
+  } else {
+    if (raw.includes(',')) throw problem('idempotency_key_invalid', 'Idempotency-Key holds several values (a comma outside quotes).');
+    key = raw;
+  }
+  if (!VISIBLE_ASCII.test(key)) throw problem('idempotency_key_invalid', 'Idempotency-Key may contain only visible ASCII characters (no spaces or control characters).');
+  if (key.length < MIN || key.length > MAX) throw problem('idempotency_key_invalid', `Idempotency-Key must be ${MIN}-${MAX} characters long (got ${key.length}).`);
+  return key;
+}

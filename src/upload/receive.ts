@@ -1,0 +1,184 @@
+// The upload path as named phases (the request side; Temporal owns recovery):
+//   replay    – a completed key answers from Postgres without reading the body;
+//   receive   – the body streams to this attempt's own object, counted and hashed;
+//   offer     – Update-with-Start hands the copy to the key's workflow (first copy wins);
+//   await     – the caller waits for the workflow's answer, bounded by its wait budget.
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Pool } from '../db/pool';
+import { findKey, type KeyRow } from '../db/queries/idempotency-keys';
+import { dependency, problem, Problem } from '../errors';
+import type { ObjectStore } from '../storage/store';
+import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
+import { isResourceExhausted } from '../temporal/client';
+import { searchAttributes } from '../temporal/names';
+import { BodyMeter } from './body-meter';
+import { sniff } from './sniff';
+import type { StagedCopy, StoredResponse, UploadRequest } from './types';
+import { offerCopyUpdate, uploadWorkflow } from '../../workflows/upload';
+
+export interface ReceiveDeps {
+  pool: Pool;
+  store: ObjectStore;
+  temporal: Client;
+  taskQueue: string;
+  receiveTimeoutSeconds: number;
+}
+
+export type UploadOutcome =
+  | { kind: 'answer'; response: StoredResponse; replayed: boolean }
+  | { kind: 'processing'; workflowId: string };
+
+export class UploadReceiver {
+  constructor(private readonly deps: ReceiveDeps) {}
+
+  /** Phase "replay": the stored answer for a completed key, or 422 for another request. */
+  async replay(req: UploadRequest): Promise<UploadOutcome | undefined> {
+    const row = await dependency('database_unavailable', () => findKey(this.deps.pool, req.tenantId, req.idempotencyKey));
+    return row ? answerFromRow(row, req) : undefined;
+  }
+
+  async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {
+    const copy = await this.stage(req, body);
+    const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
+    let outcome: 'accepted' | 'not_needed';
+    try {
+      outcome = await this.offer(req, workflowId, copy);
+    } catch (err) {
+      await this.discard(copy);
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        // The run completed between our fast-path read and the offer: answer from Postgres.
+        const answer = await this.replay(req);
+        if (answer) return answer;
+        throw problem('idempotency_in_progress', 'The upload for this key is finishing; retry shortly.', { retryAfter: 1 });
+      }
+      throw err;
+    }
+    if (outcome === 'not_needed') await this.discard(copy);
+    return this.await(req, workflowId, waitMs, outcome === 'not_needed');
+  }
+
+  /** Phase "receive": stream the body to this attempt's own object. */
+  private async stage(req: UploadRequest, body: Readable): Promise<StagedCopy> {
+    const attemptId = randomUUID();
+    const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
+    const meter = new BodyMeter(req.declaredBytes);
+    const onAbort = () => meter.abort();
+    body.once('aborted', onAbort);
+    body.once('error', onAbort);
+    const piped = pipeline(body, meter).catch(() => {});
+    try {
+      await this.deps.store.put(storageKey, meter, { contentType: req.contentType, contentLength: req.declaredBytes });
+    } catch (err) {
+      await this.deps.store.delete(storageKey).catch(() => {});
+      if (meter.failure) throw meter.failure;
+      if (err instanceof Problem) throw err;
+      throw problem('storage_unavailable', undefined, { cause: err });
+    } finally {
+      body.off('aborted', onAbort);
+      body.off('error', onAbort);
+      await piped;
+    }
+    const copy: StagedCopy = {
+      attemptId,
+      fingerprint: req.fingerprint,
+      storageKey,
+      bytes: meter.bytes,
+      sha256: meter.sha256,
+      sniffedType: sniff(meter.head),
+    };
+    if (req.declaredSha256 && req.declaredSha256 !== copy.sha256) {
+      await this.discard(copy);
+      throw problem('checksum_mismatch', `X-File-Sha256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);
+    }
+    return copy;
+  }
+
+  /** Phase "offer": start the key's workflow if needed and hand it this attempt's copy. */
+  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy): Promise<'accepted' | 'not_needed'> {
+    const start = new WithStartWorkflowOperation(uploadWorkflow, {
+      workflowId,
+      taskQueue: this.deps.taskQueue,
+      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      staticSummary: `Upload ${req.fileName ?? '(unnamed)'} · ${req.contentType} · ${req.declaredBytes} bytes`,
+      staticDetails: `tenant \`${req.tenantId}\`  \nidempotency key \`${req.idempotencyKey}\``,
+      typedSearchAttributes: [
+        { key: searchAttributes.tenant, value: req.tenantId },
+        { key: searchAttributes.idempotencyKey, value: req.idempotencyKey },
+        { key: searchAttributes.phase, value: 'receiving' },
+        { key: searchAttributes.contentType, value: req.contentType },
+        { key: searchAttributes.bytes, value: req.declaredBytes },
+      ],
+    });
+    try {
+      return await this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
+        updateId: copy.attemptId,
+        args: [copy],
+        startWorkflowOperation: start,
+      });
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
+        throw reuseProblem();
+      }
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
+      if (isResourceExhausted(err)) {
+        throw problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 });
+      }
+      throw problem('temporal_unavailable', undefined, { cause: err });
+    }
+  }
+
+  /** Phase "await": the workflow's answer within the wait budget, else "processing". */
+  private async await(req: UploadRequest, workflowId: string, waitMs: number, replayed: boolean): Promise<UploadOutcome> {
+    if (waitMs <= 0) return { kind: 'processing', workflowId };
+    const handle = this.deps.temporal.workflow.getHandle<typeof uploadWorkflow>(workflowId);
+    try {
+      const response = await this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => handle.result());
+      return { kind: 'answer', response, replayed };
+    } catch (err) {
+      if (err instanceof WorkflowFailedError) {
+        throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
+      }
+      if (isAbort(err)) {
+        // The run may have just finished and its answer be in Postgres already.
+        const row = await findKey(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined);
+        if (!row) return { kind: 'processing', workflowId };
+        const answer = answerFromRow(row, req);
+        return answer.kind === 'answer' ? { ...answer, replayed } : answer;
+      }
+      throw problem('temporal_unavailable', undefined, { cause: err });
+    }
+  }
+
+  private async discard(copy: StagedCopy): Promise<void> {
+    // Best effort: housekeeping removes anything left behind.
+    await this.deps.store.delete(copy.storageKey).catch(() => {});
+  }
+}
+
+function answerFromRow(row: KeyRow, req: UploadRequest): UploadOutcome {
+  if (row.fingerprint !== req.fingerprint) throw reuseProblem();
+  return { kind: 'answer', response: { status: row.response_status, body: row.response_body, uploadId: row.upload_id }, replayed: true };
+}
+
+function reuseProblem(): Problem {
+  return problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different file or headers; use a new key for a new upload.');
+}
+
+function isAbort(err: unknown): boolean {
+  for (let e = err as { name?: string; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    if (e.name === 'AbortError' || e.name === 'TimeoutError' || (e as { code?: number }).code === 1 /* grpc CANCELLED */) return true;
+  }
+  return false;
+}

@@ -1,0 +1,36 @@
+// Data that crosses the API / workflow / activity boundary. Plain, serialisable types only:
+// workflows import this file, so it must stay free of runtime code.
+
+/** What the API knows about a request before reading its body; fixed by the first attempt. */
+export interface UploadRequest {
+  tenantId: string;
+  idempotencyKey: string;
+  fingerprint: string;
+  contentType: string;
+  fileName: string | null;
+  declaredBytes: number;
+  declaredSha256: string | null;
+}
+
+/** One attempt's complete, verified copy of the body, sitting in the object store. */
+export interface StagedCopy {
+  attemptId: string;
+  fingerprint: string;
+  storageKey: string;
+  bytes: number;
+  sha256: string;
+  /** Media type detected from the first bytes, when recognisable. */
+  sniffedType: string | null;
+}
+
+export type OfferOutcome = 'accepted' | 'not_needed';
+
+/** The answer recorded for a key: replayed byte for byte on every later request. */
+export interface StoredResponse {
+  status: number;
+  body: string;
+  uploadId: string | null;
+}
+
+/** Named phases of an upload, shown in search attributes and the Temporal UI. */
+export type UploadPhase = 'receiving' | 'committing' | 'completed' | 'rejected' | 'abandoned';

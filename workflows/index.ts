@@ -1,0 +1,2 @@
+// Entry point of the workflow bundle.
+export { uploadWorkflow, offerCopyUpdate } from './upload';

@@ -1,0 +1,84 @@
+// The upload workflow: one execution per (tenant, Idempotency-Key). It waits for the first
+// complete copy of the body offered by any attempt, commits the object, writes the records
+// in one transaction and returns the response every later request replays.
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase, UploadRequest } from '../src/upload/types';
+import { searchAttributes, updates } from '../src/temporal/names';
+import { contentTypeMismatch } from '../src/upload/sniff';
+
+export interface UploadWorkflowInput extends UploadRequest {
+  receiveTimeoutSeconds: number;
+}
+
+export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
+
+const { commitObject, commitRecords, discardCopy } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    nonRetryableErrorTypes: ['staged_copy_missing', 'staged_copy_corrupt'],
+  },
+});
+
+function setPhase(phase: UploadPhase): void {
+  upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+}
+
+export async function uploadWorkflow(input: UploadWorkflowInput): Promise<StoredResponse> {
+  const uploadId = uuid4();
+  let accepted: StagedCopy | undefined;
+
+  setHandler(
+    offerCopyUpdate,
+    (copy) => {
+      if (accepted) return 'not_needed';
+      accepted = copy;
+      return 'accepted';
+    },
+    {
+      // Rejected before it is written to history: a different request under the same key.
+      validator: (copy) => {
+        if (copy.fingerprint !== input.fingerprint) {
+          throw ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse');
+        }
+      },
+    },
+  );
+
+  if (!(await condition(() => accepted !== undefined, input.receiveTimeoutSeconds * 1000))) {
+    setPhase('abandoned');
+    // Failing (not completing) lets a later request with the same key start afresh.
+    throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
+  }
+  const copy = accepted!;
+
+  setPhase('committing');
+  const workflowId = workflowInfo().workflowId;
+  const startedAtMs = workflowInfo().startTime.getTime();
+  const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType);
+  let response: StoredResponse;
+  if (mismatch) {
+    response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, rejection: { code: 'content_type_mismatch', detail: mismatch } });
+    await discardCopy(copy.storageKey);
+    setPhase('rejected');
+  } else {
+    await commitObject({ copy });
+    response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, copy });
+    setPhase('completed');
+  }
+  await condition(allHandlersFinished);
+  return response;
+}
