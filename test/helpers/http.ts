@@ -1,0 +1,103 @@
+// HTTP helpers for tests: fetch for well-formed requests, a raw socket for the malformed
+// ones fetch refuses to send (duplicate headers, lying Content-Length, cut-off bodies).
+import { createHash } from 'node:crypto';
+import net from 'node:net';
+
+export const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+
+export interface UploadArgs {
+  apiKey?: string;
+  key?: string;
+  body: Buffer;
+  contentType?: string;
+  sha?: string | null;
+  fileName?: string;
+  prefer?: string;
+  headers?: Record<string, string>;
+}
+
+export async function postUpload(baseUrl: string, a: UploadArgs): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const headers: Record<string, string> = { 'content-type': a.contentType ?? 'application/octet-stream', ...a.headers };
+  if (a.apiKey) headers.authorization = `Bearer ${a.apiKey}`;
+  if (a.key !== undefined) headers['idempotency-key'] = a.key;
+  if (a.sha !== null) headers['x-file-sha256'] = a.sha ?? sha256(a.body);
+  if (a.fileName) headers['x-file-name'] = a.fileName;
+  if (a.prefer) headers.prefer = a.prefer;
+  const res = await fetch(`${baseUrl}/v1/uploads`, { method: 'POST', headers, body: a.body });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export async function getJson(url: string, apiKey?: string): Promise<{ status: number; headers: Headers; json: any }> {
+  const res = await fetch(url, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sends `head` and `body` bytes as they are over a fresh socket. With `halfClose`, the
+ * write side is closed after sending (a client that stops mid-body but still listens).
+ * Resolves with the first response, or undefined when the server closes without one.
+ */
+export function rawRequest(baseUrl: string, head: string, body: Buffer = Buffer.alloc(0), opts: { halfClose?: boolean; timeoutMs?: number } = {}): Promise<RawResponse | undefined> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let data = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('raw request timed out'));
+    }, opts.timeoutMs ?? 20_000);
+    const finish = () => {
+      clearTimeout(timer);
+      resolve(parseResponse(data));
+    };
+    socket.on('data', (chunk) => {
+      data = Buffer.concat([data, chunk]);
+      const parsed = parseResponse(data);
+      if (parsed && complete(data)) {
+        socket.destroy();
+        clearTimeout(timer);
+        resolve(parsed);
+      }
+    });
+    socket.on('end', finish);
+    socket.on('close', finish);
+    socket.on('error', () => {});
+    socket.write(head.replace(/\n/g, '\r\n').replace(/\r\r/g, '\r'));
+    if (body.length) socket.write(body);
+    if (opts.halfClose) socket.end();
+  });
+}
+
+function parseResponse(data: Buffer): RawResponse | undefined {
+  const text = data.toString('latin1');
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const l of lines) {
+    const i = l.indexOf(':');
+    headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+  }
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: Buffer.from(text.slice(end + 4), 'latin1').toString('utf8') };
+}
+
+function complete(data: Buffer): boolean {
+  const r = parseResponse(data);
+  if (!r) return false;
+  const len = Number(r.headers['content-length'] ?? NaN);
+  return Number.isFinite(len) && Buffer.byteLength(r.body) >= len;
+}

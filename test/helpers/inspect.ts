@@ -1,0 +1,46 @@
+// Reads what a test stack actually stored: rows per key and objects per prefix.
+import type { Pool } from '../../src/db/pool';
+import type { ObjectStore } from '../../src/storage/store';
+
+export async function rowsForKey(pool: Pool, tenantId: string, key: string) {
+  const uploads = await pool.query('SELECT * FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenantId, key]);
+  const keys = await pool.query('SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenantId, key]);
+  return { uploads: uploads.rows, keys: keys.rows };
+}
+
+export async function totals(pool: Pool, store: ObjectStore) {
+  const r = await pool.query<{ uploads: string; keys: string }>(
+    'SELECT (SELECT count(*) FROM uploads) AS uploads, (SELECT count(*) FROM idempotency_keys) AS keys',
+  );
+  return { uploads: Number(r.rows[0]!.uploads), keys: Number(r.rows[0]!.keys), objects: (await listKeys(store, 'tenants/')).length };
+}
+
+export async function listKeys(store: ObjectStore, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const o of store.list(prefix)) out.push(o.key);
+  return out;
+}
+
+export async function readObject(store: ObjectStore, key: string): Promise<Buffer> {
+  const stream = await store.get(key);
+  if (!stream) throw new Error(`no object ${key}`);
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** Polls until `fn` returns a truthy value (deterministic waits, generous bounds). */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+}

@@ -1,0 +1,102 @@
+// A per-file Oncely stack over the shared services from global-setup: a fresh database
+// cloned from the migrated template, its own bucket and task queue, and the real runtime
+// (API on a free port + in-process worker) wired exactly as production wires it.
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig, type Config } from '../../src/config';
+import { createDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { startRuntime, type Role, type Runtime } from '../../src/runtime';
+import { createTenant } from '../../src/tenants';
+import { S3Store } from '../../src/storage/s3-store';
+
+let temporalLoggerInstalled = false;
+function quietTemporalLogs(): void {
+  if (temporalLoggerInstalled) return;
+  temporalLoggerInstalled = true;
+  try {
+    TemporalRuntime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed in this process
+  }
+}
+
+export interface TestStack {
+  name: string;
+  config: Config;
+  runtime: Runtime;
+  url: string;
+  dbUrl: string;
+  temporal: Client;
+  s3: S3Store;
+  createTenant(name?: string): Promise<{ tenantId: string; apiKey: string }>;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  role?: Role;
+  /** Environment overrides (e.g. proxied addresses, smaller limits). */
+  env?: Record<string, string>;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`.toLowerCase();
+}
+
+export function stackEnv(name: string, dbUrl: string): Record<string, string> {
+  const shared = inject('stack');
+  return {
+    DATABASE_URL: dbUrl,
+    S3_ENDPOINT: shared.s3.endpoint,
+    S3_ACCESS_KEY_ID: shared.s3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: shared.s3.secretAccessKey,
+    S3_BUCKET: name.replaceAll('_', '-'),
+    TEMPORAL_ADDRESS: shared.temporalAddress,
+    TASK_QUEUE_UPLOADS: `uploads-${name}`,
+    TASK_QUEUE_TRANSCODE: `transcode-${name}`,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    DEFAULT_WAIT_SECONDS: '30',
+  };
+}
+
+export async function startTestStack(prefix: string, opts: StackOptions = {}): Promise<TestStack> {
+  quietTemporalLogs();
+  const shared = inject('stack');
+  const name = uniqueName(prefix);
+  const dbUrl = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
+  const env = { ...stackEnv(name, dbUrl), ...opts.env };
+  const config = loadConfig(env);
+  const runtime = await startRuntime(config, opts.role ?? 'all', { workflowBundlePath: shared.workflowBundlePath });
+  const connection = await Connection.connect({ address: shared.temporalAddress });
+  const temporal = new Client({ connection });
+  const s3 = new S3Store({
+    endpoint: shared.s3.endpoint,
+    bucket: env.S3_BUCKET!,
+    region: 'us-east-1',
+    accessKeyId: shared.s3.accessKeyId,
+    secretAccessKey: shared.s3.secretAccessKey,
+    forcePathStyle: true,
+    partSizeBytes: 8 * 1024 * 1024,
+    queueSize: 2,
+  });
+  await s3.ensureBucket();
+  return {
+    name,
+    config,
+    runtime,
+    url: runtime.apiUrl ?? '',
+    dbUrl,
+    temporal,
+    s3,
+    createTenant: (tenantName = 'test') => createTenant(runtime.pool, tenantName),
+    async stop() {
+      await runtime.shutdown();
+      await connection.close();
+      s3.destroy();
+      await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+    },
+  };
+}

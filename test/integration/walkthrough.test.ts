@@ -1,0 +1,142 @@
+// The README walk-through against real services: replay, reuse, reads, tenancy.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { audit } from '../../src/audit';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { getJson, postUpload, sha256 } from '../helpers/http';
+import { listKeys, readObject, rowsForKey } from '../helpers/inspect';
+
+let stack: TestStack;
+let tenant: { tenantId: string; apiKey: string };
+
+beforeAll(async () => {
+  stack = await startTestStack('walk');
+  tenant = await stack.createTenant('acme');
+});
+afterAll(() => stack?.stop());
+
+const newKey = () => `walk-${randomUUID()}`;
+
+describe('POST /v1/uploads walk-through', () => {
+  it('stores once and replays the byte-identical answer; a different file under the key is 422', async () => {
+    const key = newKey();
+    const file = Buffer.from('hello, exactly once\n');
+    const first = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, contentType: 'text/plain', fileName: 'hello.txt' });
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(first.json).toMatchObject({ bytes: file.length, sha256: sha256(file), contentType: 'text/plain', fileName: 'hello.txt' });
+    expect(first.headers.get('location')).toBe(`/v1/uploads/${first.json.uploadId}`);
+
+    const second = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, contentType: 'text/plain', fileName: 'hello.txt' });
+    expect(second.status).toBe(201);
+    expect(second.text).toBe(first.text);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(second.headers.get('idempotent-replay')).toBe('true');
+
+    const other = Buffer.from('a different file');
+    const reuse = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: other, contentType: 'text/plain', fileName: 'hello.txt' });
+    expect(reuse.status).toBe(422);
+    expect(reuse.headers.get('content-type')).toBe('application/problem+json');
+    expect(reuse.json).toMatchObject({ status: 422, error: 'idempotency_key_reuse', type: expect.any(String), title: expect.any(String), detail: expect.any(String), message: expect.any(String) });
+
+    const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+    expect(rows.uploads).toHaveLength(1);
+    expect(rows.keys).toHaveLength(1);
+    expect(rows.keys[0].response_body).toBe(first.text);
+    const objects = await listKeys(stack.s3, `tenants/${tenant.tenantId}/`);
+    const forKey = objects.filter((k) => k === first.json.storageKey);
+    expect(forKey).toHaveLength(1);
+    expect(objects.filter((k) => k.startsWith(first.json.storageKey.split('/').slice(0, -1).join('/')))).toHaveLength(1);
+    expect(sha256(await readObject(stack.s3, first.json.storageKey))).toBe(sha256(file));
+  });
+
+  it('accepts the structured-field form of the key as the same key', async () => {
+    const key = newKey();
+    const file = Buffer.from('sf-string');
+    const a = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
+    const b = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `"${key}"`, body: file });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(b.text).toBe(a.text);
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('serves the upload and the key for polling, and hides them from other tenants', async () => {
+    const key = newKey();
+    const file = Buffer.from('pollable');
+    const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
+    expect(created.status).toBe(201);
+
+    const upload = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}?wait=1`, tenant.apiKey);
+    expect(upload.status).toBe(200);
+    expect(upload.json).toMatchObject({ uploadId: created.json.uploadId, status: 'committed', sha256: sha256(file), bytes: file.length, idempotencyKey: key });
+
+    const byKey = await getJson(`${stack.url}/v1/idempotency-keys/${encodeURIComponent(key)}`, tenant.apiKey);
+    expect(byKey.status).toBe(200);
+    expect(byKey.json).toMatchObject({ state: 'completed', status: 201, uploadId: created.json.uploadId, response: created.json });
+
+    const other = await stack.createTenant('other');
+    const hidden = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}`, other.apiKey);
+    expect(hidden.status).toBe(404);
+    expect(hidden.json.error).toBe('not_found');
+    const hiddenKey = await getJson(`${stack.url}/v1/idempotency-keys/${encodeURIComponent(key)}`, other.apiKey);
+    expect(hiddenKey.status).toBe(404);
+  });
+
+  it('gives two tenants using the same key two independent uploads', async () => {
+    const key = newKey();
+    const t2 = await stack.createTenant('second');
+    const a = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('tenant one file') });
+    const b = await postUpload(stack.url, { apiKey: t2.apiKey, key, body: Buffer.from('tenant two, another file') });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(a.json.uploadId).not.toBe(b.json.uploadId);
+    expect(b.headers.get('idempotent-replayed')).toBeNull();
+    expect(a.json.storageKey.startsWith(`tenants/${tenant.tenantId}/`)).toBe(true);
+    expect(b.json.storageKey.startsWith(`tenants/${t2.tenantId}/`)).toBe(true);
+  });
+
+  it('answers 202 with Location and Retry-After under Prefer: respond-async, then completes', async () => {
+    const key = newKey();
+    const file = Buffer.from('async please');
+    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, prefer: 'respond-async' });
+    expect(res.status).toBe(202);
+    expect(res.json).toMatchObject({ status: 'processing', idempotencyKey: key });
+    expect(res.headers.get('retry-after')).toBe('2');
+    const location = res.headers.get('location')!;
+    expect(location).toBe(`/v1/idempotency-keys/${encodeURIComponent(key)}`);
+    let polled: any;
+    for (let i = 0; i < 100; i++) {
+      polled = await getJson(`${stack.url}${location}`, tenant.apiKey);
+      if (polled.json.state === 'completed') break;
+      expect(polled.json.state).toBe('processing');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(polled.json).toMatchObject({ state: 'completed', status: 201, response: { sha256: sha256(file) } });
+    const again = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
+    expect(again.status).toBe(201);
+    expect(JSON.parse(again.text)).toEqual(polled.json.response);
+  });
+
+  it('records a content rejection once and replays it like a success', async () => {
+    const key = newKey();
+    const notPng = Buffer.from('this is plain text, not a PNG');
+    const first = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: notPng, contentType: 'image/png' });
+    expect(first.status).toBe(415);
+    expect(first.json.error).toBe('content_type_mismatch');
+    const second = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: notPng, contentType: 'image/png' });
+    expect(second.status).toBe(415);
+    expect(second.text).toBe(first.text);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+    expect(rows.uploads).toHaveLength(0);
+    expect(rows.keys).toHaveLength(1);
+  });
+
+  it('passes the audit with every upload verified', async () => {
+    const report = await audit(stack.runtime.pool, stack.s3);
+    expect(report.violations).toEqual([]);
+    expect(report.uploads).toBeGreaterThanOrEqual(6);
+    expect(report.objectsVerified).toBe(report.uploads);
+  });
+});
