@@ -42,6 +42,8 @@ export const configSchema = z.object({
   BODY_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
   /** How long a started upload waits for any attempt to deliver a complete copy. */
   RECEIVE_TIMEOUT_SECONDS: z.coerce.number().positive().default(3600),
+  /** On SIGTERM, how long in-flight requests may take before their connections close. */
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
 });
 

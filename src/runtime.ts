@@ -9,6 +9,7 @@ import pino, { type Logger } from 'pino';
 import { createApp } from './api/app';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
+import { problem } from './errors';
 import { createPool, type Pool } from './db/pool';
 import { startPglite } from './devstack/pglite-server';
 import { startTemporalDevServer } from './devstack/temporal-dev-server';
@@ -16,6 +17,27 @@ import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { createUploadWorker } from './worker';
+
+function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
+  // A request is still being answered (its body stopped short, or bytes after it do not
+  // parse): let that answer finish first, then close.
+  const pending = (socket as { _httpMessage?: import('node:http').ServerResponse })._httpMessage;
+  // (A body that stopped short is noticed by the upload path itself, which answers 400.)
+  if (pending && !pending.writableFinished) return void pending.once('finish', () => socket.end());
+  const p =
+    err.code === 'HPE_INVALID_EOF_STATE'
+      ? problem('body_incomplete', 'The connection ended before Content-Length bytes arrived.')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+      ? problem('headers_too_large', 'The request headers exceed the server limit.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? problem('request_timeout', 'The request body was not received within the body timeout.')
+        : problem('malformed_request', 'The request could not be parsed as HTTP/1.1 (for example a control character in a header).');
+  const body = JSON.stringify(p.toJSON());
+  socket.end(
+    `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -93,8 +115,21 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
       server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info) => resolve(info.port));
     });
     // Slow or stalled bodies are cut off instead of holding a socket forever.
-    (server as import('node:http').Server).requestTimeout = config.BODY_TIMEOUT_SECONDS * 1000;
-    cleanups.push(() => new Promise<void>((resolve) => server!.close(() => resolve())));
+    const http = server as import('node:http').Server;
+    http.requestTimeout = config.BODY_TIMEOUT_SECONDS * 1000;
+    // Requests Node's parser rejects (control characters, oversized headers) still get
+    // a problem+json answer rather than a bare "Bad Request".
+    http.on('clientError', answerClientError);
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          const http = server as import('node:http').Server;
+          http.close(() => resolve());
+          http.closeIdleConnections();
+          // In-flight requests get a grace period, then their sockets are closed.
+          setTimeout(() => http.closeAllConnections(), config.SHUTDOWN_GRACE_SECONDS * 1000).unref();
+        }),
+    );
     apiUrl = `http://${config.HOST}:${port}`;
   }
 

@@ -73,6 +73,11 @@ export class UploadReceiver {
     const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
     const meter = new BodyMeter(req.declaredBytes);
     const onAbort = () => meter.abort();
+    // The client closing its sending side mid-body shows up only on the socket.
+    const socket = (body as { socket?: import('node:net').Socket }).socket;
+    const onSocketEnd = () => (body as { complete?: boolean }).complete === false && meter.abort();
+    if (socket?.readableEnded) onSocketEnd();
+    else socket?.once('end', onSocketEnd);
     body.once('aborted', onAbort);
     body.once('error', onAbort);
     const piped = pipeline(body, meter).catch(() => {});
@@ -81,11 +86,13 @@ export class UploadReceiver {
     } catch (err) {
       await this.deps.store.delete(storageKey).catch(() => {});
       if (meter.failure) throw meter.failure;
+      if ((body as { complete?: boolean }).complete === false) throw problem('body_incomplete', `Connection closed after ${meter.bytes} of ${req.declaredBytes} bytes.`);
       if (err instanceof Problem) throw err;
       throw problem('storage_unavailable', undefined, { cause: err });
     } finally {
       body.off('aborted', onAbort);
       body.off('error', onAbort);
+      socket?.off('end', onSocketEnd);
       await piped;
     }
     const copy: StagedCopy = {
