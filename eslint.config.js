@@ -1,16 +1,17 @@
-// Lint config. The one rule that matters most: workflow code runs in Temporal's
-// deterministic sandbox, so it may not import Node built-ins or side-effecting modules.
+// Lint config. The rule that matters most: workflow code runs in Temporal's deterministic
+// sandbox, so it may not import Node built-ins or modules with side effects.
 import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'bench/results/', 'test-artifacts/'] },
+  { ignores: ['node_modules/', '.data/', 'bench/results/', 'test-artifacts/', 'dist/'] },
   ...tseslint.configs.recommended,
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'off',
     },
   },
   {
@@ -19,10 +20,16 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins,
+          paths: nodeBuiltins.map((name) => ({ name, message: 'Workflow code is deterministic: no Node built-ins (use activities).' })),
           patterns: [
-            { group: ['pg', 'hono', '@aws-sdk/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity', 'pino', 'sharp'], message: 'Workflow code must stay deterministic: side effects live in activities/.' },
-            { group: ['../src/*', '../activities/*', '!../activities/types', '!../src/temporal/names', '!../src/upload/types'], message: 'Workflows may import only types and the shared names module.' },
+            {
+              group: ['pg', 'hono', 'hono/*', '@hono/*', '@aws-sdk/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity', 'pino', 'sharp', 'undici'],
+              message: 'Workflow code is deterministic: side effects live in activities/.',
+            },
+            {
+              group: ['**/src/db/**', '**/src/storage/**', '**/src/api/**', '**/src/devstack/**', '**/src/runtime', '**/src/config'],
+              message: 'Workflows may import only pure modules (names, types, pure helpers).',
+            },
           ],
         },
       ],

@@ -28,7 +28,6 @@ export function parseFileName(value: string | undefined): string | null {
       throw problem('header_invalid', 'X-File-Name is not valid percent-encoding.');
     }
   }
-  // eslint-disable-next-line no-control-regex
   if (name === '' || name.length > 255 || /[\x00-\x1f\x7f/\\]/.test(name)) {
     throw problem('header_invalid', 'X-File-Name must be 1-255 characters without control characters or slashes.');
   }
