@@ -1,6 +1,7 @@
 // Wires a running Oncely from configuration: database (DATABASE_URL or embedded PGlite),
 // object store (S3 or local directory), Temporal (TEMPORAL_ADDRESS or the dev server),
 // then the API and/or the worker. The one place that chooses implementations.
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -64,6 +65,9 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     const pg = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     cleanups.push(() => pg.stop());
     databaseUrl = pg.url;
+    // Lets `oncely` commands reach this process's embedded database while it runs.
+    await writeFile(path.join(config.DATA_DIR, 'database-url'), pg.url);
+    cleanups.push(() => rm(path.join(config.DATA_DIR, 'database-url'), { force: true }));
     log.info('embedded PGlite database under %s', path.join(config.DATA_DIR, 'pglite'));
   }
   const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);

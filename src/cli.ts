@@ -1,0 +1,99 @@
+// `oncely` command line: tenants, migrations and the invariant audit, over the configured
+// database and object store. With the embedded default, it talks to the running
+// server's PGlite (its address is in DATA_DIR/database-url) or opens it directly.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Command } from 'commander';
+import getPort from 'get-port';
+import { audit } from './audit';
+import { loadConfig, type Config } from './config';
+import { migrate } from './db/migrate';
+import { createPool, type Pool } from './db/pool';
+import { startPglite } from './devstack/pglite-server';
+import { createStore } from './storage';
+import { createTenant } from './tenants';
+
+async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
+  let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
+  let embedded: Awaited<ReturnType<typeof startPglite>> | undefined;
+  if (url) {
+    const probe = createPool(url, 1);
+    const reachable = await probe.query('SELECT 1').then(() => true, () => false);
+    await probe.end();
+    if (!reachable && !config.DATABASE_URL) url = undefined;
+  }
+  if (!url) {
+    embedded = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
+    url = embedded.url;
+  }
+  const pool = createPool(url, 2);
+  return {
+    pool,
+    async close() {
+      await pool.end();
+      await embedded?.stop();
+    },
+  };
+}
+
+const program = new Command('oncely').description('Oncely: exactly-once uploads').showHelpAfterError();
+
+program
+  .command('migrate')
+  .description('apply the SQL migrations')
+  .action(async () => {
+    const db = await openDatabase(loadConfig());
+    try {
+      const applied = await migrate(db.pool);
+      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('tenant')
+  .description('manage tenants')
+  .command('create')
+  .argument('<name>', 'tenant name')
+  .option('--json', 'print JSON')
+  .description('create a tenant and print its API key (shown once)')
+  .action(async (name: string, opts: { json?: boolean }) => {
+    const db = await openDatabase(loadConfig());
+    try {
+      await migrate(db.pool);
+      const t = await createTenant(db.pool, name);
+      console.log(opts.json ? JSON.stringify(t) : `tenant ${t.tenantId}\napi key ${t.apiKey}   (store it now: only its hash is kept)`);
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('audit')
+  .description('check the exactly-once invariants over the database and the object store')
+  .option('--json', 'print JSON')
+  .action(async (opts: { json?: boolean }) => {
+    const config = loadConfig();
+    const db = await openDatabase(config);
+    try {
+      const report = await audit(db.pool, await createStore(config));
+      if (opts.json) console.log(JSON.stringify(report, null, 2));
+      else {
+        console.table({
+          tenants: report.tenants,
+          uploads: report.uploads,
+          'key rows': report.keyRows,
+          'objects verified': report.objectsVerified,
+          'unreferenced objects': report.unreferencedObjects,
+          violations: report.violations.length,
+        });
+        for (const v of report.violations) console.log(`VIOLATION ${v}`);
+      }
+      process.exitCode = report.violations.length ? 1 : 0;
+    } finally {
+      await db.close();
+    }
+  });
+
+await program.parseAsync();

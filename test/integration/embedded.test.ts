@@ -1,0 +1,82 @@
+// The embedded default as a user runs it: `tsx src/main.ts` with a fresh data directory
+// (own Temporal dev server, PGlite, local-directory store). Serves the walk-through,
+// the CLI audits it while it runs, and its data survives a restart.
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import getPort from 'get-port';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { getJson, postUpload, sha256 } from '../helpers/http';
+
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, '../..');
+const tsx = path.join(root, 'node_modules/.bin/tsx');
+let dataDir: string;
+let env: NodeJS.ProcessEnv;
+let proc: ManagedProcess | undefined;
+let url: string;
+
+async function start(): Promise<string> {
+  proc = startProcess(tsx, [path.join(root, 'src/main.ts')], { logFile: path.join(dataDir, 'main.log'), env, cwd: root });
+  await waitUntil('embedded Oncely', async () => (await fetch(`${url}/readyz`)).ok, { proc, timeoutMs: 90_000 });
+  return readFileSync(path.join(dataDir, 'dev-tenant-key'), 'utf8').trim();
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-embedded-'));
+  const port = await getPort({ host: '127.0.0.1' });
+  url = `http://127.0.0.1:${port}`;
+  env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })),
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: '',
+    S3_ENDPOINT: '',
+    TEMPORAL_ADDRESS: '',
+  };
+});
+
+afterAll(async () => {
+  await proc?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+it('serves the walk-through, audits clean, and keeps its data across a restart', async () => {
+  let apiKey = await start();
+  const key = `embedded-${randomUUID()}`;
+  const file = Buffer.from('embedded default file\n');
+  const first = await postUpload(url, { apiKey, key, body: file, contentType: 'text/plain' });
+  expect(first.status).toBe(201);
+  const second = await postUpload(url, { apiKey, key, body: file, contentType: 'text/plain' });
+  expect(second.status).toBe(201);
+  expect(second.text).toBe(first.text);
+  expect(second.headers.get('idempotent-replayed')).toBe('true');
+  const reuse = await postUpload(url, { apiKey, key, body: Buffer.from('other'), contentType: 'text/plain' });
+  expect(reuse.status).toBe(422);
+  const stored = path.join(dataDir, 'objects', first.json.storageKey);
+  expect(sha256(readFileSync(stored))).toBe(sha256(file));
+
+  // The CLI reaches the running server's embedded database.
+  const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
+  const report = JSON.parse(auditOut.stdout);
+  expect(report).toMatchObject({ uploads: 1, keyRows: 1, objectsVerified: 1, violations: [] });
+  const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
+  const cliTenant = JSON.parse(created.stdout);
+  expect(cliTenant.apiKey).toMatch(/^onc_/);
+  expect((await postUpload(url, { apiKey: cliTenant.apiKey, key, body: file, contentType: 'text/plain' })).status).toBe(201);
+
+  await proc!.stop();
+  expect(existsSync(path.join(dataDir, 'temporal.db'))).toBe(true);
+  apiKey = await start();
+  const afterRestart = await postUpload(url, { apiKey, key, body: file, contentType: 'text/plain' });
+  expect(afterRestart.status).toBe(201);
+  expect(afterRestart.text).toBe(first.text);
+  const upload = await getJson(`${url}/v1/uploads/${first.json.uploadId}`, apiKey);
+  expect(upload.json).toMatchObject({ uploadId: first.json.uploadId, sha256: sha256(file) });
+}, 240_000);
