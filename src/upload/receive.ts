@@ -26,6 +26,8 @@ import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
 import { offerCopyUpdate, uploadWorkflow } from '../../workflows/upload';
 
+const OFFER_DEADLINE_MS = 8_000;
+
 export interface ReceiveDeps {
   pool: Pool;
   store: ObjectStore;
@@ -129,11 +131,15 @@ export class UploadReceiver {
       ],
     });
     try {
-      return await this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
-        updateId: copy.attemptId,
-        args: [copy],
-        startWorkflowOperation: start,
-      });
+      // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
+      // caller is better served by a prompt 503 and its own retry with the same key.
+      return await this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, () =>
+        this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
+          updateId: copy.attemptId,
+          args: [copy],
+          startWorkflowOperation: start,
+        }),
+      );
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
         throw reuseProblem();

@@ -16,7 +16,8 @@ function quietTemporalLogs(): void {
   if (temporalLoggerInstalled) return;
   temporalLoggerInstalled = true;
   try {
-    TemporalRuntime.install({ logger: new DefaultLogger('WARN') });
+    // Fault tests cut connections on purpose; the native core's retry warnings are noise.
+    TemporalRuntime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
   } catch {
     // already installed in this process
   }
@@ -38,6 +39,8 @@ export interface StackOptions {
   role?: Role;
   /** Environment overrides (e.g. proxied addresses, smaller limits). */
   env?: Record<string, string>;
+  /** Rewrites the fresh database's URL the runtime uses (e.g. through a proxy). */
+  databaseVia?: (url: string) => string;
 }
 
 export function uniqueName(prefix: string): string {
@@ -67,7 +70,7 @@ export async function startTestStack(prefix: string, opts: StackOptions = {}): P
   const shared = inject('stack');
   const name = uniqueName(prefix);
   const dbUrl = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
-  const env = { ...stackEnv(name, dbUrl), ...opts.env };
+  const env = { ...stackEnv(name, opts.databaseVia ? opts.databaseVia(dbUrl) : dbUrl), ...opts.env };
   const config = loadConfig(env);
   const runtime = await startRuntime(config, opts.role ?? 'all', { workflowBundlePath: shared.workflowBundlePath });
   const connection = await Connection.connect({ address: shared.temporalAddress });
