@@ -1,0 +1,19 @@
+// A worker in its own OS process (`tsx src/main.ts worker`), so crash tests can SIGKILL it.
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { inject } from 'vitest';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+export async function startWorkerProcess(env: Record<string, string>, logFile: string): Promise<ManagedProcess> {
+  const proc = startProcess(path.join(root, 'node_modules/.bin/tsx'), [path.join(root, 'src/main.ts'), 'worker'], {
+    logFile,
+    cwd: root,
+    env: { ...process.env, ...env, LOG_LEVEL: 'info', WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath },
+  });
+  const startedLines = () => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.includes('"oncely started"')).length;
+  const before = startedLines();
+  await waitUntil('worker process', async () => startedLines() > before, { proc, timeoutMs: 60_000 });
+  return proc;
+}
