@@ -1,0 +1,94 @@
+// One contract, two stores: S3 (versitygw) and the local directory behave the same.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { LocalDirectoryStore } from '../../src/storage/local-store';
+import { S3Store } from '../../src/storage/s3-store';
+import type { ObjectStore } from '../../src/storage/store';
+import { uniqueName } from '../helpers/stack';
+import { listKeys, readObject } from '../helpers/inspect';
+
+const localDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-store-'));
+afterAll(() => rmSync(localDir, { recursive: true, force: true }));
+
+async function s3Store(): Promise<ObjectStore> {
+  const shared = inject('stack');
+  const store = new S3Store({
+    endpoint: shared.s3.endpoint,
+    bucket: uniqueName('contract').replaceAll('_', '-'),
+    region: 'us-east-1',
+    accessKeyId: shared.s3.accessKeyId,
+    secretAccessKey: shared.s3.secretAccessKey,
+    forcePathStyle: true,
+    partSizeBytes: 5 * 1024 * 1024,
+    queueSize: 2,
+  });
+  await store.ensureBucket();
+  return store;
+}
+
+const stores: [string, () => Promise<ObjectStore>][] = [
+  ['s3 (versitygw)', s3Store],
+  ['local directory', async () => new LocalDirectoryStore(localDir)],
+];
+
+function failingStream(after: Buffer): Readable {
+  let sent = false;
+  return new Readable({
+    read() {
+      if (!sent) {
+        sent = true;
+        this.push(after);
+      } else this.destroy(new Error('client went away'));
+    },
+  });
+}
+
+describe.each(stores)('%s store', (_name, make) => {
+  it('puts, heads, gets, lists and deletes', async () => {
+    const store = await make();
+    await store.probe();
+    const data = Buffer.from('contract bytes');
+    await store.put('tenants/t1/keys/k1/a', Readable.from([data]), { contentType: 'text/plain', contentLength: data.length });
+    await store.put('tenants/t1/keys/k1/b', Readable.from([Buffer.from('b')]), { contentType: 'text/plain' });
+    await store.put('tenants/t2/keys/k1/a', Readable.from([Buffer.from('other tenant')]), { contentType: 'text/plain' });
+    expect(await store.head('tenants/t1/keys/k1/a')).toMatchObject({ key: 'tenants/t1/keys/k1/a', bytes: data.length });
+    expect(await readObject(store, 'tenants/t1/keys/k1/a')).toEqual(data);
+    expect(await listKeys(store, 'tenants/t1/')).toEqual(['tenants/t1/keys/k1/a', 'tenants/t1/keys/k1/b']);
+    await store.delete('tenants/t1/keys/k1/a');
+    await store.delete('tenants/t1/keys/k1/a'); // deleting twice is fine
+    expect(await store.head('tenants/t1/keys/k1/a')).toBeUndefined();
+    expect(await store.get('tenants/t1/keys/k1/a')).toBeUndefined();
+    expect(await listKeys(store, 'tenants/t1/')).toEqual(['tenants/t1/keys/k1/b']);
+    expect(await listKeys(store, 'tenants/none/')).toEqual([]);
+  });
+
+  it('streams a multi-part object and reads it back intact', async () => {
+    const store = await make();
+    const chunk = Buffer.alloc(1024 * 1024, 0xab);
+    const parts = 12; // above the 5 MiB part size: exercises multipart on S3
+    await store.put('tenants/t1/big', Readable.from(Array.from({ length: parts }, () => chunk)), { contentType: 'application/octet-stream', contentLength: parts * chunk.length });
+    expect((await store.head('tenants/t1/big'))?.bytes).toBe(parts * chunk.length);
+    const back = await readObject(store, 'tenants/t1/big');
+    expect(back.length).toBe(parts * chunk.length);
+    expect(back.every((b) => b === 0xab)).toBe(true);
+    expect(await store.abortStaleMultipartUploads(new Date())).toBe(0);
+  });
+
+  it('leaves nothing behind when the source stream fails', async () => {
+    const store = await make();
+    await expect(store.put('tenants/t3/broken', failingStream(Buffer.alloc(1024, 1)), { contentType: 'text/plain' })).rejects.toThrow();
+    expect(await store.head('tenants/t3/broken')).toBeUndefined();
+    expect(await listKeys(store, 'tenants/t3/')).toEqual([]);
+  });
+});
+
+describe('local directory store', () => {
+  it('refuses keys that would escape its root', async () => {
+    const store = new LocalDirectoryStore(localDir);
+    await expect(store.put('../escape', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' })).rejects.toThrow(/unsafe/);
+    await expect(store.head('a/../../b')).rejects.toThrow(/unsafe/);
+  });
+});
