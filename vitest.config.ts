@@ -10,6 +10,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
-    reporters: ['default'],
+    reporters: ['default', './test/summary-reporter.ts'],
   },
 });
