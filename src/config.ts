@@ -26,8 +26,8 @@ export const configSchema = z.object({
   S3_ACCESS_KEY_ID: optionalString,
   S3_SECRET_ACCESS_KEY: optionalString,
   S3_FORCE_PATH_STYLE: bool.default(true),
-  S3_PART_SIZE_MIB: z.coerce.number().int().min(5).max(512).default(8),
-  S3_QUEUE_SIZE: z.coerce.number().int().min(1).max(16).default(4),
+  S3_PART_SIZE_MIB: z.coerce.number().int().min(5).max(512).default(5),
+  S3_QUEUE_SIZE: z.coerce.number().int().min(1).max(16).default(2),
 
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().default('default'),

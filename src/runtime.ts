@@ -4,7 +4,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import pino, { type Logger } from 'pino';
 import { createApp } from './api/app';
@@ -12,12 +12,9 @@ import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';
 import { createPool, type Pool } from './db/pool';
-import { startPglite } from './devstack/pglite-server';
-import { startTemporalDevServer } from './devstack/temporal-dev-server';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
-import { createUploadWorker } from './worker';
 
 function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -62,6 +59,9 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
 
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
+    // Heavy modules load only for the roles and back-ends that use them: an API replica
+    // never loads the worker runtime, PGlite or the dev-server launcher.
+    const { startPglite } = await import('./devstack/pglite-server');
     const pg = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     cleanups.push(() => pg.stop());
     databaseUrl = pg.url;
@@ -79,6 +79,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let uiUrl: string | undefined;
   if (!temporalAddress) {
+    const { startTemporalDevServer } = await import('./devstack/temporal-dev-server');
     const dev = await startTemporalDevServer({
       port: await getPort({ host: '127.0.0.1', port: 7233 }),
       uiPort: config.TEMPORAL_UI_PORT,
@@ -93,6 +94,8 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
   if (role !== 'api') {
+    const { NativeConnection } = await import('@temporalio/worker');
+    const { createUploadWorker } = await import('./worker');
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push(() => connection.close());
     worker = await createUploadWorker({

@@ -1,0 +1,107 @@
+// Services for benchmarks: the same real parts the tests use (Temporal dev server,
+// versitygw, a fresh PostgreSQL database), on free loopback ports, torn down at the end.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import getPort from 'get-port';
+import { createMigratedDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { startTemporalDevServer } from '../../src/devstack/temporal-dev-server';
+import { startVersity } from '../../src/devstack/versitygw';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { createPool } from '../../src/db/pool';
+import { createTenant } from '../../src/tenants';
+
+export interface BenchServices {
+  dir: string;
+  env: Record<string, string>;
+  temporalAddress: string;
+  s3: { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string };
+  databaseUrl: string;
+  apiKey: string;
+  stop(): Promise<void>;
+}
+
+const adminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export async function startServices(): Promise<BenchServices> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-bench-'));
+  const dbName = `oncely_bench_${process.pid}`;
+  const [temporal, s3, databaseUrl] = await Promise.all([
+    startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(dir, 'temporal.db') }),
+    startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: path.join(dir, 's3') }),
+    createMigratedDatabase(adminUrl, dbName),
+  ]);
+  const pool = createPool(databaseUrl, 1);
+  const { apiKey } = await createTenant(pool, 'bench');
+  await pool.end();
+  const bucket = 'bench';
+  const env = {
+    DATABASE_URL: databaseUrl,
+    S3_ENDPOINT: s3.endpoint,
+    S3_ACCESS_KEY_ID: s3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    S3_BUCKET: bucket,
+    TEMPORAL_ADDRESS: temporal.address,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    ...(process.env.S3_PART_SIZE_MIB ? { S3_PART_SIZE_MIB: process.env.S3_PART_SIZE_MIB } : {}),
+    ...(process.env.S3_QUEUE_SIZE ? { S3_QUEUE_SIZE: process.env.S3_QUEUE_SIZE } : {}),
+  };
+  return {
+    dir,
+    env,
+    temporalAddress: temporal.address,
+    s3: { endpoint: s3.endpoint, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, bucket },
+    databaseUrl,
+    apiKey,
+    async stop() {
+      await Promise.allSettled([temporal.stop(), s3.stop()]);
+      await dropDatabase(adminUrl, dbName).catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+/** Runs `src/main.ts <role>` as its own process (so its memory can be read from /proc). */
+export async function startOncelyProcess(services: BenchServices, role: 'api' | 'worker' | 'all', extraEnv: Record<string, string> = {}): Promise<{ proc: ManagedProcess; url: string }> {
+  const port = await getPort({ host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${port}`;
+  const logFile = path.join(services.dir, `oncely-${role}-${port}.log`);
+  const proc = startProcess(path.join(root, 'node_modules/.bin/tsx'), [path.join(root, 'src/main.ts'), role], {
+    logFile,
+    cwd: root,
+    env: { ...process.env, ...services.env, PORT: String(port), LOG_LEVEL: role === 'worker' ? 'info' : 'warn', ...extraEnv },
+  });
+  if (role === 'worker') {
+    const { readFileSync } = await import('node:fs');
+    await waitUntil('worker', async () => readFileSync(logFile, 'utf8').includes('"oncely started"'), { proc, timeoutMs: 60_000 });
+  } else {
+    await waitUntil('api', async () => (await fetch(`${url}/healthz`)).ok, { proc, timeoutMs: 60_000 });
+  }
+  return { proc, url };
+}
+
+/** Peak resident set size of a process in MiB (Linux VmHWM), following tsx to its node child. */
+export async function peakRssMiB(pid: number): Promise<number> {
+  const { readFileSync, readdirSync } = await import('node:fs');
+  const read = (p: number) => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : 0;
+    } catch {
+      return 0;
+    }
+  };
+  const children = (p: number): number[] => {
+    try {
+      return readdirSync(`/proc/${p}/task`).flatMap((t) => readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    } catch {
+      return [];
+    }
+  };
+  let best = read(pid);
+  for (const c of children(pid)) best = Math.max(best, await peakRssMiB(c));
+  return best;
+}
