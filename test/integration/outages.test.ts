@@ -55,8 +55,10 @@ describe.each([
 
     proxies[dependency].setMode('refuse');
     let res;
+    let ready: Response | undefined;
     try {
       res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
+      ready = await fetch(`${stack.url}/readyz`);
     } finally {
       proxies[dependency].setMode('forward');
     }
@@ -64,6 +66,11 @@ describe.each([
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(res.json.error).toBe(error);
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(ready!.status).toBe(503);
+    const checks = ((await ready!.json()) as { checks: Record<string, string> }).checks;
+    const name = { postgres: 'postgres', s3: 'objectStore', temporal: 'temporal' }[dependency];
+    expect(checks[name]).not.toBe('ok');
+    expect((await fetch(`${stack.url}/healthz`)).status).toBe(200);
 
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(0);
@@ -79,5 +86,6 @@ describe.each([
     const after = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(after.uploads).toHaveLength(1);
     expect(after.keys).toHaveLength(1);
+    expect((await fetch(`${stack.url}/readyz`)).status).toBe(200);
   }, 120_000);
 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload, sha256 } from '../helpers/http';
-import { listKeys, readObject, rowsForKey } from '../helpers/inspect';
+import { eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -48,6 +48,14 @@ describe('POST /v1/uploads walk-through', () => {
     expect(forKey).toHaveLength(1);
     expect(objects.filter((k) => k.startsWith(first.json.storageKey.split('/').slice(0, -1).join('/')))).toHaveLength(1);
     expect(sha256(await readObject(stack.s3, first.json.storageKey))).toBe(sha256(file));
+
+    // Operators find the run by key or tenant (search attributes; visibility is eventually consistent).
+    const found = await eventually(async () => {
+      const runs = [];
+      for await (const wf of stack.temporal.workflow.list({ query: `OncelyIdempotencyKey = '${key}' AND OncelyTenant = '${tenant.tenantId}'` })) runs.push(wf);
+      return runs.length === 1 && runs[0]!.status.name === 'COMPLETED' ? runs : undefined;
+    });
+    expect(found[0]!.workflowId).toBe(`upload/${tenant.tenantId}/${key}`);
   });
 
   it('accepts the structured-field form of the key as the same key', async () => {
