@@ -1,10 +1,11 @@
-// Every activity the worker registers, built from injected dependencies.
+// Every activity the workers register, built from injected dependencies.
+import { createDownstreamActivities, type DownstreamActivityDeps } from './downstream-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 
-export type ActivityDeps = UploadActivityDeps;
+export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps;
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...createUploadActivities(deps) };
+  return { ...createUploadActivities(deps), ...createDownstreamActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

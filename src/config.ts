@@ -44,6 +44,18 @@ export const configSchema = z.object({
   RECEIVE_TIMEOUT_SECONDS: z.coerce.number().positive().default(3600),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
+  /** Rendition presets (pixels / ffmpeg bitrate). */
+  THUMBNAIL_SIZE: z.coerce.number().int().min(16).max(4096).default(256),
+  DISPLAY_SIZE: z.coerce.number().int().min(16).max(8192).default(1280),
+  POSTER_WIDTH: z.coerce.number().int().min(16).max(8192).default(1280),
+  AUDIO_BITRATE: z.string().regex(/^\d+k$/).default('128k'),
+  /** Webhooks: loopback/private targets are refused unless allowed (development, tests). */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().default(15),
+  WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().default(5),
+  WEBHOOK_RETRY_COEFFICIENT: z.coerce.number().min(1).default(6),
+  WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().default(36_000),
+  WEBHOOK_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
 });
 

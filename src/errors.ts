@@ -18,6 +18,8 @@ export const catalogue = {
   malformed_request: { status: 400, title: 'Malformed HTTP request' },
   request_timeout: { status: 408, title: 'Request was not received in time' },
   headers_too_large: { status: 431, title: 'Request headers are too large' },
+  body_invalid: { status: 400, title: 'Request body is invalid' },
+  webhook_url_invalid: { status: 400, title: 'Webhook URL is not allowed' },
   query_invalid: { status: 400, title: 'A query parameter is invalid' },
   upload_failed: { status: 503, title: 'Upload could not be completed', retryAfter: 2 },
   content_type_mismatch: { status: 415, title: 'File content does not match its Content-Type' },

@@ -48,7 +48,7 @@ export interface Runtime {
   uiUrl?: string;
   apiUrl?: string;
   server?: ServerType;
-  worker?: Worker;
+  workers: Worker[];
   /** Stops accepting, drains, and releases everything in reverse order. */
   shutdown(): Promise<void>;
 }
@@ -91,24 +91,29 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     uiUrl = dev.uiUrl;
   }
 
-  let worker: Worker | undefined;
-  let workerRun: Promise<void> | undefined;
+  let workers: Worker[] = [];
   if (role !== 'api') {
     const { NativeConnection } = await import('@temporalio/worker');
-    const { createUploadWorker } = await import('./worker');
+    const { createWorkers } = await import('./worker');
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push(() => connection.close());
-    worker = await createUploadWorker({
+    workers = await createWorkers({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: config.TASK_QUEUE_UPLOADS,
-      activities: { pool, store, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600 },
+      taskQueues: { uploads: config.TASK_QUEUE_UPLOADS, transcode: config.TASK_QUEUE_TRANSCODE },
+      activities: {
+        pool,
+        store,
+        ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
+        presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE },
+        webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000 },
+      },
       workflowBundlePath: opts.workflowBundlePath,
     });
-    workerRun = worker.run();
+    const runs = workers.map((w) => w.run());
     cleanups.push(async () => {
-      if (worker!.getState() === 'RUNNING') worker!.shutdown();
-      await workerRun;
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.allSettled(runs);
     });
   }
 
@@ -142,7 +147,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
 
   let stopped = false;
   return {
-    config, log, pool, store, temporalAddress, uiUrl, apiUrl, server, worker,
+    config, log, pool, store, temporalAddress, uiUrl, apiUrl, server, workers,
     async shutdown() {
       if (stopped) return;
       stopped = true;

@@ -1,5 +1,7 @@
-// Builds the Temporal worker for the uploads task queue. The workflow code is either
-// bundled here or taken from a prebuilt bundle (tests bundle once per run).
+// Builds the Temporal workers: `uploads` runs the workflows and short activities;
+// `transcode` runs only the heavy transcode activity, so it can scale (or be deployed)
+// apart from the upload path. Workflow code is bundled here or taken prebuilt (tests
+// bundle once per run).
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { createActivities, type ActivityDeps } from '../activities';
@@ -9,20 +11,31 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
 export interface WorkerSetup {
   connection: NativeConnection;
   namespace: string;
-  taskQueue: string;
+  taskQueues: { uploads: string; transcode: string };
   activities: ActivityDeps;
   /** Prebuilt bundle code path; when absent the worker bundles workflows itself. */
   workflowBundlePath?: string;
   options?: Partial<WorkerOptions>;
 }
 
-export async function createUploadWorker(setup: WorkerSetup): Promise<Worker> {
-  return Worker.create({
+export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+  const { transcode, ...shortActivities } = createActivities(setup.activities);
+  const uploads = await Worker.create({
     connection: setup.connection,
     namespace: setup.namespace,
-    taskQueue: setup.taskQueue,
-    activities: createActivities(setup.activities),
+    taskQueue: setup.taskQueues.uploads,
+    activities: shortActivities,
     ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath }),
     ...setup.options,
   });
+  const transcoder = await Worker.create({
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueues.transcode,
+    activities: { transcode },
+    // Transcoding is CPU-bound: a couple at a time per process on a small machine.
+    maxConcurrentActivityTaskExecutions: 2,
+    ...setup.options,
+  });
+  return [uploads, transcoder];
 }

@@ -1,2 +1,3 @@
 // Entry point of the workflow bundle.
 export { uploadWorkflow, offerCopyUpdate } from './upload';
+export { downstreamWorkflow } from './downstream';

@@ -3,22 +3,30 @@
 // in one transaction and returns the response every later request replays.
 import {
   ApplicationFailure,
+  ParentClosePolicy,
   allHandlersFinished,
   condition,
   defineUpdate,
+  patched,
   proxyActivities,
   setHandler,
+  startChild,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase, UploadRequest } from '../src/upload/types';
 import { searchAttributes, updates } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
+import type { WebhookRetrySchedule } from '../src/downstream/types';
+import { downstreamWorkflow } from './downstream';
 
 export interface UploadWorkflowInput extends UploadRequest {
   receiveTimeoutSeconds: number;
+  /** Settings the downstream child needs (absent in runs recorded before downstream existed). */
+  downstream?: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
 }
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
@@ -78,7 +86,39 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     await commitObject({ copy });
     response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, copy });
     setPhase('completed');
+    // Runs recorded before downstream steps existed replay without the child.
+    if (patched('downstream-child') && input.downstream && response.uploadId) await startDownstream(input, response);
   }
   await condition(allHandlersFinished);
   return response;
+}
+
+/** Fires the downstream child exactly once per upload; the HTTP answer does not wait for it. */
+async function startDownstream(input: UploadWorkflowInput, response: StoredResponse): Promise<void> {
+  const body = JSON.parse(response.body) as { uploadId: string; storageKey: string; bytes: number; sha256: string; createdAt: string };
+  try {
+    await startChild(downstreamWorkflow, {
+      workflowId: `downstream/${body.uploadId}`,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Downstream of upload ${body.uploadId}: transcode, webhooks`,
+      args: [
+        {
+          uploadId: body.uploadId,
+          tenantId: input.tenantId,
+          storageKey: body.storageKey,
+          contentType: input.contentType,
+          bytes: body.bytes,
+          sha256: body.sha256,
+          fileName: input.fileName,
+          createdAt: body.createdAt,
+          transcodeQueue: input.downstream!.transcodeQueue,
+          webhookRetry: input.downstream!.webhookRetry,
+        },
+      ],
+    });
+  } catch (err) {
+    // Already started means already fired: exactly what we want.
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
 }

@@ -15,6 +15,7 @@ import { onError, onNotFound } from './problem-handler';
 import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 
 export interface AppDeps {
   config: Config;
@@ -32,6 +33,15 @@ export function createApp(deps: AppDeps) {
     temporal,
     taskQueue: config.TASK_QUEUE_UPLOADS,
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
+    downstream: {
+      transcodeQueue: config.TASK_QUEUE_TRANSCODE,
+      webhookRetry: {
+        initialSeconds: config.WEBHOOK_RETRY_INITIAL_SECONDS,
+        coefficient: config.WEBHOOK_RETRY_COEFFICIENT,
+        maxIntervalSeconds: config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
+        maxAttempts: config.WEBHOOK_RETRY_MAX_ATTEMPTS,
+      },
+    },
   });
 
   const app = new Hono<AppEnv>();
@@ -49,6 +59,7 @@ export function createApp(deps: AppDeps) {
   app.use('/v1/*', bearerAuth({ pool }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal }));
+  app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ pool, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS }));
   app.onError(onError);
   app.notFound(onNotFound);
   return app;

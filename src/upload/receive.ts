@@ -24,7 +24,7 @@ import { searchAttributes } from '../temporal/names';
 import { BodyMeter } from './body-meter';
 import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
-import { offerCopyUpdate, uploadWorkflow } from '../../workflows/upload';
+import { offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
 
@@ -34,6 +34,7 @@ export interface ReceiveDeps {
   temporal: Client;
   taskQueue: string;
   receiveTimeoutSeconds: number;
+  downstream: UploadWorkflowInput['downstream'];
 }
 
 export type UploadOutcome =
@@ -117,7 +118,7 @@ export class UploadReceiver {
     const start = new WithStartWorkflowOperation(uploadWorkflow, {
       workflowId,
       taskQueue: this.deps.taskQueue,
-      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds }],
+      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       staticSummary: `Upload ${req.fileName ?? '(unnamed)'} · ${req.contentType} · ${req.declaredBytes} bytes`,

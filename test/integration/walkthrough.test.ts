@@ -75,9 +75,18 @@ describe('POST /v1/uploads walk-through', () => {
     const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
     expect(created.status).toBe(201);
 
-    const upload = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}?wait=1`, tenant.apiKey);
+    const upload = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}?wait=30`, tenant.apiKey);
     expect(upload.status).toBe(200);
-    expect(upload.json).toMatchObject({ uploadId: created.json.uploadId, status: 'committed', sha256: sha256(file), bytes: file.length, idempotencyKey: key });
+    expect(upload.json).toMatchObject({
+      uploadId: created.json.uploadId,
+      status: 'processed',
+      sha256: sha256(file),
+      bytes: file.length,
+      idempotencyKey: key,
+      processing: { status: 'skipped', reason: 'no transcoder for application/octet-stream' },
+      renditions: [],
+      deliveries: [],
+    });
 
     const byKey = await getJson(`${stack.url}/v1/idempotency-keys/${encodeURIComponent(key)}`, tenant.apiKey);
     expect(byKey.status).toBe(200);

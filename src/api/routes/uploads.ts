@@ -5,6 +5,8 @@ import { Hono, type Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
+import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
+import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
@@ -16,7 +18,7 @@ import { headerValues } from '../headers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Upload statuses after which nothing more happens to the upload. */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['committed']);
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
 const DRAIN_LIMIT = 64 * 1024;
 
@@ -59,7 +61,10 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
     for (;;) {
       const row = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
       if (!row) throw problem('not_found', 'No such upload.');
-      if (TERMINAL_STATUSES.has(row.status) || Date.now() >= deadline) return c.json(uploadView(row));
+      if (TERMINAL_STATUSES.has(row.status) || Date.now() >= deadline) {
+        const [renditions, deliveries] = await dependency('database_unavailable', () => Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]));
+        return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
+      }
       await sleep(Math.min(250, deadline - Date.now()));
     }
   });
@@ -78,7 +83,16 @@ export function uploadView(row: UploadRow) {
     contentType: row.content_type,
     fileName: row.file_name,
     createdAt: row.created_at.toISOString(),
+    processing: { status: row.processing_status, reason: row.processing_reason, media: row.media, processedAt: row.processed_at?.toISOString() ?? null },
   };
+}
+
+function renditionView(r: RenditionRow) {
+  return { name: r.name, storageKey: r.storage_key, contentType: r.content_type, bytes: Number(r.bytes), width: r.width, height: r.height, durationMs: r.duration_ms };
+}
+
+function deliveryView(d: DeliveryRow) {
+  return { eventId: d.event_id, eventType: d.event_type, endpointId: d.endpoint_id, attempts: d.attempts, lastStatus: d.last_status, lastError: d.last_error, deliveredAt: d.delivered_at?.toISOString() ?? null };
 }
 
 function requestBody(c: Context<AppEnv>): Readable {

@@ -13,9 +13,13 @@ export interface UploadRow {
   file_name: string | null;
   status: string;
   created_at: Date;
+  processing_status: string;
+  processing_reason: string | null;
+  media: Record<string, unknown> | null;
+  processed_at: Date | null;
 }
 
-export type NewUpload = Omit<UploadRow, 'bytes' | 'status' | 'created_at'> & { bytes: number };
+export type NewUpload = Pick<UploadRow, 'id' | 'tenant_id' | 'idempotency_key' | 'workflow_id' | 'storage_key' | 'sha256' | 'content_type' | 'file_name'> & { bytes: number };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {

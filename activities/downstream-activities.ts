@@ -1,0 +1,135 @@
+// Side effects of the downstream workflow: transcode (on its own task queue), webhook
+// delivery with the ledger, and the final status. Each is safe to run more than once:
+// renditions go to deterministic keys with conflict-free rows, deliveries carry the same
+// webhook-id every time and stop once the ledger says delivered.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { Webhook } from 'standardwebhooks';
+import type { Pool } from '../src/db/pool';
+import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
+import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
+import type { DownstreamInput, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
+import { assertDeliverableUrl, DisallowedUrlError } from '../src/downstream/url-guard';
+import { transcodeFile, type Presets } from '../src/media/transcode';
+import type { ObjectStore } from '../src/storage/store';
+
+export interface DownstreamActivityDeps {
+  pool: Pool;
+  store: ObjectStore;
+  presets: Presets;
+  webhook: { allowPrivateNetworks: boolean; timeoutMs: number };
+}
+
+export function renditionKey(tenantId: string, uploadId: string, name: string, file: string): string {
+  return `tenants/${tenantId}/renditions/${uploadId}/${name}${path.extname(file)}`;
+}
+
+export function createDownstreamActivities({ pool, store, presets, webhook }: DownstreamActivityDeps) {
+  return {
+    async transcode(input: DownstreamInput): Promise<TranscodeResult> {
+      const ctx = Context.current();
+      // Heartbeats prove liveness; a worker that dies mid-transcode is noticed within the
+      // heartbeat timeout and the work retried elsewhere (same keys, same rows).
+      ctx.heartbeat('starting');
+      const beat = setInterval(() => ctx.heartbeat('working'), 1_000);
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'oncely-transcode-'));
+      try {
+        const source = await store.get(input.storageKey);
+        if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
+        const local = path.join(dir, 'source');
+        await pipeline(source, createWriteStream(local));
+        const outDir = await mkdtemp(path.join(dir, 'out-'));
+        const outcome = await transcodeFile(local, input.contentType, outDir, presets, ctx.cancellationSignal);
+        const renditions: RenditionSummary[] = [];
+        for (const r of outcome.renditions) {
+          const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file);
+          const bytes = (await stat(r.file)).size;
+          await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
+          await insertRenditionIfAbsent(pool, {
+            upload_id: input.uploadId, name: r.name, storage_key: storageKey, content_type: r.contentType,
+            bytes, width: r.width, height: r.height, duration_ms: r.durationMs,
+          });
+          renditions.push({ name: r.name, storageKey, contentType: r.contentType, bytes, width: r.width, height: r.height, durationMs: r.durationMs });
+        }
+        const reason = outcome.status === 'ready' ? null : outcome.reason;
+        await setProcessingOutcome(pool, input.uploadId, { status: outcome.status, reason, media: outcome.media });
+        return { status: outcome.status, reason, media: outcome.media, renditions };
+      } finally {
+        clearInterval(beat);
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+
+    /** Enabled endpoints at the time of the event (recorded in history, so replay-stable). */
+    async listWebhookEndpoints(tenantId: string): Promise<string[]> {
+      return (await listEndpoints(pool, tenantId)).filter((e) => e.enabled).map((e) => e.id);
+    },
+
+    async deliverWebhook({ event, endpointId, timestamp }: { event: WebhookEvent; endpointId: string; timestamp: string }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled'> {
+      const ledger = await findDelivery(pool, event.id, endpointId);
+      if (ledger?.delivered_at) return 'already_delivered';
+      const endpoint = await findEndpoint(pool, endpointId);
+      if (!endpoint) return 'endpoint_gone';
+      if (!endpoint.enabled) return 'endpoint_disabled';
+      const attempt = { eventId: event.id, endpointId, tenantId: event.tenantId, uploadId: event.uploadId, eventType: event.type };
+      try {
+        await assertDeliverableUrl(endpoint.url, { allowPrivateNetworks: webhook.allowPrivateNetworks });
+      } catch (err) {
+        if (!(err instanceof DisallowedUrlError)) throw err;
+        await recordAttempt(pool, { ...attempt, status: null, error: err.message, delivered: false });
+        await disableEndpoint(pool, endpointId, `target not allowed: ${err.message}`);
+        return 'endpoint_disabled';
+      }
+      const payload = JSON.stringify({ type: event.type, timestamp, data: event.data });
+      const sentAt = new Date();
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'Oncely-Webhooks/1',
+        'webhook-id': event.id,
+        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+        'webhook-signature': new Webhook(endpoint.secret).sign(event.id, sentAt, payload),
+      };
+      let response: Response;
+      try {
+        response = await fetch(endpoint.url, { method: 'POST', headers, body: payload, redirect: 'manual', signal: AbortSignal.timeout(webhook.timeoutMs) });
+        await response.body?.cancel().catch(() => {});
+      } catch (err) {
+        const message = (err as Error).name === 'TimeoutError' ? `no answer within ${webhook.timeoutMs} ms` : String((err as Error).cause ?? (err as Error).message);
+        await recordAttempt(pool, { ...attempt, status: null, error: message, delivered: false });
+        throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, 'webhook_unreachable');
+      }
+      const ok = response.status >= 200 && response.status < 300;
+      await recordAttempt(pool, { ...attempt, status: response.status, error: ok ? null : `HTTP ${response.status}`, delivered: ok });
+      if (ok) return 'delivered';
+      if (response.status === 410) {
+        // Standard Webhooks: 410 Gone means "stop sending to this endpoint".
+        await disableEndpoint(pool, endpointId, 'endpoint answered 410 Gone');
+        return 'endpoint_disabled';
+      }
+      throw ApplicationFailure.create({
+        message: `endpoint ${endpointId} answered ${response.status}`,
+        type: 'webhook_rejected',
+        nextRetryDelay: retryAfterMs(response.headers.get('retry-after')),
+      });
+    },
+
+    async markUploadProcessed(uploadId: string): Promise<void> {
+      await markProcessed(pool, uploadId);
+    },
+  };
+}
+
+/** Retry-After as delta-seconds or an HTTP date; bounded to a day. */
+function retryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  return Math.min(seconds, 86_400) * 1000;
+}
+
+export type DownstreamActivities = ReturnType<typeof createDownstreamActivities>;

@@ -1,0 +1,90 @@
+// Webhook endpoints per tenant and the delivery ledger (one row per event and endpoint).
+import type { Queryable } from '../pool';
+
+export interface EndpointRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  description: string;
+  secret: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  created_at: Date;
+}
+
+export async function insertEndpoint(db: Queryable, e: { id: string; tenantId: string; url: string; description: string; secret: string }): Promise<EndpointRow> {
+  const res = await db.query<EndpointRow>(
+    `INSERT INTO webhook_endpoints (id, tenant_id, url, description, secret) VALUES ($1, $2, $3, $4, $5)
+     RETURNING id, tenant_id, url, description, secret, enabled, disabled_reason, created_at`,
+    [e.id, e.tenantId, e.url, e.description, e.secret],
+  );
+  return res.rows[0]!;
+}
+
+export async function listEndpoints(db: Queryable, tenantId: string): Promise<EndpointRow[]> {
+  const res = await db.query<EndpointRow>(
+    `SELECT id, tenant_id, url, description, secret, enabled, disabled_reason, created_at
+       FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`,
+    [tenantId],
+  );
+  return res.rows;
+}
+
+export async function findEndpoint(db: Queryable, id: string): Promise<EndpointRow | undefined> {
+  const res = await db.query<EndpointRow>(
+    `SELECT id, tenant_id, url, description, secret, enabled, disabled_reason, created_at
+       FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL`,
+    [id],
+  );
+  return res.rows[0];
+}
+
+export async function deleteEndpoint(db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const res = await db.query('UPDATE webhook_endpoints SET deleted_at = now(), enabled = false WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL', [tenantId, id]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+export async function disableEndpoint(db: Queryable, id: string, reason: string): Promise<void> {
+  await db.query('UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2 WHERE id = $1 AND enabled', [id, reason]);
+}
+
+export interface DeliveryRow {
+  event_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  upload_id: string;
+  event_type: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+export async function findDelivery(db: Queryable, eventId: string, endpointId: string): Promise<DeliveryRow | undefined> {
+  const res = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
+  return res.rows[0];
+}
+
+/** Records one attempt: creates the ledger row on the first, counts every one. */
+export async function recordAttempt(
+  db: Queryable,
+  a: { eventId: string; endpointId: string; tenantId: string; uploadId: string; eventType: string; status: number | null; error: string | null; delivered: boolean },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, attempts, last_status, last_error, delivered_at)
+     VALUES ($1, $2, $3, $4, $5, 1, $6, $7, CASE WHEN $8 THEN now() END)
+     ON CONFLICT (event_id, endpoint_id) DO UPDATE
+       SET attempts = webhook_deliveries.attempts + 1,
+           last_status = EXCLUDED.last_status,
+           last_error = EXCLUDED.last_error,
+           delivered_at = coalesce(webhook_deliveries.delivered_at, EXCLUDED.delivered_at),
+           updated_at = now()`,
+    [a.eventId, a.endpointId, a.tenantId, a.uploadId, a.eventType, a.status, a.error, a.delivered],
+  );
+}
+
+export async function listDeliveries(db: Queryable, uploadId: string): Promise<DeliveryRow[]> {
+  const res = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE upload_id = $1 ORDER BY created_at, event_id, endpoint_id', [uploadId]);
+  return res.rows;
+}

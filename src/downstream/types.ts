@@ -1,0 +1,55 @@
+// Types and pure helpers of the downstream steps, shared by workflows and activities.
+
+export type EventType = 'upload.completed' | 'upload.processed';
+
+export interface DownstreamInput {
+  uploadId: string;
+  tenantId: string;
+  storageKey: string;
+  contentType: string;
+  bytes: number;
+  sha256: string;
+  fileName: string | null;
+  createdAt: string;
+  /** Task queue of the transcode activity (heavy work scales apart from the API path). */
+  transcodeQueue: string;
+  webhookRetry: WebhookRetrySchedule;
+}
+
+/** Close to the Standard Webhooks schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
+export interface WebhookRetrySchedule {
+  initialSeconds: number;
+  coefficient: number;
+  maxIntervalSeconds: number;
+  maxAttempts: number;
+}
+
+export interface RenditionSummary {
+  name: string;
+  storageKey: string;
+  contentType: string;
+  bytes: number;
+  width: number | null;
+  height: number | null;
+  durationMs: number | null;
+}
+
+export interface TranscodeResult {
+  status: 'ready' | 'skipped' | 'failed';
+  reason: string | null;
+  media: Record<string, unknown> | null;
+  renditions: RenditionSummary[];
+}
+
+export interface WebhookEvent {
+  id: string;
+  type: EventType;
+  tenantId: string;
+  uploadId: string;
+  data: Record<string, unknown>;
+}
+
+/** Deterministic per upload and event type: every retry and replay sends the same id. */
+export function eventId(uploadId: string, type: EventType): string {
+  return `evt_${uploadId.replaceAll('-', '')}_${type.split('.')[1]}`;
+}

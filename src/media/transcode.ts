@@ -1,0 +1,136 @@
+// Turns one local media file into renditions: images with sharp, audio and video with
+// ffmpeg/ffprobe. Pure file-in, files-out; the activity around it owns storage and rows.
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import sharp from 'sharp';
+
+const run = promisify(execFile);
+
+export interface Presets {
+  thumbnailSize: number;
+  displaySize: number;
+  posterWidth: number;
+  audioBitrate: string;
+}
+
+export interface ProducedRendition {
+  name: string;
+  file: string;
+  contentType: string;
+  width: number | null;
+  height: number | null;
+  durationMs: number | null;
+}
+
+export type TranscodeOutcome =
+  | { status: 'ready'; media: Record<string, unknown>; renditions: ProducedRendition[] }
+  | { status: 'skipped' | 'failed'; reason: string; media: Record<string, unknown> | null; renditions: [] };
+
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/avif', 'image/tiff']);
+
+export function kindOf(contentType: string): 'image' | 'audio' | 'video' | 'other' {
+  if (IMAGE_TYPES.has(contentType)) return 'image';
+  if (contentType.startsWith('audio/')) return 'audio';
+  if (contentType.startsWith('video/')) return 'video';
+  return 'other';
+}
+
+let ffmpegAvailable: Promise<boolean> | undefined;
+export function hasFfmpeg(): Promise<boolean> {
+  ffmpegAvailable ??= run('ffprobe', ['-version']).then(() => true, () => false);
+  return ffmpegAvailable;
+}
+
+export async function transcodeFile(input: string, contentType: string, outDir: string, presets: Presets, signal?: AbortSignal): Promise<TranscodeOutcome> {
+  const kind = kindOf(contentType);
+  if (kind === 'other') return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
+  if (kind === 'image') return transcodeImage(input, outDir, presets);
+  if (!(await hasFfmpeg())) return { status: 'skipped', reason: 'ffmpeg is not installed on this worker', media: null, renditions: [] };
+  return transcodeAv(input, kind, outDir, presets, signal);
+}
+
+async function transcodeImage(input: string, outDir: string, p: Presets): Promise<TranscodeOutcome> {
+  let meta: sharp.Metadata;
+  try {
+    // failOn 'error' makes truncated or corrupt files fail instead of half-decoding.
+    meta = await sharp(input, { failOn: 'error' }).metadata();
+    const renditions: ProducedRendition[] = [];
+    for (const [name, size] of [['thumbnail', p.thumbnailSize], ['display', p.displaySize]] as const) {
+      const file = path.join(outDir, `${name}.webp`);
+      const info = await sharp(input, { failOn: 'error', animated: false })
+        .rotate() // applies EXIF orientation
+        .resize({ width: size, height: size, fit: 'inside', withoutEnlargement: true })
+        .webp({ quality: 82 })
+        .toFile(file);
+      renditions.push({ name, file, contentType: 'image/webp', width: info.width, height: info.height, durationMs: null });
+    }
+    // Width and height as displayed, i.e. after EXIF orientation.
+    const swapped = (meta.orientation ?? 1) >= 5;
+    const media = { kind: 'image', format: meta.format, width: swapped ? meta.height : meta.width, height: swapped ? meta.width : meta.height, orientation: meta.orientation ?? 1 };
+    return { status: 'ready', media, renditions };
+  } catch (err) {
+    return { status: 'failed', reason: `image could not be decoded: ${(err as Error).message}`, media: null, renditions: [] };
+  }
+}
+
+interface Probe {
+  format?: { duration?: string; format_name?: string };
+  streams?: { codec_type?: string; codec_name?: string; width?: number; height?: number; duration?: string }[];
+}
+
+async function transcodeAv(input: string, kind: 'audio' | 'video', outDir: string, p: Presets, signal?: AbortSignal): Promise<TranscodeOutcome> {
+  let probe: Probe;
+  try {
+    const { stdout } = await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', input], { signal });
+    probe = JSON.parse(stdout) as Probe;
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    return { status: 'failed', reason: `media could not be probed: ${firstLine(err)}`, media: null, renditions: [] };
+  }
+  const video = probe.streams?.find((s) => s.codec_type === 'video');
+  const audio = probe.streams?.find((s) => s.codec_type === 'audio');
+  const durationMs = probe.format?.duration ? Math.round(Number(probe.format.duration) * 1000) : null;
+  const media = {
+    kind,
+    container: probe.format?.format_name ?? null,
+    durationMs,
+    width: video?.width ?? null,
+    height: video?.height ?? null,
+    videoCodec: video?.codec_name ?? null,
+    audioCodec: audio?.codec_name ?? null,
+  };
+  if (kind === 'video' && !video) return { status: 'failed', reason: 'no video stream found', media, renditions: [] };
+  if (kind === 'audio' && !audio) return { status: 'failed', reason: 'no audio stream found', media, renditions: [] };
+  try {
+    if (kind === 'video') {
+      const file = path.join(outDir, 'poster.jpg');
+      const at = durationMs && durationMs > 2000 ? 1 : 0;
+      await ffmpeg(['-ss', String(at), '-i', input, '-frames:v', '1', '-vf', `scale='min(${p.posterWidth},iw)':-2`, '-q:v', '3', file], signal);
+      const info = await sharp(file).metadata();
+      return { status: 'ready', media, renditions: [{ name: 'poster', file, contentType: 'image/jpeg', width: info.width ?? null, height: info.height ?? null, durationMs: null }] };
+    }
+    const file = path.join(outDir, 'audio.m4a');
+    await ffmpeg(['-i', input, '-vn', '-c:a', 'aac', '-b:a', p.audioBitrate, '-movflags', '+faststart', file], signal);
+    const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { signal });
+    return { status: 'ready', media, renditions: [{ name: 'audio', file, contentType: 'audio/mp4', width: null, height: null, durationMs: Math.round(Number(stdout.trim()) * 1000) }] };
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    return { status: 'failed', reason: `transcoding failed: ${firstLine(err)}`, media, renditions: [] };
+  }
+}
+
+function ffmpeg(args: string[], signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'], signal });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(stderr.trim() || `ffmpeg exited with ${code}`))));
+  });
+}
+
+function firstLine(err: unknown): string {
+  const e = err as { stderr?: string; message?: string };
+  return (e.stderr?.trim() || e.message || String(err)).split('\n')[0]!.slice(0, 300);
+}

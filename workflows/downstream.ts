@@ -1,0 +1,83 @@
+// The downstream child workflow, one per upload (ID `downstream/{uploadId}`): announce
+// the upload, transcode it on the transcode task queue, record the outcome, announce the
+// renditions. Webhook event ids are derived from the upload, so every retry of a delivery
+// carries the same `webhook-id`.
+import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { eventId, type DownstreamInput, type WebhookEvent } from '../src/downstream/types';
+
+const { listWebhookEndpoints, markUploadProcessed } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+export interface DownstreamResult {
+  processing: 'ready' | 'skipped' | 'failed';
+  renditions: string[];
+  deliveries: Record<string, string>;
+}
+
+export async function downstreamWorkflow(input: DownstreamInput): Promise<DownstreamResult> {
+  const { transcode } = proxyActivities<Activities>({
+    taskQueue: input.transcodeQueue,
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['object_missing'] },
+  });
+  const r = input.webhookRetry;
+  const { deliverWebhook } = proxyActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    retry: {
+      initialInterval: r.initialSeconds * 1000,
+      backoffCoefficient: r.coefficient,
+      maximumInterval: r.maxIntervalSeconds * 1000,
+      maximumAttempts: r.maxAttempts,
+    },
+  });
+  const deliveries: Record<string, string> = {};
+
+  /** Delivers one event to each endpoint; a delivery that exhausts its retries is recorded, not fatal. */
+  async function announce(event: WebhookEvent, timestamp: string): Promise<void> {
+    const endpoints = await listWebhookEndpoints(input.tenantId);
+    await Promise.all(
+      endpoints.map(async (endpointId) => {
+        try {
+          deliveries[`${event.type} → ${endpointId}`] = await deliverWebhook({ event, endpointId, timestamp });
+        } catch {
+          deliveries[`${event.type} → ${endpointId}`] = 'gave_up';
+        }
+      }),
+    );
+  }
+
+  const uploadData = {
+    uploadId: input.uploadId,
+    storageKey: input.storageKey,
+    bytes: input.bytes,
+    sha256: input.sha256,
+    contentType: input.contentType,
+    fileName: input.fileName,
+    createdAt: input.createdAt,
+  };
+  setCurrentDetails('announcing upload.completed; transcoding');
+  const completed = announce(
+    { id: eventId(input.uploadId, 'upload.completed'), type: 'upload.completed', tenantId: input.tenantId, uploadId: input.uploadId, data: uploadData },
+    input.createdAt,
+  );
+  const result = await transcode(input);
+  await markUploadProcessed(input.uploadId);
+  setCurrentDetails(`transcode ${result.status}; announcing upload.processed`);
+  const processed = announce(
+    {
+      id: eventId(input.uploadId, 'upload.processed'),
+      type: 'upload.processed',
+      tenantId: input.tenantId,
+      uploadId: input.uploadId,
+      data: { ...uploadData, processing: { status: result.status, reason: result.reason, media: result.media }, renditions: result.renditions },
+    },
+    new Date().toISOString(),
+  );
+  await Promise.all([completed, processed]);
+  setCurrentDetails(`done: transcode ${result.status}, ${Object.keys(deliveries).length} deliveries`);
+  return { processing: result.status, renditions: result.renditions.map((x) => x.name), deliveries };
+}
