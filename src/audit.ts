@@ -2,10 +2,13 @@
 //  1. one upload row, key row and committed object per (tenant, key);
 //  2. every upload's stored bytes hash to its recorded SHA-256 and size;
 //  4. key rows and upload rows agree (nothing changed under a reused key);
-//  5. every row, object key and workflow id stays inside its tenant.
+//  5. every row, object key and workflow id stays inside its tenant;
+// and, for the downstream steps, one rendition set per upload (every rendition row's
+// object present and whole) and one distinct webhook event id per upload and event type.
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
-import { allUploads, countRows, duplicateUploadsPerKey, mismatchedKeyRows } from './db/queries/audit';
+import { allDeliveries, allRenditions, allUploads, countRows, duplicateUploadsPerKey, mismatchedKeyRows, suspiciousDeliveries } from './db/queries/audit';
+import { eventId, type EventType } from './downstream/types';
 import type { ObjectStore } from './storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from './temporal/ids';
 
@@ -16,6 +19,9 @@ export interface AuditReport {
   objectsVerified: number;
   /** Objects under a key's folder that no upload references (staging leftovers). */
   unreferencedObjects: number;
+  renditions: number;
+  deliveries: number;
+  deliveredEvents: number;
   violations: string[];
 }
 
@@ -55,6 +61,20 @@ export async function audit(pool: Pool, store: ObjectStore): Promise<AuditReport
     objectsVerified++;
     referenced.add(u.storage_key);
   }
+  const renditions = await allRenditions(pool);
+  for (const r of renditions) {
+    const prefix = `tenants/${r.tenant_id}/renditions/${r.upload_id}/`;
+    if (!r.storage_key.startsWith(prefix)) violations.push(`tenancy: rendition ${r.upload_id}/${r.name} object ${r.storage_key} is outside ${prefix}`);
+    const head = await store.head(r.storage_key);
+    if (!head) violations.push(`loss: rendition ${r.upload_id}/${r.name} object ${r.storage_key} is missing`);
+    else if (head.bytes !== Number(r.bytes)) violations.push(`loss: rendition ${r.upload_id}/${r.name} has ${head.bytes} bytes, recorded ${r.bytes}`);
+    referenced.add(r.storage_key);
+  }
+  for (const d of await suspiciousDeliveries(pool)) violations.push(`webhook: ${d.event_id} (upload ${d.upload_id}): ${d.problem}`);
+  const deliveries = await allDeliveries(pool);
+  for (const d of deliveries) {
+    if (d.event_id !== eventId(d.upload_id, d.event_type as EventType)) violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.upload_id} ${d.event_type}`);
+  }
   let unreferencedObjects = 0;
   for await (const o of store.list('tenants/')) if (!referenced.has(o.key)) unreferencedObjects++;
   return {
@@ -63,6 +83,9 @@ export async function audit(pool: Pool, store: ObjectStore): Promise<AuditReport
     keyRows: counts.keys,
     objectsVerified,
     unreferencedObjects,
+    renditions: renditions.length,
+    deliveries: deliveries.length,
+    deliveredEvents: deliveries.filter((d) => d.delivered).length,
     violations,
   };
 }

@@ -8,7 +8,7 @@ import getPort from 'get-port';
 import { audit } from './audit';
 import { loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
-import { createPool, type Pool } from './db/pool';
+import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
@@ -16,6 +16,7 @@ import { createTenant } from './tenants';
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
   let embedded: Awaited<ReturnType<typeof startPglite>> | undefined;
+  if (!config.DATABASE_URL) usePreparedStatements(false);
   if (url) {
     const probe = createPool(url, 1);
     const reachable = await probe.query('SELECT 1').then(() => true, () => false);
@@ -86,6 +87,9 @@ program
           'key rows': report.keyRows,
           'objects verified': report.objectsVerified,
           'unreferenced objects': report.unreferencedObjects,
+          renditions: report.renditions,
+          'webhook deliveries': report.deliveries,
+          'delivered events': report.deliveredEvents,
           violations: report.violations.length,
         });
         for (const v of report.violations) console.log(`VIOLATION ${v}`);

@@ -11,7 +11,7 @@ import { createApp } from './api/app';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';
-import { createPool, type Pool } from './db/pool';
+import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
@@ -65,6 +65,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     const pg = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     cleanups.push(() => pg.stop());
     databaseUrl = pg.url;
+    usePreparedStatements(false);
     // Lets `oncely` commands reach this process's embedded database while it runs.
     await writeFile(path.join(config.DATA_DIR, 'database-url'), pg.url);
     cleanups.push(() => rm(path.join(config.DATA_DIR, 'database-url'), { force: true }));

@@ -26,7 +26,7 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
   });
   const r = input.webhookRetry;
   const { deliverWebhook } = proxyActivities<Activities>({
-    startToCloseTimeout: '1 minute',
+    startToCloseTimeout: r.attemptTimeoutSeconds * 1000,
     retry: {
       initialInterval: r.initialSeconds * 1000,
       backoffCoefficient: r.coefficient,

@@ -7,7 +7,7 @@ import getPort from 'get-port';
 import { createMigratedDatabase, dropDatabase } from '../../src/devstack/postgres';
 import { startTemporalDevServer } from '../../src/devstack/temporal-dev-server';
 import { startVersity } from '../../src/devstack/versitygw';
-import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { createPool } from '../../src/db/pool';
 import { createTenant } from '../../src/tenants';
 
@@ -69,7 +69,7 @@ export async function startOncelyProcess(services: BenchServices, role: 'api' | 
   const port = await getPort({ host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
   const logFile = path.join(services.dir, `oncely-${role}-${port}.log`);
-  const proc = startProcess(path.join(root, 'node_modules/.bin/tsx'), [path.join(root, 'src/main.ts'), role], {
+  const proc = startProcess(...nodeTs(path.join(root, 'src/main.ts'), role), {
     logFile,
     cwd: root,
     env: { ...process.env, ...services.env, PORT: String(port), LOG_LEVEL: role === 'worker' ? 'info' : 'warn', ...extraEnv },

@@ -36,6 +36,7 @@ export function createApp(deps: AppDeps) {
     downstream: {
       transcodeQueue: config.TASK_QUEUE_TRANSCODE,
       webhookRetry: {
+        attemptTimeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS + 5,
         initialSeconds: config.WEBHOOK_RETRY_INITIAL_SECONDS,
         coefficient: config.WEBHOOK_RETRY_COEFFICIENT,
         maxIntervalSeconds: config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,

@@ -41,3 +41,18 @@ export async function withTransaction<T>(pool: Pool, fn: (client: pg.PoolClient)
     }
   });
 }
+
+/**
+ * Named (server-side prepared) statements save a parse and plan on hot queries. They are
+ * off for the embedded PGlite, where every socket shares one backend session and
+ * statement names would collide between connections.
+ */
+let preparedStatements = true;
+
+export function usePreparedStatements(on: boolean): void {
+  preparedStatements = on;
+}
+
+export function statement(name: string, text: string, values: unknown[]): pg.QueryConfig {
+  return preparedStatements ? { name, text, values } : { text, values };
+}

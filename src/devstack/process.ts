@@ -12,7 +12,10 @@ export interface ManagedProcess {
 
 export function startProcess(cmd: string, args: string[], opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string }): ManagedProcess {
   const fd = openSync(opts.logFile, 'a');
-  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd });
+  // Its own process group, so a stop (or a SIGKILL in a crash test) reaches every
+  // descendant too (an ffmpeg a worker started, a node behind a wrapper script).
+  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd, detached: true });
+  child.unref();
   closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
@@ -20,12 +23,14 @@ export function startProcess(cmd: string, args: string[], opts: { logFile: strin
     logFile: opts.logFile,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
+      killGroup(child, signal);
       const killed = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
       if (!killed) {
-        child.kill('SIGKILL');
+        killGroup(child, 'SIGKILL');
         await exited;
       }
+      // Anything left in the group (the wrapper exited first) goes too.
+      if (signal === 'SIGKILL') killGroup(child, 'SIGKILL');
     },
   };
 }
@@ -45,4 +50,17 @@ export async function waitUntil(what: string, probe: () => Promise<boolean>, opt
   }
   const log = opts.proc ? readFileSync(opts.proc.logFile, 'utf8').slice(-4000) : '';
   throw new Error(`${what} did not become ready${lastError ? `: ${String(lastError)}` : ''}\n${log}`);
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    child.kill(signal);
+  }
+}
+
+/** Command and arguments that run a TypeScript entry point in a single node process. */
+export function nodeTs(entry: string, ...args: string[]): [string, string[]] {
+  return [process.execPath, ['--import', 'tsx', entry, ...args]];
 }

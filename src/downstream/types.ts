@@ -18,6 +18,8 @@ export interface DownstreamInput {
 
 /** Close to the Standard Webhooks schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
 export interface WebhookRetrySchedule {
+  /** Bound on one delivery attempt (the HTTP timeout plus bookkeeping). */
+  attemptTimeoutSeconds: number;
   initialSeconds: number;
   coefficient: number;
   maxIntervalSeconds: number;

@@ -2,12 +2,12 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { inject } from 'vitest';
-import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
 export async function startWorkerProcess(env: Record<string, string>, logFile: string): Promise<ManagedProcess> {
-  const proc = startProcess(path.join(root, 'node_modules/.bin/tsx'), [path.join(root, 'src/main.ts'), 'worker'], {
+  const proc = startProcess(...nodeTs(path.join(root, 'src/main.ts'), 'worker'), {
     logFile,
     cwd: root,
     env: { ...process.env, ...env, LOG_LEVEL: 'info', WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath },

@@ -236,3 +236,13 @@ describe('webhooks', () => {
     expect((await getJson(`${stack.url}/v1/webhook-endpoints`, tenant.apiKey)).json.data).toEqual([]);
   });
 });
+
+describe('audit', () => {
+  it('finds one rendition set per upload and one event id per event, nothing lost', async () => {
+    const { audit } = await import('../../src/audit');
+    const report = await audit(stack.runtime.pool, stack.s3);
+    expect(report.violations).toEqual([]);
+    expect(report.renditions).toBeGreaterThanOrEqual(6);
+    expect(report.deliveredEvents).toBeGreaterThanOrEqual(4);
+  });
+});

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import getPort from 'get-port';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { getJson, postUpload, sha256 } from '../helpers/http';
 
 const run = promisify(execFile);
@@ -21,7 +21,7 @@ let proc: ManagedProcess | undefined;
 let url: string;
 
 async function start(): Promise<string> {
-  proc = startProcess(tsx, [path.join(root, 'src/main.ts')], { logFile: path.join(dataDir, 'main.log'), env, cwd: root });
+  proc = startProcess(...nodeTs(path.join(root, 'src/main.ts')), { logFile: path.join(dataDir, 'main.log'), env, cwd: root });
   await waitUntil('embedded Oncely', async () => (await fetch(`${url}/readyz`)).ok, { proc, timeoutMs: 90_000 });
   return readFileSync(path.join(dataDir, 'dev-tenant-key'), 'utf8').trim();
 }
@@ -52,24 +52,28 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const key = `embedded-${randomUUID()}`;
   const file = Buffer.from('embedded default file\n');
   const first = await postUpload(url, { apiKey, key, body: file, contentType: 'text/plain' });
-  expect(first.status).toBe(201);
+  expect(first.status, `${first.text}\n${readFileSync(path.join(dataDir, 'main.log'), 'utf8').slice(-3000)}`).toBe(201);
   const second = await postUpload(url, { apiKey, key, body: file, contentType: 'text/plain' });
   expect(second.status).toBe(201);
   expect(second.text).toBe(first.text);
   expect(second.headers.get('idempotent-replayed')).toBe('true');
   const reuse = await postUpload(url, { apiKey, key, body: Buffer.from('other'), contentType: 'text/plain' });
   expect(reuse.status).toBe(422);
+  // Concurrent requests over the embedded database's shared session.
+  const many = await Promise.all(Array.from({ length: 12 }, (_, i) => postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' })));
+  expect(many.map((r) => r.status)).toEqual(Array(12).fill(201));
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
   expect(sha256(readFileSync(stored))).toBe(sha256(file));
 
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  expect(report).toMatchObject({ uploads: 1, keyRows: 1, objectsVerified: 1, violations: [] });
+  expect(report).toMatchObject({ uploads: 13, keyRows: 13, objectsVerified: 13, violations: [] });
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);
-  expect((await postUpload(url, { apiKey: cliTenant.apiKey, key, body: file, contentType: 'text/plain' })).status).toBe(201);
+  const cliUpload = await postUpload(url, { apiKey: cliTenant.apiKey, key, body: file, contentType: 'text/plain' });
+  expect(cliUpload.status, `${cliUpload.text}\n${readFileSync(path.join(dataDir, 'main.log'), 'utf8').slice(-2500)}`).toBe(201);
 
   await proc!.stop();
   expect(existsSync(path.join(dataDir, 'temporal.db'))).toBe(true);

@@ -51,3 +51,28 @@ export async function* allUploads(
     after = res.rows[res.rows.length - 1].id;
   }
 }
+
+export async function allRenditions(db: Queryable): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string }[]> {
+  const res = await db.query(
+    `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes
+       FROM renditions r JOIN uploads u ON u.id = r.upload_id ORDER BY r.upload_id, r.name`,
+  );
+  return res.rows;
+}
+
+/** Deliveries whose event id, tenant or multiplicity break "one event id per upload and type". */
+export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: string; upload_id: string; problem: string }[]> {
+  const res = await db.query(
+    `SELECT d.event_id, d.upload_id, 'delivery tenant differs from the upload''s' AS problem
+       FROM webhook_deliveries d JOIN uploads u ON u.id = d.upload_id WHERE u.tenant_id <> d.tenant_id
+     UNION ALL
+     SELECT min(event_id), upload_id, 'several event ids for one upload and event type'
+       FROM webhook_deliveries GROUP BY upload_id, event_type HAVING count(DISTINCT event_id) > 1`,
+  );
+  return res.rows;
+}
+
+export async function allDeliveries(db: Queryable): Promise<{ event_id: string; upload_id: string; event_type: string; delivered: boolean }[]> {
+  const res = await db.query('SELECT event_id, upload_id, event_type, delivered_at IS NOT NULL AS delivered FROM webhook_deliveries');
+  return res.rows;
+}

@@ -1,6 +1,6 @@
 // The stored answer per (tenant, key). Read on every request (the fast path); written
 // only inside the records transaction (src/db/queries/records.ts).
-import type { Queryable } from '../pool';
+import { statement, type Queryable } from '../pool';
 
 export interface KeyRow {
   tenant_id: string;
@@ -16,14 +16,10 @@ export interface KeyRow {
 }
 
 export async function findKey(db: Queryable, tenantId: string, key: string): Promise<KeyRow | undefined> {
-  const res = await db.query<KeyRow>({
-    name: 'find_idempotency_key',
-    text: `SELECT tenant_id, key, fingerprint, workflow_id, upload_id, response_status, response_body,
+  const res = await db.query<KeyRow>(statement('find_idempotency_key', `SELECT tenant_id, key, fingerprint, workflow_id, upload_id, response_status, response_body,
                   created_at, completed_at, expires_at
              FROM idempotency_keys
-            WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`,
-    values: [tenantId, key],
-  });
+            WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`, [tenantId, key]));
   return res.rows[0];
 }
 

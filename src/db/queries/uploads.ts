@@ -1,5 +1,5 @@
 // Upload rows: one per logical upload, keyed by id and unique per (tenant, key).
-import type { Queryable } from '../pool';
+import { statement, type Queryable } from '../pool';
 
 export interface UploadRow {
   id: string;
@@ -32,11 +32,7 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
 }
 
 export async function findUpload(db: Queryable, tenantId: string, id: string): Promise<UploadRow | undefined> {
-  const res = await db.query<UploadRow>({
-    name: 'find_upload',
-    text: 'SELECT * FROM uploads WHERE tenant_id = $1 AND id = $2',
-    values: [tenantId, id],
-  });
+  const res = await db.query<UploadRow>(statement('find_upload', 'SELECT * FROM uploads WHERE tenant_id = $1 AND id = $2', [tenantId, id]));
   return res.rows[0];
 }
 
