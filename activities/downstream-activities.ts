@@ -118,7 +118,9 @@ export function createDownstreamActivities({ pool, store, presets, webhook }: Do
       });
     },
 
-    async markUploadProcessed(uploadId: string): Promise<void> {
+    /** Records the outcome (when transcode did not, e.g. skipped media) and marks the upload processed. */
+    async markUploadProcessed({ uploadId, outcome }: { uploadId: string; outcome: Pick<TranscodeResult, 'status' | 'reason' | 'media'> }): Promise<void> {
+      await setProcessingOutcome(pool, uploadId, outcome);
       await markProcessed(pool, uploadId);
     },
   };

@@ -1,28 +1,46 @@
-// `npm run bench`: runs each scenario against real services on loopback, Oncely and its
-// baseline alternating in the same run, prints a table and writes JSON under bench/results/.
+// `npm run bench`: every scenario against real services on loopback, Oncely and its
+// baseline alternating in the same run. Prints a table, writes JSON and an SVG chart of
+// the ratios under bench/results/. Bounded: each load phase has a fixed duration.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startServices } from './lib/services';
+import { ratioChart } from './lib/chart';
 import { largeUpload } from './large-upload';
+import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
 
 const { values } = parseArgs({
   options: {
     scenario: { type: 'string', multiple: true },
     'large-bytes': { type: 'string', default: String(1024 ** 3) },
     rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '16' },
   },
 });
 
-const wanted = new Set(values.scenario ?? ['large']);
+const all = ['large', 'replay', 'small', 'storm'];
+const wanted = new Set(values.scenario ?? all);
+const rounds = Number(values.rounds);
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
 const services = await startServices();
 const results: Record<string, unknown>[] = [];
 try {
-  if (wanted.has('large')) results.push(await largeUpload(services, { bytes: Number(values['large-bytes']), rounds: Number(values.rounds) }));
+  if (wanted.has('large')) results.push(await largeUpload(services, { bytes: Number(values['large-bytes']), rounds }));
+  if (wanted.has('replay')) results.push(await replayPath(services, { seconds, rounds, connections }));
+  if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
+  if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
 } finally {
   await services.stop();
 }
-console.table(results);
+for (const r of results) {
+  console.log(`\n${r.scenario}`);
+  console.table(Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'scenario')));
+}
 const out = path.resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
-writeFileSync(path.join(out, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify(results, null, 2));
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+writeFileSync(path.join(out, `bench-${stamp}.json`), JSON.stringify({ at: new Date().toISOString(), rounds, seconds, connections, results }, null, 2));
+writeFileSync(path.join(out, `bench-${stamp}.svg`), ratioChart(results));
+console.log(`\nwrote bench/results/bench-${stamp}.{json,svg}`);

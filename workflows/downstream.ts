@@ -2,11 +2,12 @@
 // the upload, transcode it on the transcode task queue, record the outcome, announce the
 // renditions. Webhook event ids are derived from the upload, so every retry of a delivery
 // carries the same `webhook-id`.
-import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { eventId, type DownstreamInput, type WebhookEvent } from '../src/downstream/types';
+import { eventId, mediaKind, type DownstreamInput, type TranscodeResult, type WebhookEvent } from '../src/downstream/types';
 
-const { listWebhookEndpoints, markUploadProcessed } = proxyActivities<Activities>({
+// Short database steps run as local activities: no task-queue round trip each.
+const { listWebhookEndpoints, markUploadProcessed } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
@@ -36,9 +37,11 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
   });
   const deliveries: Record<string, string> = {};
 
+  // Endpoints enabled when the upload completed; one disabled since is skipped at delivery.
+  const endpoints = await listWebhookEndpoints(input.tenantId);
+
   /** Delivers one event to each endpoint; a delivery that exhausts its retries is recorded, not fatal. */
   async function announce(event: WebhookEvent, timestamp: string): Promise<void> {
-    const endpoints = await listWebhookEndpoints(input.tenantId);
     await Promise.all(
       endpoints.map(async (endpointId) => {
         try {
@@ -64,8 +67,12 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     { id: eventId(input.uploadId, 'upload.completed'), type: 'upload.completed', tenantId: input.tenantId, uploadId: input.uploadId, data: uploadData },
     input.createdAt,
   );
-  const result = await transcode(input);
-  await markUploadProcessed(input.uploadId);
+  // Media no transcoder handles is settled here, without a trip to the transcode queue.
+  const result: TranscodeResult =
+    mediaKind(input.contentType) === 'other'
+      ? { status: 'skipped', reason: `no transcoder for ${input.contentType}`, media: null, renditions: [] }
+      : await transcode(input);
+  await markUploadProcessed({ uploadId: input.uploadId, outcome: result });
   setCurrentDetails(`transcode ${result.status}; announcing upload.processed`);
   const processed = announce(
     {

@@ -1,3 +1,3 @@
 // Entry point of the workflow bundle.
-export { uploadWorkflow, offerCopyUpdate } from './upload';
+export { uploadWorkflow, offerCopyUpdate, acceptedAttemptQuery } from './upload';
 export { downstreamWorkflow } from './downstream';

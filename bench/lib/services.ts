@@ -18,6 +18,7 @@ export interface BenchServices {
   s3: { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string };
   databaseUrl: string;
   apiKey: string;
+  tenantId: string;
   stop(): Promise<void>;
 }
 
@@ -32,7 +33,7 @@ export async function startServices(): Promise<BenchServices> {
     createMigratedDatabase(adminUrl, dbName),
   ]);
   const pool = createPool(databaseUrl, 1);
-  const { apiKey } = await createTenant(pool, 'bench');
+  const { apiKey, tenantId } = await createTenant(pool, 'bench');
   await pool.end();
   const bucket = 'bench';
   const env = {
@@ -54,6 +55,7 @@ export async function startServices(): Promise<BenchServices> {
     s3: { endpoint: s3.endpoint, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, bucket },
     databaseUrl,
     apiKey,
+    tenantId,
     async stop() {
       await Promise.allSettled([temporal.stop(), s3.stop()]);
       await dropDatabase(adminUrl, dbName).catch(() => {});

@@ -55,3 +55,13 @@ export interface WebhookEvent {
 export function eventId(uploadId: string, type: EventType): string {
   return `evt_${uploadId.replaceAll('-', '')}_${type.split('.')[1]}`;
 }
+
+const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/avif', 'image/tiff']);
+
+/** Which transcoder handles a media type ('other': none, recorded as skipped). */
+export function mediaKind(contentType: string): 'image' | 'audio' | 'video' | 'other' {
+  if (IMAGE_TYPES.has(contentType)) return 'image';
+  if (contentType.startsWith('audio/')) return 'audio';
+  if (contentType.startsWith('video/')) return 'video';
+  return 'other';
+}

@@ -4,6 +4,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import sharp from 'sharp';
+import { mediaKind } from '../downstream/types';
 
 const run = promisify(execFile);
 
@@ -27,14 +28,6 @@ export type TranscodeOutcome =
   | { status: 'ready'; media: Record<string, unknown>; renditions: ProducedRendition[] }
   | { status: 'skipped' | 'failed'; reason: string; media: Record<string, unknown> | null; renditions: [] };
 
-const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/avif', 'image/tiff']);
-
-export function kindOf(contentType: string): 'image' | 'audio' | 'video' | 'other' {
-  if (IMAGE_TYPES.has(contentType)) return 'image';
-  if (contentType.startsWith('audio/')) return 'audio';
-  if (contentType.startsWith('video/')) return 'video';
-  return 'other';
-}
 
 let ffmpegAvailable: Promise<boolean> | undefined;
 export function hasFfmpeg(): Promise<boolean> {
@@ -43,7 +36,7 @@ export function hasFfmpeg(): Promise<boolean> {
 }
 
 export async function transcodeFile(input: string, contentType: string, outDir: string, presets: Presets, signal?: AbortSignal): Promise<TranscodeOutcome> {
-  const kind = kindOf(contentType);
+  const kind = mediaKind(contentType);
   if (kind === 'other') return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
   if (kind === 'image') return transcodeImage(input, outDir, presets);
   if (!(await hasFfmpeg())) return { status: 'skipped', reason: 'ffmpeg is not installed on this worker', media: null, renditions: [] };

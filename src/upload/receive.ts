@@ -10,7 +10,9 @@ import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  QueryNotRegisteredError,
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -24,9 +26,11 @@ import { searchAttributes } from '../temporal/names';
 import { BodyMeter } from './body-meter';
 import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
-import { offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
+import { acceptedAttemptQuery, offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
+const RECONCILE_INTERVAL_MS = 2_000;
+const RECONCILE_ATTEMPTS = 150;
 
 export interface ReceiveDeps {
   pool: Pool;
@@ -57,14 +61,21 @@ export class UploadReceiver {
     try {
       outcome = await this.offer(req, workflowId, copy);
     } catch (err) {
+      // Only a definite refusal frees the copy. When the outcome is unknown (deadline,
+      // connection lost) the workflow may have accepted it: keep it; housekeeping removes
+      // it later if no upload ever references it.
+      if (!(err instanceof OfferRefused)) {
+        this.reconcileLater(workflowId, copy);
+        throw err;
+      }
       await this.discard(copy);
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      if (err.cause instanceof WorkflowExecutionAlreadyStartedError) {
         // The run completed between our fast-path read and the offer: answer from Postgres.
         const answer = await this.replay(req);
         if (answer) return answer;
         throw problem('idempotency_in_progress', 'The upload for this key is finishing; retry shortly.', { retryAfter: 1 });
       }
-      throw err;
+      throw err.answer;
     }
     if (outcome === 'not_needed') await this.discard(copy);
     return this.await(req, workflowId, waitMs, outcome === 'not_needed');
@@ -143,11 +154,11 @@ export class UploadReceiver {
       );
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
-        throw reuseProblem();
+        throw new OfferRefused(reuseProblem(), err);
       }
-      if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new OfferRefused(problem('internal_error'), err);
       if (isResourceExhausted(err)) {
-        throw problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 });
+        throw new OfferRefused(problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 }), err);
       }
       throw problem('temporal_unavailable', undefined, { cause: err });
     }
@@ -175,9 +186,40 @@ export class UploadReceiver {
     }
   }
 
+  /**
+   * After an offer whose outcome is unknown, asks the workflow (once Temporal answers)
+   * whether it took this copy, and deletes the copy if it did not. Bounded; anything
+   * still unresolved is left to housekeeping.
+   */
+  private reconcileLater(workflowId: string, copy: StagedCopy, attempt = 0): void {
+    if (attempt >= RECONCILE_ATTEMPTS) return;
+    const timer = setTimeout(async () => {
+      try {
+        const handle = this.deps.temporal.workflow.getHandle(workflowId);
+        const accepted = await this.deps.temporal.withDeadline(Date.now() + 5_000, () => handle.query(acceptedAttemptQuery));
+        if (accepted === copy.attemptId) return;
+        if (accepted !== null) return void (await this.discard(copy));
+        const { status } = await handle.describe();
+        if (status.name !== 'RUNNING') return void (await this.discard(copy));
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return void (await this.discard(copy));
+        if (err instanceof QueryNotRegisteredError) return; // a run from before the query existed
+      }
+      this.reconcileLater(workflowId, copy, attempt + 1);
+    }, RECONCILE_INTERVAL_MS);
+    timer.unref();
+  }
+
   private async discard(copy: StagedCopy): Promise<void> {
     // Best effort: housekeeping removes anything left behind.
     await this.deps.store.delete(copy.storageKey).catch(() => {});
+  }
+}
+
+/** The workflow certainly did not take the copy; `answer` is what the client gets. */
+class OfferRefused extends Error {
+  constructor(readonly answer: Problem, cause: unknown) {
+    super(answer.detail, { cause });
   }
 }
 

@@ -10,6 +10,7 @@ export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
     const started = performance.now();
     c.set('log', log);
     await next();
+    if (!log.isLevelEnabled('info')) return;
     const key = c.get('idempotencyKey');
     log.info({
       method: c.req.method,

@@ -1,0 +1,170 @@
+// Scenarios 2-4: replay path, new small uploads, duplicate storm. Each runs Oncely and its
+// baseline alternately on the same services and reports medians over rounds.
+import { createHash, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import getPort from 'get-port';
+import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../src/devstack/process';
+import { uploadWorkflowId } from '../src/temporal/ids';
+import { closedLoop, httpLoad, type LoadResult } from './lib/load';
+import { startOncelyProcess, type BenchServices } from './lib/services';
+import { median } from './lib/stats';
+
+const BODY = Buffer.alloc(4096, 0x61);
+const BODY_SHA = createHash('sha256').update(BODY).digest('hex');
+
+async function startBaseline(services: BenchServices, file: string): Promise<{ proc: ManagedProcess; url: string }> {
+  const port = await getPort({ host: '127.0.0.1' });
+  const logFile = path.join(services.dir, `${path.basename(file)}.log`);
+  const proc = startProcess(...nodeTs(path.join(import.meta.dirname, 'baselines', file)), { logFile, env: { ...process.env, ...services.env, PORT: String(port) } });
+  await waitUntil(file, async () => readFileSync(logFile, 'utf8').includes('listening'), { proc, timeoutMs: 30_000 });
+  return { proc, url: `http://127.0.0.1:${port}` };
+}
+
+function tenantIdOf(services: BenchServices): string {
+  return services.tenantId;
+}
+
+function uploadHeaders(services: BenchServices, key: string) {
+  return {
+    authorization: `Bearer ${services.apiKey}`,
+    'idempotency-key': key,
+    'content-type': 'application/octet-stream',
+    'x-file-sha256': BODY_SHA,
+  };
+}
+
+const pick = (runs: LoadResult[]) => ({
+  rps: median(runs.map((r) => r.rps)),
+  p50ms: median(runs.map((r) => r.p50ms)),
+  p99ms: median(runs.map((r) => r.p99ms)),
+  statuses: runs.at(-1)!.statuses,
+});
+
+export async function replayPath(services: BenchServices, opts: { seconds: number; rounds: number; connections: number }) {
+  const api = await startOncelyProcess(services, 'api');
+  const worker = await startOncelyProcess(services, 'worker');
+  const bare = await startBaseline(services, 'bare-select-server.ts');
+  try {
+    const key = `bench-replay-${randomUUID()}`;
+    const first = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
+    if (first.status !== 201) throw new Error(`setup upload failed: ${first.status} ${await first.text()}`);
+    const oncely: LoadResult[] = [];
+    const baseline: LoadResult[] = [];
+    for (let i = 0; i < opts.rounds; i++) {
+      oncely.push(await httpLoad({ url: `${api.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
+      baseline.push(await httpLoad({ url: `${bare.url}/replay/${tenantIdOf(services)}/${key}`, method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: BODY, connections: opts.connections, duration: opts.seconds }));
+    }
+    const o = pick(oncely);
+    const b = pick(baseline);
+    if (Object.keys(o.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(o.statuses)}`);
+    return { scenario: 'replay path', oncelyRps: o.rps, baselineRps: b.rps, ratio: round2(o.rps / b.rps), oncelyP50ms: o.p50ms, oncelyP99ms: o.p99ms, baselineP50ms: b.p50ms, baselineP99ms: b.p99ms };
+  } finally {
+    await Promise.all([api.proc.stop(), worker.proc.stop(), bare.proc.stop()]);
+  }
+}
+
+export async function newSmallUploads(services: BenchServices, opts: { seconds: number; rounds: number; connections: number }) {
+  const api = await startOncelyProcess(services, 'api');
+  const worker = await startOncelyProcess(services, 'worker');
+  const pgOnly = await startBaseline(services, 'pg-only-server.ts');
+  const native = await NativeConnection.connect({ address: services.temporalAddress });
+  const noopWorker = await Worker.create({
+    connection: native,
+    taskQueue: 'bench-noop',
+    workflowsPath: path.join(import.meta.dirname, 'baselines', 'noop-workflow.ts'),
+  });
+  const noopRun = noopWorker.run();
+  const connection = await Connection.connect({ address: services.temporalAddress });
+  const client = new Client({ connection });
+  try {
+    const oncely: LoadResult[] = [];
+    const temporal: LoadResult[] = [];
+    const pg: LoadResult[] = [];
+    const run = `${Date.now()}`;
+    for (let i = 0; i < opts.rounds; i++) {
+      oncely.push(
+        await httpLoad({
+          url: `${api.url}/v1/uploads`,
+          method: 'POST',
+          headers: uploadHeaders(services, `bench-small-${run}-${i}-[<id>]`),
+          body: BODY,
+          idReplacement: true,
+          connections: opts.connections,
+          duration: opts.seconds,
+        }),
+      );
+      temporal.push(
+        await closedLoop(opts.connections, opts.seconds, async () => {
+          await client.workflow.execute('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomUUID()}` });
+        }),
+      );
+      pg.push(
+        await httpLoad({
+          url: `${pgOnly.url}/uploads`,
+          method: 'POST',
+          headers: { 'idempotency-key': `bench-pg-${run}-${i}-[<id>]`, 'content-type': 'application/octet-stream' },
+          body: BODY,
+          idReplacement: true,
+          connections: opts.connections,
+          duration: opts.seconds,
+        }),
+      );
+    }
+    const o = pick(oncely);
+    const t = pick(temporal);
+    const p = pick(pg);
+    return {
+      scenario: 'new small uploads (4 KiB)',
+      oncelyRps: o.rps,
+      oncelyP50ms: o.p50ms,
+      oncelyP99ms: o.p99ms,
+      oncelyStatuses: JSON.stringify(o.statuses),
+      bareTemporalRps: t.rps,
+      bareTemporalP50ms: t.p50ms,
+      bareTemporalP99ms: t.p99ms,
+      ratioVsBareTemporal: round2(o.rps / t.rps),
+      pgOnlyRps: p.rps,
+      pgOnlyP50ms: p.p50ms,
+      pgOnlyP99ms: p.p99ms,
+      ratioVsPgOnly: round2(o.rps / p.rps),
+    };
+  } finally {
+    noopWorker.shutdown();
+    await noopRun;
+    await native.close();
+    await connection.close();
+    await Promise.all([api.proc.stop(), worker.proc.stop(), pgOnly.proc.stop()]);
+  }
+}
+
+export async function duplicateStorm(services: BenchServices, opts: { requests: number }) {
+  const api = await startOncelyProcess(services, 'api');
+  const worker = await startOncelyProcess(services, 'worker');
+  const connection = await Connection.connect({ address: services.temporalAddress });
+  const client = new Client({ connection });
+  try {
+    const key = `bench-storm-${randomUUID()}`;
+    const started = performance.now();
+    const statuses = await Promise.all(
+      Array.from({ length: opts.requests }, async () => {
+        const res = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
+        await res.arrayBuffer();
+        return res.headers.get('idempotent-replayed') ? `${res.status} replayed` : String(res.status);
+      }),
+    );
+    const ms = performance.now() - started;
+    const mix: Record<string, number> = {};
+    for (const s of statuses) mix[s] = (mix[s] ?? 0) + 1;
+    let executions = 0;
+    for await (const _ of client.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenantIdOf(services), key)}'` })) executions++;
+    return { scenario: `duplicate storm (${opts.requests} × one key)`, allAnsweredMs: Math.round(ms), executions, answers: JSON.stringify(mix) };
+  } finally {
+    await connection.close();
+    await Promise.all([api.proc.stop(), worker.proc.stop()]);
+  }
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
