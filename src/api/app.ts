@@ -1,7 +1,6 @@
 // The Hono application: middleware, route groups, one error handler. Built from injected
 // dependencies so tests and the process entrypoint wire it the same way.
 import { Hono } from 'hono';
-import { cors } from 'hono/cors';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
@@ -11,6 +10,7 @@ import { UploadReceiver } from '../upload/receive';
 import type { AppEnv } from './env';
 import { accessLog } from './middleware/access-log';
 import { bearerAuth } from './middleware/auth';
+import { cors } from './middleware/cors';
 import { onError, onNotFound } from './problem-handler';
 import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
@@ -49,11 +49,9 @@ export function createApp(deps: AppDeps) {
   app.use(accessLog(log));
   app.use(
     cors({
-      origin: '*',
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
       allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'],
-      exposeHeaders: ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay'],
-      maxAge: 600,
+      maxAgeSeconds: 600,
     }),
   );
   app.route('/', healthRoutes({ pool, temporal, store }));

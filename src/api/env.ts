@@ -10,5 +10,7 @@ export interface AppEnv {
     idempotencyKey: string;
     /** How the request ended, for the access log and metrics. */
     outcome: string;
+    /** The handler already put the CORS headers into its response. */
+    corsApplied: boolean;
   };
 }

@@ -17,7 +17,7 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
-import { findKey, type KeyRow } from '../db/queries/idempotency-keys';
+import { findKeyAnswer, type KeyAnswer } from '../db/queries/idempotency-keys';
 import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
@@ -50,7 +50,7 @@ export class UploadReceiver {
 
   /** Phase "replay": the stored answer for a completed key, or 422 for another request. */
   async replay(req: UploadRequest): Promise<UploadOutcome | undefined> {
-    const row = await dependency('database_unavailable', () => findKey(this.deps.pool, req.tenantId, req.idempotencyKey));
+    const row = await dependency('database_unavailable', () => findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey));
     return row ? answerFromRow(row, req) : undefined;
   }
 
@@ -177,7 +177,7 @@ export class UploadReceiver {
       }
       if (isAbort(err)) {
         // The run may have just finished and its answer be in Postgres already.
-        const row = await findKey(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined);
+        const row = await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined);
         if (!row) return { kind: 'processing', workflowId };
         const answer = answerFromRow(row, req);
         return answer.kind === 'answer' ? { ...answer, replayed } : answer;
@@ -223,7 +223,7 @@ class OfferRefused extends Error {
   }
 }
 
-function answerFromRow(row: KeyRow, req: UploadRequest): UploadOutcome {
+function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {
   if (row.fingerprint !== req.fingerprint) throw reuseProblem();
   return { kind: 'answer', response: { status: row.response_status, body: row.response_body, uploadId: row.upload_id }, replayed: true };
 }

@@ -15,6 +15,7 @@ import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import type { UploadRequest } from '../../upload/types';
 import type { AppEnv } from '../env';
 import { headerValues } from '../headers';
+import { corsHeaders } from '../middleware/cors';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Upload statuses after which nothing more happens to the upload. */
@@ -103,7 +104,9 @@ function requestBody(c: Context<AppEnv>): Readable {
 }
 
 function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeConnection: boolean): Response {
-  const headers: Record<string, string> = {};
+  // One plain header object (CORS included): no Headers instance, no copying.
+  const headers: Record<string, string> = { ...corsHeaders };
+  c.set('corsApplied', true);
   if (closeConnection) headers.connection = 'close';
   if (outcome.kind === 'processing') {
     c.set('outcome', 'processing');

@@ -35,3 +35,17 @@ export async function insertKeyIfAbsent(
     [row.tenant_id, row.key, row.fingerprint, row.workflow_id, row.upload_id, row.response_status, row.response_body, row.created_at, row.ttlSeconds],
   );
 }
+
+export type KeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'>;
+
+/** The replay path's read: only what an answer needs (no timestamps to parse). */
+export async function findKeyAnswer(db: Queryable, tenantId: string, key: string): Promise<KeyAnswer | undefined> {
+  const res = await db.query<KeyAnswer>(
+    statement(
+      'find_idempotency_key_answer',
+      'SELECT fingerprint, upload_id, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND expires_at > now()',
+      [tenantId, key],
+    ),
+  );
+  return res.rows[0];
+}
