@@ -9,7 +9,9 @@ COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY bin ./bin
+COPY scripts ./scripts
+RUN node scripts/build.mjs
 USER node
 EXPOSE 3000
-ENTRYPOINT ["node_modules/.bin/tsx", "src/main.ts"]
+ENTRYPOINT ["node", "dist/main.js"]
 CMD ["api"]

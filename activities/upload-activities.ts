@@ -37,6 +37,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
         workflowId: input.workflowId,
         startedAt: new Date(input.startedAtMs),
         ttlSeconds,
+        settleIfIdle: input.settleIfIdle,
         upload: copy && !rejection
           ? {
               id: input.uploadId,

@@ -3,10 +3,10 @@
 // apart from the upload path. Workflow code is bundled here or taken prebuilt (tests
 // bundle once per run).
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { fileURLToPath } from 'node:url';
+import { workflowsPath } from './paths';
 import { createActivities, type ActivityDeps } from '../activities';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export { workflowsPath };
 
 export interface WorkerSetup {
   connection: NativeConnection;

@@ -22,7 +22,7 @@ import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase, UploadRequest } from '../src/upload/types';
 import { searchAttributes, updates } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
-import type { WebhookRetrySchedule } from '../src/downstream/types';
+import { mediaKind, type WebhookRetrySchedule } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 
 export interface UploadWorkflowInput extends UploadRequest {
@@ -97,10 +97,12 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     setPhase('rejected');
   } else {
     await commitObject({ copy });
-    response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, copy });
+    const idle = mediaKind(input.contentType) === 'other' ? { reason: `no transcoder for ${input.contentType}` } : undefined;
+    response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, copy, settleIfIdle: idle });
     setPhase('completed');
-    // Runs recorded before downstream steps existed replay without the child.
-    if (patched('downstream-child') && input.downstream && response.uploadId) await startDownstream(input, response);
+    // Runs recorded before downstream steps existed replay without the child; nothing to
+    // transcode and no endpoint to notify (settled in the transaction) needs no child.
+    if (patched('downstream-child') && input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
   }
   await condition(allHandlersFinished);
   return response;

@@ -1,6 +1,6 @@
 // Services for benchmarks: the same real parts the tests use (Temporal dev server,
 // versitygw, a fresh PostgreSQL database), on free loopback ports, torn down at the end.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
@@ -71,7 +71,10 @@ export async function startOncelyProcess(services: BenchServices, role: 'api' | 
   const port = await getPort({ host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
   const logFile = path.join(services.dir, `oncely-${role}-${port}.log`);
-  const proc = startProcess(...nodeTs(path.join(root, 'src/main.ts'), role), {
+  // The production shape: the esbuild bundle on plain node (npm run bench builds it first).
+  const built = path.join(root, 'dist/main.js');
+  const [cmd, args] = existsSync(built) ? [process.execPath, [built, role]] : nodeTs(path.join(root, 'src/main.ts'), role);
+  const proc = startProcess(cmd, args, {
     logFile,
     cwd: root,
     env: { ...process.env, ...services.env, PORT: String(port), LOG_LEVEL: role === 'worker' ? 'info' : 'warn', ...extraEnv },

@@ -2,11 +2,11 @@
 // transaction with its migrations row inserted first, so two migrators racing collide on
 // that row's key (one waits, then skips) instead of half-applying DDL twice.
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { migrationsDir } from '../paths';
 import type { Pool } from './pool';
 import { withTransaction } from './pool';
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+const MIGRATIONS_DIR = `${migrationsDir}/`;
 
 export async function migrate(pool: Pool): Promise<string[]> {
   await pool.query(

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { toolsScript } from '../paths';
 
 export type Tool = 'temporal' | 'versitygw' | 'toxiproxy';
 const binaryName: Record<Tool, string> = { temporal: 'temporal', versitygw: 'versitygw', toxiproxy: 'server' };
@@ -16,8 +16,7 @@ export function toolsDir(): string {
 export function toolPath(tool: Tool): string {
   const bin = path.join(toolsDir(), binaryName[tool]);
   if (!existsSync(bin)) {
-    const script = fileURLToPath(new URL('../../scripts/tools.sh', import.meta.url));
-    execFileSync('sh', [script, tool], { stdio: ['ignore', 'inherit', 'inherit'] });
+    execFileSync('sh', [toolsScript, tool], { stdio: ['ignore', 'inherit', 'inherit'] });
   }
   return bin;
 }

@@ -30,6 +30,8 @@ export interface StoredResponse {
   status: number;
   body: string;
   uploadId: string | null;
+  /** False when the records transaction already settled the downstream work (nothing to do). */
+  downstreamNeeded?: boolean;
 }
 
 /** Named phases of an upload, shown in search attributes and the Temporal UI. */

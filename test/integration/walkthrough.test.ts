@@ -88,6 +88,11 @@ describe('POST /v1/uploads walk-through', () => {
       deliveries: [],
     });
 
+    // Nothing to transcode and no webhook endpoint: settled in the records transaction, no child run.
+    const children = [];
+    for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = 'downstream/${created.json.uploadId}'` })) children.push(wf);
+    expect(children).toHaveLength(0);
+
     const byKey = await getJson(`${stack.url}/v1/idempotency-keys/${encodeURIComponent(key)}`, tenant.apiKey);
     expect(byKey.status).toBe(200);
     expect(byKey.json).toMatchObject({ state: 'completed', status: 201, uploadId: created.json.uploadId, response: created.json });

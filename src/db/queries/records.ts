@@ -1,7 +1,7 @@
 // The records transaction: the upload row and the key row with its exact response, in one
 // transaction. Every insert is conflict-tolerant, so a retried activity changes nothing
 // and returns the answer the first attempt stored.
-import type { Pool } from '../pool';
+import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
 import { findKey, insertKeyIfAbsent } from './idempotency-keys';
 import { insertUploadIfAbsent, type NewUpload } from './uploads';
@@ -16,6 +16,11 @@ export interface RecordsInput {
   ttlSeconds: number;
   /** Present for an accepted upload; absent for a recorded rejection. */
   upload?: NewUpload;
+  /**
+   * When set, and the tenant has no webhook endpoints, the upload is marked processed
+   * (with this reason) in the same transaction: there is no downstream work to start.
+   */
+  settleIfIdle?: { reason: string };
   /** Builds the response body from the committed row's creation time. */
   response: (createdAt: Date) => { status: number; body: string };
 }
@@ -23,7 +28,7 @@ export interface RecordsInput {
 export async function commitUploadRecords(pool: Pool, input: RecordsInput): Promise<StoredResponse> {
   return withTransaction(pool, async (tx) => {
     const existing = await findKey(tx, input.tenantId, input.key);
-    if (existing) return { status: existing.response_status, body: existing.response_body, uploadId: existing.upload_id };
+    if (existing) return { status: existing.response_status, body: existing.response_body, uploadId: existing.upload_id, downstreamNeeded: await downstreamPending(tx, existing.upload_id) };
     let createdAt = new Date();
     if (input.upload) {
       await insertUploadIfAbsent(tx, input.upload);
@@ -38,6 +43,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
         throw new Error(`key ${input.key} already belongs to upload ${stored?.id}`);
       }
       createdAt = stored.created_at;
+      if (input.settleIfIdle) await settleIfNoEndpoints(tx, input.tenantId, input.upload.id, input.settleIfIdle.reason);
     }
     const { status, body } = input.response(createdAt);
     await insertKeyIfAbsent(tx, {
@@ -52,6 +58,21 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       ttlSeconds: input.ttlSeconds,
     });
     const stored = await findKey(tx, input.tenantId, input.key);
-    return { status: stored!.response_status, body: stored!.response_body, uploadId: stored!.upload_id };
+    return { status: stored!.response_status, body: stored!.response_body, uploadId: stored!.upload_id, downstreamNeeded: await downstreamPending(tx, stored!.upload_id) };
   });
+}
+
+async function settleIfNoEndpoints(tx: Queryable, tenantId: string, uploadId: string, reason: string): Promise<void> {
+  await tx.query(
+    `UPDATE uploads SET status = 'processed', processing_status = 'skipped', processing_reason = $3, processed_at = now()
+      WHERE id = $1 AND status = 'committed'
+        AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = $2 AND enabled AND deleted_at IS NULL)`,
+    [uploadId, tenantId, reason],
+  );
+}
+
+async function downstreamPending(tx: Queryable, uploadId: string | null): Promise<boolean> {
+  if (!uploadId) return false;
+  const res = await tx.query<{ status: string }>('SELECT status FROM uploads WHERE id = $1', [uploadId]);
+  return res.rows[0]?.status !== 'processed';
 }

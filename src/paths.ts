@@ -1,0 +1,20 @@
+// Where the project's files are, whether running from source (tsx) or from the bundle
+// in dist/ (node): found by walking up to the directory holding package.json.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+function findRoot(start: string): string {
+  let dir = start;
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`package.json not found above ${start}`);
+    dir = parent;
+  }
+  return dir;
+}
+
+export const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url)));
+export const migrationsDir = path.join(projectRoot, 'src', 'db', 'migrations');
+export const workflowsPath = path.join(projectRoot, 'workflows', 'index.ts');
+export const toolsScript = path.join(projectRoot, 'scripts', 'tools.sh');
