@@ -1,0 +1,128 @@
+// The upload client: sends one pending upload until it has a final answer, always with
+// the same Idempotency-Key. Retries only what may succeed later (network errors,
+// timeouts, 408/409/425/429/5xx), with full-jitter backoff capped at 30 s and the
+// server's Retry-After taking precedence; other 4xx are final. After a 202 it polls the
+// key until the upload completes. Platform-neutral: Node and browsers supply the body.
+import { DEFAULT_BACKOFF, isRetryableStatus, nextDelayMs, type BackoffOptions } from './retry-policy';
+import type { PendingUpload, UploadBody, UploadResult } from './types';
+
+export interface UploadClientOptions {
+  baseUrl: string;
+  token: string;
+  /** Opens the upload's bytes for one attempt; `onBytes` reports progress as they are read. */
+  openBody: (pending: PendingUpload, onBytes: (n: number) => void) => Promise<UploadBody>;
+  fetch?: typeof fetch;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+  backoff?: BackoffOptions;
+  /** Give up after this many attempts (the pending upload stays in the outbox). */
+  maxAttempts?: number;
+  /** Bound on one attempt (sending + waiting); the next attempt reuses the key. */
+  attemptTimeoutMs?: number;
+  /** How long the server may wait for the result before answering 202 (Prefer: wait). */
+  waitSeconds?: number;
+}
+
+export interface SendOptions {
+  signal?: AbortSignal;
+  onProgress?: (sent: number, total: number) => void;
+  onAttempt?: (attempt: number, outcome: string, delayMs: number) => void;
+}
+
+export class GaveUpError extends Error {
+  constructor(readonly attempts: number, readonly last: string) {
+    super(`gave up after ${attempts} attempts (last: ${last})`);
+    this.name = 'GaveUpError';
+  }
+}
+
+const defaultSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+
+export class UploadClient {
+  private readonly fetch: typeof fetch;
+  private readonly sleep: NonNullable<UploadClientOptions['sleep']>;
+
+  constructor(private readonly opts: UploadClientOptions) {
+    this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.sleep = opts.sleep ?? defaultSleep;
+  }
+
+  async send(pending: PendingUpload, so: SendOptions = {}): Promise<UploadResult> {
+    const maxAttempts = this.opts.maxAttempts ?? Infinity;
+    let last = 'not sent';
+    for (let attempt = 0; attempt < maxAttempts; attempt++) {
+      so.signal?.throwIfAborted();
+      pending.attempts++;
+      let retryAfter: string | null = null;
+      try {
+        const res = await this.post(pending, so);
+        if (res.status === 202) return await this.poll(pending, attempt + 1, so);
+        if (!isRetryableStatus(res.status)) {
+          const body = await res.json().catch(() => null);
+          return { status: res.status, body, replayed: res.headers.get('idempotent-replayed') === 'true', attempts: attempt + 1 };
+        }
+        await res.body?.cancel().catch(() => {});
+        retryAfter = res.headers.get('retry-after');
+        last = `HTTP ${res.status}`;
+      } catch (err) {
+        if (so.signal?.aborted) throw so.signal.reason;
+        last = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      }
+      const delay = nextDelayMs(attempt, retryAfter, this.opts.backoff ?? DEFAULT_BACKOFF, this.opts.random);
+      so.onAttempt?.(attempt + 1, last, delay);
+      if (attempt + 1 < maxAttempts) await this.sleep(delay, so.signal);
+    }
+    throw new GaveUpError(maxAttempts, last);
+  }
+
+  private async post(pending: PendingUpload, so: SendOptions): Promise<Response> {
+    let sent = 0;
+    const body = await this.opts.openBody(pending, (n) => {
+      sent += n;
+      so.onProgress?.(sent, pending.bytes);
+    });
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.opts.token}`,
+      'idempotency-key': pending.idempotencyKey,
+      'content-type': pending.contentType,
+      'content-length': String(pending.bytes),
+      'x-file-sha256': pending.sha256,
+      prefer: `wait=${this.opts.waitSeconds ?? 30}`,
+    };
+    if (pending.fileName) headers['x-file-name'] = encodeURIComponent(pending.fileName);
+    const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(Boolean) as AbortSignal[];
+    return this.fetch(`${this.opts.baseUrl}/v1/uploads`, {
+      method: 'POST',
+      headers,
+      body,
+      signal: signals.length ? AbortSignal.any(signals) : undefined,
+      // Node's fetch needs this for a streamed request body; browsers ignore it.
+      duplex: 'half',
+    } as RequestInit);
+  }
+
+  /** After a 202: poll the key until the stored answer is there. */
+  private async poll(pending: PendingUpload, attempts: number, so: SendOptions): Promise<UploadResult> {
+    for (let i = 0; ; i++) {
+      so.signal?.throwIfAborted();
+      let retryAfter: string | null = null;
+      try {
+        const res = await this.fetch(`${this.opts.baseUrl}/v1/idempotency-keys/${encodeURIComponent(pending.idempotencyKey)}`, {
+          headers: { authorization: `Bearer ${this.opts.token}` },
+          signal: so.signal,
+        });
+        const json = (await res.json().catch(() => null)) as { state?: string; status?: number; response?: unknown } | null;
+        if (res.ok && json?.state === 'completed') return { status: json.status!, body: json.response, replayed: true, attempts };
+        retryAfter = res.headers.get('retry-after');
+      } catch (err) {
+        if (so.signal?.aborted) throw so.signal.reason;
+      }
+      await this.sleep(nextDelayMs(Math.min(i, 4), retryAfter, this.opts.backoff ?? DEFAULT_BACKOFF, this.opts.random), so.signal);
+    }
+  }
+}
