@@ -12,6 +12,7 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
+import { defaultOutboxPath, EXIT, runUpload, type UploadCommandOptions } from './client/cli-upload';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
@@ -98,6 +99,26 @@ program
     } finally {
       await db.close();
     }
+  });
+
+program
+  .command('upload')
+  .description('upload files exactly once each (resumable: run again after an interruption)')
+  .argument('<files...>', 'files to upload')
+  .option('--server <url>', 'Oncely API URL (env ONCELY_URL)', process.env.ONCELY_URL ?? 'http://127.0.0.1:3000')
+  .option('--token <key>', 'API key (env ONCELY_TOKEN)', process.env.ONCELY_TOKEN)
+  .option('--wait', 'also wait until renditions and webhooks are done', false)
+  .option('--json', 'print results as JSON on stdout', false)
+  .option('--content-type <type>', 'override the media type guessed from the file name')
+  .option('--outbox <file>', 'where pending uploads are kept', defaultOutboxPath())
+  .option('--max-attempts <n>', 'give up after this many attempts per file', (v) => Number(v), 20)
+  .action(async (files: string[], opts: Omit<UploadCommandOptions, 'token'> & { token?: string }) => {
+    if (!opts.token) {
+      console.error('oncely upload: an API key is needed (--token or ONCELY_TOKEN)');
+      process.exitCode = EXIT.usage;
+      return;
+    }
+    process.exitCode = await runUpload(files, { ...opts, token: opts.token });
   });
 
 await program.parseAsync();

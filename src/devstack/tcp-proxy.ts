@@ -1,15 +1,24 @@
-// A loopback TCP proxy whose link can be cut: `forward` relays bytes, `refuse` closes
-// new and existing connections at once. Tests use it to take Postgres, the object store
-// or Temporal away from the API and give them back, without touching the real servers.
+// A loopback TCP proxy with faults: `forward` relays bytes; `refuse` closes new and
+// existing connections; `drop-response` lets the request through and cuts the connection
+// when the answer starts (the server did the work, the client never hears); `reset-mid-body`
+// cuts the connection after `resetAfterBytes` from the client; `throttle` relays the
+// client's bytes at `bytesPerSecond`. Tests take dependencies away from the API, or the
+// API away from a client, without touching the real servers.
 import net from 'node:net';
 
-export type ProxyMode = 'forward' | 'refuse';
+export type ProxyMode = 'forward' | 'refuse' | 'drop-response' | 'reset-mid-body' | 'throttle';
 
 export class TcpProxy {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
   mode: ProxyMode = 'forward';
   port = 0;
+  resetAfterBytes = 64 * 1024;
+  bytesPerSecond = 256 * 1024;
+  /** Connections accepted so far (tests use it to fault only the first N). */
+  accepted = 0;
+  /** When set, the fault applies to this many connections, then the proxy forwards. */
+  faultBudget = Infinity;
 
   constructor(private readonly target: { host: string; port: number }) {}
 
@@ -26,7 +35,13 @@ export class TcpProxy {
   }
 
   private accept(client: net.Socket): void {
-    if (this.mode === 'refuse') return void client.destroy();
+    this.accepted++;
+    let mode = this.mode;
+    if (mode !== 'forward' && mode !== 'refuse') {
+      if (this.faultBudget <= 0) mode = 'forward';
+      else this.faultBudget--;
+    }
+    if (mode === 'refuse') return void client.destroy();
     const upstream = net.connect(this.target.port, this.target.host);
     for (const s of [client, upstream]) {
       this.sockets.add(s);
@@ -36,8 +51,28 @@ export class TcpProxy {
         upstream.destroy();
       });
     }
-    client.pipe(upstream);
-    upstream.pipe(client);
+    if (mode === 'reset-mid-body') {
+      let seen = 0;
+      client.on('data', (chunk: Buffer) => {
+        seen += chunk.length;
+        if (seen >= this.resetAfterBytes) {
+          client.resetAndDestroy();
+          upstream.destroy();
+        } else upstream.write(chunk);
+      });
+    } else if (mode === 'throttle') {
+      client.on('data', (chunk: Buffer) => {
+        client.pause();
+        upstream.write(chunk);
+        setTimeout(() => client.resume(), (chunk.length / this.bytesPerSecond) * 1000);
+      });
+    } else client.pipe(upstream);
+    if (mode === 'drop-response') {
+      upstream.once('data', () => {
+        client.resetAndDestroy();
+        upstream.destroy();
+      });
+    } else upstream.pipe(client);
   }
 
   async stop(): Promise<void> {
