@@ -20,6 +20,17 @@ for arg in "$@"; do
           exit 1
         fi
       fi ;;
+    --browser)
+      # Debian's Chromium for the browser tests (playwright-core drives it; no downloads).
+      if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+          echo "oncely: installing chromium (Debian package) ..." >&2
+          apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
+        else
+          echo "oncely: chromium is not installed; browser tests need it (apt-get install chromium)" >&2
+          exit 1
+        fi
+      fi ;;
     *) tools="$tools $arg" ;;
   esac
 done

@@ -16,6 +16,7 @@ import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
+import { webRoutes } from './routes/web';
 
 export interface AppDeps {
   config: Config;
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
   app.route('/', healthRoutes({ pool, temporal, store }));
+  app.route('/', webRoutes());
   app.use('/v1/*', bearerAuth({ pool }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal }));

@@ -162,3 +162,21 @@ describe('POST /v1/uploads walk-through', () => {
     expect(report.objectsVerified).toBe(report.uploads);
   });
 });
+
+describe('CORS', () => {
+  it('answers preflights from other origins and exposes the replay headers', async () => {
+    const pre = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, idempotency-key, x-file-sha256' },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get('access-control-allow-origin')).toBe('*');
+    for (const h of ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer']) expect(pre.headers.get('access-control-allow-headers')).toContain(h);
+    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key: newKey(), body: Buffer.from('cors'), headers: { origin: 'https://app.example' } });
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    for (const h of ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay']) expect(res.headers.get('access-control-expose-headers')).toContain(h);
+    const problem = await fetch(`${stack.url}/v1/uploads/nope`, { headers: { origin: 'https://app.example' } });
+    expect(problem.status).toBe(401);
+    expect(problem.headers.get('access-control-allow-origin')).toBe('*');
+  });
+});

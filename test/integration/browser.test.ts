@@ -1,0 +1,81 @@
+// The upload page in Debian's Chromium (playwright-core, headless): upload a file; then go
+// offline mid-upload, reload, come back online — the IndexedDB outbox finishes the upload
+// with its original key, exactly once. Screenshots land in test-artifacts/.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually, rowsForKey } from '../helpers/inspect';
+
+const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts');
+let stack: TestStack;
+let proxy: TcpProxy;
+let browser: Browser;
+let tenant: { tenantId: string; apiKey: string };
+let origin: string;
+
+beforeAll(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  stack = await startTestStack('browser');
+  tenant = await stack.createTenant();
+  proxy = await new TcpProxy({ host: '127.0.0.1', port: Number(new URL(stack.url).port) }).start();
+  origin = `http://127.0.0.1:${proxy.port}`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await proxy?.stop();
+  await stack?.stop();
+});
+
+async function openPage(): Promise<Page> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${origin}/`);
+  await page.fill('#token', tenant.apiKey);
+  await page.dispatchEvent('#token', 'change');
+  return page;
+}
+
+it('uploads a picked file and shows it done', async () => {
+  const page = await openPage();
+  await page.setInputFiles('#files', { name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from the browser') });
+  await page.waitForSelector('.status[data-state=done]', { timeout: 30_000 });
+  const key = await page.getAttribute('#uploads li', 'data-key');
+  expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key!)).uploads).toHaveLength(1);
+  await page.screenshot({ path: path.join(artifacts, 'upload-page-done.png'), fullPage: true });
+  await page.context().close();
+});
+
+it('finishes an upload interrupted by going offline and a reload, once, with the same key', async () => {
+  const page = await openPage();
+  proxy.mode = 'throttle';
+  proxy.bytesPerSecond = 256 * 1024;
+  await page.setInputFiles('#files', { name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3 * 1024 * 1024, 7) });
+  const key = (await eventually(async () => page.getAttribute('#uploads li', 'data-key'), 20_000))!;
+  await eventually(async () => Number(await page.getAttribute('#uploads li progress', 'value')) > 0 || (await page.$eval('#uploads li progress', (p) => (p as HTMLProgressElement).value > 0)), 20_000);
+
+  await page.context().setOffline(true);
+  proxy.setMode('refuse'); // the connection in flight dies too
+  await eventually(async () => /retry/.test((await page.textContent('#uploads li .status')) ?? ''), 20_000);
+  proxy.mode = 'forward';
+  await page.context().setOffline(false);
+  await page.reload();
+  await page.fill('#token', tenant.apiKey);
+  await page.dispatchEvent('#token', 'change');
+
+  await page.waitForSelector('.status[data-state=done]', { timeout: 60_000 });
+  expect(await page.getAttribute('#uploads li', 'data-key')).toBe(key);
+  const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+  expect(rows.uploads).toHaveLength(1);
+  expect(Number(rows.uploads[0].bytes)).toBe(3 * 1024 * 1024);
+  await page.screenshot({ path: path.join(artifacts, 'upload-page-after-offline.png'), fullPage: true });
+  await page.context().close();
+}, 120_000);
