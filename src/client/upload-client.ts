@@ -119,7 +119,8 @@ export class UploadClient {
         const json = (await res.json().catch(() => null)) as { state?: string; status?: number; response?: unknown } | null;
         if (res.ok && json?.state === 'completed') return { status: json.status!, body: json.response, replayed: true, attempts };
         retryAfter = res.headers.get('retry-after');
-      } catch (err) {
+      } catch {
+        // A lost poll is retried like any other; only cancellation stops it.
         if (so.signal?.aborted) throw so.signal.reason;
       }
       await this.sleep(nextDelayMs(Math.min(i, 4), retryAfter, this.opts.backoff ?? DEFAULT_BACKOFF, this.opts.random), so.signal);
