@@ -13,6 +13,7 @@ import { startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
 import { defaultOutboxPath, EXIT, runUpload, type UploadCommandOptions } from './client/cli-upload';
+import { FileOutbox } from './client/node';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
@@ -104,7 +105,8 @@ program
 program
   .command('upload')
   .description('upload files exactly once each (resumable: run again after an interruption)')
-  .argument('<files...>', 'files to upload')
+  .argument('[files...]', 'files to upload')
+  .option('--resume', 'first send every upload still pending in the outbox (from interrupted runs)', false)
   .option('--server <url>', 'Oncely API URL (env ONCELY_URL)', process.env.ONCELY_URL ?? 'http://127.0.0.1:3000')
   .option('--token <key>', 'API key (env ONCELY_TOKEN)', process.env.ONCELY_TOKEN)
   .option('--wait', 'also wait until renditions and webhooks are done', false)
@@ -112,13 +114,19 @@ program
   .option('--content-type <type>', 'override the media type guessed from the file name')
   .option('--outbox <file>', 'where pending uploads are kept', defaultOutboxPath())
   .option('--max-attempts <n>', 'give up after this many attempts per file', (v) => Number(v), 20)
-  .action(async (files: string[], opts: Omit<UploadCommandOptions, 'token'> & { token?: string }) => {
+  .action(async (files: string[], opts: Omit<UploadCommandOptions, 'token'> & { token?: string; resume: boolean }) => {
+    if (files.length === 0 && !opts.resume) {
+      console.error('oncely upload: name files to upload, or --resume to finish interrupted ones');
+      process.exitCode = EXIT.usage;
+      return;
+    }
     if (!opts.token) {
       console.error('oncely upload: an API key is needed (--token or ONCELY_TOKEN)');
       process.exitCode = EXIT.usage;
       return;
     }
-    process.exitCode = await runUpload(files, { ...opts, token: opts.token });
+    const pendingFiles = opts.resume ? (await new FileOutbox(opts.outbox).list()).map((p) => p.source) : [];
+    process.exitCode = await runUpload([...new Set([...pendingFiles, ...files])], { ...opts, token: opts.token });
   });
 
 await program.parseAsync();

@@ -96,7 +96,8 @@ describe('oncely upload (CLI)', () => {
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, persisted.idempotencyKey)).uploads).toHaveLength(0);
 
     proxy.mode = 'forward';
-    const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile);
+    // Run again without naming the file: --resume drains what the killed run left.
+    const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', '--resume', '--json', '--outbox', outboxFile);
     const { stdout } = await run(cmd, args, { env, cwd: root });
     const [result] = JSON.parse(stdout);
     expect(result).toMatchObject({ idempotencyKey: persisted.idempotencyKey, status: 201 });
@@ -105,7 +106,8 @@ describe('oncely upload (CLI)', () => {
     expect(JSON.parse(readFileSync(outboxFile, 'utf8'))).toEqual([]);
 
     // A second run for the same file is a new logical upload (new key); a rejected file is reported, exit code 1.
-    const bad = await run(cmd, [...args.slice(0, -4), big, '--json', '--outbox', outboxFile, '--content-type', 'image/png'], { env, cwd: root }).catch((e) => e);
+    const [cmd2, args2] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile, '--content-type', 'image/png');
+    const bad = await run(cmd2, args2, { env, cwd: root }).catch((e) => e);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout)[0]).toMatchObject({ status: 415 });
   }, 120_000);
