@@ -57,6 +57,13 @@ export const configSchema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().default(36_000),
   WEBHOOK_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+  /** After the TTL, how long a compact tombstone still answers `idempotency_key_expired`. */
+  TOMBSTONE_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
+  /** Attempt objects no upload references are removed once older than this. */
+  STAGING_GRACE_SECONDS: z.coerce.number().min(0).default(2 * 3600),
+  MULTIPART_MAX_AGE_SECONDS: z.coerce.number().min(0).default(86_400),
+  /** Create the housekeeping Schedules at worker start. */
+  HOUSEKEEPING_SCHEDULES: bool.default(true),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -8,6 +8,7 @@ export const catalogue = {
   idempotency_key_required: { status: 400, title: 'Idempotency-Key header is required' },
   idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is invalid' },
   idempotency_key_reuse: { status: 422, title: 'Idempotency-Key was used with a different request' },
+  idempotency_key_expired: { status: 422, title: 'Idempotency-Key has expired' },
   idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
   content_length_required: { status: 411, title: 'Content-Length header is required' },
   payload_too_large: { status: 413, title: 'File is larger than the configured maximum' },

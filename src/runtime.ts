@@ -108,9 +108,23 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
         presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE },
         webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000 },
+        housekeeping: {
+          tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,
+          stagingGraceSeconds: config.STAGING_GRACE_SECONDS,
+          multipartMaxAgeSeconds: config.MULTIPART_MAX_AGE_SECONDS,
+        },
       },
       workflowBundlePath: opts.workflowBundlePath,
     });
+    if (config.HOUSEKEEPING_SCHEDULES) {
+      const { ensureHousekeepingSchedules } = await import('./temporal/schedules');
+      const admin = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
+      try {
+        await ensureHousekeepingSchedules(admin.client, config.TASK_QUEUE_UPLOADS);
+      } finally {
+        await admin.close();
+      }
+    }
     const runs = workers.map((w) => w.run());
     cleanups.push(async () => {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

@@ -224,6 +224,11 @@ class OfferRefused extends Error {
 }
 
 function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {
+  if (row.expired) {
+    throw problem('idempotency_key_expired', `This Idempotency-Key was used ${row.upload_id ? `for upload ${row.upload_id} ` : ''}and has expired; use a new key for a new upload.`, {
+      extra: { uploadId: row.upload_id },
+    });
+  }
   if (row.fingerprint !== req.fingerprint) throw reuseProblem();
   return { kind: 'answer', response: { status: row.response_status, body: row.response_body, uploadId: row.upload_id }, replayed: true };
 }

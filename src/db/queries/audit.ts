@@ -27,9 +27,11 @@ export async function mismatchedKeyRows(db: Queryable): Promise<{ tenant_id: str
        FROM idempotency_keys k JOIN uploads u ON u.id = k.upload_id
       WHERE u.tenant_id <> k.tenant_id OR u.idempotency_key <> k.key
      UNION ALL
-     SELECT u.tenant_id, u.idempotency_key, 'upload row without its key row'
-       FROM uploads u LEFT JOIN idempotency_keys k ON k.tenant_id = u.tenant_id AND k.key = u.idempotency_key
-      WHERE k.key IS NULL
+     SELECT u.tenant_id, u.idempotency_key, 'upload row without its key row (or, once expired, its tombstone)'
+       FROM uploads u
+       LEFT JOIN idempotency_keys k ON k.tenant_id = u.tenant_id AND k.key = u.idempotency_key
+       LEFT JOIN idempotency_tombstones t ON t.tenant_id = u.tenant_id AND t.key = u.idempotency_key
+      WHERE k.key IS NULL AND t.key IS NULL
      UNION ALL
      SELECT k.tenant_id, k.key, 'successful key row without an upload'
        FROM idempotency_keys k WHERE k.response_status BETWEEN 200 AND 299 AND k.upload_id IS NULL`,

@@ -36,14 +36,26 @@ export async function insertKeyIfAbsent(
   );
 }
 
-export type KeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'>;
+export type KeyAnswer =
+  | (Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'> & { expired: false })
+  | { expired: true; fingerprint: string | null; upload_id: string | null };
 
-/** The replay path's read: only what an answer needs (no timestamps to parse). */
+/**
+ * The replay path's read, one round trip: the live answer for the key; or, once its TTL
+ * passed, the fact that it expired (from the key row not yet swept, the tombstone, or
+ * the upload that still holds the key).
+ */
 export async function findKeyAnswer(db: Queryable, tenantId: string, key: string): Promise<KeyAnswer | undefined> {
   const res = await db.query<KeyAnswer>(
     statement(
       'find_idempotency_key_answer',
-      'SELECT fingerprint, upload_id, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND expires_at > now()',
+      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired, 0 AS rank
+         FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
+       UNION ALL
+       SELECT fingerprint, upload_id, NULL, NULL, true, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
+       UNION ALL
+       SELECT NULL, id, NULL, NULL, true, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
+       ORDER BY rank LIMIT 1`,
       [tenantId, key],
     ),
   );

@@ -1,0 +1,31 @@
+// Housekeeping writes: key rows past their TTL become tombstones; tombstones past their
+// window go; objects are checked against the uploads and renditions that reference them.
+import type { Pool, Queryable } from '../pool';
+import { withTransaction } from '../pool';
+
+/** Moves expired key rows to tombstones in one transaction; returns how many. */
+export async function expireKeys(pool: Pool, tombstoneSeconds: number, batch = 1000): Promise<{ expired: number; tombstonesRemoved: number }> {
+  return withTransaction(pool, async (tx) => {
+    const moved = await tx.query(
+      `WITH expired AS (
+         DELETE FROM idempotency_keys
+          WHERE (tenant_id, key) IN (SELECT tenant_id, key FROM idempotency_keys WHERE expires_at <= now() LIMIT $2)
+          RETURNING tenant_id, key, fingerprint, upload_id)
+       INSERT INTO idempotency_tombstones (tenant_id, key, fingerprint, upload_id, expires_at)
+       SELECT tenant_id, key, fingerprint, upload_id, now() + make_interval(secs => $1) FROM expired
+       ON CONFLICT (tenant_id, key) DO NOTHING`,
+      [tombstoneSeconds, batch],
+    );
+    const gone = await tx.query('DELETE FROM idempotency_tombstones WHERE expires_at <= now()');
+    return { expired: moved.rowCount ?? 0, tombstonesRemoved: gone.rowCount ?? 0 };
+  });
+}
+
+/** True when an upload or rendition row names this object. */
+export async function isReferenced(db: Queryable, storageKey: string): Promise<boolean> {
+  const res = await db.query(
+    'SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM renditions WHERE storage_key = $1 LIMIT 1',
+    [storageKey],
+  );
+  return (res.rowCount ?? 0) > 0;
+}

@@ -1,0 +1,33 @@
+// Housekeeping Schedules, created idempotently at worker start: one per task, IDs scoped
+// by the task queue so several deployments can share a namespace.
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { HousekeepingTask } from '../../workflows/housekeeping';
+
+export const HOUSEKEEPING: Record<HousekeepingTask, string> = {
+  'expire-keys': '15 minutes',
+  'sweep-staging': '30 minutes',
+  'abort-multipart': '1 hour',
+};
+
+export function scheduleId(taskQueue: string, task: HousekeepingTask): string {
+  return `housekeeping/${taskQueue}/${task}`;
+}
+
+export async function ensureHousekeepingSchedules(client: Client, taskQueue: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [task, every] of Object.entries(HOUSEKEEPING) as [HousekeepingTask, string][]) {
+    const id = scheduleId(taskQueue, task);
+    try {
+      await client.schedule.create({
+        scheduleId: id,
+        spec: { intervals: [{ every }] },
+        policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
+        action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', args: [task], taskQueue, workflowId: `housekeeping/${taskQueue}/${task}` },
+      });
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    }
+    ids.push(id);
+  }
+  return ids;
+}
