@@ -17,6 +17,7 @@ import type { DownstreamInput, RenditionSummary, TranscodeResult, WebhookEvent }
 import { assertDeliverableUrl, DisallowedUrlError } from '../src/downstream/url-guard';
 import { transcodeFile, type Presets } from '../src/media/transcode';
 import type { ObjectStore } from '../src/storage/store';
+import { metrics } from '../src/metrics';
 
 export interface DownstreamActivityDeps {
   pool: Pool;
@@ -101,9 +102,11 @@ export function createDownstreamActivities({ pool, store, presets, webhook }: Do
       } catch (err) {
         const message = (err as Error).name === 'TimeoutError' ? `no answer within ${webhook.timeoutMs} ms` : String((err as Error).cause ?? (err as Error).message);
         await recordAttempt(pool, { ...attempt, status: null, error: message, delivered: false });
+        metrics.webhookDeliveries.inc({ result: 'unreachable' });
         throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, 'webhook_unreachable');
       }
       const ok = response.status >= 200 && response.status < 300;
+      metrics.webhookDeliveries.inc({ result: ok ? 'delivered' : response.status === 410 ? 'gone' : 'rejected' });
       await recordAttempt(pool, { ...attempt, status: response.status, error: ok ? null : `HTTP ${response.status}`, delivered: ok });
       if (ok) return 'delivered';
       if (response.status === 410) {

@@ -5,6 +5,7 @@ import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { expireKeys, isReferenced } from '../src/db/queries/housekeeping';
 import type { ObjectStore } from '../src/storage/store';
+import { metrics } from '../src/metrics';
 
 export interface HousekeepingDeps {
   pool: Pool;
@@ -23,6 +24,8 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         const r = await expireKeys(pool, housekeeping.tombstoneSeconds);
         total = { expired: total.expired + r.expired, tombstonesRemoved: total.tombstonesRemoved + r.tombstonesRemoved };
         Context.current().heartbeat(total);
+        metrics.housekeepingRemoved.inc({ kind: 'expired_keys' }, r.expired);
+        metrics.housekeepingRemoved.inc({ kind: 'tombstones' }, r.tombstonesRemoved);
         if (r.expired < 1000) return total;
       }
     },
@@ -40,12 +43,15 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         if (await isReferenced(pool, o.key)) continue;
         await store.delete(o.key);
         removed++;
+        metrics.housekeepingRemoved.inc({ kind: 'staging_objects' });
       }
       return { examined, removed };
     },
 
     async abortStaleMultipartUploads(): Promise<{ aborted: number }> {
-      return { aborted: await store.abortStaleMultipartUploads(new Date(Date.now() - housekeeping.multipartMaxAgeSeconds * 1000)) };
+      const aborted = await store.abortStaleMultipartUploads(new Date(Date.now() - housekeeping.multipartMaxAgeSeconds * 1000));
+      metrics.housekeepingRemoved.inc({ kind: 'multipart_uploads' }, aborted);
+      return { aborted };
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Pool } from '../src/db/pool';
 import { commitUploadRecords } from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
 import { problem } from '../src/errors';
+import { metrics } from '../src/metrics';
 import type { CommitObjectInput, CommitRecordsInput, StoredResponse } from './types';
 
 export interface UploadActivityDeps {
@@ -30,6 +31,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
     /** Upload row + key row with the exact response, in one transaction; retry-safe. */
     async commitRecords(input: CommitRecordsInput): Promise<StoredResponse> {
       const { request, copy, rejection } = input;
+      metrics.uploadsCommitted.inc({ result: rejection ? 'rejected' : 'created' });
       return commitUploadRecords(pool, {
         tenantId: request.tenantId,
         key: request.idempotencyKey,

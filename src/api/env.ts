@@ -10,6 +10,10 @@ export interface AppEnv {
     idempotencyKey: string;
     /** How the request ended, for the access log and metrics. */
     outcome: string;
+    /** The workflow this request started or attached to (for the access log). */
+    workflowId: string;
+    /** The catalogue code of an error answer (for metrics). */
+    errorCode: string;
     /** The handler already put the CORS headers into its response. */
     corsApplied: boolean;
   };

@@ -13,12 +13,14 @@ export function problemResponse(p: Problem, extraHeaders: Record<string, string>
 
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof Problem) {
+    c.set('errorCode', err.code);
     if (err.status >= 500) c.get('log')?.warn({ err: err.cause ?? err, error: err.code }, 'dependency failure');
     return problemResponse(err);
   }
   if (err instanceof HTTPException && err.status < 500) {
     return problemResponse(problem('header_invalid', err.message || undefined));
   }
+  c.set('errorCode', 'internal_error');
   c.get('log')?.error({ err }, 'unhandled error');
   return problemResponse(problem('internal_error', 'Something went wrong on our side.'));
 };

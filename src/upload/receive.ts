@@ -24,6 +24,7 @@ import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { isResourceExhausted } from '../temporal/client';
 import { searchAttributes } from '../temporal/names';
 import { BodyMeter } from './body-meter';
+import { metrics } from '../metrics';
 import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
 import { acceptedAttemptQuery, offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
@@ -42,7 +43,7 @@ export interface ReceiveDeps {
 }
 
 export type UploadOutcome =
-  | { kind: 'answer'; response: StoredResponse; replayed: boolean }
+  | { kind: 'answer'; response: StoredResponse; replayed: boolean; workflowId?: string }
   | { kind: 'processing'; workflowId: string };
 
 export class UploadReceiver {
@@ -109,6 +110,7 @@ export class UploadReceiver {
       socket?.off('end', onSocketEnd);
       await piped;
     }
+    metrics.bytesReceived.inc(meter.bytes);
     const copy: StagedCopy = {
       attemptId,
       fingerprint: req.fingerprint,
@@ -170,7 +172,7 @@ export class UploadReceiver {
     const handle = this.deps.temporal.workflow.getHandle<typeof uploadWorkflow>(workflowId);
     try {
       const response = await this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => handle.result());
-      return { kind: 'answer', response, replayed };
+      return { kind: 'answer', response, replayed, workflowId };
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
         throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });

@@ -1,8 +1,10 @@
-// One structured log line per request: route, tenant, key hash, outcome, duration.
-// The key is hashed and the Authorization header never touches the log.
+// One structured log line and one metrics update per request: route, tenant, key hash,
+// workflow id, outcome, duration. The key is hashed; the Authorization header never
+// touches the log.
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import { sha256Hex } from '../../temporal/ids';
+import { metrics, outcomeOf } from '../../metrics';
 import type { AppEnv } from '../env';
 
 export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
@@ -10,6 +12,13 @@ export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
     const started = performance.now();
     c.set('log', log);
     await next();
+    const seconds = (performance.now() - started) / 1000;
+    const route = c.req.routePath;
+    const outcome = outcomeOf(c.res.status, c.get('outcome'), c.get('errorCode'));
+    metrics.requests.inc({ method: c.req.method, route, outcome, status: String(c.res.status) });
+    if (route === '/v1/uploads' && c.req.method === 'POST') {
+      metrics.uploadSeconds.observe({ path: outcome === 'replayed' && !c.get('workflowId') ? 'replay' : 'upload' }, seconds);
+    }
     if (!log.isLevelEnabled('info')) return;
     const key = c.get('idempotencyKey');
     log.info({
@@ -18,8 +27,9 @@ export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
       status: c.res.status,
       tenant: c.get('tenantId'),
       keyHash: key ? sha256Hex(key).slice(0, 16) : undefined,
-      outcome: c.get('outcome'),
-      ms: Math.round((performance.now() - started) * 10) / 10,
+      workflowId: c.get('workflowId'),
+      outcome,
+      ms: Math.round(seconds * 10_000) / 10,
     }, 'request');
   };
 }

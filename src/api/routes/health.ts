@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { Pool } from '../../db/pool';
 import type { ObjectStore } from '../../storage/store';
 import type { AppEnv } from '../env';
+import { registry } from '../../metrics';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -19,6 +20,9 @@ async function check(fn: () => Promise<unknown>): Promise<'ok' | string> {
 export function healthRoutes(deps: { pool: Pool; temporal: Client; store: ObjectStore }) {
   const app = new Hono<AppEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/metrics', async function prometheusMetrics(c) {
+    return c.body(await registry.metrics(), 200, { 'content-type': registry.contentType });
+  });
   app.get('/readyz', async function readiness(c) {
     const [postgres, temporal, objectStore] = await Promise.all([
       check(() => deps.pool.query('SELECT 1')),

@@ -110,6 +110,7 @@ function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeCo
   if (closeConnection) headers.connection = 'close';
   if (outcome.kind === 'processing') {
     c.set('outcome', 'processing');
+    c.set('workflowId', outcome.workflowId);
     return c.json(
       { status: 'processing', idempotencyKey: key, workflowId: outcome.workflowId },
       202,
@@ -117,7 +118,8 @@ function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeCo
     );
   }
   const { response, replayed } = outcome;
-  c.set('outcome', replayed ? 'replayed' : 'created');
+  c.set('outcome', replayed ? 'replayed' : response.status < 300 ? 'created' : 'rejected');
+  if (outcome.workflowId) c.set('workflowId', outcome.workflowId);
   headers['content-type'] = response.status >= 400 ? 'application/problem+json' : 'application/json';
   if (response.uploadId && response.status < 300) headers.location = `/v1/uploads/${response.uploadId}`;
   if (replayed) {

@@ -1,0 +1,54 @@
+// Prometheus metrics (prom-client), one registry per process: the API's request outcomes
+// and latencies, and the worker's upload, webhook and housekeeping outcomes. Served at
+// /metrics by the API (and by the worker's own port when it runs alone).
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'oncely_' });
+
+export const metrics = {
+  requests: new Counter({
+    name: 'oncely_http_requests_total',
+    help: 'HTTP requests by route and outcome (created, replayed, processing, conflict, reuse, expired, rejected, unavailable, error, ok)',
+    labelNames: ['method', 'route', 'outcome', 'status'] as const,
+    registers: [registry],
+  }),
+  uploadSeconds: new Histogram({
+    name: 'oncely_upload_request_seconds',
+    help: 'POST /v1/uploads latency: the replay path (answered from Postgres) and the full upload path',
+    labelNames: ['path'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  }),
+  bytesReceived: new Counter({ name: 'oncely_upload_bytes_received_total', help: 'Body bytes received and stored by upload attempts', registers: [registry] }),
+  uploadsCommitted: new Counter({
+    name: 'oncely_uploads_committed_total',
+    help: 'Records transactions by result (created, rejected)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  webhookDeliveries: new Counter({
+    name: 'oncely_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by result',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  housekeepingRemoved: new Counter({
+    name: 'oncely_housekeeping_removed_total',
+    help: 'What housekeeping removed (expired_keys, tombstones, staging_objects, multipart_uploads)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+};
+
+/** The outcome label for a finished request, from its status and the error code it carried. */
+export function outcomeOf(status: number, marked: string | undefined, errorCode: string | undefined): string {
+  if (marked) return marked;
+  if (errorCode === 'idempotency_key_reuse') return 'reuse';
+  if (errorCode === 'idempotency_key_expired') return 'expired';
+  if (status === 409) return 'conflict';
+  if (status === 503) return 'unavailable';
+  if (status >= 500) return 'error';
+  if (status >= 400) return 'rejected';
+  return 'ok';
+}
