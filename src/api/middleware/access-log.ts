@@ -17,7 +17,9 @@ export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
     const outcome = outcomeOf(c.res.status, c.get('outcome'), c.get('errorCode'));
     metrics.requests.inc({ method: c.req.method, route, outcome, status: String(c.res.status) });
     if (route === '/v1/uploads' && c.req.method === 'POST') {
-      metrics.uploadSeconds.observe({ path: outcome === 'replayed' && !c.get('workflowId') ? 'replay' : 'upload' }, seconds);
+      // Answered from the stored key row without touching a workflow: the replay path.
+      const fromKeyRow = (outcome === 'replayed' || outcome === 'reuse' || outcome === 'expired') && !c.get('workflowId');
+      metrics.uploadSeconds.observe({ path: fromKeyRow ? 'replay' : 'upload' }, seconds);
     }
     if (!log.isLevelEnabled('info')) return;
     const key = c.get('idempotencyKey');
