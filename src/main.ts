@@ -49,7 +49,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
-    runtime.log.info({ signal }, 'shutting down');
-    runtime.shutdown().then(() => process.exit(0), () => process.exit(1));
+    runtime.log.info({ signal }, 'shutting down: no new requests; finishing in-flight ones, draining the worker');
+    const started = Date.now();
+    runtime.shutdown().then(
+      () => {
+        runtime.log.info({ ms: Date.now() - started }, 'shutdown complete');
+        process.exit(0);
+      },
+      (err) => {
+        runtime.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   });
 }

@@ -94,8 +94,15 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
 
   let workers: Worker[] = [];
   if (role !== 'api') {
-    const { NativeConnection } = await import('@temporalio/worker');
+    const { NativeConnection, Runtime: TemporalRuntime } = await import('@temporalio/worker');
     const { createWorkers } = await import('./worker');
+    // Our own SIGTERM handling drains in order (HTTP first, then the worker); the SDK's
+    // default would stop the worker at once, stranding requests still being answered.
+    try {
+      TemporalRuntime.install({ shutdownSignals: [] });
+    } catch {
+      // already installed (tests install their own, without signal handling)
+    }
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push(() => connection.close());
     workers = await createWorkers({

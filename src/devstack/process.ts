@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export interface ManagedProcess {
   child: ChildProcess;
   logFile: string;
-  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Sends `signal`, waits up to `graceMs` (default 10 s), then SIGKILLs the group. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
 export function startProcess(cmd: string, args: string[], opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string }): ManagedProcess {
@@ -21,10 +22,10 @@ export function startProcess(cmd: string, args: string[], opts: { logFile: strin
   return {
     child,
     logFile: opts.logFile,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+    async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       killGroup(child, signal);
-      const killed = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
+      const killed = await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)]);
       if (!killed) {
         killGroup(child, 'SIGKILL');
         await exited;
