@@ -60,7 +60,7 @@ export function createApp(deps: AppDeps) {
   app.use('/v1/*', bearerAuth({ pool }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal }));
-  app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ pool, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS }));
+  app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ pool, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, keyTtlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600 }));
   app.onError(onError);
   app.notFound(onNotFound);
   return app;

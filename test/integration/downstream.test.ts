@@ -1,6 +1,6 @@
 // Downstream steps against real services: transcode renditions (sharp, ffmpeg) and
 // Standard Webhooks deliveries to a real receiver, exactly once per event and endpoint.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -244,5 +244,52 @@ describe('audit', () => {
     expect(report.violations).toEqual([]);
     expect(report.renditions).toBeGreaterThanOrEqual(6);
     expect(report.deliveredEvents).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe('Idempotency-Key on POST /v1/webhook-endpoints', () => {
+  it('creates one endpoint for one key, replays the answer, refuses another body, 409 while running', async () => {
+    const tenant = await stack.createTenant();
+    const receiver = await new WebhookReceiver().start();
+    receivers.push(receiver);
+    const post = (key: string | undefined, body: unknown) =>
+      fetch(`${stack.url}/v1/webhook-endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        body: JSON.stringify(body),
+      });
+    const key = `endpoint-${randomUUID()}`;
+    const first = await post(key, { url: receiver.url });
+    const firstText = await first.text();
+    expect(first.status).toBe(201);
+    const second = await post(key, { url: receiver.url });
+    expect(second.status).toBe(201);
+    expect(await second.text()).toBe(firstText);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    const other = await post(key, { url: `${receiver.url}/other` });
+    expect(other.status).toBe(422);
+    expect(((await other.json()) as { error: string }).error).toBe('idempotency_key_reuse');
+    const bad = await post(`endpoint-${randomUUID()}`, { url: 'ftp://nope' });
+    expect(bad.status).toBe(400);
+    const list = await getJson(`${stack.url}/v1/webhook-endpoints`, tenant.apiKey);
+    expect(list.json.data).toHaveLength(1);
+    // Without a key the route works as before (a second endpoint).
+    expect((await post(undefined, { url: receiver.url })).status).toBe(201);
+    expect((await getJson(`${stack.url}/v1/webhook-endpoints`, tenant.apiKey)).json.data).toHaveLength(2);
+
+    // A claim still running (simulated: a claimed row without an answer) → 409 + Retry-After.
+    const running = `endpoint-${randomUUID()}`;
+    const body = JSON.stringify({ url: receiver.url });
+    const fingerprint = createHash('sha256').update(JSON.stringify(['POST', '/v1/webhook-endpoints', tenant.tenantId, body])).digest('hex');
+    await stack.runtime.pool.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, created_at, expires_at) VALUES ($1, $2, $3, '/v1/webhook-endpoints', now(), now() + interval '1 day')`,
+      [tenant.tenantId, running, fingerprint],
+    );
+    const conflict = await post(running, { url: receiver.url });
+    expect(conflict.status).toBe(409);
+    expect(conflict.headers.get('retry-after')).toBe('1');
+    // The upload route shares the key table: the same key there is another request.
+    const upload = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('x') });
+    expect(upload.status).toBe(422);
   });
 });

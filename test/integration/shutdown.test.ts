@@ -14,7 +14,7 @@ import { startWorkerProcess } from '../helpers/worker-process';
 
 const root = path.resolve(import.meta.dirname, '../..');
 let stack: TestStack;
-let procs: ManagedProcess[] = [];
+const procs: ManagedProcess[] = [];
 
 beforeAll(async () => {
   // In-process: only the database and bucket; the process under test runs API + worker.

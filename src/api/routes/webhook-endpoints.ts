@@ -8,6 +8,7 @@ import { deleteEndpoint, insertEndpoint, listEndpoints, type EndpointRow } from 
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { dependency, problem } from '../../errors';
 import type { AppEnv } from '../env';
+import { idempotentRoute } from '../middleware/idempotent-route';
 
 const createBody = z.object({
   url: z.string().min(1).max(2048),
@@ -20,10 +21,10 @@ function view(e: EndpointRow) {
   return { id: e.id, url: e.url, description: e.description, enabled: e.enabled, disabledReason: e.disabled_reason, createdAt: e.created_at.toISOString() };
 }
 
-export function webhookEndpointRoutes(deps: { pool: Pool; allowPrivateNetworks: boolean }) {
+export function webhookEndpointRoutes(deps: { pool: Pool; allowPrivateNetworks: boolean; keyTtlSeconds: number }) {
   const app = new Hono<AppEnv>();
 
-  app.post('/', async function createWebhookEndpoint(c) {
+  app.post('/', idempotentRoute({ pool: deps.pool, ttlSeconds: deps.keyTtlSeconds }), async function createWebhookEndpoint(c) {
     let json: unknown;
     try {
       json = await c.req.json();

@@ -34,7 +34,7 @@ export async function mismatchedKeyRows(db: Queryable): Promise<{ tenant_id: str
       WHERE k.key IS NULL AND t.key IS NULL
      UNION ALL
      SELECT k.tenant_id, k.key, 'successful key row without an upload'
-       FROM idempotency_keys k WHERE k.response_status BETWEEN 200 AND 299 AND k.upload_id IS NULL`,
+       FROM idempotency_keys k WHERE k.route = '/v1/uploads' AND k.response_status BETWEEN 200 AND 299 AND k.upload_id IS NULL`,
   );
   return res.rows;
 }

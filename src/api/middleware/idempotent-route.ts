@@ -1,0 +1,55 @@
+// One idempotency rule for the mutating JSON routes other than uploads (which have their
+// own workflow-backed path): with an Idempotency-Key, the first request claims the key,
+// its answer is stored, later ones get that answer replayed byte for byte; another request
+// under the key gets 422, a copy while the first still runs gets 409. 5xx answers are not
+// stored (the key stays usable). Without the header the route works as usual.
+import { createHash } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import type { Pool } from '../../db/pool';
+import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../../db/queries/route-keys';
+import { dependency, problem } from '../../errors';
+import { parseIdempotencyKey } from '../../upload/idempotency-key';
+import type { AppEnv } from '../env';
+import { headerValues } from '../headers';
+import { corsHeaders } from './cors';
+
+const MAX_BODY = 64 * 1024;
+
+export function idempotentRoute(opts: { pool: Pool; ttlSeconds: number; staleSeconds?: number }): MiddlewareHandler<AppEnv> {
+  return async function idempotentRoute(c, next) {
+    const values = headerValues(c, 'idempotency-key');
+    if (!values || values.length === 0) return next();
+    const key = parseIdempotencyKey(values);
+    c.set('idempotencyKey', key);
+    const body = await c.req.text();
+    if (body.length > MAX_BODY) throw problem('body_invalid', `Body is larger than ${MAX_BODY} bytes.`);
+    const tenantId = c.get('tenantId');
+    const route = c.req.routePath;
+    const fingerprint = createHash('sha256').update(JSON.stringify([c.req.method, route, tenantId, body])).digest('hex');
+    const existing = await dependency('database_unavailable', () =>
+      claimRouteKey(opts.pool, { tenantId, key, fingerprint, route, ttlSeconds: opts.ttlSeconds, staleSeconds: opts.staleSeconds ?? 60 }),
+    );
+    if (existing) {
+      if (existing.expired) throw problem('idempotency_key_expired', 'This Idempotency-Key has expired; use a new key.');
+      if (existing.fingerprint !== fingerprint) throw problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request.');
+      if (existing.response_status === null) throw problem('idempotency_in_progress', 'A request with this Idempotency-Key is still running.', { retryAfter: 1 });
+      c.set('outcome', 'replayed');
+      c.set('corsApplied', true);
+      return c.body(existing.response_body ?? '', existing.response_status as 200, {
+        ...corsHeaders,
+        'content-type': existing.response_status >= 400 ? 'application/problem+json' : 'application/json',
+        'idempotent-replayed': 'true',
+        'idempotent-replay': 'true',
+      });
+    }
+    try {
+      await next();
+    } catch (err) {
+      await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
+      throw err;
+    }
+    if (c.res.status >= 500) return void (await releaseRouteKey(opts.pool, tenantId, key).catch(() => {}));
+    const stored = await c.res.clone().text();
+    await dependency('database_unavailable', () => completeRouteKey(opts.pool, tenantId, key, c.res.status, stored));
+  };
+}
