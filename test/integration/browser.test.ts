@@ -57,14 +57,17 @@ it('uploads a picked file and shows it done', async () => {
 it('finishes an upload interrupted by going offline and a reload, once, with the same key', async () => {
   const page = await openPage();
   proxy.mode = 'throttle';
-  proxy.bytesPerSecond = 256 * 1024;
-  await page.setInputFiles('#files', { name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3 * 1024 * 1024, 7) });
+  proxy.bytesPerSecond = 128 * 1024; // 4 MiB take ~30 s: the upload is surely mid-way when the network goes
+  await page.setInputFiles('#files', { name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(4 * 1024 * 1024, 7) });
   const key = (await eventually(async () => page.getAttribute('#uploads li', 'data-key'), 20_000))!;
   await eventually(async () => (await page.$eval('#uploads li progress', (p) => (p as unknown as { value: number }).value)) > 0, 20_000);
 
   await page.context().setOffline(true);
   proxy.setMode('refuse'); // the connection in flight dies too
-  await eventually(async () => /retry/.test((await page.textContent('#uploads li .status')) ?? ''), 20_000);
+  let lastStatus = '';
+  await eventually(async () => /retry/.test((lastStatus = (await page.textContent('#uploads li .status')) ?? '')), 45_000).catch((err) => {
+    throw new Error(`${(err as Error).message}; last status: ${lastStatus}`);
+  });
   proxy.mode = 'forward';
   await page.context().setOffline(false);
   await page.reload();
@@ -75,7 +78,7 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
   expect(await page.getAttribute('#uploads li', 'data-key')).toBe(key);
   const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
   expect(rows.uploads).toHaveLength(1);
-  expect(Number(rows.uploads[0].bytes)).toBe(3 * 1024 * 1024);
+  expect(Number(rows.uploads[0].bytes)).toBe(4 * 1024 * 1024);
   await page.screenshot({ path: path.join(artifacts, 'upload-page-after-offline.png'), fullPage: true });
   await page.context().close();
 }, 120_000);
