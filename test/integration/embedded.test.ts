@@ -3,7 +3,7 @@
 // the CLI audits it while it runs, and its data survives a restart.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -19,6 +19,27 @@ let dataDir: string;
 let env: NodeJS.ProcessEnv;
 let proc: ManagedProcess | undefined;
 let url: string;
+
+async function screenshotTemporalUi(key: string): Promise<void> {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+    const query = encodeURIComponent(`OncelyIdempotencyKey="${key}"`);
+    await page.goto(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/namespaces/default/workflows?query=${query}`);
+    await page.getByText(`upload/`, { exact: false }).first().waitFor({ timeout: 30_000 });
+    const artifacts = path.join(root, 'test-artifacts');
+    mkdirSync(artifacts, { recursive: true });
+    await page.screenshot({ path: path.join(artifacts, 'temporal-ui-by-idempotency-key.png'), fullPage: true });
+    expect(await page.content()).toContain(key);
+  } finally {
+    await browser.close();
+  }
+}
 
 async function start(): Promise<string> {
   proc = startProcess(...nodeTs(path.join(root, 'src/main.ts')), { logFile: path.join(dataDir, 'main.log'), env, cwd: root });
@@ -62,6 +83,8 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // Concurrent requests over the embedded database's shared session.
   const many = await Promise.all(Array.from({ length: 12 }, (_, i) => postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' })));
   expect(many.map((r) => r.status)).toEqual(Array(12).fill(201));
+  // The Temporal UI (served by the embedded dev server) finds the run by its key.
+  await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
   expect(sha256(readFileSync(stored))).toBe(sha256(file));
 
