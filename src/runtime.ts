@@ -22,7 +22,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stre
   // parse): let that answer finish first, then close.
   const pending = (socket as { _httpMessage?: import('node:http').ServerResponse })._httpMessage;
   // (A body that stopped short is noticed by the upload path itself, which answers 400.)
-  if (pending && !pending.writableFinished) return void pending.once('finish', () => socket.end());
+  if (pending && !pending.writableFinished) {
+    // A body slower than the body timeout: cut it off (the upload path cleans up after it).
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void pending.req.destroy(err);
+    return void pending.once('finish', () => socket.end());
+  }
   const p =
     err.code === 'HPE_INVALID_EOF_STATE'
       ? problem('body_incomplete', 'The connection ended before Content-Length bytes arrived.')
@@ -146,11 +150,19 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     cleanups.push(() => temporal.close());
     const app = createApp({ config, pool, store, temporal: temporal.client, log });
     const port = await new Promise<number>((resolve) => {
-      server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info) => resolve(info.port));
+      server = serve(
+        {
+          fetch: app.fetch,
+          hostname: config.HOST,
+          port: config.PORT,
+          // Slow or stalled bodies are cut off instead of holding a socket forever; the
+          // check runs every second so the timeout is honoured closely.
+          serverOptions: { requestTimeout: config.BODY_TIMEOUT_SECONDS * 1000, connectionsCheckingInterval: 1000 },
+        },
+        (info) => resolve(info.port),
+      );
     });
-    // Slow or stalled bodies are cut off instead of holding a socket forever.
     const http = server as import('node:http').Server;
-    http.requestTimeout = config.BODY_TIMEOUT_SECONDS * 1000;
     // Requests Node's parser rejects (control characters, oversized headers) still get
     // a problem+json answer rather than a bare "Bad Request".
     http.on('clientError', answerClientError);

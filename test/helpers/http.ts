@@ -92,7 +92,11 @@ function parseResponse(data: Buffer): RawResponse | undefined {
     const i = l.indexOf(':');
     headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
   }
-  return { status: Number(statusLine!.split(' ')[1]), headers, body: Buffer.from(text.slice(end + 4), 'latin1').toString('utf8') };
+  let body = Buffer.from(text.slice(end + 4), 'latin1');
+  // Only the first response: anything after its Content-Length belongs to a later one.
+  const length = Number(headers['content-length'] ?? NaN);
+  if (Number.isFinite(length)) body = body.subarray(0, length);
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: body.toString('utf8') };
 }
 
 function complete(data: Buffer): boolean {
