@@ -6,31 +6,23 @@ cd "$(dirname "$0")/.."
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
+# apt_need COMMAND PACKAGE WHY: installs a Debian package when COMMAND is missing.
+apt_need() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "oncely: installing $2 (Debian package) for $3 ..." >&2
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$2" >&2
+  else
+    echo "oncely: $2 is not installed; $3 need it (apt-get install $2)" >&2
+    exit 1
+  fi
+}
+
 tools=""
 for arg in "$@"; do
   case "$arg" in
-    --media)
-      # ffmpeg/ffprobe for audio and video renditions, from Debian's packages when missing.
-      if ! command -v ffprobe >/dev/null 2>&1; then
-        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-          echo "oncely: installing ffmpeg (Debian package) ..." >&2
-          apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg >&2
-        else
-          echo "oncely: ffmpeg is not installed; audio/video tests need it (apt-get install ffmpeg)" >&2
-          exit 1
-        fi
-      fi ;;
-    --browser)
-      # Debian's Chromium for the browser tests (playwright-core drives it; no downloads).
-      if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
-        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-          echo "oncely: installing chromium (Debian package) ..." >&2
-          apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
-        else
-          echo "oncely: chromium is not installed; browser tests need it (apt-get install chromium)" >&2
-          exit 1
-        fi
-      fi ;;
+    --media) apt_need ffprobe ffmpeg "audio/video renditions and their tests" ;;
+    --browser) apt_need "${CHROMIUM_PATH:-chromium}" chromium "the browser tests (driven by playwright-core)" ;;
     *) tools="$tools $arg" ;;
   esac
 done

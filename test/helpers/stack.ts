@@ -43,6 +43,23 @@ export interface StackOptions {
   databaseVia?: (url: string) => string;
 }
 
+/** A store on the shared versitygw, with its bucket created. */
+export async function testS3Store(bucket: string, partSizeBytes = 8 * 1024 * 1024): Promise<S3Store> {
+  const shared = inject('stack');
+  const store = new S3Store({
+    endpoint: shared.s3.endpoint,
+    bucket,
+    region: 'us-east-1',
+    accessKeyId: shared.s3.accessKeyId,
+    secretAccessKey: shared.s3.secretAccessKey,
+    forcePathStyle: true,
+    partSizeBytes,
+    queueSize: 2,
+  });
+  await store.ensureBucket();
+  return store;
+}
+
 export function uniqueName(prefix: string): string {
   return `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`.toLowerCase();
 }
@@ -79,17 +96,7 @@ export async function startTestStack(prefix: string, opts: StackOptions = {}): P
   const runtime = await startRuntime(config, opts.role ?? 'all', { workflowBundlePath: shared.workflowBundlePath });
   const connection = await Connection.connect({ address: shared.temporalAddress });
   const temporal = new Client({ connection });
-  const s3 = new S3Store({
-    endpoint: shared.s3.endpoint,
-    bucket: env.S3_BUCKET!,
-    region: 'us-east-1',
-    accessKeyId: shared.s3.accessKeyId,
-    secretAccessKey: shared.s3.secretAccessKey,
-    forcePathStyle: true,
-    partSizeBytes: 8 * 1024 * 1024,
-    queueSize: 2,
-  });
-  await s3.ensureBucket();
+  const s3 = await testS3Store(env.S3_BUCKET!);
   return {
     name,
     config,

@@ -3,30 +3,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
-import { S3Store } from '../../src/storage/s3-store';
 import type { ObjectStore } from '../../src/storage/store';
-import { uniqueName } from '../helpers/stack';
+import { testS3Store, uniqueName } from '../helpers/stack';
 import { listKeys, readObject } from '../helpers/inspect';
 
 const localDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-store-'));
 afterAll(() => rmSync(localDir, { recursive: true, force: true }));
 
-async function s3Store(): Promise<ObjectStore> {
-  const shared = inject('stack');
-  const store = new S3Store({
-    endpoint: shared.s3.endpoint,
-    bucket: uniqueName('contract').replaceAll('_', '-'),
-    region: 'us-east-1',
-    accessKeyId: shared.s3.accessKeyId,
-    secretAccessKey: shared.s3.secretAccessKey,
-    forcePathStyle: true,
-    partSizeBytes: 5 * 1024 * 1024,
-    queueSize: 2,
-  });
-  await store.ensureBucket();
-  return store;
+function s3Store(): Promise<ObjectStore> {
+  return testS3Store(uniqueName('contract').replaceAll('_', '-'), 5 * 1024 * 1024);
 }
 
 const stores: [string, () => Promise<ObjectStore>][] = [
