@@ -62,6 +62,8 @@ export const configSchema = z.object({
   /** Attempt objects no upload references are removed once older than this. */
   STAGING_GRACE_SECONDS: z.coerce.number().min(0).default(2 * 3600),
   MULTIPART_MAX_AGE_SECONDS: z.coerce.number().min(0).default(86_400),
+  /** When set, the worker exports the Temporal SDK's metrics for Prometheus on this port. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   /** Create the housekeeping Schedules at worker start. */
   HOUSEKEEPING_SCHEDULES: bool.default(true),
 });

@@ -103,7 +103,11 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     // Our own SIGTERM handling drains in order (HTTP first, then the worker); the SDK's
     // default would stop the worker at once, stranding requests still being answered.
     try {
-      TemporalRuntime.install({ shutdownSignals: [] });
+      TemporalRuntime.install({
+        shutdownSignals: [],
+        // The SDK's own worker metrics (task latencies, slots, polls) for Prometheus.
+        ...(config.WORKER_METRICS_PORT ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `${config.HOST}:${config.WORKER_METRICS_PORT}` } } } } : {}),
+      });
     } catch {
       // already installed (tests install their own, without signal handling)
     }

@@ -2,6 +2,7 @@
 // restart the upload completes once — one row, one key row, one object, one execution.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import getPort from 'get-port';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { TcpProxy } from '../../src/devstack/tcp-proxy';
@@ -31,7 +32,14 @@ it('completes exactly once after the worker dies between commitObject and commit
   const tenant = await stack.createTenant();
   const workerEnv = { ...stackEnv(stack.name, stack.dbUrl.replace(':5432/', `:${dbProxy.port}/`)), S3_BUCKET: stack.config.S3_BUCKET };
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
-  worker = await startWorkerProcess(workerEnv, logFile);
+  const metricsPort = await getPort({ host: '127.0.0.1' });
+  worker = await startWorkerProcess({ ...workerEnv, WORKER_METRICS_PORT: String(metricsPort) }, logFile);
+  // The worker exports the SDK's own metrics for Prometheus.
+  const sdkMetrics = await eventually(async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return text.includes('temporal_') ? text : undefined;
+  });
+  expect(sdkMetrics).toMatch(/temporal_\w+/);
 
   // The worker loses its database: commitObject (S3 only) succeeds, commitRecords cannot.
   dbProxy.setMode('refuse');
