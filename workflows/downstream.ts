@@ -20,21 +20,24 @@ export interface DownstreamResult {
 
 export async function downstreamWorkflow(input: DownstreamInput): Promise<DownstreamResult> {
   const { transcode } = proxyActivities<Activities>({
+    summary: `Transcode ${input.contentType} (${input.bytes} bytes)`,
     taskQueue: input.transcodeQueue,
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['object_missing'] },
   });
   const r = input.webhookRetry;
-  const { deliverWebhook } = proxyActivities<Activities>({
-    startToCloseTimeout: r.attemptTimeoutSeconds * 1000,
-    retry: {
-      initialInterval: r.initialSeconds * 1000,
-      backoffCoefficient: r.coefficient,
-      maximumInterval: r.maxIntervalSeconds * 1000,
-      maximumAttempts: r.maxAttempts,
-    },
-  });
+  const deliverWebhookWith = (summary: string) =>
+    proxyActivities<Activities>({
+      summary,
+      startToCloseTimeout: r.attemptTimeoutSeconds * 1000,
+      retry: {
+        initialInterval: r.initialSeconds * 1000,
+        backoffCoefficient: r.coefficient,
+        maximumInterval: r.maxIntervalSeconds * 1000,
+        maximumAttempts: r.maxAttempts,
+      },
+    }).deliverWebhook;
   const deliveries: Record<string, string> = {};
 
   // Endpoints enabled when the upload completed; one disabled since is skipped at delivery.
@@ -45,7 +48,8 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     await Promise.all(
       endpoints.map(async (endpointId) => {
         try {
-          deliveries[`${event.type} → ${endpointId}`] = await deliverWebhook({ event, endpointId, timestamp });
+          const deliver = deliverWebhookWith(`Deliver ${event.type} (${event.id}) to endpoint ${endpointId}`);
+          deliveries[`${event.type} → ${endpointId}`] = await deliver({ event, endpointId, timestamp });
         } catch {
           deliveries[`${event.type} → ${endpointId}`] = 'gave_up';
         }

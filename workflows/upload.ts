@@ -50,7 +50,12 @@ const remote = proxyActivities<Activities>(commitOptions);
 // the workflow task (and so the offer's acknowledgement) while it retries; past a 2 s
 // backoff it retries on a timer instead, releasing the task. Runs recorded before this
 // change replay with remote activities.
-const local = proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds' });
+const localStep = (summary: string) => proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds', summary });
+const local = {
+  commitObject: localStep('Verify the accepted copy in the object store').commitObject,
+  commitRecords: localStep('Write the upload row and the key row in one transaction').commitRecords,
+  discardCopy: localStep('Delete the copy of a rejected upload').discardCopy,
+};
 
 function setPhase(phase: UploadPhase): void {
   upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);

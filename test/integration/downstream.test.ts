@@ -66,6 +66,11 @@ describe('transcode', () => {
     expect(await dimensions(byName.display.storageKey)).toEqual({ width: 720, height: 1280 });
     const rows = await stack.runtime.pool.query('SELECT name FROM renditions WHERE upload_id = $1', [processed.uploadId]);
     expect(rows.rowCount).toBe(2);
+    // The run reads well in the UI: the transcode step carries a summary.
+    const events = (await stack.temporal.workflow.getHandle(`downstream/${processed.uploadId}`).fetchHistory()).events ?? [];
+    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'transcode');
+    const summary = scheduled?.userMetadata?.summary?.data;
+    expect(summary ? JSON.parse(Buffer.from(summary).toString()) : undefined).toBe('Transcode image/jpeg (' + processed.bytes + ' bytes)');
   });
 
   it('never enlarges a small image', async () => {
