@@ -8,6 +8,7 @@ import { findTenantIdByKeyHash } from './db/queries/tenants';
 import { hashApiKey } from './api/middleware/auth';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 
 const role = (process.argv[2] ?? 'all') as Role;
 if (!['all', 'api', 'worker'].includes(role)) {
@@ -36,9 +37,11 @@ if (role === 'all' && !config.DATABASE_URL) {
     Temporal UI  ${runtime.uiUrl ?? '(external Temporal: ' + runtime.temporalAddress + ')'}
     Dev API key  ${key}
 
-  Try:  curl -sS -X POST ${runtime.apiUrl}/v1/uploads \\
-          -H "Authorization: Bearer ${key}" -H "Idempotency-Key: $(uuidgen || date +%s%N)-demo" \\
-          -H "Content-Type: text/plain" --data-binary @README.md
+    Upload page  ${runtime.apiUrl}/
+
+  Try (run it twice: the second answer is the same, with Idempotent-Replayed: true):
+    curl -si -X POST ${runtime.apiUrl}/v1/uploads -H "Authorization: Bearer ${key}" \\
+      -H "Idempotency-Key: demo-${randomUUID()}" -H "Content-Type: text/plain" --data-binary @README.md
 `);
 } else {
   runtime.log.info({ role, api: runtime.apiUrl, temporal: runtime.temporalAddress }, 'oncely started');
