@@ -74,11 +74,13 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
   await page.fill('#token', tenant.apiKey);
   await page.dispatchEvent('#token', 'change');
 
-  await page.waitForSelector('.status[data-state=done]', { timeout: 60_000 });
+  await page.waitForSelector('.status[data-state=done]', { timeout: 90_000 }).catch(async (err) => {
+    throw new Error(`${(err as Error).message}; statuses: ${JSON.stringify(await page.$$eval('#uploads li', (lis) => lis.map((li) => li.textContent)))}`);
+  });
   expect(await page.getAttribute('#uploads li', 'data-key')).toBe(key);
   const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
   expect(rows.uploads).toHaveLength(1);
   expect(Number(rows.uploads[0].bytes)).toBe(4 * 1024 * 1024);
   await page.screenshot({ path: path.join(artifacts, 'upload-page-after-offline.png'), fullPage: true });
   await page.context().close();
-}, 120_000);
+}, 180_000);
