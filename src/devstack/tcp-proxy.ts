@@ -29,9 +29,13 @@ export class TcpProxy {
     return this;
   }
 
+  /**
+   * Switches the mode. Any fault mode also closes open connections: a connection's mode is
+   * fixed when it is accepted, so a kept-alive connection would otherwise dodge the fault.
+   */
   setMode(mode: ProxyMode): void {
     this.mode = mode;
-    if (mode === 'refuse') for (const s of this.sockets) s.destroy();
+    if (mode !== 'forward') for (const s of this.sockets) s.destroy();
   }
 
   private accept(client: net.Socket): void {

@@ -55,9 +55,11 @@ it('uploads a picked file and shows it done', async () => {
 });
 
 it('finishes an upload interrupted by going offline and a reload, once, with the same key', async () => {
-  const page = await openPage();
-  proxy.mode = 'throttle';
+  // Throttled before the page opens: the proxy picks a connection's mode when it accepts it,
+  // and the upload may reuse the connection the page was loaded over.
+  proxy.setMode('throttle');
   proxy.bytesPerSecond = 128 * 1024; // 4 MiB take ~30 s: the upload is surely mid-way when the network goes
+  const page = await openPage();
   await page.setInputFiles('#files', { name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(4 * 1024 * 1024, 7) });
   const key = (await eventually(async () => page.getAttribute('#uploads li', 'data-key'), 20_000))!;
   await eventually(async () => (await page.$eval('#uploads li progress', (p) => (p as unknown as { value: number }).value)) > 0, 20_000);

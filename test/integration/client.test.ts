@@ -51,7 +51,7 @@ describe('client through faults', () => {
   it('retries after the response was dropped post-commit and gets the replay; one upload', async () => {
     const p = await pendingFromFile(file('dropped.bin', 200_000));
     const outbox = new FileOutbox(path.join(dir, 'outbox-drop.json'));
-    proxy.mode = 'drop-response';
+    proxy.setMode('drop-response');
     proxy.faultBudget = 1;
     const attempts: string[] = [];
     const result = await sendThroughOutbox(client(), outbox, p, { onAttempt: (_n, outcome) => attempts.push(outcome) });
@@ -69,7 +69,7 @@ describe('client through faults', () => {
 
   it('retries after a connection reset mid-body and completes; one upload', async () => {
     const p = await pendingFromFile(file('reset.bin', 1_000_000));
-    proxy.mode = 'reset-mid-body';
+    proxy.setMode('reset-mid-body');
     proxy.resetAfterBytes = 128 * 1024;
     proxy.faultBudget = 1;
     const result = await client().send(p);
@@ -85,7 +85,7 @@ describe('oncely upload (CLI)', () => {
     const big = file('big.bin', 4 * 1024 * 1024);
     const outboxFile = path.join(dir, 'cli-outbox.json');
     const env = { ...process.env, ONCELY_URL: `http://127.0.0.1:${proxy.port}`, ONCELY_TOKEN: tenant.apiKey };
-    proxy.mode = 'throttle';
+    proxy.setMode('throttle');
     proxy.bytesPerSecond = 512 * 1024;
     proxy.faultBudget = Infinity;
     const cli = startProcess(...nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile), { logFile: path.join(dir, 'cli-1.log'), env, cwd: root });
