@@ -3,9 +3,7 @@
 // otherwise); `api` or `worker` as the first argument runs one role.
 import { loadConfig } from './config';
 import { startRuntime, type Role } from './runtime';
-import { createTenant } from './tenants';
-import { findTenantIdByKeyHash } from './db/queries/tenants';
-import { hashApiKey } from './api/middleware/auth';
+import { createTenant, tenantForApiKey } from './tenants';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -23,7 +21,7 @@ const runtime = await startRuntime(config, role, { workflowBundlePath: process.e
 async function devTenantKey(): Promise<string> {
   const file = path.join(config.DATA_DIR, 'dev-tenant-key');
   const existing = await readFile(file, 'utf8').catch(() => undefined);
-  if (existing && (await findTenantIdByKeyHash(runtime.pool, hashApiKey(existing.trim())))) return existing.trim();
+  if (existing && (await tenantForApiKey(runtime.pool, existing.trim()))) return existing.trim();
   const { apiKey } = await createTenant(runtime.pool, 'dev');
   await writeFile(file, apiKey, { mode: 0o600 });
   return apiKey;

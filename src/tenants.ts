@@ -1,9 +1,17 @@
 // Creating tenants and API keys. The plain key is returned once and never stored.
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { Pool } from './db/pool';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Pool, Queryable } from './db/pool';
 import { withTransaction } from './db/pool';
-import { insertApiKey, insertTenant } from './db/queries/tenants';
-import { hashApiKey } from './api/middleware/auth';
+import { findTenantIdByKeyHash, insertApiKey, insertTenant } from './db/queries/tenants';
+
+/** API keys are stored and looked up only by this hash. */
+export function hashApiKey(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+export function tenantForApiKey(db: Queryable, token: string): Promise<string | undefined> {
+  return findTenantIdByKeyHash(db, hashApiKey(token));
+}
 
 export function newApiKey(): string {
   return `onc_${randomBytes(24).toString('base64url')}`;

@@ -1,15 +1,10 @@
 // Bearer API key → tenant. Runs before anything else on /v1; keys are looked up by their
 // SHA-256 hash and the answer cached briefly (the replay path stays one query).
-import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Pool } from '../../db/pool';
-import { findTenantIdByKeyHash } from '../../db/queries/tenants';
 import { dependency, problem } from '../../errors';
+import { tenantForApiKey } from '../../tenants';
 import type { AppEnv } from '../env';
-
-export function hashApiKey(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
-}
 
 export function bearerAuth(opts: { pool: Pool; cacheMs?: number; cacheSize?: number }): MiddlewareHandler<AppEnv> {
   const cacheMs = opts.cacheMs ?? 30_000;
@@ -24,7 +19,7 @@ export function bearerAuth(opts: { pool: Pool; cacheMs?: number; cacheSize?: num
     const hit = cache.get(token);
     let tenantId = hit && hit.until > Date.now() ? hit.tenantId : undefined;
     if (!tenantId) {
-      tenantId = await dependency('database_unavailable', () => findTenantIdByKeyHash(opts.pool, hashApiKey(token)));
+      tenantId = await dependency('database_unavailable', () => tenantForApiKey(opts.pool, token));
       if (!tenantId) throw problem('unauthorized', 'The API key is not valid.');
       if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
       cache.set(token, { tenantId, until: Date.now() + cacheMs });
