@@ -11,11 +11,11 @@ export interface ManagedProcess {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
-export function startProcess(cmd: string, args: string[], opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string }): ManagedProcess {
+export function startProcess(cmd: string, args: string[], opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string; uid?: number; gid?: number }): ManagedProcess {
   const fd = openSync(opts.logFile, 'a');
   // Its own process group, so a stop (or a SIGKILL in a crash test) reaches every
   // descendant too (an ffmpeg a worker started, a node behind a wrapper script).
-  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd, detached: true });
+  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd, detached: true, uid: opts.uid, gid: opts.gid });
   child.unref();
   closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -10,7 +10,7 @@ import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { audio } from '../helpers/media';
-import { WebhookReceiver } from '../helpers/webhook-receiver';
+import { WebhookReceiver } from '../../src/devstack/webhook-receiver';
 import { startWorkerProcess } from '../helpers/worker-process';
 
 let stack: TestStack;

@@ -1,0 +1,146 @@
+// The clients of a chaos run: the project's own UploadClient, one logical upload per key,
+// paced across the fault window. Many uploads are sent by two or three concurrent copies
+// under one key; some are sent again after their answer (must replay identically); a few
+// reuse an answered key for other bytes (must be refused with 422 and change nothing).
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import sharp from 'sharp';
+import { UploadClient } from '../src/client/upload-client';
+import type { PendingUpload, UploadResult } from '../src/client/types';
+import type { Rng } from './rng';
+
+export interface UploadPlan {
+  index: number;
+  key: string;
+  bytes: number;
+  contentType: string;
+  /** Concurrent copies of the first send. */
+  copies: number;
+  resend: boolean;
+  misuse: boolean;
+  /** Seed of the body's bytes (bodies are made when sent, not held for the whole run). */
+  bodySeed: Rng;
+}
+
+export interface Answer {
+  sender: string;
+  status: number;
+  body: string;
+  replayed: boolean;
+  attempts: number;
+}
+
+export interface UploadRecord {
+  plan: UploadPlan;
+  sha256: string;
+  answers: Answer[];
+  /** Senders that never got a final answer before the run's deadline. */
+  unanswered: string[];
+  misuse?: Answer;
+}
+
+export function planUploads(rng: Rng, n: number, runId: string): UploadPlan[] {
+  return Array.from({ length: n }, (_, index) => {
+    const image = rng.chance(0.1);
+    const big = rng.chance(0.25);
+    const copiesRoll = rng.int(0, 99);
+    return {
+      index,
+      key: `chaos-${runId}-upload-${String(index).padStart(5, "0")}`,
+      bytes: image ? 0 : big ? rng.int(32 * 1024, 300 * 1024) : rng.int(1, 32 * 1024),
+      contentType: image ? 'image/png' : 'application/octet-stream',
+      copies: copiesRoll < 70 ? 1 : copiesRoll < 90 ? 2 : 3,
+      resend: rng.chance(0.3),
+      misuse: rng.chance(0.03),
+      bodySeed: rng.fork(index + 1),
+    };
+  });
+}
+
+async function bodyOf(plan: UploadPlan, variant = 0): Promise<Buffer> {
+  const rng = plan.bodySeed.fork(variant);
+  if (plan.contentType !== 'image/png') return rng.bytes(plan.bytes || 1);
+  // A small PNG of seeded noise: distinct per key, and it goes through the transcode step.
+  const side = 48;
+  return sharp(rng.bytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } }).png().toBuffer();
+}
+
+export interface LoadOptions {
+  baseUrl: string;
+  token: string;
+  concurrency: number;
+  /** Upload i starts no earlier than i × spacingMs after the start. */
+  spacingMs: number;
+  signal: AbortSignal;
+  onProgress?: (done: number) => void;
+}
+
+function sha256(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Promise<UploadRecord[]> {
+  const client = new UploadClient({
+    baseUrl: opts.baseUrl,
+    token: opts.token,
+    openBody: async (p) => bodies.get(p.idempotencyKey)!,
+    backoff: { baseMs: 200, capMs: 3000 },
+    attemptTimeoutMs: 30_000,
+    waitSeconds: 20,
+  });
+  const bodies = new Map<string, Buffer>();
+  const records: UploadRecord[] = [];
+  const started = Date.now();
+  let next = 0;
+  let done = 0;
+
+  async function send(pending: PendingUpload, sender: string, record: UploadRecord): Promise<Answer | undefined> {
+    try {
+      const r: UploadResult = await client.send({ ...pending, attempts: 0 }, { signal: opts.signal });
+      return { sender, status: r.status, body: JSON.stringify(r.body), replayed: r.replayed, attempts: r.attempts };
+    } catch {
+      record.unanswered.push(sender);
+      return undefined;
+    }
+  }
+
+  async function run(plan: UploadPlan): Promise<UploadRecord> {
+    const body = await bodyOf(plan);
+    const record: UploadRecord = { plan, sha256: sha256(body), answers: [], unanswered: [] };
+    const pending: PendingUpload = {
+      id: plan.key, idempotencyKey: plan.key, sha256: record.sha256, bytes: body.length, contentType: plan.contentType,
+      fileName: `${plan.key}.${plan.contentType === 'image/png' ? 'png' : 'bin'}`, source: 'memory', createdAt: new Date().toISOString(), attempts: 0,
+    };
+    bodies.set(plan.key, body);
+    const first = await Promise.all(Array.from({ length: plan.copies }, (_, i) => send(pending, `copy-${i + 1}`, record)));
+    record.answers.push(...first.filter((a): a is Answer => a !== undefined));
+    if (plan.resend && record.answers.length > 0) {
+      const again = await send(pending, 'resend', record);
+      if (again) record.answers.push(again);
+    }
+    if (plan.misuse && record.answers.length > 0 && !opts.signal.aborted) {
+      // Same key, other bytes: a client bug the server must refuse without a trace.
+      const other = await bodyOf(plan, 1);
+      const wrong: PendingUpload = { ...pending, sha256: sha256(other), bytes: other.length, idempotencyKey: plan.key };
+      bodies.set(plan.key, other);
+      const r = await send(wrong, 'misuse', record);
+      bodies.set(plan.key, body);
+      if (r) record.misuse = r;
+      else record.unanswered.pop(); // an unanswered misuse is not an unanswered upload
+    }
+    bodies.delete(plan.key);
+    return record;
+  }
+
+  async function lane(): Promise<void> {
+    while (next < plans.length && !opts.signal.aborted) {
+      const plan = plans[next++]!;
+      const due = started + plan.index * opts.spacingMs;
+      if (due > Date.now()) await sleep(due - Date.now());
+      records.push(await run(plan));
+      opts.onProgress?.(++done);
+    }
+  }
+  await Promise.all(Array.from({ length: opts.concurrency }, lane));
+  return records;
+}

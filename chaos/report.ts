@@ -1,0 +1,42 @@
+// The printed result of a chaos run: faults injected, uploads, and what the audit found.
+import Table from 'cli-table3';
+import { FAULTS } from './faults';
+import type { Verdict } from './verify';
+
+export interface ChaosResult {
+  command: string;
+  seed: number;
+  finishedAt: string;
+  loadSeconds: number;
+  planned: number;
+  attempted: number;
+  faultRounds: number;
+  faults: Record<string, number>;
+  faultErrors: number;
+  restarts: { api: number; worker: number };
+  verdict: Verdict;
+}
+
+export function renderTable(r: ChaosResult): string {
+  const faults = new Table({ head: ['fault', 'injected', 'what'], style: { head: [], border: [] }, colWidths: [24, 10, 70], wordWrap: true });
+  for (const f of FAULTS) if (f.kind in r.faults) faults.push([f.kind, r.faults[f.kind], f.what]);
+  const v = r.verdict;
+  const outcome = new Table({ head: ['measure', 'value'], style: { head: [], border: [] } });
+  outcome.push(
+    ['uploads planned / attempted', `${r.planned} / ${r.attempted}`],
+    ['uploads acknowledged (201)', v.acknowledged],
+    ['uploads never answered', v.unanswered],
+    ['answers received (all copies and re-sends)', v.answers],
+    ['of which replays', v.replayedAnswers],
+    ['key reused with other bytes → 422', v.misuseRefused],
+    ['webhook deliveries received', v.webhookDeliveries],
+    ['API / worker restarts after kills', `${r.restarts.api} / ${r.restarts.worker}`],
+    ['staging objects swept at the end', v.stagingRemoved],
+    ['fault rounds (every kind once per round)', r.faultRounds],
+    ['faults that failed to inject', r.faultErrors],
+    ['duplicates found', v.duplicates.length],
+    ['losses found', v.losses.length],
+    ['other violations', v.other.length],
+  );
+  return [`$ ${r.command}   (load ${r.loadSeconds.toFixed(0)} s)`, faults.toString(), outcome.toString()].join('\n');
+}

@@ -1,0 +1,105 @@
+// `npm run chaos -- --uploads N --duration S --seed X`: many clients upload through a stack
+// that is being broken on purpose, then every invariant is audited. Bounded in count and
+// time, loopback only, stops by itself; the same seed gives the same uploads and the same
+// fault order. Exits non-zero on any duplicate, loss or other violation.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { WebhookReceiver } from '../src/devstack/webhook-receiver';
+import { createTenant } from '../src/tenants';
+import { faultsByKind, FAULTS, runFaultSchedule } from './faults';
+import { driveUploads, planUploads } from './load';
+import { renderTable, type ChaosResult } from './report';
+import { Rng } from './rng';
+import { startChaosStack } from './stack';
+import { settleAndVerify } from './verify';
+
+const int = (name: string, min: number) => (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
+  return n;
+};
+
+const program = new Command('chaos')
+  .description('Exactly-once under faults: uploads through Toxiproxy while processes are killed, then a full audit')
+  .option('--uploads <n>', 'logical uploads (each with its own key)', int('uploads', 1), 200)
+  .option('--duration <seconds>', 'how long faults are injected; uploads are spread over it', int('duration', 10), 120)
+  .option('--seed <n>', 'seed for uploads and the fault schedule', int('seed', 0), 1)
+  .option('--concurrency <n>', 'uploads in flight at once', int('concurrency', 1), 12)
+  .option('--faults <kinds>', `comma-separated subset of: ${FAULTS.map((f) => f.kind).join(', ')}`)
+  .option('--settle <seconds>', 'after the faults stop: bound on clients finishing and on reaching quiescence', int('settle', 10), 240)
+  .option('--json <file>', 'also write the result as JSON')
+  .option('--keep', 'keep the run directory (logs, data) instead of deleting it')
+  .parse();
+
+const opts = program.opts<{ uploads: number; duration: number; seed: number; concurrency: number; faults?: string; settle: number; json?: string; keep?: boolean }>();
+const faults = faultsByKind(opts.faults?.split(',').map((s) => s.trim()).filter(Boolean));
+const rng = new Rng(opts.seed);
+const t0 = Date.now();
+const log = (line: string) => process.stderr.write(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-chaos-'));
+const stack = await startChaosStack(dir, log);
+const receiver = await new WebhookReceiver().start();
+let exitCode = 1;
+try {
+  const { tenantId, apiKey } = await createTenant(stack.pool, 'chaos');
+  const endpoint = await fetch(`${stack.directApiUrl}/v1/webhook-endpoints`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: receiver.url, description: 'chaos receiver' }),
+  });
+  if (endpoint.status !== 201) throw new Error(`webhook endpoint not created: ${endpoint.status} ${await endpoint.text()}`);
+  receiver.secret = ((await endpoint.json()) as { secret: string }).secret;
+
+  const plans = planUploads(rng.fork(1), opts.uploads, `seed${opts.seed}`);
+  const faultWindowMs = opts.duration * 1000;
+  const clientsStop = new AbortController();
+  const clientDeadline = setTimeout(() => clientsStop.abort(new Error('run deadline')), faultWindowMs + opts.settle * 1000);
+  const loadStarted = Date.now();
+  log(`${plans.length} uploads over ${opts.duration} s, ${opts.concurrency} at a time; faults: ${faults.map((f) => f.kind).join(', ')}`);
+  const load = driveUploads(plans, {
+    baseUrl: stack.apiUrl,
+    token: apiKey,
+    concurrency: opts.concurrency,
+    spacingMs: (faultWindowMs * 0.9) / plans.length,
+    signal: clientsStop.signal,
+    onProgress: (done) => done % Math.max(1, Math.round(plans.length / 10)) === 0 && log(`${done}/${plans.length} uploads answered`),
+  });
+  const faultLog = await runFaultSchedule(stack, faults, rng.fork(2), { until: () => Date.now() - loadStarted >= faultWindowMs, log, startedAt: loadStarted });
+  log('faults over: healing every proxy, waiting for the clients');
+  await stack.proxies.api.getToxiproxy().reset();
+  await stack.waitForApi();
+  const records = await load;
+  clearTimeout(clientDeadline);
+  const loadSeconds = (Date.now() - loadStarted) / 1000;
+
+  const verdict = await settleAndVerify({ stack, tenantId, token: apiKey, records, receiver, quiesceMs: opts.settle * 1000, log });
+  const result: ChaosResult = {
+    command: `npm run chaos -- --uploads ${opts.uploads} --duration ${opts.duration} --seed ${opts.seed} --concurrency ${opts.concurrency}${opts.faults ? ` --faults ${opts.faults}` : ''}`,
+    seed: opts.seed,
+    finishedAt: new Date().toISOString(),
+    loadSeconds,
+    planned: plans.length,
+    attempted: records.length,
+    faultRounds: faultLog.rounds,
+    faults: faultLog.counts,
+    faultErrors: faultLog.events.filter((e) => e.error).length,
+    restarts: { api: stack.api.restarts, worker: stack.worker.restarts },
+    verdict,
+  };
+  process.stdout.write(`${renderTable(result)}\n`);
+  if (opts.json) writeFileSync(opts.json, `${JSON.stringify(result, null, 2)}\n`);
+  const violations = verdict.duplicates.length + verdict.losses.length + verdict.other.length + verdict.unanswered + (plans.length - records.length);
+  for (const line of [...verdict.duplicates, ...verdict.losses, ...verdict.other].slice(0, 50)) process.stdout.write(`  violation: ${line}\n`);
+  exitCode = violations === 0 ? 0 : 1;
+} catch (err) {
+  log(`run failed: ${err instanceof Error ? err.stack : String(err)}`);
+} finally {
+  await receiver.stop();
+  await stack.stop();
+  if (opts.keep || exitCode !== 0) log(`run directory kept: ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}
+process.exit(exitCode);

@@ -1,0 +1,152 @@
+// The end of a chaos run: wait until nothing is moving, sweep staging, then check every
+// invariant — the project's audit over Postgres and S3, plus what only the clients know
+// (what was acknowledged, with which bytes, and every answer they got per key) and what
+// only the webhook receiver and Temporal know (event ids seen, executions per key).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import { audit } from '../src/audit';
+import { allRenditions, allUploads } from '../src/db/queries/audit';
+import type { WebhookReceiver } from '../src/devstack/webhook-receiver';
+import { eventId, type EventType } from '../src/downstream/types';
+import type { UploadRecord } from './load';
+import type { ChaosStack } from './stack';
+
+export interface Verdict {
+  acknowledged: number;
+  unanswered: number;
+  answers: number;
+  replayedAnswers: number;
+  misuseRefused: number;
+  webhookDeliveries: number;
+  stagingRemoved: number;
+  duplicates: string[];
+  losses: string[];
+  other: string[];
+}
+
+const EVENTS: EventType[] = ['upload.completed', 'upload.processed'];
+
+async function until(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe().catch(() => false)) return true;
+    await sleep(500);
+  }
+  return false;
+}
+
+function uploadIdOf(a: { status: number; body: string }): string | undefined {
+  if (a.status !== 201) return undefined;
+  return (JSON.parse(a.body) as { uploadId?: string }).uploadId;
+}
+
+export async function settleAndVerify(opts: {
+  stack: ChaosStack;
+  tenantId: string;
+  token: string;
+  records: UploadRecord[];
+  receiver: WebhookReceiver;
+  quiesceMs: number;
+  log: (line: string) => void;
+}): Promise<Verdict> {
+  const { stack, records, receiver, log } = opts;
+  const v: Verdict = { acknowledged: 0, unanswered: 0, answers: 0, replayedAnswers: 0, misuseRefused: 0, webhookDeliveries: 0, stagingRemoved: 0, duplicates: [], losses: [], other: [] };
+  const acked = new Map<string, { record: UploadRecord; uploadId: string }>();
+  for (const r of records) {
+    v.answers += r.answers.length;
+    v.replayedAnswers += r.answers.filter((a) => a.replayed).length;
+    if (r.unanswered.length) v.unanswered++;
+    const distinct = new Set(r.answers.map((a) => `${a.status} ${a.body}`));
+    if (distinct.size > 1) v.duplicates.push(`key ${r.plan.key}: ${distinct.size} different answers: ${[...distinct].map((d) => d.slice(0, 120)).join(' | ')}`);
+    for (const a of r.answers) if (a.status !== 201) v.other.push(`key ${r.plan.key}: ${a.sender} got ${a.status} ${a.body.slice(0, 200)}`);
+    if (r.misuse) {
+      if (r.misuse.status === 422) v.misuseRefused++;
+      else v.other.push(`key ${r.plan.key}: reuse with other bytes got ${r.misuse.status}, expected 422`);
+    }
+    const uploadId = r.answers.map(uploadIdOf).find(Boolean);
+    if (uploadId) acked.set(r.plan.key, { record: r, uploadId });
+  }
+  v.acknowledged = acked.size;
+
+  log(`settling: ${acked.size} acknowledged uploads to reach "processed", then no running workflows`);
+  const pending = new Set(acked.values());
+  await until('uploads processed', opts.quiesceMs, async () => {
+    for (const a of [...pending]) {
+      const res = await fetch(`${stack.directApiUrl}/v1/uploads/${a.uploadId}`, { headers: { authorization: `Bearer ${opts.token}` } });
+      if (res.ok && ((await res.json()) as { status: string }).status === 'processed') pending.delete(a);
+      else return false;
+    }
+    return true;
+  });
+  for (const a of pending) v.other.push(`upload ${a.uploadId} (key ${a.record.plan.key}) never reached "processed"`);
+
+  const connection = await Connection.connect({ address: stack.temporalAddress });
+  const temporal = new Client({ connection });
+  try {
+    const quiet = await until('no running workflows', opts.quiesceMs, async () =>
+      (await temporal.workflow.count('ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"')).count === 0,
+    );
+    if (!quiet) v.other.push('workflows still running after the settle period');
+
+    // Executions per key: at most one completed upload run and one downstream run per upload.
+    const completed = new Map<string, number>();
+    for await (const w of temporal.workflow.list({ query: 'ExecutionStatus="Completed"' })) {
+      if (w.type === 'housekeepingWorkflow') continue;
+      completed.set(w.workflowId, (completed.get(w.workflowId) ?? 0) + 1);
+    }
+    for (const [id, n] of completed) if (n > 1) v.duplicates.push(`workflow ${id} completed ${n} times`);
+
+    // Staging: a worker whose grace is zero sweeps attempt objects no upload references.
+    await stack.restartWorkerForSweep();
+    const sweep = await temporal.workflow.execute('housekeepingWorkflow', {
+      args: ['sweep-staging'], taskQueue: stack.taskQueue, workflowId: `chaos-final-sweep-${Date.now()}`, workflowExecutionTimeout: '5 minutes',
+    });
+    v.stagingRemoved = (sweep as { removed: number }).removed;
+  } finally {
+    await connection.close();
+  }
+
+  log('auditing Postgres and S3');
+  const report = await audit(stack.pool, stack.store);
+  for (const line of report.violations) (line.startsWith('duplicate') ? v.duplicates : line.startsWith('loss') ? v.losses : v.other).push(line);
+  if (report.unreferencedObjects > 0) v.other.push(`${report.unreferencedObjects} objects left in staging after the sweep`);
+
+  const rows = new Map<string, { id: string; sha256: string }>();
+  for await (const u of allUploads(stack.pool)) {
+    if (u.tenant_id !== opts.tenantId) continue;
+    rows.set(u.idempotency_key, { id: u.id, sha256: u.sha256 });
+  }
+  const planned = new Set(records.map((r) => r.plan.key));
+  for (const key of rows.keys()) if (!planned.has(key)) v.duplicates.push(`upload row for key ${key} that no client sent`);
+  const renditions = new Map<string, number>();
+  for (const r of await allRenditions(stack.pool)) renditions.set(r.upload_id, (renditions.get(r.upload_id) ?? 0) + 1);
+
+  await until('webhooks delivered', opts.quiesceMs, async () =>
+    [...acked.values()].every((a) => EVENTS.every((t) => receiver.received.some((w) => w.json.type === t && w.json.data?.uploadId === a.uploadId))),
+  );
+  v.webhookDeliveries = receiver.received.length;
+  const idsByUpload = new Map<string, Set<string>>();
+  for (const w of receiver.received) {
+    const k = `${w.json.data?.uploadId} ${w.json.type}`;
+    if (!idsByUpload.has(k)) idsByUpload.set(k, new Set());
+    idsByUpload.get(k)!.add(w.id);
+    if (!w.verified) v.other.push(`webhook ${w.id}: signature did not verify`);
+  }
+
+  for (const [key, { record, uploadId }] of acked) {
+    const row = rows.get(key);
+    if (!row) v.losses.push(`key ${key}: acknowledged upload ${uploadId} has no upload row`);
+    else if (row.id !== uploadId) v.duplicates.push(`key ${key}: acknowledged upload ${uploadId} but the row is ${row.id}`);
+    else if (row.sha256 !== record.sha256) v.losses.push(`key ${key}: stored SHA-256 ${row.sha256} differs from the client's ${record.sha256}`);
+    for (const t of EVENTS) {
+      const ids = idsByUpload.get(`${uploadId} ${t}`) ?? new Set();
+      if (ids.size === 0) v.losses.push(`upload ${uploadId}: no ${t} webhook received`);
+      if (ids.size > 1) v.duplicates.push(`upload ${uploadId}: ${ids.size} distinct webhook ids for ${t}`);
+      for (const id of ids) if (id !== eventId(uploadId, t)) v.duplicates.push(`upload ${uploadId}: webhook id ${id} is not the event's id`);
+    }
+    const expected = record.plan.contentType === 'image/png' ? 2 : 0;
+    const got = renditions.get(uploadId) ?? 0;
+    if (got !== expected) (got > expected ? v.duplicates : v.losses).push(`upload ${uploadId}: ${got} renditions, expected ${expected}`);
+  }
+  return v;
+}
