@@ -30,17 +30,18 @@ const program = new Command('chaos')
   .option('--faults <kinds>', `comma-separated subset of: ${FAULTS.map((f) => f.kind).join(', ')}`)
   .option('--settle <seconds>', 'after the faults stop: bound on clients finishing and on reaching quiescence', int('settle', 10), 240)
   .option('--json <file>', 'also write the result as JSON')
+  .option('--workflow-bundle <file>', 'reuse a prebuilt workflow bundle instead of bundling')
   .option('--keep', 'keep the run directory (logs, data) instead of deleting it')
   .parse();
 
-const opts = program.opts<{ uploads: number; duration: number; seed: number; concurrency: number; faults?: string; settle: number; json?: string; keep?: boolean }>();
+const opts = program.opts<{ uploads: number; duration: number; seed: number; concurrency: number; faults?: string; settle: number; json?: string; keep?: boolean; workflowBundle?: string }>();
 const faults = faultsByKind(opts.faults?.split(',').map((s) => s.trim()).filter(Boolean));
 const rng = new Rng(opts.seed);
 const t0 = Date.now();
 const log = (line: string) => process.stderr.write(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-chaos-'));
-const stack = await startChaosStack(dir, log);
+const stack = await startChaosStack(dir, log, { workflowBundlePath: opts.workflowBundle });
 const receiver = await new WebhookReceiver().start();
 let exitCode = 1;
 try {

@@ -1,5 +1,5 @@
 // The stack a chaos run owns and may break: a private PostgreSQL cluster, Versity S3
-// Gateway, a Temporal dev server on its own SQLite file, Toxiproxy in front of the API,
+// Gateway, a Temporal dev server on its own SQLite file (its own, since the run kills it), Toxiproxy in front of the API,
 // Postgres and S3, and the API and worker as separate Node processes. Every piece can be
 // killed and brought back on the same port and data; API and worker are supervised (a
 // process that dies, or fails to start while a dependency is down, is started again).
@@ -77,7 +77,7 @@ export interface ChaosStack {
   stop(): Promise<void>;
 }
 
-export async function startChaosStack(dir: string, log: (line: string) => void): Promise<ChaosStack> {
+export async function startChaosStack(dir: string, log: (line: string) => void, opts: { workflowBundlePath?: string } = {}): Promise<ChaosStack> {
   mkdirSync(dir, { recursive: true });
   // Sequential, so no two lookups hand out the same free port.
   const ports: number[] = [];
@@ -93,12 +93,14 @@ export async function startChaosStack(dir: string, log: (line: string) => void):
     startS3(),
     startTemporal(),
     startToxiproxy({ port: toxiPort, dir }),
-    bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never }),
+    opts.workflowBundlePath
+      ? undefined
+      : bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never }),
   ]);
   let s3: Versity = s3First;
   let temporal: DevServer = temporalFirst;
-  const bundlePath = path.join(dir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle.code);
+  const bundlePath = opts.workflowBundlePath ?? path.join(dir, 'workflow-bundle.js');
+  if (bundle) writeFileSync(bundlePath, bundle.code);
 
   const proxies = {
     api: await toxiproxy.client.createProxy({ name: 'api', listen: `127.0.0.1:${apiProxyPort}`, upstream: `127.0.0.1:${apiPort}` }),
