@@ -64,6 +64,13 @@ export const configSchema = z.object({
   MULTIPART_MAX_AGE_SECONDS: z.coerce.number().min(0).default(86_400),
   /** When set, the worker exports the Temporal SDK's metrics for Prometheus on this port. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /**
+   * 32 random bytes, base64: seals stored answers that carry secrets (new API keys, webhook
+   * secrets). Unset: generated once under DATA_DIR (fine for one node; replicas must share one).
+   */
+  SECRETS_KEY: optionalString.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
+  /** Bearer token for the operator routes (/admin/*: tenant creation). Unset: they answer 404. */
+  ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 24, 'must be at least 24 characters'),
   /** Create the housekeeping Schedules at worker start. */
   HOUSEKEEPING_SCHEDULES: bool.default(true),
 });

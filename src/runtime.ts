@@ -52,6 +52,8 @@ export interface Runtime {
   uiUrl?: string;
   apiUrl?: string;
   server?: ServerType;
+  /** The HTTP application (API roles): its routes and OpenAPI registry. */
+  app?: ReturnType<typeof createApp>;
   workers: Worker[];
   /** Stops accepting, drains, and releases everything in reverse order. */
   shutdown(): Promise<void>;
@@ -149,10 +151,14 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
 
   let server: ServerType | undefined;
   let apiUrl: string | undefined;
+  let httpApp: ReturnType<typeof createApp> | undefined;
   if (role !== 'worker') {
     const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
     cleanups.push(() => temporal.close());
-    const app = createApp({ config, pool, store, temporal: temporal.client, log });
+    const { loadSecretBox } = await import('./secret-box');
+    const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR);
+    const app = createApp({ config, pool, store, temporal: temporal.client, log, box });
+    httpApp = app;
     const port = await new Promise<number>((resolve) => {
       server = serve(
         {
@@ -185,7 +191,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
 
   let stopped = false;
   return {
-    config, log, pool, store, temporalAddress, uiUrl, apiUrl, server, workers,
+    config, log, pool, store, temporalAddress, uiUrl, apiUrl, server, app: httpApp, workers,
     async shutdown() {
       if (stopped) return;
       stopped = true;

@@ -2,26 +2,49 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from './db/pool';
 import { withTransaction } from './db/pool';
-import { findTenantIdByKeyHash, insertApiKey, insertTenant } from './db/queries/tenants';
+import { findActiveKeyByHash, insertApiKey, insertTenant, type ApiKeyRow, type TenantRow } from './db/queries/tenants';
+
+/** Reserved tenant (migration 005) that holds the idempotency keys of operator routes. */
+export const OPERATOR_TENANT_ID = '00000000-0000-0000-0000-000000000000';
 
 /** API keys are stored and looked up only by this hash. */
 export function hashApiKey(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-export function tenantForApiKey(db: Queryable, token: string): Promise<string | undefined> {
-  return findTenantIdByKeyHash(db, hashApiKey(token));
+/** The tenant (and key id) an active API key belongs to. */
+export async function lookupApiKey(db: Queryable, token: string): Promise<{ tenantId: string; keyId: string } | undefined> {
+  const row = await findActiveKeyByHash(db, hashApiKey(token));
+  return row && { tenantId: row.tenant_id, keyId: row.id };
+}
+
+export async function tenantForApiKey(db: Queryable, token: string): Promise<string | undefined> {
+  return (await lookupApiKey(db, token))?.tenantId;
 }
 
 export function newApiKey(): string {
   return `onc_${randomBytes(24).toString('base64url')}`;
 }
 
-export async function createTenant(pool: Pool, name: string, apiKey: string = newApiKey()): Promise<{ tenantId: string; apiKey: string }> {
-  const tenantId = randomUUID();
-  await withTransaction(pool, async (tx) => {
-    await insertTenant(tx, tenantId, name);
-    await insertApiKey(tx, hashApiKey(apiKey), tenantId, 'initial');
+export interface CreatedApiKey extends ApiKeyRow {
+  key: string;
+}
+
+export async function createApiKey(db: Queryable, tenantId: string, label: string): Promise<CreatedApiKey> {
+  const key = newApiKey();
+  return { ...(await insertApiKey(db, hashApiKey(key), tenantId, label)), key };
+}
+
+/** A tenant with its first API key, in one transaction. */
+export async function createTenantWithKey(pool: Pool, name: string, apiKey: string = newApiKey()): Promise<{ tenant: TenantRow; apiKey: CreatedApiKey }> {
+  return withTransaction(pool, async (tx) => {
+    const tenant = await insertTenant(tx, randomUUID(), name);
+    const row = await insertApiKey(tx, hashApiKey(apiKey), tenant.id, 'initial');
+    return { tenant, apiKey: { ...row, key: apiKey } };
   });
-  return { tenantId, apiKey };
+}
+
+export async function createTenant(pool: Pool, name: string, apiKey?: string): Promise<{ tenantId: string; apiKey: string }> {
+  const created = await createTenantWithKey(pool, name, apiKey);
+  return { tenantId: created.tenant.id, apiKey: created.apiKey.key };
 }

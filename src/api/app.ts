@@ -1,22 +1,29 @@
 // The Hono application: middleware, route groups, one error handler. Built from injected
 // dependencies so tests and the process entrypoint wire it the same way.
-import { Hono } from 'hono';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Pool } from '../db/pool';
+import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
 import { UploadReceiver } from '../upload/receive';
-import type { AppEnv } from './env';
 import { accessLog } from './middleware/access-log';
-import { bearerAuth } from './middleware/auth';
+import { adminAuth } from './middleware/admin-auth';
+import { ApiKeyCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
+import { openApiDocument, router } from './openapi';
 import { onError, onNotFound } from './problem-handler';
+import { adminTenantRoutes } from './routes/admin-tenants';
+import { apiKeyRoutes } from './routes/api-keys';
+import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
+
+/** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
+export const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'] as const;
 
 export interface AppDeps {
   config: Config;
@@ -24,10 +31,12 @@ export interface AppDeps {
   store: ObjectStore;
   temporal: Client;
   log: Logger;
+  /** Seals stored answers of the non-upload mutating routes. */
+  box: SecretBox;
 }
 
 export function createApp(deps: AppDeps) {
-  const { config, pool, store, temporal, log } = deps;
+  const { config, pool, store, temporal, log, box } = deps;
   const receiver = new UploadReceiver({
     pool,
     store,
@@ -46,21 +55,28 @@ export function createApp(deps: AppDeps) {
     },
   });
 
-  const app = new Hono<AppEnv>();
+  const app = router();
+  const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600 };
+  let document: unknown;
   app.use(accessLog(log));
   app.use(
     cors({
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'],
+      allowHeaders: [...REQUEST_HEADERS],
       maxAgeSeconds: 600,
     }),
   );
   app.route('/', healthRoutes({ pool, temporal, store }));
   app.route('/', webRoutes());
-  app.use('/v1/*', bearerAuth({ pool }));
+  app.route('/', docsRoutes(() => (document ??= openApiDocument(app, { keyTtlHours: config.IDEMPOTENCY_TTL_HOURS, tombstoneTtlHours: config.TOMBSTONE_TTL_HOURS }))));
+  app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
+  app.route('/admin', adminTenantRoutes({ idempotency }));
+  const keyCache = new ApiKeyCache();
+  app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config }));
-  app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal }));
-  app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ pool, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, keyTtlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600 }));
+  app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
+  app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency }));
+  app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache }));
   app.onError(onError);
   app.notFound(onNotFound);
   return app;

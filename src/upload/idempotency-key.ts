@@ -2,11 +2,8 @@
 // structured-field string ("...") is unwrapped; a bare value is taken as is. Either way
 // the key is 16-255 visible ASCII characters, and exactly one value may be sent.
 import { parseItem } from 'structured-headers';
+import { IdempotencyKey } from '../api/schemas';
 import { problem } from '../errors';
-
-const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
-const MIN = 16;
-const MAX = 255;
 
 /** `values` are the header's distinct field lines, as received. */
 export function parseIdempotencyKey(values: readonly string[] | undefined): string {
@@ -28,7 +25,8 @@ export function parseIdempotencyKey(values: readonly string[] | undefined): stri
     if (raw.includes(',')) throw problem('idempotency_key_invalid', 'Idempotency-Key holds several values (a comma outside quotes).');
     key = raw;
   }
-  if (!VISIBLE_ASCII.test(key)) throw problem('idempotency_key_invalid', 'Idempotency-Key may contain only visible ASCII characters (no spaces or control characters).');
-  if (key.length < MIN || key.length > MAX) throw problem('idempotency_key_invalid', `Idempotency-Key must be ${MIN}-${MAX} characters long (got ${key.length}).`);
-  return key;
+  // Syntax and length: the documented schema is the check.
+  const checked = IdempotencyKey.safeParse(key);
+  if (!checked.success) throw problem('idempotency_key_invalid', checked.error.issues[0]?.message);
+  return checked.data;
 }

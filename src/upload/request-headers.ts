@@ -1,20 +1,26 @@
-// Parsers for the other upload headers. Each returns a clean value or throws a catalogue
+// Parsers for the other upload headers. Each validates with the API's schemas (the ones
+// the OpenAPI document is generated from) and returns a clean value or throws a catalogue
 // error; none reads the body.
-import { problem } from '../errors';
+import type { z } from 'zod';
+import { ContentLengthHeader, FileName, MediaType, Sha256Header, WaitQuery } from '../api/schemas';
+import { problem, type ErrorCode } from '../errors';
+
+function check<T>(schema: z.ZodType<T>, value: string, code: ErrorCode): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw problem(code, r.error.issues[0]?.message);
+  return r.data;
+}
 
 export function parseContentLength(value: string | undefined, maxBytes: number): number {
   if (value === undefined) throw problem('content_length_required', 'Send Content-Length: uploads are streamed and their size must be known up front.');
-  if (!/^\d{1,16}$/.test(value.trim())) throw problem('header_invalid', 'Content-Length must be a non-negative integer.');
-  const n = Number(value.trim());
+  const n = Number(check(ContentLengthHeader, value, 'header_invalid').trim());
   if (n > maxBytes) throw problem('payload_too_large', `File is ${n} bytes; the maximum is ${maxBytes} bytes.`, { extra: { maxBytes } });
   return n;
 }
 
 export function parseSha256(value: string | undefined): string | null {
   if (value === undefined) return null;
-  const v = value.trim().toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(v)) throw problem('checksum_invalid');
-  return v;
+  return check(Sha256Header, value, 'checksum_invalid');
 }
 
 export function parseFileName(value: string | undefined): string | null {
@@ -28,20 +34,13 @@ export function parseFileName(value: string | undefined): string | null {
       throw problem('header_invalid', 'X-File-Name is not valid percent-encoding.');
     }
   }
-  if (name === '' || name.length > 255 || /[\x00-\x1f\x7f/\\]/.test(name)) {
-    throw problem('header_invalid', 'X-File-Name must be 1-255 characters without control characters or slashes.');
-  }
-  return name;
+  return check(FileName, name, 'header_invalid');
 }
-
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
 
 /** The media type without parameters, lower-cased; octet-stream when absent. */
 export function parseContentType(value: string | undefined): string {
   if (value === undefined || value.trim() === '') return 'application/octet-stream';
-  const essence = value.split(';')[0]!.trim().toLowerCase();
-  if (!MEDIA_TYPE.test(essence)) throw problem('header_invalid', 'Content-Type is not a valid media type.');
-  return essence;
+  return check(MediaType, value.split(';')[0]!.trim().toLowerCase(), 'header_invalid');
 }
 
 export interface WaitPreference {
@@ -63,6 +62,5 @@ export function parsePrefer(value: string | undefined, defaultSeconds: number, m
 
 export function parseWaitQuery(value: string | undefined, maxSeconds: number): number {
   if (value === undefined) return 0;
-  if (!/^\d{1,6}$/.test(value)) throw problem('query_invalid', 'wait must be a whole number of seconds.');
-  return Math.min(Number(value), maxSeconds) * 1000;
+  return Math.min(Number(check(WaitQuery, value, 'query_invalid')), maxSeconds) * 1000;
 }

@@ -1,30 +1,48 @@
 // Bearer API key → tenant. Runs before anything else on /v1; keys are looked up by their
-// SHA-256 hash and the answer cached briefly (the replay path stays one query).
+// SHA-256 hash and the answer cached briefly (the replay path stays one query). Revoking a
+// key through this process evicts it at once; other replicas notice within the cache time.
 import type { MiddlewareHandler } from 'hono';
 import type { Pool } from '../../db/pool';
 import { dependency, problem } from '../../errors';
-import { tenantForApiKey } from '../../tenants';
+import { lookupApiKey } from '../../tenants';
 import type { AppEnv } from '../env';
 
-export function bearerAuth(opts: { pool: Pool; cacheMs?: number; cacheSize?: number }): MiddlewareHandler<AppEnv> {
-  const cacheMs = opts.cacheMs ?? 30_000;
-  const cacheSize = opts.cacheSize ?? 10_000;
-  const cache = new Map<string, { tenantId: string; until: number }>();
+export class ApiKeyCache {
+  private readonly entries = new Map<string, { tenantId: string; keyId: string; until: number }>();
 
+  constructor(
+    readonly ttlMs = 30_000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  get(token: string): { tenantId: string; keyId: string } | undefined {
+    const hit = this.entries.get(token);
+    return hit && hit.until > Date.now() ? hit : undefined;
+  }
+
+  set(token: string, value: { tenantId: string; keyId: string }): void {
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(token, { ...value, until: Date.now() + this.ttlMs });
+  }
+
+  forgetKey(keyId: string): void {
+    for (const [token, e] of this.entries) if (e.keyId === keyId) this.entries.delete(token);
+  }
+}
+
+export function bearerAuth(opts: { pool: Pool; cache: ApiKeyCache }): MiddlewareHandler<AppEnv> {
   return async function bearerAuth(c, next) {
     const header = c.req.header('authorization');
     const m = header ? /^Bearer\s+([A-Za-z0-9._~+/=-]{16,512})\s*$/i.exec(header) : null;
     if (!m) throw problem('unauthorized', 'Send Authorization: Bearer <api key>.');
     const token = m[1]!;
-    const hit = cache.get(token);
-    let tenantId = hit && hit.until > Date.now() ? hit.tenantId : undefined;
-    if (!tenantId) {
-      tenantId = await dependency('database_unavailable', () => tenantForApiKey(opts.pool, token));
-      if (!tenantId) throw problem('unauthorized', 'The API key is not valid.');
-      if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
-      cache.set(token, { tenantId, until: Date.now() + cacheMs });
+    let found = opts.cache.get(token);
+    if (!found) {
+      found = await dependency('database_unavailable', () => lookupApiKey(opts.pool, token));
+      if (!found) throw problem('unauthorized', 'The API key is not valid.');
+      opts.cache.set(token, found);
     }
-    c.set('tenantId', tenantId);
+    c.set('tenantId', found.tenantId);
     await next();
   };
 }

@@ -1,13 +1,16 @@
 // One idempotency rule for the mutating JSON routes other than uploads (which have their
 // own workflow-backed path): with an Idempotency-Key, the first request claims the key,
-// its answer is stored, later ones get that answer replayed byte for byte; another request
-// under the key gets 422, a copy while the first still runs gets 409. 5xx answers are not
-// stored (the key stays usable). Without the header the route works as usual.
+// its answer is stored (sealed: such answers may carry a new secret), later ones get that
+// answer replayed byte for byte; another request under the key gets 422, a copy while the
+// first still runs gets 409. 5xx answers are not stored (the key stays usable). Without the
+// header the route works as usual.
 import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Pool } from '../../db/pool';
 import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../../db/queries/route-keys';
 import { dependency, problem } from '../../errors';
+import type { SecretBox } from '../../secret-box';
+import { OPERATOR_TENANT_ID } from '../../tenants';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import type { AppEnv } from '../env';
 import { headerValues } from '../headers';
@@ -15,7 +18,19 @@ import { corsHeaders } from './cors';
 
 const MAX_BODY = 64 * 1024;
 
-export function idempotentRoute(opts: { pool: Pool; ttlSeconds: number; staleSeconds?: number }): MiddlewareHandler<AppEnv> {
+export interface IdempotentRouteOptions {
+  pool: Pool;
+  box: SecretBox;
+  ttlSeconds: number;
+  staleSeconds?: number;
+}
+
+/** The associated data a stored answer is sealed under: it opens only for its own key row. */
+export function answerContext(tenantId: string, key: string): string {
+  return `${tenantId}\n${key}`;
+}
+
+export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler<AppEnv> {
   return async function idempotentRoute(c, next) {
     const values = headerValues(c, 'idempotency-key');
     if (!values || values.length === 0) return next();
@@ -23,7 +38,8 @@ export function idempotentRoute(opts: { pool: Pool; ttlSeconds: number; staleSec
     c.set('idempotencyKey', key);
     const body = await c.req.text();
     if (body.length > MAX_BODY) throw problem('body_invalid', `Body is larger than ${MAX_BODY} bytes.`);
-    const tenantId = c.get('tenantId');
+    // Operator routes run without a tenant; their keys live under the reserved operator tenant.
+    const tenantId = c.get('tenantId') ?? OPERATOR_TENANT_ID;
     const route = c.req.routePath;
     const fingerprint = createHash('sha256').update(JSON.stringify([c.req.method, route, tenantId, body])).digest('hex');
     const existing = await dependency('database_unavailable', () =>
@@ -35,7 +51,7 @@ export function idempotentRoute(opts: { pool: Pool; ttlSeconds: number; staleSec
       if (existing.response_status === null) throw problem('idempotency_in_progress', 'A request with this Idempotency-Key is still running.', { retryAfter: 1 });
       c.set('outcome', 'replayed');
       c.set('corsApplied', true);
-      return c.body(existing.response_body ?? '', existing.response_status as 200, {
+      return c.body(opts.box.open(existing.response_body ?? '', answerContext(tenantId, key)), existing.response_status as 200, {
         ...corsHeaders,
         'content-type': existing.response_status >= 400 ? 'application/problem+json' : 'application/json',
         'idempotent-replayed': 'true',
@@ -49,7 +65,7 @@ export function idempotentRoute(opts: { pool: Pool; ttlSeconds: number; staleSec
       throw err;
     }
     if (c.res.status >= 500) return void (await releaseRouteKey(opts.pool, tenantId, key).catch(() => {}));
-    const stored = await c.res.clone().text();
+    const stored = opts.box.seal(await c.res.clone().text(), answerContext(tenantId, key));
     await dependency('database_unavailable', () => completeRouteKey(opts.pool, tenantId, key, c.res.status, stored));
   };
 }

@@ -1,10 +1,12 @@
-// Liveness (/healthz: the process answers) and readiness (/readyz: every dependency answers).
-import { Hono } from 'hono';
+// Liveness (/healthz: the process answers), readiness (/readyz: every dependency answers)
+// and Prometheus metrics (/metrics).
+import { createRoute } from '@hono/zod-openapi';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../../db/pool';
 import type { ObjectStore } from '../../storage/store';
-import type { AppEnv } from '../env';
 import { registry } from '../../metrics';
+import { retryAfterHeader, route, router } from '../openapi';
+import { Health, Readiness } from '../schemas';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -17,13 +19,29 @@ async function check(fn: () => Promise<unknown>): Promise<'ok' | string> {
   }
 }
 
+const healthz = createRoute({
+  method: 'get', path: '/healthz', tags: ['operations'], summary: 'Liveness: the process answers',
+  responses: { 200: { description: 'Alive', content: { 'application/json': { schema: Health } } } },
+});
+const readyz = createRoute({
+  method: 'get', path: '/readyz', tags: ['operations'], summary: 'Readiness: Postgres, Temporal and the object store answer',
+  responses: {
+    200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } },
+    503: { description: 'A dependency does not answer (see the checks member)', headers: { 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: Readiness } } },
+  },
+});
+const metricsRoute = createRoute({
+  method: 'get', path: '/metrics', tags: ['operations'], summary: 'Prometheus metrics (requests by outcome, latencies, bytes, workflows, webhooks, housekeeping)',
+  responses: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+});
+
 export function healthRoutes(deps: { pool: Pool; temporal: Client; store: ObjectStore }) {
-  const app = new Hono<AppEnv>();
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.get('/metrics', async function prometheusMetrics(c) {
+  const app = router();
+  route(app, healthz, (c) => c.json({ status: 'ok' }));
+  route(app, metricsRoute, async function prometheusMetrics(c) {
     return c.body(await registry.metrics(), 200, { 'content-type': registry.contentType });
   });
-  app.get('/readyz', async function readiness(c) {
+  route(app, readyz, async function readiness(c) {
     const [postgres, temporal, objectStore] = await Promise.all([
       check(() => deps.pool.query('SELECT 1')),
       check(() => deps.temporal.workflowService.getSystemInfo({})),

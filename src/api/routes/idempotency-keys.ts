@@ -1,28 +1,49 @@
 // GET /v1/idempotency-keys/:key — poll an upload by its key: the stored answer once
 // completed, the workflow's phase while it runs.
-import { Hono } from 'hono';
+import { createRoute, z } from '@hono/zod-openapi';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../../db/pool';
 import { findKey } from '../../db/queries/idempotency-keys';
 import { dependency, problem } from '../../errors';
 import { uploadWorkflowId } from '../../temporal/ids';
 import { searchAttributes } from '../../temporal/names';
-import type { AppEnv } from '../env';
+import type { SecretBox } from '../../secret-box';
+import { answerContext } from '../middleware/idempotent-route';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../openapi';
+import { IdempotencyKeyState } from '../schemas';
 
-export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client }) {
-  const app = new Hono<AppEnv>();
+const getKeyRoute = createRoute({
+  method: 'get',
+  path: '/{key}',
+  tags: ['uploads'],
+  summary: 'What happened under an Idempotency-Key: the stored answer, or the phase while it runs',
+  security: apiKeyAuth,
+  request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
+  responses: {
+    200: { description: 'Completed (with the stored answer), processing (poll again after Retry-After) or failed.', headers: { 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: IdempotencyKeyState } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'temporal_unavailable'),
+  },
+});
 
-  app.get('/:key', async function getIdempotencyKey(c) {
+export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: SecretBox }) {
+  const app = router();
+
+  route(app, getKeyRoute, async function getIdempotencyKey(c) {
     const tenantId = c.get('tenantId');
-    const key = c.req.param('key');
+    const key = c.req.param('key')!;
     const row = await dependency('database_unavailable', () => findKey(deps.pool, tenantId, key));
+    // A claim by another route's request that is still running has no answer yet.
+    if (row && (row.response_body as string | null) === null) {
+      return c.json({ idempotencyKey: key, state: 'processing', phase: null, workflowId: null }, 200, { 'retry-after': '1' });
+    }
     if (row) {
       return c.json({
         idempotencyKey: key,
         state: 'completed',
         status: row.response_status,
         uploadId: row.upload_id,
-        response: JSON.parse(row.response_body),
+        // Answers of the other mutating routes are stored sealed (they may hold a secret).
+        response: JSON.parse(deps.box.open(row.response_body, answerContext(tenantId, key))),
         createdAt: row.created_at.toISOString(),
         completedAt: row.completed_at.toISOString(),
         expiresAt: row.expires_at.toISOString(),

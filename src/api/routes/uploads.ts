@@ -1,7 +1,7 @@
 // POST /v1/uploads and GET /v1/uploads/:id.
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Hono, type Context } from 'hono';
+import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
@@ -16,8 +16,9 @@ import type { UploadRequest } from '../../upload/types';
 import type { AppEnv } from '../env';
 import { headerValues } from '../headers';
 import { corsHeaders } from '../middleware/cors';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
+import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
+import { createRoute, z } from '@hono/zod-openapi';
 /** Upload statuses after which nothing more happens to the upload. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
@@ -25,9 +26,9 @@ const DRAIN_LIMIT = 64 * 1024;
 
 export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config }) {
   const { receiver, pool, config } = deps;
-  const app = new Hono<AppEnv>();
+  const app = router();
 
-  app.post('/', async function createUpload(c) {
+  route(app, createUploadRoute, async function createUpload(c) {
     const tenantId = c.get('tenantId');
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     if (c.req.header('transfer-encoding') && c.req.header('content-length') === undefined) {
@@ -54,10 +55,10 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
     return render(c, outcome, key, false);
   });
 
-  app.get('/:id', async function getUpload(c) {
-    const id = c.req.param('id');
+  route(app, getUploadRoute, async function getUpload(c) {
+    const id = c.req.param('id')!;
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
-    if (!UUID.test(id)) throw problem('not_found', 'No such upload.');
+    if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
     const deadline = Date.now() + waitMs;
     for (;;) {
       const row = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
@@ -72,6 +73,52 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
 
   return app;
 }
+
+const createUploadRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['uploads'],
+  summary: 'Upload a file, exactly once per Idempotency-Key',
+  description:
+    'Streams the body to object storage and records it once. Copies of the request with the same key attach to the same execution: ' +
+    'while it runs they wait with it (or get 202 / 409), afterwards they get the stored answer byte for byte. ' +
+    'The same key with a different file (size, type, name or SHA-256) is refused with 422.',
+  security: apiKeyAuth,
+  request: {
+    headers: z.object({
+      'idempotency-key': IdempotencyKey,
+      'content-length': ContentLengthHeader,
+      'content-type': MediaType.optional(),
+      'x-file-sha256': Sha256Header.optional(),
+      'x-file-name': FileName.optional(),
+      prefer: PreferHeader.optional(),
+    }),
+    body: { required: true, description: 'The file bytes (any media type; not chunked).', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+  },
+  responses: {
+    201: { description: 'Stored (or, with Idempotent-Replayed, the stored answer of the first request).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: UploadCreated } } },
+    202: { description: 'Accepted, result not known within the wait: poll Location (the key) or retry with the same key.', headers: { Location: locationHeader, 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: UploadProcessing } } },
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress',
+      'content_length_required', 'payload_too_large', 'checksum_invalid', 'checksum_mismatch', 'body_incomplete', 'header_invalid',
+      'malformed_request', 'request_timeout', 'headers_too_large', 'content_type_mismatch', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
+    ),
+  },
+});
+
+const getUploadRoute = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['uploads'],
+  summary: 'An upload with its renditions and webhook deliveries',
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
+  responses: {
+    200: { description: 'The upload (after at most `wait` seconds, or as soon as it is processed).', content: { 'application/json': { schema: UploadDetail } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
+  },
+});
 
 export function uploadView(row: UploadRow) {
   return {

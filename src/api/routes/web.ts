@@ -2,9 +2,9 @@
 // request (browser target, no Node built-ins) and kept in memory.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Hono } from 'hono';
+import { createRoute } from '@hono/zod-openapi';
 import { projectRoot } from '../../paths';
-import type { AppEnv } from '../env';
+import { route, router } from '../openapi';
 
 let bundle: Promise<string> | undefined;
 
@@ -26,12 +26,21 @@ export function buildWebApp(): Promise<string> {
   return bundle;
 }
 
+const page = createRoute({
+  method: 'get', path: '/', tags: ['pages'], summary: 'The upload page (drag a file; survives reloads and lost connections)',
+  responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
+});
+const script = createRoute({
+  method: 'get', path: '/app.js', tags: ['pages'], summary: "The upload page's script",
+  responses: { 200: { description: 'JavaScript module', content: { 'text/javascript': { schema: { type: 'string' } } } } },
+});
+
 export function webRoutes() {
-  const app = new Hono<AppEnv>();
-  app.get('/', async function uploadPage(c) {
+  const app = router();
+  route(app, page, async function uploadPage(c) {
     return c.html(await readFile(path.join(projectRoot, 'src/web/index.html'), 'utf8'));
   });
-  app.get('/app.js', async function uploadPageScript(c) {
+  route(app, script, async function uploadPageScript(c) {
     return c.body(await buildWebApp(), 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' });
   });
   return app;

@@ -1,59 +1,86 @@
 // /v1/webhook-endpoints: a tenant's webhook targets. The `whsec_` signing secret is shown
 // once, on creation; targets must be http(s) and (by default) public addresses.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
 import { deleteEndpoint, insertEndpoint, listEndpoints, type EndpointRow } from '../../db/queries/webhooks';
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { dependency, problem } from '../../errors';
-import type { AppEnv } from '../env';
-import { idempotentRoute } from '../middleware/idempotent-route';
-
-const createBody = z.object({
-  url: z.string().min(1).max(2048),
-  description: z.string().max(500).optional(),
-});
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+import { jsonBody } from '../json-body';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, route, router } from '../openapi';
+import { CreateWebhookEndpoint, IdempotencyKey, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
 
 function view(e: EndpointRow) {
   return { id: e.id, url: e.url, description: e.description, enabled: e.enabled, disabledReason: e.disabled_reason, createdAt: e.created_at.toISOString() };
 }
 
-export function webhookEndpointRoutes(deps: { pool: Pool; allowPrivateNetworks: boolean; keyTtlSeconds: number }) {
-  const app = new Hono<AppEnv>();
+const IDEMPOTENT_PROBLEMS = ['idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress'] as const;
 
-  app.post('/', idempotentRoute({ pool: deps.pool, ttlSeconds: deps.keyTtlSeconds }), async function createWebhookEndpoint(c) {
-    let json: unknown;
+const createEndpoint = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['webhooks'],
+  summary: 'Register a webhook endpoint (returns its signing secret once)',
+  security: apiKeyAuth,
+  request: {
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
+    body: { required: true, content: { 'application/json': { schema: CreateWebhookEndpoint } } },
+  },
+  responses: {
+    201: { description: 'Created (or the replayed answer for the same Idempotency-Key).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: WebhookEndpointCreated } } },
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'body_invalid', 'webhook_url_invalid'),
+  },
+});
+
+const listEndpointsRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['webhooks'],
+  summary: "The tenant's webhook endpoints (without secrets)",
+  security: apiKeyAuth,
+  responses: { 200: { description: 'Endpoints', content: { 'application/json': { schema: WebhookEndpointList } } }, ...problems(...COMMON_V1_PROBLEMS) },
+});
+
+const deleteEndpointRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: ['webhooks'],
+  summary: 'Remove a webhook endpoint',
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid }) },
+  responses: { 204: { description: 'Removed' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
+});
+
+export { IDEMPOTENT_PROBLEMS };
+
+export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; idempotency: IdempotentRouteOptions }) {
+  const app = router();
+  const pool: Pool = deps.idempotency.pool;
+
+  route(app, createEndpoint, idempotentRoute(deps.idempotency), async function createWebhookEndpoint(c) {
+    const body = await jsonBody(c, CreateWebhookEndpoint, '{"url": "https://..."}');
     try {
-      json = await c.req.json();
-    } catch {
-      throw problem('body_invalid', 'Send a JSON object: {"url": "https://..."}.');
-    }
-    const parsed = createBody.safeParse(json);
-    if (!parsed.success) throw problem('body_invalid', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
-    try {
-      await assertDeliverableUrl(parsed.data.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
+      await assertDeliverableUrl(body.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
     } catch (err) {
       if (err instanceof DisallowedUrlError) throw problem('webhook_url_invalid', `Webhook URL refused: ${err.message}.`);
       throw err;
     }
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     const row = await dependency('database_unavailable', () =>
-      insertEndpoint(deps.pool, { id: randomUUID(), tenantId: c.get('tenantId'), url: parsed.data.url, description: parsed.data.description ?? '', secret }),
+      insertEndpoint(pool, { id: randomUUID(), tenantId: c.get('tenantId'), url: body.url, description: body.description ?? '', secret }),
     );
     return c.json({ ...view(row), secret }, 201, { location: `/v1/webhook-endpoints/${row.id}` });
   });
 
-  app.get('/', async function listWebhookEndpoints(c) {
-    const rows = await dependency('database_unavailable', () => listEndpoints(deps.pool, c.get('tenantId')));
+  route(app, listEndpointsRoute, async function listWebhookEndpoints(c) {
+    const rows = await dependency('database_unavailable', () => listEndpoints(pool, c.get('tenantId')));
     return c.json({ data: rows.map(view) });
   });
 
-  app.delete('/:id', async function deleteWebhookEndpoint(c) {
-    const id = c.req.param('id');
-    const gone = UUID.test(id) && (await dependency('database_unavailable', () => deleteEndpoint(deps.pool, c.get('tenantId'), id)));
+  route(app, deleteEndpointRoute, async function deleteWebhookEndpoint(c) {
+    const id = c.req.param('id')!;
+    const gone = Uuid.safeParse(id).success && (await dependency('database_unavailable', () => deleteEndpoint(pool, c.get('tenantId'), id)));
     if (!gone) throw problem('not_found', 'No such webhook endpoint.');
     return c.body(null, 204);
   });

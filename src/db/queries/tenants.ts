@@ -1,17 +1,46 @@
 // Tenants and their API keys. Keys are stored only as SHA-256 hashes.
 import { statement, type Queryable } from '../pool';
 
-export async function insertTenant(db: Queryable, id: string, name: string): Promise<void> {
-  await db.query('INSERT INTO tenants (id, name) VALUES ($1, $2)', [id, name]);
+export interface TenantRow {
+  id: string;
+  name: string;
+  created_at: Date;
 }
 
-export async function insertApiKey(db: Queryable, keyHash: Buffer, tenantId: string, label: string): Promise<void> {
-  await db.query('INSERT INTO api_keys (key_hash, tenant_id, label) VALUES ($1, $2, $3)', [keyHash, tenantId, label]);
+export interface ApiKeyRow {
+  id: string;
+  label: string;
+  created_at: Date;
+  revoked_at: Date | null;
 }
 
-export async function findTenantIdByKeyHash(db: Queryable, keyHash: Buffer): Promise<string | undefined> {
-  const res = await db.query<{ tenant_id: string }>(
-    statement('find_tenant_by_key_hash', 'SELECT tenant_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]),
+export async function insertTenant(db: Queryable, id: string, name: string): Promise<TenantRow> {
+  const res = await db.query<TenantRow>('INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name, created_at', [id, name]);
+  return res.rows[0]!;
+}
+
+export async function insertApiKey(db: Queryable, keyHash: Buffer, tenantId: string, label: string): Promise<ApiKeyRow> {
+  const res = await db.query<ApiKeyRow>(
+    'INSERT INTO api_keys (key_hash, tenant_id, label) VALUES ($1, $2, $3) RETURNING id, label, created_at, revoked_at',
+    [keyHash, tenantId, label],
   );
-  return res.rows[0]?.tenant_id;
+  return res.rows[0]!;
+}
+
+export async function findActiveKeyByHash(db: Queryable, keyHash: Buffer): Promise<{ tenant_id: string; id: string } | undefined> {
+  const res = await db.query<{ tenant_id: string; id: string }>(
+    statement('find_tenant_by_key_hash', 'SELECT tenant_id, id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]),
+  );
+  return res.rows[0];
+}
+
+export async function listApiKeys(db: Queryable, tenantId: string): Promise<ApiKeyRow[]> {
+  const res = await db.query<ApiKeyRow>('SELECT id, label, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId]);
+  return res.rows;
+}
+
+/** Revokes one of the tenant's keys; false when the tenant has no such (unrevoked) key. */
+export async function revokeApiKey(db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const res = await db.query('UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL', [tenantId, id]);
+  return res.rowCount === 1;
 }

@@ -1,0 +1,75 @@
+// Routes are declared once: `route()` registers the handler and its OpenAPI description from
+// the same definition (whose request schemas are the ones the handlers validate with), and
+// `/openapi.json` is generated from the merged registry. Handlers validate through the
+// schemas themselves (so every failure gets its catalogue problem), not a generic hook.
+import { OpenAPIHono, type RouteConfig } from '@hono/zod-openapi';
+import type { Handler, MiddlewareHandler } from 'hono';
+import { catalogue, type ErrorCode } from '../errors';
+import type { AppEnv } from './env';
+import { ProblemDetails, WebhookEvent } from './schemas';
+
+export function router(): OpenAPIHono<AppEnv> {
+  return new OpenAPIHono<AppEnv>();
+}
+
+/** Mounts `def` on `app` (`{param}` becomes `:param`) and records it for the document. */
+export function route(app: OpenAPIHono<AppEnv>, def: RouteConfig, ...handlers: (Handler<AppEnv> | MiddlewareHandler<AppEnv>)[]): void {
+  app.openAPIRegistry.registerPath(def);
+  app.on(def.method.toUpperCase(), def.path.replaceAll(/\{(\w+)\}/g, ':$1'), ...(handlers as [Handler<AppEnv>]));
+}
+
+/** Problem answers a route may give, grouped by status, each listing its catalogue codes. */
+export function problems(...codes: ErrorCode[]): RouteConfig['responses'] {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set(codes)) {
+    const status = catalogue[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      String(status),
+      {
+        description: list.map((c) => `\`${c}\`: ${catalogue[c].title}`).join('. '),
+        headers: list.some((c) => 'retryAfter' in catalogue[c] || c === 'idempotency_in_progress') ? { 'Retry-After': retryAfterHeader } : undefined,
+        content: { 'application/problem+json': { schema: ProblemDetails } },
+      },
+    ]),
+  );
+}
+
+export const retryAfterHeader = { description: 'Seconds to wait before retrying with the same key.', schema: { type: 'string' as const, example: '2' } };
+export const replayedHeader = { description: '`true` when this is the stored answer of an earlier request with the same key.', schema: { type: 'string' as const, enum: ['true'] } };
+export const locationHeader = { description: 'Where the resource (or, for 202, the key to poll) lives.', schema: { type: 'string' as const } };
+
+/** Every /v1 route can answer these. */
+export const COMMON_V1_PROBLEMS: ErrorCode[] = ['unauthorized', 'database_unavailable', 'internal_error'];
+export const apiKeyAuth = [{ apiKey: [] }];
+
+export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: number; tombstoneTtlHours: number }) {
+  const registry = app.openAPIRegistry;
+  registry.registerComponent('securitySchemes', 'apiKey', { type: 'http', scheme: 'bearer', description: 'A tenant API key (`onc_…`).' });
+  registry.registerComponent('securitySchemes', 'adminToken', { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN).' });
+  for (const type of ['upload.completed', 'upload.processed'] as const) {
+    registry.registerWebhook({
+      method: 'post',
+      path: type,
+      summary: `${type}, signed per Standard Webhooks`,
+      description:
+        'Delivered once per event with a stable `webhook-id` (retries reuse it), `webhook-timestamp` and `webhook-signature` (v1, HMAC-SHA256 with the endpoint secret). ' +
+        'Answer 2xx to acknowledge; 410 disables the endpoint; other answers are retried with backoff (Retry-After honoured).',
+      request: { body: { content: { 'application/json': { schema: WebhookEvent } } } },
+      responses: { 200: { description: 'Acknowledged' } },
+    });
+  }
+  return app.getOpenAPI31Document({
+    openapi: '3.1.0',
+    info: {
+      title: 'Oncely',
+      version: '0.1.0',
+      description:
+        'Exactly-once file uploads. Every mutating request carries an `Idempotency-Key`; retries with the same key get the original answer back ' +
+        `(\`Idempotent-Replayed: true\`). Stored answers are kept for ${opts.keyTtlHours} h (IDEMPOTENCY_TTL_HOURS); after that, for ${opts.tombstoneTtlHours} h ` +
+        '(TOMBSTONE_TTL_HOURS), reusing the key answers `idempotency_key_expired` instead of creating anything. Errors are RFC 9457 problem+json with a stable `error` code.',
+    },
+  });
+}

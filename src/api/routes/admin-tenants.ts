@@ -1,0 +1,41 @@
+// POST /admin/tenants: an operator creates a tenant with its first API key. Idempotent like
+// every mutating route (keys under the reserved operator tenant); the answer, which holds
+// the new key, is stored sealed.
+import { createRoute, z } from '@hono/zod-openapi';
+import { dependency } from '../../errors';
+import { createTenantWithKey } from '../../tenants';
+import { jsonBody } from '../json-body';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { problems, replayedHeader, route, router } from '../openapi';
+import { CreateTenant, IdempotencyKey, TenantCreated } from '../schemas';
+import { apiKeyView } from './api-keys';
+import { IDEMPOTENT_PROBLEMS } from './webhook-endpoints';
+
+const createTenantRoute = createRoute({
+  method: 'post',
+  path: '/tenants',
+  tags: ['operators'],
+  summary: 'Create a tenant and its first API key',
+  security: [{ adminToken: [] }],
+  request: {
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
+    body: { required: true, content: { 'application/json': { schema: CreateTenant } } },
+  },
+  responses: {
+    201: { description: 'Created; `apiKey.key` is the tenant\'s first bearer token.', headers: { 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: TenantCreated } } },
+    ...problems('unauthorized', 'not_found', 'database_unavailable', 'internal_error', ...IDEMPOTENT_PROBLEMS, 'body_invalid'),
+  },
+});
+
+export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions }) {
+  const app = router();
+  route(app, createTenantRoute, idempotentRoute(deps.idempotency), async function createTenant(c) {
+    const body = await jsonBody(c, CreateTenant, '{"name": "Acme"}');
+    const { tenant, apiKey } = await dependency('database_unavailable', () => createTenantWithKey(deps.idempotency.pool, body.name));
+    return c.json(
+      { tenantId: tenant.id, name: tenant.name, createdAt: tenant.created_at.toISOString(), apiKey: { ...apiKeyView(apiKey), key: apiKey.key } },
+      201,
+    );
+  });
+  return app;
+}

@@ -1,0 +1,78 @@
+// /v1/api-keys: a tenant manages its own API keys. A new key is shown in the creation answer
+// (and in idempotent replays of it, which are stored sealed); only its hash is kept.
+import { createRoute, z } from '@hono/zod-openapi';
+import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../../db/queries/tenants';
+import { dependency, problem } from '../../errors';
+import { createApiKey } from '../../tenants';
+import { jsonBody } from '../json-body';
+import type { ApiKeyCache } from '../middleware/auth';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, route, router } from '../openapi';
+import { ApiKeyCreated, ApiKeyList, CreateApiKey, IdempotencyKey, Uuid } from '../schemas';
+import { IDEMPOTENT_PROBLEMS } from './webhook-endpoints';
+
+export function apiKeyView(k: ApiKeyRow) {
+  return { id: k.id, label: k.label, createdAt: k.created_at.toISOString(), revokedAt: k.revoked_at?.toISOString() ?? null };
+}
+
+const createKeyRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['api keys'],
+  summary: 'Create another API key for the calling tenant',
+  security: apiKeyAuth,
+  request: {
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
+    body: { required: true, content: { 'application/json': { schema: CreateApiKey } } },
+  },
+  responses: {
+    201: { description: 'Created; `key` is the new bearer token.', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: ApiKeyCreated } } },
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'body_invalid'),
+  },
+});
+
+const listKeysRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['api keys'],
+  summary: "The tenant's API keys (never the tokens)",
+  security: apiKeyAuth,
+  responses: { 200: { description: 'Keys, revoked ones included', content: { 'application/json': { schema: ApiKeyList } } }, ...problems(...COMMON_V1_PROBLEMS) },
+});
+
+const revokeKeyRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: ['api keys'],
+  summary: 'Revoke an API key (at once on this replica; other replicas within their 30 s auth cache)',
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid }) },
+  responses: { 204: { description: 'Revoked' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
+});
+
+export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCache: ApiKeyCache }) {
+  const app = router();
+  const { pool } = deps.idempotency;
+
+  route(app, createKeyRoute, idempotentRoute(deps.idempotency), async function createTenantApiKey(c) {
+    const body = await jsonBody(c, CreateApiKey, '{"label": "ci uploader"}');
+    const key = await dependency('database_unavailable', () => createApiKey(pool, c.get('tenantId'), body.label ?? ''));
+    return c.json({ ...apiKeyView(key), key: key.key }, 201, { location: `/v1/api-keys/${key.id}` });
+  });
+
+  route(app, listKeysRoute, async function listTenantApiKeys(c) {
+    const rows = await dependency('database_unavailable', () => listApiKeys(pool, c.get('tenantId')));
+    return c.json({ data: rows.map(apiKeyView) });
+  });
+
+  route(app, revokeKeyRoute, async function revokeTenantApiKey(c) {
+    const id = c.req.param('id')!;
+    const revoked = Uuid.safeParse(id).success && (await dependency('database_unavailable', () => revokeApiKey(pool, c.get('tenantId'), id)));
+    if (!revoked) throw problem('not_found', 'No such active API key.');
+    deps.keyCache.forgetKey(id);
+    return c.body(null, 204);
+  });
+
+  return app;
+}
+

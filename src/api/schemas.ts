@@ -1,0 +1,180 @@
+// The API's schemas, in one place. Request schemas are what the handlers validate with
+// (the header parsers and body readers call them); the OpenAPI document at /openapi.json
+// is generated from these same objects, so the contract and the checks cannot drift.
+// Response schemas describe the answers; the OpenAPI test validates real answers against them.
+import { z } from '@hono/zod-openapi';
+import { catalogue, type ErrorCode } from '../errors';
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+// ---- request headers, parameters and bodies -------------------------------------------
+
+const keyLength = (iss: { input?: unknown }) => `Idempotency-Key must be 16-255 characters long (got ${String(iss.input ?? '').length}).`;
+
+/** The key itself, after an RFC 8941 quoted string (if sent) is unwrapped. */
+export const IdempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]+$/, 'Idempotency-Key may contain only visible ASCII characters (no spaces or control characters).')
+  .min(16, { error: keyLength })
+  .max(255, { error: keyLength })
+  .openapi({
+    description:
+      'One value per logical request, reused on every retry of it (16-255 visible ASCII characters; a structured-field quoted string is accepted too). ' +
+      'Scoped to the tenant. Answers are kept for the key TTL (default 24 h), then a tombstone answers `idempotency_key_expired` for 7 more days.',
+    example: 'order-7f3c9d2e-upload-1',
+  });
+
+export const ContentLengthHeader = z
+  .string()
+  .regex(/^\s*\d{1,16}\s*$/, 'Content-Length must be a non-negative integer.')
+  .openapi({ description: 'Size of the file in bytes (required: uploads are streamed, not chunked). At most the configured MAX_UPLOAD_BYTES.', example: '48213' });
+
+export const Sha256Header = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[0-9a-f]{64}$/, 'X-File-Sha256 must be 64 hexadecimal characters.')
+  .openapi({ description: 'SHA-256 of the file, hex. When sent, a body that hashes differently is refused with `checksum_mismatch` and nothing is stored.', example: 'a3f1c0d24b1e9f0e7d2c7b0a5e4f3d2c1b0a99887766554433221100ffeeddcc' });
+
+/** The file name after percent-decoding (non-ASCII names arrive percent-encoded). */
+export const FileName = z
+  .string()
+  .min(1, 'X-File-Name must be 1-255 characters without control characters or slashes.')
+  .max(255, 'X-File-Name must be 1-255 characters without control characters or slashes.')
+  .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'X-File-Name must be 1-255 characters without control characters or slashes.')
+  .openapi({ description: 'Original file name, percent-encoded when not ASCII (1-255 characters, no control characters or slashes).', example: 'holiday%20photo.jpg' });
+
+/** A media type's essence (parameters are dropped before this check). */
+export const MediaType = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/, 'Content-Type is not a valid media type.')
+  .openapi({ description: 'Media type of the file; images, video and audio get renditions. Content that contradicts it is refused with 415. Default application/octet-stream.', example: 'image/jpeg' });
+
+export const PreferHeader = z.string().openapi({
+  description: 'RFC 7240: `wait=N` bounds how long the request waits for the upload to finish (default 10 s, at most 60 s) before answering 202; `respond-async` answers 202 at once.',
+  example: 'wait=30',
+});
+
+export const WaitQuery = z
+  .string()
+  .regex(/^\d{1,6}$/, 'wait must be a whole number of seconds.')
+  .openapi({ description: 'Long-poll: wait up to this many seconds (at most 60) for the upload to reach `processed`.', example: '20' });
+
+export const Uuid = z.string().regex(UUID_PATTERN).openapi({ format: 'uuid', example: '0b8f7a4e-2f4c-4d7e-9b59-3c1b8e0a6d21' });
+
+export const CreateWebhookEndpoint = z
+  .object({
+    url: z.string().min(1).max(2048).openapi({ description: 'http(s) URL; private and loopback addresses are refused unless allowed by configuration.', example: 'https://example.com/hooks/oncely' }),
+    description: z.string().max(500).optional(),
+  })
+  .openapi('CreateWebhookEndpoint');
+
+export const CreateTenant = z
+  .object({ name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }) })
+  .openapi('CreateTenant');
+
+export const CreateApiKey = z
+  .object({ label: z.string().trim().max(100).optional().openapi({ example: 'ci uploader' }) })
+  .openapi('CreateApiKey');
+
+// ---- responses --------------------------------------------------------------------------
+
+const codes = Object.keys(catalogue) as [ErrorCode, ...ErrorCode[]];
+
+export const ProblemDetails = z
+  .object({
+    type: z.string().openapi({ example: 'https://oncely.dev/problems/idempotency-key-reuse' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    error: z.enum(codes).openapi({ description: 'Stable machine-readable code (the catalogue in src/errors.ts).' }),
+    message: z.string(),
+  })
+  .catchall(z.unknown())
+  .openapi('Problem', { description: 'RFC 9457 problem details; `error` is the stable code.' });
+
+/** The answer to the request that stored the upload (and, byte for byte, to its replays). */
+export const UploadCreated = z
+  .object({
+    uploadId: Uuid,
+    storageKey: z.string(),
+    bytes: z.number().int(),
+    sha256: z.string(),
+    contentType: z.string(),
+    fileName: z.string().nullable(),
+    createdAt: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('UploadCreated');
+
+export const Upload = UploadCreated.extend({
+  status: z.enum(['committed', 'processed']).openapi({ description: '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done.' }),
+  idempotencyKey: z.string(),
+  processing: z.object({
+    status: z.enum(['pending', 'ready', 'skipped', 'failed']),
+    reason: z.string().nullable(),
+    media: z.record(z.string(), z.unknown()).nullable(),
+    processedAt: z.string().nullable(),
+  }),
+}).openapi('Upload');
+
+export const UploadDetail = Upload.extend({
+  renditions: z.array(
+    z.object({
+      name: z.string(), storageKey: z.string(), contentType: z.string(), bytes: z.number().int(),
+      width: z.number().int().nullable(), height: z.number().int().nullable(), durationMs: z.number().int().nullable(),
+    }),
+  ),
+  deliveries: z.array(
+    z.object({
+      eventId: z.string(), eventType: z.string(), endpointId: Uuid, attempts: z.number().int(),
+      lastStatus: z.number().int().nullable(), lastError: z.string().nullable(), deliveredAt: z.string().nullable(),
+    }),
+  ),
+}).openapi('UploadDetail');
+
+export const UploadProcessing = z
+  .object({ status: z.literal('processing'), idempotencyKey: z.string(), workflowId: z.string() })
+  .openapi('UploadProcessing', { description: 'Accepted; the result is not known yet. Poll the Location (the key) or retry with the same key.' });
+
+export const IdempotencyKeyState = z
+  .union([
+    z.object({
+      idempotencyKey: z.string(), state: z.literal('completed'), status: z.number().int(), uploadId: Uuid.nullable(),
+      response: z.unknown(), createdAt: z.string(), completedAt: z.string(), expiresAt: z.string(),
+    }),
+    z.object({ idempotencyKey: z.string(), state: z.enum(['processing', 'failed']), phase: z.string().nullable(), workflowId: z.string().nullable() }),
+  ])
+  .openapi('IdempotencyKeyState');
+
+export const WebhookEndpoint = z
+  .object({ id: Uuid, url: z.string(), description: z.string(), enabled: z.boolean(), disabledReason: z.string().nullable(), createdAt: z.string() })
+  .openapi('WebhookEndpoint');
+export const WebhookEndpointCreated = WebhookEndpoint.extend({
+  secret: z.string().openapi({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
+}).openapi('WebhookEndpointCreated');
+export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint) }).openapi('WebhookEndpointList');
+
+export const ApiKey = z
+  .object({ id: Uuid, label: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() })
+  .openapi('ApiKey');
+export const ApiKeyCreated = ApiKey.extend({
+  key: z.string().openapi({ description: 'The bearer token. Shown in this answer (and its idempotent replays) only; stored as a hash.', example: 'onc_…' }),
+}).openapi('ApiKeyCreated');
+export const ApiKeyList = z.object({ data: z.array(ApiKey) }).openapi('ApiKeyList');
+
+export const TenantCreated = z
+  .object({ tenantId: Uuid, name: z.string(), createdAt: z.string(), apiKey: ApiKeyCreated })
+  .openapi('TenantCreated');
+
+export const Health = z.object({ status: z.literal('ok') }).openapi('Health');
+export const Readiness = z
+  .object({ status: z.enum(['ready', 'unavailable']), checks: z.object({ postgres: z.string(), temporal: z.string(), objectStore: z.string() }) })
+  .openapi('Readiness');
+
+export const WebhookEvent = z
+  .object({
+    type: z.enum(['upload.completed', 'upload.processed']),
+    timestamp: z.string(),
+    data: z.record(z.string(), z.unknown()).openapi({ description: 'The upload (as in GET /v1/uploads/{id}); `upload.processed` adds processing and renditions.' }),
+  })
+  .openapi('WebhookEvent');

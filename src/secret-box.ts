@@ -1,0 +1,55 @@
+// Seals stored answers that carry secrets (a new API key, a webhook signing secret) so the
+// idempotency key table never holds them in plain text: AES-256-GCM under SECRETS_KEY, with
+// the row's identity (tenant, key) as associated data, so a sealed answer cannot be moved
+// to another key row and replayed there.
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+const PREFIX = 'sealed:v1:';
+
+export class SecretBox {
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new Error('SECRETS_KEY must be 32 bytes (base64-encoded)');
+  }
+
+  seal(plain: string, context: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(Buffer.from(context));
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+  }
+
+  /** Opens a sealed value; anything not sealed (older rows) is returned as is. */
+  open(stored: string, context: string): string {
+    if (!stored.startsWith(PREFIX)) return stored;
+    const raw = Buffer.from(stored.slice(PREFIX.length), 'base64');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, 12));
+    decipher.setAAD(Buffer.from(context));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+  }
+}
+
+/**
+ * The configured key, or (single-node default) one generated once and kept in DATA_DIR.
+ * Every API replica must share it: deployments with several replicas set SECRETS_KEY.
+ */
+export async function loadSecretBox(configured: string | undefined, dataDir: string): Promise<SecretBox> {
+  if (configured) return new SecretBox(Buffer.from(configured, 'base64'));
+  const file = path.join(dataDir, 'secrets-key');
+  await mkdir(dataDir, { recursive: true });
+  try {
+    // 'wx': of several processes starting at once, one writes and the others read its key.
+    await writeFile(file, randomBytes(32).toString('base64'), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  for (let i = 0; ; i++) {
+    const text = (await readFile(file, 'utf8')).trim();
+    if (text) return new SecretBox(Buffer.from(text, 'base64'));
+    if (i > 50) throw new Error(`${file} is empty`);
+    await new Promise((r) => setTimeout(r, 20)); // the writer has created but not yet filled it
+  }
+}
