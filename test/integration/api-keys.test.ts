@@ -1,0 +1,140 @@
+// Tenants and API keys over HTTP, under the one idempotency rule: the same request with the
+// same key creates one tenant / one key and replays the first answer (the new token
+// included); the stored answer is sealed, so the key table never holds a token in plain
+// text; a different request under the key is 422; bad input changes nothing; revocation bites.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATOR_TENANT_ID } from '../../src/tenants';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { getJson } from '../helpers/http';
+
+const ADMIN_TOKEN = `admin-${randomUUID()}`;
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack('apikeys', { env: { ADMIN_TOKEN } });
+});
+afterAll(() => stack?.stop());
+
+async function post(path: string, body: unknown, opts: { token?: string; key?: string; raw?: string } = {}) {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.key) headers['idempotency-key'] = opts.key;
+  const res = await fetch(`${stack.url}${path}`, { method: 'POST', headers, body: opts.raw ?? JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
+}
+
+const count = async (sql: string, params: unknown[]) => Number((await stack.runtime.pool.query(sql, params)).rows[0].n);
+const tenantsNamed = (name: string) => count('SELECT count(*) AS n FROM tenants WHERE name = $1', [name]);
+
+describe('POST /admin/tenants', () => {
+  it('creates one tenant per Idempotency-Key and replays its answer, token included, from a sealed row', async () => {
+    const name = `Acme ${randomUUID()}`;
+    const key = `tenant-${randomUUID()}`;
+    const first = await post('/admin/tenants', { name }, { token: ADMIN_TOKEN, key });
+    expect(first.status).toBe(201);
+    expect(first.json.apiKey.key).toMatch(/^onc_/);
+    const again = await post('/admin/tenants', { name }, { token: ADMIN_TOKEN, key });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect(await tenantsNamed(name)).toBe(1);
+
+    const row = (await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [OPERATOR_TENANT_ID, key])).rows[0];
+    expect(row.response_body).toMatch(/^sealed:v1:/);
+    expect(row.response_body).not.toContain(first.json.apiKey.key);
+
+    // The token works, and belongs to the new tenant.
+    const keys = await getJson(`${stack.url}/v1/api-keys`, first.json.apiKey.key);
+    expect(keys.status).toBe(200);
+    expect(keys.json.data).toEqual([expect.objectContaining({ id: first.json.apiKey.id, label: 'initial', revokedAt: null })]);
+  });
+
+  it('refuses another request under a used key (422) and creates nothing', async () => {
+    const key = `tenant-${randomUUID()}`;
+    const name = `Beta ${randomUUID()}`;
+    expect((await post('/admin/tenants', { name }, { token: ADMIN_TOKEN, key })).status).toBe(201);
+    const other = await post('/admin/tenants', { name: `${name} 2` }, { token: ADMIN_TOKEN, key });
+    expect(other.status).toBe(422);
+    expect(other.json.error).toBe('idempotency_key_reuse');
+    expect(await tenantsNamed(`${name} 2`)).toBe(0);
+  });
+
+  it('concurrent copies create exactly one tenant', async () => {
+    const key = `tenant-${randomUUID()}`;
+    const name = `Gamma ${randomUUID()}`;
+    const answers = await Promise.all(Array.from({ length: 6 }, () => post('/admin/tenants', { name }, { token: ADMIN_TOKEN, key })));
+    for (const a of answers) expect([201, 409]).toContain(a.status);
+    const created = answers.filter((a) => a.status === 201);
+    expect(new Set(created.map((a) => a.text)).size).toBe(1);
+    expect(await tenantsNamed(name)).toBe(1);
+  });
+
+  it('answers bad input and bad tokens with problems and changes nothing', async () => {
+    const before = await count('SELECT count(*) AS n FROM tenants', []);
+    const cases = [
+      { body: { name: 'x' }, token: undefined, status: 401, error: 'unauthorized' },
+      { body: { name: 'x' }, token: `${ADMIN_TOKEN}-wrong`, status: 401, error: 'unauthorized' },
+      { body: { name: '' }, token: ADMIN_TOKEN, status: 400, error: 'body_invalid' },
+      { body: { nom: 'x' }, token: ADMIN_TOKEN, status: 400, error: 'body_invalid' },
+      { body: { name: 'x'.repeat(201) }, token: ADMIN_TOKEN, status: 400, error: 'body_invalid' },
+      { raw: '{"name": ', token: ADMIN_TOKEN, status: 400, error: 'body_invalid' },
+    ];
+    for (const c of cases) {
+      const r = await post('/admin/tenants', c.body, { token: c.token, raw: c.raw, key: `bad-${randomUUID()}` });
+      expect(r.status, JSON.stringify(c)).toBe(c.status);
+      expect(r.headers.get('content-type')).toContain('application/problem+json');
+      expect(r.json.error).toBe(c.error);
+    }
+    // A tenant API key is not an operator token.
+    const { apiKey } = await stack.createTenant();
+    expect((await post('/admin/tenants', { name: 'x' }, { token: apiKey })).status).toBe(401);
+    expect(await count('SELECT count(*) AS n FROM tenants', [])).toBe(before + 1);
+  });
+});
+
+describe('/v1/api-keys', () => {
+  it('creates one key per Idempotency-Key, replays it, and the replayed token works', async () => {
+    const { apiKey } = await stack.createTenant();
+    const key = `apikey-${randomUUID()}`;
+    const answers = await Promise.all(Array.from({ length: 4 }, () => post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key })));
+    for (const a of answers) expect([201, 409]).toContain(a.status);
+    const replay = await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key });
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    for (const a of answers.filter((x) => x.status === 201)) expect(a.text).toBe(replay.text);
+    const list = await getJson(`${stack.url}/v1/api-keys`, apiKey);
+    expect(list.json.data.map((k: { label: string }) => k.label)).toEqual(['initial', 'ci']);
+    expect((await getJson(`${stack.url}/v1/api-keys`, replay.json.key)).status).toBe(200);
+    // Polling the key shows the (opened) stored answer.
+    const state = await getJson(`${stack.url}/v1/idempotency-keys/${key}`, apiKey);
+    expect(state.json).toMatchObject({ state: 'completed', status: 201, response: { id: replay.json.id, key: replay.json.key } });
+    expect(JSON.stringify((await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE key = $1', [key])).rows)).not.toContain(replay.json.key);
+  });
+
+  it('revokes a key at once, only within its tenant', async () => {
+    const a = await stack.createTenant();
+    const b = await stack.createTenant();
+    const extra = await post('/v1/api-keys', { label: 'temp' }, { token: a.apiKey });
+    expect((await getJson(`${stack.url}/v1/api-keys`, extra.json.key)).status).toBe(200); // now cached
+    const foreign = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${b.apiKey}` } });
+    expect(foreign.status).toBe(404);
+    const revoke = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.apiKey}` } });
+    expect(revoke.status).toBe(204);
+    const after = await getJson(`${stack.url}/v1/api-keys`, extra.json.key);
+    expect(after.status).toBe(401);
+    const again = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.apiKey}` } });
+    expect(again.status).toBe(404);
+  });
+
+  it('refuses a bad body with 400 and creates no key', async () => {
+    const { tenantId, apiKey } = await stack.createTenant();
+    for (const raw of ['not json', '{"label": 42}', JSON.stringify({ label: 'y'.repeat(101) })]) {
+      const r = await post('/v1/api-keys', undefined, { token: apiKey, raw });
+      expect(r.status, raw).toBe(400);
+      expect(r.json.error).toBe('body_invalid');
+    }
+    expect(await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId])).toBe(1);
+  });
+});
