@@ -86,3 +86,20 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
   await page.screenshot({ path: path.join(artifacts, 'upload-page-after-offline.png'), fullPage: true });
   await page.context().close();
 }, 180_000);
+
+it('renders the API reference at /docs from the OpenAPI document, offline', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const external: string[] = [];
+  page.on('request', (r) => !r.url().startsWith(origin) && external.push(r.url()));
+  await page.goto(`${origin}/docs`);
+  await page.waitForSelector('.opblock', { timeout: 30_000 });
+  const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as { paths: Record<string, object>; webhooks: Record<string, object> };
+  // One block per operation, and one per outgoing webhook.
+  const operations = [...Object.values(doc.paths), ...Object.values(doc.webhooks)].reduce((n, ops) => n + Object.keys(ops).length, 0);
+  await expect.poll(() => page.locator('.opblock').count(), { timeout: 10_000 }).toBe(operations);
+  expect(await page.locator('.opblock-summary-path', { hasText: '/v1/uploads' }).count()).toBeGreaterThan(0);
+  expect(external).toEqual([]);
+  await page.screenshot({ path: path.join(artifacts, 'api-docs.png'), fullPage: true });
+  await context.close();
+});
