@@ -2,6 +2,7 @@
 // that is being broken on purpose, then every invariant is audited. Bounded in count and
 // time, loopback only, stops by itself; the same seed gives the same uploads and the same
 // fault order. Exits non-zero on any duplicate, loss or other violation.
+import { setMaxListeners } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +58,7 @@ try {
   const plans = planUploads(rng.fork(1), opts.uploads, `seed${opts.seed}`);
   const faultWindowMs = opts.duration * 1000;
   const clientsStop = new AbortController();
+  setMaxListeners(0, clientsStop.signal); // every in-flight send listens for the deadline
   const clientDeadline = setTimeout(() => clientsStop.abort(new Error('run deadline')), faultWindowMs + opts.settle * 1000);
   const loadStarted = Date.now();
   log(`${plans.length} uploads over ${opts.duration} s, ${opts.concurrency} at a time; faults: ${faults.map((f) => f.kind).join(', ')}`);
