@@ -45,6 +45,8 @@ const pick = (runs: LoadResult[]) => ({
 
 export async function replayPath(services: BenchServices, opts: { seconds: number; rounds: number; connections: number }) {
   const api = await startOncelyProcess(services, 'api');
+  // The same API with its replay-answer cache off: every replay reads the key row.
+  const uncached = await startOncelyProcess(services, 'api', { REPLAY_CACHE_MIB: '0' });
   const worker = await startOncelyProcess(services, 'worker');
   const bare = await startBaseline(services, 'bare-select-server.ts');
   try {
@@ -52,17 +54,23 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
     const first = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
     if (first.status !== 201) throw new Error(`setup upload failed: ${first.status} ${await first.text()}`);
     const oncely: LoadResult[] = [];
+    const oncelyUncached: LoadResult[] = [];
     const baseline: LoadResult[] = [];
     for (let i = 0; i < opts.rounds; i++) {
       oncely.push(await httpLoad({ url: `${api.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
+      oncelyUncached.push(await httpLoad({ url: `${uncached.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
       baseline.push(await httpLoad({ url: `${bare.url}/replay/${tenantIdOf(services)}/${key}`, method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: BODY, connections: opts.connections, duration: opts.seconds }));
     }
     const o = pick(oncely);
+    const u = pick(oncelyUncached);
     const b = pick(baseline);
-    if (Object.keys(o.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(o.statuses)}`);
-    return { scenario: 'replay path', oncelyRps: o.rps, baselineRps: b.rps, ratio: round2(o.rps / b.rps), oncelyP50ms: o.p50ms, oncelyP99ms: o.p99ms, baselineP50ms: b.p50ms, baselineP99ms: b.p99ms };
+    for (const r of [o, u]) if (Object.keys(r.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(r.statuses)}`);
+    return {
+      scenario: 'replay path', oncelyRps: o.rps, baselineRps: b.rps, ratio: round2(o.rps / b.rps), oncelyP50ms: o.p50ms, oncelyP99ms: o.p99ms, baselineP50ms: b.p50ms, baselineP99ms: b.p99ms,
+      uncachedRps: u.rps, ratioUncached: round2(u.rps / b.rps), uncachedP50ms: u.p50ms, uncachedP99ms: u.p99ms,
+    };
   } finally {
-    await Promise.all([api.proc.stop(), worker.proc.stop(), bare.proc.stop()]);
+    await Promise.all([api.proc.stop(), uncached.proc.stop(), worker.proc.stop(), bare.proc.stop()]);
   }
 }
 

@@ -6,6 +6,7 @@ import type { Config } from '../config';
 import type { Pool } from '../db/pool';
 import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
+import { AnswerCache } from '../upload/answer-cache';
 import { UploadReceiver } from '../upload/receive';
 import { accessLog } from './middleware/access-log';
 import { adminAuth } from './middleware/admin-auth';
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps) {
     temporal,
     taskQueue: config.TASK_QUEUE_UPLOADS,
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
+    answers: new AnswerCache(config.REPLAY_CACHE_MIB * 1024 * 1024),
     downstream: {
       transcodeQueue: config.TASK_QUEUE_TRANSCODE,
       webhookRetry: {

@@ -17,6 +17,7 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
+import type { AnswerCache } from './answer-cache';
 import { findKeyAnswer, type KeyAnswer } from '../db/queries/idempotency-keys';
 import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
@@ -40,6 +41,8 @@ export interface ReceiveDeps {
   taskQueue: string;
   receiveTimeoutSeconds: number;
   downstream: UploadWorkflowInput['downstream'];
+  /** Recently replayed answers (immutable while the key lives). */
+  answers: AnswerCache;
 }
 
 export type UploadOutcome =
@@ -51,8 +54,13 @@ export class UploadReceiver {
 
   /** Phase "replay": the stored answer for a completed key, or 422 for another request. */
   async replay(req: UploadRequest): Promise<UploadOutcome | undefined> {
+    const cached = this.deps.answers.get(req.tenantId, req.idempotencyKey);
+    if (cached) return answerFromRow(cached, req);
     const row = await dependency('database_unavailable', () => findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey));
-    return row ? answerFromRow(row, req) : undefined;
+    if (!row) return undefined;
+    // Only complete answers are immutable (a claim by another route has none yet).
+    if (!row.expired && row.response_status !== null) this.deps.answers.remember(req.tenantId, req.idempotencyKey, { ...row, ttl_seconds: Number(row.ttl_seconds) });
+    return answerFromRow(row, req);
   }
 
   async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {

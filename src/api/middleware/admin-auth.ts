@@ -4,6 +4,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { problem } from '../../errors';
 import type { AppEnv } from '../env';
+import { header } from '../headers';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -11,7 +12,7 @@ export function adminAuth(adminToken: string | undefined): MiddlewareHandler<App
   const expected = adminToken ? digest(adminToken) : undefined;
   return async function adminAuth(c, next) {
     if (!expected) throw problem('not_found', 'Operator routes are disabled (set ADMIN_TOKEN).');
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header(c, 'authorization') ?? '');
     if (!m || !timingSafeEqual(digest(m[1]!), expected)) throw problem('unauthorized', 'Send Authorization: Bearer <operator token>.');
     await next();
   };

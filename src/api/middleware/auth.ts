@@ -6,6 +6,7 @@ import type { Pool } from '../../db/pool';
 import { dependency, problem } from '../../errors';
 import { lookupApiKey } from '../../tenants';
 import type { AppEnv } from '../env';
+import { header } from '../headers';
 
 export class ApiKeyCache {
   private readonly entries = new Map<string, { tenantId: string; keyId: string; until: number }>();
@@ -32,8 +33,8 @@ export class ApiKeyCache {
 
 export function bearerAuth(opts: { pool: Pool; cache: ApiKeyCache }): MiddlewareHandler<AppEnv> {
   return async function bearerAuth(c, next) {
-    const header = c.req.header('authorization');
-    const m = header ? /^Bearer\s+([A-Za-z0-9._~+/=-]{16,512})\s*$/i.exec(header) : null;
+    const authorization = header(c, 'authorization');
+    const m = authorization ? /^Bearer\s+([A-Za-z0-9._~+/=-]{16,512})\s*$/i.exec(authorization) : null;
     if (!m) throw problem('unauthorized', 'Send Authorization: Bearer <api key>.');
     const token = m[1]!;
     let found = opts.cache.get(token);

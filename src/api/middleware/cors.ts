@@ -6,6 +6,7 @@
 // own plain header object and set `corsApplied` (the hot upload/replay path does).
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
+import { header } from '../headers';
 
 export interface CorsOptions {
   allowHeaders: string[];
@@ -25,7 +26,7 @@ export function cors(opts: CorsOptions): MiddlewareHandler<AppEnv> {
   const allowHeaders = opts.allowHeaders.join(', ');
   const allowMethods = opts.allowMethods.join(', ');
   return async function cors(c, next) {
-    if (c.req.method === 'OPTIONS' && c.req.header('access-control-request-method')) {
+    if (c.req.method === 'OPTIONS' && header(c, 'access-control-request-method')) {
       return c.body(null, 204, {
         'access-control-allow-origin': '*',
         'access-control-allow-methods': allowMethods,

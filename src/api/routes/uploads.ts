@@ -14,7 +14,7 @@ import { parseContentLength, parseContentType, parseFileName, parsePrefer, parse
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import type { UploadRequest } from '../../upload/types';
 import type { AppEnv } from '../env';
-import { headerValues } from '../headers';
+import { header, headerValues } from '../headers';
 import { corsHeaders } from '../middleware/cors';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
@@ -31,14 +31,14 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
   route(app, createUploadRoute, async function createUpload(c) {
     const tenantId = c.get('tenantId');
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
-    if (c.req.header('transfer-encoding') && c.req.header('content-length') === undefined) {
+    if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
       throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
     }
-    const declaredBytes = parseContentLength(c.req.header('content-length'), config.MAX_UPLOAD_BYTES);
-    const declaredSha256 = parseSha256(c.req.header('x-file-sha256'));
-    const fileName = parseFileName(c.req.header('x-file-name'));
-    const contentType = parseContentType(c.req.header('content-type'));
-    const { waitMs } = parsePrefer(c.req.header('prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const declaredBytes = parseContentLength(header(c, 'content-length'), config.MAX_UPLOAD_BYTES);
+    const declaredSha256 = parseSha256(header(c, 'x-file-sha256'));
+    const fileName = parseFileName(header(c, 'x-file-name'));
+    const contentType = parseContentType(header(c, 'content-type'));
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const req: UploadRequest = {
       tenantId,
       idempotencyKey: key,
@@ -173,5 +173,7 @@ function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeCo
     headers['idempotent-replayed'] = 'true';
     headers['idempotent-replay'] = 'true';
   }
-  return c.body(response.body, response.status as 201, headers);
+  // A Response built from a plain header object goes to writeHead as is (node-server's
+  // fast path); c.body() would first build a WHATWG Headers object from it.
+  return new Response(response.body, { status: response.status, headers });
 }

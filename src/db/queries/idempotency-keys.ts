@@ -36,9 +36,10 @@ export async function insertKeyIfAbsent(
   );
 }
 
-export type KeyAnswer =
-  | (Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'> & { expired: false })
-  | { expired: true; fingerprint: string | null; upload_id: string | null };
+/** A key's stored answer while it lives; `ttl_seconds` is how long it still does. */
+export type LiveKeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'> & { expired: false; ttl_seconds: number };
+
+export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | null; upload_id: string | null };
 
 /**
  * The replay path's read, one round trip: the live answer for the key; or, once its TTL
@@ -49,12 +50,13 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
   const res = await db.query<KeyAnswer>(
     statement(
       'find_idempotency_key_answer',
-      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired, 0 AS rank
+      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
+              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, 0 AS rank
          FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
        UNION ALL
-       SELECT fingerprint, upload_id, NULL, NULL, true, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
+       SELECT fingerprint, upload_id, NULL, NULL, true, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
        UNION ALL
-       SELECT NULL, id, NULL, NULL, true, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
+       SELECT NULL, id, NULL, NULL, true, NULL, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
        ORDER BY rank LIMIT 1`,
       [tenantId, key],
     ),
