@@ -28,6 +28,8 @@ export const configSchema = z.object({
   S3_FORCE_PATH_STYLE: bool.default(true),
   S3_PART_SIZE_MIB: z.coerce.number().int().min(5).max(512).default(5),
   S3_QUEUE_SIZE: z.coerce.number().int().min(1).max(16).default(2),
+  /** Uploads up to this size stream into one PUT (no part buffers); larger ones use multipart. */
+  S3_SINGLE_PUT_MAX_MIB: z.coerce.number().int().min(0).max(5120).default(5120),
 
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().default('default'),

@@ -66,6 +66,9 @@ export async function startServices(): Promise<BenchServices> {
 
 const root = path.resolve(import.meta.dirname, '../..');
 
+/** The production node flags (Dockerfile ENTRYPOINT): see src/upload/gc-pacer.ts. */
+const NODE_FLAGS = ['--expose-gc', '--max-semi-space-size=4'];
+
 /** Runs `src/main.ts <role>` as its own process (so its memory can be read from /proc). */
 export async function startOncelyProcess(services: BenchServices, role: 'api' | 'worker' | 'all', extraEnv: Record<string, string> = {}): Promise<{ proc: ManagedProcess; url: string }> {
   const port = await getPort({ host: '127.0.0.1' });
@@ -73,7 +76,7 @@ export async function startOncelyProcess(services: BenchServices, role: 'api' | 
   const logFile = path.join(services.dir, `oncely-${role}-${port}.log`);
   // The production shape: the esbuild bundle on plain node (npm run bench builds it first).
   const built = path.join(root, 'dist/main.js');
-  const [cmd, args] = existsSync(built) ? [process.execPath, [built, role]] : nodeTs(path.join(root, 'src/main.ts'), role);
+  const [cmd, args] = existsSync(built) ? [process.execPath, [...NODE_FLAGS, built, role]] : nodeTs(path.join(root, 'src/main.ts'), role);
   const proc = startProcess(cmd, args, {
     logFile,
     cwd: root,

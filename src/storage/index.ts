@@ -17,6 +17,7 @@ export async function createStore(config: Config): Promise<ObjectStore> {
     forcePathStyle: config.S3_FORCE_PATH_STYLE,
     partSizeBytes: config.S3_PART_SIZE_MIB * 1024 * 1024,
     queueSize: config.S3_QUEUE_SIZE,
+    singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
   });
   await store.ensureBucket();
   return store;

@@ -1,6 +1,7 @@
 // Object store over S3 or any S3-compatible server (versitygw in tests). The only file
-// that imports @aws-sdk/*. Large bodies stream through lib-storage's multipart upload
-// with bounded memory (partSize x queueSize).
+// that imports @aws-sdk/*. A body of known length up to `singlePutMaxBytes` streams
+// straight into one PUT (no part buffers: memory stays flat whatever the size); longer or
+// unknown-length bodies go through lib-storage's multipart upload (partSize x queueSize).
 import {
   AbortMultipartUploadCommand,
   CreateBucketCommand,
@@ -10,6 +11,7 @@ import {
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -25,7 +27,11 @@ export interface S3StoreOptions {
   forcePathStyle: boolean;
   partSizeBytes: number;
   queueSize: number;
+  /** Bodies of known length up to this go in one streamed PUT (S3 allows up to 5 GiB). */
+  singlePutMaxBytes?: number;
 }
+
+const S3_SINGLE_PUT_LIMIT = 5 * 1024 ** 3;
 
 function isNotFound(err: unknown): boolean {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
@@ -35,19 +41,22 @@ function isNotFound(err: unknown): boolean {
 export class S3Store implements ObjectStore {
   readonly kind = 's3' as const;
   private readonly client: S3Client;
+  /** For streamed PUTs: a consumed stream cannot be re-sent, so no SDK retries. */
+  private readonly streamingClient: S3Client;
 
   constructor(private readonly opts: S3StoreOptions) {
-    this.client = new S3Client({
+    const config = {
       endpoint: opts.endpoint,
       region: opts.region,
       forcePathStyle: opts.forcePathStyle,
       credentials: opts.accessKeyId && opts.secretAccessKey ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey } : undefined,
-      // The upload path has its own retry story (the client retries with the same key);
-      // a couple of SDK retries smooth over blips without stalling a 503 for long.
-      maxAttempts: 3,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+      requestChecksumCalculation: 'WHEN_REQUIRED' as const,
+      responseChecksumValidation: 'WHEN_REQUIRED' as const,
+    };
+    // The upload path has its own retry story (the client retries with the same key);
+    // a couple of SDK retries smooth over blips without stalling a 503 for long.
+    this.client = new S3Client({ ...config, maxAttempts: 3 });
+    this.streamingClient = new S3Client({ ...config, maxAttempts: 1 });
   }
 
   async ensureBucket(): Promise<void> {
@@ -60,6 +69,9 @@ export class S3Store implements ObjectStore {
   }
 
   async put(key: string, body: Readable, opts: PutOptions): Promise<void> {
+    if (opts.contentLength !== undefined && opts.contentLength <= Math.min(this.opts.singlePutMaxBytes ?? S3_SINGLE_PUT_LIMIT, S3_SINGLE_PUT_LIMIT)) {
+      return this.putStreamed(key, body, opts.contentLength, opts.contentType);
+    }
     const upload = new Upload({
       client: this.client,
       params: { Bucket: this.opts.bucket, Key: key, Body: body, ContentType: opts.contentType },
@@ -72,6 +84,27 @@ export class S3Store implements ObjectStore {
     body.once('error', onError);
     try {
       await upload.done();
+    } finally {
+      body.off('error', onError);
+    }
+  }
+
+  private async putStreamed(key: string, body: Readable, contentLength: number, contentType: string): Promise<void> {
+    // A failing source stream aborts the PUT (S3 keeps nothing of a request cut short).
+    const abort = new AbortController();
+    let streamError: unknown;
+    const onError = (err: unknown) => {
+      streamError = err;
+      abort.abort(err);
+    };
+    body.once('error', onError);
+    try {
+      await this.streamingClient.send(
+        new PutObjectCommand({ Bucket: this.opts.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }),
+        { abortSignal: abort.signal },
+      );
+    } catch (err) {
+      throw streamError ?? err;
     } finally {
       body.off('error', onError);
     }
@@ -144,5 +177,6 @@ export class S3Store implements ObjectStore {
 
   destroy(): void {
     this.client.destroy();
+    this.streamingClient.destroy();
   }
 }

@@ -4,6 +4,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { problem, type Problem } from '../errors';
+import { noteStreamedBytes } from './gc-pacer';
 
 const SNIFF_BYTES = 16;
 
@@ -24,6 +25,7 @@ export class BodyMeter extends Transform {
     if (this.bytes > this.expected) return cb(this.fail(problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`)));
     if (this.head.length < SNIFF_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, SNIFF_BYTES - this.head.length)]);
     this.hash.update(chunk);
+    noteStreamedBytes(chunk.length);
     cb(null, chunk);
   }
 

@@ -5,7 +5,7 @@
 //   await     – the caller waits for the workflow's answer, bounded by its wait budget.
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
@@ -106,6 +106,9 @@ export class UploadReceiver {
     const piped = pipeline(body, meter).catch(() => {});
     try {
       await this.deps.store.put(storageKey, meter, { contentType: req.contentType, contentLength: req.declaredBytes });
+      // The store may answer as soon as it has Content-Length bytes; the meter's verdict
+      // (length, hash) comes when the body ends.
+      await finished(meter, { readable: false });
     } catch (err) {
       await this.deps.store.delete(storageKey).catch(() => {});
       if (meter.failure) throw meter.failure;

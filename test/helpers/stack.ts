@@ -44,7 +44,7 @@ export interface StackOptions {
 }
 
 /** A store on the shared versitygw, with its bucket created. */
-export async function testS3Store(bucket: string, partSizeBytes = 8 * 1024 * 1024): Promise<S3Store> {
+export async function testS3Store(bucket: string, partSizeBytes = 8 * 1024 * 1024, singlePutMaxBytes?: number): Promise<S3Store> {
   const shared = inject('stack');
   const store = new S3Store({
     endpoint: shared.s3.endpoint,
@@ -55,6 +55,7 @@ export async function testS3Store(bucket: string, partSizeBytes = 8 * 1024 * 102
     forcePathStyle: true,
     partSizeBytes,
     queueSize: 2,
+    singlePutMaxBytes,
   });
   await store.ensureBucket();
   return store;

@@ -12,12 +12,14 @@ import { listKeys, readObject } from '../helpers/inspect';
 const localDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-store-'));
 afterAll(() => rmSync(localDir, { recursive: true, force: true }));
 
-function s3Store(): Promise<ObjectStore> {
-  return testS3Store(uniqueName('contract').replaceAll('_', '-'), 5 * 1024 * 1024);
+function s3Store(singlePutMaxBytes?: number): Promise<ObjectStore> {
+  return testS3Store(uniqueName('contract').replaceAll('_', '-'), 5 * 1024 * 1024, singlePutMaxBytes);
 }
 
 const stores: [string, () => Promise<ObjectStore>][] = [
-  ['s3 (versitygw)', s3Store],
+  // Known-length bodies stream into one PUT by default; the other variant forces multipart.
+  ['s3 (versitygw), streamed PUT', () => s3Store()],
+  ['s3 (versitygw), multipart', () => s3Store(0)],
   ['local directory', async () => new LocalDirectoryStore(localDir)],
 ];
 
@@ -52,7 +54,7 @@ describe.each(stores)('%s store', (_name, make) => {
     expect(await listKeys(store, 'tenants/none/')).toEqual([]);
   });
 
-  it('streams a multi-part object and reads it back intact', async () => {
+  it('streams a large object (multipart when forced) and reads it back intact', async () => {
     const store = await make();
     const chunk = Buffer.alloc(1024 * 1024, 0xab);
     const parts = 12; // above the 5 MiB part size: exercises multipart on S3
@@ -68,6 +70,11 @@ describe.each(stores)('%s store', (_name, make) => {
     const store = await make();
     await expect(store.put('tenants/t3/broken', failingStream(Buffer.alloc(1024, 1)), { contentType: 'text/plain' })).rejects.toThrow();
     expect(await store.head('tenants/t3/broken')).toBeUndefined();
+    // With a declared length (the upload path's case): the source fails after 1 KiB of 64 KiB.
+    await expect(
+      store.put('tenants/t3/broken-known', failingStream(Buffer.alloc(1024, 1)), { contentType: 'text/plain', contentLength: 64 * 1024 }),
+    ).rejects.toThrow();
+    expect(await store.head('tenants/t3/broken-known')).toBeUndefined();
     expect(await listKeys(store, 'tenants/t3/')).toEqual([]);
   });
 });
