@@ -13,5 +13,5 @@ COPY scripts ./scripts
 RUN node scripts/build.mjs
 USER node
 EXPOSE 3000
-ENTRYPOINT ["node", "--expose-gc", "--max-semi-space-size=4", "dist/main.js"]
+ENTRYPOINT ["node", "--expose-gc", "--max-semi-space-size=8", "dist/main.js"]
 CMD ["api"]
