@@ -18,19 +18,22 @@ import { assertDeliverableUrl, DisallowedUrlError } from '../src/downstream/url-
 import { transcodeFile, type Presets } from '../src/media/transcode';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
+import { webhookSecretContext, type SecretBox } from '../src/secret-box';
 
 export interface DownstreamActivityDeps {
   pool: Pool;
   store: ObjectStore;
   presets: Presets;
   webhook: { allowPrivateNetworks: boolean; timeoutMs: number };
+  /** Opens endpoints' signing secrets, stored sealed. */
+  secrets: SecretBox;
 }
 
 export function renditionKey(tenantId: string, uploadId: string, name: string, file: string): string {
   return `tenants/${tenantId}/renditions/${uploadId}/${name}${path.extname(file)}`;
 }
 
-export function createDownstreamActivities({ pool, store, presets, webhook }: DownstreamActivityDeps) {
+export function createDownstreamActivities({ pool, store, presets, webhook, secrets }: DownstreamActivityDeps) {
   return {
     async transcode(input: DownstreamInput): Promise<TranscodeResult> {
       const ctx = Context.current();
@@ -93,7 +96,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook }: Do
         'user-agent': 'Oncely-Webhooks/1',
         'webhook-id': event.id,
         'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
-        'webhook-signature': new Webhook(endpoint.secret).sign(event.id, sentAt, payload),
+        'webhook-signature': new Webhook(secrets.open(endpoint.secret, webhookSecretContext(endpoint.id))).sign(event.id, sentAt, payload),
       };
       let response: Response;
       try {

@@ -69,8 +69,9 @@ export const configSchema = z.object({
   /** When set, the worker exports the Temporal SDK's metrics for Prometheus on this port. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   /**
-   * 32 random bytes, base64: seals stored answers that carry secrets (new API keys, webhook
-   * secrets). Unset: generated once under DATA_DIR (fine for one node; replicas must share one).
+   * 32 random bytes, base64: seals secrets at rest (answers holding new API keys or webhook
+   * secrets; endpoints' signing secrets). Unset: generated once under DATA_DIR (fine for one
+   * node; every API and worker process must share one).
    */
   SECRETS_KEY: optionalString.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
   /** Bearer token for the operator routes (/admin/*: tenant creation). Unset: they answer 404. */

@@ -12,6 +12,7 @@ import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';
 import { createPool, usePreparedStatements, type Pool } from './db/pool';
+import { loadSecretBox } from './secret-box';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
@@ -98,6 +99,9 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     uiUrl = dev.uiUrl;
   }
 
+  // Both roles: the API seals secrets, the worker opens webhook secrets to sign.
+  const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR);
+
   let workers: Worker[] = [];
   if (role !== 'api') {
     const { NativeConnection, Runtime: TemporalRuntime } = await import('@temporalio/worker');
@@ -125,6 +129,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
         presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE },
         webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000 },
+        secrets: box,
         housekeeping: {
           tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,
           stagingGraceSeconds: config.STAGING_GRACE_SECONDS,
@@ -155,8 +160,6 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   if (role !== 'worker') {
     const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
     cleanups.push(() => temporal.close());
-    const { loadSecretBox } = await import('./secret-box');
-    const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR);
     const app = createApp({ config, pool, store, temporal: temporal.client, log, box });
     httpApp = app;
     const port = await new Promise<number>((resolve) => {

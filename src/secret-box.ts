@@ -1,12 +1,17 @@
-// Seals stored answers that carry secrets (a new API key, a webhook signing secret) so the
-// idempotency key table never holds them in plain text: AES-256-GCM under SECRETS_KEY, with
-// the row's identity (tenant, key) as associated data, so a sealed answer cannot be moved
-// to another key row and replayed there.
+// Seals secrets at rest: stored answers that carry one (a new API key, a webhook signing
+// secret) and webhook endpoints' signing secrets, so no table holds them in plain text.
+// AES-256-GCM under SECRETS_KEY, with the row's identity as associated data, so a sealed
+// value cannot be moved to another row and opened there.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 const PREFIX = 'sealed:v1:';
+
+/** Associated data for a webhook endpoint's signing secret: it opens only for that endpoint. */
+export function webhookSecretContext(endpointId: string): string {
+  return `webhook-endpoint\n${endpointId}`;
+}
 
 export class SecretBox {
   constructor(private readonly key: Buffer) {

@@ -34,6 +34,10 @@ async function tenantWithReceiver() {
   expect(res.status).toBe(201);
   const endpoint = (await res.json()) as { id: string; secret: string };
   expect(endpoint.secret).toMatch(/^whsec_/);
+  // At rest the signing secret is sealed (the worker opens it to sign).
+  const stored = (await stack.runtime.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [endpoint.id])).rows[0].secret as string;
+  expect(stored).toMatch(/^sealed:v1:/);
+  expect(stored).not.toContain(endpoint.secret.slice('whsec_'.length));
   receiver.secret = endpoint.secret;
   return { tenant, receiver, endpoint };
 }

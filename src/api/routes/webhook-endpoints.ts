@@ -6,6 +6,7 @@ import type { Pool } from '../../db/pool';
 import { deleteEndpoint, insertEndpoint, listEndpoints, type EndpointRow } from '../../db/queries/webhooks';
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { dependency, problem } from '../../errors';
+import { webhookSecretContext } from '../../secret-box';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, route, router } from '../openapi';
@@ -67,8 +68,11 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
       throw err;
     }
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    const id = randomUUID();
+    // Kept sealed; the worker opens it to sign. Shown once, in this answer.
+    const sealed = deps.idempotency.box.seal(secret, webhookSecretContext(id));
     const row = await dependency('database_unavailable', () =>
-      insertEndpoint(pool, { id: randomUUID(), tenantId: c.get('tenantId'), url: body.url, description: body.description ?? '', secret }),
+      insertEndpoint(pool, { id, tenantId: c.get('tenantId'), url: body.url, description: body.description ?? '', secret: sealed }),
     );
     return c.json({ ...view(row), secret }, 201, { location: `/v1/webhook-endpoints/${row.id}` });
   });
