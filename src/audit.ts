@@ -37,11 +37,16 @@ async function sha256OfObject(store: ObjectStore, key: string): Promise<{ sha256
   return { sha256: hash.digest('hex'), bytes };
 }
 
-export async function audit(pool: Pool, store: ObjectStore): Promise<AuditReport> {
+export interface AuditOptions {
+  /** Key TTL + tombstone TTL: uploads older than this may have neither key row nor tombstone. */
+  keyRetentionSeconds?: number;
+}
+
+export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions = {}): Promise<AuditReport> {
   const violations: string[] = [];
   const counts = await countRows(pool);
   for (const d of await duplicateUploadsPerKey(pool)) violations.push(`duplicate: ${d.n} upload rows for tenant ${d.tenant_id} key ${d.idempotency_key}`);
-  for (const m of await mismatchedKeyRows(pool)) violations.push(`mismatch: tenant ${m.tenant_id} key ${m.key}: ${m.problem}`);
+  for (const m of await mismatchedKeyRows(pool, opts.keyRetentionSeconds ?? null)) violations.push(`mismatch: tenant ${m.tenant_id} key ${m.key}: ${m.problem}`);
 
   let objectsVerified = 0;
   const referenced = new Set<string>();

@@ -80,7 +80,7 @@ program
     const config = loadConfig();
     const db = await openDatabase(config);
     try {
-      const report = await audit(db.pool, await createStore(config));
+      const report = await audit(db.pool, await createStore(config), { keyRetentionSeconds: (config.IDEMPOTENCY_TTL_HOURS + config.TOMBSTONE_TTL_HOURS) * 3600 });
       if (opts.json) console.log(JSON.stringify(report, null, 2));
       else {
         console.table({

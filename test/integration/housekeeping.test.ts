@@ -84,3 +84,20 @@ it('removes orphaned attempt objects, never a referenced one', async () => {
 
   expect(await runNow('abort-multipart')).toEqual({ aborted: 0 });
 });
+
+// Last: it leaves an upload without its key row behind on purpose.
+it('the audit expects neither key row nor tombstone for an upload older than both windows', async () => {
+  const key = `hk-old-${randomUUID()}`;
+  const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('an old upload') });
+  expect(created.status).toBe(201);
+  const db = stack.runtime.pool;
+  // Eight days later: the key row expired after 1 day, its tombstone after 7 more.
+  await db.query(`UPDATE uploads SET created_at = now() - interval '8 days' WHERE id = $1`, [created.json.uploadId]);
+  await db.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key]);
+  const flagged = (r: { violations: string[] }) => r.violations.filter((v) => v.includes(key));
+  expect(flagged(await audit(db, stack.s3))).toHaveLength(1); // without the windows, it looks lost
+  expect(flagged(await audit(db, stack.s3, { keyRetentionSeconds: (24 + 168) * 3600 }))).toEqual([]);
+  // Within the windows a missing key row is still a violation.
+  await db.query(`UPDATE uploads SET created_at = now() - interval '2 days' WHERE id = $1`, [created.json.uploadId]);
+  expect(flagged(await audit(db, stack.s3, { keyRetentionSeconds: (24 + 168) * 3600 }))).toHaveLength(1);
+});

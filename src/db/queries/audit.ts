@@ -21,7 +21,11 @@ export async function duplicateUploadsPerKey(db: Queryable): Promise<{ tenant_id
 }
 
 /** Key rows and upload rows that disagree about tenant, key or upload (tenancy and pairing). */
-export async function mismatchedKeyRows(db: Queryable): Promise<{ tenant_id: string; key: string; problem: string }[]> {
+/**
+ * `keyRetentionSeconds` (key TTL + tombstone TTL): an upload older than that has
+ * legitimately outlived both its key row and its tombstone; null checks every upload.
+ */
+export async function mismatchedKeyRows(db: Queryable, keyRetentionSeconds: number | null = null): Promise<{ tenant_id: string; key: string; problem: string }[]> {
   const res = await db.query(
     `SELECT k.tenant_id, k.key, 'key row names an upload of another tenant or key' AS problem
        FROM idempotency_keys k JOIN uploads u ON u.id = k.upload_id
@@ -32,9 +36,11 @@ export async function mismatchedKeyRows(db: Queryable): Promise<{ tenant_id: str
        LEFT JOIN idempotency_keys k ON k.tenant_id = u.tenant_id AND k.key = u.idempotency_key
        LEFT JOIN idempotency_tombstones t ON t.tenant_id = u.tenant_id AND t.key = u.idempotency_key
       WHERE k.key IS NULL AND t.key IS NULL
+        AND ($1::float8 IS NULL OR u.created_at > now() - make_interval(secs => $1::float8))
      UNION ALL
      SELECT k.tenant_id, k.key, 'successful key row without an upload'
        FROM idempotency_keys k WHERE k.route = '/v1/uploads' AND k.response_status BETWEEN 200 AND 299 AND k.upload_id IS NULL`,
+    [keyRetentionSeconds],
   );
   return res.rows;
 }
