@@ -4,7 +4,6 @@
 // webhook-id every time and stop once the ledger says delivered.
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
@@ -15,6 +14,7 @@ import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '..
 import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
 import type { DownstreamInput, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
 import { assertDeliverableUrl, DisallowedUrlError } from '../src/downstream/url-guard';
+import { newScratchDir } from '../src/media/scratch';
 import { transcodeFile, type Presets } from '../src/media/transcode';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
@@ -41,7 +41,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       // heartbeat timeout and the work retried elsewhere (same keys, same rows).
       ctx.heartbeat('starting');
       const beat = setInterval(() => ctx.heartbeat('working'), 1_000);
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'oncely-transcode-'));
+      const dir = await newScratchDir();
       try {
         const source = await store.get(input.storageKey);
         if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');

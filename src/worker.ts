@@ -5,6 +5,7 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { workflowsPath } from './paths';
 import { createActivities, type ActivityDeps } from '../activities';
+import { removeOrphanedScratchDirs } from './media/scratch';
 
 export { workflowsPath };
 
@@ -19,6 +20,8 @@ export interface WorkerSetup {
 }
 
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+  // Leftovers of workers killed mid-transcode on this machine.
+  await removeOrphanedScratchDirs();
   const { transcode, ...shortActivities } = createActivities(setup.activities);
   const uploads = await Worker.create({
     connection: setup.connection,

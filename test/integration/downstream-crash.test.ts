@@ -1,6 +1,8 @@
 // The worker SIGKILLed in the middle of a transcode and in the middle of a webhook
 // delivery, then restarted: still one rendition set and one distinct webhook id per event.
 import { randomUUID } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
@@ -33,9 +35,18 @@ afterAll(async () => {
   await receiver?.stop();
 });
 
+const scratchDirsOf = async (pid: number) => (await readdir(os.tmpdir())).filter((n) => n.startsWith(`oncely-transcode-${pid}-`));
+
+/**
+ * Kills the worker mid-transcode — once its scratch directory shows the transcode is running
+ * in it — and checks the next worker removes the dead one's scratch directory.
+ */
 async function restartWorker() {
+  const killed = worker!.child.pid!;
+  await eventually(async () => (await scratchDirsOf(killed)).length === 1, 60_000);
   await worker!.stop('SIGKILL');
   worker = await startWorkerProcess(workerEnv, logFile);
+  expect(await scratchDirsOf(killed)).toEqual([]);
 }
 
 it('keeps one rendition set and one event id per event across worker kills', async () => {
