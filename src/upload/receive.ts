@@ -82,7 +82,6 @@ export class UploadReceiver {
         // The run completed between our fast-path read and the offer: answer from Postgres.
         const answer = await this.replay(req);
         if (answer) return answer;
-        throw problem('idempotency_in_progress', 'The upload for this key is finishing; retry shortly.', { retryAfter: 1 });
       }
       throw err.answer;
     }
@@ -169,7 +168,11 @@ export class UploadReceiver {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
         throw new OfferRefused(reuseProblem(), err);
       }
-      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new OfferRefused(problem('internal_error'), err);
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        // The key's run completed (the reuse policy refuses a new one): its answer is, or is
+        // about to be, in Postgres; the caller replays it, else this is the answer.
+        throw new OfferRefused(problem('idempotency_in_progress', 'The upload for this key is finishing; retry shortly.', { retryAfter: 1 }), err);
+      }
       if (isResourceExhausted(err)) {
         throw new OfferRefused(problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 }), err);
       }
