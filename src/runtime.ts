@@ -179,6 +179,9 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     // Requests Node's parser rejects (control characters, oversized headers) still get
     // a problem+json answer rather than a bare "Bad Request".
     http.on('clientError', answerClientError);
+    // A client may shut its sending side once the request is complete (curl --data with
+    // some proxies, raw sockets); it still gets its answer instead of a closed socket.
+    (http as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
     cleanups.push(
       () =>
         new Promise<void>((resolve) => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload, rawRequest, sha256 } from '../helpers/http';
-import { totals } from '../helpers/inspect';
+import { rowsForKey, totals } from '../helpers/inspect';
 
 const MAX = 64 * 1024;
 let stack: TestStack;
@@ -114,6 +114,13 @@ describe('body and length', () => {
     const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${key()}`, `Content-Length: ${file.length + 10}`]), file, { halfClose: true });
     expectProblem(res!, 400, 'body_incomplete');
     await expectNothingStored();
+  });
+
+  it('a complete request whose client then closes its sending side still gets its answer', async () => {
+    const k = key();
+    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${k}`, `Content-Length: ${file.length}`, `X-File-Sha256: ${sha256(file)}`]), file, { halfClose: true });
+    expect(res?.status, res?.body).toBe(201);
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, k)).uploads).toHaveLength(1);
   });
 
   it('body longer than Content-Length → the declared bytes fail their checksum, 400', async () => {
