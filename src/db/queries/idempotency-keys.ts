@@ -42,14 +42,27 @@ export type LiveKeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response
 export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | null; upload_id: string | null };
 
 /**
- * The replay path's read, one round trip: the live answer for the key; or, once its TTL
- * passed, the fact that it expired (from the key row not yet swept, the tombstone, or
- * the upload that still holds the key).
+ * The replay path's read: the key row (its live answer, or the fact that its TTL passed),
+ * one primary-key lookup; only when there is none (a new upload, or an expired key), a
+ * second read that also looks for a tombstone or an upload still holding the key. A replay
+ * costs one indexed read.
  */
 export async function findKeyAnswer(db: Queryable, tenantId: string, key: string): Promise<KeyAnswer | undefined> {
-  const res = await db.query<KeyAnswer>(
+  const live = await db.query<KeyAnswer>(
     statement(
-      'find_idempotency_key_answer',
+      'find_key_answer',
+      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
+              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds
+         FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
+      [tenantId, key],
+    ),
+  );
+  if (live.rows[0]) return live.rows[0];
+  // One statement, one snapshot: the key row is read again with the tombstone and the
+  // upload, so a commit landing between the two reads cannot look like an expired key.
+  const gone = await db.query<KeyAnswer>(
+    statement(
+      'find_key_answer_or_expired',
       `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
               extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, 0 AS rank
          FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
@@ -61,5 +74,5 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
       [tenantId, key],
     ),
   );
-  return res.rows[0];
+  return gone.rows[0];
 }
