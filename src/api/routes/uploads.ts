@@ -1,6 +1,7 @@
 // POST /v1/uploads and GET /v1/uploads/:id.
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
@@ -18,7 +19,7 @@ import { header, headerValues } from '../headers';
 import { corsHeaders } from '../middleware/cors';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
-import { createRoute, z } from '@hono/zod-openapi';
+
 /** Upload statuses after which nothing more happens to the upload. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
