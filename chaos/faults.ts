@@ -24,6 +24,22 @@ function toxic<T>(pick: (s: ChaosStack) => Proxy, body: (rng: Rng) => Omit<ICrea
   };
 }
 
+/** Latency and connection resets between the services and one of their dependencies. */
+function dependencyFaults(proxy: 'postgres' | 's3', label: string, latencyMs: number): Fault[] {
+  return [
+    {
+      kind: `${proxy}-latency`,
+      what: `${latencyMs} ± 100 ms on every ${label} round trip (latency)`,
+      inject: toxic((s) => s.proxies[proxy], () => ({ type: 'latency', stream: 'downstream', attributes: { latency: latencyMs, jitter: 100 } })),
+    },
+    {
+      kind: `${proxy}-reset`,
+      what: `${label} connections reset by peer (reset_peer)`,
+      inject: toxic((s) => s.proxies[proxy], (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } })),
+    },
+  ];
+}
+
 export const FAULTS: readonly Fault[] = [
   {
     kind: 'api-response-dropped',
@@ -47,26 +63,8 @@ export const FAULTS: readonly Fault[] = [
       };
     },
   },
-  {
-    kind: 'postgres-latency',
-    what: '150 ± 100 ms on every Postgres round trip (latency)',
-    inject: toxic((s) => s.proxies.postgres, () => ({ type: 'latency', stream: 'downstream', attributes: { latency: 150, jitter: 100 } })),
-  },
-  {
-    kind: 'postgres-reset',
-    what: 'Postgres connections reset by peer (reset_peer)',
-    inject: toxic((s) => s.proxies.postgres, (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } })),
-  },
-  {
-    kind: 's3-latency',
-    what: '200 ± 100 ms on S3 traffic (latency)',
-    inject: toxic((s) => s.proxies.s3, () => ({ type: 'latency', stream: 'downstream', attributes: { latency: 200, jitter: 100 } })),
-  },
-  {
-    kind: 's3-reset',
-    what: 'S3 connections reset by peer (reset_peer)',
-    inject: toxic((s) => s.proxies.s3, (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } })),
-  },
+  ...dependencyFaults('postgres', 'Postgres', 150),
+  ...dependencyFaults('s3', 'S3', 200),
   {
     kind: 'kill-worker',
     what: 'SIGKILL of the worker process (restarted by its supervisor)',

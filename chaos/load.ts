@@ -83,11 +83,12 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
   const client = new UploadClient({
     baseUrl: opts.baseUrl,
     token: opts.token,
-    openBody: async (p) => bodies.get(p.idempotencyKey)!,
+    openBody: async (p) => bodies.get(p.id)!,
     backoff: { baseMs: 200, capMs: 3000 },
     attemptTimeoutMs: 30_000,
     waitSeconds: 20,
   });
+  /** Each pending upload's bytes, by its id (a misuse send is its own pending upload). */
   const bodies = new Map<string, Buffer>();
   const records: UploadRecord[] = [];
   const started = Date.now();
@@ -121,10 +122,10 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
     if (plan.misuse && record.answers.length > 0 && !opts.signal.aborted) {
       // Same key, other bytes: a client bug the server must refuse without a trace.
       const other = await bodyOf(plan, 1);
-      const wrong: PendingUpload = { ...pending, sha256: sha256(other), bytes: other.length, idempotencyKey: plan.key };
-      bodies.set(plan.key, other);
+      const wrong: PendingUpload = { ...pending, id: `${plan.key}#misuse`, sha256: sha256(other), bytes: other.length };
+      bodies.set(wrong.id, other);
       const r = await send(wrong, 'misuse', record);
-      bodies.set(plan.key, body);
+      bodies.delete(wrong.id);
       if (r) record.misuse = r;
       else record.unanswered.pop(); // an unanswered misuse is not an unanswered upload
     }

@@ -5,7 +5,6 @@
 // process that dies, or fails to start while a dependency is down, is started again).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import getPort from 'get-port';
 import type { Proxy } from 'toxiproxy-node-client';
@@ -187,8 +186,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
       const restarts = worker.restarts;
       worker = new Supervised('worker', env({ STAGING_GRACE_SECONDS: '0' }), path.join(dir, 'worker.log'));
       worker.restarts = restarts;
-      worker.start();
-      await sleep(1000);
+      worker.start(); // the sweep's task waits on the queue until this worker polls it
     },
     waitForApi,
     async stop() {
@@ -201,4 +199,3 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   return stack;
 }
 
-export type { Supervised };

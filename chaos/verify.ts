@@ -26,7 +26,7 @@ export interface Verdict {
 
 const EVENTS: EventType[] = ['upload.completed', 'upload.processed'];
 
-async function until(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<boolean> {
+async function until(timeoutMs: number, probe: () => Promise<boolean>): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe().catch(() => false)) return true;
@@ -70,7 +70,7 @@ export async function settleAndVerify(opts: {
 
   log(`settling: ${acked.size} acknowledged uploads to reach "processed", then no running workflows`);
   const pending = new Set(acked.values());
-  await until('uploads processed', opts.quiesceMs, async () => {
+  await until(opts.quiesceMs, async () => {
     for (const a of [...pending]) {
       const res = await fetch(`${stack.directApiUrl}/v1/uploads/${a.uploadId}`, { headers: { authorization: `Bearer ${opts.token}` } });
       if (res.ok && ((await res.json()) as { status: string }).status === 'processed') pending.delete(a);
@@ -83,7 +83,7 @@ export async function settleAndVerify(opts: {
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection });
   try {
-    const quiet = await until('no running workflows', opts.quiesceMs, async () =>
+    const quiet = await until(opts.quiesceMs, async () =>
       (await temporal.workflow.count('ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"')).count === 0,
     );
     if (!quiet) v.other.push('workflows still running after the settle period');
@@ -121,7 +121,7 @@ export async function settleAndVerify(opts: {
   const renditions = new Map<string, number>();
   for (const r of await allRenditions(stack.pool)) renditions.set(r.upload_id, (renditions.get(r.upload_id) ?? 0) + 1);
 
-  await until('webhooks delivered', opts.quiesceMs, async () =>
+  await until(opts.quiesceMs, async () =>
     [...acked.values()].every((a) => EVENTS.every((t) => receiver.received.some((w) => w.json.type === t && w.json.data?.uploadId === a.uploadId))),
   );
   v.webhookDeliveries = receiver.received.length;

@@ -2,11 +2,11 @@
 // the same definition (whose request schemas are the ones the handlers validate with), and
 // `/openapi.json` is generated from the merged registry. Handlers validate through the
 // schemas themselves (so every failure gets its catalogue problem), not a generic hook.
-import { OpenAPIHono, type RouteConfig } from '@hono/zod-openapi';
+import { OpenAPIHono, z, type RouteConfig } from '@hono/zod-openapi';
 import type { Handler, MiddlewareHandler } from 'hono';
 import { catalogue, type ErrorCode } from '../errors';
 import type { AppEnv } from './env';
-import { ProblemDetails, WebhookEvent } from './schemas';
+import { IdempotencyKey, ProblemDetails, WebhookEvent } from './schemas';
 
 export function router(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>();
@@ -40,6 +40,26 @@ export function problems(...codes: ErrorCode[]): RouteConfig['responses'] {
 export const retryAfterHeader = { description: 'Seconds to wait before retrying with the same key.', schema: { type: 'string' as const, example: '2' } };
 export const replayedHeader = { description: '`true` when this is the stored answer of an earlier request with the same key.', schema: { type: 'string' as const, enum: ['true'] } };
 export const locationHeader = { description: 'Where the resource (or, for 202, the key to poll) lives.', schema: { type: 'string' as const } };
+
+/** What a JSON POST route answers under the shared Idempotency-Key rule (idempotentRoute). */
+export const IDEMPOTENT_PROBLEMS: ErrorCode[] = ['idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress', 'body_invalid'];
+
+/** The request of a JSON POST route: an optional Idempotency-Key and a body `schema`. */
+export function idempotentJsonRequest(schema: z.ZodType) {
+  return {
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
+    body: { required: true, content: { 'application/json': { schema } } },
+  };
+}
+
+/** A 201 answer (and its replays, marked Idempotent-Replayed), with or without Location. */
+export function createdResponse(description: string, schema: z.ZodType, opts: { location: boolean }) {
+  return {
+    description,
+    headers: { ...(opts.location ? { Location: locationHeader } : {}), 'Idempotent-Replayed': replayedHeader },
+    content: { 'application/json': { schema } },
+  };
+}
 
 /** Every /v1 route can answer these. */
 export const COMMON_V1_PROBLEMS: ErrorCode[] = ['unauthorized', 'database_unavailable', 'internal_error'];

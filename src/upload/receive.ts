@@ -59,7 +59,7 @@ export class UploadReceiver {
     const row = await dependency('database_unavailable', () => findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey));
     if (!row) return undefined;
     // Only complete answers are immutable (a claim by another route has none yet).
-    if (!row.expired && row.response_status !== null) this.deps.answers.remember(req.tenantId, req.idempotencyKey, { ...row, ttl_seconds: Number(row.ttl_seconds) });
+    if (!row.expired && row.response_status !== null) this.deps.answers.remember(req.tenantId, req.idempotencyKey, row);
     return answerFromRow(row, req);
   }
 

@@ -1,15 +1,14 @@
 // POST /admin/tenants: an operator creates a tenant with its first API key. Idempotent like
 // every mutating route (keys under the reserved operator tenant); the answer, which holds
 // the new key, is stored sealed.
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { dependency } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { problems, replayedHeader, route, router } from '../openapi';
-import { CreateTenant, IdempotencyKey, TenantCreated } from '../schemas';
+import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { CreateTenant, TenantCreated } from '../schemas';
 import { apiKeyView } from './api-keys';
-import { IDEMPOTENT_PROBLEMS } from './webhook-endpoints';
 
 const createTenantRoute = createRoute({
   method: 'post',
@@ -17,13 +16,10 @@ const createTenantRoute = createRoute({
   tags: ['operators'],
   summary: 'Create a tenant and its first API key',
   security: [{ adminToken: [] }],
-  request: {
-    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
-    body: { required: true, content: { 'application/json': { schema: CreateTenant } } },
-  },
+  request: idempotentJsonRequest(CreateTenant),
   responses: {
-    201: { description: 'Created; `apiKey.key` is the tenant\'s first bearer token.', headers: { 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: TenantCreated } } },
-    ...problems('unauthorized', 'not_found', 'database_unavailable', 'internal_error', ...IDEMPOTENT_PROBLEMS, 'body_invalid'),
+    201: createdResponse("Created; `apiKey.key` is the tenant's first bearer token.", TenantCreated, { location: false }),
+    ...problems('unauthorized', 'not_found', 'database_unavailable', 'internal_error', ...IDEMPOTENT_PROBLEMS),
   },
 });
 

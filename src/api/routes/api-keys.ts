@@ -7,9 +7,8 @@ import { createApiKey } from '../../tenants';
 import { jsonBody } from '../json-body';
 import type { ApiKeyCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, route, router } from '../openapi';
-import { ApiKeyCreated, ApiKeyList, CreateApiKey, IdempotencyKey, Uuid } from '../schemas';
-import { IDEMPOTENT_PROBLEMS } from './webhook-endpoints';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { ApiKeyCreated, ApiKeyList, CreateApiKey, Uuid } from '../schemas';
 
 export function apiKeyView(k: ApiKeyRow) {
   return { id: k.id, label: k.label, createdAt: k.created_at.toISOString(), revokedAt: k.revoked_at?.toISOString() ?? null };
@@ -21,13 +20,10 @@ const createKeyRoute = createRoute({
   tags: ['api keys'],
   summary: 'Create another API key for the calling tenant',
   security: apiKeyAuth,
-  request: {
-    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
-    body: { required: true, content: { 'application/json': { schema: CreateApiKey } } },
-  },
+  request: idempotentJsonRequest(CreateApiKey),
   responses: {
-    201: { description: 'Created; `key` is the new bearer token.', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: ApiKeyCreated } } },
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'body_invalid'),
+    201: createdResponse('Created; `key` is the new bearer token.', ApiKeyCreated, { location: true }),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS),
   },
 });
 

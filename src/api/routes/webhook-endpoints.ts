@@ -9,14 +9,12 @@ import { dependency, problem } from '../../errors';
 import { webhookSecretContext } from '../../secret-box';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, route, router } from '../openapi';
-import { CreateWebhookEndpoint, IdempotencyKey, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { CreateWebhookEndpoint, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
 
 function view(e: EndpointRow) {
   return { id: e.id, url: e.url, description: e.description, enabled: e.enabled, disabledReason: e.disabled_reason, createdAt: e.created_at.toISOString() };
 }
-
-const IDEMPOTENT_PROBLEMS = ['idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress'] as const;
 
 const createEndpoint = createRoute({
   method: 'post',
@@ -24,13 +22,10 @@ const createEndpoint = createRoute({
   tags: ['webhooks'],
   summary: 'Register a webhook endpoint (returns its signing secret once)',
   security: apiKeyAuth,
-  request: {
-    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
-    body: { required: true, content: { 'application/json': { schema: CreateWebhookEndpoint } } },
-  },
+  request: idempotentJsonRequest(CreateWebhookEndpoint),
   responses: {
-    201: { description: 'Created (or the replayed answer for the same Idempotency-Key).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: WebhookEndpointCreated } } },
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'body_invalid', 'webhook_url_invalid'),
+    201: createdResponse('Created (or the replayed answer for the same Idempotency-Key).', WebhookEndpointCreated, { location: true }),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'webhook_url_invalid'),
   },
 });
 
@@ -52,8 +47,6 @@ const deleteEndpointRoute = createRoute({
   request: { params: z.object({ id: Uuid }) },
   responses: { 204: { description: 'Removed' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
 });
-
-export { IDEMPOTENT_PROBLEMS };
 
 export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; idempotency: IdempotentRouteOptions }) {
   const app = router();

@@ -47,15 +47,12 @@ export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | n
  * second read that also looks for a tombstone or an upload still holding the key. A replay
  * costs one indexed read.
  */
+const KEY_ROW_ANSWER = `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
+         extract(epoch FROM expires_at - now())::float8 AS ttl_seconds`;
+
 export async function findKeyAnswer(db: Queryable, tenantId: string, key: string): Promise<KeyAnswer | undefined> {
   const live = await db.query<KeyAnswer>(
-    statement(
-      'find_key_answer',
-      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
-              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds
-         FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
-      [tenantId, key],
-    ),
+    statement('find_key_answer', `${KEY_ROW_ANSWER} FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`, [tenantId, key]),
   );
   if (live.rows[0]) return live.rows[0];
   // One statement, one snapshot: the key row is read again with the tombstone and the
@@ -63,9 +60,7 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
   const gone = await db.query<KeyAnswer>(
     statement(
       'find_key_answer_or_expired',
-      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
-              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, 0 AS rank
-         FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
+      `${KEY_ROW_ANSWER}, 0 AS rank FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
        UNION ALL
        SELECT fingerprint, upload_id, NULL, NULL, true, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
        UNION ALL
