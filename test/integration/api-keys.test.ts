@@ -138,3 +138,35 @@ describe('/v1/api-keys', () => {
     expect(await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId])).toBe(1);
   });
 });
+
+describe('a request under the key still running (claimed, not yet answered)', () => {
+  it('answers copies 409 with Retry-After, shows processing, and takes over a claim whose request died', async () => {
+    const { tenantId, apiKey } = await stack.createTenant();
+    const db = stack.runtime.pool;
+    // A finished request gives the fingerprint and route of this exact request (the key is not part of either).
+    const done = `claim-done-${randomUUID()}`;
+    expect((await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key: done })).status).toBe(201);
+    const key = `claim-open-${randomUUID()}`;
+    await db.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, created_at, expires_at)
+       SELECT tenant_id, $3, fingerprint, route, now(), expires_at FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
+      [tenantId, done, key],
+    );
+
+    const copy = await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key });
+    expect(copy.status).toBe(409);
+    expect(copy.json.error).toBe('idempotency_in_progress');
+    expect(copy.headers.get('retry-after')).toBe('1');
+    const state = await getJson(`${stack.url}/v1/idempotency-keys/${key}`, apiKey);
+    expect(state.json).toMatchObject({ state: 'processing', workflowId: null });
+    expect(state.headers.get('retry-after')).toBe('1');
+    const keysBefore = await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId]);
+
+    // The claiming request died a while ago: the next copy takes the key over and runs.
+    await db.query(`UPDATE idempotency_keys SET created_at = now() - interval '2 minutes' WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+    const takeover = await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key });
+    expect(takeover.status, takeover.text).toBe(201);
+    expect(await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId])).toBe(keysBefore + 1);
+    expect((await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key })).text).toBe(takeover.text);
+  });
+});

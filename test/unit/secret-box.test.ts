@@ -7,6 +7,7 @@ import { Hono } from 'hono';
 import { expect, it } from 'vitest';
 import { adminAuth } from '../../src/api/middleware/admin-auth';
 import { onError } from '../../src/api/problem-handler';
+import { loadConfig } from '../../src/config';
 import { loadSecretBox, SecretBox } from '../../src/secret-box';
 
 it('round-trips, and refuses another context, another key or a flipped byte', () => {
@@ -51,4 +52,10 @@ it('operator routes are absent without ADMIN_TOKEN and need the exact token with
   expect((await call(app(token))).status).toBe(401);
   expect((await call(app(token), `Bearer ${token}x`)).status).toBe(401);
   expect((await call(app(token), `Bearer ${token}`)).status).toBe(200);
+});
+
+it('refuses a SECRETS_KEY that is not 32 bytes and an ADMIN_TOKEN shorter than 24 characters', () => {
+  expect(() => loadConfig({ SECRETS_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/SECRETS_KEY: must be 32 bytes/);
+  expect(() => loadConfig({ ADMIN_TOKEN: 'too-short' })).toThrow(/ADMIN_TOKEN: must be at least 24 characters/);
+  expect(loadConfig({ SECRETS_KEY: randomBytes(32).toString('base64'), ADMIN_TOKEN: 'x'.repeat(24) }).ADMIN_TOKEN).toBe('x'.repeat(24));
 });
