@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
-import { afterAll, expect, inject, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { FAULTS } from '../../chaos/faults';
 import type { ChaosResult } from '../../chaos/report';
 import { nodeTs } from '../../src/devstack/process';
@@ -20,7 +20,7 @@ it('survives every fault kind with no duplicate and no loss', { timeout: 420_000
   const [cmd, args] = nodeTs(
     path.join(root, 'chaos/run.ts'),
     ...['--uploads', '40', '--duration', '30', '--seed', '11', '--concurrency', '8', '--settle', '180'],
-    ...['--json', json, '--workflow-bundle', inject('stack').workflowBundlePath],
+    ...['--json', json],
   );
   const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(cmd, args, { cwd: root, timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>

@@ -82,7 +82,7 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect(reuse.status).toBe(422);
   // Concurrent requests over the embedded database's shared session.
   const many = await Promise.all(Array.from({ length: 12 }, (_, i) => postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' })));
-  expect(many.map((r) => r.status)).toEqual(Array(12).fill(201));
+  expect(many.map((r) => r.status), many.filter((r) => r.status !== 201).map((r) => r.text).join('\n')).toEqual(Array(12).fill(201));
   // The Temporal UI (served by the embedded dev server) finds the run by its key.
   await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
