@@ -42,25 +42,17 @@ export type LiveKeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response
 export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | null; upload_id: string | null };
 
 /**
- * The replay path's read: the key row (its live answer, or the fact that its TTL passed),
- * one primary-key lookup; only when there is none (a new upload, or an expired key), a
- * second read that also looks for a tombstone or an upload still holding the key. A replay
- * costs one indexed read.
+ * The replay path's read, one statement (one round trip, one snapshot): the key row (its
+ * live answer, or the fact that its TTL passed); or, once it is gone, the tombstone or the
+ * upload that still holds the key (an expired key).
  */
-const KEY_ROW_ANSWER = `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
-         extract(epoch FROM expires_at - now())::float8 AS ttl_seconds`;
-
 export async function findKeyAnswer(db: Queryable, tenantId: string, key: string): Promise<KeyAnswer | undefined> {
-  const live = await db.query<KeyAnswer>(
-    statement('find_key_answer', `${KEY_ROW_ANSWER} FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`, [tenantId, key]),
-  );
-  if (live.rows[0]) return live.rows[0];
-  // One statement, one snapshot: the key row is read again with the tombstone and the
-  // upload, so a commit landing between the two reads cannot look like an expired key.
-  const gone = await db.query<KeyAnswer>(
+  const res = await db.query<KeyAnswer>(
     statement(
-      'find_key_answer_or_expired',
-      `${KEY_ROW_ANSWER}, 0 AS rank FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
+      'find_idempotency_key_answer',
+      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
+              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, 0 AS rank
+         FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
        UNION ALL
        SELECT fingerprint, upload_id, NULL, NULL, true, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
        UNION ALL
@@ -69,5 +61,5 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
       [tenantId, key],
     ),
   );
-  return gone.rows[0];
+  return res.rows[0];
 }
