@@ -1,6 +1,9 @@
 // The Temporal client used by the API, and the classification of its errors.
-import { Client, Connection } from '@temporalio/client';
-import { status as grpcStatus } from '@grpc/grpc-js';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { InterceptingCall, Metadata, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
+
+/** grpc-js does not export this interface by name. */
+type NextCallInterface = ConstructorParameters<typeof InterceptingCall>[0];
 
 export interface TemporalHandle {
   client: Client;
@@ -9,10 +12,50 @@ export interface TemporalHandle {
 }
 
 export async function connectTemporal(address: string, namespace: string): Promise<TemporalHandle> {
+  let closed = false;
   // Lazy: the API starts (and answers 503) even while Temporal is still coming up.
-  const connection = Connection.lazy({ address, connectTimeout: 5_000 });
+  const connection = Connection.lazy({
+    address,
+    connectTimeout: 5_000,
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), closedConnectionGuard(() => closed)],
+  });
   const client = new Client({ connection, namespace });
-  return { client, connection, close: () => connection.close() };
+  return {
+    client,
+    connection,
+    close: async () => {
+      closed = true;
+      await connection.close();
+    },
+  };
+}
+
+/**
+ * The SDK's retry interceptor re-sends a failed call from a timer. If the connection is
+ * closed before that timer fires (a shutdown while Temporal is unreachable), grpc-js throws
+ * "Channel has been shut down" from the timer: an uncaught exception. Placed below the retry
+ * interceptor, this guard ends such a late attempt as CANCELLED, which the retry interceptor
+ * passes to the caller as an ordinary rejected call.
+ */
+export function closedConnectionGuard(isClosed: () => boolean): Interceptor {
+  return (options, nextCall) => new InterceptingCall(isClosed() ? cancelledCall() : nextCall(options));
+}
+
+function cancelledCall(): NextCallInterface {
+  return {
+    start(_metadata, listener) {
+      queueMicrotask(() =>
+        listener?.onReceiveStatus?.({ code: grpcStatus.CANCELLED, details: 'Temporal connection closed', metadata: new Metadata() }),
+      );
+    },
+    cancelWithStatus() {},
+    getPeer: () => 'closed',
+    sendMessageWithContext() {},
+    sendMessage() {},
+    startRead() {},
+    halfClose() {},
+    getAuthContext: () => null,
+  };
 }
 
 /** gRPC status code carried by a Temporal client error, if any. */

@@ -44,7 +44,8 @@ export function healthRoutes(deps: { pool: Pool; temporal: Client; store: Object
   route(app, readyz, async function readiness(c) {
     const [postgres, temporal, objectStore] = await Promise.all([
       check(() => deps.pool.query('SELECT 1')),
-      check(() => deps.temporal.workflowService.getSystemInfo({})),
+      // With a deadline, so a check that timed out does not keep retrying in the background.
+      check(() => deps.temporal.connection.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => deps.temporal.workflowService.getSystemInfo({}))),
       check(() => deps.store.probe()),
     ]);
     const checks = { postgres, temporal, objectStore };
