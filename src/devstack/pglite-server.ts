@@ -4,6 +4,16 @@ import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { mkdirSync } from 'node:fs';
 
+/**
+ * Connections a process opens to the embedded database. PGlite is one backend session;
+ * its socket server interleaves the protocol messages of concurrent connections and,
+ * with several connections running transactions at once, stalls for good (measured: 40
+ * mixed transactions over 10 connections never finish). One connection makes `pg`'s pool
+ * queue the work instead. No code awaits a second connection inside a transaction, so
+ * one is enough.
+ */
+export const EMBEDDED_POOL_SIZE = 1;
+
 export interface EmbeddedPostgres {
   url: string;
   stop(): Promise<void>;
