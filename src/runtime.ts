@@ -12,6 +12,7 @@ import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';
 import { createPool, usePreparedStatements, type Pool } from './db/pool';
+import { pollingOnly, UploadProcessedListener } from './db/upload-processed';
 import { loadSecretBox } from './secret-box';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
@@ -162,7 +163,10 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   if (role !== 'worker') {
     const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
     cleanups.push(() => temporal.close());
-    const app = createApp({ config, pool, store, temporal: temporal.client, log, box });
+    // PGlite's one session cannot hold a LISTEN beside the pool's connection: poll there.
+    const processed = config.DATABASE_URL ? await UploadProcessedListener.start(config.DATABASE_URL, log) : pollingOnly();
+    cleanups.push(() => processed.close());
+    const app = createApp({ config, pool, store, temporal: temporal.client, log, box, processed });
     httpApp = app;
     const port = await new Promise<number>((resolve) => {
       server = serve(

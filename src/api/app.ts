@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Pool } from '../db/pool';
+import type { ProcessedSignal } from '../db/upload-processed';
 import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
 import { AnswerCache } from '../upload/answer-cache';
@@ -34,10 +35,12 @@ export interface AppDeps {
   log: Logger;
   /** Seals stored answers of the non-upload mutating routes. */
   box: SecretBox;
+  /** Wakes `GET /v1/uploads/{id}?wait` when its upload is processed. */
+  processed: ProcessedSignal;
 }
 
 export function createApp(deps: AppDeps) {
-  const { config, pool, store, temporal, log, box } = deps;
+  const { config, pool, store, temporal, log, box, processed } = deps;
   const receiver = new UploadReceiver({
     pool,
     store,
@@ -75,7 +78,7 @@ export function createApp(deps: AppDeps) {
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new ApiKeyCache();
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
-  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config }));
+  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache }));

@@ -1,10 +1,10 @@
 // POST /v1/uploads and GET /v1/uploads/:id.
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
+import type { ProcessedSignal } from '../../db/upload-processed';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
 import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
@@ -25,8 +25,8 @@ export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
 const DRAIN_LIMIT = 64 * 1024;
 
-export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config }) {
-  const { receiver, pool, config } = deps;
+export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config; processed: ProcessedSignal }) {
+  const { receiver, pool, config, processed: signal } = deps;
   const app = router();
 
   route(app, createUploadRoute, async function createUpload(c) {
@@ -62,13 +62,25 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
     const deadline = Date.now() + waitMs;
     for (;;) {
-      const row = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
-      if (!row) throw problem('not_found', 'No such upload.');
-      if (TERMINAL_STATUSES.has(row.status) || Date.now() >= deadline) {
+      // Subscribed before the read: a commit between the read and the wait still wakes us.
+      const processed = waitMs > 0 ? signal.subscribe(id, Math.max(0, Math.min(signal.pollMs, deadline - Date.now()))) : undefined;
+      let row: UploadRow | undefined;
+      try {
+        row = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
+      } catch (err) {
+        processed?.cancel();
+        throw err;
+      }
+      if (!row) {
+        processed?.cancel();
+        throw problem('not_found', 'No such upload.');
+      }
+      if (TERMINAL_STATUSES.has(row.status) || Date.now() >= deadline || !processed) {
+        processed?.cancel();
         const [renditions, deliveries] = await dependency('database_unavailable', () => Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]));
         return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
       }
-      await sleep(Math.min(250, deadline - Date.now()));
+      await processed.outcome;
     }
   });
 

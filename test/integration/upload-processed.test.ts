@@ -1,0 +1,98 @@
+// The LISTEN side of `GET /v1/uploads/{id}?wait` against real PostgreSQL: a committed move
+// to 'processed' wakes exactly that upload's waiters, a rolled-back one wakes nobody, and a
+// listener whose connection is killed comes back and hears the next commit.
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { createPool, withTransaction, type Pool } from '../../src/db/pool';
+import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
+import { UploadProcessedListener } from '../../src/db/upload-processed';
+import { createDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { createTenant } from '../../src/tenants';
+import { uniqueName } from '../helpers/stack';
+import { eventually } from '../helpers/inspect';
+
+const shared = inject('stack');
+const name = uniqueName('notify');
+let pool: Pool;
+let listener: UploadProcessedListener;
+let tenantId: string;
+
+beforeAll(async () => {
+  const url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
+  pool = createPool(url, 2);
+  tenantId = (await createTenant(pool, 'notify')).tenantId;
+  listener = await UploadProcessedListener.start(url, pino({ level: 'silent' }));
+});
+
+afterAll(async () => {
+  await listener?.close();
+  await pool?.end();
+  await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+});
+
+async function newUpload(): Promise<string> {
+  const id = randomUUID();
+  await insertUploadIfAbsent(pool, {
+    id, tenant_id: tenantId, idempotency_key: `k-${id}`, workflow_id: `upload/${tenantId}/k-${id}`,
+    storage_key: `objects/${id}`, sha256: '0'.repeat(64), content_type: 'text/plain', file_name: null, bytes: 1,
+  });
+  return id;
+}
+
+const markProcessed = (id: string) => pool.query(`UPDATE uploads SET status = 'processed', processed_at = now() WHERE id = $1`, [id]);
+
+it('wakes the waiters of the upload whose move to processed commits, and nobody else', async () => {
+  expect(listener.isListening).toBe(true);
+  const [a, b] = [await newUpload(), await newUpload()];
+  const waitA = listener.subscribe(a, 60_000);
+  const waitA2 = listener.subscribe(a, 60_000);
+  const waitB = listener.subscribe(b, 1_500);
+  await markProcessed(a);
+  expect(await waitA.outcome).toBe('processed');
+  expect(await waitA2.outcome).toBe('processed');
+  expect(await waitB.outcome).toBe('timeout');
+});
+
+it('wakes nobody for a rolled-back update or one that leaves the status as it was', async () => {
+  const id = await newUpload();
+  const rolledBack = listener.subscribe(id, 1_500);
+  await withTransaction(pool, async (tx) => {
+    await tx.query(`UPDATE uploads SET status = 'processed' WHERE id = $1`, [id]);
+    throw new Error('roll back');
+  }).catch(() => {});
+  expect(await rolledBack.outcome).toBe('timeout');
+
+  const first = listener.subscribe(id, 60_000);
+  await markProcessed(id);
+  expect(await first.outcome).toBe('processed'); // its notification is out of the way
+  const again = listener.subscribe(id, 1_500);
+  await markProcessed(id); // already processed: the trigger's WHEN skips it
+  expect(await again.outcome).toBe('timeout');
+});
+
+it('reconnects after its connection is killed and hears the next commit', async () => {
+  const killed = await pool.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`,
+  );
+  expect(killed.rowCount).toBe(1);
+  await eventually(async () => !listener.isListening, 10_000);
+  expect(listener.pollMs).toBeLessThan(1_000); // waiters poll quickly while it is down
+  await eventually(async () => listener.isListening, 30_000);
+  const id = await newUpload();
+  const wait = listener.subscribe(id, 60_000);
+  await markProcessed(id);
+  expect(await wait.outcome).toBe('processed');
+});
+
+it('a cancelled subscription neither resolves nor keeps its upload registered', async () => {
+  const id = await newUpload();
+  const sub = listener.subscribe(id, 60_000);
+  sub.cancel();
+  const later = listener.subscribe(id, 60_000);
+  await markProcessed(id);
+  expect(await later.outcome).toBe('processed');
+  const settled = await Promise.race([sub.outcome, new Promise((r) => setTimeout(() => r('pending'), 500))]);
+  expect(settled).toBe('pending');
+});
