@@ -8,6 +8,7 @@ import { startServices } from './lib/services';
 import { ratioChart } from './lib/chart';
 import { largeUpload } from './large-upload';
 import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
+import { waitWakeup } from './wait-wakeup';
 
 const { values } = parseArgs({
   options: {
@@ -19,7 +20,7 @@ const { values } = parseArgs({
   },
 });
 
-const all = ['large', 'replay', 'small', 'storm'];
+const all = ['large', 'replay', 'small', 'storm', 'wait'];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -31,6 +32,7 @@ try {
   if (wanted.has('replay')) results.push(await replayPath(services, { seconds, rounds, connections }));
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
+  if (wanted.has('wait')) results.push(await waitWakeup(services, { rounds }));
 } finally {
   await services.stop();
 }

@@ -164,7 +164,8 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
     cleanups.push(() => temporal.close());
     // PGlite's one session cannot hold a LISTEN beside the pool's connection: poll there.
-    const processed = config.DATABASE_URL ? await UploadProcessedListener.start(config.DATABASE_URL, log) : pollingOnly();
+    const processed =
+      config.DATABASE_URL && config.UPLOAD_WAIT_LISTEN ? await UploadProcessedListener.start(config.DATABASE_URL, log) : pollingOnly();
     cleanups.push(() => processed.close());
     const app = createApp({ config, pool, store, temporal: temporal.client, log, box, processed });
     httpApp = app;

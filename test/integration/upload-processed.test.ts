@@ -3,11 +3,12 @@
 // listener whose connection is killed comes back and hears the next commit.
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createPool, withTransaction, type Pool } from '../../src/db/pool';
 import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
-import { UploadProcessedListener } from '../../src/db/upload-processed';
+import { pollingOnly, UploadProcessedListener } from '../../src/db/upload-processed';
+import { awaitProcessed } from '../../src/upload/await-processed';
 import { createDatabase, dropDatabase } from '../../src/devstack/postgres';
 import { createTenant } from '../../src/tenants';
 import { uniqueName } from '../helpers/stack';
@@ -95,4 +96,37 @@ it('a cancelled subscription neither resolves nor keeps its upload registered', 
   expect(await later.outcome).toBe('processed');
   const settled = await Promise.race([sub.outcome, new Promise((r) => setTimeout(() => r('pending'), 500))]);
   expect(settled).toBe('pending');
+});
+
+describe('awaitProcessed (the ?wait loop)', () => {
+  const deps = () => ({ pool, signal: pollingOnly(100) });
+
+  it('returns the row once processed with no notifications at all (UPLOAD_WAIT_LISTEN=false)', async () => {
+    const id = await newUpload();
+    const waiting = awaitProcessed(deps(), tenantId, id, 30_000);
+    await markProcessed(id);
+    expect((await waiting)?.status).toBe('processed');
+  });
+
+  it('returns the row as it is when the wait runs out, and nothing for an unknown or foreign id', async () => {
+    const id = await newUpload();
+    expect((await awaitProcessed(deps(), tenantId, id, 300))?.status).toBe('committed');
+    expect((await awaitProcessed(deps(), tenantId, id, 0))?.status).toBe('committed');
+    expect(await awaitProcessed(deps(), tenantId, randomUUID(), 300)).toBeUndefined();
+    const other = (await createTenant(pool, 'other')).tenantId;
+    expect(await awaitProcessed(deps(), other, id, 300)).toBeUndefined();
+  });
+
+  it('answers on the notification with the listener, without waiting out its poll interval', async () => {
+    const id = await newUpload();
+    const slowPoll = await UploadProcessedListener.start(pool.options.connectionString!, pino({ level: 'silent' }), { pollMs: 120_000 });
+    try {
+      const waiting = awaitProcessed({ pool, signal: slowPoll }, tenantId, id, 60_000);
+      await eventually(async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`)).rowCount === 2, 10_000);
+      await markProcessed(id);
+      expect((await waiting)?.status).toBe('processed');
+    } finally {
+      await slowPoll.close();
+    }
+  }, 30_000);
 });

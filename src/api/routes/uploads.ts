@@ -5,10 +5,11 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import type { ProcessedSignal } from '../../db/upload-processed';
-import { findUpload, type UploadRow } from '../../db/queries/uploads';
+import type { UploadRow } from '../../db/queries/uploads';
 import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
+import { awaitProcessed } from '../../upload/await-processed';
 import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../upload/request-headers';
@@ -20,8 +21,6 @@ import { corsHeaders } from '../middleware/cors';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
 
-/** Upload statuses after which nothing more happens to the upload. */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
 const DRAIN_LIMIT = 64 * 1024;
 
@@ -60,28 +59,10 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
     const id = c.req.param('id')!;
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      // Subscribed before the read: a commit between the read and the wait still wakes us.
-      const processed = waitMs > 0 ? signal.subscribe(id, Math.max(0, Math.min(signal.pollMs, deadline - Date.now()))) : undefined;
-      let row: UploadRow | undefined;
-      try {
-        row = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
-      } catch (err) {
-        processed?.cancel();
-        throw err;
-      }
-      if (!row) {
-        processed?.cancel();
-        throw problem('not_found', 'No such upload.');
-      }
-      if (TERMINAL_STATUSES.has(row.status) || Date.now() >= deadline || !processed) {
-        processed?.cancel();
-        const [renditions, deliveries] = await dependency('database_unavailable', () => Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]));
-        return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
-      }
-      await processed.outcome;
-    }
+    const row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
+    if (!row) throw problem('not_found', 'No such upload.');
+    const [renditions, deliveries] = await dependency('database_unavailable', () => Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]));
+    return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
   });
 
   return app;
