@@ -1,4 +1,4 @@
 // Entry point of the workflow bundle.
-export { uploadWorkflow, offerCopyUpdate, acceptedAttemptQuery } from './upload';
+export { uploadWorkflow, offerCopyUpdate } from './upload';
 export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';

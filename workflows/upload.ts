@@ -6,7 +6,6 @@ import {
   ParentClosePolicy,
   allHandlersFinished,
   condition,
-  defineQuery,
   defineUpdate,
   patched,
   proxyActivities,
@@ -32,8 +31,6 @@ export interface UploadWorkflowInput extends UploadRequest {
 }
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
-/** Which attempt's copy became the upload (null while none has): lets the API tidy up. */
-export const acceptedAttemptQuery = defineQuery<string | null>('acceptedAttempt');
 
 const commitOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
@@ -65,7 +62,6 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   const uploadId = uuid4();
   let accepted: StagedCopy | undefined;
 
-  setHandler(acceptedAttemptQuery, () => accepted?.attemptId ?? null);
   setHandler(
     offerCopyUpdate,
     (copy) => {

@@ -2,7 +2,8 @@
 //   replay    – a completed key answers from Postgres without reading the body;
 //   receive   – the body streams to this attempt's own object, counted and hashed;
 //   offer     – Update-with-Start hands the copy to the key's workflow (first copy wins);
-//   await     – the caller waits for the workflow's answer, bounded by its wait budget.
+//   await     – the caller waits for the workflow's answer, bounded by its wait budget;
+//   settle    – the copy is deleted only once the committed answer names another object.
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
@@ -12,7 +13,6 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
-  QueryNotRegisteredError,
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -28,11 +28,11 @@ import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
 import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
-import { acceptedAttemptQuery, offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
+import { offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
-const RECONCILE_INTERVAL_MS = 2_000;
-const RECONCILE_ATTEMPTS = 150;
+const SETTLE_INTERVAL_MS = 2_000;
+const SETTLE_ATTEMPTS = 150;
 
 export interface ReceiveDeps {
   pool: Pool;
@@ -70,11 +70,10 @@ export class UploadReceiver {
     try {
       outcome = await this.offer(req, workflowId, copy);
     } catch (err) {
-      // Only a definite refusal frees the copy. When the outcome is unknown (deadline,
-      // connection lost) the workflow may have accepted it: keep it; housekeeping removes
-      // it later if no upload ever references it.
+      // Only a definite refusal (no run's handler ever saw the copy) frees it at once.
+      // When the outcome is unknown (deadline, connection lost) the copy may be the upload.
       if (!(err instanceof OfferRefused)) {
-        this.reconcileLater(workflowId, copy);
+        this.settleLater(req, workflowId, copy);
         throw err;
       }
       await this.discard(copy);
@@ -85,8 +84,15 @@ export class UploadReceiver {
       }
       throw err.answer;
     }
-    if (outcome === 'not_needed') await this.discard(copy);
-    return this.await(req, workflowId, waitMs, outcome === 'not_needed');
+    const result = await this.await(req, workflowId, waitMs, outcome === 'not_needed');
+    // Which copy is the upload is what the records transaction committed, not the offer's
+    // answer: a workflow task that ran the commit and was then lost (worker killed, task
+    // timed out) may have committed a copy that the task re-run from history calls
+    // not_needed (seen in the long chaos run). So a copy goes only once the committed
+    // answer names another.
+    if (result.kind === 'answer') await this.settle(copy, result.response.body);
+    else this.settleLater(req, workflowId, copy);
+    return result;
   }
 
   /** Phase "receive": stream the body to this attempt's own object. */
@@ -202,27 +208,31 @@ export class UploadReceiver {
     }
   }
 
+  /** Deletes the copy unless the committed answer (`body`) names it as the upload. */
+  private async settle(copy: StagedCopy, body: string): Promise<void> {
+    if (committedStorageKey(body) !== copy.storageKey) await this.discard(copy);
+  }
+
   /**
-   * After an offer whose outcome is unknown, asks the workflow (once Temporal answers)
-   * whether it took this copy, and deletes the copy if it did not. Bounded; anything
-   * still unresolved is left to housekeeping.
+   * Settles the copy once the key's answer is committed (read from Postgres), or deletes it
+   * once the key's run has ended without one. Bounded; anything still open is left to
+   * housekeeping, which removes objects no upload references.
    */
-  private reconcileLater(workflowId: string, copy: StagedCopy, attempt = 0): void {
-    if (attempt >= RECONCILE_ATTEMPTS) return;
+  private settleLater(req: UploadRequest, workflowId: string, copy: StagedCopy, attempt = 0): void {
+    if (attempt >= SETTLE_ATTEMPTS) return;
     const timer = setTimeout(async () => {
       try {
-        const handle = this.deps.temporal.workflow.getHandle(workflowId);
-        const accepted = await this.deps.temporal.withDeadline(Date.now() + 5_000, () => handle.query(acceptedAttemptQuery));
-        if (accepted === copy.attemptId) return;
-        if (accepted !== null) return void (await this.discard(copy));
-        const { status } = await handle.describe();
-        if (status.name !== 'RUNNING') return void (await this.discard(copy));
+        const row = await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey);
+        if (row?.expired) return; // long gone: housekeeping decides from the upload rows
+        if (row && row.response_status !== null) return void (await this.settle(copy, row.response_body));
+        const { status } = await this.deps.temporal.withDeadline(Date.now() + 5_000, () => this.deps.temporal.workflow.getHandle(workflowId).describe());
+        // Failed, timed out, terminated or cancelled: no answer was committed from any copy.
+        if (status.name !== 'RUNNING' && status.name !== 'COMPLETED') return void (await this.discard(copy));
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return void (await this.discard(copy));
-        if (err instanceof QueryNotRegisteredError) return; // a run from before the query existed
       }
-      this.reconcileLater(workflowId, copy, attempt + 1);
-    }, RECONCILE_INTERVAL_MS);
+      this.settleLater(req, workflowId, copy, attempt + 1);
+    }, SETTLE_INTERVAL_MS);
     timer.unref();
   }
 
@@ -247,6 +257,16 @@ function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {
   }
   if (row.fingerprint !== req.fingerprint) throw reuseProblem();
   return { kind: 'answer', response: { status: row.response_status, body: row.response_body, uploadId: row.upload_id }, replayed: true };
+}
+
+/** The object a committed answer names (absent for a recorded rejection). */
+function committedStorageKey(body: string): string | undefined {
+  try {
+    const key = (JSON.parse(body) as { storageKey?: unknown }).storageKey;
+    return typeof key === 'string' ? key : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function reuseProblem(): Problem {
