@@ -9,7 +9,7 @@ import { audit } from './audit';
 import { loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
 import { createPool, usePreparedStatements, type Pool } from './db/pool';
-import { EMBEDDED_POOL_SIZE, startPglite } from './devstack/pglite-server';
+import { createEmbeddedPool, startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
 import { defaultOutboxPath, EXIT, runUpload, type UploadCommandOptions } from './client/cli-upload';
@@ -29,7 +29,7 @@ async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Prom
     embedded = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     url = embedded.url;
   }
-  const pool = createPool(url, config.DATABASE_URL ? 2 : EMBEDDED_POOL_SIZE);
+  const pool = config.DATABASE_URL ? createPool(url, 2) : createEmbeddedPool(url);
   return {
     pool,
     async close() {

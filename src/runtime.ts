@@ -66,22 +66,22 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   const cleanups: (() => Promise<unknown>)[] = [];
 
   let databaseUrl = config.DATABASE_URL;
-  let poolSize = config.DATABASE_POOL_SIZE;
+  let embeddedPool: Pool | undefined;
   if (!databaseUrl) {
     // Heavy modules load only for the roles and back-ends that use them: an API replica
     // never loads the worker runtime, PGlite or the dev-server launcher.
-    const { startPglite, EMBEDDED_POOL_SIZE } = await import('./devstack/pglite-server');
+    const { startPglite, createEmbeddedPool } = await import('./devstack/pglite-server');
     const pg = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     cleanups.push(() => pg.stop());
-    poolSize = EMBEDDED_POOL_SIZE;
     databaseUrl = pg.url;
+    embeddedPool = createEmbeddedPool(pg.url);
     usePreparedStatements(false);
     // Lets `oncely` commands reach this process's embedded database while it runs.
     await writeFile(path.join(config.DATA_DIR, 'database-url'), pg.url);
     cleanups.push(() => rm(path.join(config.DATA_DIR, 'database-url'), { force: true }));
     log.info('embedded PGlite database under %s', path.join(config.DATA_DIR, 'pglite'));
   }
-  const pool = createPool(databaseUrl, poolSize);
+  const pool = embeddedPool ?? createPool(databaseUrl, config.DATABASE_POOL_SIZE);
   cleanups.push(() => pool.end());
   await migrate(pool);
 

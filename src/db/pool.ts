@@ -5,12 +5,13 @@ import pg from 'pg';
 export type Pool = pg.Pool;
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
-export function createPool(connectionString: string, max = 10): Pool {
+export function createPool(connectionString: string, max = 10, opts: { connectionTimeoutMs?: number } = {}): Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
-    // Fail fast when the database is unreachable so the API can answer 503 promptly.
-    connectionTimeoutMillis: 5_000,
+    // Fail fast when the database is unreachable so the API can answer 503 promptly. (It
+    // also bounds a request's wait for a free connection.)
+    connectionTimeoutMillis: opts.connectionTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection must not crash the process; the next query

@@ -3,6 +3,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { mkdirSync } from 'node:fs';
+import { createPool, type Pool } from '../db/pool';
 
 /**
  * Connections a process opens to the embedded database. PGlite is one backend session;
@@ -13,6 +14,14 @@ import { mkdirSync } from 'node:fs';
  * one is enough.
  */
 export const EMBEDDED_POOL_SIZE = 1;
+
+/**
+ * The pool for the embedded database: one connection, and a long bound on waiting for it,
+ * since queueing is the point (the database runs in this process; it is never unreachable).
+ */
+export function createEmbeddedPool(url: string): Pool {
+  return createPool(url, EMBEDDED_POOL_SIZE, { connectionTimeoutMs: 60_000 });
+}
 
 export interface EmbeddedPostgres {
   url: string;

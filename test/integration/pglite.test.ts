@@ -1,18 +1,18 @@
-// The embedded database under concurrent work, as the embedded default runs it: a pool of
-// EMBEDDED_POOL_SIZE connections to PGlite's socket server. Transactions mixed with single
-// statements all finish, each with its own answer (with ten connections this stalls).
+// The embedded database under concurrent work, as the embedded default runs it: the pool
+// from createEmbeddedPool (one connection) on PGlite's socket server. Transactions mixed
+// with single statements all finish, each with its own answer (ten connections stall).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
 import { expect, it } from 'vitest';
-import { createPool, withTransaction } from '../../src/db/pool';
-import { EMBEDDED_POOL_SIZE, startPglite } from '../../src/devstack/pglite-server';
+import { withTransaction } from '../../src/db/pool';
+import { createEmbeddedPool, startPglite } from '../../src/devstack/pglite-server';
 
 it('finishes 300 concurrent transactions and statements, each with its own answer', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-pglite-test-'));
   const db = await startPglite(dir, await getPort({ host: '127.0.0.1' }));
-  const pool = createPool(db.url, EMBEDDED_POOL_SIZE);
+  const pool = createEmbeddedPool(db.url);
   try {
     await pool.query('CREATE TABLE t (id int PRIMARY KEY, v text NOT NULL)');
     const outcomes = await Promise.all(
