@@ -106,7 +106,7 @@ export class UploadProcessedListener implements ProcessedSignal {
     return this.listening ? this.listeningPollMs : this.fallbackPollMs;
   }
 
-  /** True while the LISTEN connection is up (tests and readiness use it). */
+  /** True while the LISTEN connection is up. */
   get isListening(): boolean {
     return this.listening;
   }

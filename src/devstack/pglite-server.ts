@@ -13,7 +13,7 @@ import { createPool, type Pool } from '../db/pool';
  * queue the work instead. No code awaits a second connection inside a transaction, so
  * one is enough.
  */
-export const EMBEDDED_POOL_SIZE = 1;
+const EMBEDDED_POOL_SIZE = 1;
 
 /**
  * The pool for the embedded database: one connection, and a long bound on waiting for it,

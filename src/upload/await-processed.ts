@@ -6,7 +6,7 @@ import type { ProcessedSignal } from '../db/upload-processed';
 import { dependency } from '../errors';
 
 /** Upload statuses after which nothing more happens to the upload. */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
+const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
 
 /** The row once terminal or when `waitMs` has passed; undefined when there is no such upload. */
 export async function awaitProcessed(

@@ -84,7 +84,13 @@ export class UploadReceiver {
       }
       throw err.answer;
     }
-    const result = await this.await(req, workflowId, waitMs, outcome === 'not_needed');
+    let result: UploadOutcome;
+    try {
+      result = await this.await(req, workflowId, waitMs, outcome === 'not_needed');
+    } catch (err) {
+      this.settleLater(req, workflowId, copy); // e.g. the run failed: nothing names the copy
+      throw err;
+    }
     // Which copy is the upload is what the records transaction committed, not the offer's
     // answer: a workflow task that ran the commit and was then lost (worker killed, task
     // timed out) may have committed a copy that the task re-run from history calls

@@ -1,7 +1,8 @@
-// A run that fails after accepting the request's copy (here: the staged object vanished
-// before the commit) answers 503 upload_failed — nothing recorded — and a retry with the
-// same key starts afresh and stores the upload once.
+// A run that fails after accepting the request's copy (here: the staged object was cut
+// short before the commit) answers 503 upload_failed — nothing recorded — and a retry with
+// the same key starts afresh and stores the upload once; the failed run's copy is removed.
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startRuntime, type Runtime } from '../../src/runtime';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
@@ -32,10 +33,11 @@ it('answers 503 upload_failed when the run fails, and a retry with the key store
   const body = Buffer.from('this copy will vanish before its commit');
   const first = postUpload(stack.url, { apiKey: tenant.apiKey, key, body, prefer: 'wait=60' });
 
-  // The attempt's object is staged and the run started; take the object away.
+  // The attempt's object is staged and the run started; cut it short (the commit refuses it).
   const staged = await eventually(async () => (await listKeys(stack.s3, keyStoragePrefix(tenant.tenantId, key)))[0]);
   await eventually(async () => (await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe().then(() => true, () => false)) || undefined);
-  await stack.s3.delete(staged);
+  const cut = body.subarray(0, 10);
+  await stack.s3.put(staged, Readable.from([cut]), { contentType: 'application/octet-stream', contentLength: cut.length });
   worker = await startRuntime(stack.config, 'worker', { workflowBundlePath: inject('stack').workflowBundlePath });
 
   const failed = await first;
@@ -50,4 +52,10 @@ it('answers 503 upload_failed when the run fails, and a retry with the key store
   const replay = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body });
   expect(replay.text).toBe(retry.text);
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(1);
+  // The failed attempt's copy goes once the committed answer names the retry's: one object left.
+  const left = await eventually(async () => {
+    const objects = await listKeys(stack.s3, keyStoragePrefix(tenant.tenantId, key));
+    return objects.length === 1 ? objects : undefined;
+  });
+  expect(left).toEqual([retry.json.storageKey]);
 });

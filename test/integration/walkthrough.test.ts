@@ -140,6 +140,27 @@ describe('POST /v1/uploads walk-through', () => {
     expect(JSON.parse(again.text)).toEqual(polled.json.response);
   });
 
+  it('under respond-async, keeps the committed copy of two and removes the other once the answer is committed', async () => {
+    const key = newKey();
+    const file = Buffer.from('two async copies');
+    const answers = await Promise.all([0, 1].map(() => postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, prefer: 'respond-async' })));
+    // A copy arriving after the commit is replayed (201) without staging anything.
+    expect(answers.every((a) => a.status === 202 || (a.status === 201 && a.headers.get('idempotent-replayed') === 'true')), answers.map((a) => a.text).join('\n')).toBe(true);
+    expect(answers.some((a) => a.status === 202)).toBe(true);
+    // A 202's request did not know the outcome when it answered; it settles its copy from the key row.
+    const committed = await eventually(async () => {
+      const polled = await getJson(`${stack.url}/v1/idempotency-keys/${encodeURIComponent(key)}`, tenant.apiKey);
+      return polled.json.state === 'completed' ? (polled.json.response.storageKey as string) : undefined;
+    });
+    const left = await eventually(async () => {
+      const objects = await listKeys(stack.s3, `tenants/${tenant.tenantId}/keys/`);
+      const forKey = objects.filter((o) => o.startsWith(committed.slice(0, committed.lastIndexOf('/') + 1)));
+      return forKey.length === 1 ? forKey : undefined;
+    });
+    expect(left).toEqual([committed]);
+    expect(sha256(await readObject(stack.s3, committed))).toBe(sha256(file));
+  });
+
   it('records a content rejection once and replays it like a success', async () => {
     const key = newKey();
     const notPng = Buffer.from('this is plain text, not a PNG');

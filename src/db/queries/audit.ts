@@ -20,8 +20,8 @@ export async function duplicateUploadsPerKey(db: Queryable): Promise<{ tenant_id
   return res.rows;
 }
 
-/** Key rows and upload rows that disagree about tenant, key or upload (tenancy and pairing). */
 /**
+ * Key rows and upload rows that disagree about tenant, key or upload (tenancy and pairing).
  * `keyRetentionSeconds` (key TTL + tombstone TTL): an upload older than that has
  * legitimately outlived both its key row and its tombstone; null checks every upload.
  */
