@@ -1,5 +1,5 @@
 # Oncely application image: one image, two roles (api, worker) chosen by the command.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./

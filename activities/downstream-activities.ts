@@ -13,7 +13,8 @@ import type { Pool } from '../src/db/pool';
 import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
 import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
 import type { DownstreamInput, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
-import { assertDeliverableUrl, DisallowedUrlError } from '../src/downstream/url-guard';
+import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
+import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
 import { transcodeFile, type Presets } from '../src/media/transcode';
 import type { ObjectStore } from '../src/storage/store';
@@ -24,7 +25,8 @@ export interface DownstreamActivityDeps {
   pool: Pool;
   store: ObjectStore;
   presets: Presets;
-  webhook: { allowPrivateNetworks: boolean; timeoutMs: number };
+  /** `resolve` replaces the system resolver (tests). */
+  webhook: { allowPrivateNetworks: boolean; timeoutMs: number; resolve?: Resolver };
   /** Opens endpoints' signing secrets, stored sealed. */
   secrets: SecretBox;
 }
@@ -34,6 +36,7 @@ export function renditionKey(tenantId: string, uploadId: string, name: string, f
 }
 
 export function createDownstreamActivities({ pool, store, presets, webhook, secrets }: DownstreamActivityDeps) {
+  const http = new WebhookHttp(webhook);
   return {
     async transcode(input: DownstreamInput): Promise<TranscodeResult> {
       const ctx = Context.current();
@@ -81,13 +84,17 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       if (!endpoint) return 'endpoint_gone';
       if (!endpoint.enabled) return 'endpoint_disabled';
       const attempt = { eventId: event.id, endpointId, tenantId: event.tenantId, uploadId: event.uploadId, eventType: event.type };
-      try {
-        await assertDeliverableUrl(endpoint.url, { allowPrivateNetworks: webhook.allowPrivateNetworks });
-      } catch (err) {
-        if (!(err instanceof DisallowedUrlError)) throw err;
+      const refuse = async (err: DisallowedUrlError) => {
         await recordAttempt(pool, { ...attempt, status: null, error: err.message, delivered: false });
         await disableEndpoint(pool, endpointId, `target not allowed: ${err.message}`);
-        return 'endpoint_disabled';
+        metrics.webhookDeliveries.inc({ result: 'refused' });
+        return 'endpoint_disabled' as const;
+      };
+      try {
+        await assertDeliverableUrl(endpoint.url, webhook);
+      } catch (err) {
+        if (!(err instanceof DisallowedUrlError)) throw err;
+        return refuse(err);
       }
       const payload = JSON.stringify({ type: event.type, timestamp, data: event.data });
       const sentAt = new Date();
@@ -98,12 +105,13 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
         'webhook-signature': new Webhook(secrets.open(endpoint.secret, webhookSecretContext(endpoint.id))).sign(event.id, sentAt, payload),
       };
-      let response: Response;
+      let response: WebhookAnswer;
       try {
-        response = await fetch(endpoint.url, { method: 'POST', headers, body: payload, redirect: 'manual', signal: AbortSignal.timeout(webhook.timeoutMs) });
-        await response.body?.cancel().catch(() => {});
+        response = await http.post({ url: endpoint.url, headers, body: payload, timeoutMs: webhook.timeoutMs });
       } catch (err) {
-        const message = (err as Error).name === 'TimeoutError' ? `no answer within ${webhook.timeoutMs} ms` : String((err as Error).cause ?? (err as Error).message);
+        // The name resolved somewhere else at connection time (DNS rebinding): not sent.
+        if (err instanceof DisallowedUrlError) return refuse(err);
+        const message = deliveryErrorMessage(err, webhook.timeoutMs);
         await recordAttempt(pool, { ...attempt, status: null, error: message, delivered: false });
         metrics.webhookDeliveries.inc({ result: 'unreachable' });
         throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, 'webhook_unreachable');
@@ -120,7 +128,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       throw ApplicationFailure.create({
         message: `endpoint ${endpointId} answered ${response.status}`,
         type: 'webhook_rejected',
-        nextRetryDelay: retryAfterMs(response.headers.get('retry-after')),
+        nextRetryDelay: retryAfterMs(response.retryAfter),
       });
     },
 
@@ -130,6 +138,18 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       await markProcessed(pool, uploadId);
     },
   };
+}
+
+/**
+ * What a failed attempt records (tenants read it in the upload's deliveries): the kind of
+ * failure, never the resolved address or the library's message that would carry it.
+ */
+function deliveryErrorMessage(err: unknown, timeoutMs: number): string {
+  for (let e = err as { name?: string; code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    if (e.name === 'TimeoutError' || e.code === 'UND_ERR_CONNECT_TIMEOUT' || e.code === 'UND_ERR_HEADERS_TIMEOUT') return `no answer within ${timeoutMs} ms`;
+    if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return `connection failed (${e.code})`;
+  }
+  return 'connection failed';
 }
 
 /** Retry-After as delta-seconds or an HTTP date; bounded to a day. */

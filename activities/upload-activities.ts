@@ -2,10 +2,11 @@
 // injected (never module globals) and every activity is safe to retry.
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
-import { commitUploadRecords } from '../src/db/queries/records';
+import { commitUploadRecords, KeyHeldElsewhere } from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
+import { failureTypes } from '../src/temporal/names';
 import type { CommitObjectInput, CommitRecordsInput, StoredResponse } from './types';
 
 export interface UploadActivityDeps {
@@ -28,11 +29,14 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
       }
     },
 
-    /** Upload row + key row with the exact response, in one transaction; retry-safe. */
+    /**
+     * Upload row + key row with the exact response, in one transaction; retry-safe. A key
+     * held by another route or request fails with the non-retryable `idempotency_key_reuse`
+     * (nothing written).
+     */
     async commitRecords(input: CommitRecordsInput): Promise<StoredResponse> {
       const { request, copy, rejection } = input;
-      metrics.uploadsCommitted.inc({ result: rejection ? 'rejected' : 'created' });
-      return commitUploadRecords(pool, {
+      const stored = await commitUploadRecords(pool, {
         tenantId: request.tenantId,
         key: request.idempotencyKey,
         fingerprint: request.fingerprint,
@@ -71,7 +75,12 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
             }),
           };
         },
+      }).catch((err: unknown) => {
+        if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
+        throw err;
       });
+      metrics.uploadsCommitted.inc({ result: rejection ? 'rejected' : 'created' });
+      return stored;
     },
 
     /** Removes an attempt's object that did not become the upload (retry-safe). */

@@ -3,7 +3,7 @@
 // server's PGlite (its address is in DATA_DIR/database-url) or opens it directly.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import getPort from 'get-port';
 import { audit } from './audit';
 import { loadConfig, type Config } from './config';
@@ -107,8 +107,9 @@ program
   .description('upload files exactly once each (resumable: run again after an interruption)')
   .argument('[files...]', 'files to upload')
   .option('--resume', 'first send every upload still pending in the outbox (from interrupted runs)', false)
-  .option('--server <url>', 'Oncely API URL (env ONCELY_URL)', process.env.ONCELY_URL ?? 'http://127.0.0.1:3000')
-  .option('--token <key>', 'API key (env ONCELY_TOKEN)', process.env.ONCELY_TOKEN)
+  .addOption(new Option('--server <url>', 'Oncely API URL').env('ONCELY_URL').default('http://127.0.0.1:3000'))
+  // Read from the environment by commander, so --help names the variable, never its value.
+  .addOption(new Option('--token <key>', 'API key').env('ONCELY_TOKEN'))
   .option('--wait', 'also wait until renditions and webhooks are done', false)
   .option('--json', 'print results as JSON on stdout', false)
   .option('--content-type <type>', 'override the media type guessed from the file name')

@@ -11,7 +11,7 @@ export const catalogue = {
   idempotency_key_expired: { status: 422, title: 'Idempotency-Key has expired' },
   idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
   content_length_required: { status: 411, title: 'Content-Length header is required' },
-  payload_too_large: { status: 413, title: 'File is larger than the configured maximum' },
+  payload_too_large: { status: 413, title: 'Request body is larger than the allowed maximum' },
   checksum_invalid: { status: 400, title: 'X-File-Sha256 must be 64 hexadecimal characters' },
   checksum_mismatch: { status: 400, title: 'File content does not match X-File-Sha256' },
   body_incomplete: { status: 400, title: 'Request body ended before Content-Length bytes' },
@@ -39,8 +39,10 @@ export class Problem extends Error {
   readonly detail: string;
   readonly retryAfter: number | undefined;
   readonly extra: Record<string, unknown>;
+  /** Response headers the answer needs beyond Retry-After (e.g. `connection: close`). */
+  readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail?: string, opts: { cause?: unknown; retryAfter?: number; extra?: Record<string, unknown> } = {}) {
+  constructor(code: ErrorCode, detail?: string, opts: { cause?: unknown; retryAfter?: number; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
     const entry = catalogue[code];
     super(detail ?? entry.title, { cause: opts.cause });
     this.name = 'Problem';
@@ -50,6 +52,7 @@ export class Problem extends Error {
     this.detail = detail ?? entry.title;
     this.retryAfter = opts.retryAfter ?? ('retryAfter' in entry ? entry.retryAfter : undefined);
     this.extra = opts.extra ?? {};
+    this.headers = opts.headers ?? {};
   }
 
   /** The RFC 9457 body, with the `error` and `message` extension members. */

@@ -2,6 +2,7 @@
 // complete copy of the body offered by any attempt, commits the object, writes the records
 // in one transaction and returns the response every later request replays.
 import {
+  ActivityFailure,
   ApplicationFailure,
   ParentClosePolicy,
   allHandlersFinished,
@@ -19,7 +20,7 @@ import {
 import { WorkflowExecutionAlreadyStartedError, type ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase, UploadRequest } from '../src/upload/types';
-import { searchAttributes, updates } from '../src/temporal/names';
+import { failureTypes, searchAttributes, updates } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
 import { mediaKind, type WebhookRetrySchedule } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
@@ -92,14 +93,23 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   const startedAtMs = workflowInfo().startTime.getTime();
   const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType);
   let response: StoredResponse;
+  // Another route's request (or another upload request) holds the key row: nothing was
+  // written, the copy goes, and the run fails so the API answers 422 (never that row's answer).
+  const commit = (records: Parameters<typeof commitRecords>[0]) =>
+    commitRecords(records).catch(async (err: unknown) => {
+      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse)) throw err;
+      await discardCopy(copy.storageKey);
+      setPhase('rejected');
+      throw ApplicationFailure.nonRetryable('The Idempotency-Key is held by another request', failureTypes.keyReuse);
+    });
   if (mismatch) {
-    response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, rejection: { code: 'content_type_mismatch', detail: mismatch } });
+    response = await commit({ request: input, workflowId, uploadId, startedAtMs, rejection: { code: 'content_type_mismatch', detail: mismatch } });
     await discardCopy(copy.storageKey);
     setPhase('rejected');
   } else {
     await commitObject({ copy });
     const idle = mediaKind(input.contentType) === 'other' ? { reason: `no transcoder for ${input.contentType}` } : undefined;
-    response = await commitRecords({ request: input, workflowId, uploadId, startedAtMs, copy, settleIfIdle: idle });
+    response = await commit({ request: input, workflowId, uploadId, startedAtMs, copy, settleIfIdle: idle });
     setPhase('completed');
     // Runs recorded before downstream steps existed replay without the child; nothing to
     // transcode and no endpoint to notify (settled in the transaction) needs no child.

@@ -9,10 +9,12 @@ import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
 import { AnswerCache } from '../upload/answer-cache';
 import { UploadReceiver } from '../upload/receive';
+import { uploadRunningCheck } from '../upload/upload-running';
 import { accessLog } from './middleware/access-log';
 import { adminAuth } from './middleware/admin-auth';
 import { ApiKeyCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
+import { nulGuard } from './middleware/nul-guard';
 import { openApiDocument, router } from './openapi';
 import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
@@ -61,9 +63,10 @@ export function createApp(deps: AppDeps) {
   });
 
   const app = router();
-  const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600 };
+  const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
   let document: unknown;
   app.use(accessLog(log));
+  app.use(nulGuard());
   app.use(
     cors({
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],

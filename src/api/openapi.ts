@@ -42,7 +42,7 @@ export const replayedHeader = { description: '`true` when this is the stored ans
 export const locationHeader = { description: 'Where the resource (or, for 202, the key to poll) lives.', schema: { type: 'string' as const } };
 
 /** What a JSON POST route answers under the shared Idempotency-Key rule (idempotentRoute). */
-export const IDEMPOTENT_PROBLEMS: ErrorCode[] = ['idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress', 'body_invalid'];
+export const IDEMPOTENT_PROBLEMS: ErrorCode[] = ['idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress', 'body_invalid', 'payload_too_large'];
 
 /** The request of a JSON POST route: an optional Idempotency-Key and a body `schema`. */
 export function idempotentJsonRequest(schema: z.ZodType) {
@@ -62,7 +62,7 @@ export function createdResponse(description: string, schema: z.ZodType, opts: { 
 }
 
 /** Every /v1 route can answer these. */
-export const COMMON_V1_PROBLEMS: ErrorCode[] = ['unauthorized', 'database_unavailable', 'internal_error'];
+export const COMMON_V1_PROBLEMS: ErrorCode[] = ['unauthorized', 'malformed_request', 'database_unavailable', 'internal_error'];
 export const apiKeyAuth = [{ apiKey: [] }];
 
 export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: number; tombstoneTtlHours: number }) {

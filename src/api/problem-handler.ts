@@ -6,7 +6,7 @@ import { Problem, problem } from '../errors';
 import type { AppEnv } from './env';
 
 export function problemResponse(p: Problem, extraHeaders: Record<string, string> = {}): Response {
-  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...extraHeaders };
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...p.headers, ...extraHeaders };
   if (p.retryAfter !== undefined) headers['retry-after'] = String(p.retryAfter);
   return new Response(JSON.stringify(p.toJSON()), { status: p.status, headers });
 }

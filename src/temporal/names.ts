@@ -18,3 +18,9 @@ export function searchAttributeFlags(): string[] {
 }
 
 export const updates = { offerCopy: 'offerCopy' } as const;
+
+/** Failure types that cross the activity / workflow / API boundary. */
+export const failureTypes = {
+  /** The key is held by another route's request or another upload request: answered 422. */
+  keyReuse: 'idempotency_key_reuse',
+} as const;

@@ -23,7 +23,7 @@ import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { isResourceExhausted } from '../temporal/client';
-import { searchAttributes } from '../temporal/names';
+import { failureTypes, searchAttributes } from '../temporal/names';
 import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
 import { sniff } from './sniff';
@@ -88,7 +88,9 @@ export class UploadReceiver {
     try {
       result = await this.await(req, workflowId, waitMs, outcome === 'not_needed');
     } catch (err) {
-      this.settleLater(req, workflowId, copy); // e.g. the run failed: nothing names the copy
+      // A commit refused for the key's holder wrote nothing, so nothing can name the copy.
+      if (err instanceof Problem && err.code === 'idempotency_key_reuse') await this.discard(copy);
+      else this.settleLater(req, workflowId, copy); // e.g. the run failed: nothing names the copy
       throw err;
     }
     // Which copy is the upload is what the records transaction committed, not the offer's
@@ -201,6 +203,7 @@ export class UploadReceiver {
       return { kind: 'answer', response, replayed, workflowId };
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
+        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
         throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
       }
       if (isAbort(err)) {

@@ -8,21 +8,25 @@ import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Pool } from '../../db/pool';
 import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../../db/queries/route-keys';
-import { dependency, problem } from '../../errors';
+import { dependency, problem, Problem } from '../../errors';
 import type { SecretBox } from '../../secret-box';
 import { OPERATOR_TENANT_ID } from '../../tenants';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import type { AppEnv } from '../env';
 import { headerValues } from '../headers';
+import { bodyText } from '../json-body';
 import { corsHeaders } from './cors';
-
-const MAX_BODY = 64 * 1024;
 
 export interface IdempotentRouteOptions {
   pool: Pool;
   box: SecretBox;
   ttlSeconds: number;
   staleSeconds?: number;
+  /**
+   * Whether an upload of (tenant, key) is running (its workflow has not committed yet): such
+   * a key belongs to the upload, so this route must not claim it. Absent: no uploads here.
+   */
+  uploadRunning?: (tenantId: string, key: string) => Promise<boolean>;
 }
 
 /** The associated data a stored answer is sealed under: it opens only for its own key row. */
@@ -36,8 +40,7 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
     if (!values || values.length === 0) return next();
     const key = parseIdempotencyKey(values);
     c.set('idempotencyKey', key);
-    const body = await c.req.text();
-    if (body.length > MAX_BODY) throw problem('body_invalid', `Body is larger than ${MAX_BODY} bytes.`);
+    const body = await bodyText(c);
     // Operator routes run without a tenant; their keys live under the reserved operator tenant.
     const tenantId = c.get('tenantId') ?? OPERATOR_TENANT_ID;
     const route = c.req.routePath;
@@ -57,6 +60,20 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
         'idempotent-replayed': 'true',
         'idempotent-replay': 'true',
       });
+    }
+    // Upload key rows are written at commit, so a running upload holds its key only in
+    // Temporal: look there after claiming. An upload that starts after this check finds
+    // the claim at its commit and is refused instead (src/db/queries/records.ts).
+    const tenantScoped = c.get('tenantId') !== undefined;
+    if (tenantScoped && opts.uploadRunning) {
+      const running = await opts.uploadRunning(tenantId, key).catch(async (err: unknown) => {
+        await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
+        throw err instanceof Problem ? err : problem('temporal_unavailable', undefined, { cause: err });
+      });
+      if (running) {
+        await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
+        throw problem('idempotency_key_reuse', 'This Idempotency-Key is held by an upload that is still running.');
+      }
     }
     try {
       await next();

@@ -23,7 +23,7 @@ const createKeyRoute = createRoute({
   request: idempotentJsonRequest(CreateApiKey),
   responses: {
     201: createdResponse('Created; `key` is the new bearer token.', ApiKeyCreated, { location: true }),
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
   },
 });
 

@@ -3,14 +3,17 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../../db/pool';
-import { findKey } from '../../db/queries/idempotency-keys';
+import { findKey, UPLOAD_ROUTE } from '../../db/queries/idempotency-keys';
 import { dependency, problem } from '../../errors';
 import { uploadWorkflowId } from '../../temporal/ids';
 import { searchAttributes } from '../../temporal/names';
 import type { SecretBox } from '../../secret-box';
 import { answerContext } from '../middleware/idempotent-route';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../openapi';
-import { IdempotencyKeyState } from '../schemas';
+import { IdempotencyKey, IdempotencyKeyState } from '../schemas';
+import type { Context } from 'hono';
+import type { AppEnv } from '../env';
+import { redactSecrets } from '../redact';
 
 const getKeyRoute = createRoute({
   method: 'get',
@@ -21,7 +24,7 @@ const getKeyRoute = createRoute({
   request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
   responses: {
     200: { description: 'Completed (with the stored answer), processing (poll again after Retry-After) or failed.', headers: { 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: IdempotencyKeyState } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'temporal_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_invalid', 'not_found', 'temporal_unavailable'),
   },
 });
 
@@ -30,7 +33,13 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
 
   route(app, getKeyRoute, async function getIdempotencyKey(c) {
     const tenantId = c.get('tenantId');
-    const key = c.req.param('key')!;
+    const key = IdempotencyKey.safeParse(c.req.param('key'));
+    if (!key.success) throw problem('idempotency_key_invalid', key.error.issues[0]?.message);
+    return keyState(c, key.data);
+  });
+
+  async function keyState(c: Context<AppEnv>, key: string) {
+    const tenantId = c.get('tenantId');
     const row = await dependency('database_unavailable', () => findKey(deps.pool, tenantId, key));
     // A claim by another route's request that is still running has no answer yet.
     if (row && (row.response_body as string | null) === null) {
@@ -42,8 +51,9 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
         state: 'completed',
         status: row.response_status,
         uploadId: row.upload_id,
-        // Answers of the other mutating routes are stored sealed (they may hold a secret).
-        response: JSON.parse(deps.box.open(row.response_body, answerContext(tenantId, key))),
+        // Answers of the other mutating routes are stored sealed and may hold a secret that
+        // is shown once: only a replay of that request (same key, same body) shows it again.
+        response: row.route === UPLOAD_ROUTE ? JSON.parse(row.response_body) : redactSecrets(JSON.parse(deps.box.open(row.response_body, answerContext(tenantId, key)))),
         createdAt: row.created_at.toISOString(),
         completedAt: row.completed_at.toISOString(),
         expiresAt: row.expires_at.toISOString(),
@@ -69,7 +79,7 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
       200,
       running ? { 'retry-after': '2' } : {},
     );
-  });
+  }
 
   return app;
 }

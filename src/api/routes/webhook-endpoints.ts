@@ -25,7 +25,7 @@ const createEndpoint = createRoute({
   request: idempotentJsonRequest(CreateWebhookEndpoint),
   responses: {
     201: createdResponse('Created (or the replayed answer for the same Idempotency-Key).', WebhookEndpointCreated, { location: true }),
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'webhook_url_invalid'),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'webhook_url_invalid'),
   },
 });
 

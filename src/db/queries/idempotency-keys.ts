@@ -2,9 +2,14 @@
 // only inside the records transaction (src/db/queries/records.ts).
 import { statement, type Queryable } from '../pool';
 
+/** The route recorded on upload key rows (every arrival mode of an upload shares it). */
+export const UPLOAD_ROUTE = '/v1/uploads';
+
 export interface KeyRow {
   tenant_id: string;
   key: string;
+  /** The route whose request holds the key (UPLOAD_ROUTE for every upload). */
+  route: string;
   fingerprint: string;
   workflow_id: string;
   upload_id: string | null;
@@ -16,7 +21,7 @@ export interface KeyRow {
 }
 
 export async function findKey(db: Queryable, tenantId: string, key: string): Promise<KeyRow | undefined> {
-  const res = await db.query<KeyRow>(statement('find_idempotency_key', `SELECT tenant_id, key, fingerprint, workflow_id, upload_id, response_status, response_body,
+  const res = await db.query<KeyRow>(statement('find_idempotency_key', `SELECT tenant_id, key, route, fingerprint, workflow_id, upload_id, response_status, response_body,
                   created_at, completed_at, expires_at
              FROM idempotency_keys
             WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`, [tenantId, key]));
@@ -29,11 +34,27 @@ export async function insertKeyIfAbsent(
 ): Promise<void> {
   await db.query(
     `INSERT INTO idempotency_keys
-       (tenant_id, key, fingerprint, workflow_id, upload_id, response_status, response_body, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+       (tenant_id, key, fingerprint, route, workflow_id, upload_id, response_status, response_body, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))
      ON CONFLICT (tenant_id, key) DO NOTHING`,
-    [row.tenant_id, row.key, row.fingerprint, row.workflow_id, row.upload_id, row.response_status, row.response_body, row.created_at, row.ttlSeconds],
+    [row.tenant_id, row.key, row.fingerprint, row.route, row.workflow_id, row.upload_id, row.response_status, row.response_body, row.created_at, row.ttlSeconds],
   );
+}
+
+/** Whoever holds (tenant, key) in the key table, answered or still claimed, live or expired. */
+export interface KeyHolder {
+  route: string;
+  fingerprint: string;
+  upload_id: string | null;
+  response_status: number | null;
+  response_body: string | null;
+}
+
+export async function findKeyHolder(db: Queryable, tenantId: string, key: string): Promise<KeyHolder | undefined> {
+  const res = await db.query<KeyHolder>(
+    statement('find_idempotency_key_holder', 'SELECT route, fingerprint, upload_id, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenantId, key]),
+  );
+  return res.rows[0];
 }
 
 /** A key's stored answer while it lives; `ttl_seconds` is how long it still does. */

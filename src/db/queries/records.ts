@@ -3,7 +3,7 @@
 // and returns the answer the first attempt stored.
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import { findKey, insertKeyIfAbsent } from './idempotency-keys';
+import { findKeyHolder, insertKeyIfAbsent, UPLOAD_ROUTE, type KeyHolder } from './idempotency-keys';
 import { insertUploadIfAbsent, type NewUpload } from './uploads';
 import type { StoredResponse } from '../../upload/types';
 
@@ -25,10 +25,22 @@ export interface RecordsInput {
   response: (createdAt: Date) => { status: number; body: string };
 }
 
+/**
+ * The key row is held by another request: another route's (an API key, a webhook endpoint),
+ * or an upload with another fingerprint. Nothing was written; the upload must not be
+ * acknowledged with that row's answer.
+ */
+export class KeyHeldElsewhere extends Error {
+  constructor(readonly holder: Pick<KeyHolder, 'route'>) {
+    super(`the Idempotency-Key is held by another request (${holder.route})`);
+    this.name = 'KeyHeldElsewhere';
+  }
+}
+
 export async function commitUploadRecords(pool: Pool, input: RecordsInput): Promise<StoredResponse> {
   return withTransaction(pool, async (tx) => {
-    const existing = await findKey(tx, input.tenantId, input.key);
-    if (existing) return { status: existing.response_status, body: existing.response_body, uploadId: existing.upload_id, downstreamNeeded: await downstreamPending(tx, existing.upload_id) };
+    const existing = await findKeyHolder(tx, input.tenantId, input.key);
+    if (existing) return answerOfOwnRow(tx, existing, input);
     let createdAt = new Date();
     if (input.upload) {
       await insertUploadIfAbsent(tx, input.upload);
@@ -47,6 +59,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
     }
     const { status, body } = input.response(createdAt);
     await insertKeyIfAbsent(tx, {
+      route: UPLOAD_ROUTE,
       tenant_id: input.tenantId,
       key: input.key,
       fingerprint: input.fingerprint,
@@ -57,9 +70,20 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       created_at: input.startedAt,
       ttlSeconds: input.ttlSeconds,
     });
-    const stored = await findKey(tx, input.tenantId, input.key);
-    return { status: stored!.response_status, body: stored!.response_body, uploadId: stored!.upload_id, downstreamNeeded: await downstreamPending(tx, stored!.upload_id) };
+    // Another route may have claimed the key since the read above (its insert won the
+    // conflict): throwing rolls back the upload row too.
+    const stored = await findKeyHolder(tx, input.tenantId, input.key);
+    if (!stored) throw new Error(`key row for ${input.key} vanished inside its own transaction`);
+    return answerOfOwnRow(tx, stored, input);
   });
+}
+
+/** The stored answer when the row is this upload's (same route, same fingerprint, answered). */
+async function answerOfOwnRow(tx: Queryable, row: KeyHolder, input: RecordsInput): Promise<StoredResponse> {
+  if (row.route !== UPLOAD_ROUTE || row.fingerprint !== input.fingerprint || row.response_status === null || row.response_body === null) {
+    throw new KeyHeldElsewhere(row);
+  }
+  return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(tx, row.upload_id) };
 }
 
 async function settleIfNoEndpoints(tx: Queryable, tenantId: string, uploadId: string, reason: string): Promise<void> {

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Entry point of the npm scripts: Node 24 first on PATH (scripts/node.sh), dependencies and
+# pinned tools in place (scripts/bootstrap.sh), then the task.
+#   run.sh start | test | bench | chaos [args...]
+set -eu
+cd "$(dirname "$0")/.."
+. scripts/node.sh
+task=$1
+shift
+case "$task" in
+  start)
+    sh scripts/bootstrap.sh
+    exec node --import tsx --expose-gc --max-semi-space-size=8 src/main.ts "$@" ;;
+  test)
+    sh scripts/bootstrap.sh --media --browser temporal versitygw toxiproxy
+    npm run typecheck
+    npm run lint
+    npx vitest run
+    exec npx vitest run --config vitest.chaos.config.ts ;;
+  bench)
+    sh scripts/bootstrap.sh
+    npm run build
+    exec npx tsx bench/run.ts "$@" ;;
+  chaos)
+    sh scripts/bootstrap.sh toxiproxy
+    exec npx tsx chaos/run.ts "$@" ;;
+  *) echo "usage: run.sh start|test|bench|chaos [args...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,21 @@
+// Whether an upload of (tenant, key) is running: its workflow exists and has not closed.
+// The other keyed routes ask before they claim a key (an upload writes its key row only at
+// commit, so until then Temporal is where the key is held).
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { problem } from '../errors';
+import { uploadWorkflowId } from '../temporal/ids';
+
+const DESCRIBE_DEADLINE_MS = 5_000;
+
+export function uploadRunningCheck(temporal: Client): (tenantId: string, key: string) => Promise<boolean> {
+  return async function uploadRunning(tenantId, key) {
+    try {
+      const handle = temporal.workflow.getHandle(uploadWorkflowId(tenantId, key));
+      const { status } = await temporal.withDeadline(Date.now() + DESCRIBE_DEADLINE_MS, () => handle.describe());
+      return status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw problem('temporal_unavailable', undefined, { cause: err });
+    }
+  };
+}
