@@ -105,3 +105,52 @@ function complete(data: Buffer): boolean {
   const len = Number(r.headers['content-length'] ?? NaN);
   return Number.isFinite(len) && Buffer.byteLength(r.body) >= len;
 }
+
+/** A request whose bytes the test sends piece by piece (a slow client, a body cut in two). */
+export interface OpenRequest {
+  /** Writes bytes; resolves once the socket accepted them (backpressure). False once closed. */
+  send(bytes: Buffer): Promise<boolean>;
+  /** The first response, or undefined when the server closed without one. */
+  response: Promise<RawResponse | undefined>;
+  /** Whether a response (or the close) has arrived. */
+  answered(): boolean;
+  close(): void;
+}
+
+export function openRequest(baseUrl: string, head: string, opts: { timeoutMs?: number } = {}): OpenRequest {
+  const { hostname, port } = new URL(baseUrl);
+  const socket = net.connect(Number(port), hostname);
+  let data = Buffer.alloc(0);
+  let done = false;
+  const response = new Promise<RawResponse | undefined>((resolve) => {
+    const timer = setTimeout(() => socket.destroy(), opts.timeoutMs ?? 60_000);
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(parseResponse(data));
+    };
+    socket.on('data', (chunk) => {
+      data = Buffer.concat([data, chunk]);
+      if (complete(data)) finish();
+    });
+    socket.on('close', finish);
+    socket.on('error', () => {});
+  });
+  socket.write(head.replace(/\n/g, '\r\n').replace(/\r\r/g, '\r'));
+  return {
+    response,
+    answered: () => done,
+    // A server that answered early stops reading: the write may never drain, so the
+    // answer ends the wait too.
+    send: (bytes) =>
+      Promise.race([
+        new Promise<boolean>((resolve) => {
+          if (done || socket.destroyed) return resolve(false);
+          socket.write(bytes, (err) => resolve(!err && !socket.destroyed));
+        }),
+        response.then(() => false),
+      ]),
+    close: () => socket.destroy(),
+  };
+}

@@ -1,0 +1,57 @@
+// A key lookup in flight while the key is revoked must not put the revoked key back into
+// the answering replica's cache (it used to, for the cache's 30 s).
+import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
+import type { Pool } from '../../src/db/pool';
+import type { AppEnv } from '../../src/api/env';
+import { ApiKeyCache, bearerAuth } from '../../src/api/middleware/auth';
+import { onError } from '../../src/api/problem-handler';
+
+const TOKEN = 'onc_test_token_0123456789';
+
+function appWith(lookup: (token: string) => Promise<{ tenantId: string; keyId: string } | undefined>, cache: ApiKeyCache) {
+  const app = new Hono<AppEnv>();
+  app.use('*', bearerAuth({ pool: {} as Pool, cache, lookup }));
+  app.get('/who', (c) => c.text(c.get('tenantId')));
+  app.onError(onError);
+  return app;
+}
+
+const call = (app: Hono<AppEnv>) => app.request('/who', { headers: { authorization: `Bearer ${TOKEN}` } });
+
+describe('API key cache and revocation', () => {
+  it('a lookup that read the key before its revocation does not cache it: the next request is refused', async () => {
+    let revoked = false;
+    let lookups = 0;
+    let releaseFirst!: () => void;
+    const firstRead = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const cache = new ApiKeyCache();
+    const app = appWith(async () => {
+      lookups++;
+      const sawRevoked = revoked;
+      if (lookups === 1) await firstRead; // the database answered "active"; the answer is slow to come back
+      return sawRevoked ? undefined : { tenantId: 't1', keyId: 'k1' };
+    }, cache);
+
+    const inFlight = call(app);
+    await new Promise((r) => setTimeout(r, 10));
+    revoked = true; // DELETE /v1/api-keys/k1 commits on this replica ...
+    cache.forgetKey('k1'); // ... and evicts
+    releaseFirst();
+    expect((await inFlight).status).toBe(200); // began before the revocation
+
+    const after = await call(app);
+    expect(after.status).toBe(401);
+    expect(lookups).toBe(2);
+  });
+
+  it('without a revocation in between, a lookup is cached (one database read for many requests)', async () => {
+    let lookups = 0;
+    const app = appWith(async () => {
+      lookups++;
+      return { tenantId: 't1', keyId: 'k1' };
+    }, new ApiKeyCache());
+    for (let i = 0; i < 5; i++) expect((await call(app)).status).toBe(200);
+    expect(lookups).toBe(1);
+  });
+});
