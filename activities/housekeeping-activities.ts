@@ -3,7 +3,9 @@
 // Each returns what it removed, so every scheduled run reports its work.
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
-import { expireKeys, isReferenced } from '../src/db/queries/housekeeping';
+import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekeeping';
+import { keyStoragePrefix } from '../src/temporal/ids';
+import { searchAttributes } from '../src/temporal/names';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
 
@@ -30,8 +32,12 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
       }
     },
 
-    async sweepStagingObjects(): Promise<{ examined: number; removed: number }> {
+    async sweepStagingObjects(): Promise<{ examined: number; removed: number; protectedKeys: number }> {
       const cutoff = Date.now() - housekeeping.stagingGraceSeconds * 1000;
+      // A key whose upload is still running (a database or worker outage can hold its commit
+      // past the grace period) or whose claim is still open may yet commit one of its
+      // attempt objects: its folder is left alone until the run ends.
+      const busy = await busyKeyPrefixes(pool);
       let examined = 0;
       let removed = 0;
       for await (const o of store.list('tenants/')) {
@@ -39,13 +45,14 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         examined++;
         if (examined % 100 === 0) Context.current().heartbeat({ examined, removed });
         if (o.lastModified.getTime() > cutoff) continue;
+        if (busy.has(o.key.slice(0, o.key.lastIndexOf('/') + 1))) continue;
         // An attempt object referenced by an upload is that upload's object: never removed.
         if (await isReferenced(pool, o.key)) continue;
         await store.delete(o.key);
         removed++;
         metrics.housekeepingRemoved.inc({ kind: 'staging_objects' });
       }
-      return { examined, removed };
+      return { examined, removed, protectedKeys: busy.size };
     },
 
     async abortStaleMultipartUploads(): Promise<{ aborted: number }> {
@@ -54,4 +61,17 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
       return { aborted };
     },
   };
+}
+
+/** Object-store folders of keys with a running upload workflow or an open claim. */
+async function busyKeyPrefixes(pool: Pool): Promise<Set<string>> {
+  const prefixes = new Set<string>();
+  for (const c of await openClaims(pool)) prefixes.add(keyStoragePrefix(c.tenant_id, c.key));
+  const running = Context.current().client.workflow.list({ query: `WorkflowType = 'uploadWorkflow' AND ExecutionStatus = 'Running'` });
+  for await (const wf of running) {
+    const tenant = wf.typedSearchAttributes.get(searchAttributes.tenant);
+    const key = wf.typedSearchAttributes.get(searchAttributes.idempotencyKey);
+    if (tenant && key) prefixes.add(keyStoragePrefix(tenant, key));
+  }
+  return prefixes;
 }

@@ -95,6 +95,8 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
       port: await getPort({ host: '127.0.0.1', port: 7233 }),
       uiPort: config.TEMPORAL_UI_PORT,
       dbFile: path.join(config.DATA_DIR, 'temporal.db'),
+      pidFile: path.join(config.DATA_DIR, 'temporal.pid'),
+      dieWithParent: true,
       retentionHours: Math.max(24, Math.ceil(config.IDEMPOTENCY_TTL_HOURS * 2)),
     });
     cleanups.push(() => dev.stop());

@@ -1,7 +1,7 @@
 // Child processes for the dev stack: spawned with their output kept in a log file,
 // stopped with SIGTERM then SIGKILL, and awaited until a readiness probe passes.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ManagedProcess {
@@ -11,7 +11,24 @@ export interface ManagedProcess {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
-export function startProcess(cmd: string, args: string[], opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string; uid?: number; gid?: number }): ManagedProcess {
+/** util-linux's setpriv (Debian: always there) sets the parent-death signal before exec. */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+
+export interface StartOptions {
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  uid?: number;
+  gid?: number;
+  /**
+   * The kernel SIGKILLs the child when this process dies, however it dies (SIGKILL, the
+   * OOM killer): a server we started never outlives us holding its ports and files.
+   */
+  dieWithParent?: boolean;
+}
+
+export function startProcess(command: string, commandArgs: string[], opts: StartOptions): ManagedProcess {
+  const [cmd, args] = opts.dieWithParent && SETPRIV ? [SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...commandArgs]] : [command, commandArgs];
   const fd = openSync(opts.logFile, 'a');
   // Its own process group, so a stop (or a SIGKILL in a crash test) reaches every
   // descendant too (an ffmpeg a worker started, a node behind a wrapper script).

@@ -4,7 +4,8 @@
 import { Connection } from '@temporalio/client';
 import Long from 'long';
 import path from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { searchAttributeFlags } from '../temporal/names';
 import { toolPath } from './tools';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
@@ -17,6 +18,13 @@ export interface DevServerOptions {
   namespace?: string;
   retentionHours?: number;
   logFile?: string;
+  /**
+   * Records the server's pid; a server left running under this file by an earlier process
+   * (one that died before the kernel could take its child along) is stopped first.
+   */
+  pidFile?: string;
+  /** The server dies with this process (see StartOptions.dieWithParent). */
+  dieWithParent?: boolean;
 }
 
 export interface DevServer {
@@ -44,7 +52,9 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   ];
   if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
   else args.push('--headless');
-  const proc = startProcess(toolPath('temporal'), args, { logFile: opts.logFile ?? `${opts.dbFile}.log` });
+  if (opts.pidFile) await reapOrphan(opts.pidFile, opts.dbFile);
+  const proc = startProcess(toolPath('temporal'), args, { logFile: opts.logFile ?? `${opts.dbFile}.log`, dieWithParent: opts.dieWithParent });
+  if (opts.pidFile) writeFileSync(opts.pidFile, String(proc.child.pid));
   const address = `127.0.0.1:${opts.port}`;
   let connection: Connection | undefined;
   await waitUntil(
@@ -66,6 +76,39 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     address,
     uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined,
     process: proc,
-    stop: () => proc.stop(),
+    async stop() {
+      await proc.stop();
+      if (opts.pidFile) rmSync(opts.pidFile, { force: true });
+    },
   };
+}
+
+/** Stops a dev server still running from an earlier start on the same database file. */
+async function reapOrphan(pidFile: string, dbFile: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  const running = () => {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      // Only ours: a dev server on this very database file (a reused pid is left alone).
+      return args.includes('start-dev') && args.includes(dbFile);
+    } catch {
+      return false;
+    }
+  };
+  for (const [signal, waitMs] of [['SIGTERM', 10_000], ['SIGKILL', 5_000]] as const) {
+    if (!running()) return;
+    try {
+      process.kill(pid, signal);
+    } catch {
+      return;
+    }
+    const deadline = Date.now() + waitMs;
+    while (running() && Date.now() < deadline) await sleep(100);
+  }
 }

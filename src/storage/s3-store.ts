@@ -64,7 +64,16 @@ export class S3Store implements ObjectStore {
       await this.client.send(new HeadBucketCommand({ Bucket: this.opts.bucket }));
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      await this.client.send(new CreateBucketCommand({ Bucket: this.opts.bucket }));
+      try {
+        await this.client.send(new CreateBucketCommand({ Bucket: this.opts.bucket }));
+      } catch (createErr) {
+        // Another process (the API and the worker start together) created it in between.
+        const name = (createErr as { name?: string }).name;
+        if (name === 'BucketAlreadyOwnedByYou') return;
+        // "Exists" may mean someone else's bucket: ours only if we can use it.
+        if (name === 'BucketAlreadyExists') return void (await this.client.send(new HeadBucketCommand({ Bucket: this.opts.bucket })));
+        throw createErr;
+      }
     }
   }
 

@@ -24,6 +24,7 @@ import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { isResourceExhausted } from '../temporal/client';
 import { failureTypes, searchAttributes } from '../temporal/names';
+import { uploadDetails, uploadSummary } from '../temporal/summary';
 import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
 import { sniff } from './sniff';
@@ -158,8 +159,8 @@ export class UploadReceiver {
       args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      staticSummary: `Upload ${req.fileName ?? '(unnamed)'} · ${req.contentType} · ${req.declaredBytes} bytes`,
-      staticDetails: `tenant \`${req.tenantId}\`  \nidempotency key \`${req.idempotencyKey}\``,
+      staticSummary: uploadSummary(req),
+      staticDetails: uploadDetails(req),
       typedSearchAttributes: [
         { key: searchAttributes.tenant, value: req.tenantId },
         { key: searchAttributes.idempotencyKey, value: req.idempotencyKey },

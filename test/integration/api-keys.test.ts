@@ -107,9 +107,9 @@ describe('/v1/api-keys', () => {
     const list = await getJson(`${stack.url}/v1/api-keys`, apiKey);
     expect(list.json.data.map((k: { label: string }) => k.label)).toEqual(['initial', 'ci']);
     expect((await getJson(`${stack.url}/v1/api-keys`, replay.json.key)).status).toBe(200);
-    // Polling the key shows the (opened) stored answer.
+    // Polling the key shows the stored answer with the token redacted (shown once).
     const state = await getJson(`${stack.url}/v1/idempotency-keys/${key}`, apiKey);
-    expect(state.json).toMatchObject({ state: 'completed', status: 201, response: { id: replay.json.id, key: replay.json.key } });
+    expect(state.json).toMatchObject({ state: 'completed', status: 201, response: { id: replay.json.id, key: '[redacted]' } });
     expect(JSON.stringify((await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE key = $1', [key])).rows)).not.toContain(replay.json.key);
   });
 

@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { keyStoragePrefix } from '../../src/temporal/ids';
+import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
+import { uploadWorkflow } from '../../workflows/upload';
 import { HOUSEKEEPING, scheduleId } from '../../src/temporal/schedules';
 import type { HousekeepingTask } from '../../workflows/housekeeping';
 import { startTestStack, type TestStack } from '../helpers/stack';
@@ -84,6 +85,46 @@ it('removes orphaned attempt objects, never a referenced one', async () => {
 
   expect(await runNow('abort-multipart')).toEqual({ aborted: 0 });
 });
+
+it('leaves the attempt objects of a key whose upload is still running past the grace period, and of an open claim', async () => {
+  const key = `hk-running-${randomUUID()}`;
+  // The key's run is waiting (e.g. its commit held up by an outage) with a copy already written.
+  const handle = await stack.temporal.workflow.start(uploadWorkflow, {
+    workflowId: uploadWorkflowId(tenant.tenantId, key),
+    taskQueue: stack.config.TASK_QUEUE_UPLOADS,
+    args: [{ tenantId: tenant.tenantId, idempotencyKey: key, fingerprint: 'f'.repeat(64), contentType: 'text/plain', fileName: null, declaredBytes: 5, declaredSha256: null, receiveTimeoutSeconds: 300 }],
+  });
+  const copy = `${keyStoragePrefix(tenant.tenantId, key)}${randomUUID()}`;
+  await stack.s3.put(copy, Readable.from([Buffer.from('hello')]), { contentType: 'text/plain' });
+  // An open claim (a request under the key that has not answered yet) protects its folder too.
+  const claimed = `hk-claim-${randomUUID()}`;
+  await stack.runtime.pool.query(`INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, created_at, expires_at) VALUES ($1, $2, 'x', '/v1/uploads', now(), now() + interval '1 hour')`, [tenant.tenantId, claimed]);
+  const claimedCopy = `${keyStoragePrefix(tenant.tenantId, claimed)}${randomUUID()}`;
+  await stack.s3.put(claimedCopy, Readable.from([Buffer.from('claimed')]), { contentType: 'text/plain' });
+  try {
+    // Visibility is eventually consistent: wait until the run is listed as running.
+    await eventually(async () => {
+      for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` })) return wf;
+      return undefined;
+    });
+    const report = await runNow('sweep-staging');
+    expect(report.protectedKeys).toBeGreaterThanOrEqual(2);
+    expect(await stack.s3.head(copy)).toBeDefined();
+    expect(await stack.s3.head(claimedCopy)).toBeDefined();
+  } finally {
+    await handle.terminate('test done');
+    await stack.runtime.pool.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, claimed]);
+  }
+  // Once the run has ended without committing and the claim is gone, the objects are orphans.
+  await eventually(async () => {
+    for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` })) return undefined;
+    return true;
+  });
+  await runNow('sweep-staging');
+  expect(await stack.s3.head(copy)).toBeUndefined();
+  expect(await stack.s3.head(claimedCopy)).toBeUndefined();
+});
+
 
 // Last: it leaves an upload without its key row behind on purpose.
 it('the audit expects neither key row nor tombstone for an upload older than both windows', async () => {

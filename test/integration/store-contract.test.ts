@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
 import type { ObjectStore } from '../../src/storage/store';
 import { testS3Store, uniqueName } from '../helpers/stack';
@@ -85,4 +85,26 @@ describe('local directory store', () => {
     await expect(store.put('../escape', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' })).rejects.toThrow(/unsafe/);
     await expect(store.head('a/../../b')).rejects.toThrow(/unsafe/);
   });
+});
+
+describe('S3 bucket creation at start-up', () => {
+  it('processes that start together against a missing bucket all succeed (creation races are not errors)', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const run = promisify(execFile);
+    const { s3 } = inject('stack');
+    for (let round = 0; round < 3; round++) {
+      const bucket = uniqueName('race').replaceAll('_', '-');
+      const startAt = String(Date.now() + 1500); // after every process has loaded
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          run(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../helpers/ensure-bucket.ts'), s3.endpoint, bucket, s3.accessKeyId, s3.secretAccessKey, startAt]).then(
+            (r) => r.stdout.trim(),
+            (e: { stdout: string }) => e.stdout.trim(),
+          ),
+        ),
+      );
+      expect(results).toEqual(['ok', 'ok', 'ok', 'ok']);
+    }
+  }, 60_000);
 });

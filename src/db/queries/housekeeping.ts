@@ -29,3 +29,8 @@ export async function isReferenced(db: Queryable, storageKey: string): Promise<b
   );
   return (res.rowCount ?? 0) > 0;
 }
+
+/** (tenant, key) pairs claimed by a request that has not answered yet. */
+export async function openClaims(db: Queryable): Promise<{ tenant_id: string; key: string }[]> {
+  return (await db.query<{ tenant_id: string; key: string }>('SELECT tenant_id, key FROM idempotency_keys WHERE response_status IS NULL')).rows;
+}

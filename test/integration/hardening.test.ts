@@ -154,7 +154,7 @@ describe('NUL characters are bad input, not an outage', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(res.headers.get('retry-after')).toBeNull();
-    expect((await res.json()).error).toBe('malformed_request');
+    expect(((await res.json()) as { error: string }).error).toBe('malformed_request');
   });
 
   it('a key poll with control characters or the wrong length is idempotency_key_invalid', async () => {
