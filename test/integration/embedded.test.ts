@@ -107,3 +107,40 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const upload = await getJson(`${url}/v1/uploads/${first.json.uploadId}`, apiKey);
   expect(upload.json).toMatchObject({ uploadId: first.json.uploadId, sha256: sha256(file) });
 }, 240_000);
+
+it('a SIGKILLed embedded process leaves no Temporal dev server behind, and one left by an older version is reaped', async () => {
+  const pidFile = path.join(dataDir, 'temporal.pid');
+  const alive = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev');
+    } catch {
+      return false;
+    }
+  };
+  const until = async (what: string, ok: () => boolean) => waitUntil(what, async () => ok(), { timeoutMs: 30_000 });
+
+  await proc?.stop(); // the previous test's process
+  await start();
+  const devPid = Number(readFileSync(pidFile, 'utf8'));
+  expect(alive(devPid)).toBe(true);
+  process.kill(proc!.child.pid!, 'SIGKILL'); // the main process alone, as the OOM killer would
+  await until('the dev server to die with its parent', () => !alive(devPid));
+
+  // Started again on the same data directory and ports: it comes up and serves.
+  let apiKey = await start();
+  const again = await postUpload(url, { apiKey, key: `after-kill-${randomUUID()}`, body: Buffer.from('after a kill'), contentType: 'text/plain' });
+  expect(again.status, again.text).toBe(201);
+  await proc!.stop();
+
+  // A dev server left running by an older version (no parent-death signal) holds the UI
+  // port and the database file, with its pid on record: the next start stops it first.
+  const { startTemporalDevServer } = await import('../../src/devstack/temporal-dev-server');
+  const orphan = await startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), uiPort: Number(env.TEMPORAL_UI_PORT), dbFile: path.join(dataDir, 'temporal.db') });
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(pidFile, String(orphan.process.child.pid));
+  expect(alive(orphan.process.child.pid!)).toBe(true);
+  apiKey = await start();
+  expect(alive(orphan.process.child.pid!)).toBe(false);
+  const served = await postUpload(url, { apiKey, key: `after-orphan-${randomUUID()}`, body: Buffer.from('after an orphan'), contentType: 'text/plain' });
+  expect(served.status, served.text).toBe(201);
+}, 240_000);
