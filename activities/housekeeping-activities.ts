@@ -69,8 +69,11 @@ async function busyKeyPrefixes(pool: Pool): Promise<Set<string>> {
   for (const c of await openClaims(pool)) prefixes.add(keyStoragePrefix(c.tenant_id, c.key));
   const running = Context.current().client.workflow.list({ query: `WorkflowType = 'uploadWorkflow' AND ExecutionStatus = 'Running'` });
   for await (const wf of running) {
-    const tenant = wf.typedSearchAttributes.get(searchAttributes.tenant);
-    const key = wf.typedSearchAttributes.get(searchAttributes.idempotencyKey);
+    // The search attributes name the key even when the workflow ID carries only its hash;
+    // runs started without them are read from the ID (upload/{tenant}/{key}).
+    const fromId = /^upload\/([0-9a-f-]{36})\/(.+)$/.exec(wf.workflowId);
+    const tenant = wf.typedSearchAttributes.get(searchAttributes.tenant) ?? fromId?.[1];
+    const key = wf.typedSearchAttributes.get(searchAttributes.idempotencyKey) ?? fromId?.[2];
     if (tenant && key) prefixes.add(keyStoragePrefix(tenant, key));
   }
   return prefixes;
