@@ -49,6 +49,8 @@ export const configSchema = z.object({
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
   /** Rendition presets (pixels / ffmpeg bitrate). */
+  /** ffmpeg/ffprobe runs longer than this are killed and the outcome is 'failed'. */
+  TRANSCODE_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   THUMBNAIL_SIZE: z.coerce.number().int().min(16).max(4096).default(256),
   DISPLAY_SIZE: z.coerce.number().int().min(16).max(8192).default(1280),
   POSTER_WIDTH: z.coerce.number().int().min(16).max(8192).default(1280),

@@ -132,7 +132,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
         pool,
         store,
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
-        presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE },
+        presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE, timeoutSeconds: config.TRANSCODE_TIMEOUT_SECONDS },
         webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000 },
         secrets: box,
         housekeeping: {

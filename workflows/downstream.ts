@@ -24,7 +24,9 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     taskQueue: input.transcodeQueue,
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: '10 seconds',
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['object_missing'] },
+    // Bounded: a transcode that keeps failing (a crashing worker, a poisoned file) ends, and
+    // the upload stays committed; media that defeats ffmpeg is a 'failed' outcome, not a retry.
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['object_missing'] },
   });
   const r = input.webhookRetry;
   const deliverWebhookWith = (summary: string) =>

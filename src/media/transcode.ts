@@ -13,6 +13,44 @@ export interface Presets {
   displaySize: number;
   posterWidth: number;
   audioBitrate: string;
+  /** Each ffprobe/ffmpeg run is killed after this long; the outcome is then 'failed'. */
+  timeoutSeconds: number;
+}
+
+/**
+ * The ffmpeg demuxer for each media type we transcode. Input formats are never probed from
+ * content: an upload named video/mp4 that is really an ffconcat or HLS playlist would
+ * otherwise make ffmpeg open other files or URLs. Types without an entry are skipped.
+ */
+const DEMUXERS: Record<string, string> = {
+  'video/mp4': 'mov',
+  'video/quicktime': 'mov',
+  'video/x-m4v': 'mov',
+  'video/3gpp': 'mov',
+  'audio/mp4': 'mov',
+  'audio/x-m4a': 'mov',
+  'video/webm': 'matroska',
+  'audio/webm': 'matroska',
+  'video/x-matroska': 'matroska',
+  'audio/x-matroska': 'matroska',
+  'video/x-msvideo': 'avi',
+  'video/mpeg': 'mpeg',
+  'video/mp2t': 'mpegts',
+  'video/ogg': 'ogg',
+  'audio/ogg': 'ogg',
+  'audio/mpeg': 'mp3',
+  'audio/mp3': 'mp3',
+  'audio/wav': 'wav',
+  'audio/x-wav': 'wav',
+  'audio/wave': 'wav',
+  'audio/flac': 'flac',
+  'audio/x-flac': 'flac',
+  'audio/aac': 'aac',
+};
+
+/** Flags that pin how ffmpeg/ffprobe read the input: local file only, fixed demuxer. */
+function inputFlags(demuxer: string): string[] {
+  return ['-protocol_whitelist', 'file', '-f', demuxer];
 }
 
 export interface ProducedRendition {
@@ -40,7 +78,17 @@ export async function transcodeFile(input: string, contentType: string, outDir: 
   if (kind === 'other') return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
   if (kind === 'image') return transcodeImage(input, outDir, presets);
   if (!(await hasFfmpeg())) return { status: 'skipped', reason: 'ffmpeg is not installed on this worker', media: null, renditions: [] };
-  return transcodeAv(input, kind, outDir, presets, signal);
+  const demuxer = DEMUXERS[contentType];
+  if (!demuxer) return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
+  // One deadline for the whole job: a file that makes ffmpeg hang ends as 'failed'.
+  const deadline = AbortSignal.timeout(presets.timeoutSeconds * 1000);
+  const both = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  try {
+    return await transcodeAv(input, kind, demuxer, outDir, presets, both);
+  } catch (err) {
+    if (deadline.aborted && !signal?.aborted) return { status: 'failed', reason: `transcoding took longer than ${presets.timeoutSeconds} s`, media: null, renditions: [] };
+    throw err;
+  }
 }
 
 async function transcodeImage(input: string, outDir: string, p: Presets): Promise<TranscodeOutcome> {
@@ -72,10 +120,10 @@ interface Probe {
   streams?: { codec_type?: string; codec_name?: string; width?: number; height?: number; duration?: string }[];
 }
 
-async function transcodeAv(input: string, kind: 'audio' | 'video', outDir: string, p: Presets, signal?: AbortSignal): Promise<TranscodeOutcome> {
+async function transcodeAv(input: string, kind: 'audio' | 'video', demuxer: string, outDir: string, p: Presets, signal: AbortSignal): Promise<TranscodeOutcome> {
   let probe: Probe;
   try {
-    const { stdout } = await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', input], { signal });
+    const { stdout } = await run('ffprobe', ['-v', 'error', ...inputFlags(demuxer), '-print_format', 'json', '-show_format', '-show_streams', input], { signal, killSignal: 'SIGKILL' });
     probe = JSON.parse(stdout) as Probe;
   } catch (err) {
     if (signal?.aborted) throw err;
@@ -99,13 +147,13 @@ async function transcodeAv(input: string, kind: 'audio' | 'video', outDir: strin
     if (kind === 'video') {
       const file = path.join(outDir, 'poster.jpg');
       const at = durationMs && durationMs > 2000 ? 1 : 0;
-      await ffmpeg(['-ss', String(at), '-i', input, '-frames:v', '1', '-vf', `scale='min(${p.posterWidth},iw)':-2`, '-q:v', '3', file], signal);
+      await ffmpeg(['-ss', String(at), ...inputFlags(demuxer), '-i', input, '-frames:v', '1', '-vf', `scale='min(${p.posterWidth},iw)':-2`, '-q:v', '3', file], signal);
       const info = await sharp(file).metadata();
       return { status: 'ready', media, renditions: [{ name: 'poster', file, contentType: 'image/jpeg', width: info.width ?? null, height: info.height ?? null, durationMs: null }] };
     }
     const file = path.join(outDir, 'audio.m4a');
-    await ffmpeg(['-i', input, '-vn', '-c:a', 'aac', '-b:a', p.audioBitrate, '-movflags', '+faststart', file], signal);
-    const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { signal });
+    await ffmpeg([...inputFlags(demuxer), '-i', input, '-vn', '-c:a', 'aac', '-b:a', p.audioBitrate, '-movflags', '+faststart', file], signal);
+    const { stdout } = await run('ffprobe', ['-v', 'error', ...inputFlags('mov'), '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { signal, killSignal: 'SIGKILL' });
     return { status: 'ready', media, renditions: [{ name: 'audio', file, contentType: 'audio/mp4', width: null, height: null, durationMs: Math.round(Number(stdout.trim()) * 1000) }] };
   } catch (err) {
     if (signal?.aborted) throw err;
@@ -115,7 +163,7 @@ async function transcodeAv(input: string, kind: 'audio' | 'video', outDir: strin
 
 function ffmpeg(args: string[], signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'], signal });
+    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'], signal, killSignal: 'SIGKILL' });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
