@@ -26,7 +26,7 @@ export interface DownstreamActivityDeps {
   store: ObjectStore;
   presets: Presets;
   /** `resolve` replaces the system resolver (tests). */
-  webhook: { allowPrivateNetworks: boolean; timeoutMs: number; resolve?: Resolver };
+  webhook: { allowPrivateNetworks: boolean; timeoutMs: number; maxEndpoints: number; resolve?: Resolver };
   /** Opens endpoints' signing secrets, stored sealed. */
   secrets: SecretBox;
 }
@@ -72,9 +72,13 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       }
     },
 
-    /** Enabled endpoints at the time of the event (recorded in history, so replay-stable). */
+    /**
+     * Enabled endpoints at the time of the event (recorded in history, so replay-stable), at
+     * most the tenant quota (oldest first): the child's history is bounded by the largest
+     * fan-out even if the quota was lowered after endpoints were made.
+     */
     async listWebhookEndpoints(tenantId: string): Promise<string[]> {
-      return (await listEndpoints(pool, tenantId)).filter((e) => e.enabled).map((e) => e.id);
+      return (await listEndpoints(pool, tenantId)).filter((e) => e.enabled).slice(0, webhook.maxEndpoints).map((e) => e.id);
     },
 
     async deliverWebhook({ event, endpointId, timestamp }: { event: WebhookEvent; endpointId: string; timestamp: string }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled'> {

@@ -57,6 +57,11 @@ export const configSchema = z.object({
   AUDIO_BITRATE: z.string().regex(/^\d+k$/).default('128k'),
   /** Webhooks: loopback/private targets are refused unless allowed (development, tests). */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Per-tenant quotas: live webhook endpoints, active API keys (counts, 409 past them). */
+  TENANT_MAX_WEBHOOK_ENDPOINTS: z.coerce.number().int().min(1).max(256).default(16),
+  TENANT_MAX_API_KEYS: z.coerce.number().int().min(1).max(10_000).default(32),
+  /** Per tenant and API process: uploads being received or awaited at once (429 past it). */
+  TENANT_MAX_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).default(64),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().default(15),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().default(5),
   WEBHOOK_RETRY_COEFFICIENT: z.coerce.number().min(1).default(6),

@@ -23,6 +23,8 @@ export const catalogue = {
   webhook_url_invalid: { status: 400, title: 'Webhook URL is not allowed' },
   query_invalid: { status: 400, title: 'A query parameter is invalid' },
   upload_failed: { status: 503, title: 'Upload could not be completed', retryAfter: 2 },
+  quota_exceeded: { status: 409, title: 'Tenant quota reached' },
+  too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   content_type_mismatch: { status: 415, title: 'File content does not match its Content-Type' },
   database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
   storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },

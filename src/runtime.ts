@@ -133,7 +133,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
         store,
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
         presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE, timeoutSeconds: config.TRANSCODE_TIMEOUT_SECONDS },
-        webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000 },
+        webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS },
         secrets: box,
         housekeeping: {
           tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,

@@ -2,8 +2,8 @@
 // own workflow-backed path): with an Idempotency-Key, the first request claims the key,
 // its answer is stored (sealed: such answers may carry a new secret), later ones get that
 // answer replayed byte for byte; another request under the key gets 422, a copy while the
-// first still runs gets 409. 5xx and bad-input (400, 413) answers are not stored (the key
-// stays usable). Without the header the route works as usual.
+// first still runs gets 409. 5xx, bad-input (400, 413) and momentary (409, 429) answers
+// are not stored (the key stays usable). Without the header the route works as usual.
 import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Pool } from '../../db/pool';
@@ -17,8 +17,12 @@ import { headerValues } from '../headers';
 import { bodyText } from '../json-body';
 import { corsHeaders } from './cors';
 
-/** Statuses of answers about the request's own form, which are not stored under the key. */
-const NOT_KEPT = new Set([400, 413]);
+/**
+ * Answers not stored under the key: bad input (400, 413), which changed nothing, and answers
+ * about the moment (409 quota reached, 429), which a retry with the same key may outgrow.
+ * (Hono turns a handler's thrown problem into c.res, so these arrive here as responses.)
+ */
+const NOT_KEPT = new Set([400, 409, 413, 429]);
 
 export interface IdempotentRouteOptions {
   pool: Pool;
@@ -84,8 +88,7 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
       await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
       throw err;
     }
-    // Bad input (400, 413) and failures (5xx) are not kept: the key stays usable and the
-    // request changed nothing.
+    // Failures (5xx) and the statuses above are not kept: the key stays usable.
     if (c.res.status >= 500 || NOT_KEPT.has(c.res.status)) return void (await releaseRouteKey(opts.pool, tenantId, key).catch(() => {}));
     const stored = opts.box.seal(await c.res.clone().text(), answerContext(tenantId, key));
     await dependency('database_unavailable', () => completeRouteKey(opts.pool, tenantId, key, c.res.status, stored));

@@ -3,7 +3,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../../db/queries/tenants';
 import { dependency, problem } from '../../errors';
+import { insertWithinQuota } from '../../db/queries/quotas';
 import { createApiKey } from '../../tenants';
+import { withinQuota } from '../quota';
 import { jsonBody } from '../json-body';
 import type { ApiKeyCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
@@ -23,7 +25,7 @@ const createKeyRoute = createRoute({
   request: idempotentJsonRequest(CreateApiKey),
   responses: {
     201: createdResponse('Created; `key` is the new bearer token.', ApiKeyCreated, { location: true }),
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'quota_exceeded'),
   },
 });
 
@@ -46,13 +48,14 @@ const revokeKeyRoute = createRoute({
   responses: { 204: { description: 'Revoked' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
 });
 
-export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCache: ApiKeyCache }) {
+export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCache: ApiKeyCache; maxApiKeys: number }) {
   const app = router();
   const { pool } = deps.idempotency;
 
   route(app, createKeyRoute, idempotentRoute(deps.idempotency), async function createTenantApiKey(c) {
     const body = await jsonBody(c, CreateApiKey, '{"label": "ci uploader"}');
-    const key = await dependency('database_unavailable', () => createApiKey(pool, c.get('tenantId'), body.label ?? ''));
+    const tenantId = c.get('tenantId');
+    const key = await withinQuota(() => insertWithinQuota(pool, tenantId, 'api_keys', deps.maxApiKeys, (tx) => createApiKey(tx, tenantId, body.label ?? '')));
     return c.json({ ...apiKeyView(key), key: key.key }, 201, { location: `/v1/api-keys/${key.id}` });
   });
 

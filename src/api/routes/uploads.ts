@@ -14,6 +14,7 @@ import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../upload/request-headers';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadRequest } from '../../upload/types';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
@@ -24,8 +25,8 @@ import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader,
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
 const DRAIN_LIMIT = 64 * 1024;
 
-export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config; processed: ProcessedSignal }) {
-  const { receiver, pool, config, processed: signal } = deps;
+export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config; processed: ProcessedSignal; inFlight: InFlightUploads }) {
+  const { receiver, pool, config, processed: signal, inFlight } = deps;
   const app = router();
 
   route(app, createUploadRoute, async function createUpload(c) {
@@ -51,8 +52,19 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
     c.set('idempotencyKey', key);
     const replay = await receiver.replay(req);
     if (replay) return render(c, replay, key, declaredBytes > DRAIN_LIMIT);
-    const outcome = await receiver.receive(req, requestBody(c), waitMs);
-    return render(c, outcome, key, false);
+    // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
+    const release = inFlight.tryAcquire(tenantId);
+    if (!release) {
+      throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`, {
+        headers: declaredBytes > DRAIN_LIMIT ? { connection: 'close' } : {},
+      });
+    }
+    try {
+      const outcome = await receiver.receive(req, requestBody(c), waitMs);
+      return render(c, outcome, key, false);
+    } finally {
+      release();
+    }
   });
 
   route(app, getUploadRoute, async function getUpload(c) {
@@ -96,7 +108,7 @@ const createUploadRoute = createRoute({
       ...COMMON_V1_PROBLEMS,
       'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress',
       'content_length_required', 'payload_too_large', 'checksum_invalid', 'checksum_mismatch', 'body_incomplete', 'header_invalid',
-      'malformed_request', 'request_timeout', 'headers_too_large', 'content_type_mismatch', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
+      'malformed_request', 'request_timeout', 'headers_too_large', 'content_type_mismatch', 'too_many_uploads', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
     ),
   },
 });

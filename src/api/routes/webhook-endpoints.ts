@@ -7,7 +7,9 @@ import { deleteEndpoint, insertEndpoint, listEndpoints, type EndpointRow } from 
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { dependency, problem } from '../../errors';
 import { webhookSecretContext } from '../../secret-box';
+import { insertWithinQuota } from '../../db/queries/quotas';
 import { jsonBody } from '../json-body';
+import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
 import { CreateWebhookEndpoint, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
@@ -25,7 +27,7 @@ const createEndpoint = createRoute({
   request: idempotentJsonRequest(CreateWebhookEndpoint),
   responses: {
     201: createdResponse('Created (or the replayed answer for the same Idempotency-Key).', WebhookEndpointCreated, { location: true }),
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'webhook_url_invalid'),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'quota_exceeded', 'webhook_url_invalid'),
   },
 });
 
@@ -48,7 +50,7 @@ const deleteEndpointRoute = createRoute({
   responses: { 204: { description: 'Removed' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
 });
 
-export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; idempotency: IdempotentRouteOptions }) {
+export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; idempotency: IdempotentRouteOptions; maxEndpoints: number }) {
   const app = router();
   const pool: Pool = deps.idempotency.pool;
 
@@ -64,8 +66,9 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
     const id = randomUUID();
     // Kept sealed; the worker opens it to sign. Shown once, in this answer.
     const sealed = deps.idempotency.box.seal(secret, webhookSecretContext(id));
-    const row = await dependency('database_unavailable', () =>
-      insertEndpoint(pool, { id, tenantId: c.get('tenantId'), url: body.url, description: body.description ?? '', secret: sealed }),
+    const tenantId = c.get('tenantId');
+    const row = await withinQuota(() =>
+      insertWithinQuota(pool, tenantId, 'webhook_endpoints', deps.maxEndpoints, (tx) => insertEndpoint(tx, { id, tenantId, url: body.url, description: body.description ?? '', secret: sealed })),
     );
     return c.json({ ...view(row), secret }, 201, { location: `/v1/webhook-endpoints/${row.id}` });
   });
