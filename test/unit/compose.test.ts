@@ -1,6 +1,8 @@
 // docker-compose.yml cannot run here (no Docker engine), so check what `docker compose
-// config` would: it parses, every dependency names a service with the needed condition,
-// and every Oncely setting it passes is one the config schema knows.
+// config` would: it parses and interpolates (secrets required from the environment), every
+// dependency names a service with the needed condition, every Oncely setting it passes is
+// one the config schema knows, and the production rules hold: Temporal's maintained server
+// image with its schema set up by admin-tools, no UI or database published beyond loopback.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -8,11 +10,69 @@ import { describe, expect, it } from 'vitest';
 import { configSchema, loadConfig } from '../../src/config';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
+const text = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
+const SECRETS = {
+  POSTGRES_PASSWORD: 'pg-password-from-env',
+  S3_SECRET_ACCESS_KEY: 's3-secret-from-env',
+  SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+  ADMIN_TOKEN: 'operator-token-from-the-environment',
+};
+
+/** Compose's interpolation: ${VAR}, ${VAR:-default}, ${VAR:?error} (empty counts as unset), $$. */
+function interpolate(value: string, env: Record<string, string>): string {
+  return value.replace(/\$\$|\$\{(\w+)(?::([-?])([^}]*))?\}/g, (whole, name: string | undefined, op: string | undefined, arg: string | undefined) => {
+    if (whole === '$$') return '$';
+    const v = env[name!];
+    if (v) return v;
+    if (op === '?') throw new Error(`required variable ${name} is missing: ${arg}`);
+    return op === '-' ? arg! : '';
+  });
+}
+
+function load(env: Record<string, string>) {
+  const walk = (v: unknown): unknown =>
+    typeof v === 'string' ? interpolate(v, env) : Array.isArray(v) ? v.map(walk) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)])) : v;
+  return walk(parse(text, { merge: true })) as { services: Record<string, any> };
+}
+
+const compose = load(SECRETS);
 
 describe('docker-compose.yml', () => {
   it('has the production-shaped services', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 's3', 'temporal', 'temporal-setup', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 's3', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
+  });
+
+  it("runs Temporal's server image (not the deprecated auto-setup) with its schema set up by the admin tools of the same version", () => {
+    expect(text).not.toContain('auto-setup');
+    const server = compose.services.temporal.image as string;
+    expect(server).toMatch(/^temporalio\/server:\d+\.\d+\.\d+$/);
+    const version = server.split(':')[1];
+    for (const svc of ['temporal-schema', 'temporal-setup']) expect(compose.services[svc].image).toBe(`temporalio/admin-tools:${version}`);
+    const schema = compose.services['temporal-schema'].command.join('\n');
+    for (const db of ['temporal', 'temporal_visibility']) {
+      expect(schema).toContain(`--db ${db} setup-schema`);
+      expect(schema).toMatch(new RegExp(`--db ${db} update-schema -d /etc/temporal/schema/postgresql/v12/`));
+    }
+    expect(compose.services.temporal.depends_on['temporal-schema'].condition).toBe('service_completed_successfully');
+    expect(compose.services.temporal.environment.NUM_HISTORY_SHARDS).toBe('4');
+  });
+
+  it('publishes only the API on all interfaces; the UI (no login) on loopback only, read-only', () => {
+    for (const [name, svc] of Object.entries<any>(compose.services)) {
+      for (const port of svc.ports ?? []) {
+        if (name === 'api') continue;
+        expect(String(port), `${name} publishes ${port}`).toMatch(/^127\.0\.0\.1:/);
+      }
+    }
+    expect(compose.services['temporal-ui'].ports).toEqual(['127.0.0.1:8233:8080']);
+    expect(compose.services['temporal-ui'].environment.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+    for (const svc of ['postgres', 'temporal', 's3']) expect(compose.services[svc].ports, svc).toBeUndefined();
+  });
+
+  it.each(Object.keys(SECRETS))('refuses to start without %s in the environment, and ships no value for it', (name) => {
+    const { [name as keyof typeof SECRETS]: _left, ...rest } = SECRETS;
+    expect(() => load(rest)).toThrow(new RegExp(`required variable ${name} is missing`));
+    expect(text).not.toMatch(new RegExp(`${name}: (?!\\$\\{${name}:\\?)`));
   });
 
   it('depends only on defined services, with healthchecks where health is awaited', () => {
@@ -25,12 +85,15 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('passes the app a configuration the schema accepts, with every key known', () => {
+  it('passes the app a configuration the schema accepts, with every key known and the secrets from the environment', () => {
     const known = new Set(Object.keys(configSchema.shape));
     for (const role of ['api', 'worker', 'migrate']) {
       const env = compose.services[role].environment;
       for (const k of Object.keys(env)) expect(known.has(k), `${role}: ${k}`).toBe(true);
-      expect(() => loadConfig(env)).not.toThrow();
+      const config = loadConfig(env);
+      expect(config.SECRETS_KEY).toBe(SECRETS.SECRETS_KEY);
+      expect(config.ADMIN_TOKEN).toBe(SECRETS.ADMIN_TOKEN);
+      expect(config.DATABASE_URL).toContain(SECRETS.POSTGRES_PASSWORD);
     }
     expect(compose.services.api.command).toEqual(['api']);
     expect(compose.services.worker.command).toEqual(['worker']);
@@ -40,5 +103,9 @@ describe('docker-compose.yml', () => {
     const { searchAttributes } = await import('../../src/temporal/names');
     const setup = compose.services['temporal-setup'].command.join(' ');
     for (const key of Object.values(searchAttributes)) expect(setup).toContain(`--name ${key.name}`);
+  });
+
+  it('the application image runs Node 24', () => {
+    expect(readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/^FROM node:24-/m);
   });
 });

@@ -1,0 +1,32 @@
+// The project runs on Node 24 LTS: the suite itself runs on it, and the bootstrap puts it
+// first on PATH when the machine's `node` is older (here: a stand-in that claims v20).
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, '../..');
+
+describe('Node.js runtime', () => {
+  it('the suite runs on Node 24 or newer, as package.json engines requires', () => {
+    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
+    expect(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).engines.node).toBe('>=24');
+  });
+
+  it('scripts/node.sh replaces an older node on PATH with the pinned Node 24', async () => {
+    const fakeBin = mkdtempSync(path.join(os.tmpdir(), 'oncely-old-node-'));
+    // An "old" node: answers like Node 20 would.
+    writeFileSync(path.join(fakeBin, 'node'), '#!/bin/sh\necho 20\n');
+    chmodSync(path.join(fakeBin, 'node'), 0o755);
+    const { stdout } = await run('sh', ['-c', '. scripts/node.sh && command -v node && node -p process.versions.node'], {
+      cwd: root,
+      env: { ...process.env, PATH: `${fakeBin}:${process.env.PATH}` },
+    });
+    const [where, version] = stdout.trim().split('\n');
+    expect(where).toMatch(/node-24\.\d+\.\d+\/bin\/node$/);
+    expect(version).toMatch(/^24\./);
+  }, 120_000);
+});
