@@ -218,3 +218,19 @@ describe('JSON bodies are bounded while they stream', () => {
     expect(await q('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key])).toEqual([]);
   });
 });
+
+describe('Temporal UI summary of an upload', () => {
+  it('the longest allowed non-ASCII file name with Markdown/HTML in it is stored, and the run summary is capped and escaped', async () => {
+    const name = `**b** <img src=x onerror=alert(1)> [x](javascript:alert) ${'é'.repeat(200)}`.slice(0, 255);
+    const key = `summary-${randomUUID()}`;
+    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('named'), contentType: 'text/plain', fileName: encodeURIComponent(name) });
+    expect(res.status, res.text).toBe(201);
+    expect(res.json.fileName).toBe(name);
+    const described = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe();
+    const [staticSummary, staticDetails] = await Promise.all([described.staticSummary(), described.staticDetails()]);
+    expect(Buffer.byteLength(staticSummary!)).toBeLessThanOrEqual(200);
+    expect(staticSummary).toMatch(/^Upload \\\*\\\*b\\\*\\\* \\<img/);
+    expect(staticSummary).not.toMatch(/(?<!\\)[<>[\]*]/);
+    expect(staticDetails).toContain(key.replaceAll('-', '\\-'));
+  });
+});
