@@ -8,7 +8,6 @@ export const DETAILS_MAX_BYTES = 20_000;
 
 /** Backslash-escapes Markdown and HTML punctuation; control characters become spaces. */
 export function escapeMarkdown(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/[\x00-\x1f\x7f\u2028\u2029]/g, ' ').replace(/[\\`*_{}[\]()#+\-.!|<>~&"']/g, (ch) => `\\${ch}`);
 }
 

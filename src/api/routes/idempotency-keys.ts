@@ -32,7 +32,6 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
   const app = router();
 
   route(app, getKeyRoute, async function getIdempotencyKey(c) {
-    const tenantId = c.get('tenantId');
     const key = IdempotencyKey.safeParse(c.req.param('key'));
     if (!key.success) throw problem('idempotency_key_invalid', key.error.issues[0]?.message);
     return keyState(c, key.data);
