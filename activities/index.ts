@@ -1,12 +1,13 @@
 // Every activity the workers register, built from injected dependencies.
 import { createDownstreamActivities, type DownstreamActivityDeps } from './downstream-activities';
 import { createHousekeepingActivities, type HousekeepingDeps } from './housekeeping-activities';
+import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 
 export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps & HousekeepingDeps;
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...createUploadActivities(deps), ...createDownstreamActivities(deps), ...createHousekeepingActivities(deps) };
+  return { ...createUploadActivities(deps), ...createDownstreamActivities(deps), ...createHousekeepingActivities(deps), ...createResumableActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

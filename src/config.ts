@@ -46,6 +46,14 @@ export const configSchema = z.object({
   BODY_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
   /** How long a started upload waits for any attempt to deliver a complete copy. */
   RECEIVE_TIMEOUT_SECONDS: z.coerce.number().positive().default(3600),
+  /** A resumable (tus) session not written to for this long is aborted and its key freed. */
+  RESUMABLE_EXPIRY_HOURS: z.coerce.number().positive().default(24),
+  /** Whole-part size of resumable sessions (S3 needs ≥ 5 MiB); the most a PATCH buffers. */
+  RESUMABLE_PART_MIB: z.coerce.number().min(5).max(512).default(8),
+  /** How long a PATCH's write lease lasts without renewal (an API killed mid-PATCH frees it then). */
+  RESUMABLE_LEASE_SECONDS: z.coerce.number().int().min(2).default(30),
+  /** A PATCH that made no progress for this long is taken over by a newer one (a dead connection). */
+  RESUMABLE_STALL_SECONDS: z.coerce.number().positive().default(3),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
   /** Rendition presets (pixels / ffmpeg bitrate). */

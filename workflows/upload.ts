@@ -29,6 +29,11 @@ export interface UploadWorkflowInput extends UploadRequest {
   receiveTimeoutSeconds: number;
   /** Settings the downstream child needs (absent in runs recorded before downstream existed). */
   downstream?: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
+  /**
+   * Started by a resumable (tus) session's creation: the run waits for the session's copy as
+   * long as the session is not idle for `idleSeconds`, and ends it (aborted, key freed) then.
+   */
+  resumable?: { sessionId: string; idleSeconds: number };
 }
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
@@ -80,7 +85,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     },
   );
 
-  if (!(await condition(() => accepted !== undefined, input.receiveTimeoutSeconds * 1000))) {
+  if (!(await awaitCopy(input, () => accepted !== undefined))) {
     setPhase('abandoned');
     // Failing (not completing) lets a later request with the same key start afresh.
     throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
@@ -118,6 +123,23 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   await condition(allHandlersFinished);
   return response;
 }
+
+/**
+ * Waits for the first copy: up to the receive timeout, or for a resumable session as long as
+ * it keeps being written to (one timer and one check per idle period, never per chunk).
+ */
+async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<boolean> {
+  if (!input.resumable) return condition(arrived, input.receiveTimeoutSeconds * 1000);
+  let waitSeconds = input.resumable.idleSeconds;
+  for (;;) {
+    if (await condition(arrived, waitSeconds * 1000)) return true;
+    const check = await sessionStep('Expire the resumable session if it has been idle').expireIdleSession(input.resumable.sessionId, input.resumable.idleSeconds);
+    if (check.expired) return false;
+    waitSeconds = check.secondsLeft;
+  }
+}
+
+const sessionStep = (summary: string) => proxyActivities<Activities>({ ...commitOptions, summary });
 
 /** Fires the downstream child exactly once per upload; the HTTP answer does not wait for it. */
 async function startDownstream(input: UploadWorkflowInput, response: StoredResponse): Promise<void> {

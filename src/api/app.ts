@@ -26,9 +26,12 @@ import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
+import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
+import { ResumableSessions } from '../resumable/sessions';
+import { TUS_REQUEST_HEADERS } from '../resumable/tus-protocol';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
-export const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'] as const;
+export const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer', ...TUS_REQUEST_HEADERS] as const;
 
 export interface AppDeps {
   config: Config;
@@ -70,7 +73,7 @@ export function createApp(deps: AppDeps) {
   app.use(nulGuard());
   app.use(
     cors({
-      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      allowMethods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
       allowHeaders: [...REQUEST_HEADERS],
       maxAgeSeconds: 600,
     }),
@@ -81,7 +84,19 @@ export function createApp(deps: AppDeps) {
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new ApiKeyCache();
+  app.route('/v1/tus', tusDiscoveryRoutes(config));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
+  const sessions = new ResumableSessions({
+    pool,
+    store,
+    temporal,
+    receiver,
+    idleSeconds: config.RESUMABLE_EXPIRY_HOURS * 3600,
+    partBytes: Math.round(config.RESUMABLE_PART_MIB * 1024 * 1024),
+    leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
+    stallSeconds: config.RESUMABLE_STALL_SECONDS,
+  });
+  app.route('/v1/tus', tusRoutes({ sessions, config }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight: new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT) }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS }));

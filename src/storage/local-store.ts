@@ -1,15 +1,16 @@
 // Object store over a local directory: the embedded default. Writes go to a temporary
 // file that is renamed into place, so a reader never sees a half-written object.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { ObjectStore, PutOptions, StoredObject } from './store';
 
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9/_.:-]*$/;
 const TMP_MARK = '.partial-';
+const PARTS_DIR = '.parts';
 
 export class LocalDirectoryStore implements ObjectStore {
   readonly kind = 'local' as const;
@@ -75,8 +76,64 @@ export class LocalDirectoryStore implements ObjectStore {
     }
   }
 
-  async abortStaleMultipartUploads(): Promise<number> {
-    return 0; // a directory has no multipart uploads; partial files are removed on failure
+  // Parts live under .parts/{uploadId}/ beside the objects (outside every tenant prefix);
+  // completing concatenates them into a temporary file renamed into place.
+  private partsDir(uploadId: string): string {
+    if (!/^[0-9a-f-]{36}$/.test(uploadId)) throw new Error(`unsafe upload id: ${uploadId}`);
+    return path.join(this.root, PARTS_DIR, uploadId);
+  }
+
+  async beginParts(key: string): Promise<string> {
+    this.pathOf(key);
+    const uploadId = randomUUID();
+    await mkdir(this.partsDir(uploadId), { recursive: true });
+    return uploadId;
+  }
+
+  async putPart(_key: string, uploadId: string, partNumber: number, bytes: Buffer): Promise<string> {
+    const file = path.join(this.partsDir(uploadId), String(partNumber));
+    const tmp = `${file}${TMP_MARK}${randomUUID()}`;
+    await writeFile(tmp, bytes);
+    await rename(tmp, file);
+    return `"${createHash('md5').update(bytes).digest('hex')}"`;
+  }
+
+  async completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    const dir = this.partsDir(uploadId);
+    if (!(await stat(dir).catch(() => undefined))) {
+      if (await this.head(key)) return; // completed by an earlier attempt
+      throw new Error(`no such upload ${uploadId}`);
+    }
+    const file = this.pathOf(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    const tmp = `${file}${TMP_MARK}${randomUUID()}`;
+    try {
+      const out = createWriteStream(tmp, { flags: 'wx' });
+      for (const p of parts) await pipeline(createReadStream(path.join(dir, String(p.partNumber))), out, { end: false });
+      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      await rename(tmp, file);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  async abortParts(_key: string, uploadId: string): Promise<void> {
+    await rm(this.partsDir(uploadId), { recursive: true, force: true });
+  }
+
+  async abortStaleMultipartUploads(olderThan: Date): Promise<number> {
+    const root = path.join(this.root, PARTS_DIR);
+    let aborted = 0;
+    for (const id of await readdir(root).catch(() => [] as string[])) {
+      const s = await stat(path.join(root, id)).catch(() => undefined);
+      if (s && s.mtime < olderThan) {
+        await rm(path.join(root, id), { recursive: true, force: true });
+        aborted++;
+      }
+    }
+    return aborted;
   }
 
   async probe(): Promise<void> {

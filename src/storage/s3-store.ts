@@ -4,7 +4,9 @@
 // unknown-length bodies go through lib-storage's multipart upload (partSize x queueSize).
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -13,6 +15,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
@@ -144,6 +147,43 @@ export class S3Store implements ObjectStore {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.opts.bucket, Key: key }));
     } catch (err) {
       if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async beginParts(key: string, contentType: string): Promise<string> {
+    const res = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.opts.bucket, Key: key, ContentType: contentType }));
+    return res.UploadId!;
+  }
+
+  async putPart(key: string, uploadId: string, partNumber: number, bytes: Buffer): Promise<string> {
+    const res = await this.client.send(
+      new UploadPartCommand({ Bucket: this.opts.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: bytes, ContentLength: bytes.length }),
+    );
+    return res.ETag!;
+  }
+
+  async completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    try {
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.opts.bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
+        }),
+      );
+    } catch (err) {
+      // Completed by an earlier attempt whose answer was lost: the object is there.
+      if ((err as { name?: string }).name === 'NoSuchUpload' && (await this.head(key))) return;
+      throw err;
+    }
+  }
+
+  async abortParts(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.opts.bucket, Key: key, UploadId: uploadId }));
+    } catch (err) {
+      if ((err as { name?: string }).name !== 'NoSuchUpload' && !isNotFound(err)) throw err;
     }
   }
 

@@ -25,6 +25,15 @@ export interface ObjectStore {
   /** Deleting a missing object is not an error (retries stay no-ops). */
   delete(key: string): Promise<void>;
   list(prefix: string): AsyncIterable<StoredObject>;
+  /**
+   * Parts assembled into one object at `key` (resumable sessions). Parts are whole buffers
+   * of at least 5 MiB but the last; re-sending a part number replaces it; `completeParts`
+   * with the parts in order makes the object, `abortParts` drops them (both retry-safe).
+   */
+  beginParts(key: string, contentType: string): Promise<string>;
+  putPart(key: string, uploadId: string, partNumber: number, bytes: Buffer): Promise<string>;
+  completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
+  abortParts(key: string, uploadId: string): Promise<void>;
   /** Aborts multipart uploads started before `olderThan`; returns how many. */
   abortStaleMultipartUploads(olderThan: Date): Promise<number>;
   /** Throws when the store cannot be reached (for /readyz). */

@@ -11,9 +11,13 @@ export interface FingerprintParts {
   contentType: string;
   sha256: string | null;
   fileName: string | null;
+  /** Anything else that identifies the request in its mode (e.g. tus Upload-Metadata). */
+  extra?: string;
 }
 
 export function fingerprint(p: FingerprintParts): string {
-  const canonical = JSON.stringify([p.method.toUpperCase(), p.route, p.tenantId, p.contentLength, p.contentType, p.sha256, p.fileName]);
+  const parts: unknown[] = [p.method.toUpperCase(), p.route, p.tenantId, p.contentLength, p.contentType, p.sha256, p.fileName];
+  if (p.extra !== undefined) parts.push(p.extra);
+  const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -65,11 +65,18 @@ export class UploadReceiver {
   }
 
   async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {
-    const copy = await this.stage(req, body);
+    return this.deliver(req, await this.stage(req, body), waitMs);
+  }
+
+  /**
+   * Phases offer → await → settle for a complete copy already in the store, whichever mode
+   * brought its bytes (one request, or a resumable session's assembled object).
+   */
+  async deliver(req: UploadRequest, copy: StagedCopy, waitMs: number, start?: Partial<UploadWorkflowInput>): Promise<UploadOutcome> {
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
     let outcome: 'accepted' | 'not_needed';
     try {
-      outcome = await this.offer(req, workflowId, copy);
+      outcome = await this.offer(req, workflowId, copy, start);
     } catch (err) {
       // Only a definite refusal (no run's handler ever saw the copy) frees it at once.
       // When the outcome is unknown (deadline, connection lost) the copy may be the upload.
@@ -151,14 +158,19 @@ export class UploadReceiver {
     return copy;
   }
 
-  /** Phase "offer": start the key's workflow if needed and hand it this attempt's copy. */
-  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy): Promise<'accepted' | 'not_needed'> {
-    const start = new WithStartWorkflowOperation(uploadWorkflow, {
+  /**
+   * How the key's workflow is started when no run holds the key: by the first offer, or by a
+   * resumable session's creation (`extra.resumable`; the fingerprint goes in the memo, so a
+   * later creation can tell whose run it found).
+   */
+  startOptions(req: UploadRequest, workflowId: string, extra?: Partial<UploadWorkflowInput>) {
+    return {
       workflowId,
       taskQueue: this.deps.taskQueue,
-      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream, ...extra }] as [UploadWorkflowInput],
+      workflowIdConflictPolicy: 'USE_EXISTING' as const,
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
+      memo: { fingerprint: req.fingerprint },
       staticSummary: uploadSummary(req),
       staticDetails: uploadDetails(req),
       typedSearchAttributes: [
@@ -168,7 +180,12 @@ export class UploadReceiver {
         { key: searchAttributes.contentType, value: req.contentType },
         { key: searchAttributes.bytes, value: req.declaredBytes },
       ],
-    });
+    };
+  }
+
+  /** Phase "offer": start the key's workflow if needed and hand it this attempt's copy. */
+  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy, extra?: Partial<UploadWorkflowInput>): Promise<'accepted' | 'not_needed'> {
+    const start = new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra));
     try {
       // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
       // caller is better served by a prompt 503 and its own retry with the same key.

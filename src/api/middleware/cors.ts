@@ -7,6 +7,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { header } from '../headers';
+import { TUS_RESPONSE_HEADERS } from '../../resumable/tus-protocol';
 
 export interface CorsOptions {
   allowHeaders: string[];
@@ -14,7 +15,7 @@ export interface CorsOptions {
   maxAgeSeconds: number;
 }
 
-export const EXPOSED_HEADERS = ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay'];
+export const EXPOSED_HEADERS = ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay', ...TUS_RESPONSE_HEADERS];
 
 /** Headers every simple CORS response carries; handlers may spread them in themselves. */
 export const corsHeaders: Readonly<Record<string, string>> = {

@@ -1,5 +1,4 @@
 // POST /v1/uploads and GET /v1/uploads/:id.
-import { Readable } from 'node:stream';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
@@ -18,6 +17,7 @@ import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadRequest } from '../../upload/types';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
+import { requestBody } from '../request-body';
 import { corsHeaders } from '../middleware/cors';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
@@ -147,13 +147,6 @@ function renditionView(r: RenditionRow) {
 
 function deliveryView(d: DeliveryRow) {
   return { eventId: d.event_id, eventType: d.event_type, endpointId: d.endpoint_id, attempts: d.attempts, lastStatus: d.last_status, lastError: d.last_error, deliveredAt: d.delivered_at?.toISOString() ?? null };
-}
-
-function requestBody(c: Context<AppEnv>): Readable {
-  const incoming = c.env?.incoming;
-  if (incoming) return incoming;
-  const body = c.req.raw.body;
-  return body ? Readable.fromWeb(body as import('node:stream/web').ReadableStream) : Readable.from([]);
 }
 
 function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeConnection: boolean): Response {

@@ -1,0 +1,11 @@
+// What a resumable session holds in the store besides its final object: the multipart
+// upload (or the local parts) and the tail object. Removed when the session ends without
+// a commit (expired, terminated, refused); deleting what is already gone is not an error.
+import type { SessionRow } from '../db/queries/resumable';
+import type { ObjectStore } from '../storage/store';
+
+export async function discardSessionObjects(store: ObjectStore, session: Pick<SessionRow, 'storage_key' | 'multipart_id'>, opts: { object?: boolean } = {}): Promise<void> {
+  await store.abortParts(session.storage_key, session.multipart_id);
+  for await (const o of store.list(`${session.storage_key}.tail.`)) await store.delete(o.key);
+  if (opts.object) await store.delete(session.storage_key);
+}

@@ -1,0 +1,194 @@
+// Writes one PATCH body into a resumable session. Bytes are hashed (running SHA-256 whose
+// state is saved) and gathered into whole parts of `partBytes`; each part is sent to the
+// store and then acknowledged in Postgres in one statement (offset, part list, SHA-256
+// state). Bytes left below a whole part when the body ends — S3 refuses parts under 5 MiB
+// but the last — are kept as a small "tail" object in the store and acknowledged too; the
+// next PATCH, on any replica, reads the tail back into its first part. So an acknowledged
+// byte is always in the store and named by the row, and a PATCH killed mid-way loses only
+// what it had not yet acknowledged. With Upload-Checksum nothing is acknowledged until the
+// whole body is in and verified (460 and the offset unchanged otherwise).
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { createSHA256 } from 'hash-wasm';
+import type { Pool } from '../db/pool';
+import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../db/queries/resumable';
+import { problem } from '../errors';
+import type { ObjectStore } from '../storage/store';
+import type { ChecksumAlgorithm } from './tus-protocol';
+
+export interface WriterDeps {
+  pool: Pool;
+  store: ObjectStore;
+  /** Whole-part size (≥ 5 MiB for S3); also the most a PATCH holds in memory. */
+  partBytes: number;
+  leaseSeconds: number;
+}
+
+/** How often a writing PATCH renews its lease and checks it still holds it. */
+const LEASE_TICK_MS = 1_000;
+
+export interface WriteResult {
+  offset: number;
+  complete: boolean;
+}
+
+const HEAD_BYTES = 64;
+
+export async function writeChunk(
+  deps: WriterDeps,
+  session: SessionRow,
+  owner: string,
+  body: Readable,
+  checksum?: { algorithm: ChecksumAlgorithm; digest: Buffer },
+): Promise<WriteResult> {
+  const length = Number(session.upload_length);
+  let acked = Number(session.upload_offset);
+  let tailKey = session.tail_key;
+  let tailBytes = Number(session.tail_bytes);
+  let parts: SessionPart[] = [...session.parts];
+  let bufStart = acked - tailBytes; // file offset of buf[0]
+  const cap = () => Math.min(deps.partBytes, length - bufStart);
+  const buf = Buffer.allocUnsafe(Math.max(1, cap()));
+  let filled = tailBytes > 0 ? await readTail(deps.store, tailKey!, buf, tailBytes) : 0;
+  const sha = await createSHA256();
+  if (session.sha256_state) sha.load(session.sha256_state);
+  else sha.init();
+  const check = checksum ? createHash(checksum.algorithm) : undefined;
+  let head: Buffer | null = session.head ? null : Buffer.alloc(0);
+  const staleTails: string[] = [];
+
+  // Progress keeps the lease; losing it (taken over after a stall) stops this PATCH before
+  // its next store write, and its acknowledgement would be refused anyway.
+  let receivedSinceTick = 0;
+  let storeWrites = 0;
+  let lost = false;
+  const storeWrite = async <T>(write: () => Promise<T>): Promise<T> => {
+    if (lost) throw problem('upload_locked', 'Another request took over this upload; HEAD it for the offset.');
+    storeWrites++;
+    try {
+      return await write();
+    } finally {
+      storeWrites--;
+    }
+  };
+  const flushPart = async () => {
+    const partNumber = parts.length + 1;
+    const etag = await storeWrite(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, buf.subarray(0, filled)));
+    parts = [...parts, { partNumber, etag, bytes: filled }];
+    bufStart += filled;
+    filled = 0;
+    if (tailKey) staleTails.push(tailKey);
+    tailKey = null;
+    tailBytes = 0;
+  };
+  const ack = async () => {
+    const toOffset = bufStart + filled;
+    const ok = await acknowledge(deps.pool, {
+      id: session.id,
+      owner,
+      fromOffset: acked,
+      toOffset,
+      parts,
+      tailKey,
+      tailBytes,
+      sha256State: sha.save(),
+      head: head && head.length > 0 ? head : null,
+      leaseSeconds: deps.leaseSeconds,
+    });
+    // Our lease ran out and another request moved the session: this one stops here.
+    if (!ok) throw problem('upload_locked', 'Another request took over this upload; HEAD it for the offset.');
+    acked = toOffset;
+    for (const key of staleTails.splice(0)) await deps.store.delete(key).catch(() => {});
+  };
+
+  const renew = setInterval(() => {
+    const progressed = receivedSinceTick > 0 || storeWrites > 0;
+    receivedSinceTick = 0;
+    void renewLease(deps.pool, session.id, owner, deps.leaseSeconds, progressed).then(
+      (held) => {
+        if (held || lost) return;
+        lost = true;
+        if (!body.destroyed) body.destroy(Object.assign(new Error('lease lost'), { code: 'ECONNRESET' }));
+      },
+      () => {},
+    );
+  }, LEASE_TICK_MS);
+  renew.unref();
+  // A client that goes away mid-body may show up only as its socket closing: end the
+  // iteration then (otherwise it would wait forever, renewing the lease).
+  const socket = (body as { socket?: import('node:net').Socket }).socket;
+  const onGone = () => {
+    if ((body as { complete?: boolean }).complete === false && !body.destroyed) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+  };
+  socket?.once('close', onGone);
+  body.once('aborted', onGone);
+  if (socket?.destroyed) onGone();
+  let ended = false;
+  try {
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        receivedSinceTick += chunk.length;
+        let pos = 0;
+        while (pos < chunk.length) {
+          const room = cap() - filled;
+          if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${length} bytes).`, { headers: { connection: 'close' } });
+          const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
+          const at = bufStart + filled;
+          if (head && at < HEAD_BYTES) head = Buffer.concat([head, piece.subarray(0, HEAD_BYTES - at)]);
+          piece.copy(buf, filled);
+          sha.update(piece);
+          check?.update(piece);
+          filled += piece.length;
+          pos += piece.length;
+          if (filled === cap()) {
+            await flushPart();
+            if (!check) await ack();
+          }
+        }
+      }
+      ended = true;
+    } catch (err) {
+      // A body cut off by the client still leaves what arrived; anything else is thrown.
+      if (!isCutOff(err, body)) throw err;
+    }
+    if (check) {
+      // Unverifiable (cut off) or wrong: nothing of this PATCH is acknowledged.
+      if (!ended) return { offset: acked, complete: acked === length };
+      if (!check.digest().equals(checksum!.digest)) throw problem('upload_checksum_mismatch', `The body does not match Upload-Checksum (${checksum!.algorithm}); the offset stays ${acked}.`);
+    }
+    if (bufStart + filled > acked) {
+      if (filled > 0 && bufStart + filled === length) await flushPart();
+      else if (filled > 0) {
+        const key = `${session.storage_key}.tail.${bufStart + filled}`;
+        await storeWrite(() => deps.store.put(key, Readable.from([Buffer.from(buf.subarray(0, filled))]), { contentType: 'application/octet-stream', contentLength: filled }));
+        if (tailKey && tailKey !== key) staleTails.push(tailKey);
+        tailKey = key;
+        tailBytes = filled;
+      }
+      await ack();
+    }
+    return { offset: acked, complete: acked === length };
+  } finally {
+    clearInterval(renew);
+    socket?.off('close', onGone);
+    body.off('aborted', onGone);
+  }
+}
+
+async function readTail(store: ObjectStore, key: string, buf: Buffer, expected: number): Promise<number> {
+  const stream = await store.get(key);
+  if (!stream) throw new Error(`tail object ${key} is missing`);
+  let n = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (n + chunk.length > buf.length) throw new Error(`tail object ${key} is larger than a part`);
+    chunk.copy(buf, n);
+    n += chunk.length;
+  }
+  if (n !== expected) throw new Error(`tail object ${key} has ${n} bytes, expected ${expected}`);
+  return n;
+}
+
+function isCutOff(err: unknown, body: Readable): boolean {
+  const code = (err as { code?: string }).code;
+  return (body as { complete?: boolean }).complete === false || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || (err as Error).message === 'aborted';
+}
