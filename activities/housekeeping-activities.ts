@@ -15,8 +15,11 @@ export interface HousekeepingDeps {
   housekeeping: { tombstoneSeconds: number; stagingGraceSeconds: number; multipartMaxAgeSeconds: number };
 }
 
-/** Attempt objects: tenants/{tenant}/keys/{keyHash}/{attemptId}. */
-const ATTEMPT_OBJECT = /^tenants\/[0-9a-f-]{36}\/keys\/[0-9a-f]{32}\/[0-9a-f-]{36}$/;
+/**
+ * Attempt objects, tenants/{tenant}/keys/{keyHash}/{attemptId}, and the tails of resumable
+ * sessions, …/{sessionId}.tail.{offset} (one a crash left between writing and acknowledging).
+ */
+const ATTEMPT_OBJECT = /^tenants\/[0-9a-f-]{36}\/keys\/[0-9a-f]{32}\/[0-9a-f-]{36}(\.tail\.\d+)?$/;
 
 export function createHousekeepingActivities({ pool, store, housekeeping }: HousekeepingDeps) {
   return {

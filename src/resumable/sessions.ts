@@ -94,11 +94,25 @@ export class ResumableSessions {
   private async startWorkflow(s: SessionRow): Promise<void> {
     const workflowId = uploadWorkflowId(s.tenant_id, s.idempotency_key);
     const options = this.deps.receiver.startOptions(uploadRequest(s), workflowId, { resumable: { sessionId: s.id, idleSeconds: this.deps.idleSeconds } });
-    const described = await dependency('temporal_unavailable', async () => {
-      const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () => this.deps.temporal.workflow.start(uploadWorkflow, options));
-      return handle.describe();
-    });
+    const startOrFind = () =>
+      dependency('temporal_unavailable', async () => {
+        const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () => this.deps.temporal.workflow.start(uploadWorkflow, options));
+        return handle.describe();
+      });
+    let described = await startOrFind();
+    // The run of an earlier session of this key that just expired or was terminated (its
+    // row is gone) may still be closing: once it has, this session's run starts.
+    for (let i = 0; i < 50 && described.memo?.fingerprint !== s.fingerprint && described.status.name === 'RUNNING' && (await this.sessionGone(described.memo?.sessionId)); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      described = await startOrFind();
+    }
     if (described.memo?.fingerprint !== s.fingerprint) throw reuse();
+  }
+
+  private async sessionGone(sessionId: unknown): Promise<boolean> {
+    if (typeof sessionId !== 'string') return false;
+    const row = await this.deps.pool.query('SELECT 1 FROM resumable_sessions WHERE id = $1', [sessionId]);
+    return row.rowCount === 0;
   }
 
   async find(tenantId: string, id: string): Promise<SessionRow> {

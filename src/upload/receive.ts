@@ -170,7 +170,7 @@ export class UploadReceiver {
       args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream, ...extra }] as [UploadWorkflowInput],
       workflowIdConflictPolicy: 'USE_EXISTING' as const,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
-      memo: { fingerprint: req.fingerprint },
+      memo: { fingerprint: req.fingerprint, ...(extra?.resumable ? { sessionId: extra.resumable.sessionId } : {}) },
       staticSummary: uploadSummary(req),
       staticDetails: uploadDetails(req),
       typedSearchAttributes: [

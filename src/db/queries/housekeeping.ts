@@ -21,10 +21,11 @@ export async function expireKeys(pool: Pool, tombstoneSeconds: number, batch = 1
   });
 }
 
-/** True when an upload or rendition row names this object. */
+/** True when an upload, a rendition or a resumable session (its object or tail) names this object. */
 export async function isReferenced(db: Queryable, storageKey: string): Promise<boolean> {
   const res = await db.query(
-    'SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM renditions WHERE storage_key = $1 LIMIT 1',
+    `SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM renditions WHERE storage_key = $1
+     UNION ALL SELECT 1 FROM resumable_sessions WHERE storage_key = $1 OR tail_key = $1 LIMIT 1`,
     [storageKey],
   );
   return (res.rowCount ?? 0) > 0;
