@@ -3,7 +3,8 @@
 // when the answer starts (the server did the work, the client never hears); `reset-mid-body`
 // cuts the connection after `resetAfterBytes` from the client; `throttle` relays the
 // client's bytes at `bytesPerSecond`. Tests take dependencies away from the API, or the
-// API away from a client, without touching the real servers.
+// API away from a client, without touching the real servers. With several targets, new
+// connections go to them in turn (a round-robin load balancer in front of API replicas).
 import net from 'node:net';
 
 export type ProxyMode = 'forward' | 'refuse' | 'drop-response' | 'reset-mid-body' | 'throttle';
@@ -20,7 +21,14 @@ export class TcpProxy {
   /** When set, the fault applies to this many connections, then the proxy forwards. */
   faultBudget = Infinity;
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  private readonly targets: { host: string; port: number }[];
+  /** Connections sent to each target, in the order given. */
+  readonly perTarget: number[];
+
+  constructor(target: { host: string; port: number } | { host: string; port: number }[]) {
+    this.targets = Array.isArray(target) ? target : [target];
+    this.perTarget = this.targets.map(() => 0);
+  }
 
   async start(port = 0): Promise<this> {
     this.server = net.createServer((client) => this.accept(client));
@@ -46,7 +54,9 @@ export class TcpProxy {
       else this.faultBudget--;
     }
     if (mode === 'refuse') return void client.destroy();
-    const upstream = net.connect(this.target.port, this.target.host);
+    const turn = (this.accepted - 1) % this.targets.length;
+    this.perTarget[turn]!++;
+    const upstream = net.connect(this.targets[turn]!.port, this.targets[turn]!.host);
     for (const s of [client, upstream]) {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));

@@ -1,0 +1,60 @@
+// tus-js-client through a round-robin balancer in front of two API processes: creation,
+// PATCHes and HEADs land on both replicas in turn; the session state in Postgres (offset,
+// parts, tail, SHA-256 state) carries the upload across them, and it commits once.
+import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+import getPort from 'get-port';
+import * as tus from 'tus-js-client';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import type { ManagedProcess } from '../../src/devstack/process';
+import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { getJson, sha256 } from '../helpers/http';
+import { startApiProcess } from '../helpers/api-process';
+import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
+
+const MiB = 1024 * 1024;
+let stack: TestStack;
+const replicas: ManagedProcess[] = [];
+let balancer: TcpProxy;
+
+beforeAll(async () => {
+  stack = await startTestStack('tus_replicas', { role: 'worker', env: { RESUMABLE_PART_MIB: '5' } });
+  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, RESUMABLE_PART_MIB: '5' };
+  const ports = [await getPort({ host: '127.0.0.1' }), await getPort({ host: '127.0.0.1' })];
+  for (const [i, port] of ports.entries()) replicas.push(await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-${i}.log`)));
+  balancer = await new TcpProxy(ports.map((port) => ({ host: '127.0.0.1', port }))).start();
+}, 120_000);
+afterAll(async () => {
+  await balancer?.stop();
+  for (const r of replicas) await r.stop('SIGKILL');
+  await stack?.stop();
+});
+
+it('uploads with tus-js-client across two replicas (alternate requests on each), committed once with the right SHA-256', async () => {
+  const tenant = await stack.createTenant('replicas');
+  const file = randomBytes(13 * MiB + 333);
+  const key = `tus-replicas-${randomUUID()}`;
+  const before = [...balancer.perTarget];
+  const upload = await new Promise<tus.Upload>((resolve, reject) => {
+    const u: tus.Upload = new tus.Upload(file, {
+      endpoint: `http://127.0.0.1:${balancer.port}/v1/tus`,
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key },
+      metadata: { filename: 'replicas.bin', filetype: 'application/octet-stream' },
+      chunkSize: 2 * MiB + 5,
+      retryDelays: [200, 1000, 3000],
+      // A connection per request, so the balancer's turns alternate the replicas.
+      httpStack: new tus.DefaultHttpStack({ agent: new http.Agent({ keepAlive: false }) }),
+      onSuccess: () => resolve(u),
+      onError: reject,
+    });
+    u.start();
+  });
+  const served = balancer.perTarget.map((n, i) => n - before[i]!);
+  expect(Math.min(...served)).toBeGreaterThanOrEqual(3); // 1 creation + 7 PATCHes, in turn
+  const answer = await getJson(`http://127.0.0.1:${balancer.port}/v1/idempotency-keys/${key}`, tenant.apiKey);
+  expect(answer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: file.length, sha256: sha256(file), fileName: 'replicas.bin' } });
+  const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, key]);
+  expect(rows.rows[0].n).toBe(1);
+  expect(upload.url).toMatch(/\/v1\/tus\/[0-9a-f-]{36}$/);
+}, 120_000);
