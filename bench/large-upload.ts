@@ -14,7 +14,7 @@ import { median } from './lib/stats';
 const CHUNK = 1024 * 1024;
 
 /** A deterministic body of `bytes` bytes, generated on the fly (never held in memory). */
-function body(bytes: number): Readable {
+export function body(bytes: number): Readable {
   const block = Buffer.alloc(CHUNK);
   for (let i = 0; i < CHUNK; i++) block[i] = (i * 31 + 7) & 0xff;
   let sent = 0;
@@ -28,7 +28,7 @@ function body(bytes: number): Readable {
   });
 }
 
-function expectedSha(bytes: number): string {
+export function expectedSha(bytes: number): string {
   const h = createHash('sha256');
   const src = body(bytes);
   let chunk: Buffer | null;
@@ -36,7 +36,7 @@ function expectedSha(bytes: number): string {
   return h.digest('hex');
 }
 
-function postLarge(url: string, apiKey: string, bytes: number): Promise<{ status: number; json: any }> {
+export function postLarge(url: string, apiKey: string, bytes: number): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${url}/v1/uploads`, {
       method: 'POST',

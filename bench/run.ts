@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { startServices } from './lib/services';
 import { ratioChart } from './lib/chart';
 import { largeUpload } from './large-upload';
+import { resumableUpload } from './resumable';
 import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
 import { waitWakeup } from './wait-wakeup';
 
@@ -20,7 +21,7 @@ const { values } = parseArgs({
   },
 });
 
-const all = ['large', 'replay', 'small', 'storm', 'wait'];
+const all = ['large', 'resumable', 'replay', 'small', 'storm', 'wait'];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -29,6 +30,7 @@ const services = await startServices();
 const results: Record<string, unknown>[] = [];
 try {
   if (wanted.has('large')) results.push(await largeUpload(services, { bytes: Number(values['large-bytes']), rounds }));
+  if (wanted.has('resumable')) results.push(await resumableUpload(services, { bytes: Number(values['large-bytes']), rounds }));
   if (wanted.has('replay')) results.push(await replayPath(services, { seconds, rounds, connections }));
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));

@@ -12,7 +12,7 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { createEmbeddedPool, startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
-import { defaultOutboxPath, EXIT, runUpload, type UploadCommandOptions } from './client/cli-upload';
+import { defaultOutboxPath, EXIT, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
@@ -115,6 +115,7 @@ program
   .option('--content-type <type>', 'override the media type guessed from the file name')
   .option('--outbox <file>', 'where pending uploads are kept', defaultOutboxPath())
   .option('--max-attempts <n>', 'give up after this many attempts per file', (v) => Number(v), 20)
+  .option('--resumable-from <size>', 'send files at least this big resumably (tus): a rerun continues where the last stopped', parseSize, parseSize('64MiB'))
   .action(async (files: string[], opts: Omit<UploadCommandOptions, 'token'> & { token?: string; resume: boolean }) => {
     if (files.length === 0 && !opts.resume) {
       console.error('oncely upload: name files to upload, or --resume to finish interrupted ones');

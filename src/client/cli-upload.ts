@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { stat } from 'node:fs/promises';
 import cliProgress from 'cli-progress';
-import { FileOutbox, openFileBody, pendingFromFile, sha256File } from './node';
+import { FileOutbox, openFileBody, openFileRange, pendingFromFile, sha256File } from './node';
 import { sendThroughOutbox } from './outbox-runner';
 import { GaveUpError, UploadClient } from './upload-client';
 import type { PendingUpload, UploadResult } from './types';
@@ -18,6 +18,16 @@ export interface UploadCommandOptions {
   outbox: string;
   maxAttempts: number;
   contentType?: string;
+  /** Files of at least this many bytes are sent resumably (tus), resuming after a kill. */
+  resumableFrom: number;
+}
+
+/** `64MiB`, `500k`, `1G`, `1048576` → bytes (binary multiples). */
+export function parseSize(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(k|kib|m|mib|g|gib)?\s*$/i.exec(value);
+  if (!m) throw new Error(`not a size: ${value} (for example 64MiB)`);
+  const unit = { k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 }[(m[2] ?? '').toLowerCase() as 'k'] ?? 1;
+  return Math.round(Number(m[1]) * unit);
 }
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, gaveUp: 3, interrupted: 130 } as const;
@@ -44,6 +54,8 @@ export async function runUpload(files: string[], opts: UploadCommandOptions): Pr
     baseUrl: opts.server.replace(/\/$/, ''),
     token: opts.token,
     openBody: openFileBody,
+    openRange: openFileRange,
+    resumableFromBytes: opts.resumableFrom,
     maxAttempts: opts.maxAttempts,
     attemptTimeoutMs: 10 * 60_000,
   });

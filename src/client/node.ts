@@ -53,6 +53,18 @@ export async function openFileBody(pending: PendingUpload, onBytes: (n: number) 
   return Readable.toWeb(createReadStream(pending.source).pipe(counter)) as unknown as UploadBody;
 }
 
+/** Opens bytes [start, end) of a file (one resumable PATCH), counting bytes as they are read. */
+export async function openFileRange(pending: PendingUpload, start: number, end: number, onBytes: (n: number) => void): Promise<UploadBody> {
+  if (end <= start) return new Uint8Array(0);
+  const counter = new Transform({
+    transform(chunk: Buffer, _e, cb) {
+      onBytes(chunk.length);
+      cb(null, chunk);
+    },
+  });
+  return Readable.toWeb(createReadStream(pending.source, { start, end: end - 1 }).pipe(counter)) as unknown as UploadBody;
+}
+
 /** Pending uploads in one JSON file, replaced atomically (write + rename) on every change. */
 export class FileOutbox implements Outbox {
   private chain: Promise<unknown> = Promise.resolve();

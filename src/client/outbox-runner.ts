@@ -11,6 +11,11 @@ export async function sendThroughOutbox(client: UploadClient, outbox: Outbox, pe
       void outbox.put(pending).catch(() => {});
       so.onAttempt?.(attempt, outcome, delayMs);
     },
+    // A resumable upload's URL is persisted before its first byte goes.
+    onUploadUrl: async (p) => {
+      await outbox.put(p);
+      await so.onUploadUrl?.(p);
+    },
   });
   await outbox.remove(pending.id);
   return result;

@@ -12,6 +12,8 @@ export interface PendingUpload {
   source: string;
   createdAt: string;
   attempts: number;
+  /** A resumable (tus) upload's URL once created; kept so a later run resumes there. */
+  uploadUrl?: string | null;
 }
 
 export interface UploadResult {

@@ -114,15 +114,17 @@ export async function writeChunk(
     );
   }, LEASE_TICK_MS);
   renew.unref();
-  // A client that goes away mid-body may show up only as its socket closing: end the
-  // iteration then (otherwise it would wait forever, renewing the lease).
+  // A client that goes away mid-body may show up only on its socket — closed, or ended
+  // (the server allows half-open connections, so a FIN alone closes nothing): end the
+  // iteration then, or it would wait for bytes that never come.
   const socket = (body as { socket?: import('node:net').Socket }).socket;
   const onGone = () => {
     if ((body as { complete?: boolean }).complete === false && !body.destroyed) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
   };
   socket?.once('close', onGone);
+  socket?.once('end', onGone);
   body.once('aborted', onGone);
-  if (socket?.destroyed) onGone();
+  if (socket?.destroyed || socket?.readableEnded) onGone();
   let ended = false;
   try {
     try {
@@ -171,6 +173,7 @@ export async function writeChunk(
   } finally {
     clearInterval(renew);
     socket?.off('close', onGone);
+    socket?.off('end', onGone);
     body.off('aborted', onGone);
   }
 }

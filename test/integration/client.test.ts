@@ -112,6 +112,39 @@ describe('oncely upload (CLI)', () => {
     expect(JSON.parse(bad.stdout)[0]).toMatchObject({ status: 415 });
   }, 120_000);
 
+  it('sends a large file resumably (tus) and, killed mid-upload, continues from the server offset on the next run', async () => {
+    const big = file('resumable.bin', 12 * 1024 * 1024);
+    const outboxFile = path.join(dir, 'cli-tus-outbox.json');
+    const env = { ...process.env, ONCELY_URL: `http://127.0.0.1:${proxy.port}`, ONCELY_TOKEN: tenant.apiKey };
+    proxy.setMode('throttle');
+    proxy.bytesPerSecond = 3 * 1024 * 1024;
+    proxy.faultBudget = Infinity;
+    const cli = startProcess(...nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile, '--resumable-from', '1MiB'), { logFile: path.join(dir, 'cli-tus-1.log'), env, cwd: root });
+    // The upload URL is in the outbox before the bytes go, and the server acknowledges a part.
+    const persisted = await eventually(async () => {
+      const items = existsSync(outboxFile) ? (JSON.parse(readFileSync(outboxFile, 'utf8')) as { idempotencyKey: string; uploadUrl?: string }[]) : [];
+      return items[0]?.uploadUrl ? items[0] : undefined;
+    }, 30_000);
+    const offsetOf = async () => Number((await stack.runtime.pool.query('SELECT upload_offset FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, persisted.idempotencyKey])).rows[0]?.upload_offset ?? 0);
+    await eventually(async () => (await offsetOf()) > 0, 30_000);
+    await cli.stop('SIGKILL');
+    const acknowledged = await offsetOf();
+    expect(acknowledged).toBeGreaterThan(0);
+    expect(acknowledged).toBeLessThan(12 * 1024 * 1024);
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, persisted.idempotencyKey)).uploads).toHaveLength(0);
+
+    proxy.mode = 'forward';
+    const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', '--resume', '--json', '--outbox', outboxFile, '--resumable-from', '1MiB');
+    const { stdout } = await run(cmd, args, { env, cwd: root });
+    const [result] = JSON.parse(stdout);
+    expect(result).toMatchObject({ idempotencyKey: persisted.idempotencyKey, status: 201 });
+    expect(result.body.sha256).toBe(sha256(readFileSync(big)));
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, persisted.idempotencyKey)).uploads).toHaveLength(1);
+    // The session is the one the first run created: the second run resumed it.
+    const sessions = await stack.runtime.pool.query('SELECT id FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, persisted.idempotencyKey]);
+    expect(persisted.uploadUrl).toContain(sessions.rows[0].id);
+  }, 120_000);
+
   it('explains a missing token with exit code 2', async () => {
     const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', 'nothing.bin');
     const res = await run(cmd, args, { env: { ...process.env, ONCELY_TOKEN: '' }, cwd: root }).catch((e) => e);
