@@ -97,7 +97,7 @@ export function createApp(deps: AppDeps) {
     stallSeconds: config.RESUMABLE_STALL_SECONDS,
   });
   app.route('/v1/tus', tusRoutes({ sessions, config }));
-  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight: new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT) }));
+  app.route('/v1/uploads', uploadRoutes({ receiver, pool, store, config, processed, inFlight: new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT) }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));

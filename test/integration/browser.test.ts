@@ -1,10 +1,12 @@
 // The upload page in Debian's Chromium (playwright-core, headless): upload a file; then go
 // offline mid-upload, reload, come back online — the IndexedDB outbox finishes the upload
 // with its original key, exactly once. Screenshots land in test-artifacts/.
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { png } from '../helpers/media';
 import { TcpProxy } from '../../src/devstack/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, rowsForKey } from '../helpers/inspect';
@@ -38,7 +40,7 @@ afterAll(async () => {
 async function openPage(): Promise<Page> {
   const context = await browser.newContext();
   const page = await context.newPage();
-  await page.goto(`${origin}/`);
+  await page.goto(`${origin}/outbox`);
   await page.fill('#token', tenant.apiKey);
   await page.dispatchEvent('#token', 'change');
   return page;
@@ -86,6 +88,66 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
   await page.screenshot({ path: path.join(artifacts, 'upload-page-after-offline.png'), fullPage: true });
   await page.context().close();
 }, 180_000);
+
+describe('the Uppy page at /', () => {
+  const MiB = 1024 * 1024;
+  async function openUppy(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
+    await page.goto(`${origin}/`);
+    if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
+    await page.fill('#token', tenant.apiKey);
+    await page.dispatchEvent('#token', 'change');
+    return page;
+  }
+
+  it('uploads a picture over tus and shows it committed with its thumbnail', async () => {
+    proxy.mode = 'forward';
+    const page = await openUppy();
+    await page.locator('input.uppy-Dashboard-input').first().setInputFiles({ name: 'picture.png', mimeType: 'image/png', buffer: await png(800, 600) });
+    await page.waitForSelector('#done li[data-status=processed] img[src^="blob:"]', { timeout: 60_000 });
+    const key = (await page.getAttribute('#done li', 'data-key'))!;
+    const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+    expect(rows.uploads).toHaveLength(1);
+    expect(rows.uploads[0].content_type).toBe('image/png');
+    await page.screenshot({ path: path.join(artifacts, 'uppy-page.png'), fullPage: true });
+    await page.context().close();
+  }, 90_000);
+
+  it('a 40 MiB upload cut by going offline and a reload finishes once, with its original key, from where it stopped', async () => {
+    proxy.setMode('throttle');
+    proxy.bytesPerSecond = 2 * MiB; // ~20 s in all: surely mid-way when the network goes
+    const page = await openUppy();
+    const file = randomBytes(40 * MiB);
+    await page.locator('input.uppy-Dashboard-input').first().setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: file });
+    // A part is acknowledged server-side: the session is mid-way.
+    const session = await eventually(async () => {
+      const r = await stack.runtime.pool.query('SELECT idempotency_key, upload_offset FROM resumable_sessions WHERE tenant_id = $1 AND upload_length = $2', [tenant.tenantId, file.length]);
+      return r.rows[0] && Number(r.rows[0].upload_offset) > 0 ? (r.rows[0] as { idempotency_key: string; upload_offset: string }) : undefined;
+    }, 60_000);
+    expect(Number(session.upload_offset)).toBeLessThan(file.length);
+
+    await page.context().setOffline(true);
+    proxy.setMode('refuse'); // the connection in flight dies too
+    await new Promise((r) => setTimeout(r, 1000));
+    proxy.mode = 'forward';
+    await page.context().setOffline(false);
+    await page.reload();
+
+    const key = session.idempotency_key;
+    await eventually(async () => ((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads.length === 1 ? true : undefined), 120_000);
+    const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+    expect(rows.uploads).toHaveLength(1);
+    expect(Number(rows.uploads[0].bytes)).toBe(file.length);
+    expect(rows.uploads[0].sha256).toBe(createHash('sha256').update(file).digest('hex'));
+    const sessions = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND upload_length = $2', [tenant.tenantId, file.length]);
+    expect(sessions.rows[0].n).toBe(1);
+    await page.waitForSelector(`#done li[data-key="${key}"]`, { timeout: 30_000 });
+    await page.screenshot({ path: path.join(artifacts, 'uppy-page-after-offline.png'), fullPage: true });
+    await page.context().close();
+  }, 240_000);
+});
 
 it('renders the API reference at /docs from the OpenAPI document, offline', async () => {
   const context = await browser.newContext();

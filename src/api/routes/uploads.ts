@@ -4,7 +4,8 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import type { ProcessedSignal } from '../../db/upload-processed';
-import type { UploadRow } from '../../db/queries/uploads';
+import { findUpload, type UploadRow } from '../../db/queries/uploads';
+import { Readable } from 'node:stream';
 import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
@@ -14,6 +15,7 @@ import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../upload/request-headers';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import type { InFlightUploads } from '../../upload/in-flight';
+import type { ObjectStore } from '../../storage/store';
 import type { UploadRequest } from '../../upload/types';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
@@ -25,7 +27,7 @@ import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader,
 /** Bodies larger than this are not drained after an early answer; the connection closes. */
 const DRAIN_LIMIT = 64 * 1024;
 
-export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; config: Config; processed: ProcessedSignal; inFlight: InFlightUploads }) {
+export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store: ObjectStore; config: Config; processed: ProcessedSignal; inFlight: InFlightUploads }) {
   const { receiver, pool, config, processed: signal, inFlight } = deps;
   const app = router();
 
@@ -77,6 +79,18 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; confi
     return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
   });
 
+  route(app, getRenditionRoute, async function getRendition(c) {
+    const id = c.req.param('id')!;
+    const name = c.req.param('name')!;
+    if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
+    const upload = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
+    const rendition = upload && (await dependency('database_unavailable', () => listRenditions(pool, upload.id))).find((r) => r.name === name);
+    if (!rendition) throw problem('not_found', 'No such rendition.');
+    const body = await dependency('storage_unavailable', () => deps.store.get(rendition.storage_key));
+    if (!body) throw problem('not_found', 'No such rendition.');
+    return new Response(Readable.toWeb(body) as ReadableStream, { headers: { 'content-type': rendition.content_type, 'content-length': String(rendition.bytes), 'cache-control': 'private, max-age=86400' } });
+  });
+
   return app;
 }
 
@@ -123,6 +137,19 @@ const getUploadRoute = createRoute({
   responses: {
     200: { description: 'The upload (after at most `wait` seconds, or as soon as it is processed).', content: { 'application/json': { schema: UploadDetail } } },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
+  },
+});
+
+const getRenditionRoute = createRoute({
+  method: 'get',
+  path: '/{id}/renditions/{name}',
+  tags: ['uploads'],
+  summary: "One rendition's bytes (thumbnail, display, poster, audio)",
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid, name: z.string().regex(/^[a-z]{1,32}$/).openapi({ example: 'thumbnail' }) }) },
+  responses: {
+    200: { description: 'The rendition, with its media type', content: { 'image/webp': { schema: { type: 'string', format: 'binary' } } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'storage_unavailable'),
   },
 });
 

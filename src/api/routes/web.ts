@@ -1,47 +1,69 @@
-// The upload page at `/`. Its script is bundled from src/web/app.ts with esbuild on first
-// request (browser target, no Node built-ins) and kept in memory.
+// The pages: `/` is the Uppy Dashboard (resumable uploads over tus), `/outbox` the
+// one-request page with its IndexedDB outbox. Their scripts (and Uppy's stylesheets) are
+// bundled from src/web/ with esbuild on first request (browser target, no CDN, no Node
+// built-ins) and kept in memory.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createRoute } from '@hono/zod-openapi';
 import { projectRoot } from '../../paths';
 import { route, router } from '../openapi';
 
-let bundle: Promise<string> | undefined;
+interface Bundle {
+  js: string;
+  css: string;
+}
 
-export function buildWebApp(): Promise<string> {
-  bundle ??= import('esbuild').then(async ({ build }) => {
-    const out = await build({
-      entryPoints: [path.join(projectRoot, 'src/web/app.ts')],
-      bundle: true,
-      write: false,
-      format: 'esm',
-      platform: 'browser',
-      target: 'es2022',
-      minify: true,
-      logLevel: 'silent',
+const bundles = new Map<string, Promise<Bundle>>();
+
+type Entry = 'app' | 'uppy' | 'sw';
+
+export function buildWebApp(entry: Entry = 'app'): Promise<Bundle> {
+  let bundle = bundles.get(entry);
+  if (!bundle) {
+    bundle = import('esbuild').then(async ({ build }) => {
+      const out = await build({
+        entryPoints: [path.join(projectRoot, `src/web/${entry}.ts`)],
+        bundle: true,
+        write: false,
+        outdir: path.join(projectRoot, 'dist-web'), // names only: nothing is written
+        // A classic script for the service worker (module workers are not everywhere).
+        format: entry === 'sw' ? 'iife' : 'esm',
+        platform: 'browser',
+        target: 'es2022',
+        minify: true,
+        logLevel: 'silent',
+      });
+      const text = (ext: string) => out.outputFiles.find((f) => f.path.endsWith(ext))?.text ?? '';
+      return { js: text('.js'), css: text('.css') };
     });
-    return out.outputFiles[0]!.text;
-  });
-  bundle.catch(() => (bundle = undefined));
+    bundle.catch(() => bundles.delete(entry));
+    bundles.set(entry, bundle);
+  }
   return bundle;
 }
 
-const page = createRoute({
-  method: 'get', path: '/', tags: ['pages'], summary: 'The upload page (drag a file; survives reloads and lost connections)',
-  responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
-});
-const script = createRoute({
-  method: 'get', path: '/app.js', tags: ['pages'], summary: "The upload page's script",
-  responses: { 200: { description: 'JavaScript module', content: { 'text/javascript': { schema: { type: 'string' } } } } },
-});
+const html = (summary: string, p: string) =>
+  createRoute({ method: 'get', path: p, tags: ['pages'], summary, responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } });
+const asset = (summary: string, p: string, type: string) =>
+  createRoute({ method: 'get', path: p, tags: ['pages'], summary, responses: { 200: { description: summary, content: { [type]: { schema: { type: 'string' } } } } } });
+
+const uppyPage = html('The upload page: Uppy Dashboard over tus (drag and drop, pause/resume, survives reloads and lost connections)', '/');
+const uppyScript = asset("The upload page's script", '/uppy.js', 'text/javascript');
+const uppyStyles = asset("The upload page's stylesheet (Uppy's)", '/uppy.css', 'text/css');
+const serviceWorker = asset("The upload page's service worker (keeps files' bytes across reloads)", '/sw.js', 'text/javascript');
+const outboxPage = html('The one-request upload page with its IndexedDB outbox', '/outbox');
+const outboxScript = asset("The outbox page's script", '/app.js', 'text/javascript');
 
 export function webRoutes() {
   const app = router();
-  route(app, page, async function uploadPage(c) {
-    return c.html(await readFile(path.join(projectRoot, 'src/web/index.html'), 'utf8'));
-  });
-  route(app, script, async function uploadPageScript(c) {
-    return c.body(await buildWebApp(), 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' });
-  });
+  const page = (file: string) => async (c: import('hono').Context) => c.html(await readFile(path.join(projectRoot, 'src/web', file), 'utf8'));
+  const served = (entry: Entry, part: keyof Bundle, type: string) => async (c: import('hono').Context) =>
+    c.body((await buildWebApp(entry))[part], 200, { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'no-cache' });
+  route(app, uppyPage, page('index.html'));
+  route(app, uppyScript, served('uppy', 'js', 'text/javascript'));
+  route(app, uppyStyles, served('uppy', 'css', 'text/css'));
+  route(app, serviceWorker, served('sw', 'js', 'text/javascript'));
+  route(app, outboxPage, page('outbox.html'));
+  route(app, outboxScript, served('app', 'js', 'text/javascript'));
   return app;
 }
