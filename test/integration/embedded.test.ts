@@ -2,7 +2,8 @@
 // (own Temporal dev server, PGlite, local-directory store). Serves the walk-through,
 // the CLI audits it while it runs, and its data survives a restart.
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import * as tus from 'tus-js-client';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -83,6 +84,22 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // Concurrent requests over the embedded database's shared session.
   const many = await Promise.all(Array.from({ length: 12 }, (_, i) => postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' })));
   expect(many.map((r) => r.status), many.filter((r) => r.status !== 201).map((r) => r.text).join('\n')).toEqual(Array(12).fill(201));
+  // Resumable uploads work on the embedded default too (PGlite, local-directory parts).
+  const tusFile = randomBytes(9 * 1024 * 1024 + 17);
+  const tusKey = `embedded-tus-${randomUUID()}`;
+  await new Promise<void>((resolve, reject) =>
+    new tus.Upload(tusFile, {
+      endpoint: `${url}/v1/tus`,
+      headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': tusKey },
+      metadata: { filename: 'embedded.bin', filetype: 'application/octet-stream' },
+      chunkSize: 4 * 1024 * 1024,
+      onSuccess: () => resolve(),
+      onError: reject,
+    }).start(),
+  );
+  const tusAnswer = await getJson(`${url}/v1/idempotency-keys/${tusKey}`, apiKey);
+  expect(tusAnswer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: tusFile.length, sha256: sha256(tusFile) } });
+  expect(sha256(readFileSync(path.join(dataDir, 'objects', tusAnswer.json.response.storageKey)))).toBe(sha256(tusFile));
   // The Temporal UI (served by the embedded dev server) finds the run by its key.
   await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
@@ -91,7 +108,7 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  expect(report).toMatchObject({ uploads: 13, keyRows: 13, objectsVerified: 13, violations: [] });
+  expect(report).toMatchObject({ uploads: 14, keyRows: 14, objectsVerified: 14, violations: [] });
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);
