@@ -62,6 +62,21 @@ export class UploadClient {
 
   async send(pending: PendingUpload, so: SendOptions = {}): Promise<UploadResult> {
     if (this.opts.openRange && (pending.uploadUrl || pending.bytes >= (this.opts.resumableFromBytes ?? 64 * 1024 * 1024))) return this.sendResumable(pending, so);
+    return this.withRetries(pending, so, async (attempt) => {
+      const res = await this.post(pending, so);
+      if (res.status === 202) return this.poll(pending, attempt + 1, so);
+      if (isRetryableStatus(res.status)) throw new HttpStatus(res);
+      const body = await res.json().catch(() => null);
+      return { status: res.status, body, replayed: res.headers.get('idempotent-replayed') === 'true', attempts: attempt + 1 };
+    });
+  }
+
+  /**
+   * Runs `once` until it returns a final answer: a thrown error (network, timeout, or a
+   * retryable status as HttpStatus) is retried after the backoff (Retry-After first), up to
+   * maxAttempts; cancellation stops at once.
+   */
+  private async withRetries(pending: PendingUpload, so: SendOptions, once: (attempt: number) => Promise<UploadResult>): Promise<UploadResult> {
     const maxAttempts = this.opts.maxAttempts ?? Infinity;
     let last = 'not sent';
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -69,18 +84,11 @@ export class UploadClient {
       pending.attempts++;
       let retryAfter: string | null = null;
       try {
-        const res = await this.post(pending, so);
-        if (res.status === 202) return await this.poll(pending, attempt + 1, so);
-        if (!isRetryableStatus(res.status)) {
-          const body = await res.json().catch(() => null);
-          return { status: res.status, body, replayed: res.headers.get('idempotent-replayed') === 'true', attempts: attempt + 1 };
-        }
-        await res.body?.cancel().catch(() => {});
-        retryAfter = res.headers.get('retry-after');
-        last = `HTTP ${res.status}`;
+        return await once(attempt);
       } catch (err) {
         if (so.signal?.aborted) throw so.signal.reason;
-        last = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        if (err instanceof HttpStatus) retryAfter = err.retryAfter;
+        last = err instanceof HttpStatus ? err.message : err instanceof Error ? `${err.name}: ${err.message}` : String(err);
       }
       const delay = nextDelayMs(attempt, retryAfter, this.opts.backoff ?? DEFAULT_BACKOFF, this.opts.random);
       so.onAttempt?.(attempt + 1, last, delay);
@@ -121,69 +129,54 @@ export class UploadClient {
    * The last PATCH answers after the commit; the key's stored answer is the result.
    */
   private async sendResumable(pending: PendingUpload, so: SendOptions): Promise<UploadResult> {
-    const maxAttempts = this.opts.maxAttempts ?? Infinity;
     const chunk = this.opts.resumableChunkBytes ?? 16 * 1024 * 1024;
     const tus = { authorization: `Bearer ${this.opts.token}`, 'tus-resumable': '1.0.0' };
-    let last = 'not sent';
-    for (let attempt = 0; attempt < maxAttempts; attempt++) {
-      so.signal?.throwIfAborted();
-      pending.attempts++;
-      let retryAfter: string | null = null;
-      try {
-        if (!pending.uploadUrl) {
-          const metadata = [['filetype', pending.contentType], ...(pending.fileName ? [['filename', pending.fileName]] : [])].map(([k, v]) => `${k} ${base64(v!)}`).join(',');
-          const res = await this.fetch(`${this.opts.baseUrl}/v1/tus`, {
-            method: 'POST',
-            headers: { ...tus, 'idempotency-key': pending.idempotencyKey, 'upload-length': String(pending.bytes), 'upload-metadata': metadata, 'x-file-sha256': pending.sha256 },
-            signal: so.signal,
-          });
-          if (res.status !== 201) {
-            if (!isRetryableStatus(res.status)) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
-            throw new HttpStatus(res);
-          }
-          pending.uploadUrl = new URL(res.headers.get('location')!, `${this.opts.baseUrl}/`).href;
-          await so.onUploadUrl?.(pending);
-        }
-        const head = await this.fetch(pending.uploadUrl, { method: 'HEAD', headers: tus, signal: so.signal });
-        if (head.status === 404) {
-          // The session expired or was terminated: its key is free, so a new one is made.
-          pending.uploadUrl = null;
-          throw new Error('upload session gone');
-        }
-        if (head.status !== 200) throw new HttpStatus(head);
-        let offset = Number(head.headers.get('upload-offset'));
-        so.onProgress?.(offset, pending.bytes);
-        for (;;) {
-          const end = Math.min(offset + chunk, pending.bytes);
-          let sent = offset;
-          const body = await this.opts.openRange!(pending, offset, end, (n) => so.onProgress?.((sent += n), pending.bytes));
-          const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(Boolean) as AbortSignal[];
-          const res = await this.fetch(pending.uploadUrl, {
-            method: 'PATCH',
-            headers: { ...tus, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), prefer: `wait=${this.opts.waitSeconds ?? 30}` },
-            body,
-            signal: signals.length ? AbortSignal.any(signals) : undefined,
-            duplex: 'half',
-          } as RequestInit);
-          if (res.status === 204) {
-            offset = Number(res.headers.get('upload-offset'));
-            if (offset < pending.bytes) continue;
-            return { ...(await this.poll(pending, attempt + 1, so)), replayed: false };
-          }
-          // A recorded rejection (415) or a whole-file checksum mismatch is final.
-          if (!isRetryableStatus(res.status) && res.status !== 460) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
+    return this.withRetries(pending, so, async (attempt) => {
+      if (!pending.uploadUrl) {
+        const metadata = [['filetype', pending.contentType], ...(pending.fileName ? [['filename', pending.fileName]] : [])].map(([k, v]) => `${k} ${base64(v!)}`).join(',');
+        const res = await this.fetch(`${this.opts.baseUrl}/v1/tus`, {
+          method: 'POST',
+          headers: { ...tus, 'idempotency-key': pending.idempotencyKey, 'upload-length': String(pending.bytes), 'upload-metadata': metadata, 'x-file-sha256': pending.sha256 },
+          signal: so.signal,
+        });
+        if (res.status !== 201) {
+          if (!isRetryableStatus(res.status)) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
           throw new HttpStatus(res);
         }
-      } catch (err) {
-        if (so.signal?.aborted) throw so.signal.reason;
-        if (err instanceof HttpStatus) retryAfter = err.retryAfter;
-        last = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        pending.uploadUrl = new URL(res.headers.get('location')!, `${this.opts.baseUrl}/`).href;
+        await so.onUploadUrl?.(pending);
       }
-      const delay = nextDelayMs(attempt, retryAfter, this.opts.backoff ?? DEFAULT_BACKOFF, this.opts.random);
-      so.onAttempt?.(attempt + 1, last, delay);
-      if (attempt + 1 < maxAttempts) await this.sleep(delay, so.signal);
-    }
-    throw new GaveUpError(maxAttempts, last);
+      const head = await this.fetch(pending.uploadUrl, { method: 'HEAD', headers: tus, signal: so.signal });
+      if (head.status === 404) {
+        // The session expired or was terminated: its key is free, so a new one is made.
+        pending.uploadUrl = null;
+        throw new Error('upload session gone');
+      }
+      if (head.status !== 200) throw new HttpStatus(head);
+      let offset = Number(head.headers.get('upload-offset'));
+      so.onProgress?.(offset, pending.bytes);
+      for (;;) {
+        const end = Math.min(offset + chunk, pending.bytes);
+        let sent = offset;
+        const body = await this.opts.openRange!(pending, offset, end, (n) => so.onProgress?.((sent += n), pending.bytes));
+        const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(Boolean) as AbortSignal[];
+        const res = await this.fetch(pending.uploadUrl, {
+          method: 'PATCH',
+          headers: { ...tus, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), prefer: `wait=${this.opts.waitSeconds ?? 30}` },
+          body,
+          signal: signals.length ? AbortSignal.any(signals) : undefined,
+          duplex: 'half',
+        } as RequestInit);
+        if (res.status === 204) {
+          offset = Number(res.headers.get('upload-offset'));
+          if (offset < pending.bytes) continue;
+          return { ...(await this.poll(pending, attempt + 1, so)), replayed: false };
+        }
+        // A recorded rejection (415) or a whole-file checksum mismatch is final.
+        if (!isRetryableStatus(res.status) && res.status !== 460) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
+        throw new HttpStatus(res);
+      }
+    });
   }
 
   /** After a 202: poll the key until the stored answer is there. */
