@@ -172,8 +172,10 @@ export class UploadClient {
           if (offset < pending.bytes) continue;
           return { ...(await this.poll(pending, attempt + 1, so)), replayed: false };
         }
-        // A recorded rejection (415) or a whole-file checksum mismatch is final.
-        if (!isRetryableStatus(res.status) && res.status !== 460) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
+        // 423 (another PATCH still holds the upload, e.g. the one a dropped connection left)
+        // and 460 are retried from a fresh HEAD; a recorded rejection (415) or a whole-file
+        // checksum mismatch is final.
+        if (!isRetryableStatus(res.status) && res.status !== 423 && res.status !== 460) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
         throw new HttpStatus(res);
       }
     });

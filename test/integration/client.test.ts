@@ -135,7 +135,9 @@ describe('oncely upload (CLI)', () => {
 
     proxy.mode = 'forward';
     const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', '--resume', '--json', '--outbox', outboxFile, '--resumable-from', '1MiB');
-    const { stdout } = await run(cmd, args, { env, cwd: root });
+    const { stdout } = await run(cmd, args, { env, cwd: root }).catch((e: { code: number; stdout: string; stderr: string }) => {
+      throw new Error(`exit ${e.code}: ${e.stdout} ${e.stderr}`);
+    });
     const [result] = JSON.parse(stdout);
     expect(result).toMatchObject({ idempotencyKey: persisted.idempotencyKey, status: 201 });
     expect(result.body.sha256).toBe(sha256(readFileSync(big)));
