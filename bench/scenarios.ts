@@ -8,6 +8,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../src/devstack/process';
 import { uploadWorkflowId } from '../src/temporal/ids';
+import { cpuMsPerOp, cpuSnapshot } from './lib/cpu';
 import { closedLoop, httpLoad, type LoadResult } from './lib/load';
 import { startOncelyProcess, type BenchServices } from './lib/services';
 import { median } from './lib/stats';
@@ -92,7 +93,10 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
     const temporal: LoadResult[] = [];
     const pg: LoadResult[] = [];
     const run = `${Date.now()}`;
+    const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
+    const cpu: ReturnType<typeof cpuMsPerOp>[] = [];
     for (let i = 0; i < opts.rounds; i++) {
+      const before = cpuSnapshot(pids);
       oncely.push(
         await httpLoad({
           url: `${api.url}/v1/uploads`,
@@ -104,6 +108,8 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
           duration: opts.seconds,
         }),
       );
+      // CPU per completed new upload, per component, over this round's load phase.
+      cpu.push(cpuMsPerOp(before, cpuSnapshot(pids), oncely.at(-1)!.statuses['201'] ?? 0));
       temporal.push(
         await closedLoop(opts.connections, opts.seconds, async () => {
           await client.workflow.execute('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomUUID()}` });
@@ -127,6 +133,8 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
     return {
       scenario: 'new small uploads (4 KiB)',
       oncelyRps: o.rps,
+      // Median per component over the rounds (ms of CPU per new upload).
+      cpuMsPerUpload: JSON.stringify(medianPerKey(cpu)),
       oncelyP50ms: o.p50ms,
       oncelyP99ms: o.p99ms,
       oncelyStatuses: JSON.stringify(o.statuses),
@@ -176,3 +184,9 @@ export async function duplicateStorm(services: BenchServices, opts: { requests: 
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/** The median of each key over several records. */
+function medianPerKey(records: Record<string, number>[]): Record<string, number> {
+  const keys = Object.keys(records[0] ?? {});
+  return Object.fromEntries(keys.map((k) => [k, records.map((r) => r[k]!).sort((a, b) => a - b)[Math.floor(records.length / 2)]!]));
+}

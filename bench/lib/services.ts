@@ -19,6 +19,8 @@ export interface BenchServices {
   databaseUrl: string;
   apiKey: string;
   tenantId: string;
+  /** Processes of the services, for CPU accounting (bench/lib/cpu.ts). */
+  pids: { temporal?: number; s3?: number };
   stop(): Promise<void>;
 }
 
@@ -56,6 +58,7 @@ export async function startServices(): Promise<BenchServices> {
     databaseUrl,
     apiKey,
     tenantId,
+    pids: { temporal: temporal.process.child.pid, s3: s3.process.child.pid },
     async stop() {
       await Promise.allSettled([temporal.stop(), s3.stop()]);
       await dropDatabase(adminUrl, dbName).catch(() => {});

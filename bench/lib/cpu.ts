@@ -1,0 +1,54 @@
+// CPU seconds per component, read from /proc: user + system time of each process (the API,
+// the worker, the Temporal server, the S3 server) and of every PostgreSQL process (the
+// machine's cluster: the postmaster and its backends). Two snapshots around a load phase,
+// divided by the operations it completed, give the cost of one operation per component —
+// a far steadier figure than requests per second on a shared VM.
+import { readdirSync, readFileSync } from 'node:fs';
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+export type Component = 'api' | 'worker' | 'temporal' | 's3' | 'postgres';
+export type CpuSnapshot = Record<Component, number>;
+
+/** utime + stime of one process, in seconds (0 once it is gone). */
+function processCpuSeconds(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+export function cpuSnapshot(pids: Partial<Record<Exclude<Component, 'postgres'>, number>>): CpuSnapshot {
+  return {
+    api: processCpuSeconds(pids.api),
+    worker: processCpuSeconds(pids.worker),
+    temporal: processCpuSeconds(pids.temporal),
+    s3: processCpuSeconds(pids.s3),
+    postgres: postgresCpuSeconds(),
+  };
+}
+
+/** Milliseconds of CPU per operation, per component and in all, between two snapshots. */
+export function cpuMsPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): Record<Component | 'total', number> {
+  const per = (c: Component) => Math.round(((after[c] - before[c]) * 1000 * 10) / Math.max(1, ops)) / 10;
+  const out = { api: per('api'), worker: per('worker'), temporal: per('temporal'), s3: per('s3'), postgres: per('postgres') };
+  return { ...out, total: Math.round((out.api + out.worker + out.temporal + out.s3 + out.postgres) * 10) / 10 };
+}
