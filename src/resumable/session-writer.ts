@@ -6,7 +6,8 @@
 // next PATCH, on any replica, reads the tail back into its first part. So an acknowledged
 // byte is always in the store and named by the row, and a PATCH killed mid-way loses only
 // what it had not yet acknowledged. With Upload-Checksum nothing is acknowledged until the
-// whole body is in and verified (460 and the offset unchanged otherwise).
+// whole body is in and verified (460 and the offset unchanged otherwise). Two part buffers
+// take turns: while one part goes to the store, the body keeps arriving into the other.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
@@ -49,8 +50,9 @@ export async function writeChunk(
   let parts: SessionPart[] = [...session.parts];
   let bufStart = acked - tailBytes; // file offset of buf[0]
   const cap = () => Math.min(deps.partBytes, length - bufStart);
-  const pooled = takePartBuffer(deps.partBytes);
-  const buf = pooled.subarray(0, Math.max(1, cap()));
+  const pooled = [takePartBuffer(deps.partBytes), takePartBuffer(deps.partBytes)] as const;
+  let current = 0;
+  let buf = pooled[current]!.subarray(0, Math.max(1, cap()));
   let filled = tailBytes > 0 ? await readTail(deps.store, tailKey!, buf, tailBytes) : 0;
   const sha = freeHashers.pop() ?? (await createSHA256());
   if (session.sha256_state) sha.load(session.sha256_state);
@@ -73,18 +75,32 @@ export async function writeChunk(
       storeWrites--;
     }
   };
-  const flushPart = async () => {
+  // The part being stored (and, without a checksum, then acknowledged); at most one, so the
+  // buffer it reads is never the one being filled.
+  let sending: Promise<void> | undefined;
+  const launchPart = async () => {
+    if (sending) await sending;
     const partNumber = parts.length + 1;
-    const etag = await storeWrite(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, buf.subarray(0, filled)));
-    parts = [...parts, { partNumber, etag, bytes: filled }];
-    bufStart += filled;
+    const bytes = buf.subarray(0, filled);
+    const endOffset = bufStart + filled;
+    // The hash state at the part's end: what its acknowledgement records.
+    const shaState = sha.save();
+    sending = (async () => {
+      const etag = await storeWrite(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
+      parts = [...parts, { partNumber, etag, bytes: bytes.length }];
+      if (tailKey) staleTails.push(tailKey);
+      tailKey = null;
+      tailBytes = 0;
+      if (!check) await ackAt(endOffset, shaState);
+    })();
+    sending.catch(() => {}); // observed at the next part or at the end
+    bufStart = endOffset;
     filled = 0;
-    if (tailKey) staleTails.push(tailKey);
-    tailKey = null;
-    tailBytes = 0;
+    current = 1 - current;
+    buf = pooled[current]!.subarray(0, Math.max(1, cap()));
   };
-  const ack = async () => {
-    const toOffset = bufStart + filled;
+  const ack = () => ackAt(bufStart + filled, sha.save());
+  const ackAt = async (toOffset: number, sha256State: Uint8Array) => {
     const ok = await acknowledge(deps.pool, {
       id: session.id,
       owner,
@@ -93,7 +109,7 @@ export async function writeChunk(
       parts,
       tailKey,
       tailBytes,
-      sha256State: sha.save(),
+      sha256State,
       head: head && head.length > 0 ? head : null,
       leaseSeconds: deps.leaseSeconds,
     });
@@ -145,10 +161,7 @@ export async function writeChunk(
           check?.update(piece);
           filled += piece.length;
           pos += piece.length;
-          if (filled === cap()) {
-            await flushPart();
-            if (!check) await ack();
-          }
+          if (filled === cap()) await launchPart();
         }
       }
       ended = true;
@@ -156,25 +169,28 @@ export async function writeChunk(
       // A body cut off by the client still leaves what arrived; anything else is thrown.
       if (!isCutOff(err, body)) throw err;
     }
+    if (sending) await sending;
     if (check) {
       // Unverifiable (cut off) or wrong: nothing of this PATCH is acknowledged.
       if (!ended) return { offset: acked, complete: acked === length };
       if (!check.digest().equals(checksum!.digest)) throw problem('upload_checksum_mismatch', `The body does not match Upload-Checksum (${checksum!.algorithm}); the offset stays ${acked}.`);
     }
-    if (bufStart + filled > acked) {
-      if (filled > 0 && bufStart + filled === length) await flushPart();
-      else if (filled > 0) {
-        const key = `${session.storage_key}.tail.${bufStart + filled}`;
-        await storeWrite(() => deps.store.put(key, Readable.from([Buffer.from(buf.subarray(0, filled))]), { contentType: 'application/octet-stream', contentLength: filled }));
-        if (tailKey && tailKey !== key) staleTails.push(tailKey);
-        tailKey = key;
-        tailBytes = filled;
-      }
-      await ack();
+    if (filled > 0 && bufStart + filled === length) {
+      await launchPart();
+      await sending;
+    } else if (filled > 0 && bufStart + filled > acked) {
+      const key = `${session.storage_key}.tail.${bufStart + filled}`;
+      await storeWrite(() => deps.store.put(key, Readable.from([Buffer.from(buf.subarray(0, filled))]), { contentType: 'application/octet-stream', contentLength: filled }));
+      if (tailKey && tailKey !== key) staleTails.push(tailKey);
+      tailKey = key;
+      tailBytes = filled;
     }
+    if (bufStart + filled > acked) await ack();
     return { offset: acked, complete: acked === length };
   } finally {
-    givePartBuffer(pooled);
+    // A part still being stored reads its buffer: the buffers go back only after it.
+    await sending?.catch(() => {});
+    for (const b of pooled) givePartBuffer(b);
     if (freeHashers.length < MAX_FREE_BUFFERS) freeHashers.push(sha);
     clearInterval(renew);
     socket?.off('close', onGone);
