@@ -6,6 +6,11 @@ import type { ObjectStore } from '../storage/store';
 
 export async function discardSessionObjects(store: ObjectStore, session: Pick<SessionRow, 'storage_key' | 'multipart_id'>, opts: { object?: boolean } = {}): Promise<void> {
   await store.abortParts(session.storage_key, session.multipart_id);
-  for await (const o of store.list(`${session.storage_key}.tail.`)) await store.delete(o.key);
+  await deleteTails(store, session.storage_key);
   if (opts.object) await store.delete(session.storage_key);
+}
+
+/** The session's tail objects (…/{sessionId}.tail.{offset}); none is needed once it ends. */
+export async function deleteTails(store: ObjectStore, storageKey: string): Promise<void> {
+  for await (const o of store.list(`${storageKey}.tail.`)) await store.delete(o.key);
 }

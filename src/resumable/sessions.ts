@@ -9,7 +9,7 @@ import { createSHA256 } from 'hash-wasm';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
-import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, takeLease, type SessionRow } from '../db/queries/resumable';
+import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, sessionExists, takeLease, type SessionRow } from '../db/queries/resumable';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
@@ -18,7 +18,7 @@ import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import { sniff } from '../upload/sniff';
 import type { UploadRequest } from '../upload/types';
 import { uploadWorkflow } from '../../workflows/upload';
-import { discardSessionObjects } from './cleanup';
+import { deleteTails, discardSessionObjects } from './cleanup';
 import { writeChunk, type WriteResult } from './session-writer';
 import type { ChecksumAlgorithm } from './tus-protocol';
 
@@ -110,9 +110,7 @@ export class ResumableSessions {
   }
 
   private async sessionGone(sessionId: unknown): Promise<boolean> {
-    if (typeof sessionId !== 'string') return false;
-    const row = await this.deps.pool.query('SELECT 1 FROM resumable_sessions WHERE id = $1', [sessionId]);
-    return row.rowCount === 0;
+    return typeof sessionId === 'string' && !(await sessionExists(this.deps.pool, sessionId));
   }
 
   async find(tenantId: string, id: string): Promise<SessionRow> {
@@ -132,16 +130,17 @@ export class ResumableSessions {
     body: Readable,
     checksum: { algorithm: ChecksumAlgorithm; digest: Buffer } | undefined,
     waitMs: number,
+    /** The body's declared length, when sent: one that would pass Upload-Length is refused unread. */
+    bodyBytes?: number,
   ): Promise<{ write: WriteResult; outcome?: UploadOutcome; session: SessionRow }> {
     const owner = randomUUID();
-    const leased = await dependency('database_unavailable', () => takeLease(this.deps.pool, tenantId, id, owner, this.deps.leaseSeconds, this.deps.stallSeconds));
-    if (!leased) {
-      await this.find(tenantId, id); // 404 when it does not exist
-      throw problem('upload_locked', 'Another request is writing to this upload; retry shortly.');
-    }
+    const leased = await this.lease(tenantId, id, owner);
     let write: WriteResult;
     try {
       if (offset !== Number(leased.upload_offset)) throw problem('upload_offset_mismatch', `Upload-Offset is ${offset} but the upload is at ${leased.upload_offset}.`, { extra: { uploadOffset: Number(leased.upload_offset) } });
+      if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
+        throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
+      }
       write = leased.state === 'open' ? await writeChunk(this.deps, leased, owner, body, checksum) : { offset, complete: true };
     } finally {
       await releaseLease(this.deps.pool, id, owner).catch(() => {});
@@ -163,7 +162,7 @@ export class ResumableSessions {
       } else await this.deps.store.completeParts(s.storage_key, s.multipart_id, s.parts.map((p) => ({ partNumber: p.partNumber, etag: p.etag })));
       const head = await this.deps.store.head(s.storage_key);
       if (head?.bytes !== length) throw new Error(`assembled object has ${head?.bytes} bytes, expected ${length}`);
-      for await (const o of this.deps.store.list(`${s.storage_key}.tail.`)) await this.deps.store.delete(o.key);
+      await deleteTails(this.deps.store, s.storage_key);
     });
     const sha = await createSHA256();
     if (s.sha256_state) sha.load(s.sha256_state);
@@ -183,16 +182,20 @@ export class ResumableSessions {
   /** tus termination: the session, its bytes and its run go, and the key is free. */
   async terminate(tenantId: string, id: string): Promise<void> {
     const owner = randomUUID();
-    const leased = await dependency('database_unavailable', () => takeLease(this.deps.pool, tenantId, id, owner, this.deps.leaseSeconds, this.deps.stallSeconds));
-    if (!leased) {
-      await this.find(tenantId, id);
-      throw problem('upload_locked', 'Another request is writing to this upload; retry shortly.');
-    }
+    const leased = await this.lease(tenantId, id, owner);
     if (leased.state !== 'open') {
       await releaseLease(this.deps.pool, id, owner).catch(() => {});
       throw problem('upload_committed', 'This upload is complete; it is not terminated.');
     }
     await this.discard(leased);
+  }
+
+  /** The session under this request's write lease: 404 when it does not exist, 423 while another holds it. */
+  private async lease(tenantId: string, id: string, owner: string): Promise<SessionRow> {
+    const leased = await dependency('database_unavailable', () => takeLease(this.deps.pool, tenantId, id, owner, this.deps.leaseSeconds, this.deps.stallSeconds));
+    if (leased) return leased;
+    await this.find(tenantId, id);
+    throw problem('upload_locked', 'Another request is writing to this upload; retry shortly.');
   }
 
   private async discard(s: SessionRow, opts: { object?: boolean; endRun?: boolean } = {}): Promise<void> {

@@ -246,6 +246,53 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     expect(committed.status).toBe(409);
   });
 
+  it('creation-with-upload: a small file in the creation request itself is committed once', async () => {
+    const key = `tus-cwu-${randomUUID()}`;
+    const file = Buffer.from('all of it in the POST');
+    const res = await fetch(`${ctx.stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: { ...auth(), 'idempotency-key': key, 'upload-length': String(file.length), 'content-type': 'application/offset+octet-stream', 'upload-metadata': `filename ${b64('cwu.txt')},filetype ${b64('text/plain')}` },
+      body: file,
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('upload-offset')).toBe(String(file.length));
+    expect(res.headers.get('location')).toMatch(/^\/v1\/tus\/[0-9a-f-]{36}$/);
+    const answer = await keyAnswer(ctx, key);
+    expect(answer.json).toMatchObject({ state: 'completed', status: 201, response: { sha256: sha256(file), fileName: 'cwu.txt', contentType: 'text/plain' } });
+  });
+
+  it('refuses bad PATCHes and creations with a 4xx problem, changing nothing', async () => {
+    const created = await create(`tus-bad-${randomUUID()}`, 10);
+    const url = created.headers.get('location')!;
+    // More bytes than Upload-Length: refused before a byte is read.
+    const over = await patch(url, 0, Buffer.alloc(11));
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as { error: string }).error).toBe('payload_too_large');
+    // The wrong media type.
+    const plain = await fetch(new URL(url, ctx.stack.url), { method: 'PATCH', headers: { ...auth(), 'content-type': 'text/plain', 'upload-offset': '0' }, body: 'hello' });
+    expect(plain.status).toBe(415);
+    expect(((await plain.json()) as { error: string }).error).toBe('media_type_unsupported');
+    // A missing Upload-Offset.
+    const noOffset = await fetch(new URL(url, ctx.stack.url), { method: 'PATCH', headers: { ...auth(), 'content-type': 'application/offset+octet-stream' }, body: 'hello' });
+    expect(noOffset.status).toBe(400);
+    expect((await head(url)).headers.get('upload-offset')).toBe('0');
+    // Creations: malformed metadata, no Upload-Length, a length past the maximum, two hashes that disagree.
+    for (const [headers, error] of [
+      [{ 'upload-metadata': 'filename not-base64!' }, 'header_invalid'],
+      [{ 'upload-metadata': `filename ${b64('a')},filename ${b64('b')}` }, 'header_invalid'],
+      [{ 'upload-length': '' }, 'header_invalid'],
+      [{ 'upload-length': String(10 * 1024 ** 4) }, 'payload_too_large'],
+      [{ 'x-file-sha256': sha256('a'), 'upload-metadata': `sha256 ${b64(sha256('b'))}` }, 'checksum_invalid'],
+    ] as const) {
+      const key = `tus-badc-${randomUUID()}`;
+      const res = await create(key, 10, headers as Record<string, string>);
+      expect([400, 413], JSON.stringify(headers)).toContain(res.status);
+      expect(((await res.json()) as { error: string }).error).toBe(error);
+      const rows = await ctx.stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [ctx.tenant.tenantId, key]);
+      expect(rows.rows).toEqual([]);
+    }
+  });
+
   it("another tenant's upload URL is 404", async () => {
     const created = await create(`tus-t-${randomUUID()}`, 3);
     const other = await ctx.stack.createTenant('other');

@@ -200,9 +200,11 @@ export function tusRoutes(deps: { sessions: ResumableSessions; config: Config })
     checkTusResumable(header(c, 'tus-resumable'));
     if (header(c, 'content-type')?.split(';')[0]?.trim() !== OFFSET_STREAM) throw problem('media_type_unsupported', `Send Content-Type: ${OFFSET_STREAM}.`);
     const offset = parseUploadOffset(header(c, 'upload-offset'));
+    const declared = header(c, 'content-length');
+    const bodyBytes = declared !== undefined && /^\d+$/.test(declared.trim()) ? Number(declared) : undefined;
     const checksum = parseUploadChecksum(header(c, 'upload-checksum'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), checksum, waitMs);
+    const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), checksum, waitMs, bodyBytes);
     const answer: Record<string, string> = { ...sessionHeaders({ ...result.session, upload_offset: String(result.write.offset) }, new Date(Date.now() + config.RESUMABLE_EXPIRY_HOURS * 3600_000)) };
     if (result.outcome) {
       c.set('idempotencyKey', result.session.idempotency_key);

@@ -60,6 +60,10 @@ export async function findSessionByKey(db: Queryable, tenantId: string, key: str
   return (await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2`, [tenantId, key])).rows[0];
 }
 
+export async function sessionExists(db: Queryable, id: string): Promise<boolean> {
+  return ((await db.query('SELECT 1 FROM resumable_sessions WHERE id = $1', [id])).rowCount ?? 0) > 0;
+}
+
 export async function findSession(db: Queryable, tenantId: string, id: string): Promise<SessionRow | undefined> {
   return (await db.query<SessionRow>(statement('find_resumable_session', `SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND tenant_id = $2`, [id, tenantId]))).rows[0];
 }
