@@ -72,10 +72,13 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
   let resent = 0;
   let tusPeak = 0;
   let onePeak = 0;
+  let idlePeak = 0;
   try {
     for (let round = 0; round < opts.rounds; round++) {
       // Each mode on an API process of its own, so each peak RSS is its own.
       const tusApi = await startOncelyProcess(services, 'api');
+      // What the process peaked at while starting, before any upload: the floor under both.
+      idlePeak = Math.max(idlePeak, await peakRssMiB(tusApi.proc.child.pid!));
       let t = performance.now();
       const r = await tusUpload(tusApi.url, services.apiKey, opts.bytes, [0.25, 0.5, 0.75].map((f) => Math.floor((opts.bytes * f) / CHUNK) * CHUNK));
       tusMiBs.push(opts.bytes / MiB / ((performance.now() - t) / 1000));
@@ -98,6 +101,7 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       rounds: opts.rounds,
       tusMiBps: Math.round(median(tusMiBs) * 10) / 10,
       oneRequestMiBps: Math.round(median(oneMiBs) * 10) / 10,
+      apiStartupPeakRssMiB: Math.round(idlePeak * 10) / 10,
       ratio: Math.round((median(tusMiBs) / median(oneMiBs)) * 100) / 100,
       bytesResent: resent,
       tusApiPeakRssMiB: Math.round(tusPeak * 10) / 10,

@@ -70,7 +70,7 @@ export async function startServices(): Promise<BenchServices> {
 const root = path.resolve(import.meta.dirname, '../..');
 
 /** The production node flags (Dockerfile ENTRYPOINT): see src/upload/gc-pacer.ts. */
-const NODE_FLAGS = ['--expose-gc', '--max-semi-space-size=8'];
+const NODE_FLAGS = ['--expose-gc', '--max-semi-space-size=8', ...(process.env.BENCH_EXTRA_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
 
 /** Runs `src/main.ts <role>` as its own process (so its memory can be read from /proc). */
 export async function startOncelyProcess(services: BenchServices, role: 'api' | 'worker' | 'all', extraEnv: Record<string, string> = {}): Promise<{ proc: ManagedProcess; url: string }> {

@@ -15,7 +15,7 @@ import type { Pool } from '../db/pool';
 import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../db/queries/resumable';
 import { problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
-import { noteStreamedBytes } from '../upload/gc-pacer';
+import { noteAcknowledgedBytes, noteStreamedBytes } from '../upload/gc-pacer';
 import type { ChecksumAlgorithm } from './tus-protocol';
 
 export interface WriterDeps {
@@ -186,6 +186,7 @@ export async function writeChunk(
       tailBytes = filled;
     }
     if (bufStart + filled > acked) await ack();
+    noteAcknowledgedBytes(acked - Number(session.upload_offset));
     return { offset: acked, complete: acked === length };
   } finally {
     // A part still being stored reads its buffer: the buffers go back only after it.
