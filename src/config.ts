@@ -32,6 +32,8 @@ export const configSchema = z.object({
   S3_QUEUE_SIZE: z.coerce.number().int().min(1).max(16).default(2),
   /** Uploads up to this size stream into one PUT (no part buffers); larger ones use multipart. */
   S3_SINGLE_PUT_MAX_MIB: z.coerce.number().int().min(0).max(5120).default(5120),
+  /** Where clients reach the S3 server (direct uploads' signed URLs); default S3_ENDPOINT. */
+  S3_PUBLIC_ENDPOINT: optionalString,
 
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -54,6 +56,12 @@ export const configSchema = z.object({
   RESUMABLE_LEASE_SECONDS: z.coerce.number().int().min(2).default(30),
   /** A PATCH that made no progress for this long is taken over by a newer one (a dead connection). */
   RESUMABLE_STALL_SECONDS: z.coerce.number().positive().default(3),
+  /** A direct-upload session not completed within this is aborted and its key freed. */
+  DIRECT_UPLOAD_EXPIRY_HOURS: z.coerce.number().positive().default(24),
+  /** How long each signed URL of a direct upload stays valid (never past the session's expiry). */
+  DIRECT_UPLOAD_URL_SECONDS: z.coerce.number().int().min(10).max(7 * 24 * 3600).default(3600),
+  /** Part size of multipart direct uploads (above S3_SINGLE_PUT_MAX_MIB); S3 allows 10,000 parts. */
+  DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
   /** Rendition presets (pixels / ffmpeg bitrate). */

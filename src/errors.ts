@@ -30,6 +30,8 @@ export const catalogue = {
   checksum_algorithm_unsupported: { status: 400, title: 'Upload-Checksum algorithm is not supported' },
   media_type_unsupported: { status: 415, title: 'Request Content-Type is not supported here' },
   upload_committed: { status: 409, title: 'The upload is committed and cannot be terminated' },
+  direct_upload_incomplete: { status: 409, title: 'The direct upload has not been sent to the store in full yet' },
+  signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   content_type_mismatch: { status: 415, title: 'File content does not match its Content-Type' },

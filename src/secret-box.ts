@@ -2,7 +2,7 @@
 // secret) and webhook endpoints' signing secrets, so no table holds them in plain text.
 // AES-256-GCM under SECRETS_KEY, with the row's identity as associated data, so a sealed
 // value cannot be moved to another row and opened there.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -24,6 +24,19 @@ export class SecretBox {
     cipher.setAAD(Buffer.from(context));
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+  }
+
+  /** HMAC-SHA256 (base64url) of `data` under a key of its own per `purpose`: URLs the API signs and later checks. */
+  sign(purpose: string, data: string): string {
+    const key = createHmac('sha256', this.key).update(`oncely-sign\n${purpose}`).digest();
+    return createHmac('sha256', key).update(data).digest('base64url');
+  }
+
+  /** Whether `signature` is `sign(purpose, data)` (constant time). */
+  verify(purpose: string, data: string, signature: string): boolean {
+    const want = Buffer.from(this.sign(purpose, data));
+    const got = Buffer.from(signature);
+    return got.length === want.length && timingSafeEqual(got, want);
   }
 
   /** Opens a sealed value; anything not sealed (older rows) is returned as is. */

@@ -28,6 +28,8 @@ import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
 import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
 import { ResumableSessions } from '../resumable/sessions';
+import { DirectUploads } from '../direct/direct-uploads';
+import { directObjectRoutes, directUploadRoutes } from './routes/direct-uploads';
 import { TUS_REQUEST_HEADERS } from '../resumable/tus-protocol';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
@@ -73,7 +75,7 @@ export function createApp(deps: AppDeps) {
   app.use(nulGuard());
   app.use(
     cors({
-      allowMethods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
+      allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
       allowHeaders: [...REQUEST_HEADERS],
       maxAgeSeconds: 600,
     }),
@@ -84,8 +86,6 @@ export function createApp(deps: AppDeps) {
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new ApiKeyCache();
-  app.route('/v1/tus', tusDiscoveryRoutes(config));
-  app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   const sessions = new ResumableSessions({
     pool,
     store,
@@ -96,7 +96,23 @@ export function createApp(deps: AppDeps) {
     leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
     stallSeconds: config.RESUMABLE_STALL_SECONDS,
   });
+  const direct = new DirectUploads({
+    pool,
+    store,
+    sessions,
+    receiver,
+    box,
+    expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600,
+    urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS,
+    singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
+    partBytes: config.DIRECT_UPLOAD_PART_MIB * 1024 * 1024,
+  });
+  app.route('/v1/tus', tusDiscoveryRoutes(config));
+  // Signed URLs carry their own credential: mounted before the API-key check.
+  app.route('/v1/direct-uploads', directObjectRoutes({ direct }));
+  app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   app.route('/v1/tus', tusRoutes({ sessions, config }));
+  app.route('/v1/direct-uploads', directUploadRoutes({ direct, config }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, store, config, processed, inFlight: new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT) }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS }));

@@ -9,7 +9,7 @@ import { createSHA256 } from 'hash-wasm';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
-import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, sessionExists, takeLease, type SessionRow } from '../db/queries/resumable';
+import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, sessionExists, takeLease, type SessionMode, type SessionRow } from '../db/queries/resumable';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
@@ -48,14 +48,25 @@ export interface NewSessionRequest {
   declaredSha256: string | null;
 }
 
+/** How a session of another mode (direct uploads) differs from a tus session at creation. */
+export interface SessionKind {
+  mode: SessionMode;
+  /** Recorded in the fingerprint: a key first used by one mode is refused by another. */
+  route: string;
+  /** Starts what holds the bytes in the store; returns its id ('' when there is none). */
+  begin: (storageKey: string, contentType: string) => Promise<string>;
+  idleSeconds: number;
+  partBytes: number | null;
+}
+
 export class ResumableSessions {
   constructor(private readonly deps: SessionsDeps) {}
 
   /** The key's session: created once; the same request again gets the same session (replayed). */
-  async create(r: NewSessionRequest): Promise<{ session: SessionRow; replayed: boolean }> {
+  async create(r: NewSessionRequest, kind: SessionKind = this.tus): Promise<{ session: SessionRow; replayed: boolean }> {
     // The whole Upload-Metadata counts (canonical: sorted pairs), as do length, type, name, hash.
     const extra = JSON.stringify(Object.entries(r.metadata).sort(([a], [b]) => (a < b ? -1 : 1)));
-    const fp = fingerprint({ method: 'POST', route: RESUMABLE_ROUTE, tenantId: r.tenantId, contentLength: r.uploadLength, contentType: r.contentType, sha256: r.declaredSha256, fileName: r.fileName, extra });
+    const fp = fingerprint({ method: 'POST', route: kind.route, tenantId: r.tenantId, contentLength: r.uploadLength, contentType: r.contentType, sha256: r.declaredSha256, fileName: r.fileName, extra });
     const db = this.deps.pool;
     const existing = await dependency('database_unavailable', () => findSessionByKey(db, r.tenantId, r.key));
     if (existing) return { session: this.sameRequest(existing, fp), replayed: true };
@@ -65,23 +76,25 @@ export class ResumableSessions {
 
     const id = randomUUID();
     const storageKey = `${keyStoragePrefix(r.tenantId, r.key)}${id}`;
-    const multipartId = await dependency('storage_unavailable', () => this.deps.store.beginParts(storageKey, r.contentType));
+    const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, r.contentType));
+    const abort = () => (multipartId ? this.deps.store.abortParts(storageKey, multipartId).catch(() => {}) : undefined);
     const { row, created } = await dependency('database_unavailable', () =>
       insertSessionOrGet(db, {
         id, tenant_id: r.tenantId, idempotency_key: r.key, fingerprint: fp, upload_length: r.uploadLength, upload_metadata: r.uploadMetadata,
         content_type: r.contentType, file_name: r.fileName, declared_sha256: r.declaredSha256, storage_key: storageKey, multipart_id: multipartId,
+        mode: kind.mode, part_bytes: kind.partBytes,
       }),
     ).catch(async (err: unknown) => {
-      await this.deps.store.abortParts(storageKey, multipartId).catch(() => {});
+      await abort();
       throw err;
     });
     if (!created) {
       // A concurrent creation with this key won: use its session (or refuse another request).
-      await this.deps.store.abortParts(storageKey, multipartId).catch(() => {});
+      await abort();
       return { session: this.sameRequest(row, fp), replayed: true };
     }
     try {
-      await this.startWorkflow(row);
+      await this.startWorkflow(row, kind.idleSeconds);
     } catch (err) {
       // The key's run (if any) is another request's: only this session goes.
       await this.discard(row, { endRun: false });
@@ -91,9 +104,9 @@ export class ResumableSessions {
   }
 
   /** Starts (or finds) the key's workflow; refuses when the key's run is another request's. */
-  private async startWorkflow(s: SessionRow): Promise<void> {
+  private async startWorkflow(s: SessionRow, idleSeconds: number): Promise<void> {
     const workflowId = uploadWorkflowId(s.tenant_id, s.idempotency_key);
-    const options = this.deps.receiver.startOptions(uploadRequest(s), workflowId, { resumable: { sessionId: s.id, idleSeconds: this.deps.idleSeconds } });
+    const options = this.deps.receiver.startOptions(uploadRequest(s), workflowId, { resumable: { sessionId: s.id, idleSeconds } });
     const startOrFind = () =>
       dependency('temporal_unavailable', async () => {
         const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () => this.deps.temporal.workflow.start(uploadWorkflow, options));
@@ -113,8 +126,13 @@ export class ResumableSessions {
     return typeof sessionId === 'string' && !(await sessionExists(this.deps.pool, sessionId));
   }
 
-  async find(tenantId: string, id: string): Promise<SessionRow> {
-    const s = await dependency('database_unavailable', () => findSession(this.deps.pool, tenantId, id));
+  /** How tus sessions are made: a multipart in the store, the tus route, the tus expiry. */
+  private get tus(): SessionKind {
+    return { mode: 'tus', route: RESUMABLE_ROUTE, begin: (key, contentType) => this.deps.store.beginParts(key, contentType), idleSeconds: this.deps.idleSeconds, partBytes: null };
+  }
+
+  async find(tenantId: string, id: string, mode: SessionMode = 'tus'): Promise<SessionRow> {
+    const s = await dependency('database_unavailable', () => findSession(this.deps.pool, tenantId, id, mode));
     if (!s) throw problem('not_found', 'No such upload (it may have expired or been terminated).');
     return s;
   }
@@ -193,12 +211,18 @@ export class ResumableSessions {
   /** The session under this request's write lease: 404 when it does not exist, 423 while another holds it. */
   private async lease(tenantId: string, id: string, owner: string): Promise<SessionRow> {
     const leased = await dependency('database_unavailable', () => takeLease(this.deps.pool, tenantId, id, owner, this.deps.leaseSeconds, this.deps.stallSeconds));
-    if (leased) return leased;
+    if (leased?.mode === 'tus') return leased;
+    if (leased) {
+      // A direct upload's id: not a tus upload.
+      await releaseLease(this.deps.pool, id, owner).catch(() => {});
+      throw problem('not_found', 'No such upload (it may have expired or been terminated).');
+    }
     await this.find(tenantId, id);
     throw problem('upload_locked', 'Another request is writing to this upload; retry shortly.');
   }
 
-  private async discard(s: SessionRow, opts: { object?: boolean; endRun?: boolean } = {}): Promise<void> {
+  /** The session, its bytes and (unless `endRun: false`) its run go; the key is free. */
+  async discard(s: SessionRow, opts: { object?: boolean; endRun?: boolean } = {}): Promise<void> {
     await dependency('database_unavailable', () => deleteSession(this.deps.pool, s.id));
     await dependency('storage_unavailable', () => discardSessionObjects(this.deps.store, s, opts));
     if (opts.endRun === false) return;
@@ -226,7 +250,7 @@ function reuse() {
   return problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different upload (length, type, name, SHA-256 or mode); use a new key.');
 }
 
-function uploadRequest(s: SessionRow): UploadRequest {
+export function uploadRequest(s: SessionRow): UploadRequest {
   return {
     tenantId: s.tenant_id,
     idempotencyKey: s.idempotency_key,

@@ -18,6 +18,7 @@ export async function createStore(config: Config): Promise<ObjectStore> {
     partSizeBytes: config.S3_PART_SIZE_MIB * 1024 * 1024,
     queueSize: config.S3_QUEUE_SIZE,
     singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
+    publicEndpoint: config.S3_PUBLIC_ENDPOINT,
   });
   await store.ensureBucket();
   return store;

@@ -1,5 +1,5 @@
-// Object store over S3 or any S3-compatible server (versitygw in tests). The only file
-// that imports @aws-sdk/*. A body of known length up to `singlePutMaxBytes` streams
+// Object store over S3 or any S3-compatible server (versitygw in tests). With
+// s3-presigner.ts, the only files that import @aws-sdk/*. A body of known length up to `singlePutMaxBytes` streams
 // straight into one PUT (no part buffers: memory stays flat whatever the size); longer or
 // unknown-length bodies go through lib-storage's multipart upload (partSize x queueSize).
 import {
@@ -19,7 +19,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
-import type { ObjectStore, PutOptions, StoredObject } from './store';
+import { S3Presigner } from './s3-presigner';
+import type { ObjectPresigner, ObjectStore, PutOptions, StoredObject } from './store';
 
 export interface S3StoreOptions {
   endpoint?: string;
@@ -32,6 +33,8 @@ export interface S3StoreOptions {
   queueSize: number;
   /** Bodies of known length up to this go in one streamed PUT (S3 allows up to 5 GiB). */
   singlePutMaxBytes?: number;
+  /** The endpoint clients reach for direct uploads (signed URLs name it); default `endpoint`. */
+  publicEndpoint?: string;
 }
 
 const S3_SINGLE_PUT_LIMIT = 5 * 1024 ** 3;
@@ -46,6 +49,8 @@ export class S3Store implements ObjectStore {
   private readonly client: S3Client;
   /** For streamed PUTs: a consumed stream cannot be re-sent, so no SDK retries. */
   private readonly streamingClient: S3Client;
+  private readonly publicClient: S3Client;
+  readonly presigner: ObjectPresigner;
 
   constructor(private readonly opts: S3StoreOptions) {
     const config = {
@@ -60,6 +65,8 @@ export class S3Store implements ObjectStore {
     // a couple of SDK retries smooth over blips without stalling a 503 for long.
     this.client = new S3Client({ ...config, maxAttempts: 3 });
     this.streamingClient = new S3Client({ ...config, maxAttempts: 1 });
+    this.publicClient = opts.publicEndpoint ? new S3Client({ ...config, endpoint: opts.publicEndpoint }) : this.client;
+    this.presigner = new S3Presigner(this.publicClient, opts.bucket);
   }
 
   async ensureBucket(): Promise<void> {
@@ -227,5 +234,6 @@ export class S3Store implements ObjectStore {
   destroy(): void {
     this.client.destroy();
     this.streamingClient.destroy();
+    if (this.publicClient !== this.client) this.publicClient.destroy();
   }
 }

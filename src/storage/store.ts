@@ -38,4 +38,32 @@ export interface ObjectStore {
   abortStaleMultipartUploads(olderThan: Date): Promise<number>;
   /** Throws when the store cannot be reached (for /readyz). */
   probe(): Promise<void>;
+  /**
+   * Direct uploads (clients send bytes to the store itself): present on stores a client can
+   * reach with a signed request (S3). The local-directory store has none; the API then signs
+   * its own URLs and takes the bytes (src/direct/).
+   */
+  readonly presigner?: ObjectPresigner;
+}
+
+/** A request the client makes to the store as given: the URL and every header it must send. */
+export interface SignedRequest {
+  method: 'PUT';
+  url: string;
+  headers: Record<string, string>;
+  expiresAt: Date;
+}
+
+export interface ObjectPresigner {
+  /** One PUT of exactly these bytes: the signature covers the length, type and SHA-256 (base64). */
+  presignPut(key: string, o: { bytes: number; sha256Base64: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest>;
+  /** A multipart upload whose parts each carry a SHA-256 the store checks. */
+  beginCheckedParts(key: string, contentType: string): Promise<string>;
+  presignPart(key: string, uploadId: string, partNumber: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest>;
+  /** The parts the store holds, in order. */
+  listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; bytes: number; sha256Base64?: string }[]>;
+  /** Completes with these parts only if no object exists at `key` yet (retry-safe: done is done). */
+  completeCheckedParts(key: string, uploadId: string, parts: { partNumber: number; etag: string; sha256Base64?: string }[]): Promise<void>;
+  /** Size and stored SHA-256 (base64; undefined when the store kept none) of an object. */
+  checksum(key: string): Promise<{ bytes: number; sha256Base64?: string; composite: boolean } | undefined>;
 }

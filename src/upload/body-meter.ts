@@ -16,7 +16,11 @@ export class BodyMeter extends Transform {
   private readonly hash: Hash = createHash('sha256');
   private digest: string | undefined;
 
-  constructor(private readonly expected: number) {
+  /** With `expectedSha256` (hex), a body that hashes otherwise fails at its end (nothing stored). */
+  constructor(
+    private readonly expected: number,
+    private readonly expectedSha256?: string,
+  ) {
     super();
   }
 
@@ -34,6 +38,9 @@ export class BodyMeter extends Transform {
       return cb(this.fail(problem('body_incomplete', `Body ended after ${this.bytes} of ${this.expected} bytes.`)));
     }
     this.digest = this.hash.digest('hex');
+    if (this.expectedSha256 && this.digest !== this.expectedSha256) {
+      return cb(this.fail(problem('checksum_mismatch', `The body hashes to ${this.digest}, not the declared SHA-256 ${this.expectedSha256}.`)));
+    }
     cb();
   }
 

@@ -84,12 +84,23 @@ export class UploadReceiver {
         this.settleLater(req, workflowId, copy);
         throw err;
       }
-      await this.discard(copy);
       if (err.cause instanceof WorkflowExecutionAlreadyStartedError) {
         // The run completed between our fast-path read and the offer: answer from Postgres.
-        const answer = await this.replay(req);
-        if (answer) return answer;
+        // The copy goes only if that answer names another object — a session's copy (tus,
+        // direct) offered again after its commit is the very object the answer names.
+        const answer = await this.replay(req).catch(async (e: unknown) => {
+          await this.discard(copy);
+          throw e;
+        });
+        if (answer?.kind === 'answer') {
+          await this.settle(copy, answer.response.body);
+          return answer;
+        }
+        this.settleLater(req, workflowId, copy);
+        throw err.answer;
       }
+      // A session's copy stays for the session's next attempt unless the key is another's.
+      if (!start?.resumable || err.answer.code === 'idempotency_key_reuse') await this.discard(copy);
       throw err.answer;
     }
     let result: UploadOutcome;

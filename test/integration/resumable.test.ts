@@ -82,6 +82,34 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     expect(report.violations).toEqual([]);
   });
 
+  it('the last PATCH sent again after its commit (answer lost, or the API died before marking the session) gets the answer and the object stays', async () => {
+    const file = randomBytes(6 * MiB + 3);
+    const key = `tus-again-${randomUUID()}`;
+    const { upload, done } = tusUpload(ctx, file, key, { chunkSize: 8 * MiB });
+    upload.start();
+    await done;
+    const answer = await keyAnswer(ctx, key);
+    const { uploadId, storageKey } = answer.json.response;
+    const id = new URL(upload.url!).pathname.split('/').pop();
+    const patchAgain = () =>
+      fetch(upload.url!, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '1.0.0', 'upload-offset': String(file.length), 'content-type': 'application/offset+octet-stream' },
+        body: new Uint8Array(0),
+      });
+    // Lost answer: the session is marked committed.
+    const first = await patchAgain();
+    expect(first.status).toBe(204);
+    expect(first.headers.get('location')).toBe(`/v1/uploads/${uploadId}`);
+    // The API died between the commit and marking the session: it still says completing.
+    await ctx.stack.runtime.pool.query(`UPDATE resumable_sessions SET state = 'completing' WHERE id = $1`, [id]);
+    const second = await patchAgain();
+    expect(second.status).toBe(204);
+    expect(second.headers.get('location')).toBe(`/v1/uploads/${uploadId}`);
+    expect(sha256(await readObject(ctx.stack.runtime.store, storageKey))).toBe(sha256(file));
+    expect((await audit(ctx.stack.runtime.pool, ctx.stack.runtime.store)).violations).toEqual([]);
+  });
+
   it('an interrupted upload resumes from the acknowledged offset and sends the rest only', async () => {
     const file = randomBytes(16 * MiB);
     const key = `tus-resume-${randomUUID()}`;

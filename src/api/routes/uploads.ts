@@ -1,6 +1,5 @@
 // POST /v1/uploads and GET /v1/uploads/:id.
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import type { ProcessedSignal } from '../../db/upload-processed';
@@ -13,14 +12,13 @@ import { awaitProcessed } from '../../upload/await-processed';
 import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../upload/request-headers';
-import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { UploadReceiver } from '../../upload/receive';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { ObjectStore } from '../../storage/store';
 import type { UploadRequest } from '../../upload/types';
-import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { requestBody } from '../request-body';
-import { corsHeaders } from '../middleware/cors';
+import { renderOutcome } from '../upload-answer';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
 
@@ -53,7 +51,7 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     };
     c.set('idempotencyKey', key);
     const replay = await receiver.replay(req);
-    if (replay) return render(c, replay, key, declaredBytes > DRAIN_LIMIT);
+    if (replay) return renderOutcome(c, replay, key, declaredBytes > DRAIN_LIMIT);
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
     if (!release) {
@@ -63,7 +61,7 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     }
     try {
       const outcome = await receiver.receive(req, requestBody(c), waitMs);
-      return render(c, outcome, key, false);
+      return renderOutcome(c, outcome, key, false);
     } finally {
       release();
     }
@@ -176,30 +174,3 @@ function deliveryView(d: DeliveryRow) {
   return { eventId: d.event_id, eventType: d.event_type, endpointId: d.endpoint_id, attempts: d.attempts, lastStatus: d.last_status, lastError: d.last_error, deliveredAt: d.delivered_at?.toISOString() ?? null };
 }
 
-function render(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeConnection: boolean): Response {
-  // One plain header object (CORS included): no Headers instance, no copying.
-  const headers: Record<string, string> = { ...corsHeaders };
-  c.set('corsApplied', true);
-  if (closeConnection) headers.connection = 'close';
-  if (outcome.kind === 'processing') {
-    c.set('outcome', 'processing');
-    c.set('workflowId', outcome.workflowId);
-    return c.json(
-      { status: 'processing', idempotencyKey: key, workflowId: outcome.workflowId },
-      202,
-      { ...headers, location: `/v1/idempotency-keys/${encodeURIComponent(key)}`, 'retry-after': '2' },
-    );
-  }
-  const { response, replayed } = outcome;
-  c.set('outcome', replayed ? 'replayed' : response.status < 300 ? 'created' : 'rejected');
-  if (outcome.workflowId) c.set('workflowId', outcome.workflowId);
-  headers['content-type'] = response.status >= 400 ? 'application/problem+json' : 'application/json';
-  if (response.uploadId && response.status < 300) headers.location = `/v1/uploads/${response.uploadId}`;
-  if (replayed) {
-    headers['idempotent-replayed'] = 'true';
-    headers['idempotent-replay'] = 'true';
-  }
-  // A Response built from a plain header object goes to writeHead as is (node-server's
-  // fast path); c.body() would first build a WHATWG Headers object from it.
-  return new Response(response.body, { status: response.status, headers });
-}

@@ -8,6 +8,9 @@ export interface SessionPart {
   bytes: number;
 }
 
+/** tus sessions (bytes through the API) and direct uploads (bytes straight to the store). */
+export type SessionMode = 'tus' | 'direct';
+
 export interface SessionRow {
   id: string;
   tenant_id: string;
@@ -27,6 +30,8 @@ export interface SessionRow {
   sha256_state: Buffer | null;
   head: Buffer | null;
   state: 'open' | 'completing' | 'committed';
+  mode: SessionMode;
+  part_bytes: string | null; // bigint
   lease_owner: string | null;
   updated_at: Date;
   created_at: Date;
@@ -35,20 +40,23 @@ export interface SessionRow {
 const COLUMN_NAMES = [
   'id', 'tenant_id', 'idempotency_key', 'fingerprint', 'upload_length', 'upload_metadata', 'content_type', 'file_name', 'declared_sha256',
   'storage_key', 'multipart_id', 'upload_offset', 'parts', 'tail_key', 'tail_bytes', 'sha256_state', 'head', 'state', 'lease_owner', 'updated_at', 'created_at',
+  'mode', 'part_bytes',
 ];
 const COLUMNS = COLUMN_NAMES.join(', ');
 
 export type NewSession = Pick<SessionRow, 'id' | 'tenant_id' | 'idempotency_key' | 'fingerprint' | 'upload_metadata' | 'content_type' | 'file_name' | 'declared_sha256' | 'storage_key' | 'multipart_id'> & {
   upload_length: number;
+  mode?: SessionMode;
+  part_bytes?: number | null;
 };
 
 /** Inserts the session unless the key already has one; returns the key's session either way. */
 export async function insertSessionOrGet(db: Queryable, s: NewSession): Promise<{ row: SessionRow; created: boolean }> {
   const inserted = await db.query<SessionRow>(
-    `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING ${COLUMNS}`,
-    [s.id, s.tenant_id, s.idempotency_key, s.fingerprint, s.upload_length, s.upload_metadata, s.content_type, s.file_name, s.declared_sha256, s.storage_key, s.multipart_id],
+    [s.id, s.tenant_id, s.idempotency_key, s.fingerprint, s.upload_length, s.upload_metadata, s.content_type, s.file_name, s.declared_sha256, s.storage_key, s.multipart_id, s.mode ?? 'tus', s.part_bytes ?? null],
   );
   if (inserted.rows[0]) return { row: inserted.rows[0], created: true };
   const existing = await findSessionByKey(db, s.tenant_id, s.idempotency_key);
@@ -64,8 +72,13 @@ export async function sessionExists(db: Queryable, id: string): Promise<boolean>
   return ((await db.query('SELECT 1 FROM resumable_sessions WHERE id = $1', [id])).rowCount ?? 0) > 0;
 }
 
-export async function findSession(db: Queryable, tenantId: string, id: string): Promise<SessionRow | undefined> {
-  return (await db.query<SessionRow>(statement('find_resumable_session', `SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND tenant_id = $2`, [id, tenantId]))).rows[0];
+export async function findSession(db: Queryable, tenantId: string, id: string, mode: SessionMode = 'tus'): Promise<SessionRow | undefined> {
+  return (await db.query<SessionRow>(statement('find_resumable_session', `SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND tenant_id = $2 AND mode = $3`, [id, tenantId, mode]))).rows[0];
+}
+
+/** A session by id alone: for requests that carry a signature over the id instead of an API key. */
+export async function findSessionById(db: Queryable, id: string, mode: SessionMode): Promise<SessionRow | undefined> {
+  return (await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND mode = $2`, [id, mode])).rows[0];
 }
 
 /**

@@ -1,0 +1,160 @@
+// Direct uploads at /v1/direct-uploads: the client asks for a plan (signed requests to the
+// store), sends the bytes there, then completes; completion is the same commit as
+// POST /v1/uploads and answers the same upload JSON, replayed under the key ever after.
+// The Idempotency-Key owns the session: the same request again gets the same session with
+// fresh URLs; another size, hash, type or name is 422.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { Config } from '../../config';
+import type { DirectUploads } from '../../direct/direct-uploads';
+import { problem } from '../../errors';
+import { parseIdempotencyKey } from '../../upload/idempotency-key';
+import { parsePrefer } from '../../upload/request-headers';
+import type { AppEnv } from '../env';
+import { header, headerValues } from '../headers';
+import { jsonBody } from '../json-body';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
+import { requestBody } from '../request-body';
+import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, UploadCreated, UploadProcessing, Uuid } from '../schemas';
+import { renderOutcome } from '../upload-answer';
+
+const TAG = 'direct uploads (presigned)';
+
+const createPlanRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: [TAG],
+  summary: 'Plan a direct upload (or, with the same key and request, get the same plan again with fresh URLs)',
+  description:
+    'Answers signed requests the client sends to the object store itself: one PUT (up to S3_SINGLE_PUT_MAX_MIB; always on the embedded store, where the URL points at this API), ' +
+    'or a multipart plan whose part URLs come from `POST /v1/direct-uploads/{id}/parts/{n}`. The signatures cover the object key, the length and the SHA-256, ' +
+    'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits.',
+  security: apiKeyAuth,
+  request: { headers: z.object({ 'idempotency-key': IdempotencyKey }), body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } } },
+  responses: {
+    201: { description: 'The plan (Idempotent-Replayed when it is the key\'s existing session).', headers: { 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: DirectUploadPlan } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'body_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable'),
+  },
+});
+
+const getPlanRoute = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: [TAG],
+  summary: 'A direct upload\'s state, with fresh URLs while it is open',
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid }) },
+  responses: { 200: { description: 'The plan', content: { 'application/json': { schema: DirectUploadPlan } } }, ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'storage_unavailable') },
+});
+
+const partRoute = createRoute({
+  method: 'post',
+  path: '/{id}/parts/{n}',
+  tags: [TAG],
+  summary: 'A signed URL for part n of a multipart plan (the store checks the part against its SHA-256)',
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid, n: z.string().regex(/^\d{1,5}$/) }), body: { required: true, content: { 'application/json': { schema: DirectPartRequest } } } },
+  responses: {
+    200: { description: 'PUT the part there, with these headers; a part sent twice replaces itself.', content: { 'application/json': { schema: DirectPartUrl } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'body_invalid', 'payload_too_large', 'upload_committed', 'storage_unavailable'),
+  },
+});
+
+const completeRoute = createRoute({
+  method: 'post',
+  path: '/{id}/complete',
+  tags: [TAG],
+  summary: 'Verify the object in the store and commit it: the upload JSON, replayed under the key',
+  description:
+    'Idempotent by the session\'s key: sent again (its answer lost), it answers the same upload. An `Idempotency-Key`, when sent, must be the session\'s. ' +
+    '409 `direct_upload_incomplete` while the object (or a part) is not in the store yet; the session stays open.',
+  security: apiKeyAuth,
+  request: { params: z.object({ id: Uuid }), headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }) },
+  responses: {
+    201: { description: 'Committed (or the stored answer again, marked Idempotent-Replayed).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: UploadCreated } } },
+    202: { description: 'Committing: poll Location (the key).', headers: { Location: locationHeader, 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: UploadProcessing } } },
+    ...problems(
+      ...COMMON_V1_PROBLEMS, 'not_found', 'idempotency_key_invalid', 'idempotency_key_reuse', 'direct_upload_incomplete', 'checksum_mismatch', 'content_type_mismatch',
+      'upload_failed', 'idempotency_in_progress', 'storage_unavailable', 'temporal_unavailable',
+    ),
+  },
+});
+
+const putObjectRoute = createRoute({
+  method: 'put',
+  path: '/{id}/object',
+  tags: [TAG],
+  summary: 'The embedded store\'s signed PUT (the URL of a plan on the local-directory store; no API key: the signature is the credential)',
+  request: {
+    params: z.object({ id: Uuid }),
+    query: z.object({ expires: z.string(), signature: z.string() }),
+    body: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+  },
+  responses: {
+    200: { description: 'Stored (length and SHA-256 checked while streaming); now complete the upload.' },
+    ...problems('signature_invalid', 'not_found', 'upload_committed', 'body_incomplete', 'checksum_mismatch', 'content_length_required', 'malformed_request', 'database_unavailable', 'storage_unavailable', 'internal_error'),
+  },
+});
+
+/** The embedded store's PUT: mounted before authentication (the URL's signature is the credential). */
+export function directObjectRoutes(deps: { direct: DirectUploads }) {
+  const app = router();
+  route(app, putObjectRoute, async function putDirectObject(c) {
+    if (header(c, 'content-length') === undefined) throw problem('content_length_required', 'Send Content-Length (the plan\'s headers).');
+    await deps.direct.receiveObject(planId(c), c.req.query('expires'), c.req.query('signature'), requestBody(c));
+    return c.body(null, 200);
+  });
+  return app;
+}
+
+export function directUploadRoutes(deps: { direct: DirectUploads; config: Config }) {
+  const { direct, config } = deps;
+  const app = router();
+
+  route(app, createPlanRoute, async function createDirectUpload(c) {
+    const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
+    c.set('idempotencyKey', key);
+    const body = await jsonBody(c, CreateDirectUpload, '{"bytes": 1048576, "sha256": "<hex>", "contentType": "video/mp4", "fileName": "talk.mp4"}');
+    if (body.bytes > config.MAX_UPLOAD_BYTES) throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, { extra: { maxBytes: config.MAX_UPLOAD_BYTES } });
+    const { plan, replayed } = await direct.plan({
+      tenantId: c.get('tenantId'),
+      key,
+      bytes: body.bytes,
+      sha256: body.sha256,
+      contentType: body.contentType ?? 'application/octet-stream',
+      fileName: body.fileName ?? null,
+    });
+    c.set('outcome', replayed ? 'replayed' : 'created');
+    return c.json(plan, 201, replayed ? { 'idempotent-replayed': 'true', 'idempotent-replay': 'true' } : {});
+  });
+
+  route(app, getPlanRoute, async function getDirectUpload(c) {
+    return c.json(await direct.find(c.get('tenantId'), planId(c)), 200, { 'cache-control': 'no-store' });
+  });
+
+  route(app, partRoute, async function presignDirectPart(c) {
+    const body = await jsonBody(c, DirectPartRequest, '{"sha256": "<hex or base64 of the part>"}');
+    const sha = /^[0-9a-f]{64}$/.test(body.sha256) ? Buffer.from(body.sha256, 'hex').toString('base64') : body.sha256;
+    const signed = await direct.partRequest(c.get('tenantId'), planId(c), Number(c.req.param('n')), sha);
+    return c.json({ ...signed, expiresAt: signed.expiresAt.toISOString() }, 200);
+  });
+
+  route(app, completeRoute, async function completeDirectUpload(c) {
+    const tenantId = c.get('tenantId');
+    const id = planId(c);
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const plan = await direct.find(tenantId, id);
+    const sent = headerValues(c, 'idempotency-key');
+    if (sent && sent.length > 0 && parseIdempotencyKey(sent) !== plan.idempotencyKey) throw problem('idempotency_key_reuse', 'This direct upload belongs to another Idempotency-Key.');
+    c.set('idempotencyKey', plan.idempotencyKey);
+    return renderOutcome(c, await direct.complete(tenantId, id, waitMs), plan.idempotencyKey, false);
+  });
+
+  return app;
+}
+
+function planId(c: Context<AppEnv>): string {
+  const id = c.req.param('id');
+  if (!id || !Uuid.safeParse(id).success) throw problem('not_found', 'No such direct upload.');
+  return id;
+}

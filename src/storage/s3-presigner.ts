@@ -1,0 +1,92 @@
+// Signed requests a client sends to S3 itself (direct uploads). The signature covers the
+// object key, the length and the SHA-256 header, so the client cannot pick another key or
+// tenant prefix, and the store refuses any other bytes (BadDigest). Completion is ours:
+// the parts are listed and completed server-side, only if no object exists yet.
+import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  ListPartsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { ObjectPresigner, SignedRequest } from './store';
+
+// x-amz-* headers are moved into the query string unless named here; these must travel as
+// signed headers, so the store checks the bytes against them.
+const SIGNED_HEADERS = new Set(['x-amz-checksum-sha256', 'content-length', 'content-type']);
+
+export class S3Presigner implements ObjectPresigner {
+  /** `client` is configured with the endpoint clients reach (S3_PUBLIC_ENDPOINT). */
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  async presignPut(key: string, o: { bytes: number; sha256Base64: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest> {
+    const command = new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentLength: o.bytes, ContentType: o.contentType, ChecksumSHA256: o.sha256Base64 });
+    const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unhoistableHeaders: SIGNED_HEADERS, signableHeaders: SIGNED_HEADERS });
+    return signed(url, { 'content-length': String(o.bytes), 'content-type': o.contentType, 'x-amz-checksum-sha256': o.sha256Base64 }, o.expiresSeconds);
+  }
+
+  async beginCheckedParts(key: string, contentType: string): Promise<string> {
+    const res = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, ChecksumAlgorithm: 'SHA256' }));
+    return res.UploadId!;
+  }
+
+  async presignPart(key: string, uploadId: string, partNumber: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest> {
+    const command = new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ContentLength: o.bytes, ChecksumSHA256: o.sha256Base64 });
+    const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unhoistableHeaders: SIGNED_HEADERS, signableHeaders: SIGNED_HEADERS });
+    // The SDK gives a part request the binary media type, and it is signed with the rest.
+    return signed(url, { 'content-length': String(o.bytes), 'content-type': 'application/octet-stream', 'x-amz-checksum-sha256': o.sha256Base64 }, o.expiresSeconds);
+  }
+
+  async listParts(key: string, uploadId: string) {
+    const parts: { partNumber: number; etag: string; bytes: number; sha256Base64?: string }[] = [];
+    let marker: string | undefined;
+    do {
+      const page = await this.client.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }));
+      for (const p of page.Parts ?? []) parts.push({ partNumber: p.PartNumber!, etag: p.ETag!, bytes: Number(p.Size ?? 0), sha256Base64: p.ChecksumSHA256 });
+      marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
+    } while (marker);
+    return parts.sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async completeCheckedParts(key: string, uploadId: string, parts: { partNumber: number; etag: string; sha256Base64?: string }[]): Promise<void> {
+    try {
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: key,
+          UploadId: uploadId,
+          IfNoneMatch: '*',
+          MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag, ChecksumSHA256: p.sha256Base64 })) },
+        }),
+      );
+    } catch (err) {
+      // Completed by an earlier attempt whose answer was lost: the object is there.
+      const name = (err as { name?: string; $metadata?: { httpStatusCode?: number } }).name;
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if ((name === 'NoSuchUpload' || status === 412) && (await this.checksum(key))) return;
+      throw err;
+    }
+  }
+
+  async checksum(key: string) {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key, ChecksumMode: 'ENABLED' }));
+      const composite = out.ChecksumType === 'COMPOSITE' || /-\d+$/.test(out.ChecksumSHA256 ?? '');
+      return { bytes: Number(out.ContentLength ?? 0), sha256Base64: out.ChecksumSHA256?.replace(/-\d+$/, ''), composite };
+    } catch (err) {
+      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+      if (e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404) return undefined;
+      throw err;
+    }
+  }
+}
+
+function signed(url: string, headers: Record<string, string>, expiresSeconds: number): SignedRequest {
+  return { method: 'PUT', url, headers, expiresAt: new Date(Date.now() + expiresSeconds * 1000) };
+}
