@@ -30,6 +30,7 @@ export const catalogue = {
   checksum_algorithm_unsupported: { status: 400, title: 'Upload-Checksum algorithm is not supported' },
   media_type_unsupported: { status: 415, title: 'Request Content-Type is not supported here' },
   upload_committed: { status: 409, title: 'The upload is committed and cannot be terminated' },
+  form_invalid: { status: 400, title: 'The multipart/form-data body is not a valid upload form' },
   direct_upload_incomplete: { status: 409, title: 'The direct upload has not been sent to the store in full yet' },
   signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },

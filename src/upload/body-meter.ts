@@ -20,13 +20,18 @@ export class BodyMeter extends Transform {
   constructor(
     private readonly expected: number,
     private readonly expectedSha256?: string,
+    /** False for a body of unknown length (a form's file part): `expected` is then a maximum. */
+    private readonly exact = true,
   ) {
     super();
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
-    if (this.bytes > this.expected) return cb(this.fail(problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`)));
+    if (this.bytes > this.expected) {
+      const p = this.exact ? problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`) : problem('payload_too_large', `The file is larger than the maximum of ${this.expected} bytes.`, { extra: { maxBytes: this.expected } });
+      return cb(this.fail(p));
+    }
     if (this.head.length < SNIFF_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, SNIFF_BYTES - this.head.length)]);
     this.hash.update(chunk);
     noteStreamedBytes(chunk.length);
@@ -34,7 +39,7 @@ export class BodyMeter extends Transform {
   }
 
   override _flush(cb: TransformCallback): void {
-    if (this.bytes !== this.expected) {
+    if (this.exact && this.bytes !== this.expected) {
       return cb(this.fail(problem('body_incomplete', `Body ended after ${this.bytes} of ${this.expected} bytes.`)));
     }
     this.digest = this.hash.digest('hex');

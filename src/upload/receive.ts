@@ -69,6 +69,41 @@ export class UploadReceiver {
   }
 
   /**
+   * A body whose length and hash are known only once it is in (a form's file part): staged
+   * first (at most `base.declaredBytes`), then identified by what arrived — `identify` gives
+   * the request for those bytes, once the rest of the request is read — and replayed or
+   * delivered like any upload.
+   */
+  async receiveUnsized(base: UploadRequest, body: Readable, waitMs: number, identify: (bytes: number, sha256: string) => Promise<UploadRequest>): Promise<UploadOutcome> {
+    const staged = await this.stage(base, body, { exact: false });
+    let req: UploadRequest;
+    try {
+      req = await identify(staged.bytes, staged.sha256);
+    } catch (err) {
+      // The rest of the request was bad (e.g. a second file part): nothing is kept.
+      await this.discard(staged);
+      throw err;
+    }
+    const copy = { ...staged, fingerprint: req.fingerprint };
+    if (req.declaredSha256 && req.declaredSha256 !== copy.sha256) {
+      await this.discard(copy);
+      throw problem('checksum_mismatch', `The declared SHA-256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);
+    }
+    let replay: UploadOutcome | undefined;
+    try {
+      replay = await this.replay(req);
+    } catch (err) {
+      await this.discard(copy);
+      throw err;
+    }
+    if (replay) {
+      await this.discard(copy);
+      return replay;
+    }
+    return this.deliver(req, copy, waitMs);
+  }
+
+  /**
    * Phases offer → await → settle for a complete copy already in the store, whichever mode
    * brought its bytes (one request, or a resumable session's assembled object).
    */
@@ -123,10 +158,10 @@ export class UploadReceiver {
   }
 
   /** Phase "receive": stream the body to this attempt's own object. */
-  private async stage(req: UploadRequest, body: Readable): Promise<StagedCopy> {
+  private async stage(req: UploadRequest, body: Readable, opts: { exact: boolean } = { exact: true }): Promise<StagedCopy> {
     const attemptId = randomUUID();
     const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
-    const meter = new BodyMeter(req.declaredBytes);
+    const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
     const onAbort = () => meter.abort();
     // The client closing its sending side mid-body shows up only on the socket.
     const socket = (body as { socket?: import('node:net').Socket }).socket;
@@ -137,7 +172,7 @@ export class UploadReceiver {
     body.once('error', onAbort);
     const piped = pipeline(body, meter).catch(() => {});
     try {
-      await this.deps.store.put(storageKey, meter, { contentType: req.contentType, contentLength: req.declaredBytes });
+      await this.deps.store.put(storageKey, meter, { contentType: req.contentType, contentLength: opts.exact ? req.declaredBytes : undefined });
       // The store may answer as soon as it has Content-Length bytes; the meter's verdict
       // (length, hash) comes when the body ends.
       await finished(meter, { readable: false });

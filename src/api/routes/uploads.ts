@@ -7,7 +7,7 @@ import { findUpload, type UploadRow } from '../../db/queries/uploads';
 import { Readable } from 'node:stream';
 import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
-import { dependency, problem } from '../../errors';
+import { dependency, problem, Problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
 import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
@@ -19,6 +19,9 @@ import type { UploadRequest } from '../../upload/types';
 import { header, headerValues } from '../headers';
 import { requestBody } from '../request-body';
 import { renderOutcome } from '../upload-answer';
+import { isFormPost, receiveFormPost } from '../../upload/form-post';
+import type { Context } from 'hono';
+import type { AppEnv } from '../env';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
 
@@ -31,6 +34,7 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
 
   route(app, createUploadRoute, async function createUpload(c) {
     const tenantId = c.get('tenantId');
+    if (isFormPost(header(c, 'content-type'))) return createFromForm(c);
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
       throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
@@ -66,6 +70,34 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
       release();
     }
   });
+
+  /** A form post: the file part is the upload (src/upload/form-post.ts). */
+  async function createFromForm(c: Context<AppEnv>): Promise<Response> {
+    const tenantId = c.get('tenantId');
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const incoming = c.env?.incoming;
+    if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
+    const release = inFlight.tryAcquire(tenantId);
+    if (!release) throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`, { headers: { connection: 'close' } });
+    let key = '';
+    try {
+      const outcome = await receiveFormPost(
+        receiver,
+        { tenantId, headers: incoming.headers, keyHeader: headerValues(c, 'idempotency-key'), body: incoming, waitMs, maxBytes: config.MAX_UPLOAD_BYTES },
+        (k) => {
+          key = k;
+          c.set('idempotencyKey', k);
+        },
+      );
+      return renderOutcome(c, outcome, key, false);
+    } catch (err) {
+      // Refused before the whole form was read (too large, storage down): the rest is not drained.
+      if (err instanceof Problem && !incoming.complete) throw new Problem(err.code, err.detail, { retryAfter: err.retryAfter, extra: err.extra, headers: { ...err.headers, connection: 'close' } });
+      throw err;
+    } finally {
+      release();
+    }
+  }
 
   route(app, getUploadRoute, async function getUpload(c) {
     const id = c.req.param('id')!;

@@ -1,0 +1,120 @@
+// POST /v1/uploads with multipart/form-data (an HTML form, `curl -F file=@x`): exactly one
+// file part, streamed (busboy; never buffered) into the attempt's own object like any
+// upload body; optional text fields `fileName`, `sha256` and `idempotencyKey` (for forms
+// that cannot set headers — it must come before the file part). What identifies "the same
+// request" is the file, not the envelope (the boundary and the part headers vary between
+// clients): the file part's bytes (length and SHA-256), its media type and the file name.
+// So a form post's fingerprint is known once its file is in, and a retry is recognised then.
+import busboy from 'busboy';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { problem, Problem } from '../errors';
+import { fingerprint } from './fingerprint';
+import { parseIdempotencyKey } from './idempotency-key';
+import type { UploadOutcome, UploadReceiver } from './receive';
+import { parseContentType, parseFileName, parseSha256 } from './request-headers';
+import type { UploadRequest } from './types';
+
+/** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
+export const FORM_ROUTE = '/v1/uploads#form';
+
+export interface FormPost {
+  tenantId: string;
+  headers: IncomingHttpHeaders;
+  /** Idempotency-Key header values (a form may instead send the field `idempotencyKey`). */
+  keyHeader: readonly string[] | undefined;
+  body: Readable;
+  waitMs: number;
+  maxBytes: number;
+}
+
+export function isFormPost(contentType: string | undefined): boolean {
+  return contentType?.split(';')[0]?.trim().toLowerCase() === 'multipart/form-data';
+}
+
+/** Parses the form and hands its file to the receiver; settles once the whole form is read. */
+export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (key: string) => void): Promise<UploadOutcome> {
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: f.headers, limits: { files: 1, fields: 8, fieldSize: 1024, fieldNameSize: 64, parts: 16, fileSize: f.maxBytes } });
+  } catch (err) {
+    throw problem('form_invalid', `The multipart/form-data body cannot be parsed: ${(err as Error).message}.`);
+  }
+  const fields: Record<string, string> = {};
+  let key = f.keyHeader && f.keyHeader.length > 0 ? parseIdempotencyKey(f.keyHeader) : undefined;
+  let fileSeen = false;
+  let failure: Problem | undefined;
+  let staged: Promise<UploadOutcome> | undefined;
+  // Settles when the whole form is read: nothing is offered before (a second file part
+  // after the first must leave nothing behind).
+  let formRead!: () => void;
+  const formDone = new Promise<void>((resolve) => (formRead = resolve));
+
+  return new Promise<UploadOutcome>((resolve, reject) => {
+    const fail = (p: Problem) => {
+      failure ??= p;
+    };
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) return fail(problem('form_invalid', `The field ${name} is longer than 1024 bytes.`));
+      if (name === 'idempotencyKey') {
+        if (fileSeen) return fail(problem('form_invalid', 'Send the idempotencyKey field before the file part.'));
+        const fromField = parseIdempotencyKey([value]);
+        if (key !== undefined && key !== fromField) return fail(problem('idempotency_key_invalid', 'The Idempotency-Key header and the idempotencyKey field differ.'));
+        key = fromField;
+      } else if (name === 'fileName' || name === 'sha256') fields[name] = value;
+    });
+    parser.on('file', (name, stream, info) => {
+      if (fileSeen || failure || key === undefined) {
+        if (!fileSeen && key === undefined) fail(problem('idempotency_key_required', 'Send an Idempotency-Key header, or an idempotencyKey field before the file part.'));
+        fileSeen = true;
+        stream.resume();
+        return;
+      }
+      fileSeen = true;
+      let contentType: string;
+      try {
+        contentType = parseContentType(info.mimeType);
+      } catch (err) {
+        fail(err as Problem);
+        stream.resume();
+        return;
+      }
+      onKey(key);
+      const tenantId = f.tenantId;
+      const base: UploadRequest = { tenantId, idempotencyKey: key, fingerprint: '', contentType, fileName: null, declaredBytes: f.maxBytes, declaredSha256: null };
+      stream.once('limit', () => stream.destroy(problem('payload_too_large', `The file is larger than the maximum of ${f.maxBytes} bytes.`, { extra: { maxBytes: f.maxBytes } })));
+      // Fields after the file part still count: the request is identified once the form is read.
+      staged = receiver.receiveUnsized(base, stream, f.waitMs, async (bytes, sha256) => {
+        await formDone;
+        if (failure) throw failure;
+        const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
+        const declaredSha256 = parseSha256(fields.sha256);
+        return {
+          ...base,
+          fileName,
+          declaredBytes: bytes,
+          declaredSha256,
+          fingerprint: fingerprint({ method: 'POST', route: FORM_ROUTE, tenantId, contentLength: bytes, contentType, sha256, fileName }),
+        };
+      });
+      // A file that could not be staged ends the request at once (the form is not read on).
+      staged.catch((err: unknown) => {
+        reject(failure ?? err);
+        f.body.unpipe(parser);
+        f.body.resume();
+      });
+    });
+    parser.on('filesLimit', () => fail(problem('form_invalid', 'Send exactly one file part; this form has more.')));
+    parser.on('partsLimit', () => fail(problem('form_invalid', 'The form has too many parts.')));
+    parser.on('fieldsLimit', () => fail(problem('form_invalid', 'The form has too many fields.')));
+    parser.on('error', (err: Error) => fail(problem('form_invalid', `The multipart/form-data body cannot be parsed: ${err.message}.`)));
+    parser.on('close', () => {
+      if (!fileSeen) fail(problem('form_invalid', 'The form has no file part.'));
+      formRead();
+      if (!staged) return reject(failure);
+      staged.then(resolve, (err: unknown) => reject(failure ?? err));
+    });
+    f.body.on('aborted', () => parser.destroy(new Error('Unexpected end of form')));
+    f.body.pipe(parser);
+  });
+}
