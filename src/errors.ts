@@ -32,6 +32,7 @@ export const catalogue = {
   upload_committed: { status: 409, title: 'The upload is committed and cannot be terminated' },
   form_invalid: { status: 400, title: 'The multipart/form-data body is not a valid upload form' },
   direct_upload_incomplete: { status: 409, title: 'The direct upload has not been sent to the store in full yet' },
+  direct_upload_unsupported: { status: 501, title: 'This store takes no uploads straight from clients in this mode' },
   signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },

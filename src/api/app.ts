@@ -30,6 +30,8 @@ import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
 import { ResumableSessions } from '../resumable/sessions';
 import { DirectUploads } from '../direct/direct-uploads';
 import { directObjectRoutes, directUploadRoutes } from './routes/direct-uploads';
+import { UppyCompanion } from '../direct/uppy-companion';
+import { uppyCompanionRoutes, uppyEndpointRoutes } from './routes/uppy';
 import { TUS_REQUEST_HEADERS } from '../resumable/tus-protocol';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
@@ -107,13 +109,17 @@ export function createApp(deps: AppDeps) {
     singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
     partBytes: config.DIRECT_UPLOAD_PART_MIB * 1024 * 1024,
   });
+  const uppy = new UppyCompanion({ pool, store, sessions, direct, box, expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600, urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS });
+  const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);
   app.route('/v1/tus', tusDiscoveryRoutes(config));
-  // Signed URLs carry their own credential: mounted before the API-key check.
+  // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.
   app.route('/v1/direct-uploads', directObjectRoutes({ direct }));
+  app.route('/uppy', uppyCompanionRoutes({ uppy, receiver, config, inFlight }));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   app.route('/v1/tus', tusRoutes({ sessions, config }));
   app.route('/v1/direct-uploads', directUploadRoutes({ direct, config }));
-  app.route('/v1/uploads', uploadRoutes({ receiver, pool, store, config, processed, inFlight: new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT) }));
+  app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
+  app.route('/v1/uploads', uploadRoutes({ receiver, pool, store, config, processed, inFlight }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));

@@ -17,6 +17,7 @@ import type { ObjectStore, SignedRequest } from '../storage/store';
 import { BodyMeter } from '../upload/body-meter';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import { sniff } from '../upload/sniff';
+import type { StagedCopy } from '../upload/types';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -139,7 +140,7 @@ export class DirectUploads {
    * Verifies the object in the store and commits it like any upload: the answer is the
    * upload JSON, stored under the key; a complete sent again gets the same answer.
    */
-  async complete(tenantId: string, id: string, waitMs: number): Promise<UploadOutcome> {
+  async complete(tenantId: string, id: string, waitMs: number, mode: 'direct' | 'uppy' = 'direct', verify: (s: SessionRow) => Promise<StagedCopy> = (s) => this.verify(s)): Promise<UploadOutcome> {
     const db = this.deps.pool;
     // One complete at a time per session (others wait their turn, then find it committed).
     const owner = randomUUID();
@@ -147,12 +148,13 @@ export class DirectUploads {
     for (let i = 0; i < COMPLETE_TURN_TRIES && !s; i++) {
       s = await dependency('database_unavailable', () => takeLease(db, tenantId, id, owner, COMPLETE_LEASE_SECONDS, COMPLETE_LEASE_SECONDS));
       if (!s) {
-        await this.deps.sessions.find(tenantId, id, 'direct'); // 404 when it is gone
+        await this.deps.sessions.find(tenantId, id, mode); // 404 when it is gone
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    if (!s || s.mode !== 'direct') throw problem(s ? 'not_found' : 'upload_locked', s ? 'No such direct upload.' : 'Another request is completing this upload; retry shortly.');
+    if (!s) throw problem('upload_locked', 'Another request is completing this upload; retry shortly.');
     try {
+      if (s.mode !== mode) throw problem('not_found', 'No such direct upload.');
       const req = uploadRequest(s);
       if (s.state === 'committed') {
         const replay = await this.deps.receiver.replay(req);
@@ -162,7 +164,7 @@ export class DirectUploads {
       await dependency('database_unavailable', () => moveSession(db, id, ['open', 'completing'], 'completing'));
       let copy;
       try {
-        copy = await this.verify(s);
+        copy = await verify(s);
       } catch (err) {
         await moveSession(db, id, ['completing'], 'open').catch(() => {});
         throw err;
@@ -176,7 +178,7 @@ export class DirectUploads {
   }
 
   /** The object is there, whole, with the declared SHA-256 (or the parts' checksums for multipart). */
-  private async verify(s: SessionRow) {
+  private async verify(s: SessionRow): Promise<StagedCopy> {
     const length = Number(s.upload_length);
     const presigner = this.deps.store.presigner;
     if (presigner && s.multipart_id) {

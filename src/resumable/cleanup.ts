@@ -7,7 +7,7 @@ import type { ObjectStore } from '../storage/store';
 export async function discardSessionObjects(store: ObjectStore, session: Pick<SessionRow, 'storage_key' | 'multipart_id' | 'mode'>, opts: { object?: boolean } = {}): Promise<void> {
   // A direct upload of one PUT has no multipart; its object is the client's uncommitted bytes.
   if (session.multipart_id) await store.abortParts(session.storage_key, session.multipart_id);
-  if (session.mode === 'direct') return void (await store.delete(session.storage_key));
+  if (session.mode !== 'tus') return void (await store.delete(session.storage_key));
   await deleteTails(store, session.storage_key);
   if (opts.object) await store.delete(session.storage_key);
 }

@@ -36,11 +36,22 @@ export class S3Presigner implements ObjectPresigner {
     return res.UploadId!;
   }
 
-  async presignPart(key: string, uploadId: string, partNumber: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest> {
-    const command = new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ContentLength: o.bytes, ChecksumSHA256: o.sha256Base64 });
+  async beginParts(key: string, contentType: string): Promise<string> {
+    const res = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }));
+    return res.UploadId!;
+  }
+
+  async presignPart(key: string, uploadId: string, partNumber: number, o: { bytes?: number; sha256Base64?: string; expiresSeconds: number }): Promise<SignedRequest> {
+    const checked = o.bytes !== undefined && o.sha256Base64 !== undefined;
+    const command = new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ...(checked ? { ContentLength: o.bytes, ChecksumSHA256: o.sha256Base64 } : {}) });
+    if (!checked) {
+      // An unchecked part (Uppy's companion protocol sends none): only the key, upload and part are signed.
+      const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unsignableHeaders: new Set(['content-type']) });
+      return signed(url, {}, o.expiresSeconds);
+    }
     const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unhoistableHeaders: SIGNED_HEADERS, signableHeaders: SIGNED_HEADERS });
     // The SDK gives a part request the binary media type, and it is signed with the rest.
-    return signed(url, { 'content-length': String(o.bytes), 'content-type': 'application/octet-stream', 'x-amz-checksum-sha256': o.sha256Base64 }, o.expiresSeconds);
+    return signed(url, { 'content-length': String(o.bytes), 'content-type': 'application/octet-stream', 'x-amz-checksum-sha256': o.sha256Base64! }, o.expiresSeconds);
   }
 
   async listParts(key: string, uploadId: string) {

@@ -7,7 +7,7 @@ import { findUpload, type UploadRow } from '../../db/queries/uploads';
 import { Readable } from 'node:stream';
 import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
-import { dependency, problem, Problem } from '../../errors';
+import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
 import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
@@ -19,9 +19,8 @@ import type { UploadRequest } from '../../upload/types';
 import { header, headerValues } from '../headers';
 import { requestBody } from '../request-body';
 import { renderOutcome } from '../upload-answer';
-import { isFormPost, receiveFormPost } from '../../upload/form-post';
-import type { Context } from 'hono';
-import type { AppEnv } from '../env';
+import { isFormPost } from '../../upload/form-post';
+import { answerFormPost } from '../form-answer';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
 
@@ -34,7 +33,7 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
 
   route(app, createUploadRoute, async function createUpload(c) {
     const tenantId = c.get('tenantId');
-    if (isFormPost(header(c, 'content-type'))) return createFromForm(c);
+    if (isFormPost(header(c, 'content-type'))) return answerFormPost(c, { receiver, config, inFlight }, tenantId);
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
       throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
@@ -70,34 +69,6 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
       release();
     }
   });
-
-  /** A form post: the file part is the upload (src/upload/form-post.ts). */
-  async function createFromForm(c: Context<AppEnv>): Promise<Response> {
-    const tenantId = c.get('tenantId');
-    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const incoming = c.env?.incoming;
-    if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
-    const release = inFlight.tryAcquire(tenantId);
-    if (!release) throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`, { headers: { connection: 'close' } });
-    let key = '';
-    try {
-      const outcome = await receiveFormPost(
-        receiver,
-        { tenantId, headers: incoming.headers, keyHeader: headerValues(c, 'idempotency-key'), body: incoming, waitMs, maxBytes: config.MAX_UPLOAD_BYTES },
-        (k) => {
-          key = k;
-          c.set('idempotencyKey', k);
-        },
-      );
-      return renderOutcome(c, outcome, key, false);
-    } catch (err) {
-      // Refused before the whole form was read (too large, storage down): the rest is not drained.
-      if (err instanceof Problem && !incoming.complete) throw new Problem(err.code, err.detail, { retryAfter: err.retryAfter, extra: err.extra, headers: { ...err.headers, connection: 'close' } });
-      throw err;
-    } finally {
-      release();
-    }
-  }
 
   route(app, getUploadRoute, async function getUpload(c) {
     const id = c.req.param('id')!;
@@ -143,7 +114,22 @@ const createUploadRoute = createRoute({
       'x-file-name': FileName.optional(),
       prefer: PreferHeader.optional(),
     }),
-    body: { required: true, description: 'The file bytes (any media type; not chunked).', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+    body: {
+      required: true,
+      description:
+        'The file bytes (any media type; not chunked). Or a form (multipart/form-data): exactly one file part, optional fields `fileName`, `sha256`, and ' +
+        '`idempotencyKey` (before the file part) when the header cannot be set. A form is identified by its file (bytes, SHA-256, media type, name), not its envelope.',
+      content: {
+        'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
+        'multipart/form-data': {
+          schema: {
+            type: 'object',
+            required: ['file'],
+            properties: { idempotencyKey: { type: 'string' }, fileName: { type: 'string' }, sha256: { type: 'string' }, file: { type: 'string', format: 'binary' } },
+          },
+        },
+      },
+    },
   },
   responses: {
     201: { description: 'Stored (or, with Idempotent-Replayed, the stored answer of the first request).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: UploadCreated } } },
@@ -152,7 +138,7 @@ const createUploadRoute = createRoute({
       ...COMMON_V1_PROBLEMS,
       'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress',
       'content_length_required', 'payload_too_large', 'checksum_invalid', 'checksum_mismatch', 'body_incomplete', 'header_invalid',
-      'malformed_request', 'request_timeout', 'headers_too_large', 'content_type_mismatch', 'too_many_uploads', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
+      'malformed_request', 'request_timeout', 'headers_too_large', 'content_type_mismatch', 'too_many_uploads', 'form_invalid', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
     ),
   },
 });

@@ -9,7 +9,7 @@ export interface SessionPart {
 }
 
 /** tus sessions (bytes through the API) and direct uploads (bytes straight to the store). */
-export type SessionMode = 'tus' | 'direct';
+export type SessionMode = 'tus' | 'direct' | 'uppy';
 
 export interface SessionRow {
   id: string;
@@ -74,6 +74,11 @@ export async function sessionExists(db: Queryable, id: string): Promise<boolean>
 
 export async function findSession(db: Queryable, tenantId: string, id: string, mode: SessionMode = 'tus'): Promise<SessionRow | undefined> {
   return (await db.query<SessionRow>(statement('find_resumable_session', `SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND tenant_id = $2 AND mode = $3`, [id, tenantId, mode]))).rows[0];
+}
+
+/** A tenant's session by its store upload id (the id @uppy/aws-s3 knows it by). */
+export async function findSessionByUploadId(db: Queryable, tenantId: string, uploadId: string, mode: SessionMode): Promise<SessionRow | undefined> {
+  return (await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND multipart_id = $2 AND mode = $3`, [tenantId, uploadId, mode])).rows[0];
 }
 
 /** A session by id alone: for requests that carry a signature over the id instead of an API key. */

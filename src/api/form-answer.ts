@@ -1,0 +1,40 @@
+// A form post's answer (POST /v1/uploads with multipart/form-data, and the form Uppy posts
+// to its companion): the file part is the upload (src/upload/form-post.ts), under the
+// tenant's in-flight limit; a refusal before the whole form is read closes the connection.
+import type { Context } from 'hono';
+import type { Config } from '../config';
+import { problem, Problem } from '../errors';
+import { receiveFormPost } from '../upload/form-post';
+import type { InFlightUploads } from '../upload/in-flight';
+import type { UploadReceiver } from '../upload/receive';
+import { parsePrefer } from '../upload/request-headers';
+import type { AppEnv } from './env';
+import { header, headerValues } from './headers';
+import { renderOutcome } from './upload-answer';
+
+export async function answerFormPost(c: Context<AppEnv>, deps: { receiver: UploadReceiver; config: Config; inFlight: InFlightUploads }, tenantId: string): Promise<Response> {
+  const { receiver, config, inFlight } = deps;
+  const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+  const incoming = c.env?.incoming;
+  if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
+  const release = inFlight.tryAcquire(tenantId);
+  if (!release) throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`, { headers: { connection: 'close' } });
+  let key = '';
+  try {
+    const outcome = await receiveFormPost(
+      receiver,
+      { tenantId, headers: incoming.headers, keyHeader: headerValues(c, 'idempotency-key'), body: incoming, waitMs, maxBytes: config.MAX_UPLOAD_BYTES },
+      (k) => {
+        key = k;
+        c.set('idempotencyKey', k);
+      },
+    );
+    return renderOutcome(c, outcome, key, false);
+  } catch (err) {
+    // Refused before the whole form was read (too large, storage down): the rest is not drained.
+    if (err instanceof Problem && !incoming.complete) throw new Problem(err.code, err.detail, { retryAfter: err.retryAfter, extra: err.extra, headers: { ...err.headers, connection: 'close' } });
+    throw err;
+  } finally {
+    release();
+  }
+}

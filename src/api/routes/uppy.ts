@@ -1,0 +1,181 @@
+// @uppy/aws-s3's companion routes (src/direct/uppy-companion.ts), at
+// /uppy/{token}/s3/…, where {token} is the tenant-scoped credential the page got from
+// POST /v1/uppy-endpoints (Uppy sends no Authorization header to a companion).
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { Config } from '../../config';
+import type { UppyCompanion } from '../../direct/uppy-companion';
+import { problem } from '../../errors';
+import type { InFlightUploads } from '../../upload/in-flight';
+import type { UploadReceiver } from '../../upload/receive';
+import type { AppEnv } from '../env';
+import { answerFormPost } from '../form-answer';
+import { jsonBody } from '../json-body';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
+import { renderOutcome } from '../upload-answer';
+
+const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
+const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
+const objectKey = z.object({ key: z.string().openapi({ description: 'The object key Oncely answered at creation.' }) });
+const json = (description: string, schema: z.ZodType) => ({ description, content: { 'application/json': { schema } } });
+const TOKEN_PROBLEMS = ['signature_invalid', 'not_found', 'database_unavailable', 'storage_unavailable', 'internal_error'] as const;
+
+const mintRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: [TAG],
+  summary: "A companion endpoint for this tenant's Uppy page (`companionEndpoint` of @uppy/aws-s3)",
+  security: apiKeyAuth,
+  responses: {
+    201: json('Pass `companionEndpoint` (relative to this API) to @uppy/aws-s3; each file needs `meta.idempotencyKey`.', z.object({ companionEndpoint: z.string(), expiresAt: z.string() }).openapi('UppyEndpoint')),
+    ...problems(...COMMON_V1_PROBLEMS),
+  },
+});
+
+const UppyCreate = z.object({ filename: z.string().max(1024).optional(), type: z.string().max(255).optional(), metadata: z.record(z.string(), z.unknown()).optional() }).openapi('UppyCreateMultipart');
+const UppyComplete = z.object({ parts: z.array(z.object({ PartNumber: z.number().int(), ETag: z.string() })) }).openapi('UppyComplete');
+
+const paramsRoute = createRoute({
+  method: 'get',
+  path: '/{token}/s3/params',
+  tags: [TAG],
+  summary: 'One-request upload: where Uppy posts its form (Oncely\'s own form endpoint, which commits inline)',
+  request: { params: z.object({ token }), query: z.object({ filename: z.string().optional(), type: z.string().optional() }).catchall(z.string()) },
+  responses: { 200: json('The form to post', z.object({ method: z.literal('POST'), url: z.string(), fields: z.record(z.string(), z.string()) })), ...problems('signature_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'internal_error') },
+});
+
+const formRoute = createRoute({
+  method: 'post',
+  path: '/{token}/s3/form',
+  tags: [TAG],
+  summary: 'The form Uppy posts after /s3/params: a form post (one file part) under the key in its fields',
+  request: { params: z.object({ token }), body: { required: true, content: { 'multipart/form-data': { schema: { type: 'object' } } } } },
+  responses: { 201: json('The upload', z.object({}).passthrough()), ...problems(...TOKEN_PROBLEMS, 'form_invalid', 'idempotency_key_required', 'idempotency_key_reuse', 'payload_too_large', 'checksum_mismatch', 'too_many_uploads', 'upload_failed', 'temporal_unavailable') },
+});
+
+const createRouteDef = createRoute({
+  method: 'post',
+  path: '/{token}/s3/multipart',
+  tags: [TAG],
+  summary: 'Create (or, for the same key and file, find again) the multipart upload of a file',
+  request: { params: z.object({ token }), body: { required: true, content: { 'application/json': { schema: UppyCreate } } } },
+  responses: {
+    200: json('The object key and upload id', z.object({ key: z.string(), uploadId: z.string() })),
+    ...problems(...TOKEN_PROBLEMS, 'body_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'upload_committed', 'direct_upload_unsupported', 'temporal_unavailable'),
+  },
+});
+
+const partRouteDef = createRoute({
+  method: 'get',
+  path: '/{token}/s3/multipart/{uploadId}/{n}',
+  tags: [TAG],
+  summary: 'A presigned URL for one part',
+  request: { params: z.object({ token, uploadId: z.string(), n: z.string().regex(/^\d{1,5}$/) }), query: objectKey },
+  responses: { 200: json('PUT the part there', z.object({ url: z.string(), expires: z.number() })), ...problems(...TOKEN_PROBLEMS, 'upload_committed', 'direct_upload_unsupported') },
+});
+
+const listRouteDef = createRoute({
+  method: 'get',
+  path: '/{token}/s3/multipart/{uploadId}',
+  tags: [TAG],
+  summary: 'The parts the store holds (Uppy resumes from these)',
+  request: { params: z.object({ token, uploadId: z.string() }), query: objectKey },
+  responses: { 200: json('Parts', z.array(z.object({ PartNumber: z.number(), ETag: z.string(), Size: z.number() }))), ...problems(...TOKEN_PROBLEMS, 'direct_upload_unsupported') },
+});
+
+const completeRouteDef = createRoute({
+  method: 'post',
+  path: '/{token}/s3/multipart/{uploadId}/complete',
+  tags: [TAG],
+  summary: 'Complete the multipart and commit the upload (the same commit as POST /v1/uploads; sent again, the same answer)',
+  request: { params: z.object({ token, uploadId: z.string() }), query: objectKey, body: { required: true, content: { 'application/json': { schema: UppyComplete } } } },
+  responses: {
+    200: json('Committed: `location` is the upload, `upload` its JSON', z.object({ location: z.string(), key: z.string(), bucket: z.string(), upload: z.object({}).passthrough() })),
+    ...problems(...TOKEN_PROBLEMS, 'body_invalid', 'upload_locked', 'content_type_mismatch', 'idempotency_key_reuse', 'upload_failed', 'temporal_unavailable'),
+  },
+});
+
+const abortRouteDef = createRoute({
+  method: 'delete',
+  path: '/{token}/s3/multipart/{uploadId}',
+  tags: [TAG],
+  summary: 'Uppy cancelled the file: the session, its parts and its run go; the key is free',
+  request: { params: z.object({ token, uploadId: z.string() }), query: objectKey },
+  responses: { 204: { description: 'Aborted' }, ...problems(...TOKEN_PROBLEMS, 'upload_committed', 'temporal_unavailable') },
+});
+
+/** POST /v1/uppy-endpoints (behind the API key). */
+export function uppyEndpointRoutes(deps: { uppy: UppyCompanion }) {
+  const app = router();
+  route(app, mintRoute, async function mintUppyEndpoint(c) {
+    const { companionEndpoint, expiresAt } = deps.uppy.mintEndpoint(c.get('tenantId'));
+    return c.json({ companionEndpoint, expiresAt: expiresAt.toISOString() }, 201);
+  });
+  return app;
+}
+
+/** /uppy/{token}/s3/… (the token is the credential; mounted outside /v1's API-key check). */
+export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: UploadReceiver; config: Config; inFlight: InFlightUploads }) {
+  const { uppy, config } = deps;
+  const app = router();
+  const tenant = (c: Context<AppEnv>) => {
+    const tenantId = uppy.tenantOf(c.req.param('token') ?? '');
+    c.set('tenantId', tenantId);
+    return tenantId;
+  };
+  const objectKeyOf = (c: Context<AppEnv>) => {
+    const key = c.req.query('key');
+    if (!key) throw problem('not_found', 'Send ?key= (the object key of the upload).');
+    return key;
+  };
+  const uploadIdOf = (c: Context<AppEnv>) => c.req.param('uploadId') ?? '';
+  const waitMs = config.MAX_WAIT_SECONDS * 1000;
+
+  route(app, paramsRoute, async function uppyParams(c) {
+    tenant(c);
+    const key = uppy.keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
+    const filename = c.req.query('filename') ?? 'file';
+    const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
+    return c.json({ method: 'POST' as const, url: `/uppy/${c.req.param('token')}/s3/form`, fields }, 200);
+  });
+
+  route(app, formRoute, async function uppyForm(c) {
+    return answerFormPost(c, deps, tenant(c));
+  });
+
+  route(app, createRouteDef, async function uppyCreateMultipart(c) {
+    const tenantId = tenant(c);
+    const body = await jsonBody(c, UppyCreate, '{"filename": "clip.mp4", "type": "video/mp4", "metadata": {"idempotencyKey": "…"}}');
+    const created = await uppy.createMultipart(tenantId, body);
+    c.set('idempotencyKey', uppy.keyOf(body.metadata));
+    return c.json(created, 200);
+  });
+
+  route(app, partRouteDef, async function uppySignPart(c) {
+    const signed = await uppy.partUrl(tenant(c), uploadIdOf(c), objectKeyOf(c), Number(c.req.param('n')));
+    return c.json(signed, 200);
+  });
+
+  route(app, listRouteDef, async function uppyListParts(c) {
+    return c.json(await uppy.listParts(tenant(c), uploadIdOf(c), objectKeyOf(c)), 200);
+  });
+
+  route(app, completeRouteDef, async function uppyComplete(c) {
+    const tenantId = tenant(c);
+    const key = objectKeyOf(c);
+    const body = await jsonBody(c, UppyComplete, '{"parts": [{"PartNumber": 1, "ETag": "…"}]}');
+    const outcome = await uppy.complete(tenantId, uploadIdOf(c), key, body.parts, waitMs);
+    if (outcome.kind === 'answer' && outcome.response.status < 300 && outcome.response.uploadId) {
+      return c.json({ location: `/v1/uploads/${outcome.response.uploadId}`, key, bucket: '', upload: JSON.parse(outcome.response.body) as object }, 200);
+    }
+    // A recorded rejection, or a commit still running: the upload's own answer.
+    return renderOutcome(c, outcome, '', false);
+  });
+
+  route(app, abortRouteDef, async function uppyAbort(c) {
+    await uppy.abort(tenant(c), uploadIdOf(c), objectKeyOf(c));
+    return c.body(null, 204);
+  });
+
+  return app;
+}

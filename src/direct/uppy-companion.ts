@@ -1,0 +1,161 @@
+// The routes @uppy/aws-s3 6.x calls on a "companion" (`companionEndpoint`), served by
+// Oncely under the same key rule: the Idempotency-Key rides in Uppy's file metadata
+// (`idempotencyKey`), so an unmodified Uppy setup gets exactly-once.
+//  - Multipart (Uppy's large files): a session of mode 'uppy' owned by the key; the parts
+//    go straight to the store under presigned URLs; `complete` completes the multipart
+//    server-side (only if no object exists yet), hashes the object once (Uppy sends no
+//    checksums, so this is the only way to know its SHA-256) and runs the same commit.
+//  - One request (`GET /s3/params`): Uppy then POSTs a form and never calls back, so the
+//    form goes to Oncely's own form endpoint (which commits inline), not to the store.
+// Uppy sends no Authorization header to a companion, so the endpoint URL carries a
+// credential of its own: a tenant-scoped token the page gets from POST /v1/uppy-endpoints.
+import { createHash } from 'node:crypto';
+import type { Pool } from '../db/pool';
+import { findSessionByUploadId, type SessionRow } from '../db/queries/resumable';
+import { dependency, problem } from '../errors';
+import type { ResumableSessions } from '../resumable/sessions';
+import type { SecretBox } from '../secret-box';
+import type { ObjectStore } from '../storage/store';
+import { parseIdempotencyKey } from '../upload/idempotency-key';
+import type { UploadOutcome } from '../upload/receive';
+import { parseContentType, parseFileName } from '../upload/request-headers';
+import { sniff } from '../upload/sniff';
+import type { StagedCopy } from '../upload/types';
+import type { DirectUploads } from './direct-uploads';
+
+export const UPPY_ROUTE = '/uppy/s3';
+const TOKEN_PURPOSE = 'uppy-companion';
+const SNIFF_BYTES = 64;
+
+export interface UppyCompanionDeps {
+  pool: Pool;
+  store: ObjectStore;
+  sessions: ResumableSessions;
+  direct: DirectUploads;
+  box: SecretBox;
+  expirySeconds: number;
+  urlSeconds: number;
+}
+
+/** What Uppy sends to create a multipart upload. */
+export interface UppyCreate {
+  filename?: unknown;
+  type?: unknown;
+  metadata?: unknown;
+}
+
+export class UppyCompanion {
+  constructor(private readonly deps: UppyCompanionDeps) {}
+
+  /** A companion endpoint for one tenant, valid for the session expiry. */
+  mintEndpoint(tenantId: string): { companionEndpoint: string; expiresAt: Date } {
+    const exp = Math.floor(Date.now() / 1000) + this.deps.expirySeconds;
+    const token = `${tenantId}.${exp}.${this.deps.box.sign(TOKEN_PURPOSE, `${tenantId}\n${exp}`)}`;
+    return { companionEndpoint: `/uppy/${token}`, expiresAt: new Date(exp * 1000) };
+  }
+
+  /** The tenant a companion token was minted for; 403 when forged or expired. */
+  tenantOf(token: string): string {
+    const [tenantId, exp, sig] = token.split('.');
+    if (!tenantId || !exp || !sig || !/^\d+$/.test(exp) || !this.deps.box.verify(TOKEN_PURPOSE, `${tenantId}\n${exp}`, sig)) {
+      throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
+    }
+    if (Number(exp) * 1000 < Date.now()) throw problem('signature_invalid', 'This companion endpoint has expired; get a new one from POST /v1/uppy-endpoints.');
+    return tenantId;
+  }
+
+  /** The key of a file, from Uppy's metadata. */
+  keyOf(metadata: unknown): string {
+    const key = metadata && typeof metadata === 'object' ? (metadata as Record<string, unknown>).idempotencyKey : undefined;
+    return parseIdempotencyKey(typeof key === 'string' ? [key] : undefined);
+  }
+
+  /** POST /s3/multipart: the key's session (the same file again gets the same upload id). */
+  async createMultipart(tenantId: string, body: UppyCreate): Promise<{ key: string; uploadId: string }> {
+    const presigner = this.needsPresigner();
+    const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
+    const key = this.keyOf(metadata);
+    const name = typeof body.filename === 'string' ? body.filename : undefined;
+    const contentType = parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined);
+    // Strings only, and what identifies the file: its name, type and metadata (Uppy knows no hash).
+    const meta = Object.fromEntries(Object.entries(metadata).filter(([, v]) => typeof v === 'string' || typeof v === 'number').map(([k, v]) => [k, String(v)]));
+    const { session } = await this.deps.sessions.create(
+      { tenantId, key, uploadLength: 0, uploadMetadata: '', metadata: meta, contentType, fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)), declaredSha256: null },
+      { mode: 'uppy', route: UPPY_ROUTE, begin: (storageKey, type) => presigner.beginParts(storageKey, type), idleSeconds: this.deps.expirySeconds, partBytes: null },
+    );
+    if (session.state !== 'open') throw problem('upload_committed', 'This file is already uploaded under its key.');
+    return { key: session.storage_key, uploadId: session.multipart_id };
+  }
+
+  async partUrl(tenantId: string, uploadId: string, objectKey: string, n: number): Promise<{ url: string; expires: number; headers: Record<string, string> }> {
+    const s = await this.session(tenantId, uploadId, objectKey);
+    if (!Number.isInteger(n) || n < 1 || n > 10_000) throw problem('not_found', 'Part numbers run from 1 to 10000.');
+    if (s.state !== 'open') throw problem('upload_committed', 'This upload is completing or complete; no more parts are taken.');
+    const expiresSeconds = this.deps.urlSeconds;
+    const signed = await dependency('storage_unavailable', () => this.needsPresigner().presignPart(s.storage_key, s.multipart_id, n, { expiresSeconds }));
+    return { url: signed.url, expires: expiresSeconds, headers: signed.headers };
+  }
+
+  async listParts(tenantId: string, uploadId: string, objectKey: string): Promise<{ PartNumber: number; ETag: string; Size: number }[]> {
+    const s = await this.session(tenantId, uploadId, objectKey);
+    if (s.state !== 'open') return [];
+    const parts = await dependency('storage_unavailable', () => this.needsPresigner().listParts(s.storage_key, s.multipart_id));
+    return parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag, Size: p.bytes }));
+  }
+
+  /** Completes the multipart with Uppy's part list, then the same commit as any upload. */
+  async complete(tenantId: string, uploadId: string, objectKey: string, parts: unknown, waitMs: number): Promise<UploadOutcome> {
+    const s = await this.session(tenantId, uploadId, objectKey);
+    const list = parseParts(parts);
+    return this.deps.direct.complete(tenantId, s.id, waitMs, 'uppy', (leased) => this.verify(leased, list));
+  }
+
+  /** DELETE: Uppy cancelled the file; the session, its parts and its run go, and the key is free. */
+  async abort(tenantId: string, uploadId: string, objectKey: string): Promise<void> {
+    const s = await this.session(tenantId, uploadId, objectKey);
+    if (s.state !== 'open') throw problem('upload_committed', 'This upload is complete; it is not aborted.');
+    await this.deps.sessions.discard(s);
+  }
+
+  private async verify(s: SessionRow, parts: { partNumber: number; etag: string }[]): Promise<StagedCopy> {
+    const presigner = this.needsPresigner();
+    await dependency('storage_unavailable', () => presigner.completeCheckedParts(s.storage_key, s.multipart_id, parts));
+    // Uppy sends no checksums: the object is read once to learn its SHA-256 (constant memory).
+    const stream = await dependency('storage_unavailable', () => this.deps.store.get(s.storage_key));
+    if (!stream) throw problem('direct_upload_incomplete', 'The object is not in the store.');
+    const hash = createHash('sha256');
+    let bytes = 0;
+    let head = Buffer.alloc(0);
+    await dependency('storage_unavailable', async () => {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        if (head.length < SNIFF_BYTES) head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
+      }
+    });
+    return { attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes, sha256: hash.digest('hex'), sniffedType: sniff(head) };
+  }
+
+  private async session(tenantId: string, uploadId: string, objectKey: string): Promise<SessionRow> {
+    const s = await dependency('database_unavailable', () => findSessionByUploadId(this.deps.pool, tenantId, uploadId, 'uppy'));
+    // The object key must be the session's own: a client cannot point at another object.
+    if (!s || s.storage_key !== objectKey) throw problem('not_found', 'No such upload (it may have expired or been aborted).');
+    return s;
+  }
+
+  private needsPresigner() {
+    const presigner = this.deps.store.presigner;
+    if (!presigner) throw problem('direct_upload_unsupported', 'Multipart uploads straight to the store need the S3 store; on the embedded store use tus (/v1/tus) or Uppy without multipart.');
+    return presigner;
+  }
+}
+
+function parseParts(parts: unknown): { partNumber: number; etag: string }[] {
+  if (!Array.isArray(parts) || parts.length === 0 || parts.length > 10_000) throw problem('body_invalid', 'Send {"parts": [{"PartNumber": 1, "ETag": "…"}, …]}.');
+  const list = parts.map((p: unknown) => {
+    const o = p as { PartNumber?: unknown; ETag?: unknown };
+    if (!Number.isInteger(o?.PartNumber) || typeof o.ETag !== 'string' || o.ETag.length > 200) throw problem('body_invalid', 'Each part needs an integer PartNumber and a string ETag.');
+    return { partNumber: o.PartNumber as number, etag: o.ETag };
+  });
+  return list.sort((a, b) => a.partNumber - b.partNumber);
+}
