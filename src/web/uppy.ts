@@ -1,11 +1,13 @@
-// The upload page: an Uppy Dashboard sending over tus to /v1/tus. Each file gets its
-// Idempotency-Key once, when it is added; Golden Retriever keeps files, their metadata (the
-// key with them) and progress across reloads, and tus resumes from the server's offset.
-// Committed uploads are listed with their thumbnail once processed.
+// The upload pages: an Uppy Dashboard sending over tus to /v1/tus (`/`), or straight to
+// the object store with @uppy/aws-s3 through Oncely's companion routes (`/direct`; the
+// body's data-uploader says which). Each file gets its Idempotency-Key once, when it is
+// added; Golden Retriever keeps files, their metadata (the key with them) and progress
+// across reloads. Committed uploads are listed with their thumbnail once processed.
 import Uppy, { type Meta, type UppyFile } from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import GoldenRetriever from '@uppy/golden-retriever';
 import Tus from '@uppy/tus';
+import AwsS3 from '@uppy/aws-s3';
 import '@uppy/core/css/style.min.css';
 import '@uppy/dashboard/css/style.min.css';
 
@@ -20,9 +22,12 @@ const token = () => tokenInput.value.trim();
 // Golden Retriever's service worker keeps large files' bytes across a reload.
 const worker = 'serviceWorker' in navigator ? await navigator.serviceWorker.register('/sw.js').then(() => navigator.serviceWorker.ready.then(() => true), () => false) : false;
 
-const uppy = new Uppy<FileMeta, Record<string, never>>({ id: 'oncely', autoProceed: true, debug: localStorage.getItem('oncely.debug') === '1' })
+const direct = document.body.dataset.uploader === 's3';
+const uppy = new Uppy<FileMeta, Record<string, never>>({ id: direct ? 'oncely-direct' : 'oncely', autoProceed: true, debug: localStorage.getItem('oncely.debug') === '1' })
   .use(Dashboard, { inline: true, target: '#uppy', height: 380, width: '100%', proudlyDisplayPoweredByUppy: false, showProgressDetails: true })
-  .use(Tus, {
+  .use(GoldenRetriever, { serviceWorker: worker });
+if (!direct) {
+  uppy.use(Tus, {
     endpoint: '/v1/tus',
     chunkSize: 8 * 1024 * 1024,
     retryDelays: [0, 1000, 3000, 5000, 10000, 20000],
@@ -30,8 +35,25 @@ const uppy = new Uppy<FileMeta, Record<string, never>>({ id: 'oncely', autoProce
     // session was created with, so a creation repeated after a reload is the same request.
     allowedMetaFields: ['name', 'type'],
     headers: (file: UppyFile<FileMeta, Record<string, never>>) => ({ authorization: `Bearer ${token()}`, 'idempotency-key': file.meta.idempotencyKey ?? '' }),
-  })
-  .use(GoldenRetriever, { serviceWorker: worker });
+  });
+} else {
+  // Uppy sends no credentials to a companion: the page asks for a tenant-scoped endpoint.
+  const installS3 = async () => {
+    if (!token() || uppy.getPlugin('AwsS3')) return;
+    const res = await fetch('/v1/uppy-endpoints', { method: 'POST', headers: { authorization: `Bearer ${token()}` } });
+    if (!res.ok) return;
+    const { companionEndpoint } = (await res.json()) as { companionEndpoint: string };
+    uppy.use(AwsS3, {
+      companionEndpoint,
+      // Large files go straight to the store in parts; small ones as one form post through Oncely.
+      shouldUseMultipart: (file) => (file.size ?? 0) > 8 * 1024 * 1024,
+      // The key (with the name and type) identifies the file to its session.
+      allowedMetaFields: ['name', 'type', 'idempotencyKey'],
+    });
+  };
+  tokenInput.addEventListener('change', () => void installS3());
+  await installS3();
+}
 
 // The key is minted once per file and kept in the file's metadata (restored on reload).
 uppy.on('file-added', (file) => {

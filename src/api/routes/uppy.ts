@@ -136,7 +136,8 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     const key = uppy.keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
-    return c.json({ method: 'POST' as const, url: `/uppy/${c.req.param('token')}/s3/form`, fields }, 200);
+    // Absolute: Uppy builds the object's location from it with new URL().
+    return c.json({ method: 'POST' as const, url: new URL(`/uppy/${c.req.param('token')}/s3/form`, c.req.url).toString(), fields }, 200);
   });
 
   route(app, formRoute, async function uppyForm(c) {

@@ -1,4 +1,5 @@
-// The pages: `/` is the Uppy Dashboard (resumable uploads over tus), `/outbox` the
+// The pages: `/` is the Uppy Dashboard (resumable uploads over tus), `/direct` the same
+// Dashboard sending straight to the object store (@uppy/aws-s3), `/outbox` the
 // one-request page with its IndexedDB outbox. Their scripts (and Uppy's stylesheets) are
 // bundled from src/web/ with esbuild on first request (browser target, no CDN, no Node
 // built-ins) and kept in memory.
@@ -51,6 +52,7 @@ const uppyPage = html('The upload page: Uppy Dashboard over tus (drag and drop, 
 const uppyScript = asset("The upload page's script", '/uppy.js', 'text/javascript');
 const uppyStyles = asset("The upload page's stylesheet (Uppy's)", '/uppy.css', 'text/css');
 const serviceWorker = asset("The upload page's service worker (keeps files' bytes across reloads)", '/sw.js', 'text/javascript');
+const directPage = html('The straight-to-storage page: Uppy Dashboard with @uppy/aws-s3 through Oncely\'s companion routes', '/direct');
 const outboxPage = html('The one-request upload page with its IndexedDB outbox', '/outbox');
 const outboxScript = asset("The outbox page's script", '/app.js', 'text/javascript');
 
@@ -63,6 +65,7 @@ export function webRoutes() {
   route(app, uppyScript, served('uppy', 'js', 'text/javascript'));
   route(app, uppyStyles, served('uppy', 'css', 'text/css'));
   route(app, serviceWorker, served('sw', 'js', 'text/javascript'));
+  route(app, directPage, page('direct.html'));
   route(app, outboxPage, page('outbox.html'));
   route(app, outboxScript, served('app', 'js', 'text/javascript'));
   return app;

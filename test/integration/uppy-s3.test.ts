@@ -1,0 +1,199 @@
+// @uppy/aws-s3's companion routes under the key rule: the raw protocol (the calls Uppy
+// 6.x makes, in order, with retries and an abort) against versitygw, and the real plugin
+// in Chromium on the /direct page (a large file in parts straight to the store, a small
+// one as a form post through Oncely). One key → one session, one object, one upload.
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { audit } from '../../src/audit';
+import { sha256 } from '../helpers/http';
+import { readObject } from '../helpers/inspect';
+import { startTestStack, type TestStack } from '../helpers/stack';
+
+const MiB = 1024 * 1024;
+
+async function call(base: string, method: string, pathname: string, json?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${base}${pathname}`, { method, headers: { ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, body: json !== undefined ? JSON.stringify(json) : undefined });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
+}
+
+async function mint(stack: TestStack, apiKey: string): Promise<string> {
+  const res = await call(stack.url, 'POST', '/v1/uppy-endpoints', undefined, { authorization: `Bearer ${apiKey}` });
+  expect(res.status).toBe(201);
+  return res.json.companionEndpoint as string;
+}
+
+async function postForm(base: string, params: { url: string; fields: Record<string, string> }, file: Buffer, name: string) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(params.fields)) form.append(k, v);
+  form.append('file', new Blob([file], { type: 'application/octet-stream' }), name);
+  const res = await fetch(new URL(params.url, base), { method: 'POST', body: form });
+  return { status: res.status, text: await res.text() };
+}
+
+describe('the companion routes on the S3 store', () => {
+  let stack: TestStack;
+  let tenant: { tenantId: string; apiKey: string };
+  let endpoint: string;
+  beforeAll(async () => {
+    stack = await startTestStack('uppy_s3');
+    tenant = await stack.createTenant('uppy');
+    endpoint = await mint(stack, tenant.apiKey);
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('multipart as Uppy does it: create (twice), sign and PUT parts (one again), list, complete (twice): one upload', async () => {
+    const file = randomBytes(6 * MiB + 999);
+    const key = `uppy-${randomUUID()}`;
+    const create = () => call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'clip.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key, name: 'clip.bin' } });
+    const created = await create();
+    expect(created.status).toBe(200);
+    expect((await create()).json).toEqual(created.json);
+    const { uploadId, key: objectKey } = created.json;
+    expect(objectKey).toMatch(new RegExp(`^tenants/${tenant.tenantId}/keys/`));
+    const q = `?key=${encodeURIComponent(objectKey)}`;
+    const parts = [file.subarray(0, 5 * MiB), file.subarray(5 * MiB)];
+    const etags: string[] = [];
+    for (const [i, body] of parts.entries()) {
+      for (let attempt = 0; attempt < (i === 0 ? 2 : 1); attempt++) {
+        const signed = await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}/${i + 1}${q}`);
+        expect(signed.status).toBe(200);
+        const put = await fetch(signed.json.url, { method: 'PUT', body });
+        expect(put.status).toBe(200);
+        etags[i] = put.headers.get('etag')!;
+      }
+    }
+    const listed = await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}${q}`);
+    expect(listed.json.map((p: { PartNumber: number; Size: number }) => [p.PartNumber, p.Size])).toEqual([[1, 5 * MiB], [2, file.length - 5 * MiB]]);
+    const complete = () => call(stack.url, 'POST', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}/complete${q}`, { parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) });
+    const [a, b] = await Promise.all([complete(), complete()]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.json.upload).toMatchObject({ bytes: file.length, sha256: sha256(file), fileName: 'clip.bin' });
+    expect(b.json.upload.uploadId).toBe(a.json.upload.uploadId);
+    expect(a.json.location).toBe(`/v1/uploads/${a.json.upload.uploadId}`);
+    const again = await complete();
+    expect(again.json.upload.uploadId).toBe(a.json.upload.uploadId);
+    expect(sha256(await readObject(stack.runtime.store, objectKey))).toBe(sha256(file));
+    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE idempotency_key = $1', [key]);
+    expect(rows.rows[0].n).toBe(1);
+    // The committed file is not created again under its key.
+    expect((await create()).status).toBe(409);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('abort frees the key; another file under a key is 422; tokens and object keys cannot be forged', async () => {
+    const key = `uppy-abort-${randomUUID()}`;
+    const created = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'a.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key } });
+    expect((await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'b.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key } })).status).toBe(422);
+    const q = `?key=${encodeURIComponent(created.json.key)}`;
+    // Another object key under a real upload id: 404.
+    expect((await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}/1?key=tenants/x/keys/y/z`)).status).toBe(404);
+    // A forged or foreign token: 403.
+    const forged = endpoint.replace(/\.[^.]+$/, '.AAAA');
+    expect((await call(stack.url, 'GET', `${forged}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(403);
+    const other = await stack.createTenant('uppy-other');
+    const otherEndpoint = await mint(stack, other.apiKey);
+    expect((await call(stack.url, 'GET', `${otherEndpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(404);
+    expect((await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'a.bin', metadata: {} })).status).toBe(400);
+    // Abort: the session goes and the key is free for a new one.
+    expect((await call(stack.url, 'DELETE', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(204);
+    expect((await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(404);
+    const fresh = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'b.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key } });
+    expect(fresh.status).toBe(200);
+    expect(fresh.json.uploadId).not.toBe(created.json.uploadId);
+  });
+
+  it('one request: /s3/params points at the form endpoint, which commits once; the same form again replays', async () => {
+    const file = randomBytes(70_000);
+    const key = `uppy-params-${randomUUID()}`;
+    const params = await call(stack.url, 'GET', `${endpoint}/s3/params?filename=small.bin&type=application/octet-stream&metadata%5BidempotencyKey%5D=${key}`);
+    expect(params.status).toBe(200);
+    expect(params.json.method).toBe('POST');
+    const first = await postForm(stack.url, params.json, file, 'small.bin');
+    expect(first.status).toBe(201);
+    expect(JSON.parse(first.text)).toMatchObject({ bytes: file.length, sha256: sha256(file), fileName: 'small.bin' });
+    expect((await postForm(stack.url, params.json, file, 'small.bin')).text).toBe(first.text);
+    expect((await call(stack.url, 'GET', `${endpoint}/s3/params?filename=x`)).status).toBe(400);
+  });
+});
+
+describe('the companion routes on the embedded store', () => {
+  let stack: TestStack;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-uppy-'));
+    stack = await startTestStack('uppy_local', { env: { S3_ENDPOINT: '', DATA_DIR: dir } });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('one-request uploads work; multipart (straight to a store the client cannot reach) is 501', async () => {
+    const tenant = await stack.createTenant('uppy-local');
+    const endpoint = await mint(stack, tenant.apiKey);
+    const key = `uppy-local-${randomUUID()}`;
+    const params = await call(stack.url, 'GET', `${endpoint}/s3/params?filename=a.txt&metadata%5BidempotencyKey%5D=${key}`);
+    const file = randomBytes(1000);
+    expect((await postForm(stack.url, params.json, file, 'a.txt')).status).toBe(201);
+    const mp = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'big.bin', metadata: { idempotencyKey: `uppy-local-mp-${randomUUID()}` } });
+    expect(mp.status).toBe(501);
+    expect(mp.json.error).toBe('direct_upload_unsupported');
+  });
+});
+
+describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
+  let stack: TestStack;
+  let browser: Browser;
+  beforeAll(async () => {
+    stack = await startTestStack('uppy_page');
+    // The browser PUTs parts to the S3 server (another origin): the bucket allows it, as a deployment's would.
+    const shared = inject('stack');
+    const s3 = new S3Client({ endpoint: shared.s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: shared.s3.accessKeyId, secretAccessKey: shared.s3.secretAccessKey } });
+    await s3.send(new PutBucketCorsCommand({ Bucket: stack.config.S3_BUCKET, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PUT', 'GET'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag'] }] } }));
+    s3.destroy();
+    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('a 12 MiB file goes in parts straight to the store and a small one as a form post: each committed once under its key', async () => {
+    const tenant = await stack.createTenant('uppy-page');
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${stack.url}/direct`);
+    if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
+    await page.fill('#token', tenant.apiKey);
+    await page.dispatchEvent('#token', 'change');
+    const big = randomBytes(12 * MiB + 5);
+    const small = randomBytes(30_000);
+    if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
+    // The plugin is installed once the page has its companion endpoint.
+    await page.waitForResponse((r) => r.url().endsWith('/v1/uppy-endpoints') && r.status() === 201);
+    await page.locator('input.uppy-Dashboard-input').first().setInputFiles([
+      { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
+      { name: 'small.bin', mimeType: 'application/octet-stream', buffer: small },
+    ]);
+    await page.waitForSelector('#done li[data-upload-id] >> nth=1', { timeout: 90_000 });
+    const rows = await stack.runtime.pool.query<{ file_name: string; bytes: string; sha256: string; idempotency_key: string }>('SELECT file_name, bytes, sha256, idempotency_key FROM uploads WHERE tenant_id = $1 ORDER BY bytes DESC', [tenant.tenantId]);
+    expect(rows.rows.map((r) => [r.file_name, Number(r.bytes), r.sha256])).toEqual([
+      ['big.bin', big.length, createHash('sha256').update(big).digest('hex')],
+      ['small.bin', small.length, createHash('sha256').update(small).digest('hex')],
+    ]);
+    const sessions = await stack.runtime.pool.query(`SELECT mode, state FROM resumable_sessions WHERE tenant_id = $1`, [tenant.tenantId]);
+    expect(sessions.rows).toEqual([{ mode: 'uppy', state: 'committed' }]);
+    expect(rows.rows.every((r) => r.idempotency_key.startsWith('web-'))).toBe(true);
+    await page.screenshot({ path: path.join(process.cwd(), 'test-artifacts', 'uppy-direct-page.png'), fullPage: true }).catch(() => {});
+    await context.close();
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  }, 120_000);
+});
