@@ -2,7 +2,7 @@
 // injected (never module globals) and every activity is safe to retry.
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
-import { commitUploadRecords, KeyHeldElsewhere } from '../src/db/queries/records';
+import { commitUploadRecords, KeyHeldElsewhere, objectInUse } from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
@@ -57,7 +57,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
               file_name: request.fileName,
             }
           : undefined,
-        response: (createdAt) => {
+        response: (createdAt, storageKey) => {
           if (rejection) {
             const p = problem(rejection.code, rejection.detail);
             return { status: p.status, body: JSON.stringify(p.toJSON()) };
@@ -66,7 +66,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
             status: 201,
             body: JSON.stringify({
               uploadId: input.uploadId,
-              storageKey: copy!.storageKey,
+              storageKey: storageKey ?? copy!.storageKey,
               bytes: copy!.bytes,
               sha256: copy!.sha256,
               contentType: request.contentType,
@@ -83,8 +83,9 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
       return stored;
     },
 
-    /** Removes an attempt's object that did not become the upload (retry-safe). */
+    /** Removes an attempt's object that did not become the upload (retry-safe); never bytes an upload names (dedupe). */
     async discardCopy(storageKey: string): Promise<void> {
+      if (await objectInUse(pool, storageKey)) return;
       await store.delete(storageKey);
     },
   };

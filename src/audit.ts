@@ -7,7 +7,7 @@
 // object present and whole) and one distinct webhook event id per upload and event type.
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
-import { allDeliveries, allRenditions, allUploads, countRows, duplicateUploadsPerKey, mismatchedKeyRows, suspiciousDeliveries } from './db/queries/audit';
+import { allDeliveries, allRenditions, allUploads, countRows, duplicateUploadsPerKey, miscountedObjects, mismatchedKeyRows, suspiciousDeliveries } from './db/queries/audit';
 import { eventId, type EventType } from './downstream/types';
 import type { ObjectStore } from './storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from './temporal/ids';
@@ -50,12 +50,16 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
 
   let objectsVerified = 0;
   const referenced = new Set<string>();
+  for (const m of await miscountedObjects(pool)) violations.push(`dedupe: object ${m.storage_key}: ${m.problem}`);
+  const hashed = new Map<string, Awaited<ReturnType<typeof sha256OfObject>>>();
   for await (const u of allUploads(pool)) {
-    const prefix = keyStoragePrefix(u.tenant_id, u.idempotency_key);
+    // A shared object (dedupe) lies under the key of the upload that first stored it: same tenant.
+    const prefix = u.shared ? `tenants/${u.tenant_id}/keys/` : keyStoragePrefix(u.tenant_id, u.idempotency_key);
     if (!u.storage_key.startsWith(prefix)) violations.push(`tenancy: upload ${u.id} object ${u.storage_key} is outside ${prefix}`);
     const workflowId = uploadWorkflowId(u.tenant_id, u.idempotency_key);
     if (u.workflow_id !== workflowId) violations.push(`tenancy: upload ${u.id} ran as ${u.workflow_id}, expected ${workflowId}`);
-    const got = await sha256OfObject(store, u.storage_key);
+    const got = hashed.has(u.storage_key) ? hashed.get(u.storage_key) : await sha256OfObject(store, u.storage_key);
+    hashed.set(u.storage_key, got);
     if (!got) {
       violations.push(`loss: upload ${u.id} object ${u.storage_key} is missing`);
       continue;

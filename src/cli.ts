@@ -60,12 +60,13 @@ program
   .command('create')
   .argument('<name>', 'tenant name')
   .option('--json', 'print JSON')
+  .addOption(new Option('--dedupe <mode>', 'identical bytes share one stored object (sha256) or not (off)').choices(['off', 'sha256']).default('off'))
   .description('create a tenant and print its API key (shown once)')
-  .action(async (name: string, opts: { json?: boolean }) => {
+  .action(async (name: string, opts: { json?: boolean; dedupe: 'off' | 'sha256' }) => {
     const db = await openDatabase(loadConfig());
     try {
       await migrate(db.pool);
-      const t = await createTenant(db.pool, name);
+      const t = await createTenant(db.pool, name, undefined, opts.dedupe);
       console.log(opts.json ? JSON.stringify(t) : `tenant ${t.tenantId}\napi key ${t.apiKey}   (store it now: only its hash is kept)`);
     } finally {
       await db.close();

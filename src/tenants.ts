@@ -2,7 +2,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from './db/pool';
 import { withTransaction } from './db/pool';
-import { findActiveKeyByHash, insertApiKey, insertTenant, type ApiKeyRow, type TenantRow } from './db/queries/tenants';
+import { findActiveKeyByHash, insertApiKey, insertTenant, type ApiKeyRow, type DedupeMode, type TenantRow } from './db/queries/tenants';
 
 /** Reserved tenant (migration 005) that holds the idempotency keys of operator routes. */
 export const OPERATOR_TENANT_ID = '00000000-0000-0000-0000-000000000000';
@@ -36,15 +36,15 @@ export async function createApiKey(db: Queryable, tenantId: string, label: strin
 }
 
 /** A tenant with its first API key, in one transaction. */
-export async function createTenantWithKey(pool: Pool, name: string, apiKey: string = newApiKey()): Promise<{ tenant: TenantRow; apiKey: CreatedApiKey }> {
+export async function createTenantWithKey(pool: Pool, name: string, apiKey: string = newApiKey(), dedupe: DedupeMode = 'off'): Promise<{ tenant: TenantRow; apiKey: CreatedApiKey }> {
   return withTransaction(pool, async (tx) => {
-    const tenant = await insertTenant(tx, randomUUID(), name);
+    const tenant = await insertTenant(tx, randomUUID(), name, dedupe);
     const row = await insertApiKey(tx, hashApiKey(apiKey), tenant.id, 'initial');
     return { tenant, apiKey: { ...row, key: apiKey } };
   });
 }
 
-export async function createTenant(pool: Pool, name: string, apiKey?: string): Promise<{ tenantId: string; apiKey: string }> {
-  const created = await createTenantWithKey(pool, name, apiKey);
+export async function createTenant(pool: Pool, name: string, apiKey?: string, dedupe: DedupeMode = 'off'): Promise<{ tenantId: string; apiKey: string }> {
+  const created = await createTenantWithKey(pool, name, apiKey, dedupe);
   return { tenantId: created.tenant.id, apiKey: created.apiKey.key };
 }

@@ -95,6 +95,7 @@ export const DirectUploadPlan = z
     expiresAt: z.string().openapi({ format: 'date-time', description: 'When an uncompleted session is aborted and its key freed.' }),
     upload: SignedRequest.optional().openapi({ description: 'One PUT of the whole file (plans up to S3_SINGLE_PUT_MAX_MIB, and every plan on the embedded store).' }),
     multipart: z.object({ partBytes: z.number().int(), partCount: z.number().int() }).optional().openapi({ description: 'Multipart: ask POST …/parts/{n} for each part.' }),
+    committedUpload: z.record(z.string(), z.unknown()).optional().openapi({ description: 'Instant upload (dedupe): the committed upload; no bytes to send.' }),
   })
   .openapi('DirectUploadPlan');
 
@@ -113,7 +114,10 @@ export const CreateWebhookEndpoint = z
   .openapi('CreateWebhookEndpoint');
 
 export const CreateTenant = z
-  .object({ name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }) })
+  .object({
+    name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }),
+    dedupe: z.enum(['off', 'sha256']).optional().openapi({ description: 'sha256: identical bytes under this tenant share one stored object (default off).' }),
+  })
   .openapi('CreateTenant');
 
 export const CreateApiKey = z
@@ -206,7 +210,7 @@ export const ApiKeyCreated = ApiKey.extend({
 export const ApiKeyList = z.object({ data: z.array(ApiKey) }).openapi('ApiKeyList');
 
 export const TenantCreated = z
-  .object({ tenantId: Uuid, name: z.string(), createdAt: z.string(), apiKey: ApiKeyCreated })
+  .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), createdAt: z.string(), apiKey: ApiKeyCreated })
   .openapi('TenantCreated');
 
 export const Health = z.object({ status: z.literal('ok') }).openapi('Health');

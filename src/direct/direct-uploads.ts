@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Pool } from '../db/pool';
+import { findSharedObject } from '../db/queries/records';
 import { findSessionById, moveSession, releaseLease, takeLease, type SessionRow } from '../db/queries/resumable';
 import { dependency, problem } from '../errors';
 import type { ResumableSessions, SessionKind } from '../resumable/sessions';
@@ -45,6 +46,8 @@ export interface DirectUploadsDeps {
 
 export interface DirectPlanRequest {
   tenantId: string;
+  /** How long an instant upload's commit may take before the plan answers (state completing). */
+  waitMs: number;
   key: string;
   bytes: number;
   sha256: string;
@@ -65,6 +68,8 @@ export interface DirectPlan {
   upload?: SignedRequest;
   /** A multipart plan: ask `POST …/parts/{n}` for each part's URL, n = 1..partCount. */
   multipart?: { partBytes: number; partCount: number };
+  /** An instant upload (the tenant dedupes and has these bytes already): the committed upload, no bytes to send. */
+  committedUpload?: Record<string, unknown>;
 }
 
 export class DirectUploads {
@@ -85,7 +90,27 @@ export class DirectUploads {
       { tenantId: r.tenantId, key: r.key, uploadLength: r.bytes, uploadMetadata: '', metadata: {}, contentType: r.contentType, fileName: r.fileName, declaredSha256: r.sha256 },
       kind,
     );
+    if (session.state === 'open') {
+      // Instant upload: a deduping tenant already stores these bytes; nothing moves.
+      const shared = await dependency('database_unavailable', () => findSharedObject(this.deps.pool, r.tenantId, r.sha256, r.bytes));
+      if (shared) {
+        const outcome = await this.complete(r.tenantId, session.id, r.waitMs, 'direct', (s) => this.sharedCopy(s, shared));
+        const now = await this.deps.sessions.find(r.tenantId, session.id, 'direct');
+        // No part will come: the plan's multipart upload (if any) goes.
+        if (now.state === 'committed' && now.multipart_id) await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {});
+        const plan = await this.view(now);
+        if (outcome.kind === 'answer' && outcome.response.status < 300) plan.committedUpload = JSON.parse(outcome.response.body) as Record<string, unknown>;
+        return { plan, replayed };
+      }
+    }
     return { plan: await this.view(session), replayed };
+  }
+
+  /** The copy of an instant upload: the object already stored with the declared bytes. */
+  private async sharedCopy(s: SessionRow, storageKey: string): Promise<StagedCopy> {
+    const head = await dependency('storage_unavailable', () => this.deps.store.head(storageKey));
+    if (!head || head.bytes !== Number(s.upload_length)) throw problem('direct_upload_incomplete', 'The stored copy of these bytes is gone; upload them.');
+    return { attemptId: s.id, fingerprint: s.fingerprint, storageKey, bytes: head.bytes, sha256: s.declared_sha256!, sniffedType: sniff(await this.readHead(storageKey)) };
   }
 
   async find(tenantId: string, id: string): Promise<DirectPlan> {

@@ -19,6 +19,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import type { AnswerCache } from './answer-cache';
 import { findKeyAnswer, type KeyAnswer } from '../db/queries/idempotency-keys';
+import { objectInUse } from '../db/queries/records';
 import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
@@ -310,8 +311,14 @@ export class UploadReceiver {
   }
 
   private async discard(copy: StagedCopy): Promise<void> {
-    // Best effort: housekeeping removes anything left behind.
-    await this.deps.store.delete(copy.storageKey).catch(() => {});
+    // Best effort: housekeeping removes anything left behind. Bytes an upload names (a
+    // shared object under dedupe, offered again as an instant upload) are never a copy to drop.
+    try {
+      if (await objectInUse(this.deps.pool, copy.storageKey)) return;
+      await this.deps.store.delete(copy.storageKey);
+    } catch {
+      // left to housekeeping
+    }
   }
 }
 

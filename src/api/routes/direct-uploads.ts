@@ -28,9 +28,10 @@ const createPlanRoute = createRoute({
   description:
     'Answers signed requests the client sends to the object store itself: one PUT (up to S3_SINGLE_PUT_MAX_MIB; always on the embedded store, where the URL points at this API), ' +
     'or a multipart plan whose part URLs come from `POST /v1/direct-uploads/{id}/parts/{n}`. The signatures cover the object key, the length and the SHA-256, ' +
-    'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits.',
+    'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits. ' +
+    'For a tenant with dedupe `sha256` that already stores these bytes, the plan is an instant upload: committed at once (`committedUpload`), nothing to send.',
   security: apiKeyAuth,
-  request: { headers: z.object({ 'idempotency-key': IdempotencyKey }), body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } } },
+  request: { headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }), body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } } },
   responses: {
     201: { description: 'The plan (Idempotent-Replayed when it is the key\'s existing session).', headers: { 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: DirectUploadPlan } } },
     ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'body_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable'),
@@ -116,8 +117,10 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
     c.set('idempotencyKey', key);
     const body = await jsonBody(c, CreateDirectUpload, '{"bytes": 1048576, "sha256": "<hex>", "contentType": "video/mp4", "fileName": "talk.mp4"}');
     if (body.bytes > config.MAX_UPLOAD_BYTES) throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, { extra: { maxBytes: config.MAX_UPLOAD_BYTES } });
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const { plan, replayed } = await direct.plan({
       tenantId: c.get('tenantId'),
+      waitMs,
       key,
       bytes: body.bytes,
       sha256: body.sha256,

@@ -47,11 +47,13 @@ export async function mismatchedKeyRows(db: Queryable, keyRetentionSeconds: numb
 
 export async function* allUploads(
   db: Queryable,
-): AsyncIterable<{ id: string; tenant_id: string; idempotency_key: string; workflow_id: string; storage_key: string; bytes: string; sha256: string }> {
+): AsyncIterable<{ id: string; tenant_id: string; idempotency_key: string; workflow_id: string; storage_key: string; bytes: string; sha256: string; shared: boolean }> {
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
     const res = await db.query(
-      'SELECT id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256 FROM uploads WHERE id > $1 ORDER BY id LIMIT 500',
+      `SELECT u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256,
+              EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared
+         FROM uploads u WHERE u.id > $1 ORDER BY u.id LIMIT 500`,
       [after],
     );
     if (res.rows.length === 0) return;
@@ -83,4 +85,27 @@ export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: s
 export async function allDeliveries(db: Queryable): Promise<{ event_id: string; upload_id: string; event_type: string; delivered: boolean }[]> {
   const res = await db.query('SELECT event_id, upload_id, event_type, delivered_at IS NOT NULL AS delivered FROM webhook_deliveries');
   return res.rows;
+}
+
+/** Dedupe counts that disagree with the upload rows, deduping tenants' uploads with no count, and objects named twice without a count. */
+export async function miscountedObjects(db: Queryable): Promise<{ storage_key: string; problem: string }[]> {
+  const counts = await db.query<{ storage_key: string; refs: number; n: number }>(
+    `SELECT o.storage_key, o.refs, count(u.id)::int AS n
+       FROM stored_objects o LEFT JOIN uploads u ON u.tenant_id = o.tenant_id AND u.storage_key = o.storage_key
+      GROUP BY o.storage_key, o.refs HAVING count(u.id) <> o.refs`,
+  );
+  const uncounted = await db.query<{ storage_key: string; id: string }>(
+    `SELECT u.storage_key, u.id FROM uploads u JOIN tenants t ON t.id = u.tenant_id AND t.dedupe = 'sha256'
+      WHERE NOT EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key)`,
+  );
+  const doubled = await db.query<{ storage_key: string; n: number }>(
+    `SELECT u.storage_key, count(*)::int AS n FROM uploads u
+      WHERE NOT EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key)
+      GROUP BY u.storage_key HAVING count(*) > 1`,
+  );
+  return [
+    ...doubled.rows.map((r) => ({ storage_key: r.storage_key, problem: `${r.n} upload rows name this object, which is not a shared (counted) one` })),
+    ...counts.rows.map((r) => ({ storage_key: r.storage_key, problem: `counted ${r.refs} references, ${r.n} upload rows name it` })),
+    ...uncounted.rows.map((r) => ({ storage_key: r.storage_key, problem: `upload ${r.id} of a deduping tenant is not counted` })),
+  ];
 }

@@ -21,8 +21,8 @@ export interface RecordsInput {
    * (with this reason) in the same transaction: there is no downstream work to start.
    */
   settleIfIdle?: { reason: string };
-  /** Builds the response body from the committed row's creation time. */
-  response: (createdAt: Date) => { status: number; body: string };
+  /** Builds the response body from the committed row's creation time and object (shared, under dedupe). */
+  response: (createdAt: Date, storageKey: string | null) => { status: number; body: string };
 }
 
 /**
@@ -42,8 +42,11 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
     const existing = await findKeyHolder(tx, input.tenantId, input.key);
     if (existing) return answerOfOwnRow(tx, existing, input);
     let createdAt = new Date();
+    let storageKey: string | null = null;
     if (input.upload) {
-      await insertUploadIfAbsent(tx, input.upload);
+      // Under the tenant's dedupe, identical bytes already stored become this upload's object.
+      storageKey = await shareObject(tx, input.upload);
+      await insertUploadIfAbsent(tx, { ...input.upload, storage_key: storageKey });
       const row = await tx.query<{ id: string; created_at: Date }>(
         'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
         [input.tenantId, input.key],
@@ -57,7 +60,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       createdAt = stored.created_at;
       if (input.settleIfIdle) await settleIfNoEndpoints(tx, input.tenantId, input.upload.id, input.settleIfIdle.reason);
     }
-    const { status, body } = input.response(createdAt);
+    const { status, body } = input.response(createdAt, storageKey);
     await insertKeyIfAbsent(tx, {
       route: UPLOAD_ROUTE,
       tenant_id: input.tenantId,
@@ -84,6 +87,38 @@ async function answerOfOwnRow(tx: Queryable, row: KeyHolder, input: RecordsInput
     throw new KeyHeldElsewhere(row);
   }
   return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(tx, row.upload_id) };
+}
+
+/**
+ * The object this upload is recorded with: its own copy, or — when its tenant dedupes by
+ * SHA-256 — the object already stored with the same bytes (counted once more). Two commits
+ * of the same bytes at once serialise on the unique key: the second gets the first's object.
+ */
+async function shareObject(tx: Queryable, u: NewUpload): Promise<string> {
+  const res = await tx.query<{ storage_key: string }>(
+    `INSERT INTO stored_objects (tenant_id, sha256, bytes, storage_key, refs)
+     SELECT $1, $2, $3, $4, 1 FROM tenants WHERE id = $1 AND dedupe = 'sha256'
+     ON CONFLICT (tenant_id, sha256, bytes) DO UPDATE SET refs = stored_objects.refs + 1
+     RETURNING storage_key`,
+    [u.tenant_id, u.sha256, u.bytes, u.storage_key],
+  );
+  return res.rows[0]?.storage_key ?? u.storage_key;
+}
+
+/** The stored object with these bytes under a deduping tenant, if any (instant uploads). */
+export async function findSharedObject(db: Queryable, tenantId: string, sha256: string, bytes: number): Promise<string | undefined> {
+  const res = await db.query<{ storage_key: string }>(
+    `SELECT o.storage_key FROM stored_objects o JOIN tenants t ON t.id = o.tenant_id AND t.dedupe = 'sha256'
+      WHERE o.tenant_id = $1 AND o.sha256 = $2 AND o.bytes = $3`,
+    [tenantId, sha256, bytes],
+  );
+  return res.rows[0]?.storage_key;
+}
+
+/** Whether an upload (or a shared object's count) names this object: such bytes are never deleted as a copy. */
+export async function objectInUse(db: Queryable, storageKey: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM stored_objects WHERE storage_key = $1 LIMIT 1', [storageKey]);
+  return (res.rowCount ?? 0) > 0;
 }
 
 async function settleIfNoEndpoints(tx: Queryable, tenantId: string, uploadId: string, reason: string): Promise<void> {

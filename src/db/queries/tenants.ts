@@ -1,9 +1,12 @@
 // Tenants and their API keys. Keys are stored only as SHA-256 hashes.
 import { statement, type Queryable } from '../pool';
 
+export type DedupeMode = 'off' | 'sha256';
+
 export interface TenantRow {
   id: string;
   name: string;
+  dedupe: DedupeMode;
   created_at: Date;
 }
 
@@ -14,8 +17,8 @@ export interface ApiKeyRow {
   revoked_at: Date | null;
 }
 
-export async function insertTenant(db: Queryable, id: string, name: string): Promise<TenantRow> {
-  const res = await db.query<TenantRow>('INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name, created_at', [id, name]);
+export async function insertTenant(db: Queryable, id: string, name: string, dedupe: DedupeMode = 'off'): Promise<TenantRow> {
+  const res = await db.query<TenantRow>('INSERT INTO tenants (id, name, dedupe) VALUES ($1, $2, $3) RETURNING id, name, dedupe, created_at', [id, name, dedupe]);
   return res.rows[0]!;
 }
 
