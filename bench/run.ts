@@ -8,6 +8,7 @@ import { startServices } from './lib/services';
 import { ratioChart } from './lib/chart';
 import { largeUpload } from './large-upload';
 import { resumableUpload } from './resumable';
+import { directVsThroughApi } from './direct';
 import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
 import { waitWakeup } from './wait-wakeup';
 
@@ -15,13 +16,14 @@ const { values } = parseArgs({
   options: {
     scenario: { type: 'string', multiple: true },
     'large-bytes': { type: 'string', default: String(1024 ** 3) },
+    'direct-bytes': { type: 'string', default: String(256 * 1024 ** 2) },
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '16' },
   },
 });
 
-const all = ['large', 'resumable', 'replay', 'small', 'storm', 'wait'];
+const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait'];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -31,6 +33,7 @@ const results: Record<string, unknown>[] = [];
 try {
   if (wanted.has('large')) results.push(await largeUpload(services, { bytes: Number(values['large-bytes']), rounds }));
   if (wanted.has('resumable')) results.push(await resumableUpload(services, { bytes: Number(values['large-bytes']), rounds }));
+  if (wanted.has('direct')) results.push(await directVsThroughApi(services, { bytes: Number(values['direct-bytes']), rounds }));
   if (wanted.has('replay')) results.push(await replayPath(services, { seconds, rounds, connections }));
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
