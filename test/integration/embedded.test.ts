@@ -100,6 +100,25 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const tusAnswer = await getJson(`${url}/v1/idempotency-keys/${tusKey}`, apiKey);
   expect(tusAnswer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: tusFile.length, sha256: sha256(tusFile) } });
   expect(sha256(readFileSync(path.join(dataDir, 'objects', tusAnswer.json.response.storageKey)))).toBe(sha256(tusFile));
+  // A direct upload on the embedded default: the plan's URL is the API's own signed PUT.
+  const direct = randomBytes(300_000);
+  const plan = await fetch(`${url}/v1/direct-uploads`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': `embedded-direct-${randomUUID()}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ bytes: direct.length, sha256: sha256(direct), fileName: 'direct.bin' }),
+  });
+  const planned = (await plan.json()) as { id: string; upload: { url: string; headers: Record<string, string> } };
+  expect(planned.upload.url.startsWith('/v1/direct-uploads/')).toBe(true);
+  const put = await fetch(new URL(planned.upload.url, url), { method: 'PUT', headers: { 'content-type': planned.upload.headers['content-type']! }, body: direct });
+  expect(put.status).toBe(200);
+  const completed = await fetch(`${url}/v1/direct-uploads/${planned.id}/complete`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } });
+  expect(completed.status).toBe(201);
+  expect(((await completed.json()) as { sha256: string }).sha256).toBe(sha256(direct));
+  // A form post on the embedded default.
+  const form = new FormData();
+  form.append('idempotencyKey', `embedded-form-${randomUUID()}`);
+  form.append('file', new Blob([Buffer.from('a form post')], { type: 'text/plain' }), 'form.txt');
+  expect((await fetch(`${url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form })).status).toBe(201);
   // The Temporal UI (served by the embedded dev server) finds the run by its key.
   await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
@@ -108,12 +127,18 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  expect(report).toMatchObject({ uploads: 14, keyRows: 14, objectsVerified: 14, violations: [] });
+  expect(report).toMatchObject({ uploads: 16, keyRows: 16, objectsVerified: 16, violations: [] });
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);
   const cliUpload = await postUpload(url, { apiKey: cliTenant.apiKey, key, body: file, contentType: 'text/plain' });
   expect(cliUpload.status, `${cliUpload.text}\n${readFileSync(path.join(dataDir, 'main.log'), 'utf8').slice(-2500)}`).toBe(201);
+  // A tenant made with --dedupe sha256 stores identical bytes once.
+  const deduping = JSON.parse((await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-dedupe', '--dedupe', 'sha256', '--json'], { env, cwd: root })).stdout);
+  const d1 = await postUpload(url, { apiKey: deduping.apiKey, key: `${key}-d1`, body: file, contentType: 'text/plain' });
+  const d2 = await postUpload(url, { apiKey: deduping.apiKey, key: `${key}-d2`, body: file, contentType: 'text/plain' });
+  expect([d1.status, d2.status]).toEqual([201, 201]);
+  expect(d2.json.storageKey).toBe(d1.json.storageKey);
 
   await proc!.stop();
   expect(existsSync(path.join(dataDir, 'temporal.db'))).toBe(true);
