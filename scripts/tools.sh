@@ -1,18 +1,22 @@
 #!/bin/sh
-# Builds the Go tools Oncely runs beside itself (Temporal CLI, Versity S3 Gateway) from the
+# Builds the Go tools Oncely runs beside itself (Temporal CLI and server, Versity S3 Gateway,
+# Toxiproxy) from the
 # Go module proxy at pinned versions into a per-user cache, once; later calls reuse them.
 # Prints nothing when everything is already there.
 set -eu
 TOOLS_DIR="${ONCELY_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oncely/bin}"
 mkdir -p "$TOOLS_DIR"
 
-need() { # need NAME MODULE@VERSION VERSION-STAMP
+need() { # need NAME MODULE@VERSION: the binary is installed as NAME (go install names it after its directory)
   name=$1 module=$2
   stamp="$TOOLS_DIR/.$name.version"
   if [ -x "$TOOLS_DIR/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module" ]; then return 0; fi
   command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build $name ($module)" >&2; exit 1; }
   echo "oncely: building $name from $module (first run only) ..." >&2
-  (cd /tmp && GOBIN="$TOOLS_DIR" GOFLAGS=-mod=mod go install "$module") >&2
+  built=$(mktemp -d)
+  (cd /tmp && GOBIN="$built" GOFLAGS=-mod=mod go install "$module") >&2
+  mv "$built/$(basename "${module%@*}")" "$TOOLS_DIR/$name"
+  rm -rf "$built"
   echo "$module" > "$stamp"
 }
 
@@ -21,6 +25,9 @@ for tool in ${*:-temporal versitygw}; do
     temporal) need temporal github.com/temporalio/cli/cmd/temporal@v1.5.1 ;;
     versitygw) need versitygw github.com/versity/versitygw/cmd/versitygw@v1.7.0 ;;
     toxiproxy) need server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 ;;
+    # The real Temporal server (on PostgreSQL) and its schema tool, the dev server's version.
+    temporal-server) need temporal-server go.temporal.io/server/cmd/server@v1.29.1 ;;
+    temporal-sql-tool) need temporal-sql-tool go.temporal.io/server/cmd/tools/sql@v1.29.1 ;;
     *) echo "oncely: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

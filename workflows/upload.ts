@@ -34,7 +34,19 @@ export interface UploadWorkflowInput extends UploadRequest {
    * long as the session is not idle for `idleSeconds`, and ends it (aborted, key freed) then.
    */
   resumable?: { sessionId: string; idleSeconds: number };
+  /**
+   * Revision of the workflow's paths the run was started for (absent: 1). From revision 2
+   * the run takes every current path without asking `patched()` — each patch call writes a
+   * marker and a TemporalChangeVersion search-attribute update — and skips the "committing"
+   * phase (the commit's local activities run in the same workflow task as the final phase,
+   * so it was never visible). Five history events and three visibility writes fewer per
+   * upload; runs started without it replay as recorded.
+   */
+  revision?: number;
 }
+
+/** The revision new runs are started with (see UploadWorkflowInput.revision). */
+export const UPLOAD_WORKFLOW_REVISION = 2;
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 
@@ -91,9 +103,10 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
   }
   const copy = accepted!;
-  const { commitObject, commitRecords, discardCopy } = patched('local-commit-activities') ? local : remote;
+  const current = (input.revision ?? 1) >= 2;
+  const { commitObject, commitRecords, discardCopy } = current || patched('local-commit-activities') ? local : remote;
 
-  setPhase('committing');
+  if (!current) setPhase('committing');
   const workflowId = workflowInfo().workflowId;
   const startedAtMs = workflowInfo().startTime.getTime();
   const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType);
@@ -118,7 +131,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     setPhase('completed');
     // Runs recorded before downstream steps existed replay without the child; nothing to
     // transcode and no endpoint to notify (settled in the transaction) needs no child.
-    if (patched('downstream-child') && input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
+    if ((current || patched('downstream-child')) && input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
   }
   await condition(allHandlersFinished);
   return response;

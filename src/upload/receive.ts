@@ -30,7 +30,7 @@ import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
 import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
-import { offerCopyUpdate, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
+import { offerCopyUpdate, UPLOAD_WORKFLOW_REVISION, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
 const SETTLE_INTERVAL_MS = 2_000;
@@ -214,7 +214,7 @@ export class UploadReceiver {
     return {
       workflowId,
       taskQueue: this.deps.taskQueue,
-      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream, ...extra }] as [UploadWorkflowInput],
+      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream, revision: UPLOAD_WORKFLOW_REVISION, ...extra }] as [UploadWorkflowInput],
       workflowIdConflictPolicy: 'USE_EXISTING' as const,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
       memo: { fingerprint: req.fingerprint, ...(extra?.resumable ? { sessionId: extra.resumable.sessionId } : {}) },
