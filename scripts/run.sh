@@ -12,7 +12,7 @@ case "$task" in
     sh scripts/bootstrap.sh
     exec node --import tsx --expose-gc --max-semi-space-size=8 src/main.ts "$@" ;;
   test)
-    sh scripts/bootstrap.sh --media --browser temporal versitygw toxiproxy
+    sh scripts/bootstrap.sh --media --browser temporal versitygw toxiproxy temporal-server temporal-sql-tool
     npm run typecheck
     npm run lint
     npx vitest run

@@ -1,0 +1,203 @@
+// Starts the real Temporal server (v1.29.1, built by scripts/tools.sh) on the machine's
+// PostgreSQL: creates its two databases, sets up / updates their schemas with the server's
+// own SQL tool (schemas embedded in the tool), writes a config with 4 history shards and
+// pools that fit a 100-connection PostgreSQL, starts every service in one process on
+// loopback, then registers the namespace and Oncely's search attributes. Idempotent over
+// existing databases (the schema update is a no-op at the latest version).
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import getPort, { portNumbers } from 'get-port';
+import Long from 'long';
+import pg from 'pg';
+import { searchAttributes } from '../temporal/names';
+import { startProcess, waitUntil, type ManagedProcess } from './process';
+import { toolPath } from './tools';
+
+const run = promisify(execFile);
+
+export interface TemporalServerOptions {
+  /** A PostgreSQL superuser URL (postgres://postgres@127.0.0.1:5432/postgres). */
+  pgAdminUrl: string;
+  /** Database names: `${database}` and `${database}_visibility`. */
+  database: string;
+  /** Working directory (config, logs). */
+  dir: string;
+  namespace?: string;
+  historyShards?: number;
+  retentionHours?: number;
+  /** The frontend's gRPC port (free ports are picked for the rest). */
+  port?: number;
+  dieWithParent?: boolean;
+}
+
+export interface TemporalServer {
+  address: string;
+  process: ManagedProcess;
+  /** Restarts the server process on the same databases and ports (chaos: a server restart). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startTemporalServer(o: TemporalServerOptions): Promise<TemporalServer> {
+  const namespace = o.namespace ?? 'default';
+  const admin = new URL(o.pgAdminUrl);
+  const pgHost = admin.hostname;
+  const pgPort = Number(admin.port || 5432);
+  const pgUser = decodeURIComponent(admin.username || 'postgres');
+  const pgPassword = decodeURIComponent(admin.password);
+  const visibility = `${o.database}_visibility`;
+  for (const [db, schema] of [[o.database, 'postgresql/v12/temporal'], [visibility, 'postgresql/v12/visibility']] as const) {
+    const created = await ensureDatabase(o.pgAdminUrl, db);
+    const sql = (...args: string[]) =>
+      run(toolPath('temporal-sql-tool'), ['--plugin', 'postgres12', '--ep', pgHost, '-p', String(pgPort), '-u', pgUser, ...(pgPassword ? ['--pw', pgPassword] : []), '--db', db, ...args]);
+    if (created) await sql('setup-schema', '-v', '0.0');
+    await sql('update-schema', '--schema-name', schema);
+  }
+
+  const ports = {
+    frontend: o.port ?? (await lowPort()),
+    frontendHttp: await lowPort(),
+    history: await lowPort(),
+    matching: await lowPort(),
+    worker: await lowPort(),
+    members: [await lowPort(), await lowPort(), await lowPort(), await lowPort()],
+  };
+  const configDir = path.join(o.dir, 'config');
+  mkdirSync(configDir, { recursive: true });
+  const store = (database: string, maxConns: number) => ({
+    sql: { pluginName: 'postgres12', databaseName: database, connectAddr: `${pgHost}:${pgPort}`, connectProtocol: 'tcp', user: pgUser, password: pgPassword, maxConns, maxIdleConns: maxConns, maxConnLifetime: '1h' },
+  });
+  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnLocalHost: true, ...extra } });
+  // JSON is YAML: the config is written as JSON under the name the server reads.
+  const config = {
+    log: { stdout: true, level: 'warn' },
+    persistence: {
+      defaultStore: 'default',
+      visibilityStore: 'visibility',
+      numHistoryShards: o.historyShards ?? 4,
+      // Each of the four services opens its own pools: 4 × (12 + 3) = 60 connections at most.
+      datastores: { default: store(o.database, 12), visibility: store(visibility, 3) },
+    },
+    global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
+    services: {
+      frontend: service(ports.frontend, ports.members[0]!, { httpPort: ports.frontendHttp }),
+      history: service(ports.history, ports.members[1]!),
+      matching: service(ports.matching, ports.members[2]!),
+      worker: service(ports.worker, ports.members[3]!),
+    },
+    clusterMetadata: {
+      enableGlobalNamespace: false,
+      failoverVersionIncrement: 10,
+      masterClusterName: 'active',
+      currentClusterName: 'active',
+      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${ports.frontend}` } },
+    },
+    dcRedirectionPolicy: { policy: 'noop' },
+  };
+  writeFileSync(path.join(configDir, 'development.yaml'), JSON.stringify(config, null, 2));
+
+  const address = `127.0.0.1:${ports.frontend}`;
+  const launch = () =>
+    startProcess(toolPath('temporal-server'), ['--root', o.dir, '--config', 'config', '--env', 'development', '--allow-no-auth', 'start'], {
+      logFile: path.join(o.dir, 'temporal-server.log'),
+      dieWithParent: o.dieWithParent,
+    });
+  let proc = launch();
+  await untilServing(address, proc);
+  await registerNamespace(address, namespace, (o.retentionHours ?? 72) * 3600);
+  return {
+    address,
+    get process() {
+      return proc;
+    },
+    async restart() {
+      await proc.stop();
+      proc = launch();
+      await untilServing(address, proc);
+    },
+    stop: () => proc.stop(),
+  };
+}
+
+/**
+ * A free port below 32768: the server records its services' ports in a smallint column
+ * (cluster membership), so the kernel's ephemeral range (32768+) does not fit.
+ */
+async function lowPort(): Promise<number> {
+  const start = 20_000 + Math.floor(Math.random() * 12_000);
+  return getPort({ host: '127.0.0.1', port: portNumbers(start, 32_767) });
+}
+
+/** Creates the database unless it exists; true when it was created (its schema is then set up). */
+async function ensureDatabase(adminUrl: string, name: string): Promise<boolean> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unsafe database name ${name}`);
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (exists.rowCount) {
+      // A database left by a setup that died before its schema: set it up again.
+      const db = new pg.Client({ connectionString: Object.assign(new URL(adminUrl), { pathname: `/${name}` }).toString() });
+      await db.connect();
+      try {
+        return (await db.query(`SELECT 1 FROM information_schema.tables WHERE table_name = 'schema_version'`)).rowCount === 0;
+      } finally {
+        await db.end();
+      }
+    }
+    await client.query(`CREATE DATABASE ${name}`);
+    return true;
+  } finally {
+    await client.end();
+  }
+}
+
+async function untilServing(address: string, proc: ManagedProcess): Promise<void> {
+  await waitUntil(
+    'Temporal server',
+    async () => {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return true;
+      } finally {
+        await connection.close();
+      }
+    },
+    { proc, timeoutMs: 120_000 },
+  );
+}
+
+/** The namespace (with its retention) and Oncely's search attributes; both idempotent. */
+async function registerNamespace(address: string, namespace: string, retentionSeconds: number): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const retention = { seconds: Long.fromNumber(retentionSeconds) };
+    try {
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: retention });
+    } catch (err) {
+      if (!/already exists|AlreadyExists/i.test(String(err))) throw err;
+    }
+    const IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
+    const types = { KEYWORD: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, INT: IndexedValueType.INDEXED_VALUE_TYPE_INT } as const;
+    const wanted = Object.fromEntries(Object.values(searchAttributes).map((k) => [k.name, types[k.type as keyof typeof types]]));
+    // The namespace may take a moment to be visible to the operator service.
+    await waitUntil(
+      'search attributes',
+      async () => {
+        const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+        const missing = Object.fromEntries(Object.entries(wanted).filter(([name]) => !(name in (customAttributes ?? {}))));
+        if (Object.keys(missing).length === 0) return true;
+        await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+        return false;
+      },
+      { timeoutMs: 60_000 },
+    );
+  } finally {
+    await connection.close();
+  }
+}
