@@ -20,6 +20,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '16' },
+    // dev: temporal server start-dev (SQLite); server: the real server on PostgreSQL, 4 shards.
+    temporal: { type: 'string', default: 'dev' },
   },
 });
 
@@ -28,7 +30,9 @@ const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
-const services = await startServices();
+const temporalKind = values.temporal === 'server' ? 'server' : 'dev';
+if (values.temporal !== 'dev' && values.temporal !== 'server') throw new Error('--temporal is dev or server');
+const services = await startServices(temporalKind);
 const results: Record<string, unknown>[] = [];
 try {
   if (wanted.has('large')) results.push(await largeUpload(services, { bytes: Number(values['large-bytes']), rounds }));
@@ -41,6 +45,7 @@ try {
 } finally {
   await services.stop();
 }
+console.log(`\nTemporal: ${temporalKind === 'server' ? 'the real server on PostgreSQL (4 history shards)' : 'the dev server (SQLite)'}`);
 for (const r of results) {
   console.log(`\n${r.scenario}`);
   console.table(Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'scenario')));
@@ -48,6 +53,6 @@ for (const r of results) {
 const out = path.resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-writeFileSync(path.join(out, `bench-${stamp}.json`), JSON.stringify({ at: new Date().toISOString(), rounds, seconds, connections, results }, null, 2));
+writeFileSync(path.join(out, `bench-${stamp}.json`), JSON.stringify({ at: new Date().toISOString(), temporal: temporalKind, rounds, seconds, connections, results }, null, 2));
 writeFileSync(path.join(out, `bench-${stamp}.svg`), ratioChart(results));
 console.log(`\nwrote bench/results/bench-${stamp}.{json,svg}`);

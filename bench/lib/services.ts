@@ -6,6 +6,7 @@ import path from 'node:path';
 import getPort from 'get-port';
 import { createMigratedDatabase, dropDatabase } from '../../src/devstack/postgres';
 import { startTemporalDevServer } from '../../src/devstack/temporal-dev-server';
+import { startTemporalServer } from '../../src/devstack/temporal-server';
 import { startVersity } from '../../src/devstack/versitygw';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { createPool } from '../../src/db/pool';
@@ -26,11 +27,15 @@ export interface BenchServices {
 
 const adminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-export async function startServices(): Promise<BenchServices> {
+/** `temporal`: the dev server (SQLite, one shard) or the real server on PostgreSQL (4 shards). */
+export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Promise<BenchServices> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-bench-'));
   const dbName = `oncely_bench_${process.pid}`;
+  const temporalDb = `temporal_bench_${process.pid}`;
   const [temporal, s3, databaseUrl] = await Promise.all([
-    startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(dir, 'temporal.db') }),
+    temporalKind === 'server'
+      ? startTemporalServer({ pgAdminUrl: adminUrl, database: temporalDb, dir: path.join(dir, 'temporal') })
+      : startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(dir, 'temporal.db') }),
     startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: path.join(dir, 's3') }),
     createMigratedDatabase(adminUrl, dbName),
   ]);
@@ -62,6 +67,7 @@ export async function startServices(): Promise<BenchServices> {
     async stop() {
       await Promise.allSettled([temporal.stop(), s3.stop()]);
       await dropDatabase(adminUrl, dbName).catch(() => {});
+      if (temporalKind === 'server') for (const db of [temporalDb, `${temporalDb}_visibility`]) await dropDatabase(adminUrl, db).catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },
   };
