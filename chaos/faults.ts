@@ -10,6 +10,8 @@ import type { Rng } from './rng';
 export interface Fault {
   kind: string;
   what: string;
+  /** Only where Temporal is the real server (its PostgreSQL connections have a proxy). */
+  serverOnly?: boolean;
   /** Injects the fault and returns how to heal it (a no-op for a kill that heals itself). */
   inject(stack: ChaosStack, rng: Rng): Promise<() => Promise<void>>;
 }
@@ -67,27 +69,33 @@ export const FAULTS: readonly Fault[] = [
   ...dependencyFaults('s3', 'S3', 200),
   {
     kind: 'kill-worker',
-    what: 'SIGKILL of the worker process (restarted by its supervisor)',
-    inject: async (stack) => {
-      await stack.worker.kill();
+    what: 'SIGKILL of a worker process, one of the replicas at random (restarted by its supervisor)',
+    inject: async (stack, rng) => {
+      await stack.workers[rng.int(0, stack.workers.length - 1)]!.kill();
       return async () => {};
     },
   },
   {
     kind: 'kill-api',
-    what: 'SIGKILL of the API process (restarted by its supervisor)',
-    inject: async (stack) => {
-      await stack.api.kill();
+    what: 'SIGKILL of an API process, one of the replicas at random (restarted by its supervisor)',
+    inject: async (stack, rng) => {
+      await stack.apis[rng.int(0, stack.apis.length - 1)]!.kill();
       return async () => {};
     },
   },
   {
     kind: 'restart-temporal',
-    what: 'SIGKILL of the Temporal dev server, restarted on its SQLite file',
+    what: 'SIGKILL of the Temporal server process (dev server: on its SQLite file; real server: on its PostgreSQL databases), started again',
     inject: async (stack) => {
       await stack.restartTemporal();
       return async () => {};
     },
+  },
+  {
+    kind: 'cut-temporal-postgres',
+    what: "the real Temporal server's PostgreSQL connections reset (Toxiproxy reset_peer; real server only)",
+    serverOnly: true,
+    inject: toxic((s) => s.proxies.temporalPostgres!, (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } })),
   },
   {
     kind: 'restart-postgres',
@@ -109,11 +117,12 @@ export const FAULTS: readonly Fault[] = [
   },
 ];
 
-export function faultsByKind(kinds?: string[]): Fault[] {
-  if (!kinds || kinds.length === 0) return [...FAULTS];
-  const unknown = kinds.filter((k) => !FAULTS.some((f) => f.kind === k));
-  if (unknown.length) throw new Error(`unknown fault kind(s): ${unknown.join(', ')}; known: ${FAULTS.map((f) => f.kind).join(', ')}`);
-  return FAULTS.filter((f) => kinds.includes(f.kind));
+export function faultsByKind(kinds?: string[], opts: { temporalServer?: boolean } = {}): Fault[] {
+  const available = FAULTS.filter((f) => opts.temporalServer || !f.serverOnly);
+  if (!kinds || kinds.length === 0) return available;
+  const unknown = kinds.filter((k) => !available.some((f) => f.kind === k));
+  if (unknown.length) throw new Error(`unknown fault kind(s): ${unknown.join(', ')}; known: ${available.map((f) => f.kind).join(', ')}`);
+  return available.filter((f) => kinds.includes(f.kind));
 }
 
 export interface FaultLog {

@@ -66,7 +66,8 @@ async function bodyOf(plan: UploadPlan, variant = 0): Promise<Buffer> {
 }
 
 export interface LoadOptions {
-  baseUrl: string;
+  /** API replicas: the copies and resends of one upload go to them in turn. */
+  baseUrls: string[];
   token: string;
   concurrency: number;
   /** Upload i starts no earlier than i × spacingMs after the start. */
@@ -80,14 +81,17 @@ function sha256(b: Buffer): string {
 }
 
 export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Promise<UploadRecord[]> {
-  const client = new UploadClient({
-    baseUrl: opts.baseUrl,
-    token: opts.token,
-    openBody: async (p) => bodies.get(p.id)!,
-    backoff: { baseMs: 200, capMs: 3000 },
-    attemptTimeoutMs: 30_000,
-    waitSeconds: 20,
-  });
+  const clients = opts.baseUrls.map(
+    (baseUrl) =>
+      new UploadClient({
+        baseUrl,
+        token: opts.token,
+        openBody: async (p) => bodies.get(p.id)!,
+        backoff: { baseMs: 200, capMs: 3000 },
+        attemptTimeoutMs: 30_000,
+        waitSeconds: 20,
+      }),
+  );
   /** Each pending upload's bytes, by its id (a misuse send is its own pending upload). */
   const bodies = new Map<string, Buffer>();
   const records: UploadRecord[] = [];
@@ -95,9 +99,9 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
   let next = 0;
   let done = 0;
 
-  async function send(pending: PendingUpload, sender: string, record: UploadRecord): Promise<Answer | undefined> {
+  async function send(pending: PendingUpload, sender: string, record: UploadRecord, replica: number): Promise<Answer | undefined> {
     try {
-      const r: UploadResult = await client.send({ ...pending, attempts: 0 }, { signal: opts.signal });
+      const r: UploadResult = await clients[replica % clients.length]!.send({ ...pending, attempts: 0 }, { signal: opts.signal });
       return { sender, status: r.status, body: JSON.stringify(r.body), replayed: r.replayed, attempts: r.attempts };
     } catch {
       record.unanswered.push(sender);
@@ -113,10 +117,11 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
       fileName: `${plan.key}.${plan.contentType === 'image/png' ? 'png' : 'bin'}`, source: 'memory', createdAt: new Date().toISOString(), attempts: 0,
     };
     bodies.set(plan.key, body);
-    const first = await Promise.all(Array.from({ length: plan.copies }, (_, i) => send(pending, `copy-${i + 1}`, record)));
+    // Copy i goes to replica i (mod the replicas), offset per upload so replica 0 is not always first.
+    const first = await Promise.all(Array.from({ length: plan.copies }, (_, i) => send(pending, `copy-${i + 1}`, record, plan.index + i)));
     record.answers.push(...first.filter((a): a is Answer => a !== undefined));
     if (plan.resend && record.answers.length > 0) {
-      const again = await send(pending, 'resend', record);
+      const again = await send(pending, 'resend', record, plan.index + plan.copies);
       if (again) record.answers.push(again);
     }
     if (plan.misuse && record.answers.length > 0 && !opts.signal.aborted) {
@@ -124,7 +129,7 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
       const other = await bodyOf(plan, 1);
       const wrong: PendingUpload = { ...pending, id: `${plan.key}#misuse`, sha256: sha256(other), bytes: other.length };
       bodies.set(wrong.id, other);
-      const r = await send(wrong, 'misuse', record);
+      const r = await send(wrong, 'misuse', record, plan.index + plan.copies + 1);
       bodies.delete(wrong.id);
       if (r) record.misuse = r;
       else record.unanswered.pop(); // an unanswered misuse is not an unanswered upload

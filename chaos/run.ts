@@ -32,17 +32,21 @@ const program = new Command('chaos')
   .option('--settle <seconds>', 'after the faults stop: bound on clients finishing and on reaching quiescence', int('settle', 10), 240)
   .option('--json <file>', 'also write the result as JSON')
   .option('--workflow-bundle <file>', 'reuse a prebuilt workflow bundle instead of bundling')
+  .option('--temporal <kind>', 'dev (temporal server start-dev) or server (the real server on the run\'s PostgreSQL, 4 shards)', 'dev')
+  .option('--replicas <n>', 'API processes and worker processes (each); copies of an upload are sprayed across the APIs', int('replicas', 1), 1)
   .option('--keep', 'keep the run directory (logs, data) instead of deleting it')
   .parse();
 
-const opts = program.opts<{ uploads: number; duration: number; seed: number; concurrency: number; faults?: string; settle: number; json?: string; keep?: boolean; workflowBundle?: string }>();
-const faults = faultsByKind(opts.faults?.split(',').map((s) => s.trim()).filter(Boolean));
+const opts = program.opts<{ uploads: number; duration: number; seed: number; concurrency: number; faults?: string; settle: number; json?: string; keep?: boolean; workflowBundle?: string; temporal: string; replicas: number }>();
+if (opts.temporal !== 'dev' && opts.temporal !== 'server') throw new InvalidArgumentError('--temporal is dev or server');
+const temporalKind = opts.temporal;
+const faults = faultsByKind(opts.faults?.split(',').map((s) => s.trim()).filter(Boolean), { temporalServer: temporalKind === 'server' });
 const rng = new Rng(opts.seed);
 const t0 = Date.now();
 const log = (line: string) => process.stderr.write(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-chaos-'));
-const stack = await startChaosStack(dir, log, { workflowBundlePath: opts.workflowBundle });
+const stack = await startChaosStack(dir, log, { workflowBundlePath: opts.workflowBundle, temporal: temporalKind, replicas: opts.replicas });
 const receiver = await new WebhookReceiver().start();
 let exitCode = 1;
 try {
@@ -63,7 +67,7 @@ try {
   const loadStarted = Date.now();
   log(`${plans.length} uploads over ${opts.duration} s, ${opts.concurrency} at a time; faults: ${faults.map((f) => f.kind).join(', ')}`);
   const load = driveUploads(plans, {
-    baseUrl: stack.apiUrl,
+    baseUrls: stack.apiUrls,
     token: apiKey,
     concurrency: opts.concurrency,
     spacingMs: (faultWindowMs * 0.9) / plans.length,
@@ -73,6 +77,7 @@ try {
   const faultLog = await runFaultSchedule(stack, faults, rng.fork(2), { until: () => Date.now() - loadStarted >= faultWindowMs, log, startedAt: loadStarted });
   log('faults over: healing every proxy, waiting for the clients');
   await stack.proxies.api.getToxiproxy().reset();
+  // reset() re-enables every proxy and drops every toxic, the Temporal ↔ PostgreSQL one too.
   await stack.waitForApi();
   const records = await load;
   clearTimeout(clientDeadline);
@@ -80,7 +85,7 @@ try {
 
   const verdict = await settleAndVerify({ stack, tenantId, token: apiKey, records, receiver, quiesceMs: opts.settle * 1000, log });
   const result: ChaosResult = {
-    command: `npm run chaos -- --uploads ${opts.uploads} --duration ${opts.duration} --seed ${opts.seed} --concurrency ${opts.concurrency}${opts.faults ? ` --faults ${opts.faults}` : ''}`,
+    command: `npm run chaos -- --uploads ${opts.uploads} --duration ${opts.duration} --seed ${opts.seed} --concurrency ${opts.concurrency}${opts.faults ? ` --faults ${opts.faults}` : ''}${temporalKind === 'server' ? ' --temporal server' : ''}${opts.replicas > 1 ? ` --replicas ${opts.replicas}` : ''}`,
     seed: opts.seed,
     finishedAt: new Date().toISOString(),
     loadSeconds,
@@ -89,7 +94,7 @@ try {
     faultRounds: faultLog.rounds,
     faults: faultLog.counts,
     faultErrors: faultLog.events.filter((e) => e.error).length,
-    restarts: { api: stack.api.restarts, worker: stack.worker.restarts },
+    restarts: { api: stack.apis.reduce((n, p) => n + p.restarts, 0), worker: stack.workers.reduce((n, p) => n + p.restarts, 0) },
     verdict,
   };
   process.stdout.write(`${renderTable(result)}\n`);

@@ -1,8 +1,10 @@
 // The stack a chaos run owns and may break: a private PostgreSQL cluster, Versity S3
-// Gateway, a Temporal dev server on its own SQLite file (its own, since the run kills it), Toxiproxy in front of the API,
-// Postgres and S3, and the API and worker as separate Node processes. Every piece can be
-// killed and brought back on the same port and data; API and worker are supervised (a
-// process that dies, or fails to start while a dependency is down, is started again).
+// Gateway, Temporal — the dev server on its own SQLite file, or the real server on the
+// private PostgreSQL (`temporal: 'server'`, reaching it through its own fault proxy) —
+// Toxiproxy in front of the API replicas, Postgres and S3, and `replicas` API and worker
+// processes. Every piece can be killed and brought back on the same port and data; API and
+// worker processes are supervised (one that dies, or fails to start while a dependency is
+// down, is started again).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -12,7 +14,8 @@ import { createPool, type Pool } from '../src/db/pool';
 import { migrate } from '../src/db/migrate';
 import { startPostgresCluster, type PostgresCluster } from '../src/devstack/postgres-cluster';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../src/devstack/process';
-import { startTemporalDevServer, type DevServer } from '../src/devstack/temporal-dev-server';
+import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
+import { startTemporalServer } from '../src/devstack/temporal-server';
 import { startToxiproxy } from '../src/devstack/toxiproxy';
 import { startVersity, type Versity } from '../src/devstack/versitygw';
 import { projectRoot } from '../src/paths';
@@ -58,14 +61,22 @@ class Supervised {
 
 export interface ChaosStack {
   dir: string;
+  /** Replica 0 through its fault proxy (the network faults act on it). */
   apiUrl: string;
+  /** Every replica, each through its own proxy: clients spray their copies across them. */
+  apiUrls: string[];
   directApiUrl: string;
   temporalAddress: string;
+  temporalKind: 'dev' | 'server';
   taskQueue: string;
   pool: Pool;
   store: S3Store;
-  proxies: { api: Proxy; postgres: Proxy; s3: Proxy };
+  /** `temporalPostgres`: the real server's connections to PostgreSQL (server mode only). */
+  proxies: { api: Proxy; postgres: Proxy; s3: Proxy; temporalPostgres?: Proxy };
   postgres: PostgresCluster;
+  apis: Supervised[];
+  workers: Supervised[];
+  /** Replica 0 of each (compatibility with single-replica callers). */
   api: Supervised;
   worker: Supervised;
   restartTemporal(): Promise<void>;
@@ -76,36 +87,76 @@ export interface ChaosStack {
   stop(): Promise<void>;
 }
 
-export async function startChaosStack(dir: string, log: (line: string) => void, opts: { workflowBundlePath?: string } = {}): Promise<ChaosStack> {
+export interface ChaosStackOptions {
+  workflowBundlePath?: string;
+  temporal?: 'dev' | 'server';
+  /** API processes and worker processes (each). */
+  replicas?: number;
+}
+
+export async function startChaosStack(dir: string, log: (line: string) => void, opts: ChaosStackOptions = {}): Promise<ChaosStack> {
   mkdirSync(dir, { recursive: true });
+  const replicas = opts.replicas ?? 1;
+  const temporalKind = opts.temporal ?? 'dev';
   // Sequential, so no two lookups hand out the same free port.
   const ports: number[] = [];
-  while (ports.length < 8) ports.push(await getPort({ host: '127.0.0.1', exclude: ports }));
-  const [pgPort, s3Port, temporalPort, toxiPort, apiPort, apiProxyPort, pgProxyPort, s3ProxyPort] = ports as [number, number, number, number, number, number, number, number];
+  while (ports.length < 8 + 2 * replicas) ports.push(await getPort({ host: '127.0.0.1', exclude: ports }));
+  const [pgPort, s3Port, temporalPort, toxiPort, pgProxyPort, s3ProxyPort, temporalPgProxyPort] = ports as [number, number, number, number, number, number, number];
+  const apiPorts = ports.slice(8, 8 + replicas);
+  const apiProxyPorts = ports.slice(8 + replicas, 8 + 2 * replicas);
+  const apiPort = apiPorts[0]!;
 
-  log('starting PostgreSQL cluster, versitygw, Temporal dev server, Toxiproxy; bundling workflows');
+  log(`starting PostgreSQL cluster, versitygw, Toxiproxy, ${temporalKind === 'server' ? 'the Temporal server on PostgreSQL' : 'the Temporal dev server'}; bundling workflows`);
   const temporalDb = path.join(dir, 'temporal', 'temporal.db');
-  const startTemporal = () => startTemporalDevServer({ port: temporalPort, dbFile: temporalDb, retentionHours: 48 });
   const startS3 = () => startVersity({ port: s3Port, dir: path.join(dir, 's3') });
-  const [postgres, s3First, temporalFirst, toxiproxy, bundle] = await Promise.all([
+  const [postgres, s3First, toxiproxy, bundle] = await Promise.all([
     startPostgresCluster({ dir: path.join(dir, 'pg'), port: pgPort, database: 'oncely' }),
     startS3(),
-    startTemporal(),
     startToxiproxy({ port: toxiPort, dir }),
     opts.workflowBundlePath
       ? undefined
       : bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never }),
   ]);
   let s3: Versity = s3First;
-  let temporal: DevServer = temporalFirst;
   const bundlePath = opts.workflowBundlePath ?? path.join(dir, 'workflow-bundle.js');
   if (bundle) writeFileSync(bundlePath, bundle.code);
 
-  const proxies = {
-    api: await toxiproxy.client.createProxy({ name: 'api', listen: `127.0.0.1:${apiProxyPort}`, upstream: `127.0.0.1:${apiPort}` }),
+  const apiProxies = await Promise.all(
+    apiPorts.map((port, i) => toxiproxy.client.createProxy({ name: i === 0 ? 'api' : `api-${i + 1}`, listen: `127.0.0.1:${apiProxyPorts[i]}`, upstream: `127.0.0.1:${port}` })),
+  );
+  const proxies: ChaosStack['proxies'] = {
+    api: apiProxies[0]!,
     postgres: await toxiproxy.client.createProxy({ name: 'postgres', listen: `127.0.0.1:${pgProxyPort}`, upstream: `127.0.0.1:${pgPort}` }),
     s3: await toxiproxy.client.createProxy({ name: 's3', listen: `127.0.0.1:${s3ProxyPort}`, upstream: `127.0.0.1:${s3Port}` }),
   };
+
+  // Temporal: the dev server (its SQLite file), or the real server on the private cluster,
+  // whose connections go through a proxy of their own (the Temporal ↔ PostgreSQL cut).
+  let temporal: { address: string; restart(): Promise<void>; stop(): Promise<void> };
+  if (temporalKind === 'server') {
+    proxies.temporalPostgres = await toxiproxy.client.createProxy({ name: 'temporal-postgres', listen: `127.0.0.1:${temporalPgProxyPort}`, upstream: `127.0.0.1:${pgPort}` });
+    const server = await startTemporalServer({
+      pgAdminUrl: `postgres://postgres@127.0.0.1:${pgPort}/postgres`,
+      database: 'temporal',
+      dir: path.join(dir, 'temporal'),
+      connectAddr: `127.0.0.1:${temporalPgProxyPort}`,
+      retentionHours: 48,
+    });
+    temporal = { address: server.address, restart: () => server.restart('SIGKILL'), stop: () => server.stop() };
+  } else {
+    const start = () => startTemporalDevServer({ port: temporalPort, dbFile: temporalDb, retentionHours: 48 });
+    let dev = await start();
+    temporal = {
+      get address() {
+        return dev.address;
+      },
+      async restart() {
+        await dev.process.stop('SIGKILL');
+        dev = await start();
+      },
+      stop: () => dev.stop(),
+    };
+  }
 
   const pool = createPool(postgres.url, 4);
   await migrate(pool);
@@ -132,7 +183,6 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     TASK_QUEUE_TRANSCODE: 'transcode-chaos',
     WORKFLOW_BUNDLE_PATH: bundlePath,
     HOST: '127.0.0.1',
-    PORT: String(apiPort),
     LOG_LEVEL: 'warn',
     DATA_DIR: path.join(dir, 'data'),
     DEFAULT_WAIT_SECONDS: '20',
@@ -145,52 +195,56 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     WEBHOOK_RETRY_MAX_ATTEMPTS: '50',
     ...extra,
   });
-  const api = new Supervised('api', env(), path.join(dir, 'api.log'));
-  let worker = new Supervised('worker', env(), path.join(dir, 'worker.log'));
-  api.start();
-  worker.start();
+  const apis = apiPorts.map((port, i) => new Supervised('api', env({ PORT: String(port) }), path.join(dir, `api-${i + 1}.log`)));
+  let workers = apiPorts.map((_, i) => new Supervised('worker', env(), path.join(dir, `worker-${i + 1}.log`)));
+  for (const p of [...apis, ...workers]) p.start();
 
-  const apiUrl = `http://127.0.0.1:${apiProxyPort}`;
+  const apiUrl = `http://127.0.0.1:${apiProxyPorts[0]}`;
   const directApiUrl = `http://127.0.0.1:${apiPort}`;
   const waitForApi = (timeoutMs = 120_000) =>
-    waitUntil('Oncely API', async () => (await fetch(`${directApiUrl}/readyz`)).ok, { timeoutMs });
+    Promise.all(apiPorts.map((port) => waitUntil('Oncely API', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, { timeoutMs }))).then(() => undefined);
   await waitForApi();
   log(`stack ready: API ${directApiUrl} (via Toxiproxy ${apiUrl}), logs in ${dir}`);
 
   const stack: ChaosStack = {
     dir,
     apiUrl,
+    apiUrls: apiProxyPorts.map((p) => `http://127.0.0.1:${p}`),
     directApiUrl,
     get temporalAddress() {
       return temporal.address;
     },
+    temporalKind,
     taskQueue,
     pool,
     store,
     proxies,
     postgres,
-    api,
+    apis,
+    get workers() {
+      return workers;
+    },
+    api: apis[0]!,
     get worker() {
-      return worker;
+      return workers[0]!;
     },
-    async restartTemporal() {
-      await temporal.process.stop('SIGKILL');
-      temporal = await startTemporal();
-    },
+    restartTemporal: () => temporal.restart(),
     async restartS3() {
       await s3.process.stop('SIGKILL');
       s3 = await startS3();
     },
     async restartWorkerForSweep() {
-      await worker.stop();
-      const restarts = worker.restarts;
-      worker = new Supervised('worker', env({ STAGING_GRACE_SECONDS: '0' }), path.join(dir, 'worker.log'));
-      worker.restarts = restarts;
-      worker.start(); // the sweep's task waits on the queue until this worker polls it
+      await Promise.all(workers.map((w) => w.stop()));
+      workers = workers.map((old, i) => {
+        const w = new Supervised('worker', env({ STAGING_GRACE_SECONDS: '0' }), path.join(dir, `worker-${i + 1}.log`));
+        w.restarts = old.restarts;
+        return w;
+      });
+      for (const w of workers) w.start(); // the sweep's task waits on the queue until a worker polls it
     },
     waitForApi,
     async stop() {
-      await Promise.allSettled([api.stop(), worker.stop()]);
+      await Promise.allSettled([...apis, ...workers].map((p) => p.stop()));
       await pool.end().catch(() => {});
       store.destroy();
       await Promise.allSettled([temporal.stop(), s3.stop(), toxiproxy.stop(), postgres.stop()]);

@@ -31,14 +31,16 @@ export interface TemporalServerOptions {
   retentionHours?: number;
   /** The frontend's gRPC port (free ports are picked for the rest). */
   port?: number;
+  /** host:port the server reaches PostgreSQL at (default: the admin URL's), e.g. through a fault proxy. */
+  connectAddr?: string;
   dieWithParent?: boolean;
 }
 
 export interface TemporalServer {
   address: string;
   process: ManagedProcess;
-  /** Restarts the server process on the same databases and ports (chaos: a server restart). */
-  restart(): Promise<void>;
+  /** Restarts the server process on the same databases and ports (chaos: SIGKILL and start again). */
+  restart(signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -69,7 +71,7 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
   const configDir = path.join(o.dir, 'config');
   mkdirSync(configDir, { recursive: true });
   const store = (database: string, maxConns: number) => ({
-    sql: { pluginName: 'postgres12', databaseName: database, connectAddr: `${pgHost}:${pgPort}`, connectProtocol: 'tcp', user: pgUser, password: pgPassword, maxConns, maxIdleConns: maxConns, maxConnLifetime: '1h' },
+    sql: { pluginName: 'postgres12', databaseName: database, connectAddr: o.connectAddr ?? `${pgHost}:${pgPort}`, connectProtocol: 'tcp', user: pgUser, password: pgPassword, maxConns, maxIdleConns: maxConns, maxConnLifetime: '1h' },
   });
   const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnLocalHost: true, ...extra } });
   // JSON is YAML: the config is written as JSON under the name the server reads.
@@ -114,8 +116,8 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
     get process() {
       return proc;
     },
-    async restart() {
-      await proc.stop();
+    async restart(signal?: NodeJS.Signals) {
+      await proc.stop(signal);
       proc = launch();
       await untilServing(address, proc);
     },

@@ -28,3 +28,9 @@ it('refuses unknown fault kinds by name', () => {
   expect(() => faultsByKind(['kill-api', 'meteor-strike'])).toThrow(/unknown fault kind\(s\): meteor-strike/);
   expect(faultsByKind(['kill-api']).map((f) => f.kind)).toEqual(['kill-api']);
 });
+
+it('offers the Temporal ↔ PostgreSQL cut only where Temporal is the real server', () => {
+  expect(faultsByKind().map((f) => f.kind)).not.toContain('cut-temporal-postgres');
+  expect(faultsByKind(undefined, { temporalServer: true }).map((f) => f.kind)).toContain('cut-temporal-postgres');
+  expect(() => faultsByKind(['cut-temporal-postgres'])).toThrow(/unknown fault kind/);
+});
