@@ -15,7 +15,7 @@ import { startTemporalServer, type TemporalServer } from '../../src/devstack/tem
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { searchAttributes } from '../../src/temporal/names';
 import { getJson, postUpload, sha256 } from '../helpers/http';
-import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
+import { eventually, listKeys, rowsForKey, stuckAfterCommitObject } from '../helpers/inspect';
 import { startTestStack, stackEnv, uniqueName, type TestStack } from '../helpers/stack';
 import { startWorkerProcess } from '../helpers/worker-process';
 
@@ -83,13 +83,7 @@ it('a worker SIGKILLed between the object commit and the records transaction: on
   const handle = temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key));
   // commitObject's marker is in the history, and commitRecords retries on a timer.
   await eventually(async () => {
-    const events = (await handle.fetchHistory()).events ?? [];
-    const activity = (e: (typeof events)[number]) => {
-      const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
-      return data ? (JSON.parse(Buffer.from(data).toString()) as { activity_type: string }).activity_type : undefined;
-    };
-    const i = events.findIndex((e) => activity(e) === 'commitObject' && e.markerRecordedEventAttributes?.details?.result);
-    return i >= 0 && events.slice(i).some((e) => e.timerStartedEventAttributes) ? true : undefined;
+    return stuckAfterCommitObject((await handle.fetchHistory()).events ?? []) ? true : undefined;
   }, 60_000);
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(0);
 

@@ -10,7 +10,7 @@ import type { ManagedProcess } from '../../src/devstack/process';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { getJson, postUpload, sha256 } from '../helpers/http';
-import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
+import { eventually, listKeys, rowsForKey, stuckAfterCommitObject } from '../helpers/inspect';
 import { startWorkerProcess } from '../helpers/worker-process';
 
 let stack: TestStack;
@@ -53,14 +53,7 @@ it('completes exactly once after the worker dies between commitObject and commit
   // The commit steps are local activities: commitObject's completion is a marker in the
   // history, and commitRecords failing past the local retry threshold shows as its backoff timer.
   await eventually(async () => {
-    const events = (await handle.fetchHistory()).events ?? [];
-    const localActivity = (e: (typeof events)[number]) => {
-      const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
-      return data ? (JSON.parse(Buffer.from(data).toString()) as { activity_type: string }).activity_type : undefined;
-    };
-    const markerIndex = events.findIndex((e) => localActivity(e) === 'commitObject' && e.markerRecordedEventAttributes?.details?.result);
-    const timerAfter = markerIndex >= 0 && events.slice(markerIndex).some((e) => e.timerStartedEventAttributes);
-    return timerAfter ? true : undefined;
+    return stuckAfterCommitObject((await handle.fetchHistory()).events ?? []) ? true : undefined;
   }, 60_000);
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(0);
 

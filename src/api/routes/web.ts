@@ -56,16 +56,39 @@ const directPage = html('The straight-to-storage page: Uppy Dashboard with @uppy
 const outboxPage = html('The one-request upload page with its IndexedDB outbox', '/outbox');
 const outboxScript = asset("The outbox page's script", '/app.js', 'text/javascript');
 
+// The two Uppy pages are one template (src/web/index.html) told which uploader to use.
+const UPLOAD_PAGES = {
+  tus: {
+    title: 'Oncely — exactly-once uploads',
+    lead: 'Drop files: each is uploaded exactly once, resumably. Pause, lose the network, reload the page: the upload continues where it stopped, with the same key.',
+    nav: '<a href="/direct">Straight-to-storage page</a> · <a href="/outbox">One-request page</a> · <a href="/docs">API reference</a>',
+  },
+  s3: {
+    title: 'Oncely — exactly-once uploads straight to storage',
+    lead: 'Drop files: each goes straight to the object store (large files in parts; small ones as one form post) and is committed exactly once, under the key it got when you added it.',
+    nav: '<a href="/">Resumable (tus) page</a> · <a href="/outbox">One-request page</a> · <a href="/docs">API reference</a>',
+  },
+} as const;
+
+function uploadPage(uploader: keyof typeof UPLOAD_PAGES) {
+  const fields: Record<string, string> = { ...UPLOAD_PAGES[uploader], uploader };
+  let html: Promise<string> | undefined;
+  return async (c: import('hono').Context) => {
+    html ??= readFile(path.join(projectRoot, 'src/web/index.html'), 'utf8').then((t) => t.replace(/\{\{(\w+)\}\}/g, (_, k: string) => fields[k] ?? ''));
+    return c.html(await html);
+  };
+}
+
 export function webRoutes() {
   const app = router();
   const page = (file: string) => async (c: import('hono').Context) => c.html(await readFile(path.join(projectRoot, 'src/web', file), 'utf8'));
   const served = (entry: Entry, part: keyof Bundle, type: string) => async (c: import('hono').Context) =>
     c.body((await buildWebApp(entry))[part], 200, { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'no-cache' });
-  route(app, uppyPage, page('index.html'));
+  route(app, uppyPage, uploadPage('tus'));
   route(app, uppyScript, served('uppy', 'js', 'text/javascript'));
   route(app, uppyStyles, served('uppy', 'css', 'text/css'));
   route(app, serviceWorker, served('sw', 'js', 'text/javascript'));
-  route(app, directPage, page('direct.html'));
+  route(app, directPage, uploadPage('s3'));
   route(app, outboxPage, page('outbox.html'));
   route(app, outboxScript, served('app', 'js', 'text/javascript'));
   return app;
