@@ -6,6 +6,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { BenchServices } from './lib/services';
 import { peakRssMiB, startOncelyProcess } from './lib/services';
+import { measureCpu, medianCpu } from './lib/cpu';
 import { expectedSha, postLarge } from './large-upload';
 
 const MiB = 1024 * 1024;
@@ -73,6 +74,7 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
   let tusPeak = 0;
   let onePeak = 0;
   let idlePeak = 0;
+  const cpu: Record<string, number>[] = [];
   try {
     for (let round = 0; round < opts.rounds; round++) {
       // Each mode on an API process of its own, so each peak RSS is its own.
@@ -80,7 +82,13 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       // What the process peaked at while starting, before any upload: the floor under both.
       idlePeak = Math.max(idlePeak, await peakRssMiB(tusApi.proc.child.pid!));
       let t = performance.now();
-      const r = await tusUpload(tusApi.url, services.apiKey, opts.bytes, [0.25, 0.5, 0.75].map((f) => Math.floor((opts.bytes * f) / CHUNK) * CHUNK));
+      let r = { resent: 0 };
+      cpu.push(
+        await measureCpu({ api: tusApi.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
+          r = await tusUpload(tusApi.url, services.apiKey, opts.bytes, [0.25, 0.5, 0.75].map((f) => Math.floor((opts.bytes * f) / CHUNK) * CHUNK));
+          return 1;
+        }),
+      );
       tusMiBs.push(opts.bytes / MiB / ((performance.now() - t) / 1000));
       resent = r.resent;
       tusPeak = Math.max(tusPeak, await peakRssMiB(tusApi.proc.child.pid!));
@@ -102,6 +110,8 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       tusMiBps: Math.round(median(tusMiBs) * 10) / 10,
       oneRequestMiBps: Math.round(median(oneMiBs) * 10) / 10,
       apiStartupPeakRssMiB: Math.round(idlePeak * 10) / 10,
+      // CPU per tus upload of `bytes` (ms), per component.
+      tusCpuMsPerUpload: JSON.stringify(medianCpu(cpu)),
       ratio: Math.round((median(tusMiBs) / median(oneMiBs)) * 100) / 100,
       bytesResent: resent,
       tusApiPeakRssMiB: Math.round(tusPeak * 10) / 10,

@@ -8,7 +8,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../src/devstack/process';
 import { uploadWorkflowId } from '../src/temporal/ids';
-import { cpuMsPerOp, cpuSnapshot } from './lib/cpu';
+import { cpuMsPerOp, cpuSnapshot, measureCpu, medianCpu } from './lib/cpu';
 import { closedLoop, httpLoad, type LoadResult } from './lib/load';
 import { startOncelyProcess, type BenchServices } from './lib/services';
 import { median } from './lib/stats';
@@ -57,8 +57,15 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
     const oncely: LoadResult[] = [];
     const oncelyUncached: LoadResult[] = [];
     const baseline: LoadResult[] = [];
+    const cpu: Record<string, number>[] = [];
+    const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
     for (let i = 0; i < opts.rounds; i++) {
-      oncely.push(await httpLoad({ url: `${api.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
+      cpu.push(
+        await measureCpu(pids, async () => {
+          oncely.push(await httpLoad({ url: `${api.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
+          return oncely.at(-1)!.statuses['201'] ?? 0;
+        }),
+      );
       oncelyUncached.push(await httpLoad({ url: `${uncached.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
       baseline.push(await httpLoad({ url: `${bare.url}/replay/${tenantIdOf(services)}/${key}`, method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: BODY, connections: opts.connections, duration: opts.seconds }));
     }
@@ -67,7 +74,7 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
     const b = pick(baseline);
     for (const r of [o, u]) if (Object.keys(r.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(r.statuses)}`);
     return {
-      scenario: 'replay path', oncelyRps: o.rps, baselineRps: b.rps, ratio: round2(o.rps / b.rps), oncelyP50ms: o.p50ms, oncelyP99ms: o.p99ms, baselineP50ms: b.p50ms, baselineP99ms: b.p99ms,
+      scenario: 'replay path', oncelyRps: o.rps, baselineRps: b.rps, ratio: round2(o.rps / b.rps), cpuMsPerRequest: JSON.stringify(medianCpu(cpu)), oncelyP50ms: o.p50ms, oncelyP99ms: o.p99ms, baselineP50ms: b.p50ms, baselineP99ms: b.p99ms,
       uncachedRps: u.rps, ratioUncached: round2(u.rps / b.rps), uncachedP50ms: u.p50ms, uncachedP99ms: u.p99ms,
     };
   } finally {
@@ -134,7 +141,7 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
       scenario: 'new small uploads (4 KiB)',
       oncelyRps: o.rps,
       // Median per component over the rounds (ms of CPU per new upload).
-      cpuMsPerUpload: JSON.stringify(medianPerKey(cpu)),
+      cpuMsPerUpload: JSON.stringify(medianCpu(cpu)),
       oncelyP50ms: o.p50ms,
       oncelyP99ms: o.p99ms,
       oncelyStatuses: JSON.stringify(o.statuses),
@@ -164,19 +171,23 @@ export async function duplicateStorm(services: BenchServices, opts: { requests: 
   try {
     const key = `bench-storm-${randomUUID()}`;
     const started = performance.now();
-    const statuses = await Promise.all(
-      Array.from({ length: opts.requests }, async () => {
-        const res = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
-        await res.arrayBuffer();
-        return res.headers.get('idempotent-replayed') ? `${res.status} replayed` : String(res.status);
-      }),
-    );
+    let statuses: string[] = [];
+    const cpu = await measureCpu({ api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
+      statuses = await Promise.all(
+        Array.from({ length: opts.requests }, async () => {
+          const res = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
+          await res.arrayBuffer();
+          return res.headers.get('idempotent-replayed') ? `${res.status} replayed` : String(res.status);
+        }),
+      );
+      return opts.requests;
+    });
     const ms = performance.now() - started;
     const mix: Record<string, number> = {};
     for (const s of statuses) mix[s] = (mix[s] ?? 0) + 1;
     let executions = 0;
     for await (const _ of client.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenantIdOf(services), key)}'` })) executions++;
-    return { scenario: `duplicate storm (${opts.requests} × one key)`, allAnsweredMs: Math.round(ms), executions, answers: JSON.stringify(mix) };
+    return { scenario: `duplicate storm (${opts.requests} × one key)`, allAnsweredMs: Math.round(ms), executions, answers: JSON.stringify(mix), cpuMsPerRequest: JSON.stringify(cpu) };
   } finally {
     await connection.close();
     await Promise.all([api.proc.stop(), worker.proc.stop()]);
@@ -184,9 +195,3 @@ export async function duplicateStorm(services: BenchServices, opts: { requests: 
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
-
-/** The median of each key over several records. */
-function medianPerKey(records: Record<string, number>[]): Record<string, number> {
-  const keys = Object.keys(records[0] ?? {});
-  return Object.fromEntries(keys.map((k) => [k, records.map((r) => r[k]!).sort((a, b) => a - b)[Math.floor(records.length / 2)]!]));
-}

@@ -26,11 +26,39 @@ export function ratioChart(results: Record<string, unknown>[]): string {
 <rect x="${left}" y="${y}" width="${Math.min(b.value, axisMax) * scale}" height="18" fill="${b.target && b.value < b.target ? '#d98' : '#6a9'}"/>
 <text x="${left + Math.min(b.value, axisMax) * scale + 6}" y="${y + 14}" font-size="12">${b.value.toFixed(2)}×</text>${t}`;
   });
-  const height = 50 + bars.length * rowH;
+  // Second panel: CPU per operation (ms, all components), stacked by component.
+  const cpuBars: { label: string; parts: [string, number][] }[] = [];
+  for (const r of results) {
+    for (const [k, v] of Object.entries(r)) {
+      if (!k.toLowerCase().includes('cpums') || typeof v !== 'string') continue;
+      const parsed = JSON.parse(v) as Record<string, number>;
+      cpuBars.push({ label: `${r.scenario} (${k.replace(/^cpuMsPer/, 'per ').replace(/^tusCpuMsPer/, 'tus, per ')})`, parts: Object.entries(parsed).filter(([c]) => c !== 'total') });
+    }
+  }
+  const top = 50 + bars.length * rowH;
+  const cpuMax = Math.max(1, ...cpuBars.map((b) => b.parts.reduce((n, [, x]) => n + x, 0)));
+  const cpuScale = (width - left - 90) / cpuMax;
+  const colours: Record<string, string> = { api: '#4a7', worker: '#47a', temporal: '#a74', s3: '#999', postgres: '#a4a' };
+  const cpuRows = cpuBars.map((b, i) => {
+    const y = top + 30 + i * rowH;
+    let x = left;
+    const segs = b.parts.map(([c, ms]) => {
+      const w = ms * cpuScale;
+      const seg = `<rect x="${x}" y="${y}" width="${w}" height="18" fill="${colours[c] ?? '#777'}"><title>${c} ${ms} ms</title></rect>`;
+      x += w;
+      return seg;
+    });
+    const total = b.parts.reduce((n, [, ms]) => n + ms, 0);
+    return `<text x="${left - 8}" y="${y + 14}" text-anchor="end" font-size="12">${escape(b.label)}</text>${segs.join('')}<text x="${x + 6}" y="${y + 14}" font-size="12">${total.toFixed(1)} ms</text>`;
+  });
+  const legend = Object.entries(colours).map(([c, col], i) => `<rect x="${left + i * 90}" y="${top + 8}" width="10" height="10" fill="${col}"/><text x="${left + i * 90 + 14}" y="${top + 17}" font-size="11">${c}</text>`);
+  const height = top + (cpuBars.length ? 40 + cpuBars.length * rowH : 0);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
 <text x="10" y="18" font-size="14" font-weight="bold">Oncely ÷ baseline (same run; dashed red = target)</text>
-<line x1="${left + scale}" x2="${left + scale}" y1="24" y2="${height - 10}" stroke="#888"/>
+<line x1="${left + scale}" x2="${left + scale}" y1="24" y2="${top - 10}" stroke="#888"/>
 ${rows.join('\n')}
+${cpuBars.length ? `<text x="10" y="${top + 18}" font-size="14" font-weight="bold">CPU ms per operation</text>${legend.join('')}` : ''}
+${cpuRows.join('\n')}
 </svg>
 `;
 }

@@ -52,3 +52,16 @@ export function cpuMsPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number)
   const out = { api: per('api'), worker: per('worker'), temporal: per('temporal'), s3: per('s3'), postgres: per('postgres') };
   return { ...out, total: Math.round((out.api + out.worker + out.temporal + out.s3 + out.postgres) * 10) / 10 };
 }
+
+/** CPU per operation of what `run` does: `run` returns how many operations it completed. */
+export async function measureCpu(pids: Partial<Record<Exclude<Component, 'postgres'>, number>>, run: () => Promise<number>): Promise<Record<Component | 'total', number>> {
+  const before = cpuSnapshot(pids);
+  const ops = await run();
+  return cpuMsPerOp(before, cpuSnapshot(pids), ops);
+}
+
+/** The median of each component over rounds. */
+export function medianCpu(records: Record<string, number>[]): Record<string, number> {
+  const keys = Object.keys(records[0] ?? {});
+  return Object.fromEntries(keys.map((k) => [k, records.map((r) => r[k]!).sort((a, b) => a - b)[Math.floor(records.length / 2)]!]));
+}
