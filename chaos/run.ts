@@ -33,7 +33,7 @@ const program = new Command('chaos')
   .option('--json <file>', 'also write the result as JSON')
   .option('--workflow-bundle <file>', 'reuse a prebuilt workflow bundle instead of bundling')
   .option('--temporal <kind>', 'dev (temporal server start-dev) or server (the real server on the run\'s PostgreSQL, 4 shards)', 'dev')
-  .option('--replicas <n>', 'API processes and worker processes (each); copies of an upload are sprayed across the APIs', int('replicas', 1), 1)
+  .option('--replicas <n>', 'API processes and upload workers (above 1, plus a transcode worker); copies of an upload are sprayed across the APIs', int('replicas', 1), 1)
   .option('--keep', 'keep the run directory (logs, data) instead of deleting it')
   .parse();
 

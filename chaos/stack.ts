@@ -1,8 +1,8 @@
 // The stack a chaos run owns and may break: a private PostgreSQL cluster, Versity S3
 // Gateway, Temporal — the dev server on its own SQLite file, or the real server on the
 // private PostgreSQL (`temporal: 'server'`, reaching it through its own fault proxy) —
-// Toxiproxy in front of the API replicas, Postgres and S3, and `replicas` API and worker
-// processes. Every piece can be killed and brought back on the same port and data; API and
+// Toxiproxy in front of the API replicas, Postgres and S3, and `replicas` API processes and
+// upload workers (with more than one, a separate transcode worker too). Every piece can be killed and brought back on the same port and data; API and
 // worker processes are supervised (one that dies, or fails to start while a dependency is
 // down, is started again).
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -90,7 +90,7 @@ export interface ChaosStack {
 export interface ChaosStackOptions {
   workflowBundlePath?: string;
   temporal?: 'dev' | 'server';
-  /** API processes and worker processes (each). */
+  /** API processes, and upload-worker processes (plus one transcode worker when more than one). */
   replicas?: number;
 }
 
@@ -196,7 +196,10 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     ...extra,
   });
   const apis = apiPorts.map((port, i) => new Supervised('api', env({ PORT: String(port) }), path.join(dir, `api-${i + 1}.log`)));
-  let workers = apiPorts.map((_, i) => new Supervised('worker', env(), path.join(dir, `worker-${i + 1}.log`)));
+  // One worker polling both queues; with replicas, that many upload workers and one transcode worker.
+  const workerKinds: Record<string, string>[] = replicas === 1 ? [{}] : [...apiPorts.map(() => ({ WORKER_QUEUES: 'uploads' })), { WORKER_QUEUES: 'transcode' }];
+  const newWorker = (i: number, extra: Record<string, string> = {}) => new Supervised('worker', env({ ...workerKinds[i], ...extra }), path.join(dir, `worker-${i + 1}.log`));
+  let workers = workerKinds.map((_, i) => newWorker(i));
   for (const p of [...apis, ...workers]) p.start();
 
   const apiUrl = `http://127.0.0.1:${apiProxyPorts[0]}`;
@@ -236,7 +239,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     async restartWorkerForSweep() {
       await Promise.all(workers.map((w) => w.stop()));
       workers = workers.map((old, i) => {
-        const w = new Supervised('worker', env({ STAGING_GRACE_SECONDS: '0' }), path.join(dir, `worker-${i + 1}.log`));
+        const w = newWorker(i, { STAGING_GRACE_SECONDS: '0' });
         w.restarts = old.restarts;
         return w;
       });

@@ -103,6 +103,12 @@ export const configSchema = z.object({
   ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 24, 'must be at least 24 characters'),
   /** Create the housekeeping Schedules at worker start. */
   HOUSEKEEPING_SCHEDULES: bool.default(true),
+  /** Worker role: the task queues this process polls (uploads, transcode, or both). */
+  WORKER_QUEUES: z
+    .string()
+    .default('uploads,transcode')
+    .transform((v) => v.split(',').map((q) => q.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(['uploads', 'transcode'])).min(1, 'name at least one of uploads, transcode')),
 });
 
 export type Config = z.infer<typeof configSchema>;

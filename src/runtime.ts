@@ -127,7 +127,10 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     workers = await createWorkers({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
-      taskQueues: { uploads: config.TASK_QUEUE_UPLOADS, transcode: config.TASK_QUEUE_TRANSCODE },
+      taskQueues: {
+        ...(config.WORKER_QUEUES.includes('uploads') ? { uploads: config.TASK_QUEUE_UPLOADS } : {}),
+        ...(config.WORKER_QUEUES.includes('transcode') ? { transcode: config.TASK_QUEUE_TRANSCODE } : {}),
+      },
       activities: {
         pool,
         store,
@@ -143,7 +146,8 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
       },
       workflowBundlePath: opts.workflowBundlePath,
     });
-    if (config.HOUSEKEEPING_SCHEDULES) {
+    // Housekeeping runs on the uploads queue: its Schedules belong to the processes polling it.
+    if (config.HOUSEKEEPING_SCHEDULES && config.WORKER_QUEUES.includes('uploads')) {
       const { ensureHousekeepingSchedules } = await import('./temporal/schedules');
       const admin = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
       try {

@@ -12,7 +12,8 @@ export { workflowsPath };
 export interface WorkerSetup {
   connection: NativeConnection;
   namespace: string;
-  taskQueues: { uploads: string; transcode: string };
+  /** The queues this process polls (WORKER_QUEUES): both by default, or one of them. */
+  taskQueues: { uploads?: string; transcode?: string };
   activities: ActivityDeps;
   /** Prebuilt bundle code path; when absent the worker bundles workflows itself. */
   workflowBundlePath?: string;
@@ -23,22 +24,31 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   // Leftovers of workers killed mid-transcode on this machine.
   await removeOrphanedScratchDirs();
   const { transcode, ...shortActivities } = createActivities(setup.activities);
-  const uploads = await Worker.create({
-    connection: setup.connection,
-    namespace: setup.namespace,
-    taskQueue: setup.taskQueues.uploads,
-    activities: shortActivities,
-    ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath }),
-    ...setup.options,
-  });
-  const transcoder = await Worker.create({
-    connection: setup.connection,
-    namespace: setup.namespace,
-    taskQueue: setup.taskQueues.transcode,
-    activities: { transcode },
-    // Transcoding is CPU-bound: a couple at a time per process on a small machine.
-    maxConcurrentActivityTaskExecutions: 2,
-    ...setup.options,
-  });
-  return [uploads, transcoder];
+  const workers: Worker[] = [];
+  if (setup.taskQueues.uploads) {
+    workers.push(
+      await Worker.create({
+        connection: setup.connection,
+        namespace: setup.namespace,
+        taskQueue: setup.taskQueues.uploads,
+        activities: shortActivities,
+        ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath }),
+        ...setup.options,
+      }),
+    );
+  }
+  if (setup.taskQueues.transcode) {
+    workers.push(
+      await Worker.create({
+        connection: setup.connection,
+        namespace: setup.namespace,
+        taskQueue: setup.taskQueues.transcode,
+        activities: { transcode },
+        // Transcoding is CPU-bound: a couple at a time per process on a small machine.
+        maxConcurrentActivityTaskExecutions: 2,
+        ...setup.options,
+      }),
+    );
+  }
+  return workers;
 }

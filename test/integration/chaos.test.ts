@@ -1,7 +1,8 @@
-// A short chaos run inside the test command: the real runner (`chaos/run.ts`) as its own
-// process, every fault kind injected at least once while 40 logical uploads (with concurrent
-// copies, re-sends and one key reused for other bytes) go through Toxiproxy; it must end
-// with zero duplicates, zero losses and every upload acknowledged.
+// Short chaos runs inside the test command: the real runner (`chaos/run.ts`) as its own
+// process, every fault kind injected at least once while logical uploads (with concurrent
+// copies, re-sends and keys reused for other bytes) go through Toxiproxy; each must end
+// with zero duplicates, zero losses and every upload acknowledged. Once on the dev server,
+// once on the real Temporal server with replicas.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,30 +16,40 @@ const root = path.resolve(import.meta.dirname, '../..');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-chaos-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-it('survives every fault kind with no duplicate and no loss', { timeout: 420_000 }, async () => {
-  const json = path.join(dir, 'result.json');
-  const [cmd, args] = nodeTs(
-    path.join(root, 'chaos/run.ts'),
-    ...['--uploads', '40', '--duration', '30', '--seed', '11', '--concurrency', '8', '--settle', '180'],
-    ...['--json', json],
-  );
+async function chaosRun(name: string, extra: string[], uploads: number): Promise<{ result: ChaosResult; stdout: string }> {
+  const json = path.join(dir, `${name}.json`);
+  const [cmd, args] = nodeTs(path.join(root, 'chaos/run.ts'), ...extra, '--uploads', String(uploads), '--json', json);
   const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(cmd, args, { cwd: root, timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
   expect(run.code, `${run.stdout}\n${run.stderr.slice(-4000)}`).toBe(0);
-  const result = JSON.parse(readFileSync(json, 'utf8')) as ChaosResult;
-  for (const f of faultsByKind()) expect(result.faults[f.kind], f.kind).toBeGreaterThanOrEqual(1);
+  return { result: JSON.parse(readFileSync(json, 'utf8')) as ChaosResult, stdout: run.stdout };
+}
+
+function expectClean(result: ChaosResult, uploads: number, kinds: string[]): void {
+  for (const kind of kinds) expect(result.faults[kind], kind).toBeGreaterThanOrEqual(1);
   expect(result.faultErrors).toBe(0);
-  expect(result.attempted).toBe(40);
-  expect(result.verdict.acknowledged).toBe(40);
+  expect(result.attempted).toBe(uploads);
+  expect(result.verdict.acknowledged).toBe(uploads);
   expect(result.verdict.unanswered).toBe(0);
   expect(result.verdict.duplicates).toEqual([]);
   expect(result.verdict.losses).toEqual([]);
   expect(result.verdict.other).toEqual([]);
   // Copies and re-sends were answered from the first execution, not by a second one.
   expect(result.verdict.replayedAnswers).toBeGreaterThan(0);
+}
+
+it('survives every fault kind with no duplicate and no loss', { timeout: 420_000 }, async () => {
+  const { result, stdout } = await chaosRun('dev', ['--duration', '30', '--seed', '11', '--concurrency', '8', '--settle', '180'], 40);
+  expectClean(result, 40, faultsByKind().map((f) => f.kind));
   expect(result.verdict.webhookDeliveries).toBeGreaterThanOrEqual(80);
-  expect(run.stdout).toContain('duplicates found');
+  expect(stdout).toContain('duplicates found');
+});
+
+it('on the real Temporal server with two API replicas, two upload workers and a transcode worker, every fault kind (the Temporal ↔ PostgreSQL cut too) leaves no duplicate and no loss', { timeout: 420_000 }, async () => {
+  const { result } = await chaosRun('server', ['--duration', '80', '--seed', '12', '--concurrency', '8', '--settle', '180', '--temporal', 'server', '--replicas', '2'], 30);
+  expectClean(result, 30, faultsByKind(undefined, { temporalServer: true }).map((f) => f.kind));
+  expect(result.command).toContain('--temporal server --replicas 2');
 });
