@@ -72,7 +72,7 @@ export class UppyCompanion {
 
   /** POST /s3/multipart: the key's session (the same file again gets the same upload id). */
   async createMultipart(tenantId: string, body: UppyCreate): Promise<{ key: string; uploadId: string }> {
-    const presigner = this.needsPresigner();
+    this.needsPresigner();
     const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
     const key = this.keyOf(metadata);
     const name = typeof body.filename === 'string' ? body.filename : undefined;
@@ -81,7 +81,8 @@ export class UppyCompanion {
     const meta = Object.fromEntries(Object.entries(metadata).filter(([, v]) => typeof v === 'string' || typeof v === 'number').map(([k, v]) => [k, String(v)]));
     const { session } = await this.deps.sessions.create(
       { tenantId, key, uploadLength: 0, uploadMetadata: '', metadata: meta, contentType, fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)), declaredSha256: null },
-      { mode: 'uppy', route: UPPY_ROUTE, begin: (storageKey, type) => presigner.beginParts(storageKey, type), idleSeconds: this.deps.expirySeconds, partBytes: null },
+      { mode: 'uppy', route: UPPY_ROUTE, // Parts without checksums: the store's own multipart (the one tus uses).
+        begin: (storageKey, type) => this.deps.store.beginParts(storageKey, type), idleSeconds: this.deps.expirySeconds, partBytes: null },
     );
     if (session.state !== 'open') throw problem('upload_committed', 'This file is already uploaded under its key.');
     return { key: session.storage_key, uploadId: session.multipart_id };

@@ -36,11 +36,6 @@ export class S3Presigner implements ObjectPresigner {
     return res.UploadId!;
   }
 
-  async beginParts(key: string, contentType: string): Promise<string> {
-    const res = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }));
-    return res.UploadId!;
-  }
-
   async presignPart(key: string, uploadId: string, partNumber: number, o: { bytes?: number; sha256Base64?: string; expiresSeconds: number }): Promise<SignedRequest> {
     const checked = o.bytes !== undefined && o.sha256Base64 !== undefined;
     const command = new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ...(checked ? { ContentLength: o.bytes, ChecksumSHA256: o.sha256Base64 } : {}) });

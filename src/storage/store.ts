@@ -59,8 +59,6 @@ export interface ObjectPresigner {
   presignPut(key: string, o: { bytes: number; sha256Base64: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest>;
   /** A multipart upload whose parts each carry a SHA-256 the store checks. */
   beginCheckedParts(key: string, contentType: string): Promise<string>;
-  /** A multipart upload whose parts carry no checksums (clients that send none). */
-  beginParts(key: string, contentType: string): Promise<string>;
   /** A part's PUT; with `bytes` and `sha256Base64` the store refuses any other bytes (without, any part goes). */
   presignPart(key: string, uploadId: string, partNumber: number, o: { bytes?: number; sha256Base64?: string; expiresSeconds: number }): Promise<SignedRequest>;
   /** The parts the store holds, in order. */
