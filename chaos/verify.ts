@@ -69,24 +69,45 @@ export async function settleAndVerify(opts: {
   v.acknowledged = acked.size;
 
   log(`settling: ${acked.size} acknowledged uploads to reach "processed", then no running workflows`);
+  // Every round asks about every upload still pending (16 at a time), so one slow upload
+  // never hides how far the rest have got.
   const pending = new Set(acked.values());
+  let lastLog = Date.now();
   await until(opts.quiesceMs, async () => {
-    for (const a of [...pending]) {
-      const res = await fetch(`${stack.directApiUrl}/v1/uploads/${a.uploadId}`, { headers: { authorization: `Bearer ${opts.token}` } });
-      if (res.ok && ((await res.json()) as { status: string }).status === 'processed') pending.delete(a);
-      else return false;
+    const batch = [...pending];
+    for (let i = 0; i < batch.length; i += 16) {
+      await Promise.all(
+        batch.slice(i, i + 16).map(async (a) => {
+          const res = await fetch(`${stack.directApiUrl}/v1/uploads/${a.uploadId}`, { headers: { authorization: `Bearer ${opts.token}` } });
+          if (res.ok && ((await res.json()) as { status: string }).status === 'processed') pending.delete(a);
+        }),
+      );
     }
-    return true;
+    if (Date.now() - lastLog > 30_000) {
+      lastLog = Date.now();
+      log(`settling: ${pending.size} uploads not yet "processed"`);
+    }
+    return pending.size === 0;
   });
-  for (const a of pending) v.other.push(`upload ${a.uploadId} (key ${a.record.plan.key}) never reached "processed"`);
-
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection });
   try {
+    // Explained for the first 50 only: past that the pattern is clear and describe() is slow.
+    let explained = 0;
+    const whyShort = async (uploadId: string) => (explained++ < 50 ? explainDownstream(temporal, uploadId) : 'not described');
+    for (const a of pending) v.other.push(`upload ${a.uploadId} (key ${a.record.plan.key}) never reached "processed": ${await whyShort(a.uploadId)}`);
+
     const quiet = await until(opts.quiesceMs, async () =>
       (await temporal.workflow.count('ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"')).count === 0,
     );
-    if (!quiet) v.other.push('workflows still running after the settle period');
+    if (!quiet) {
+      const running: string[] = [];
+      for await (const w of temporal.workflow.list({ query: 'ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"', pageSize: 20 })) {
+        running.push(w.workflowId);
+        if (running.length >= 20) break;
+      }
+      v.other.push(`workflows still running after the settle period: ${running.join(', ')}`);
+    }
 
     // Executions per key: at most one completed upload run and one downstream run per upload.
     const completed = new Map<string, number>();
@@ -102,51 +123,65 @@ export async function settleAndVerify(opts: {
       args: ['sweep-staging'], taskQueue: stack.taskQueue, workflowId: `chaos-final-sweep-${Date.now()}`, workflowExecutionTimeout: '5 minutes',
     });
     v.stagingRemoved = (sweep as { removed: number }).removed;
+
+    log('auditing Postgres and S3');
+    const report = await audit(stack.pool, stack.store);
+    for (const line of report.violations) (line.startsWith('duplicate') ? v.duplicates : line.startsWith('loss') ? v.losses : v.other).push(line);
+    if (report.unreferencedObjects > 0) v.other.push(`${report.unreferencedObjects} objects left in staging after the sweep`);
+
+    const rows = new Map<string, { id: string; sha256: string }>();
+    for await (const u of allUploads(stack.pool)) {
+      if (u.tenant_id !== opts.tenantId) continue;
+      rows.set(u.idempotency_key, { id: u.id, sha256: u.sha256 });
+    }
+    const planned = new Set(records.map((r) => r.plan.key));
+    for (const key of rows.keys()) if (!planned.has(key)) v.duplicates.push(`upload row for key ${key} that no client sent`);
+    const renditions = new Map<string, number>();
+    for (const r of await allRenditions(stack.pool)) renditions.set(r.upload_id, (renditions.get(r.upload_id) ?? 0) + 1);
+
+    const seen = () => new Set(receiver.received.map((w) => `${w.json.data?.uploadId} ${w.json.type}`));
+    await until(opts.quiesceMs, async () => {
+      const got = seen();
+      return [...acked.values()].every((a) => EVENTS.every((t) => got.has(`${a.uploadId} ${t}`)));
+    });
+    v.webhookDeliveries = receiver.received.length;
+    const idsByUpload = new Map<string, Set<string>>();
+    for (const w of receiver.received) {
+      const k = `${w.json.data?.uploadId} ${w.json.type}`;
+      if (!idsByUpload.has(k)) idsByUpload.set(k, new Set());
+      idsByUpload.get(k)!.add(w.id);
+      if (!w.verified) v.other.push(`webhook ${w.id}: signature did not verify`);
+    }
+
+    for (const [key, { record, uploadId }] of acked) {
+      const row = rows.get(key);
+      if (!row) v.losses.push(`key ${key}: acknowledged upload ${uploadId} has no upload row`);
+      else if (row.id !== uploadId) v.duplicates.push(`key ${key}: acknowledged upload ${uploadId} but the row is ${row.id}`);
+      else if (row.sha256 !== record.sha256) v.losses.push(`key ${key}: stored SHA-256 ${row.sha256} differs from the client's ${record.sha256}`);
+      for (const t of EVENTS) {
+        const ids = idsByUpload.get(`${uploadId} ${t}`) ?? new Set();
+        if (ids.size === 0) v.losses.push(`upload ${uploadId}: no ${t} webhook received (${await whyShort(uploadId)})`);
+        if (ids.size > 1) v.duplicates.push(`upload ${uploadId}: ${ids.size} distinct webhook ids for ${t}`);
+        for (const id of ids) if (id !== eventId(uploadId, t)) v.duplicates.push(`upload ${uploadId}: webhook id ${id} is not the event's id`);
+      }
+      const expected = record.plan.contentType === 'image/png' ? 2 : 0;
+      const got = renditions.get(uploadId) ?? 0;
+      if (got !== expected) (got > expected ? v.duplicates : v.losses).push(`upload ${uploadId}: ${got} renditions, expected ${expected} (${await whyShort(uploadId)})`);
+    }
+    return v;
   } finally {
     await connection.close();
   }
+}
 
-  log('auditing Postgres and S3');
-  const report = await audit(stack.pool, stack.store);
-  for (const line of report.violations) (line.startsWith('duplicate') ? v.duplicates : line.startsWith('loss') ? v.losses : v.other).push(line);
-  if (report.unreferencedObjects > 0) v.other.push(`${report.unreferencedObjects} objects left in staging after the sweep`);
-
-  const rows = new Map<string, { id: string; sha256: string }>();
-  for await (const u of allUploads(stack.pool)) {
-    if (u.tenant_id !== opts.tenantId) continue;
-    rows.set(u.idempotency_key, { id: u.id, sha256: u.sha256 });
+/** What the upload's downstream run is doing, for a violation line a human can trace. */
+async function explainDownstream(temporal: Client, uploadId: string): Promise<string> {
+  try {
+    const d = await temporal.workflow.getHandle(`downstream/${uploadId}`).describe();
+    const raw = d.raw.pendingActivities ?? [];
+    const acts = raw.map((p) => `${p.activityType?.name} attempt ${p.attempt}${p.lastFailure?.message ? ` (${p.lastFailure.message.slice(0, 80)})` : ''}`);
+    return `downstream run ${d.status.name}, ${d.historyLength} events${acts.length ? `, pending: ${acts.join('; ')}` : ''}`;
+  } catch (err) {
+    return `no downstream run (${err instanceof Error ? err.message.slice(0, 100) : String(err)})`;
   }
-  const planned = new Set(records.map((r) => r.plan.key));
-  for (const key of rows.keys()) if (!planned.has(key)) v.duplicates.push(`upload row for key ${key} that no client sent`);
-  const renditions = new Map<string, number>();
-  for (const r of await allRenditions(stack.pool)) renditions.set(r.upload_id, (renditions.get(r.upload_id) ?? 0) + 1);
-
-  await until(opts.quiesceMs, async () =>
-    [...acked.values()].every((a) => EVENTS.every((t) => receiver.received.some((w) => w.json.type === t && w.json.data?.uploadId === a.uploadId))),
-  );
-  v.webhookDeliveries = receiver.received.length;
-  const idsByUpload = new Map<string, Set<string>>();
-  for (const w of receiver.received) {
-    const k = `${w.json.data?.uploadId} ${w.json.type}`;
-    if (!idsByUpload.has(k)) idsByUpload.set(k, new Set());
-    idsByUpload.get(k)!.add(w.id);
-    if (!w.verified) v.other.push(`webhook ${w.id}: signature did not verify`);
-  }
-
-  for (const [key, { record, uploadId }] of acked) {
-    const row = rows.get(key);
-    if (!row) v.losses.push(`key ${key}: acknowledged upload ${uploadId} has no upload row`);
-    else if (row.id !== uploadId) v.duplicates.push(`key ${key}: acknowledged upload ${uploadId} but the row is ${row.id}`);
-    else if (row.sha256 !== record.sha256) v.losses.push(`key ${key}: stored SHA-256 ${row.sha256} differs from the client's ${record.sha256}`);
-    for (const t of EVENTS) {
-      const ids = idsByUpload.get(`${uploadId} ${t}`) ?? new Set();
-      if (ids.size === 0) v.losses.push(`upload ${uploadId}: no ${t} webhook received`);
-      if (ids.size > 1) v.duplicates.push(`upload ${uploadId}: ${ids.size} distinct webhook ids for ${t}`);
-      for (const id of ids) if (id !== eventId(uploadId, t)) v.duplicates.push(`upload ${uploadId}: webhook id ${id} is not the event's id`);
-    }
-    const expected = record.plan.contentType === 'image/png' ? 2 : 0;
-    const got = renditions.get(uploadId) ?? 0;
-    if (got !== expected) (got > expected ? v.duplicates : v.losses).push(`upload ${uploadId}: ${got} renditions, expected ${expected}`);
-  }
-  return v;
 }
