@@ -50,6 +50,20 @@ export const UPLOAD_WORKFLOW_REVISION = 2;
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 
+/** What `offerCopyForAnswer` returns: whether this copy was taken, and the key's committed answer. */
+export interface OfferAnswer {
+  offer: OfferOutcome;
+  response: StoredResponse;
+}
+
+/**
+ * The offer that answers (early return): the handler returns once the records transaction
+ * has committed, so the API gets the answer with the offer and never reads the run's
+ * history for its result. Fails with `idempotency_key_reuse` or `upload_failed` when the run
+ * does. Registered on every run (a handler is no command), so runs of any revision take it.
+ */
+export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(updates.offerCopyForAnswer);
+
 const commitOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: {
@@ -80,21 +94,30 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   const uploadId = uuid4();
   let accepted: StagedCopy | undefined;
 
+  // Set once the run's answer is known (committed, or failed): offerCopyForAnswer waits for it.
+  let settled: { response: StoredResponse } | { failure: ApplicationFailure } | undefined;
+
+  const take = (copy: StagedCopy): OfferOutcome => {
+    if (accepted) return 'not_needed';
+    accepted = copy;
+    return 'accepted';
+  };
+  // Rejected before it is written to history: a different request under the same key.
+  const validator = (copy: StagedCopy) => {
+    if (copy.fingerprint !== input.fingerprint) {
+      throw ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse');
+    }
+  };
+  setHandler(offerCopyUpdate, take, { validator });
   setHandler(
-    offerCopyUpdate,
-    (copy) => {
-      if (accepted) return 'not_needed';
-      accepted = copy;
-      return 'accepted';
+    offerCopyForAnswerUpdate,
+    async (copy) => {
+      const offer = take(copy);
+      await condition(() => settled !== undefined);
+      if ('failure' in settled!) throw settled.failure;
+      return { offer, response: settled!.response };
     },
-    {
-      // Rejected before it is written to history: a different request under the same key.
-      validator: (copy) => {
-        if (copy.fingerprint !== input.fingerprint) {
-          throw ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse');
-        }
-      },
-    },
+    { validator },
   );
 
   if (!(await awaitCopy(input, () => accepted !== undefined))) {
@@ -102,7 +125,23 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     // Failing (not completing) lets a later request with the same key start afresh.
     throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
   }
-  const copy = accepted!;
+  try {
+    const response = await commitAccepted(input, uploadId, accepted!, (r) => (settled = { response: r }));
+    await condition(allHandlersFinished);
+    return response;
+  } catch (err) {
+    // Waiting offers fail with the run (never hang): the API answers 422 or 500 from them.
+    settled = { failure: err instanceof ApplicationFailure && err.type === failureTypes.keyReuse ? err : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed') };
+    await condition(allHandlersFinished);
+    throw err;
+  }
+}
+
+/**
+ * Commits the accepted copy (object, then records in one transaction), reports the answer
+ * through `answered` as soon as it is committed, then fires the downstream child.
+ */
+async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy: StagedCopy, answered: (response: StoredResponse) => void): Promise<StoredResponse> {
   const current = (input.revision ?? 1) >= 2;
   const { commitObject, commitRecords, discardCopy } = current || patched('local-commit-activities') ? local : remote;
 
@@ -122,18 +161,19 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     });
   if (mismatch) {
     response = await commit({ request: input, workflowId, uploadId, startedAtMs, rejection: { code: 'content_type_mismatch', detail: mismatch } });
+    answered(response);
     await discardCopy(copy.storageKey);
     setPhase('rejected');
   } else {
     await commitObject({ copy });
     const idle = mediaKind(input.contentType) === 'other' ? { reason: `no transcoder for ${input.contentType}` } : undefined;
     response = await commit({ request: input, workflowId, uploadId, startedAtMs, copy, settleIfIdle: idle });
+    answered(response);
     setPhase('completed');
     // Runs recorded before downstream steps existed replay without the child; nothing to
     // transcode and no endpoint to notify (settled in the transaction) needs no child.
     if ((current || patched('downstream-child')) && input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
   }
-  await condition(allHandlersFinished);
   return response;
 }
 

@@ -17,7 +17,7 @@ export function searchAttributeFlags(): string[] {
   return Object.values(searchAttributes).flatMap((k) => ['--search-attribute', `${k.name}=${cliType[k.type as keyof typeof cliType]}`]);
 }
 
-export const updates = { offerCopy: 'offerCopy' } as const;
+export const updates = { offerCopy: 'offerCopy', offerCopyForAnswer: 'offerCopyForAnswer' } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
 export const failureTypes = {

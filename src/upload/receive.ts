@@ -13,7 +13,9 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateStage,
   type Client,
+  type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
@@ -30,7 +32,7 @@ import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
 import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
-import { offerCopyUpdate, UPLOAD_WORKFLOW_REVISION, uploadWorkflow, type UploadWorkflowInput } from '../../workflows/upload';
+import { offerCopyForAnswerUpdate, offerCopyUpdate, UPLOAD_WORKFLOW_REVISION, uploadWorkflow, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
 const SETTLE_INTERVAL_MS = 2_000;
@@ -46,6 +48,12 @@ export interface ReceiveDeps {
   /** Recently replayed answers (immutable while the key lives). */
   answers: AnswerCache;
 }
+
+/**
+ * A copy the key's run has taken in: the offer's handle, whose result is the committed
+ * answer, or (a worker without the answering offer, mid-deploy) just the offer's outcome.
+ */
+type Offered = { answer: WorkflowUpdateHandle<OfferAnswer> } | { legacy: 'accepted' | 'not_needed' };
 
 export type UploadOutcome =
   | { kind: 'answer'; response: StoredResponse; replayed: boolean; workflowId?: string }
@@ -110,9 +118,9 @@ export class UploadReceiver {
    */
   async deliver(req: UploadRequest, copy: StagedCopy, waitMs: number, start?: Partial<UploadWorkflowInput>): Promise<UploadOutcome> {
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
-    let outcome: 'accepted' | 'not_needed';
+    let offered: Offered;
     try {
-      outcome = await this.offer(req, workflowId, copy, start);
+      offered = await this.offer(req, workflowId, copy, start);
     } catch (err) {
       // Only a definite refusal (no run's handler ever saw the copy) frees it at once.
       // When the outcome is unknown (deadline, connection lost) the copy may be the upload.
@@ -141,7 +149,7 @@ export class UploadReceiver {
     }
     let result: UploadOutcome;
     try {
-      result = await this.await(req, workflowId, waitMs, outcome === 'not_needed');
+      result = await this.await(req, workflowId, waitMs, offered);
     } catch (err) {
       // A commit refused for the key's holder wrote nothing, so nothing can name the copy.
       if (err instanceof Problem && err.code === 'idempotency_key_reuse') await this.discard(copy);
@@ -230,19 +238,36 @@ export class UploadReceiver {
     };
   }
 
-  /** Phase "offer": start the key's workflow if needed and hand it this attempt's copy. */
-  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy, extra?: Partial<UploadWorkflowInput>): Promise<'accepted' | 'not_needed'> {
-    const start = new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra));
+  /**
+   * Phase "offer": start the key's workflow if needed and hand it this attempt's copy. The
+   * call returns once the run has taken the copy in; the update's result — the committed
+   * answer — usually comes back with it, since the commit runs in the same workflow task.
+   */
+  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy, extra?: Partial<UploadWorkflowInput>): Promise<Offered> {
+    const startOperation = () => new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra));
+    // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
+    // caller is better served by a prompt 503 and its own retry with the same key.
+    const bounded = <T>(fn: () => Promise<T>) => this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, fn);
     try {
-      // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
-      // caller is better served by a prompt 503 and its own retry with the same key.
-      return await this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, () =>
-        this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
-          updateId: copy.attemptId,
-          args: [copy],
-          startWorkflowOperation: start,
-        }),
-      );
+      try {
+        return {
+          answer: await bounded(() =>
+            this.deps.temporal.workflow.startUpdateWithStart(offerCopyForAnswerUpdate, {
+              updateId: copy.attemptId,
+              args: [copy],
+              waitForStage: WorkflowUpdateStage.ACCEPTED,
+              startWorkflowOperation: startOperation(),
+            }),
+          ),
+        };
+      } catch (err) {
+        // A worker from before the answering offer (a rolling deploy) refuses it unseen.
+        if (!(err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.message.startsWith('No registered handler for update'))) throw err;
+        const legacy = await bounded(() =>
+          this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, { updateId: `${copy.attemptId}-legacy`, args: [copy], startWorkflowOperation: startOperation() }),
+        );
+        return { legacy };
+      }
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
         throw new OfferRefused(reuseProblem(), err);
@@ -259,9 +284,30 @@ export class UploadReceiver {
     }
   }
 
-  /** Phase "await": the workflow's answer within the wait budget, else "processing". */
-  private async await(req: UploadRequest, workflowId: string, waitMs: number, replayed: boolean): Promise<UploadOutcome> {
+  /** Phase "await": the committed answer within the wait budget, else "processing". */
+  private async await(req: UploadRequest, workflowId: string, waitMs: number, offered: Offered): Promise<UploadOutcome> {
     if (waitMs <= 0) return { kind: 'processing', workflowId };
+    const deadline = Date.now() + waitMs;
+    if ('legacy' in offered) return this.awaitRunResult(req, workflowId, deadline, offered.legacy === 'not_needed');
+    try {
+      const { offer, response } = await this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => offered.answer.result());
+      return { kind: 'answer', response, replayed: offer === 'not_needed', workflowId };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) {
+        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
+        throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
+      }
+      if (isAbort(err)) return this.answerAfterWait(req, workflowId, false);
+      // The update's outcome could not be read (e.g. the run was reset or terminated): the
+      // run's own result says what happened, within what is left of the budget.
+      return this.awaitRunResult(req, workflowId, deadline, false);
+    }
+  }
+
+  /** The run's result (its history's close event), as before the answering offer. */
+  private async awaitRunResult(req: UploadRequest, workflowId: string, deadline: number, replayed: boolean): Promise<UploadOutcome> {
+    const waitMs = deadline - Date.now();
+    if (waitMs <= 0) return this.answerAfterWait(req, workflowId, replayed);
     const handle = this.deps.temporal.workflow.getHandle<typeof uploadWorkflow>(workflowId);
     try {
       const response = await this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => handle.result());
@@ -271,15 +317,17 @@ export class UploadReceiver {
         if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
         throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
       }
-      if (isAbort(err)) {
-        // The run may have just finished and its answer be in Postgres already.
-        const row = await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined);
-        if (!row) return { kind: 'processing', workflowId };
-        const answer = answerFromRow(row, req);
-        return answer.kind === 'answer' ? { ...answer, replayed } : answer;
-      }
+      if (isAbort(err)) return this.answerAfterWait(req, workflowId, replayed);
       throw problem('temporal_unavailable', undefined, { cause: err });
     }
+  }
+
+  /** The wait budget ran out: the run may have just finished and its answer be in Postgres. */
+  private async answerAfterWait(req: UploadRequest, workflowId: string, replayed: boolean): Promise<UploadOutcome> {
+    const row = await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined);
+    if (!row) return { kind: 'processing', workflowId };
+    const answer = answerFromRow(row, req);
+    return answer.kind === 'answer' ? { ...answer, replayed } : answer;
   }
 
   /** Deletes the copy unless the committed answer (`body`) names it as the upload. */

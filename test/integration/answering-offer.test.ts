@@ -1,0 +1,119 @@
+// The answering offer (early return, #14): the API's offer update returns the committed
+// answer, so a new upload is answered without reading the run's history. Here the receiver
+// runs over a Temporal client whose RPCs are counted, against the real worker.
+import { createHash, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { AnswerCache } from '../../src/upload/answer-cache';
+import { fingerprint } from '../../src/upload/fingerprint';
+import { UploadReceiver } from '../../src/upload/receive';
+import type { UploadRequest } from '../../src/upload/types';
+import { uploadWorkflowId } from '../../src/temporal/ids';
+import { updates } from '../../src/temporal/names';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { postUpload } from '../helpers/http';
+import { rowsForKey } from '../helpers/inspect';
+
+let stack: TestStack;
+let tenant: { tenantId: string; apiKey: string };
+const calls = new Map<string, number>();
+
+beforeAll(async () => {
+  stack = await startTestStack('answering');
+  tenant = await stack.createTenant();
+  // Count every RPC the receiver's client makes (the service object is protobufjs's).
+  const service = stack.temporal.workflowService as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of ['getWorkflowExecutionHistory', 'pollWorkflowExecutionUpdate', 'executeMultiOperation', 'updateWorkflowExecution']) {
+    const original = service[name]!.bind(service);
+    service[name] = (...args: unknown[]) => {
+      calls.set(name, (calls.get(name) ?? 0) + 1);
+      return original(...args);
+    };
+  }
+});
+afterAll(() => stack?.stop());
+
+function receiver(): UploadReceiver {
+  const c = stack.config;
+  return new UploadReceiver({
+    pool: stack.runtime.pool,
+    store: stack.runtime.store,
+    temporal: stack.temporal,
+    taskQueue: c.TASK_QUEUE_UPLOADS,
+    receiveTimeoutSeconds: c.RECEIVE_TIMEOUT_SECONDS,
+    answers: new AnswerCache(0),
+    downstream: undefined,
+  });
+}
+
+function request(key: string, body: Buffer): UploadRequest {
+  const sha256 = createHash('sha256').update(body).digest('hex');
+  return {
+    tenantId: tenant.tenantId,
+    idempotencyKey: key,
+    // What POST /v1/uploads computes for the same request, so the HTTP route can replay it.
+    fingerprint: fingerprint({ method: 'POST', route: '/v1/uploads', tenantId: tenant.tenantId, contentLength: body.length, contentType: 'text/plain', sha256, fileName: null }),
+    contentType: 'text/plain',
+    fileName: null,
+    declaredBytes: body.length,
+    declaredSha256: sha256,
+  };
+}
+
+it('answers a new upload from the offer, never reading the run history; a second copy gets the same answer', async () => {
+  const key = `answer-${randomUUID()}`;
+  const body = Buffer.from('answered by the offer\n'.repeat(50));
+  const req = request(key, body);
+  calls.clear();
+  const first = await receiver().receive(req, Readable.from([body]), 30_000);
+  expect(first.kind).toBe('answer');
+  if (first.kind !== 'answer') return;
+  expect(first.response.status).toBe(201);
+  expect(first.replayed).toBe(false);
+  expect(calls.get('executeMultiOperation')).toBe(1);
+  // The outcome came back with the offer: no history read, no separate update poll.
+  expect(calls.get('getWorkflowExecutionHistory') ?? 0).toBe(0);
+  expect(calls.get('pollWorkflowExecutionUpdate') ?? 0).toBe(0);
+
+  // The run recorded the answering offer, completed with exactly the answer the caller got.
+  const history = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).fetchHistory();
+  const accepted = history.events!.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
+  expect(accepted.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.input!.name)).toEqual([updates.offerCopyForAnswer]);
+  const completed = history.events!.find((e) => e.workflowExecutionUpdateCompletedEventAttributes)!;
+  const payload = completed.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!;
+  expect(JSON.parse(Buffer.from(payload.data!).toString('utf8'))).toEqual({ offer: 'accepted', response: first.response });
+
+  // A copy offered after the commit is not needed and gets the committed answer (the key's
+  // run is complete now, so it is answered from Postgres), byte for byte.
+  const again = await receiver().receive(req, Readable.from([body]), 30_000);
+  expect(again).toMatchObject({ kind: 'answer', replayed: true, response: { status: 201, body: first.response.body } });
+});
+
+it('answers copies racing into one run from the offer: one upload, every caller the same body', async () => {
+  const key = `answer-race-${randomUUID()}`;
+  const body = Buffer.from('raced\n'.repeat(100));
+  const outcomes = await Promise.all(Array.from({ length: 6 }, () => receiver().receive(request(key, body), Readable.from([body]), 30_000)));
+  const bodies = new Set(outcomes.map((o) => (o.kind === 'answer' ? o.response.body : 'processing')));
+  expect(bodies.size).toBe(1);
+  expect(outcomes.filter((o) => o.kind === 'answer' && !o.replayed)).toHaveLength(1);
+  // The HTTP route replays the same answer.
+  const http = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'text/plain' });
+  expect(http.status).toBe(201);
+  expect(http.text).toBe([...bodies][0]);
+});
+
+it('fails the waiting offer with the run: a copy that vanished is upload_failed, nothing recorded, the key free', async () => {
+  const key = `answer-failed-${randomUUID()}`;
+  const body = Buffer.from('this copy is never in the store');
+  const req = request(key, body);
+  const copy = { attemptId: randomUUID(), fingerprint: req.fingerprint, storageKey: `missing/${randomUUID()}`, bytes: body.length, sha256: req.declaredSha256!, sniffedType: null };
+  // commitObject finds no object (non-retryable): the run fails and so does the waiting offer.
+  await expect(receiver().deliver(req, copy, 30_000)).rejects.toMatchObject({ code: 'upload_failed' });
+  const { status } = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe();
+  expect(status.name).toBe('FAILED');
+  expect(await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).toEqual({ uploads: [], keys: [] });
+  // The failed run does not hold the key: the real bytes under it make one upload.
+  const http = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'text/plain' });
+  expect(http.status).toBe(201);
+  expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(1);
+});

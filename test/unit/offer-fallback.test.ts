@@ -1,0 +1,58 @@
+// Mid-deploy, an API with the answering offer can meet a worker without its handler: the
+// worker refuses the update unseen ("No registered handler", the SDK's words), and the API
+// falls back to the plain offer and the run's result. A fake client stands in for Temporal
+// (the real path is covered by answering-offer.test.ts).
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { expect, it } from 'vitest';
+import { UploadReceiver } from '../../src/upload/receive';
+import { AnswerCache } from '../../src/upload/answer-cache';
+import type { StagedCopy, StoredResponse, UploadRequest } from '../../src/upload/types';
+import type { ObjectStore } from '../../src/storage/store';
+import type { Pool } from '../../src/db/pool';
+import { updates } from '../../src/temporal/names';
+
+const req: UploadRequest = { tenantId: 't1', idempotencyKey: 'k1', fingerprint: 'fp', contentType: 'text/plain', fileName: null, declaredBytes: 3, declaredSha256: null };
+const copy: StagedCopy = { attemptId: 'a1', fingerprint: 'fp', storageKey: 'tenants/t1/k1/a1', bytes: 3, sha256: 'ab', sniffedType: null };
+const response: StoredResponse = { status: 201, body: JSON.stringify({ uploadId: 'u1', storageKey: copy.storageKey }), uploadId: 'u1' };
+
+function receiverWith(refusal: Error) {
+  const sent: string[] = [];
+  const deleted: string[] = [];
+  const temporal = {
+    withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn(),
+    withAbortSignal: (_signal: AbortSignal, fn: () => Promise<unknown>) => fn(),
+    workflow: {
+      startUpdateWithStart: async (def: { name: string }) => {
+        sent.push(def.name);
+        throw refusal;
+      },
+      executeUpdateWithStart: async (def: { name: string }) => {
+        sent.push(def.name);
+        return 'accepted';
+      },
+      getHandle: () => ({ result: async () => response }),
+    },
+  } as unknown as Client;
+  const store = { delete: async (key: string) => void deleted.push(key) } as unknown as ObjectStore;
+  const pool = { query: async () => ({ rowCount: 0, rows: [] }) } as unknown as Pool;
+  const receiver = new UploadReceiver({ pool, store, temporal, taskQueue: 'q', receiveTimeoutSeconds: 60, downstream: undefined, answers: new AnswerCache(0) });
+  return { receiver, sent, deleted };
+}
+
+it('falls back to the plain offer and the run result when the worker has no answering handler', async () => {
+  const { receiver, sent, deleted } = receiverWith(new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable(`No registered handler for update: ${updates.offerCopyForAnswer}`)));
+  const outcome = await receiver.deliver(req, copy, 5_000);
+  expect(outcome).toMatchObject({ kind: 'answer', replayed: false, response });
+  expect(sent).toEqual([updates.offerCopyForAnswer, updates.offerCopy]);
+  expect(deleted).toEqual([]); // the answer names this copy
+});
+
+it('does not fall back on other refusals: a reused key is 422 and the copy goes', async () => {
+  const { receiver, sent, deleted } = receiverWith(
+    new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse')),
+  );
+  await expect(receiver.deliver(req, copy, 5_000)).rejects.toMatchObject({ code: 'idempotency_key_reuse' });
+  expect(sent).toEqual([updates.offerCopyForAnswer]);
+  expect(deleted).toEqual([copy.storageKey]);
+});
