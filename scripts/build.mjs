@@ -10,6 +10,11 @@ await build({
   platform: 'node',
   target: 'node24',
   format: 'esm',
+  // Role-specific code (the worker, the embedded PGlite and dev server) stays in chunks
+  // loaded by its dynamic import, so an API process never loads sharp or the Temporal
+  // worker's native core: ~15 MiB less RSS.
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
   packages: 'external',
   sourcemap: true,
   logLevel: 'warning',

@@ -15,7 +15,6 @@ import {
   WorkflowUpdateFailedError,
   WorkflowUpdateStage,
   type Client,
-  type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
@@ -50,10 +49,11 @@ export interface ReceiveDeps {
 }
 
 /**
- * A copy the key's run has taken in: the offer's handle, whose result is the committed
- * answer, or (a worker without the answering offer, mid-deploy) just the offer's outcome.
+ * A copy offered to the key's run: the answering offer's result (the committed answer,
+ * bounded by the wait budget), or — a worker without the answering offer, mid-deploy — the
+ * plain offer's outcome.
  */
-type Offered = { answer: WorkflowUpdateHandle<OfferAnswer> } | { legacy: 'accepted' | 'not_needed' };
+type Offered = { answer: Promise<OfferAnswer> } | { plain: 'accepted' | 'not_needed' };
 
 export type UploadOutcome =
   | { kind: 'answer'; response: StoredResponse; replayed: boolean; workflowId?: string }
@@ -120,7 +120,7 @@ export class UploadReceiver {
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
     let offered: Offered;
     try {
-      offered = await this.offer(req, workflowId, copy, start);
+      offered = await this.offer(req, workflowId, copy, waitMs, start);
     } catch (err) {
       // Only a definite refusal (no run's handler ever saw the copy) frees it at once.
       // When the outcome is unknown (deadline, connection lost) the copy may be the upload.
@@ -149,7 +149,7 @@ export class UploadReceiver {
     }
     let result: UploadOutcome;
     try {
-      result = await this.await(req, workflowId, waitMs, offered);
+      result = await this.await(req, workflowId, copy, waitMs, offered, start);
     } catch (err) {
       // A commit refused for the key's holder wrote nothing, so nothing can name the copy.
       if (err instanceof Problem && err.code === 'idempotency_key_reuse') await this.discard(copy);
@@ -242,32 +242,43 @@ export class UploadReceiver {
    * Phase "offer": start the key's workflow if needed and hand it this attempt's copy. The
    * call returns once the run has taken the copy in; the update's result — the committed
    * answer — usually comes back with it, since the commit runs in the same workflow task.
+   * Waiting for that result (phase "await") starts here, bounded by the wait budget.
    */
-  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy, extra?: Partial<UploadWorkflowInput>): Promise<Offered> {
-    const startOperation = () => new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra));
-    // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
-    // caller is better served by a prompt 503 and its own retry with the same key.
-    const bounded = <T>(fn: () => Promise<T>) => this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, fn);
+  private async offer(req: UploadRequest, workflowId: string, copy: StagedCopy, waitMs: number, extra?: Partial<UploadWorkflowInput>): Promise<Offered> {
+    const handle = await this.offerCall(() =>
+      this.deps.temporal.workflow.startUpdateWithStart(offerCopyForAnswerUpdate, {
+        updateId: copy.attemptId,
+        args: [copy],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+        startWorkflowOperation: new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra)),
+      }),
+    );
+    const answer = this.deps.temporal.withAbortSignal(AbortSignal.timeout(Math.max(waitMs, 1)), () => handle.result());
+    answer.catch(() => {}); // observed in phase "await"
+    // A worker from before the answering offer (a rolling deploy) refuses it unseen; the
+    // refusal comes back with the offer's response, so it is known before the next turn.
+    const refusedUnseen = await Promise.race([answer.then(() => false, isNoHandler), new Promise<boolean>((r) => setImmediate(r, false))]);
+    if (refusedUnseen) return { plain: await this.offerPlain(req, workflowId, copy, extra) };
+    return { answer };
+  }
+
+  /** The plain offer (`offerCopy`: taken or not, no answer), for workers without the answering one. */
+  private offerPlain(req: UploadRequest, workflowId: string, copy: StagedCopy, extra?: Partial<UploadWorkflowInput>): Promise<'accepted' | 'not_needed'> {
+    return this.offerCall(() =>
+      this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
+        updateId: `${copy.attemptId}-plain`,
+        args: [copy],
+        startWorkflowOperation: new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra)),
+      }),
+    );
+  }
+
+  /** An offer's call to Temporal, bounded, its refusals told apart from an unknown outcome. */
+  private async offerCall<T>(call: () => Promise<T>): Promise<T> {
     try {
-      try {
-        return {
-          answer: await bounded(() =>
-            this.deps.temporal.workflow.startUpdateWithStart(offerCopyForAnswerUpdate, {
-              updateId: copy.attemptId,
-              args: [copy],
-              waitForStage: WorkflowUpdateStage.ACCEPTED,
-              startWorkflowOperation: startOperation(),
-            }),
-          ),
-        };
-      } catch (err) {
-        // A worker from before the answering offer (a rolling deploy) refuses it unseen.
-        if (!(err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.message.startsWith('No registered handler for update'))) throw err;
-        const legacy = await bounded(() =>
-          this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, { updateId: `${copy.attemptId}-legacy`, args: [copy], startWorkflowOperation: startOperation() }),
-        );
-        return { legacy };
-      }
+      // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
+      // caller is better served by a prompt 503 and its own retry with the same key.
+      return await this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, call);
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
         throw new OfferRefused(reuseProblem(), err);
@@ -285,14 +296,21 @@ export class UploadReceiver {
   }
 
   /** Phase "await": the committed answer within the wait budget, else "processing". */
-  private async await(req: UploadRequest, workflowId: string, waitMs: number, offered: Offered): Promise<UploadOutcome> {
+  private async await(req: UploadRequest, workflowId: string, copy: StagedCopy, waitMs: number, offered: Offered, extra?: Partial<UploadWorkflowInput>): Promise<UploadOutcome> {
     if (waitMs <= 0) return { kind: 'processing', workflowId };
     const deadline = Date.now() + waitMs;
-    if ('legacy' in offered) return this.awaitRunResult(req, workflowId, deadline, offered.legacy === 'not_needed');
+    if ('plain' in offered) return this.awaitRunResult(req, workflowId, deadline, offered.plain === 'not_needed');
     try {
-      const { offer, response } = await this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => offered.answer.result());
+      const { offer, response } = await offered.answer;
       return { kind: 'answer', response, replayed: offer === 'not_needed', workflowId };
     } catch (err) {
+      if (isNoHandler(err)) {
+        // The refusal of a worker without the answering offer, learnt only by polling.
+        const plain = await this.offerPlain(req, workflowId, copy, extra).catch((e: unknown) => {
+          throw e instanceof OfferRefused ? e.answer : e;
+        });
+        return this.awaitRunResult(req, workflowId, deadline, plain === 'not_needed');
+      }
       if (err instanceof WorkflowUpdateFailedError) {
         if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
         throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
@@ -399,6 +417,11 @@ function committedStorageKey(body: string): string | undefined {
 
 function reuseProblem(): Problem {
   return problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different file or headers; use a new key for a new upload.');
+}
+
+/** The SDK's refusal of an update the workflow has no handler for (a worker from before it). */
+function isNoHandler(err: unknown): boolean {
+  return err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.message.startsWith('No registered handler for update');
 }
 
 function isAbort(err: unknown): boolean {

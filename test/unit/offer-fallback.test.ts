@@ -1,6 +1,6 @@
 // Mid-deploy, an API with the answering offer can meet a worker without its handler: the
-// worker refuses the update unseen ("No registered handler", the SDK's words), and the API
-// falls back to the plain offer and the run's result. A fake client stands in for Temporal
+// worker refuses the update unseen ("No registered handler", the SDK's words) as the
+// update's outcome, and the API falls back to the plain offer and the run's result. A fake client stands in for Temporal
 // (the real path is covered by answering-offer.test.ts).
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
@@ -16,7 +16,10 @@ const req: UploadRequest = { tenantId: 't1', idempotencyKey: 'k1', fingerprint: 
 const copy: StagedCopy = { attemptId: 'a1', fingerprint: 'fp', storageKey: 'tenants/t1/k1/a1', bytes: 3, sha256: 'ab', sniffedType: null };
 const response: StoredResponse = { status: 201, body: JSON.stringify({ uploadId: 'u1', storageKey: copy.storageKey }), uploadId: 'u1' };
 
-function receiverWith(refusal: Error) {
+const noHandler = () => new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable(`No registered handler for update: ${updates.offerCopyForAnswer}`));
+
+/** A client whose answering offer ends as `outcome` (after `delayMs`: learnt by polling), or whose start call throws `refusal`. */
+function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: number }) {
   const sent: string[] = [];
   const deleted: string[] = [];
   const temporal = {
@@ -25,7 +28,13 @@ function receiverWith(refusal: Error) {
     workflow: {
       startUpdateWithStart: async (def: { name: string }) => {
         sent.push(def.name);
-        throw refusal;
+        if (opts.refusal) throw opts.refusal;
+        return {
+          result: async () => {
+            if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
+            throw opts.outcome!();
+          },
+        };
       },
       executeUpdateWithStart: async (def: { name: string }) => {
         sent.push(def.name);
@@ -41,18 +50,36 @@ function receiverWith(refusal: Error) {
 }
 
 it('falls back to the plain offer and the run result when the worker has no answering handler', async () => {
-  const { receiver, sent, deleted } = receiverWith(new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable(`No registered handler for update: ${updates.offerCopyForAnswer}`)));
+  const { receiver, sent, deleted } = receiverWith({ outcome: noHandler });
   const outcome = await receiver.deliver(req, copy, 5_000);
   expect(outcome).toMatchObject({ kind: 'answer', replayed: false, response });
   expect(sent).toEqual([updates.offerCopyForAnswer, updates.offerCopy]);
   expect(deleted).toEqual([]); // the answer names this copy
 });
 
+it('offers plainly even when the caller will not wait (respond-async): the copy is never left unoffered', async () => {
+  const { receiver, sent } = receiverWith({ outcome: noHandler });
+  expect(await receiver.deliver(req, copy, 0)).toMatchObject({ kind: 'processing' });
+  expect(sent).toEqual([updates.offerCopyForAnswer, updates.offerCopy]);
+});
+
+it('falls back too when the refusal is learnt only by polling the update', async () => {
+  const { receiver, sent } = receiverWith({ outcome: noHandler, delayMs: 20 });
+  expect(await receiver.deliver(req, copy, 5_000)).toMatchObject({ kind: 'answer', response });
+  expect(sent).toEqual([updates.offerCopyForAnswer, updates.offerCopy]);
+});
+
 it('does not fall back on other refusals: a reused key is 422 and the copy goes', async () => {
-  const { receiver, sent, deleted } = receiverWith(
-    new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse')),
-  );
+  const { receiver, sent, deleted } = receiverWith({
+    refusal: new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse')),
+  });
   await expect(receiver.deliver(req, copy, 5_000)).rejects.toMatchObject({ code: 'idempotency_key_reuse' });
   expect(sent).toEqual([updates.offerCopyForAnswer]);
   expect(deleted).toEqual([copy.storageKey]);
+});
+
+it('a run that fails fails the waiting offer: upload_failed, no fallback', async () => {
+  const { receiver, sent } = receiverWith({ outcome: () => new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed')) });
+  await expect(receiver.deliver(req, copy, 5_000)).rejects.toMatchObject({ code: 'upload_failed' });
+  expect(sent).toEqual([updates.offerCopyForAnswer]);
 });
