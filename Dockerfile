@@ -13,5 +13,6 @@ COPY scripts ./scripts
 RUN node scripts/build.mjs
 USER node
 EXPOSE 3000
-ENTRYPOINT ["node", "--expose-gc", "--max-semi-space-size=8", "dist/main.js"]
+# bin/oncely-node picks the node flags each role is measured with.
+ENTRYPOINT ["/app/bin/oncely-node"]
 CMD ["api"]

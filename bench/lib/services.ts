@@ -75,8 +75,6 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Pro
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-/** The production node flags (Dockerfile ENTRYPOINT): see src/upload/gc-pacer.ts. */
-const NODE_FLAGS = ['--expose-gc', '--max-semi-space-size=8', ...(process.env.BENCH_EXTRA_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
 
 /** Runs `src/main.ts <role>` as its own process (so its memory can be read from /proc). */
 export async function startOncelyProcess(services: BenchServices, role: 'api' | 'worker' | 'all', extraEnv: Record<string, string> = {}): Promise<{ proc: ManagedProcess; url: string }> {
@@ -85,11 +83,13 @@ export async function startOncelyProcess(services: BenchServices, role: 'api' | 
   const logFile = path.join(services.dir, `oncely-${role}-${port}.log`);
   // The production shape: the esbuild bundle on plain node (npm run bench builds it first).
   const built = path.join(root, 'dist/main.js');
-  const [cmd, args] = existsSync(built) ? [process.execPath, [...NODE_FLAGS, built, role]] : nodeTs(path.join(root, 'src/main.ts'), role);
+  // The production launcher (the Dockerfile's ENTRYPOINT) with its per-role node flags; it
+  // execs node, so the pid is node's. BENCH_EXTRA_NODE_FLAGS adds flags to compare.
+  const [cmd, args] = existsSync(built) ? ['sh', [path.join(root, 'bin/oncely-node'), role]] : nodeTs(path.join(root, 'src/main.ts'), role);
   const proc = startProcess(cmd, args, {
     logFile,
     cwd: root,
-    env: { ...process.env, ...services.env, PORT: String(port), LOG_LEVEL: role === 'worker' ? 'info' : 'warn', ...extraEnv },
+    env: { ...process.env, ...services.env, ONCELY_NODE_FLAGS: process.env.BENCH_EXTRA_NODE_FLAGS ?? '', PORT: String(port), LOG_LEVEL: role === 'worker' ? 'info' : 'warn', ...extraEnv },
   });
   if (role === 'worker') {
     const { readFileSync } = await import('node:fs');

@@ -29,4 +29,14 @@ describe('Node.js runtime', () => {
     expect(where).toMatch(/node-24\.\d+\.\d+\/bin\/node$/);
     expect(version).toMatch(/^24\./);
   }, 120_000);
+
+  it('bin/oncely-node gives the API a 1 MiB young generation and other roles 8 MiB, all with --expose-gc', async () => {
+    // `-p` makes node print its own flags instead of running the bundle.
+    const flags = async (role: string) =>
+      (await run('sh', [path.join(root, 'bin/oncely-node'), role], { cwd: root, env: { ...process.env, ONCELY_NODE_FLAGS: '-p process.execArgv.join(",")' } })).stdout.trim();
+    // (the variable is split on spaces: "-p", then the expression)
+    expect(await flags('api')).toBe('--expose-gc,--max-semi-space-size=1,-p,process.execArgv.join(",")');
+    expect(await flags('worker')).toBe('--expose-gc,--max-semi-space-size=8,-p,process.execArgv.join(",")');
+    expect(await flags('all')).toBe('--expose-gc,--max-semi-space-size=8,-p,process.execArgv.join(",")');
+  }, 60_000);
 });
