@@ -84,9 +84,13 @@ describe('resumable sessions across process death and idleness', () => {
     expect(first.status).toBe(204);
     const storageKey = (await stack.runtime.pool.query('SELECT storage_key FROM resumable_sessions WHERE idempotency_key = $1', [key])).rows[0].storage_key as string;
     await expect.poll(async () => (await fetch(`${base}${location}`, { method: 'HEAD', headers: tusHeaders() })).status, { timeout: 60_000, interval: 500 }).toBe(404);
-    const left: string[] = [];
-    for await (const o of stack.s3.list(`${storageKey}.tail.`)) left.push(o.key);
-    expect(left).toEqual([]);
+    // The workflow's expiry step removes the row first, then the session's objects.
+    const tails = async () => {
+      const left: string[] = [];
+      for await (const o of stack.s3.list(`${storageKey}.tail.`)) left.push(o.key);
+      return left;
+    };
+    await expect.poll(tails, { timeout: 30_000, interval: 250 }).toEqual([]);
     // The key is free: another upload under it is welcome.
     const again = await fetch(`${base}/v1/tus`, { method: 'POST', headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '5' } });
     expect(again.status).toBe(201);
