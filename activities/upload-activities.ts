@@ -2,12 +2,12 @@
 // injected (never module globals) and every activity is safe to retry.
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
-import { commitUploadRecords, KeyHeldElsewhere, objectInUse } from '../src/db/queries/records';
+import { commitUploadRecords, findCommittedAnswer, KeyHeldElsewhere, objectInUse } from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
 import { failureTypes } from '../src/temporal/names';
-import type { CommitObjectInput, CommitRecordsInput, StoredResponse } from './types';
+import type { CommitObjectInput, CommitRecordsInput, StoredResponse, UploadRequest } from './types';
 
 export interface UploadActivityDeps {
   pool: Pool;
@@ -81,6 +81,11 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
       });
       metrics.uploadsCommitted.inc({ result: rejection ? 'rejected' : 'created' });
       return stored;
+    },
+
+    /** The answer already committed for this request (by a lost workflow task), or null. */
+    async findCommittedAnswer(request: UploadRequest): Promise<StoredResponse | null> {
+      return (await findCommittedAnswer(pool, request.tenantId, request.idempotencyKey, request.fingerprint)) ?? null;
     },
 
     /** Removes an attempt's object that did not become the upload (retry-safe); never bytes an upload names (dedupe). */

@@ -43,10 +43,20 @@ export interface UploadWorkflowInput extends UploadRequest {
    * upload; runs started without it replay as recorded.
    */
   revision?: number;
+  /**
+   * From revision 3: how often a run still waiting for its copy asks whether a lost
+   * workflow task already committed its records (see findCommittedAnswer); default 60.
+   */
+  lostCommitProbeSeconds?: number;
 }
 
-/** The revision new runs are started with (see UploadWorkflowInput.revision). */
-export const UPLOAD_WORKFLOW_REVISION = 2;
+/**
+ * The revision new runs are started with (see UploadWorkflowInput.revision). Revision 3: a
+ * run adopts an answer a lost workflow task already committed — while it waits for a copy
+ * (asked every `lostCommitProbeSeconds`) and before it would fail — instead of waiting for a
+ * copy that never comes, or failing on one the API has since deleted, with no downstream.
+ */
+export const UPLOAD_WORKFLOW_REVISION = 3;
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 
@@ -81,6 +91,7 @@ const remote = proxyActivities<Activities>(commitOptions);
 // change replay with remote activities.
 const localStep = (summary: string) => proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds', summary });
 const local = {
+  findCommittedAnswer: localStep('Look for an answer a lost workflow task committed').findCommittedAnswer,
   commitObject: localStep('Verify the accepted copy in the object store').commitObject,
   commitRecords: localStep('Write the upload row and the key row in one transaction').commitRecords,
   discardCopy: localStep('Delete the copy of a rejected upload').discardCopy,
@@ -120,20 +131,35 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     { validator },
   );
 
-  if (!(await awaitCopy(input, () => accepted !== undefined))) {
+  const waited = await awaitCopy(input, () => accepted !== undefined);
+  if (waited === 'abandoned') {
     setPhase('abandoned');
     // Failing (not completing) lets a later request with the same key start afresh.
     throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
   }
+  if (waited !== 'copy') return adopt(waited);
   try {
     const response = await commitAccepted(input, uploadId, accepted!, (r) => (settled = { response: r }));
     await condition(allHandlersFinished);
     return response;
   } catch (err) {
+    const keyReuse = err instanceof ApplicationFailure && err.type === failureTypes.keyReuse;
+    // E.g. the accepted copy is gone because a lost task committed another one.
+    const committed = !keyReuse && (input.revision ?? 1) >= 3 ? await local.findCommittedAnswer(input) : null;
+    if (committed) return adopt(committed);
     // Waiting offers fail with the run (never hang): the API answers 422 or 500 from them.
-    settled = { failure: err instanceof ApplicationFailure && err.type === failureTypes.keyReuse ? err : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed') };
+    settled = { failure: keyReuse ? (err as ApplicationFailure) : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed') };
     await condition(allHandlersFinished);
     throw err;
+  }
+
+  /** Completes with an answer a lost workflow task committed, firing the downstream child it never fired. */
+  async function adopt(response: StoredResponse): Promise<StoredResponse> {
+    settled = { response };
+    setPhase('completed');
+    if (input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
+    await condition(allHandlersFinished);
+    return response;
   }
 }
 
@@ -180,14 +206,33 @@ async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy
 /**
  * Waits for the first copy: up to the receive timeout, or for a resumable session as long as
  * it keeps being written to (one timer and one check per idle period, never per chunk).
+ * From revision 3 it also asks, every `lostCommitProbeSeconds` of waiting, whether a lost
+ * workflow task already committed this request's answer, and returns that answer if so.
  */
-async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<boolean> {
-  if (!input.resumable) return condition(arrived, input.receiveTimeoutSeconds * 1000);
+async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
+  const probeSeconds = (input.revision ?? 1) >= 3 ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
+  /** Waits up to `seconds`, probing for a lost commit along the way. */
+  const wait = async (seconds: number): Promise<'copy' | 'timeout' | StoredResponse> => {
+    for (let left = seconds; left > 0; ) {
+      const step = Math.min(left, probeSeconds);
+      if (await condition(arrived, step * 1000)) return 'copy';
+      left -= step;
+      if (probeSeconds === Infinity) break;
+      const committed = await local.findCommittedAnswer(input);
+      if (committed) return committed;
+    }
+    return 'timeout';
+  };
+  if (!input.resumable) {
+    const r = await wait(input.receiveTimeoutSeconds);
+    return r === 'timeout' ? 'abandoned' : r;
+  }
   let waitSeconds = input.resumable.idleSeconds;
   for (;;) {
-    if (await condition(arrived, waitSeconds * 1000)) return true;
+    const r = await wait(waitSeconds);
+    if (r !== 'timeout') return r;
     const check = await sessionStep('Expire the resumable session if it has been idle').expireIdleSession(input.resumable.sessionId, input.resumable.idleSeconds);
-    if (check.expired) return false;
+    if (check.expired) return 'abandoned';
     waitSeconds = check.secondsLeft;
   }
 }

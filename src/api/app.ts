@@ -57,6 +57,7 @@ export function createApp(deps: AppDeps) {
     temporal,
     taskQueue: config.TASK_QUEUE_UPLOADS,
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
+    lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers: new AnswerCache(config.REPLAY_CACHE_MIB * 1024 * 1024),
     downstream: {
       transcodeQueue: config.TASK_QUEUE_TRANSCODE,

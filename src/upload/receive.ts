@@ -43,6 +43,7 @@ export interface ReceiveDeps {
   temporal: Client;
   taskQueue: string;
   receiveTimeoutSeconds: number;
+  lostCommitProbeSeconds?: number;
   downstream: UploadWorkflowInput['downstream'];
   /** Recently replayed answers (immutable while the key lives). */
   answers: AnswerCache;
@@ -222,7 +223,7 @@ export class UploadReceiver {
     return {
       workflowId,
       taskQueue: this.deps.taskQueue,
-      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, downstream: this.deps.downstream, revision: UPLOAD_WORKFLOW_REVISION, ...extra }] as [UploadWorkflowInput],
+      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, lostCommitProbeSeconds: this.deps.lostCommitProbeSeconds, downstream: this.deps.downstream, revision: UPLOAD_WORKFLOW_REVISION, ...extra }] as [UploadWorkflowInput],
       workflowIdConflictPolicy: 'USE_EXISTING' as const,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
       memo: { fingerprint: req.fingerprint, ...(extra?.resumable ? { sessionId: extra.resumable.sessionId } : {}) },

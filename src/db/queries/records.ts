@@ -81,6 +81,18 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
   });
 }
 
+/**
+ * The answer already committed for this request under its key, if any. A workflow task can
+ * run the records transaction and then be lost (worker killed, task timed out); its re-run
+ * may never be offered a copy again (the client's retry is answered from the key row) or be
+ * offered one the API has since deleted. The run adopts this answer instead.
+ */
+export async function findCommittedAnswer(db: Queryable, tenantId: string, key: string, fingerprint: string): Promise<StoredResponse | undefined> {
+  const row = await findKeyHolder(db, tenantId, key);
+  if (!row || row.route !== UPLOAD_ROUTE || row.fingerprint !== fingerprint || row.response_status === null || row.response_body === null) return undefined;
+  return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(db, row.upload_id) };
+}
+
 /** The stored answer when the row is this upload's (same route, same fingerprint, answered). */
 async function answerOfOwnRow(tx: Queryable, row: KeyHolder, input: RecordsInput): Promise<StoredResponse> {
   if (row.route !== UPLOAD_ROUTE || row.fingerprint !== input.fingerprint || row.response_status === null || row.response_body === null) {
