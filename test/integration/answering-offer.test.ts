@@ -4,13 +4,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AnswerCache } from '../../src/upload/answer-cache';
 import { fingerprint } from '../../src/upload/fingerprint';
-import { UploadReceiver } from '../../src/upload/receive';
 import type { UploadRequest } from '../../src/upload/types';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { updates } from '../../src/temporal/names';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { stackReceiver } from '../helpers/receiver';
 import { postUpload } from '../helpers/http';
 import { rowsForKey } from '../helpers/inspect';
 
@@ -33,18 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 
-function receiver(): UploadReceiver {
-  const c = stack.config;
-  return new UploadReceiver({
-    pool: stack.runtime.pool,
-    store: stack.runtime.store,
-    temporal: stack.temporal,
-    taskQueue: c.TASK_QUEUE_UPLOADS,
-    receiveTimeoutSeconds: c.RECEIVE_TIMEOUT_SECONDS,
-    answers: new AnswerCache(0),
-    downstream: undefined,
-  });
-}
+const receiver = () => stackReceiver(stack);
 
 function request(key: string, body: Buffer): UploadRequest {
   const sha256 = createHash('sha256').update(body).digest('hex');

@@ -14,12 +14,11 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createUploadActivities } from '../../activities/upload-activities';
 import { startRuntime, type Runtime } from '../../src/runtime';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
-import { AnswerCache } from '../../src/upload/answer-cache';
 import { fingerprint } from '../../src/upload/fingerprint';
-import { UploadReceiver } from '../../src/upload/receive';
 import type { StagedCopy, UploadRequest } from '../../src/upload/types';
 import { uploadWorkflow } from '../../workflows/upload';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { stackReceiver } from '../helpers/receiver';
 import { getJson, sha256 } from '../helpers/http';
 import { png } from '../helpers/media';
 import { Readable } from 'node:stream';
@@ -40,22 +39,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-function receiver(): UploadReceiver {
-  const c = stack.config;
-  return new UploadReceiver({
-    pool: stack.runtime.pool,
-    store: stack.runtime.store,
-    temporal: stack.temporal,
-    taskQueue: c.TASK_QUEUE_UPLOADS,
-    receiveTimeoutSeconds: c.RECEIVE_TIMEOUT_SECONDS,
-    lostCommitProbeSeconds: c.LOST_COMMIT_PROBE_SECONDS,
-    answers: new AnswerCache(0),
-    downstream: {
-      transcodeQueue: c.TASK_QUEUE_TRANSCODE,
-      webhookRetry: { attemptTimeoutSeconds: 10, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 5, maxAttempts: 3 },
-    },
+const receiver = () =>
+  stackReceiver(stack, {
+    transcodeQueue: stack.config.TASK_QUEUE_TRANSCODE,
+    webhookRetry: { attemptTimeoutSeconds: 10, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 5, maxAttempts: 3 },
   });
-}
 
 /** A PNG request under a fresh key, and the lost task's commit of one copy of it (in the store). */
 async function committedByLostTask(key: string) {
