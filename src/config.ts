@@ -48,7 +48,7 @@ export const configSchema = z.object({
   BODY_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
   /** How long a started upload waits for any attempt to deliver a complete copy. */
   RECEIVE_TIMEOUT_SECONDS: z.coerce.number().positive().default(3600),
-  /** How often a run still waiting for its copy checks for an answer a lost workflow task committed. */
+  /** When a run still waiting for its copy first checks (then at doubling intervals) for an answer a lost workflow task committed. */
   LOST_COMMIT_PROBE_SECONDS: z.coerce.number().positive().default(60),
   /** A resumable (tus) session not written to for this long is aborted and its key freed. */
   RESUMABLE_EXPIRY_HOURS: z.coerce.number().positive().default(24),

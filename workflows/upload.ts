@@ -206,11 +206,14 @@ async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy
 /**
  * Waits for the first copy: up to the receive timeout, or for a resumable session as long as
  * it keeps being written to (one timer and one check per idle period, never per chunk).
- * From revision 3 it also asks, every `lostCommitProbeSeconds` of waiting, whether a lost
- * workflow task already committed this request's answer, and returns that answer if so.
+ * From revision 3 it also asks, after `lostCommitProbeSeconds` of waiting and then at doubling
+ * intervals, whether a lost workflow task already committed this request's answer, and
+ * returns that answer if so.
  */
 async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
-  const probeSeconds = (input.revision ?? 1) >= 3 ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
+  // The lost task committed before this run started waiting, so the first probe finds it;
+  // later ones back off (doubling) so a long wait — a resumable session — stays a short history.
+  let probeSeconds = (input.revision ?? 1) >= 3 ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
   /** Waits up to `seconds`, probing for a lost commit along the way. */
   const wait = async (seconds: number): Promise<'copy' | 'timeout' | StoredResponse> => {
     for (let left = seconds; left > 0; ) {
@@ -220,6 +223,7 @@ async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Pr
       if (probeSeconds === Infinity) break;
       const committed = await local.findCommittedAnswer(input);
       if (committed) return committed;
+      probeSeconds *= 2;
     }
     return 'timeout';
   };

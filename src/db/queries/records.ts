@@ -89,16 +89,22 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
  */
 export async function findCommittedAnswer(db: Queryable, tenantId: string, key: string, fingerprint: string): Promise<StoredResponse | undefined> {
   const row = await findKeyHolder(db, tenantId, key);
-  if (!row || row.route !== UPLOAD_ROUTE || row.fingerprint !== fingerprint || row.response_status === null || row.response_body === null) return undefined;
-  return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(db, row.upload_id) };
+  return row && isOwnAnswer(row, fingerprint) ? storedResponseOf(db, row) : undefined;
 }
 
 /** The stored answer when the row is this upload's (same route, same fingerprint, answered). */
 async function answerOfOwnRow(tx: Queryable, row: KeyHolder, input: RecordsInput): Promise<StoredResponse> {
-  if (row.route !== UPLOAD_ROUTE || row.fingerprint !== input.fingerprint || row.response_status === null || row.response_body === null) {
-    throw new KeyHeldElsewhere(row);
-  }
-  return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(tx, row.upload_id) };
+  if (!isOwnAnswer(row, input.fingerprint)) throw new KeyHeldElsewhere(row);
+  return storedResponseOf(tx, row);
+}
+
+/** Whether the key row is an answered upload request with this fingerprint. */
+function isOwnAnswer(row: KeyHolder, fingerprint: string): row is KeyHolder & { response_status: number; response_body: string } {
+  return row.route === UPLOAD_ROUTE && row.fingerprint === fingerprint && row.response_status !== null && row.response_body !== null;
+}
+
+async function storedResponseOf(db: Queryable, row: KeyHolder & { response_status: number; response_body: string }): Promise<StoredResponse> {
+  return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(db, row.upload_id) };
 }
 
 /**
