@@ -172,13 +172,15 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     const page = await context.newPage();
     await page.goto(`${stack.url}/direct`);
     if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
+    if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
+    // The plugin is installed once the page has its companion endpoint (listened for before
+    // the token changes: the answer can come before a later listener is in place).
+    const endpoint = page.waitForResponse((r) => r.url().endsWith('/v1/uppy-endpoints') && r.status() === 201);
     await page.fill('#token', tenant.apiKey);
     await page.dispatchEvent('#token', 'change');
+    await endpoint;
     const big = randomBytes(12 * MiB + 5);
     const small = randomBytes(30_000);
-    if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
-    // The plugin is installed once the page has its companion endpoint.
-    await page.waitForResponse((r) => r.url().endsWith('/v1/uppy-endpoints') && r.status() === 201);
     await page.locator('input.uppy-Dashboard-input').first().setInputFiles([
       { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
       { name: 'small.bin', mimeType: 'application/octet-stream', buffer: small },
