@@ -10,7 +10,9 @@ shift
 case "$task" in
   start)
     sh scripts/bootstrap.sh
-    exec node --import tsx --expose-gc --max-semi-space-size=8 src/main.ts "$@" ;;
+    # The production bundle on the production launcher (its node flags live there alone).
+    node scripts/build.mjs
+    exec sh bin/oncely-node "$@" ;;
   test)
     sh scripts/bootstrap.sh --media --browser temporal versitygw toxiproxy temporal-server temporal-sql-tool
     npm run typecheck

@@ -11,6 +11,28 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
+// Worker tuning an operator may need on another machine size (Temporal's WorkerOptions of the
+// same names); bench/README.md has what each measured here. Unset: the SDK's defaults.
+const pollerBehavior = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('simple-maximum'), maximum: z.number().int().min(2).max(200) }),
+  z.strictObject({
+    type: z.literal('autoscaling'),
+    minimum: z.number().int().min(1).max(200).optional(),
+    maximum: z.number().int().min(1).max(200).optional(),
+    initial: z.number().int().min(1).max(200).optional(),
+  }),
+]);
+const workerTuning = z.strictObject({
+  maxConcurrentWorkflowTaskExecutions: z.number().int().min(2).max(1000).optional(),
+  maxConcurrentLocalActivityExecutions: z.number().int().min(1).max(1000).optional(),
+  maxCachedWorkflows: z.number().int().min(0).max(100_000).optional(),
+  workflowTaskPollerBehavior: pollerBehavior.optional(),
+  nonStickyToStickyPollRatio: z.number().min(0).max(1).optional(),
+  reuseV8Context: z.boolean().optional(),
+  workflowThreadPoolSize: z.number().int().min(1).max(16).optional(),
+});
+export type WorkerTuning = z.infer<typeof workerTuning>;
+
 export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -105,6 +127,23 @@ export const configSchema = z.object({
   ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 24, 'must be at least 24 characters'),
   /** Create the housekeeping Schedules at worker start. */
   HOUSEKEEPING_SCHEDULES: bool.default(true),
+  /** Worker role: JSON of WorkerOptions to override, e.g. `{"maxConcurrentWorkflowTaskExecutions":10}`. */
+  WORKER_TUNING: optionalString.transform((v, ctx) => {
+    if (v === undefined) return {};
+    let json: unknown;
+    try {
+      json = JSON.parse(v);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
+      return z.NEVER;
+    }
+    const parsed = workerTuning.safeParse(json);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: `${issue.path.join('.') || '(root)'}: ${issue.message}` });
+      return z.NEVER;
+    }
+    return parsed.data;
+  }),
   /** Worker role: the task queues this process polls (uploads, transcode, or both). */
   WORKER_QUEUES: z
     .string()

@@ -145,6 +145,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
         },
       },
       workflowBundlePath: opts.workflowBundlePath,
+      options: config.WORKER_TUNING,
     });
     // Housekeeping runs on the uploads queue: its Schedules belong to the processes polling it.
     if (config.HOUSEKEEPING_SCHEDULES && config.WORKER_QUEUES.includes('uploads')) {

@@ -17,6 +17,7 @@ export interface WorkerSetup {
   activities: ActivityDeps;
   /** Prebuilt bundle code path; when absent the worker bundles workflows itself. */
   workflowBundlePath?: string;
+  /** Overrides for the workflow worker (WORKER_TUNING). */
   options?: Partial<WorkerOptions>;
 }
 
@@ -46,7 +47,6 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         activities: { transcode },
         // Transcoding is CPU-bound: a couple at a time per process on a small machine.
         maxConcurrentActivityTaskExecutions: 2,
-        ...setup.options,
       }),
     );
   }

@@ -3,8 +3,8 @@
 // memory growth (~32 MiB), so a 1 GiB upload holds tens of MiB of dead buffers at its
 // peaks. A young-generation collection every 8 MiB streamed keeps that floor low. It needs
 // `node --expose-gc`, which bin/oncely-node (the Dockerfile's ENTRYPOINT and the benchmarks'
-// launcher) and `npm start` set, with a small young generation (8 MiB semi-spaces; see
-// bin/oncely-node); without the flag this is a no-op. 1 GiB upload peak RSS: 199 → ~135 MiB.
+// launcher, which `npm start` runs too) sets, with a small young generation (4 MiB
+// semi-spaces; see bin/oncely-node); without the flag this is a no-op. 1 GiB upload peak RSS: 199 → ~135 MiB.
 const EVERY_BYTES = 8 * 1024 * 1024;
 
 const gc = (globalThis as { gc?: (opts?: { type: 'minor' | 'major' }) => void }).gc;
