@@ -180,7 +180,8 @@ export async function writeChunk(
       await sending;
     } else if (filled > 0 && bufStart + filled > acked) {
       const key = `${session.storage_key}.tail.${bufStart + filled}`;
-      await storeWrite(() => deps.store.put(key, Readable.from([Buffer.from(buf.subarray(0, filled))]), { contentType: 'application/octet-stream', contentLength: filled }));
+      // No copy: the buffer goes back to the pool only after this write has finished.
+      await storeWrite(() => deps.store.put(key, Readable.from([buf.subarray(0, filled)]), { contentType: 'application/octet-stream', contentLength: filled }));
       if (tailKey && tailKey !== key) staleTails.push(tailKey);
       tailKey = key;
       tailBytes = filled;
