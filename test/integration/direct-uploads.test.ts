@@ -233,7 +233,7 @@ describe('direct upload expiry', () => {
   const ctx = {} as Ctx;
   beforeAll(async () => {
     // Sessions expire after ~4 s, so their URLs are valid for less than that.
-    ctx.stack = await startTestStack('direct_expiry', { env: { DIRECT_UPLOAD_EXPIRY_HOURS: String(4 / 3600) } });
+    ctx.stack = await startTestStack('direct_expiry', { env: { DIRECT_UPLOAD_EXPIRY_HOURS: String(4 / 3600), S3_SINGLE_PUT_MAX_MIB: '8', DIRECT_UPLOAD_PART_MIB: '5' } });
     ctx.tenant = await ctx.stack.createTenant('direct-expiry');
   });
   afterAll(async () => {
@@ -261,6 +261,30 @@ describe('direct upload expiry', () => {
     expect(fresh.json.id).not.toBe(created.json.id);
     expect((await sendSigned(ctx.stack.url, fresh.json.upload, other)).status).toBe(200);
     expect((await call(ctx, 'POST', `/v1/direct-uploads/${fresh.json.id}/complete`)).status).toBe(201);
+    expect((await audit(ctx.stack.runtime.pool, ctx.stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('an uncompleted multipart session expires: its parts are aborted in the store and the key is free', async () => {
+    const file = randomBytes(12 * MiB + 5);
+    const key = `direct-exp-mp-${randomUUID()}`;
+    const created = await plan(ctx, key, file);
+    expect(created.status).toBe(201);
+    expect(created.json.multipart).toEqual({ partBytes: 5 * MiB, partCount: 3 });
+    const part1 = file.subarray(0, 5 * MiB);
+    const signed = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/1`, { json: { sha256: sha256(part1) } });
+    expect(signed.status).toBe(200);
+    expect((await sendSigned(ctx.stack.url, signed.json, part1)).status).toBe(200);
+    const row = (await ctx.stack.runtime.pool.query('SELECT storage_key, multipart_id FROM resumable_sessions WHERE id = $1', [created.json.id])).rows[0];
+    const presigner = ctx.stack.runtime.store.presigner!;
+    expect((await presigner.listParts(row.storage_key, row.multipart_id)).map((p) => p.partNumber)).toEqual([1]);
+    await expect.poll(async () => (await call(ctx, 'GET', `/v1/direct-uploads/${created.json.id}`)).status, { timeout: 30_000, interval: 500 }).toBe(404);
+    // The multipart upload itself is gone, not only the row: its parts hold no storage.
+    await expect(presigner.listParts(row.storage_key, row.multipart_id)).rejects.toMatchObject({ name: 'NoSuchUpload' });
+    expect(await ctx.stack.runtime.store.head(row.storage_key)).toBeUndefined();
+    const fresh = await plan(ctx, key, file);
+    expect(fresh.status).toBe(201);
+    expect(fresh.headers.get('idempotent-replayed')).toBeNull();
+    expect(fresh.json.id).not.toBe(created.json.id);
     expect((await audit(ctx.stack.runtime.pool, ctx.stack.runtime.store)).violations).toEqual([]);
   });
 });
