@@ -83,3 +83,12 @@ it('a run that fails fails the waiting offer: upload_failed, no fallback', async
   await expect(receiver.deliver(req, copy, 5_000)).rejects.toMatchObject({ code: 'upload_failed' });
   expect(sent).toEqual([updates.offerCopyForAnswer]);
 });
+
+it('an update outcome that cannot be read (the run reset or terminated, the connection lost) is answered by the run result, with no second offer', async () => {
+  for (const delayMs of [0, 20]) {
+    const { receiver, sent, deleted } = receiverWith({ outcome: () => Object.assign(new Error('14 UNAVAILABLE: connection dropped'), { code: 14 }), delayMs });
+    expect(await receiver.deliver(req, copy, 5_000)).toMatchObject({ kind: 'answer', replayed: false, response });
+    expect(sent).toEqual([updates.offerCopyForAnswer]);
+    expect(deleted).toEqual([]);
+  }
+});
