@@ -31,7 +31,6 @@ const workerTuning = z.strictObject({
   reuseV8Context: z.boolean().optional(),
   workflowThreadPoolSize: z.number().int().min(1).max(16).optional(),
 });
-export type WorkerTuning = z.infer<typeof workerTuning>;
 
 export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1'),

@@ -58,6 +58,9 @@ export interface UploadWorkflowInput extends UploadRequest {
  */
 export const UPLOAD_WORKFLOW_REVISION = 3;
 
+/** Whether the run was started for revision `n` or later (runs without one are revision 1). */
+const atLeast = (input: UploadWorkflowInput, n: number) => (input.revision ?? 1) >= n;
+
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 
 /** What `offerCopyForAnswer` returns: whether this copy was taken, and the key's committed answer. */
@@ -145,7 +148,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   } catch (err) {
     const keyReuse = err instanceof ApplicationFailure && err.type === failureTypes.keyReuse;
     // E.g. the accepted copy is gone because a lost task committed another one.
-    const committed = !keyReuse && (input.revision ?? 1) >= 3 ? await local.findCommittedAnswer(input) : null;
+    const committed = !keyReuse && atLeast(input, 3) ? await local.findCommittedAnswer(input) : null;
     if (committed) return adopt(committed);
     // Waiting offers fail with the run (never hang): the API answers 422 or 500 from them.
     settled = { failure: keyReuse ? (err as ApplicationFailure) : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed') };
@@ -168,7 +171,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
  * through `answered` as soon as it is committed, then fires the downstream child.
  */
 async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy: StagedCopy, answered: (response: StoredResponse) => void): Promise<StoredResponse> {
-  const current = (input.revision ?? 1) >= 2;
+  const current = atLeast(input, 2);
   const { commitObject, commitRecords, discardCopy } = current || patched('local-commit-activities') ? local : remote;
 
   if (!current) setPhase('committing');
@@ -213,7 +216,7 @@ async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy
 async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
   // The lost task committed before this run started waiting, so the first probe finds it;
   // later ones back off (doubling) so a long wait — a resumable session — stays a short history.
-  let probeSeconds = (input.revision ?? 1) >= 3 ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
+  let probeSeconds = atLeast(input, 3) ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
   /** Waits up to `seconds`, probing for a lost commit along the way. */
   const wait = async (seconds: number): Promise<'copy' | 'timeout' | StoredResponse> => {
     for (let left = seconds; left > 0; ) {

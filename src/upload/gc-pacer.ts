@@ -4,7 +4,8 @@
 // peaks. A young-generation collection every 8 MiB streamed keeps that floor low. It needs
 // `node --expose-gc`, which bin/oncely-node (the Dockerfile's ENTRYPOINT and the benchmarks'
 // launcher, which `npm start` runs too) sets, with a small young generation (4 MiB
-// semi-spaces; see bin/oncely-node); without the flag this is a no-op. 1 GiB upload peak RSS: 199 → ~135 MiB.
+// semi-spaces; see bin/oncely-node); without the flag this is a no-op.
+// 1 GiB upload peak RSS: 199 → ~135 MiB (session 2).
 const EVERY_BYTES = 8 * 1024 * 1024;
 
 const gc = (globalThis as { gc?: (opts?: { type: 'minor' | 'major' }) => void }).gc;
