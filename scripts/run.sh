@@ -1,7 +1,7 @@
 #!/bin/sh
 # Entry point of the npm scripts: Node 24 first on PATH (scripts/node.sh), dependencies and
 # pinned tools in place (scripts/bootstrap.sh), then the task.
-#   run.sh start | test | bench | chaos [args...]
+#   run.sh start | test | bench | chaos | start-stress [args...]
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/node.sh
@@ -23,8 +23,12 @@ case "$task" in
     sh scripts/bootstrap.sh
     npm run build
     exec npx tsx bench/run.ts "$@" ;;
+  start-stress)
+    sh scripts/bootstrap.sh
+    npm run build
+    exec npx tsx test/stress/start-stress.ts "$@" ;;
   chaos)
     sh scripts/bootstrap.sh toxiproxy
     exec npx tsx chaos/run.ts "$@" ;;
-  *) echo "usage: run.sh start|test|bench|chaos [args...]" >&2; exit 2 ;;
+  *) echo "usage: run.sh start|test|bench|chaos|start-stress [args...]" >&2; exit 2 ;;
 esac

@@ -34,8 +34,12 @@ const workerTuning = z.strictObject({
 
 export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
+  /** Where clients reach the API (behind a proxy: its public origin, maybe with a path); unset: each request's own origin. */
+  PUBLIC_URL: optionalString.refine((v) => v === undefined || (/^https?:\/\//.test(v) && URL.canParse(v) && !/[?#]/.test(v)), 'must be an http(s) URL without query or fragment'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DATA_DIR: z.string().default('.data'),
+  /** A role not serving this long after its process started logs the step it waits for and exits (code 75). */
+  START_TIMEOUT_SECONDS: z.coerce.number().positive().max(86_400).default(300),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   DATABASE_URL: optionalString,
@@ -101,6 +105,8 @@ export const configSchema = z.object({
   TENANT_MAX_API_KEYS: z.coerce.number().int().min(1).max(10_000).default(32),
   /** Per tenant and API process: uploads being received or awaited at once (429 past it). */
   TENANT_MAX_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).default(64),
+  /** Per tenant, all replicas: tus, direct and Uppy sessions not yet committed (429 past it). */
+  TENANT_MAX_OPEN_SESSIONS: z.coerce.number().int().min(1).max(1_000_000).default(256),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().default(15),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().default(5),
   WEBHOOK_RETRY_COEFFICIENT: z.coerce.number().min(1).default(6),

@@ -36,6 +36,7 @@ export const catalogue = {
   signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
+  too_many_sessions: { status: 429, title: 'Too many open upload sessions for this tenant', retryAfter: 10 },
   content_type_mismatch: { status: 415, title: 'File content does not match its Content-Type' },
   database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
   storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },

@@ -2,7 +2,8 @@
 // process, Temporal dev server, PGlite, local-directory store unless configured
 // otherwise); `api` or `worker` as the first argument runs one role.
 import { loadConfig } from './config';
-import { startRuntime, type Role } from './runtime';
+import { createLogger, startRuntime, type Role } from './runtime';
+import { StartWatchdog } from './start-watchdog';
 import { createTenant, tenantForApiKey } from './tenants';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,7 +16,10 @@ if (!['all', 'api', 'worker'].includes(role)) {
 }
 
 const config = loadConfig();
-const runtime = await startRuntime(config, role, { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH });
+const log = createLogger(config);
+// Before the first await: it keeps the event loop alive through start-up (src/start-watchdog.ts).
+const watchdog = new StartWatchdog(config.START_TIMEOUT_SECONDS, log);
+const runtime = await startRuntime(config, role, { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH, log, progress: watchdog });
 
 /** The embedded default keeps one dev tenant whose key survives restarts. */
 async function devTenantKey(): Promise<string> {
@@ -28,7 +32,9 @@ async function devTenantKey(): Promise<string> {
 }
 
 if (role === 'all' && !config.DATABASE_URL) {
+  watchdog.step('the dev tenant');
   const key = await devTenantKey();
+  watchdog.serving();
   console.log(`
   Oncely is running.
     API          ${runtime.apiUrl}
@@ -42,6 +48,7 @@ if (role === 'all' && !config.DATABASE_URL) {
       -H "Idempotency-Key: demo-${randomUUID()}" -H "Content-Type: text/plain" --data-binary @README.md
 `);
 } else {
+  watchdog.serving();
   runtime.log.info({ role, api: runtime.apiUrl, temporal: runtime.temporalAddress }, 'oncely started');
 }
 

@@ -8,12 +8,14 @@ import type { Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import pino, { type Logger } from 'pino';
 import { createApp } from './api/app';
+import { lingerOnEarlyClose } from './api/lingering-close';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';
 import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { pollingOnly, UploadProcessedListener } from './db/upload-processed';
 import { loadSecretBox } from './secret-box';
+import { noProgress, type StartProgress } from './start-watchdog';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
@@ -61,8 +63,20 @@ export interface Runtime {
   shutdown(): Promise<void>;
 }
 
-export async function startRuntime(config: Config, role: Role, opts: { workflowBundlePath?: string } = {}): Promise<Runtime> {
-  const log = pino({ level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'apiKey'] });
+export function createLogger(config: Config): Logger {
+  return pino({ level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'apiKey'] });
+}
+
+export interface RuntimeOptions {
+  workflowBundlePath?: string;
+  log?: Logger;
+  /** Told each start step as it begins (the start watchdog names the one it never left). */
+  progress?: StartProgress;
+}
+
+export async function startRuntime(config: Config, role: Role, opts: RuntimeOptions = {}): Promise<Runtime> {
+  const log = opts.log ?? createLogger(config);
+  const progress = opts.progress ?? noProgress;
   const cleanups: (() => Promise<unknown>)[] = [];
 
   let databaseUrl = config.DATABASE_URL;
@@ -70,6 +84,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   if (!databaseUrl) {
     // Heavy modules load only for the roles and back-ends that use them: an API replica
     // never loads the worker runtime, PGlite or the dev-server launcher.
+    progress.step('the embedded PGlite database');
     const { startPglite, createEmbeddedPool } = await import('./devstack/pglite-server');
     const pg = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     cleanups.push(() => pg.stop());
@@ -83,13 +98,16 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   }
   const pool = embeddedPool ?? createPool(databaseUrl, config.DATABASE_POOL_SIZE);
   cleanups.push(() => pool.end());
+  progress.step('PostgreSQL (migrations)');
   await migrate(pool);
 
+  progress.step('the object store');
   const store = await createStore(config);
 
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let uiUrl: string | undefined;
   if (!temporalAddress) {
+    progress.step('the Temporal dev server');
     const { startTemporalDevServer } = await import('./devstack/temporal-dev-server');
     const dev = await startTemporalDevServer({
       port: await getPort({ host: '127.0.0.1', port: 7233 }),
@@ -109,6 +127,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
 
   let workers: Worker[] = [];
   if (role !== 'api') {
+    progress.step('the Temporal worker (connection, workflow bundle)');
     const { NativeConnection, Runtime: TemporalRuntime } = await import('@temporalio/worker');
     const { createWorkers } = await import('./worker');
     // Our own SIGTERM handling drains in order (HTTP first, then the worker); the SDK's
@@ -149,6 +168,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     });
     // Housekeeping runs on the uploads queue: its Schedules belong to the processes polling it.
     if (config.HOUSEKEEPING_SCHEDULES && config.WORKER_QUEUES.includes('uploads')) {
+      progress.step('the housekeeping Schedules');
       const { ensureHousekeepingSchedules } = await import('./temporal/schedules');
       const admin = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
       try {
@@ -168,6 +188,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
   let apiUrl: string | undefined;
   let httpApp: ReturnType<typeof createApp> | undefined;
   if (role !== 'worker') {
+    progress.step('the Temporal client');
     const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
     cleanups.push(() => temporal.close());
     // PGlite's one session cannot hold a LISTEN beside the pool's connection: poll there.
@@ -176,6 +197,7 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     cleanups.push(() => processed.close());
     const app = createApp({ config, pool, store, temporal: temporal.client, log, box, processed });
     httpApp = app;
+    progress.step(`the HTTP listener on ${config.HOST}:${config.PORT}`);
     const port = await new Promise<number>((resolve) => {
       server = serve(
         {
@@ -193,6 +215,8 @@ export async function startRuntime(config: Config, role: Role, opts: { workflowB
     // Requests Node's parser rejects (control characters, oversized headers) still get
     // a problem+json answer rather than a bare "Bad Request".
     http.on('clientError', answerClientError);
+    // An answer sent before the body was read is still read by the client (a 413 above all).
+    lingerOnEarlyClose(http);
     // A client may shut its sending side once the request is complete (curl --data with
     // some proxies, raw sockets); it still gets its answer instead of a closed socket.
     (http as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;

@@ -98,6 +98,7 @@ export function createApp(deps: AppDeps) {
     partBytes: Math.round(config.RESUMABLE_PART_MIB * 1024 * 1024),
     leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
     stallSeconds: config.RESUMABLE_STALL_SECONDS,
+    maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS,
   });
   const direct = new DirectUploads({
     pool,

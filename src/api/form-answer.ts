@@ -1,9 +1,9 @@
 // A form post's answer (POST /v1/uploads with multipart/form-data, and the form Uppy posts
 // to its companion): the file part is the upload (src/upload/form-post.ts), under the
-// tenant's in-flight limit; a refusal before the whole form is read closes the connection.
+// tenant's in-flight limit (a refusal before the whole form is read closes the connection: src/api/problem-handler.ts).
 import type { Context } from 'hono';
 import type { Config } from '../config';
-import { problem, Problem } from '../errors';
+import { problem } from '../errors';
 import { receiveFormPost } from '../upload/form-post';
 import type { InFlightUploads } from '../upload/in-flight';
 import type { UploadReceiver } from '../upload/receive';
@@ -18,7 +18,7 @@ export async function answerFormPost(c: Context<AppEnv>, deps: { receiver: Uploa
   const incoming = c.env?.incoming;
   if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
   const release = inFlight.tryAcquire(tenantId);
-  if (!release) throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`, { headers: { connection: 'close' } });
+  if (!release) throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`);
   let key = '';
   try {
     const outcome = await receiveFormPost(
@@ -30,10 +30,6 @@ export async function answerFormPost(c: Context<AppEnv>, deps: { receiver: Uploa
       },
     );
     return renderOutcome(c, outcome, key, false);
-  } catch (err) {
-    // Refused before the whole form was read (too large, storage down): the rest is not drained.
-    if (err instanceof Problem && !incoming.complete) throw new Problem(err.code, err.detail, { retryAfter: err.retryAfter, extra: err.extra, headers: { ...err.headers, connection: 'close' } });
-    throw err;
   } finally {
     release();
   }

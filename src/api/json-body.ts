@@ -1,7 +1,7 @@
 // Reads a JSON request body and validates it with the route's schema (the one its OpenAPI
 // description is generated from). The body is read with a hard limit while it streams:
-// a declared or received size past it answers 413 at once and the connection closes, so a
-// huge body never sits in memory. Strings with NUL characters are refused (Postgres text
+// a declared or received size past it answers 413 at once (the connection then closes after
+// a lingering drain: src/api/problem-handler.ts), so a huge body never sits in memory. Strings with NUL characters are refused (Postgres text
 // cannot hold them; without this check they surfaced as a database outage).
 import type { Context } from 'hono';
 import type { z } from 'zod';
@@ -15,7 +15,7 @@ export const MAX_JSON_BODY_BYTES = 64 * 1024;
 const bodyTexts = new WeakMap<Request, string>();
 
 function tooLarge(limit: number) {
-  return problem('payload_too_large', `The request body is larger than ${limit} bytes.`, { extra: { maxBytes: limit }, headers: { connection: 'close' } });
+  return problem('payload_too_large', `The request body is larger than ${limit} bytes.`, { extra: { maxBytes: limit } });
 }
 
 /** The request body as text, at most `limit` bytes; read once per request and shared. */

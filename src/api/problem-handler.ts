@@ -4,6 +4,7 @@ import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { Problem, problem } from '../errors';
 import type { AppEnv } from './env';
+import { closesUnreadBody } from './unread-body';
 
 export function problemResponse(p: Problem, extraHeaders: Record<string, string> = {}): Response {
   const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...p.headers, ...extraHeaders };
@@ -15,7 +16,10 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof Problem) {
     c.set('errorCode', err.code);
     if (err.status >= 500) c.get('log')?.warn({ err: err.cause ?? err, error: err.code }, 'dependency failure');
-    return problemResponse(err);
+    // Refused before the whole body arrived (too large, a bad header, storage down): the
+    // rest is not read into the next request; the connection closes after a lingering
+    // drain (src/api/lingering-close.ts), so the client still reads this answer.
+    return problemResponse(err, closesUnreadBody(c) ? { connection: 'close' } : {});
   }
   if (err instanceof HTTPException && err.status < 500) {
     return problemResponse(problem('header_invalid', err.message || undefined));

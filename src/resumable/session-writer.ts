@@ -13,7 +13,7 @@ import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../db/pool';
 import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../db/queries/resumable';
-import { problem } from '../errors';
+import { Problem, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { noteAcknowledgedBytes, noteStreamedBytes } from '../upload/gc-pacer';
 import type { ChecksumAlgorithm } from './tus-protocol';
@@ -146,13 +146,15 @@ export async function writeChunk(
   let ended = false;
   try {
     try {
-      for await (const chunk of body as AsyncIterable<Buffer>) {
+      // Leaving the loop early (a body past Upload-Length) must not destroy the request: its
+      // socket would reset before the client read the 413; it is drained instead.
+      for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
         receivedSinceTick += chunk.length;
         noteStreamedBytes(chunk.length);
         let pos = 0;
         while (pos < chunk.length) {
           const room = cap() - filled;
-          if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${length} bytes).`, { headers: { connection: 'close' } });
+          if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${length} bytes).`);
           const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
           const at = bufStart + filled;
           if (head && at < HEAD_BYTES) head = Buffer.concat([head, piece.subarray(0, HEAD_BYTES - at)]);
@@ -231,6 +233,8 @@ async function readTail(store: ObjectStore, key: string, buf: Buffer, expected: 
 }
 
 function isCutOff(err: unknown, body: Readable): boolean {
+  // Our own refusal (a body past Upload-Length) is an answer, not a cut.
+  if (err instanceof Problem) return false;
   const code = (err as { code?: string }).code;
   return (body as { complete?: boolean }).complete === false || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || (err as Error).message === 'aborted';
 }

@@ -10,6 +10,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
 import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, sessionExists, takeLease, type SessionMode, type SessionRow } from '../db/queries/resumable';
+import { countLive, QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
@@ -35,6 +36,8 @@ export interface SessionsDeps {
   leaseSeconds: number;
   /** A PATCH with no progress for this long may be taken over by a new one. */
   stallSeconds: number;
+  /** Sessions of every mode a tenant may have open (not yet committed) at once. */
+  maxOpenSessions: number;
 }
 
 export interface NewSessionRequest {
@@ -73,6 +76,8 @@ export class ResumableSessions {
     const held = await dependency('database_unavailable', () => findKeyAnswer(db, r.tenantId, r.key));
     if (held?.expired) throw problem('idempotency_key_expired', 'This Idempotency-Key was used and has expired; use a new key.', { extra: { uploadId: held.upload_id } });
     if (held) throw reuse();
+    // Checked again under the tenant's lock at insert; this one spares the store a multipart.
+    if ((await dependency('database_unavailable', () => countLive(db, r.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions) throw tooManySessions(this.deps.maxOpenSessions);
 
     const id = randomUUID();
     const storageKey = `${keyStoragePrefix(r.tenantId, r.key)}${id}`;
@@ -83,6 +88,8 @@ export class ResumableSessions {
         id, tenant_id: r.tenantId, idempotency_key: r.key, fingerprint: fp, upload_length: r.uploadLength, upload_metadata: r.uploadMetadata,
         content_type: r.contentType, file_name: r.fileName, declared_sha256: r.declaredSha256, storage_key: storageKey, multipart_id: multipartId,
         mode: kind.mode, part_bytes: kind.partBytes,
+      }, this.deps.maxOpenSessions).catch((err: unknown) => {
+        throw err instanceof QuotaReached ? tooManySessions(err.limit) : err;
       }),
     ).catch(async (err: unknown) => {
       await abort();
@@ -244,6 +251,10 @@ export class ResumableSessions {
   expiresAt(s: SessionRow): Date {
     return new Date(s.updated_at.getTime() + this.deps.idleSeconds * 1000);
   }
+}
+
+function tooManySessions(limit: number) {
+  return problem('too_many_sessions', `This tenant already has ${limit} open upload sessions (tus, direct, Uppy); complete or terminate one, or retry later with the same Idempotency-Key.`, { extra: { limit } });
 }
 
 function reuse() {

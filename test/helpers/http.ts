@@ -154,3 +154,42 @@ export function openRequest(baseUrl: string, head: string, opts: { timeoutMs?: n
     close: () => socket.destroy(),
   };
 }
+
+/**
+ * A client that writes its whole request before it reads a byte (as simple clients and
+ * many HTTP libraries do): `chunks` bytes of `chunk` as the body, framed as chunked
+ * transfer coding when the head says so. Resolves with the response read afterwards, or
+ * undefined when the server closed without one the client could still read.
+ */
+export async function writeAllThenRead(baseUrl: string, head: string, chunk: Buffer, chunks: number, opts: { timeoutMs?: number } = {}): Promise<{ response: RawResponse | undefined; written: number }> {
+  const { hostname, port } = new URL(baseUrl);
+  const socket = net.connect(Number(port), hostname);
+  socket.on('error', () => {});
+  socket.pause();
+  const chunked = /transfer-encoding:\s*chunked/i.test(head);
+  // Each write waits until the socket has handed its bytes on (backpressure), never reading.
+  const write = (b: Buffer | string) => new Promise<boolean>((resolve) => void socket.write(b, (err) => resolve(!err)));
+  let written = 0;
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  if (await write(head.replace(/\n/g, '\r\n').replace(/\r\r/g, '\r'))) {
+    for (let i = 0; i < chunks && Date.now() < deadline; i++) {
+      const ok = chunked ? await write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])) : await write(chunk);
+      if (!ok) break;
+      written += chunk.length;
+    }
+    if (chunked && written === chunk.length * chunks) await write('0\r\n\r\n');
+  }
+  let data = Buffer.alloc(0);
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => resolve(), Math.max(1000, deadline - Date.now()));
+    socket.on('data', (d: Buffer) => {
+      data = Buffer.concat([data, d]);
+      if (complete(data)) resolve();
+    });
+    socket.on('close', () => resolve());
+    socket.resume();
+    timer.unref();
+  });
+  socket.destroy();
+  return { response: parseResponse(data), written };
+}

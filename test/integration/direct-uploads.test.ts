@@ -70,7 +70,8 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
     expect(created.status).toBe(201);
     expect(created.json).toMatchObject({ state: 'open', bytes: file.length, sha256: sha256(file), upload: { method: 'PUT' } });
     if (kind === 's3') expect(created.json.upload.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
-    else expect(created.json.upload.url).toMatch(/^\/v1\/direct-uploads\/[0-9a-f-]{36}\/object\?expires=\d+&signature=/);
+    // Absolute on the embedded store too: the API's own origin (PUBLIC_URL when set).
+    else expect(created.json.upload.url).toMatch(new RegExp(`^${ctx.stack.url}/v1/direct-uploads/[0-9a-f-]{36}/object\\?expires=\\d+&signature=`));
     // Complete before the bytes are there: 409, the session stays open.
     const early = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/complete`);
     expect(early.status).toBe(409);

@@ -108,8 +108,8 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
     body: JSON.stringify({ bytes: direct.length, sha256: sha256(direct), fileName: 'direct.bin' }),
   });
   const planned = (await plan.json()) as { id: string; upload: { url: string; headers: Record<string, string> } };
-  expect(planned.upload.url.startsWith('/v1/direct-uploads/')).toBe(true);
-  const put = await fetch(new URL(planned.upload.url, url), { method: 'PUT', headers: { 'content-type': planned.upload.headers['content-type']! }, body: direct });
+  expect(planned.upload.url.startsWith(`${url}/v1/direct-uploads/`)).toBe(true);
+  const put = await fetch(planned.upload.url, { method: 'PUT', headers: { 'content-type': planned.upload.headers['content-type']! }, body: direct });
   expect(put.status).toBe(200);
   const completed = await fetch(`${url}/v1/direct-uploads/${planned.id}/complete`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } });
   expect(completed.status).toBe(201);

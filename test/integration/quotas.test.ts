@@ -1,20 +1,23 @@
 // Per-tenant quotas: live webhook endpoints and active API keys are counts (409 past them,
 // also under concurrent creation), uploads in flight a rate (429 + Retry-After before the
-// body is read); another tenant is unaffected. At the largest fan-out (every endpoint the
+// body is read), open sessions of every resumable or signed mode a cap across replicas
+// (429 too_many_sessions, replays never refused); another tenant is unaffected. At the largest fan-out (every endpoint the
 // quota allows) an upload's downstream child stays small.
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash, randomUUID } from 'node:crypto';
+import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WebhookReceiver } from '../../src/devstack/webhook-receiver';
 import { getJson, openRequest, postUpload } from '../helpers/http';
 import { png } from '../helpers/media';
 import { startTestStack, type TestStack } from '../helpers/stack';
 
 const IN_FLIGHT = 6;
+const OPEN_SESSIONS = 5;
 let stack: TestStack;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  stack = await startTestStack('quotas', { env: { TENANT_MAX_UPLOADS_IN_FLIGHT: String(IN_FLIGHT) } });
+  stack = await startTestStack('quotas', { env: { TENANT_MAX_UPLOADS_IN_FLIGHT: String(IN_FLIGHT), TENANT_MAX_OPEN_SESSIONS: String(OPEN_SESSIONS) } });
   receiver = await new WebhookReceiver().start();
 });
 afterAll(async () => {
@@ -108,5 +111,81 @@ describe('downstream at the largest fan-out', () => {
     // 32 deliveries × 3 events, the transcode, bookkeeping: far below Temporal's 51,200-event
     // limit and its 10,240-event warning, whatever the retries (they add no events).
     expect(history.events!.length).toBeLessThan(200);
+  });
+});
+
+describe('open sessions', () => {
+  const tus = (apiKey: string, key: string, length = 10) =>
+    fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'tus-resumable': '1.0.0', 'upload-length': String(length), 'idempotency-key': key, 'upload-metadata': 'filetype dGV4dC9wbGFpbg==' } });
+  const direct = (apiKey: string, key: string, body = 'direct bytes') =>
+    postJson(apiKey, '/v1/direct-uploads', { bytes: body.length, sha256: createHash('sha256').update(body).digest('hex'), contentType: 'text/plain' }, key);
+  const uppy = async (apiKey: string, key: string) => {
+    const endpoint = (await postJson(apiKey, '/v1/uppy-endpoints', {})).json.companionEndpoint as string;
+    return postJson(apiKey, `${endpoint}/s3/multipart`, { filename: 'u.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key, name: 'u.bin' } });
+  };
+  const openCount = async (tenantId: string) =>
+    (await stack.runtime.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'", [tenantId])).rows[0]!.n;
+  const multipartsUnder = async (tenantId: string) => {
+    const { endpoint, accessKeyId, secretAccessKey } = inject('stack').s3;
+    const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+    const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: stack.config.S3_BUCKET, Prefix: `tenants/${tenantId}/` }));
+    s3.destroy();
+    return (listed.Uploads ?? []).length;
+  };
+
+  it(`a tenant has at most ${OPEN_SESSIONS} open sessions across tus, direct and Uppy, also under concurrent creation; replays are answered at the limit; finishing one frees a slot`, async () => {
+    const t = await stack.createTenant('sessions');
+    const other = await stack.createTenant('sessions-other');
+    const firstKey = `tus-${randomUUID()}`;
+    const first = await tus(t.apiKey, firstKey);
+    expect(first.status).toBe(201);
+    expect((await direct(t.apiKey, `direct-${randomUUID()}`)).status).toBe(201);
+    expect((await uppy(t.apiKey, `uppy-${randomUUID()}`)).status).toBe(200);
+
+    // Two slots left, six creations at once (two of each mode): exactly two are made.
+    const burst = await Promise.all([
+      ...[0, 1].map(async () => ({ status: (await tus(t.apiKey, `tus-${randomUUID()}`)).status })),
+      ...[0, 1].map(() => direct(t.apiKey, `direct-${randomUUID()}`)),
+      ...[0, 1].map(() => uppy(t.apiKey, `uppy-${randomUUID()}`)),
+    ]);
+    expect(burst.filter((r) => r.status < 300)).toHaveLength(2);
+    expect(burst.filter((r) => r.status === 429)).toHaveLength(4);
+    expect(await openCount(t.tenantId)).toBe(OPEN_SESSIONS);
+    const multiparts = await multipartsUnder(t.tenantId);
+
+    // One more of each mode is refused with the problem, Retry-After, and nothing made.
+    const refusedTus = await tus(t.apiKey, `tus-${randomUUID()}`);
+    expect(refusedTus.status).toBe(429);
+    expect(refusedTus.headers.get('retry-after')).toBe('10');
+    expect(await refusedTus.json()).toMatchObject({ status: 429, error: 'too_many_sessions', limit: OPEN_SESSIONS });
+    expect((await direct(t.apiKey, `direct-${randomUUID()}`)).json).toMatchObject({ status: 429, error: 'too_many_sessions' });
+    expect((await uppy(t.apiKey, `uppy-${randomUUID()}`)).json).toMatchObject({ status: 429, error: 'too_many_sessions' });
+    expect(await openCount(t.tenantId)).toBe(OPEN_SESSIONS);
+    expect(await multipartsUnder(t.tenantId)).toBe(multiparts);
+
+    // The same creation again is the existing session, never a refusal.
+    const again = await tus(t.apiKey, firstKey);
+    expect(again.status).toBe(201);
+    expect(again.headers.get('location')).toBe(first.headers.get('location'));
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    // Another tenant is unaffected.
+    expect((await tus(other.apiKey, `tus-${randomUUID()}`)).status).toBe(201);
+
+    // Terminating a session frees its slot.
+    const auth = { authorization: `Bearer ${t.apiKey}`, 'tus-resumable': '1.0.0' };
+    expect((await fetch(`${stack.url}${first.headers.get('location')}`, { method: 'DELETE', headers: auth })).status).toBe(204);
+    const replacement = await tus(t.apiKey, `tus-${randomUUID()}`);
+    expect(replacement.status).toBe(201);
+    expect((await tus(t.apiKey, `tus-${randomUUID()}`)).status).toBe(429);
+
+    // Completing one frees its slot too: its last PATCH commits it.
+    const patched = await fetch(`${stack.url}${replacement.headers.get('location')}`, {
+      method: 'PATCH',
+      headers: { ...auth, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+      body: '0123456789',
+    });
+    expect(patched.status).toBe(204);
+    expect(await openCount(t.tenantId)).toBe(OPEN_SESSIONS - 1);
+    expect((await tus(t.apiKey, `tus-${randomUUID()}`)).status).toBe(201);
   });
 });

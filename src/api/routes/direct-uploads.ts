@@ -6,13 +6,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { DirectUploads } from '../../direct/direct-uploads';
+import type { DirectPlan, DirectUploads } from '../../direct/direct-uploads';
 import { problem } from '../../errors';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import { parsePrefer } from '../../upload/request-headers';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
+import { absoluteUrl } from '../public-url';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, UploadCreated, UploadProcessing, Uuid } from '../schemas';
@@ -128,11 +129,11 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       fileName: body.fileName ?? null,
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
-    return c.json(plan, 201, replayed ? { 'idempotent-replayed': 'true', 'idempotent-replay': 'true' } : {});
+    return c.json(withAbsoluteUrl(c, plan), 201, replayed ? { 'idempotent-replayed': 'true', 'idempotent-replay': 'true' } : {});
   });
 
   route(app, getPlanRoute, async function getDirectUpload(c) {
-    return c.json(await direct.find(c.get('tenantId'), planId(c)), 200, { 'cache-control': 'no-store' });
+    return c.json(withAbsoluteUrl(c, await direct.find(c.get('tenantId'), planId(c))), 200, { 'cache-control': 'no-store' });
   });
 
   route(app, partRoute, async function presignDirectPart(c) {
@@ -152,6 +153,11 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
     c.set('idempotencyKey', plan.idempotencyKey);
     return renderOutcome(c, await direct.complete(tenantId, id, waitMs), plan.idempotencyKey, false);
   });
+
+  /** The embedded store's signed PUT is the API's own route: absolute, like an S3 URL. */
+  function withAbsoluteUrl(c: Context<AppEnv>, plan: DirectPlan): DirectPlan {
+    return plan.upload ? { ...plan, upload: { ...plan.upload, url: absoluteUrl(c, config.PUBLIC_URL, plan.upload.url) } } : plan;
+  }
 
   return app;
 }

@@ -19,13 +19,12 @@ import type { UploadRequest } from '../../upload/types';
 import { header, headerValues } from '../headers';
 import { requestBody } from '../request-body';
 import { renderOutcome } from '../upload-answer';
+import { closesUnreadBody } from '../unread-body';
 import { isFormPost } from '../../upload/form-post';
 import { answerFormPost } from '../form-answer';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
 
-/** Bodies larger than this are not drained after an early answer; the connection closes. */
-const DRAIN_LIMIT = 64 * 1024;
 
 export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store: ObjectStore; config: Config; processed: ProcessedSignal; inFlight: InFlightUploads }) {
   const { receiver, pool, config, processed: signal, inFlight } = deps;
@@ -54,13 +53,11 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     };
     c.set('idempotencyKey', key);
     const replay = await receiver.replay(req);
-    if (replay) return renderOutcome(c, replay, key, declaredBytes > DRAIN_LIMIT);
+    if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
     if (!release) {
-      throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`, {
-        headers: declaredBytes > DRAIN_LIMIT ? { connection: 'close' } : {},
-      });
+      throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`);
     }
     try {
       const outcome = await receiver.receive(req, requestBody(c), waitMs);

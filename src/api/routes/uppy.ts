@@ -11,6 +11,7 @@ import type { UploadReceiver } from '../../upload/receive';
 import type { AppEnv } from '../env';
 import { answerFormPost } from '../form-answer';
 import { jsonBody } from '../json-body';
+import { absoluteUrl } from '../public-url';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
 import { renderOutcome } from '../upload-answer';
 
@@ -137,7 +138,7 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
     // Absolute: Uppy builds the object's location from it with new URL().
-    return c.json({ method: 'POST' as const, url: new URL(`/uppy/${c.req.param('token')}/s3/form`, c.req.url).toString(), fields }, 200);
+    return c.json({ method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields }, 200);
   });
 
   route(app, formRoute, async function uppyForm(c) {

@@ -5,6 +5,9 @@ import { withTransaction, type Pool, type Queryable } from '../pool';
 const LIVE_ROWS = {
   api_keys: 'SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL',
   webhook_endpoints: 'SELECT count(*)::int AS n FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL',
+  // Every resumable or signed mode's sessions (tus, direct, Uppy) until they commit; an
+  // expired, terminated or failed session's row is deleted, which frees its slot.
+  open_sessions: "SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'",
 } as const;
 
 export type QuotaKind = keyof typeof LIVE_ROWS;
@@ -16,12 +19,29 @@ export class QuotaReached extends Error {
   }
 }
 
-/** Runs `insert` while the tenant has fewer than `limit` live rows of `kind`; else throws QuotaReached. */
-export async function insertWithinQuota<T>(pool: Pool, tenantId: string, kind: QuotaKind, limit: number, insert: (tx: Queryable) => Promise<T>): Promise<T> {
+/** How many live rows of `kind` the tenant has (a cheap check before costly preparations; not a guarantee). */
+export async function countLive(db: Queryable, tenantId: string, kind: QuotaKind): Promise<number> {
+  return (await db.query<{ n: number }>(LIVE_ROWS[kind], [tenantId])).rows[0]!.n;
+}
+
+/**
+ * Runs `insert` while the tenant has fewer than `limit` live rows of `kind`; else throws
+ * QuotaReached. `existing` (read under the same lock) answers a repeated creation without
+ * counting it, so a replay is never refused at the limit.
+ */
+export async function insertWithinQuota<T>(
+  pool: Pool,
+  tenantId: string,
+  kind: QuotaKind,
+  limit: number,
+  insert: (tx: Queryable) => Promise<T>,
+  existing?: (tx: Queryable) => Promise<T | undefined>,
+): Promise<T> {
   return withTransaction(pool, async (tx) => {
     await tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE', [tenantId]);
-    const { n } = (await tx.query<{ n: number }>(LIVE_ROWS[kind], [tenantId])).rows[0]!;
-    if (n >= limit) throw new QuotaReached(kind, limit);
+    const found = existing && (await existing(tx));
+    if (found !== undefined) return found;
+    if ((await countLive(tx, tenantId, kind)) >= limit) throw new QuotaReached(kind, limit);
     return insert(tx);
   });
 }

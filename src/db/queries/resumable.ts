@@ -1,6 +1,7 @@
 // Resumable (tus) sessions. Every write is one statement guarded by the PATCH's lease and
 // the offset it started from, so two replicas never both advance a session.
-import { statement, type Queryable } from '../pool';
+import { statement, type Pool, type Queryable } from '../pool';
+import { insertWithinQuota } from './quotas';
 
 export interface SessionPart {
   partNumber: number;
@@ -50,18 +51,29 @@ export type NewSession = Pick<SessionRow, 'id' | 'tenant_id' | 'idempotency_key'
   part_bytes?: number | null;
 };
 
-/** Inserts the session unless the key already has one; returns the key's session either way. */
-export async function insertSessionOrGet(db: Queryable, s: NewSession): Promise<{ row: SessionRow; created: boolean }> {
-  const inserted = await db.query<SessionRow>(
-    `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING ${COLUMNS}`,
-    [s.id, s.tenant_id, s.idempotency_key, s.fingerprint, s.upload_length, s.upload_metadata, s.content_type, s.file_name, s.declared_sha256, s.storage_key, s.multipart_id, s.mode ?? 'tus', s.part_bytes ?? null],
+/**
+ * Inserts the session unless the key already has one (returned instead), while the tenant
+ * has fewer than `maxOpen` sessions not yet committed (else QuotaReached, nothing written).
+ */
+export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: number): Promise<{ row: SessionRow; created: boolean }> {
+  return insertWithinQuota<{ row: SessionRow; created: boolean }>(
+    pool,
+    s.tenant_id,
+    'open_sessions',
+    maxOpen,
+    async (tx) => {
+      const inserted = await tx.query<SessionRow>(
+        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+        [s.id, s.tenant_id, s.idempotency_key, s.fingerprint, s.upload_length, s.upload_metadata, s.content_type, s.file_name, s.declared_sha256, s.storage_key, s.multipart_id, s.mode ?? 'tus', s.part_bytes ?? null],
+      );
+      return { row: inserted.rows[0]!, created: true };
+    },
+    async (tx) => {
+      const row = await findSessionByKey(tx, s.tenant_id, s.idempotency_key);
+      return row && { row, created: false };
+    },
   );
-  if (inserted.rows[0]) return { row: inserted.rows[0], created: true };
-  const existing = await findSessionByKey(db, s.tenant_id, s.idempotency_key);
-  if (!existing) throw new Error('resumable session vanished between insert and read');
-  return { row: existing, created: false };
 }
 
 export async function findSessionByKey(db: Queryable, tenantId: string, key: string): Promise<SessionRow | undefined> {
