@@ -11,6 +11,7 @@ import { resumableUpload } from './resumable';
 import { directVsThroughApi } from './direct';
 import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
 import { waitWakeup } from './wait-wakeup';
+import { embeddedMemory } from './embedded-memory';
 
 const { values } = parseArgs({
   options: {
@@ -22,10 +23,12 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     // dev: temporal server start-dev (SQLite); server: the real server on PostgreSQL, 4 shards.
     temporal: { type: 'string', default: 'dev' },
+    // Scenario "embedded": other checkouts to measure beside this one (comma-separated).
+    'embedded-trees': { type: 'string' },
   },
 });
 
-const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait'];
+const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait', 'embedded'];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -42,6 +45,7 @@ try {
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
   if (wanted.has('wait')) results.push(await waitWakeup(services, { rounds }));
+  if (wanted.has('embedded')) results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {
   await services.stop();
 }

@@ -8,6 +8,9 @@ import { createTenant, tenantForApiKey } from './tenants';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { prebuiltWorkflowBundle } from './paths';
 
 const role = (process.argv[2] ?? 'all') as Role;
 if (!['all', 'api', 'worker'].includes(role)) {
@@ -19,7 +22,16 @@ const config = loadConfig();
 const log = createLogger(config);
 // Before the first await: it keeps the event loop alive through start-up (src/start-watchdog.ts).
 const watchdog = new StartWatchdog(config.START_TIMEOUT_SECONDS, log);
-const runtime = await startRuntime(config, role, { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH, log, progress: watchdog });
+const runtime = await startRuntime(config, role, { workflowBundlePath: workflowBundle(), log, progress: watchdog });
+
+/**
+ * The built bundle (dist/main.js) runs the workflow bundle built with it; from source
+ * (tsx) the worker bundles the workflows at start, so they always match the source.
+ */
+function workflowBundle(): string | undefined {
+  if (process.env.WORKFLOW_BUNDLE_PATH) return process.env.WORKFLOW_BUNDLE_PATH;
+  return fileURLToPath(import.meta.url) === path.join(path.dirname(prebuiltWorkflowBundle), 'main.js') && existsSync(prebuiltWorkflowBundle) ? prebuiltWorkflowBundle : undefined;
+}
 
 /** The embedded default keeps one dev tenant whose key survives restarts. */
 async function devTenantKey(): Promise<string> {

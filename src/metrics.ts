@@ -42,6 +42,27 @@ export const metrics = {
   }),
 };
 
+/** What a process's memory parts hold now; each part is reported by the module that owns it. */
+const memoryParts = new Map<string, () => number>([
+  ['v8_heap', () => process.memoryUsage().heapTotal],
+  // Off the V8 heap: Buffers, ArrayBuffers and WebAssembly memories (PGlite's among them).
+  ['external', () => process.memoryUsage().external],
+]);
+
+export function reportMemory(part: string, read: () => number): void {
+  memoryParts.set(part, read);
+}
+
+new Gauge({
+  name: 'oncely_memory_bytes',
+  help: 'Where this process keeps its memory: v8_heap (main isolate), external (buffers, WebAssembly), pglite_wasm (part of external), libvips_cache',
+  labelNames: ['part'] as const,
+  registers: [registry],
+  collect() {
+    for (const [part, read] of memoryParts) this.set({ part }, read());
+  },
+});
+
 /** The outcome label for a finished request, from its status and the error code it carried. */
 export function outcomeOf(status: number, marked: string | undefined, errorCode: string | undefined): string {
   if (marked) return marked;

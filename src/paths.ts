@@ -18,3 +18,5 @@ export const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url))
 export const migrationsDir = path.join(projectRoot, 'src', 'db', 'migrations');
 export const workflowsPath = path.join(projectRoot, 'workflows', 'index.ts');
 export const toolsScript = path.join(projectRoot, 'scripts', 'tools.sh');
+/** The workflow bundle scripts/build.mjs writes beside the process bundle. */
+export const prebuiltWorkflowBundle = path.join(projectRoot, 'dist', 'workflow-bundle.js');

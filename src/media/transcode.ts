@@ -5,8 +5,14 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import sharp from 'sharp';
 import { mediaKind } from '../downstream/types';
+import { reportMemory } from '../metrics';
 
 const run = promisify(execFile);
+
+// libvips caches recent operations (up to 50 MB) for reuse on the same input; every upload
+// is a new input, so the cache only held memory (bench/README.md, embedded memory).
+sharp.cache(false);
+reportMemory('libvips_cache', () => sharp.cache().memory.current * 1024 * 1024);
 
 export interface Presets {
   thumbnailSize: number;

@@ -35,7 +35,7 @@ const createPlanRoute = createRoute({
   request: { headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }), body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } } },
   responses: {
     201: { description: 'The plan (Idempotent-Replayed when it is the key\'s existing session).', headers: { 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: DirectUploadPlan } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'body_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'body_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable', 'too_many_sessions'),
   },
 });
 

@@ -69,7 +69,7 @@ const createSessionRoute = createRoute({
   },
   responses: {
     201: { description: 'Created, or the same session again (Idempotent-Replayed).', headers: { ...tusAnswer, Location: h('The upload URL'), 'Upload-Offset': h('Bytes received so far'), 'Upload-Expires': h('When the session expires if idle'), 'Idempotent-Replayed': replayedHeader } },
-    ...problems(...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'header_invalid', 'checksum_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'header_invalid', 'checksum_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable', 'too_many_sessions'),
   },
 });
 

@@ -62,7 +62,7 @@ const createRouteDef = createRoute({
   request: { params: z.object({ token }), body: { required: true, content: { 'application/json': { schema: UppyCreate } } } },
   responses: {
     200: json('The object key and upload id', z.object({ key: z.string(), uploadId: z.string() })),
-    ...problems(...TOKEN_PROBLEMS, 'body_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'upload_committed', 'direct_upload_unsupported', 'temporal_unavailable'),
+    ...problems(...TOKEN_PROBLEMS, 'body_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'upload_committed', 'direct_upload_unsupported', 'temporal_unavailable', 'too_many_sessions'),
   },
 });
 
