@@ -5,7 +5,8 @@
 // the split it reports itself (/metrics oncely_memory_bytes: V8 heap, external incl.
 // PGlite's WebAssembly memory, libvips cache; the rest is native code, malloc and the
 // workflow thread), the dev server's RSS, and the peak (VmHWM) over start-up and a
-// workload: 20 small uploads, 5 PNG images (transcoded by sharp), one 64 MiB upload.
+// workload: 20 small uploads, 5 PNG images (transcoded by sharp), one 64 MiB upload; then
+// idle RSS and peak of a restart on the same data (no initdb).
 // Baseline: an idle bare node with the launcher's flags, measured in the same run.
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -53,8 +54,7 @@ async function upload(url: string, apiKey: string, body: Buffer, contentType: st
   return ((await res.json()) as { uploadId: string }).uploadId;
 }
 
-async function measureTree(tree: string) {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-bench-embedded-'));
+async function startEmbedded(tree: string, dataDir: string) {
   const port = await getPort({ host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
   const proc = startProcess('sh', [path.join(tree, 'bin/oncely-node'), 'all'], {
@@ -62,8 +62,14 @@ async function measureTree(tree: string) {
     cwd: tree,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })), LOG_LEVEL: 'warn' },
   });
+  await waitUntil('embedded default', async () => (await fetch(`${url}/healthz`)).ok, { proc, timeoutMs: 180_000 });
+  return { proc, url };
+}
+
+async function measureTree(tree: string) {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-bench-embedded-'));
+  let { proc, url } = await startEmbedded(tree, dataDir);
   try {
-    await waitUntil('embedded default', async () => (await fetch(`${url}/healthz`)).ok, { proc, timeoutMs: 180_000 });
     const pid = proc.child.pid!;
     await sleep(20_000);
     const idle = status(pid, 'VmRSS');
@@ -80,7 +86,13 @@ async function measureTree(tree: string) {
     for (const id of images) await fetch(`${url}/v1/uploads/${id}?wait=60`, { headers: { authorization: `Bearer ${apiKey}` } });
     await upload(url, apiKey, randomBytes(64 * MiB), 'application/octet-stream');
     await sleep(10_000);
-    return { idle, startPeak, peak: status(pid, 'VmHWM'), after: status(pid, 'VmRSS'), devServer, parts };
+    const peak = status(pid, 'VmHWM');
+    const after = status(pid, 'VmRSS');
+    // A restart on the same data: no initdb this time (the first start's peak is PGlite's initdb).
+    await proc.stop('SIGTERM', 30_000);
+    ({ proc, url } = await startEmbedded(tree, dataDir));
+    await sleep(20_000);
+    return { idle, startPeak, peak, after, devServer, parts, restartIdle: status(proc.child.pid!, 'VmRSS'), restartPeak: status(proc.child.pid!, 'VmHWM') };
   } finally {
     await proc.stop('SIGTERM', 30_000);
     rmSync(dataDir, { recursive: true, force: true });
@@ -114,6 +126,8 @@ export async function embeddedMemory(opts: { rounds: number; trees?: string[] })
       [`${label}: start-up peak`]: m((r) => r.startPeak),
       [`${label}: peak with workload`]: m((r) => r.peak),
       [`${label}: RSS after workload`]: m((r) => r.after),
+      [`${label}: restart idle RSS`]: m((r) => r.restartIdle),
+      [`${label}: restart peak`]: m((r) => r.restartPeak),
     });
   }
   return row;

@@ -5,6 +5,7 @@ import type { Context } from 'hono';
 import type { UploadOutcome } from '../upload/receive';
 import type { AppEnv } from './env';
 import { corsHeaders } from './middleware/cors';
+import { REPLAY_HEADERS } from './replay-headers';
 
 export function renderOutcome(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeConnection: boolean): Response {
   // One plain header object (CORS included): no Headers instance, no copying.
@@ -25,10 +26,7 @@ export function renderOutcome(c: Context<AppEnv>, outcome: UploadOutcome, key: s
   if (outcome.workflowId) c.set('workflowId', outcome.workflowId);
   headers['content-type'] = response.status >= 400 ? 'application/problem+json' : 'application/json';
   if (response.uploadId && response.status < 300) headers.location = `/v1/uploads/${response.uploadId}`;
-  if (replayed) {
-    headers['idempotent-replayed'] = 'true';
-    headers['idempotent-replay'] = 'true';
-  }
+  if (replayed) Object.assign(headers, REPLAY_HEADERS);
   // A Response built from a plain header object goes to writeHead as is (node-server's
   // fast path); c.body() would first build a WHATWG Headers object from it.
   return new Response(response.body, { status: response.status, headers });

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Pool } from '../db/pool';
 import { findSharedObject } from '../db/queries/records';
-import { findSessionById, moveSession, releaseLease, takeLease, type SessionRow } from '../db/queries/resumable';
+import { findSessionById, idleExpiry, moveSession, releaseLease, takeLease, type SessionRow } from '../db/queries/resumable';
 import { dependency, problem } from '../errors';
 import type { ResumableSessions, SessionKind } from '../resumable/sessions';
 import { uploadRequest } from '../resumable/sessions';
@@ -17,8 +17,8 @@ import type { SecretBox } from '../secret-box';
 import type { ObjectStore, SignedRequest } from '../storage/store';
 import { BodyMeter } from '../upload/body-meter';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
-import { sniff } from '../upload/sniff';
 import type { StagedCopy } from '../upload/types';
+import { readStoredHead, stagedCopy } from '../upload/staged-copy';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -26,7 +26,6 @@ const SIGN_PURPOSE = 'direct-upload-object';
 /** S3 allows at most 10,000 parts per multipart upload. */
 const MAX_PARTS = 10_000;
 const MiB = 1024 * 1024;
-const SNIFF_BYTES = 64;
 /** A complete holds the session's lease this long (a multipart completion of GiBs takes a while). */
 const COMPLETE_LEASE_SECONDS = 120;
 const COMPLETE_TURN_TRIES = 600;
@@ -110,7 +109,7 @@ export class DirectUploads {
   private async sharedCopy(s: SessionRow, storageKey: string): Promise<StagedCopy> {
     const head = await dependency('storage_unavailable', () => this.deps.store.head(storageKey));
     if (!head || head.bytes !== Number(s.upload_length)) throw problem('direct_upload_incomplete', 'The stored copy of these bytes is gone; upload them.');
-    return { attemptId: s.id, fingerprint: s.fingerprint, storageKey, bytes: head.bytes, sha256: s.declared_sha256!, sniffedType: sniff(await this.readHead(storageKey)) };
+    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey, bytes: head.bytes, sha256: s.declared_sha256!, head: await this.readHead(storageKey) });
   }
 
   async find(tenantId: string, id: string): Promise<DirectPlan> {
@@ -238,19 +237,11 @@ export class DirectUploads {
       await this.deps.store.delete(s.storage_key).catch(() => {});
       throw problem('checksum_mismatch', `The stored object (${stored.bytes} bytes) does not match the declared size and SHA-256; upload it again.`);
     }
-    return { attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes: length, sha256: s.declared_sha256!, sniffedType: sniff(await this.readHead(s.storage_key)) };
+    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes: length, sha256: s.declared_sha256!, head: await this.readHead(s.storage_key) });
   }
 
-  private async readHead(key: string): Promise<Buffer> {
-    const stream = await dependency('storage_unavailable', () => this.deps.store.get(key));
-    if (!stream) return Buffer.alloc(0);
-    let head = Buffer.alloc(0);
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      head = Buffer.concat([head, chunk]);
-      if (head.length >= SNIFF_BYTES) break;
-    }
-    stream.destroy();
-    return head.subarray(0, SNIFF_BYTES);
+  private readHead(key: string): Promise<Buffer> {
+    return dependency('storage_unavailable', () => readStoredHead(this.deps.store, key));
   }
 
   private async view(s: SessionRow): Promise<DirectPlan> {
@@ -293,7 +284,7 @@ export class DirectUploads {
 
   private expiresAt(s: SessionRow): Date {
     // As the workflow's expiry check counts it: from the last change of the session.
-    return new Date(s.updated_at.getTime() + this.deps.expirySeconds * 1000);
+    return idleExpiry(s, this.deps.expirySeconds);
   }
 }
 

@@ -19,13 +19,12 @@ import type { ObjectStore } from '../storage/store';
 import { parseIdempotencyKey } from '../upload/idempotency-key';
 import type { UploadOutcome } from '../upload/receive';
 import { parseContentType, parseFileName } from '../upload/request-headers';
-import { sniff } from '../upload/sniff';
 import type { StagedCopy } from '../upload/types';
+import { HeadBytes, stagedCopy } from '../upload/staged-copy';
 import type { DirectUploads } from './direct-uploads';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
-const SNIFF_BYTES = 64;
 
 export interface UppyCompanionDeps {
   pool: Pool;
@@ -126,15 +125,15 @@ export class UppyCompanion {
     if (!stream) throw problem('direct_upload_incomplete', 'The object is not in the store.');
     const hash = createHash('sha256');
     let bytes = 0;
-    let head = Buffer.alloc(0);
+    const head = new HeadBytes();
     await dependency('storage_unavailable', async () => {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         hash.update(chunk);
         bytes += chunk.length;
-        if (head.length < SNIFF_BYTES) head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
+        head.add(chunk);
       }
     });
-    return { attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes, sha256: hash.digest('hex'), sniffedType: sniff(head) };
+    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes, sha256: hash.digest('hex'), head: head.value });
   }
 
   private async session(tenantId: string, uploadId: string, objectKey: string): Promise<SessionRow> {

@@ -14,6 +14,7 @@ import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../db/pool';
 import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../db/queries/resumable';
 import { Problem, problem } from '../errors';
+import { HeadBytes } from '../upload/staged-copy';
 import type { ObjectStore } from '../storage/store';
 import { noteAcknowledgedBytes, noteStreamedBytes } from '../upload/gc-pacer';
 import type { ChecksumAlgorithm } from './tus-protocol';
@@ -34,7 +35,6 @@ export interface WriteResult {
   complete: boolean;
 }
 
-const HEAD_BYTES = 64;
 
 export async function writeChunk(
   deps: WriterDeps,
@@ -58,7 +58,8 @@ export async function writeChunk(
   if (session.sha256_state) sha.load(session.sha256_state);
   else sha.init();
   const check = checksum ? createHash(checksum.algorithm) : undefined;
-  let head: Buffer | null = session.head ? null : Buffer.alloc(0);
+  // The first bytes are kept once, by the PATCH that starts at offset 0.
+  const head = session.head ? null : new HeadBytes();
   const staleTails: string[] = [];
 
   // Progress keeps the lease; losing it (taken over after a stall) stops this PATCH before
@@ -110,7 +111,7 @@ export async function writeChunk(
       tailKey,
       tailBytes,
       sha256State,
-      head: head && head.length > 0 ? head : null,
+      head: head && head.value.length > 0 ? head.value : null,
       leaseSeconds: deps.leaseSeconds,
     });
     // Our lease ran out and another request moved the session: this one stops here.
@@ -157,7 +158,7 @@ export async function writeChunk(
           if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${length} bytes).`);
           const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
           const at = bufStart + filled;
-          if (head && at < HEAD_BYTES) head = Buffer.concat([head, piece.subarray(0, HEAD_BYTES - at)]);
+          head?.add(piece, at);
           piece.copy(buf, filled);
           sha.update(piece);
           check?.update(piece);

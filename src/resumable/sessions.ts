@@ -9,14 +9,14 @@ import { createSHA256 } from 'hash-wasm';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
-import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, sessionExists, takeLease, type SessionMode, type SessionRow } from '../db/queries/resumable';
+import { deleteSession, findSession, idleExpiry, findSessionByKey, insertSessionOrGet, moveSession, releaseLease, sessionExists, takeLease, type SessionMode, type SessionRow } from '../db/queries/resumable';
 import { countLive, QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
-import { sniff } from '../upload/sniff';
+import { stagedCopy } from '../upload/staged-copy';
 import type { UploadRequest } from '../upload/types';
 import { uploadWorkflow } from '../../workflows/upload';
 import { deleteTails, discardSessionObjects } from './cleanup';
@@ -198,7 +198,7 @@ export class ResumableSessions {
       await this.discard(s, { object: true });
       throw problem('checksum_mismatch', `The declared SHA-256 is ${s.declared_sha256} but the uploaded bytes hash to ${sha256}.`);
     }
-    const copy = { attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes: length, sha256, sniffedType: sniff(s.head ?? Buffer.alloc(0)) };
+    const copy = stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes: length, sha256, head: s.head ?? Buffer.alloc(0) });
     const outcome = await this.deps.receiver.deliver(uploadRequest(s), copy, waitMs, { resumable: { sessionId: s.id, idleSeconds: this.deps.idleSeconds } });
     if (outcome.kind === 'answer') await moveSession(db, id, ['completing'], 'committed').catch(() => {});
     return outcome;
@@ -249,7 +249,7 @@ export class ResumableSessions {
 
   /** When an idle session expires, as an HTTP date (for Upload-Expires). */
   expiresAt(s: SessionRow): Date {
-    return new Date(s.updated_at.getTime() + this.deps.idleSeconds * 1000);
+    return idleExpiry(s, this.deps.idleSeconds);
   }
 }
 

@@ -5,15 +5,19 @@ import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { problem, type Problem } from '../errors';
 import { noteStreamedBytes } from './gc-pacer';
-
-const SNIFF_BYTES = 16;
+import { HeadBytes } from './staged-copy';
 
 export class BodyMeter extends Transform {
   bytes = 0;
-  head = Buffer.alloc(0);
+  private readonly first = new HeadBytes();
   /** Set when the meter itself stopped the stream (so callers report it, not the store's echo). */
   failure: Problem | undefined;
   private readonly hash: Hash = createHash('sha256');
+
+  /** The body's first bytes, for sniffing its type. */
+  get head(): Buffer {
+    return this.first.value;
+  }
   private digest: string | undefined;
 
   /** With `expectedSha256` (hex), a body that hashes otherwise fails at its end (nothing stored). */
@@ -32,7 +36,7 @@ export class BodyMeter extends Transform {
       const p = this.exact ? problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`) : problem('payload_too_large', `The file is larger than the maximum of ${this.expected} bytes.`, { extra: { maxBytes: this.expected } });
       return cb(this.fail(p));
     }
-    if (this.head.length < SNIFF_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, SNIFF_BYTES - this.head.length)]);
+    this.first.add(chunk);
     this.hash.update(chunk);
     noteStreamedBytes(chunk.length);
     cb(null, chunk);

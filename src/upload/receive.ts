@@ -29,8 +29,8 @@ import { failureTypes, searchAttributes } from '../temporal/names';
 import { uploadDetails, uploadSummary } from '../temporal/summary';
 import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
-import { sniff } from './sniff';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
+import { stagedCopy } from './staged-copy';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, UPLOAD_WORKFLOW_REVISION, uploadWorkflow, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
@@ -199,14 +199,7 @@ export class UploadReceiver {
       await piped;
     }
     metrics.bytesReceived.inc(meter.bytes);
-    const copy: StagedCopy = {
-      attemptId,
-      fingerprint: req.fingerprint,
-      storageKey,
-      bytes: meter.bytes,
-      sha256: meter.sha256,
-      sniffedType: sniff(meter.head),
-    };
+    const copy = stagedCopy({ attemptId, fingerprint: req.fingerprint, storageKey, bytes: meter.bytes, sha256: meter.sha256, head: meter.head });
     if (req.declaredSha256 && req.declaredSha256 !== copy.sha256) {
       await this.discard(copy);
       throw problem('checksum_mismatch', `X-File-Sha256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);

@@ -16,6 +16,7 @@ import type { AppEnv } from '../env';
 import { headerValues } from '../headers';
 import { bodyText } from '../json-body';
 import { corsHeaders } from './cors';
+import { REPLAY_HEADERS } from '../replay-headers';
 
 /**
  * Answers not stored under the key: bad input (400, 413), which changed nothing, and answers
@@ -64,8 +65,7 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
       return c.body(opts.box.open(existing.response_body ?? '', answerContext(tenantId, key)), existing.response_status as 200, {
         ...corsHeaders,
         'content-type': existing.response_status >= 400 ? 'application/problem+json' : 'application/json',
-        'idempotent-replayed': 'true',
-        'idempotent-replay': 'true',
+        ...REPLAY_HEADERS,
       });
     }
     // Upload key rows are written at commit, so a running upload holds its key only in

@@ -14,6 +14,7 @@ import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
+import { replayHeaders } from '../replay-headers';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, UploadCreated, UploadProcessing, Uuid } from '../schemas';
@@ -129,7 +130,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       fileName: body.fileName ?? null,
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
-    return c.json(withAbsoluteUrl(c, plan), 201, replayed ? { 'idempotent-replayed': 'true', 'idempotent-replay': 'true' } : {});
+    return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));
   });
 
   route(app, getPlanRoute, async function getDirectUpload(c) {

@@ -27,6 +27,7 @@ import { header, headerValues } from '../headers';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router } from '../openapi';
 import { requestBody } from '../request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
+import { replayHeaders } from '../replay-headers';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const h = (description: string) => ({ description, schema: { type: 'string' as const } });
@@ -177,7 +178,7 @@ export function tusRoutes(deps: { sessions: ResumableSessions; config: Config })
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     const answer: Record<string, string> = { location: `/v1/tus/${session.id}`, 'upload-expires': sessions.expiresAt(session).toUTCString() };
-    if (replayed) Object.assign(answer, { 'idempotent-replayed': 'true', 'idempotent-replay': 'true' });
+    Object.assign(answer, replayHeaders(replayed));
     let offset = Number(session.upload_offset);
     // creation-with-upload: the first bytes ride on the creation (not on a replay, whose
     // session may have moved on; the client then HEADs and PATCHes as usual).

@@ -162,6 +162,11 @@ export async function deleteSession(db: Queryable, id: string): Promise<SessionR
   return (await db.query<SessionRow>(`DELETE FROM resumable_sessions WHERE id = $1 RETURNING ${COLUMNS}`, [id])).rows[0];
 }
 
+/** When a session idle since its last change expires: the rule expireIfIdle applies in SQL. */
+export function idleExpiry(s: Pick<SessionRow, 'updated_at'>, idleSeconds: number): Date {
+  return new Date(s.updated_at.getTime() + idleSeconds * 1000);
+}
+
 /**
  * The idle check behind a session's expiry: seconds until it may expire, or, when it has
  * been idle (no acknowledged write, no lease) for `idleSeconds`, its row deleted and returned.
