@@ -2,8 +2,8 @@
 // idle for its expiry window is deleted with everything it holds in the store (the
 // multipart upload, the tail object), and the run then ends, freeing the key.
 import type { Pool } from '../src/db/pool';
-import { expireIfIdle } from '../src/db/queries/resumable';
-import { discardSessionObjects } from '../src/resumable/cleanup';
+import { expireIfIdle } from '../src/db/queries/sessions';
+import { discardSessionObjects } from '../src/sessions/cleanup';
 import type { ObjectStore } from '../src/storage/store';
 
 export interface ResumableActivityDeps {

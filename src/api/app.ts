@@ -27,12 +27,13 @@ import { uploadRoutes } from './routes/uploads';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
 import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
-import { ResumableSessions } from '../resumable/sessions';
-import { DirectUploads } from '../direct/direct-uploads';
+import { SessionRegistry } from '../sessions/registry';
+import { TusSessions } from '../arrivals/tus/tus-sessions';
+import { DirectUploads } from '../arrivals/direct/direct-uploads';
 import { directObjectRoutes, directUploadRoutes } from './routes/direct-uploads';
-import { UppyCompanion } from '../direct/uppy-companion';
+import { UppyCompanion } from '../arrivals/uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './routes/uppy';
-import { TUS_REQUEST_HEADERS } from '../resumable/tus-protocol';
+import { TUS_REQUEST_HEADERS } from '../arrivals/tus/protocol';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
 export const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer', ...TUS_REQUEST_HEADERS] as const;
@@ -89,21 +90,22 @@ export function createApp(deps: AppDeps) {
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new ApiKeyCache();
-  const sessions = new ResumableSessions({
+  // The session core every resumable or signed mode creates its sessions in, then the modes.
+  const registry = new SessionRegistry({ pool, store, temporal, receiver, maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS });
+  const sessions = new TusSessions({
     pool,
     store,
-    temporal,
+    registry,
     receiver,
     idleSeconds: config.RESUMABLE_EXPIRY_HOURS * 3600,
     partBytes: Math.round(config.RESUMABLE_PART_MIB * 1024 * 1024),
     leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
     stallSeconds: config.RESUMABLE_STALL_SECONDS,
-    maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS,
   });
   const direct = new DirectUploads({
     pool,
     store,
-    sessions,
+    sessions: registry,
     receiver,
     box,
     expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600,
@@ -111,7 +113,7 @@ export function createApp(deps: AppDeps) {
     singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
     partBytes: config.DIRECT_UPLOAD_PART_MIB * 1024 * 1024,
   });
-  const uppy = new UppyCompanion({ pool, store, sessions, direct, box, expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600, urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS });
+  const uppy = new UppyCompanion({ pool, store, sessions: registry, receiver, box, expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600, urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS });
   const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);
   app.route('/v1/tus', tusDiscoveryRoutes(config));
   // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.

@@ -41,7 +41,7 @@ export interface ObjectStore {
   /**
    * Direct uploads (clients send bytes to the store itself): present on stores a client can
    * reach with a signed request (S3). The local-directory store has none; the API then signs
-   * its own URLs and takes the bytes (src/direct/).
+   * its own URLs and takes the bytes (src/arrivals/direct/).
    */
   readonly presigner?: ObjectPresigner;
 }

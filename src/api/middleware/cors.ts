@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { header } from '../headers';
-import { TUS_RESPONSE_HEADERS } from '../../resumable/tus-protocol';
+import { TUS_RESPONSE_HEADERS } from '../../arrivals/tus/protocol';
 
 export interface CorsOptions {
   allowHeaders: string[];

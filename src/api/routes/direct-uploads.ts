@@ -6,7 +6,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { DirectPlan, DirectUploads } from '../../direct/direct-uploads';
+import type { DirectPlan, DirectUploads } from '../../arrivals/direct/direct-uploads';
 import { problem } from '../../errors';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import { parsePrefer } from '../../upload/request-headers';

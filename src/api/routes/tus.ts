@@ -2,13 +2,13 @@
 // expiration, checksum) at /v1/tus, under the same key rule and the same commit as
 // POST /v1/uploads: the Idempotency-Key owns the session (the same creation again gets the
 // same upload URL), and the final PATCH answers after the commit. Protocol details are in
-// src/resumable/tus-protocol.ts; session state and the commit in src/resumable/sessions.ts.
+// src/arrivals/tus/protocol.ts; sessions and their commit in src/arrivals/tus/tus-sessions.ts.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
 import { problem } from '../../errors';
-import type { ResumableSessions } from '../../resumable/sessions';
-import type { SessionRow } from '../../db/queries/resumable';
+import type { TusSessions } from '../../arrivals/tus/tus-sessions';
+import type { SessionRow } from '../../db/queries/sessions';
 import {
   checkTusResumable,
   parseUploadChecksum,
@@ -18,7 +18,7 @@ import {
   TUS_CHECKSUM_ALGORITHMS,
   TUS_EXTENSIONS,
   TUS_VERSION,
-} from '../../resumable/tus-protocol';
+} from '../../arrivals/tus/protocol';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
 import { parseContentType, parseFileName, parsePrefer, parseSha256 } from '../../upload/request-headers';
@@ -150,7 +150,7 @@ export function tusDiscoveryRoutes(config: Config) {
   return app;
 }
 
-export function tusRoutes(deps: { sessions: ResumableSessions; config: Config }) {
+export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
   const { sessions, config } = deps;
   const app = router();
   app.use('*', tusAnswers());

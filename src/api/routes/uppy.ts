@@ -1,10 +1,10 @@
-// @uppy/aws-s3's companion routes (src/direct/uppy-companion.ts), at
+// @uppy/aws-s3's companion routes (src/arrivals/uppy/uppy-companion.ts), at
 // /uppy/{token}/s3/…, where {token} is the tenant-scoped credential the page got from
 // POST /v1/uppy-endpoints (Uppy sends no Authorization header to a companion).
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { UppyCompanion } from '../../direct/uppy-companion';
+import type { UppyCompanion } from '../../arrivals/uppy/uppy-companion';
 import { problem } from '../../errors';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadReceiver } from '../../upload/receive';

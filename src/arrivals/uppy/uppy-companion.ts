@@ -10,18 +10,18 @@
 // Uppy sends no Authorization header to a companion, so the endpoint URL carries a
 // credential of its own: a tenant-scoped token the page gets from POST /v1/uppy-endpoints.
 import { createHash } from 'node:crypto';
-import type { Pool } from '../db/pool';
-import { findSessionByUploadId, type SessionRow } from '../db/queries/resumable';
-import { dependency, problem } from '../errors';
-import type { ResumableSessions } from '../resumable/sessions';
-import type { SecretBox } from '../secret-box';
-import type { ObjectStore } from '../storage/store';
-import { parseIdempotencyKey } from '../upload/idempotency-key';
-import type { UploadOutcome } from '../upload/receive';
-import { parseContentType, parseFileName } from '../upload/request-headers';
-import type { StagedCopy } from '../upload/types';
-import { HeadBytes, stagedCopy } from '../upload/staged-copy';
-import type { DirectUploads } from './direct-uploads';
+import type { Pool } from '../../db/pool';
+import { findSessionByUploadId, type SessionRow } from '../../db/queries/sessions';
+import { dependency, problem } from '../../errors';
+import { completeSession } from '../../sessions/complete';
+import type { SessionRegistry } from '../../sessions/registry';
+import type { SecretBox } from '../../secret-box';
+import type { ObjectStore } from '../../storage/store';
+import { parseIdempotencyKey } from '../../upload/idempotency-key';
+import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import { parseContentType, parseFileName } from '../../upload/request-headers';
+import type { StagedCopy } from '../../upload/types';
+import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
@@ -29,8 +29,8 @@ const TOKEN_PURPOSE = 'uppy-companion';
 export interface UppyCompanionDeps {
   pool: Pool;
   store: ObjectStore;
-  sessions: ResumableSessions;
-  direct: DirectUploads;
+  sessions: SessionRegistry;
+  receiver: UploadReceiver;
   box: SecretBox;
   expirySeconds: number;
   urlSeconds: number;
@@ -107,7 +107,7 @@ export class UppyCompanion {
   async complete(tenantId: string, uploadId: string, objectKey: string, parts: unknown, waitMs: number): Promise<UploadOutcome> {
     const s = await this.session(tenantId, uploadId, objectKey);
     const list = parseParts(parts);
-    return this.deps.direct.complete(tenantId, s.id, waitMs, 'uppy', (leased) => this.verify(leased, list));
+    return completeSession({ pool: this.deps.pool, receiver: this.deps.receiver }, { tenantId, id: s.id, mode: 'uppy', idleSeconds: this.deps.expirySeconds }, waitMs, (leased) => this.verify(leased, list));
   }
 
   /** DELETE: Uppy cancelled the file; the session, its parts and its run go, and the key is free. */

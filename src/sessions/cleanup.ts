@@ -1,7 +1,7 @@
 // What a resumable session holds in the store besides its final object: the multipart
 // upload (or the local parts) and the tail object. Removed when the session ends without
 // a commit (expired, terminated, refused); deleting what is already gone is not an error.
-import type { SessionRow } from '../db/queries/resumable';
+import type { SessionRow } from '../db/queries/sessions';
 import type { ObjectStore } from '../storage/store';
 
 export async function discardSessionObjects(store: ObjectStore, session: Pick<SessionRow, 'storage_key' | 'multipart_id' | 'mode'>, opts: { object?: boolean } = {}): Promise<void> {

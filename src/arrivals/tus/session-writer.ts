@@ -11,13 +11,13 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
-import type { Pool } from '../db/pool';
-import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../db/queries/resumable';
-import { Problem, problem } from '../errors';
-import { HeadBytes } from '../upload/staged-copy';
-import type { ObjectStore } from '../storage/store';
-import { noteAcknowledgedBytes, noteStreamedBytes } from '../upload/gc-pacer';
-import type { ChecksumAlgorithm } from './tus-protocol';
+import type { Pool } from '../../db/pool';
+import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../../db/queries/sessions';
+import { Problem, problem } from '../../errors';
+import { HeadBytes } from '../../upload/staged-copy';
+import type { ObjectStore } from '../../storage/store';
+import { noteAcknowledgedBytes, noteStreamedBytes } from '../../upload/gc-pacer';
+import type { ChecksumAlgorithm } from './protocol';
 
 export interface WriterDeps {
   pool: Pool;

@@ -1,6 +1,6 @@
 // tus 1.0.0 protocol details: the headers every answer carries, and parsers for the
 // request headers the server reads. Pure functions; the routes use them.
-import { problem } from '../errors';
+import { problem } from '../../errors';
 
 export const TUS_VERSION = '1.0.0';
 export const TUS_EXTENSIONS = ['creation', 'creation-with-upload', 'termination', 'expiration', 'checksum'];

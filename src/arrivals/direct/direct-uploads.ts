@@ -5,20 +5,19 @@
 // (the workflow's timer aborts it and frees the key) and the commit are the same. On the
 // local-directory store (the embedded default) the API signs URLs to itself instead
 // (HMAC under SECRETS_KEY) and takes the bytes, checking length and SHA-256 as they stream.
-import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Pool } from '../db/pool';
-import { findSharedObject } from '../db/queries/records';
-import { findSessionById, idleExpiry, moveSession, releaseLease, takeLease, type SessionRow } from '../db/queries/resumable';
-import { dependency, problem } from '../errors';
-import type { ResumableSessions, SessionKind } from '../resumable/sessions';
-import { uploadRequest } from '../resumable/sessions';
-import type { SecretBox } from '../secret-box';
-import type { ObjectStore, SignedRequest } from '../storage/store';
-import { BodyMeter } from '../upload/body-meter';
-import type { UploadOutcome, UploadReceiver } from '../upload/receive';
-import type { StagedCopy } from '../upload/types';
-import { readStoredHead, stagedCopy } from '../upload/staged-copy';
+import type { Pool } from '../../db/pool';
+import { findSharedObject } from '../../db/queries/records';
+import { findSessionById, idleExpiry, type SessionRow } from '../../db/queries/sessions';
+import { dependency, problem } from '../../errors';
+import { completeSession } from '../../sessions/complete';
+import type { SessionKind, SessionRegistry } from '../../sessions/registry';
+import type { SecretBox } from '../../secret-box';
+import type { ObjectStore, SignedRequest } from '../../storage/store';
+import { BodyMeter } from '../../upload/body-meter';
+import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { StagedCopy } from '../../upload/types';
+import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -26,14 +25,11 @@ const SIGN_PURPOSE = 'direct-upload-object';
 /** S3 allows at most 10,000 parts per multipart upload. */
 const MAX_PARTS = 10_000;
 const MiB = 1024 * 1024;
-/** A complete holds the session's lease this long (a multipart completion of GiBs takes a while). */
-const COMPLETE_LEASE_SECONDS = 120;
-const COMPLETE_TURN_TRIES = 600;
 
 export interface DirectUploadsDeps {
   pool: Pool;
   store: ObjectStore;
-  sessions: ResumableSessions;
+  sessions: SessionRegistry;
   receiver: UploadReceiver;
   box: SecretBox;
   expirySeconds: number;
@@ -93,7 +89,7 @@ export class DirectUploads {
       // Instant upload: a deduping tenant already stores these bytes; nothing moves.
       const shared = await dependency('database_unavailable', () => findSharedObject(this.deps.pool, r.tenantId, r.sha256, r.bytes));
       if (shared) {
-        const outcome = await this.complete(r.tenantId, session.id, r.waitMs, 'direct', (s) => this.sharedCopy(s, shared));
+        const outcome = await this.complete(r.tenantId, session.id, r.waitMs, (s) => this.sharedCopy(s, shared));
         const now = await this.deps.sessions.find(r.tenantId, session.id, 'direct');
         // No part will come: the plan's multipart upload (if any) goes.
         if (now.state === 'committed' && now.multipart_id) await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {});
@@ -164,41 +160,8 @@ export class DirectUploads {
    * Verifies the object in the store and commits it like any upload: the answer is the
    * upload JSON, stored under the key; a complete sent again gets the same answer.
    */
-  async complete(tenantId: string, id: string, waitMs: number, mode: 'direct' | 'uppy' = 'direct', verify: (s: SessionRow) => Promise<StagedCopy> = (s) => this.verify(s)): Promise<UploadOutcome> {
-    const db = this.deps.pool;
-    // One complete at a time per session (others wait their turn, then find it committed).
-    const owner = randomUUID();
-    let s: SessionRow | undefined;
-    for (let i = 0; i < COMPLETE_TURN_TRIES && !s; i++) {
-      s = await dependency('database_unavailable', () => takeLease(db, tenantId, id, owner, COMPLETE_LEASE_SECONDS, COMPLETE_LEASE_SECONDS));
-      if (!s) {
-        await this.deps.sessions.find(tenantId, id, mode); // 404 when it is gone
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    if (!s) throw problem('upload_locked', 'Another request is completing this upload; retry shortly.');
-    try {
-      if (s.mode !== mode) throw problem('not_found', 'No such direct upload.');
-      const req = uploadRequest(s);
-      if (s.state === 'committed') {
-        const replay = await this.deps.receiver.replay(req);
-        if (replay) return replay;
-      }
-      // Completing stops the expiry timer from taking the session mid-commit.
-      await dependency('database_unavailable', () => moveSession(db, id, ['open', 'completing'], 'completing'));
-      let copy;
-      try {
-        copy = await verify(s);
-      } catch (err) {
-        await moveSession(db, id, ['completing'], 'open').catch(() => {});
-        throw err;
-      }
-      const outcome = await this.deps.receiver.deliver(req, copy, waitMs, { resumable: { sessionId: s.id, idleSeconds: this.deps.expirySeconds } });
-      if (outcome.kind === 'answer') await moveSession(db, id, ['completing'], 'committed').catch(() => {});
-      return outcome;
-    } finally {
-      await releaseLease(db, id, owner).catch(() => {});
-    }
+  async complete(tenantId: string, id: string, waitMs: number, verify: (s: SessionRow) => Promise<StagedCopy> = (s) => this.verify(s)): Promise<UploadOutcome> {
+    return completeSession({ pool: this.deps.pool, receiver: this.deps.receiver }, { tenantId, id, mode: 'direct', idleSeconds: this.deps.expirySeconds }, waitMs, verify);
   }
 
   /** The object is there, whole, with the declared SHA-256 (or the parts' checksums for multipart). */
