@@ -6,18 +6,17 @@
 // local-directory store (the embedded default) the API signs URLs to itself instead
 // (HMAC under SECRETS_KEY) and takes the bytes, checking length and SHA-256 as they stream.
 import type { Readable } from 'node:stream';
-import type { Pool } from '../../db/pool';
 import { findSharedObject } from '../../db/queries/records';
 import { findSessionById, idleExpiry, type SessionRow } from '../../db/queries/sessions';
 import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
-import type { SessionKind, SessionRegistry } from '../../sessions/registry';
-import type { SecretBox } from '../../secret-box';
-import type { ObjectStore, SignedRequest } from '../../storage/store';
+import type { SessionKind } from '../../sessions/registry';
+import type { SignedRequest } from '../../storage/store';
 import { BodyMeter } from '../../upload/body-meter';
-import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { UploadOutcome } from '../../upload/receive';
 import type { StagedCopy } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
+import type { SignedModeDeps } from '../signed-mode';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -26,14 +25,7 @@ const SIGN_PURPOSE = 'direct-upload-object';
 const MAX_PARTS = 10_000;
 const MiB = 1024 * 1024;
 
-export interface DirectUploadsDeps {
-  pool: Pool;
-  store: ObjectStore;
-  sessions: SessionRegistry;
-  receiver: UploadReceiver;
-  box: SecretBox;
-  expirySeconds: number;
-  urlSeconds: number;
+export interface DirectUploadsDeps extends SignedModeDeps {
   /** Above this a plan is multipart (S3 only; one PUT may carry at most 5 GiB). */
   singlePutMaxBytes: number;
   partBytes: number;

@@ -10,31 +10,20 @@
 // Uppy sends no Authorization header to a companion, so the endpoint URL carries a
 // credential of its own: a tenant-scoped token the page gets from POST /v1/uppy-endpoints.
 import { createHash } from 'node:crypto';
-import type { Pool } from '../../db/pool';
 import { findSessionByUploadId, type SessionRow } from '../../db/queries/sessions';
 import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
-import type { SessionRegistry } from '../../sessions/registry';
-import type { SecretBox } from '../../secret-box';
-import type { ObjectStore } from '../../storage/store';
 import { parseIdempotencyKey } from '../../upload/idempotency-key';
-import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { UploadOutcome } from '../../upload/receive';
 import { parseContentType, parseFileName } from '../../upload/request-headers';
 import type { StagedCopy } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
+import type { SignedModeDeps } from '../signed-mode';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
 
-export interface UppyCompanionDeps {
-  pool: Pool;
-  store: ObjectStore;
-  sessions: SessionRegistry;
-  receiver: UploadReceiver;
-  box: SecretBox;
-  expirySeconds: number;
-  urlSeconds: number;
-}
+export type UppyCompanionDeps = SignedModeDeps;
 
 /** What Uppy sends to create a multipart upload. */
 export interface UppyCreate {
