@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../../db/pool';
-import { acknowledge, renewLease, type SessionPart, type SessionRow } from '../../db/queries/sessions';
+import { acknowledge, type SessionPart, type SessionRow } from '../../db/queries/sessions';
+import { leaseLost, type Lease } from '../../sessions/lease';
 import { Problem, problem } from '../../errors';
 import { HeadBytes } from '../../upload/staged-copy';
 import type { ObjectStore } from '../../storage/store';
@@ -27,9 +28,6 @@ export interface WriterDeps {
   leaseSeconds: number;
 }
 
-/** How often a writing PATCH renews its lease and checks it still holds it. */
-const LEASE_TICK_MS = 1_000;
-
 export interface WriteResult {
   offset: number;
   complete: boolean;
@@ -39,7 +37,7 @@ export interface WriteResult {
 export async function writeChunk(
   deps: WriterDeps,
   session: SessionRow,
-  owner: string,
+  lease: Lease,
   body: Readable,
   checksum?: { algorithm: ChecksumAlgorithm; digest: Buffer },
 ): Promise<WriteResult> {
@@ -63,19 +61,10 @@ export async function writeChunk(
   const staleTails: string[] = [];
 
   // Progress keeps the lease; losing it (taken over after a stall) stops this PATCH before
-  // its next store write, and its acknowledgement would be refused anyway.
-  let receivedSinceTick = 0;
-  let storeWrites = 0;
-  let lost = false;
-  const storeWrite = async <T>(write: () => Promise<T>): Promise<T> => {
-    if (lost) throw problem('upload_locked', 'Another request took over this upload; HEAD it for the offset.');
-    storeWrites++;
-    try {
-      return await write();
-    } finally {
-      storeWrites--;
-    }
-  };
+  // its next store write (lease.write), and its acknowledgement would be refused anyway.
+  lease.onLost(() => {
+    if (!body.destroyed) body.destroy(Object.assign(new Error('lease lost'), { code: 'ECONNRESET' }));
+  });
   // The part being stored (and, without a checksum, then acknowledged); at most one, so the
   // buffer it reads is never the one being filled.
   let sending: Promise<void> | undefined;
@@ -87,7 +76,7 @@ export async function writeChunk(
     // The hash state at the part's end: what its acknowledgement records.
     const shaState = sha.save();
     sending = (async () => {
-      const etag = await storeWrite(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
+      const etag = await lease.write(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
       parts = [...parts, { partNumber, etag, bytes: bytes.length }];
       if (tailKey) staleTails.push(tailKey);
       tailKey = null;
@@ -104,7 +93,7 @@ export async function writeChunk(
   const ackAt = async (toOffset: number, sha256State: Uint8Array) => {
     const ok = await acknowledge(deps.pool, {
       id: session.id,
-      owner,
+      owner: lease.owner,
       fromOffset: acked,
       toOffset,
       parts,
@@ -115,24 +104,11 @@ export async function writeChunk(
       leaseSeconds: deps.leaseSeconds,
     });
     // Our lease ran out and another request moved the session: this one stops here.
-    if (!ok) throw problem('upload_locked', 'Another request took over this upload; HEAD it for the offset.');
+    if (!ok) throw leaseLost();
     acked = toOffset;
     for (const key of staleTails.splice(0)) await deps.store.delete(key).catch(() => {});
   };
 
-  const renew = setInterval(() => {
-    const progressed = receivedSinceTick > 0 || storeWrites > 0;
-    receivedSinceTick = 0;
-    void renewLease(deps.pool, session.id, owner, deps.leaseSeconds, progressed).then(
-      (held) => {
-        if (held || lost) return;
-        lost = true;
-        if (!body.destroyed) body.destroy(Object.assign(new Error('lease lost'), { code: 'ECONNRESET' }));
-      },
-      () => {},
-    );
-  }, LEASE_TICK_MS);
-  renew.unref();
   // A client that goes away mid-body may show up only on its socket — closed, or ended
   // (the server allows half-open connections, so a FIN alone closes nothing): end the
   // iteration then, or it would wait for bytes that never come.
@@ -150,7 +126,7 @@ export async function writeChunk(
       // Leaving the loop early (a body past Upload-Length) must not destroy the request: its
       // socket would reset before the client read the 413; it is drained instead.
       for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-        receivedSinceTick += chunk.length;
+        lease.progressed();
         noteStreamedBytes(chunk.length);
         let pos = 0;
         while (pos < chunk.length) {
@@ -184,7 +160,7 @@ export async function writeChunk(
     } else if (filled > 0 && bufStart + filled > acked) {
       const key = `${session.storage_key}.tail.${bufStart + filled}`;
       // No copy: the buffer goes back to the pool only after this write has finished.
-      await storeWrite(() => deps.store.put(key, Readable.from([buf.subarray(0, filled)]), { contentType: 'application/octet-stream', contentLength: filled }));
+      await lease.write(() => deps.store.put(key, Readable.from([buf.subarray(0, filled)]), { contentType: 'application/octet-stream', contentLength: filled }));
       if (tailKey && tailKey !== key) staleTails.push(tailKey);
       tailKey = key;
       tailBytes = filled;
@@ -197,7 +173,6 @@ export async function writeChunk(
     await sending?.catch(() => {});
     for (const b of pooled) givePartBuffer(b);
     if (freeHashers.length < MAX_FREE_BUFFERS) freeHashers.push(sha);
-    clearInterval(renew);
     socket?.off('close', onGone);
     socket?.off('end', onGone);
     body.off('aborted', onGone);

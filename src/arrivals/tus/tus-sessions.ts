@@ -64,12 +64,12 @@ export class TusSessions {
     /** The body's declared length, when sent: one that would pass Upload-Length is refused unread. */
     bodyBytes?: number,
   ): Promise<{ write: WriteResult; outcome?: UploadOutcome; session: SessionRow }> {
-    const { write, session } = await withLease(this.deps.pool, tenantId, id, 'tus', this.lease, async (leased, owner) => {
+    const { write, session } = await withLease(this.deps.pool, tenantId, id, 'tus', { ...this.lease, renew: true }, async (leased, lease) => {
       if (offset !== Number(leased.upload_offset)) throw problem('upload_offset_mismatch', `Upload-Offset is ${offset} but the upload is at ${leased.upload_offset}.`, { extra: { uploadOffset: Number(leased.upload_offset) } });
       if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
         throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
       }
-      const written = leased.state === 'open' ? await writeChunk(this.deps, leased, owner, body, checksum) : { offset, complete: true };
+      const written = leased.state === 'open' ? await writeChunk(this.deps, leased, lease, body, checksum) : { offset, complete: true };
       return { write: written, session: leased };
     });
     if (!write.complete) return { write, session };
