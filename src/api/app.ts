@@ -30,6 +30,7 @@ import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
 import { SessionRegistry } from '../sessions/registry';
 import { TusSessions } from '../arrivals/tus/tus-sessions';
 import { DirectUploads } from '../arrivals/direct/direct-uploads';
+import { PresignedTarget, SelfSignedTarget } from '../arrivals/direct/targets';
 import { directObjectRoutes, directUploadRoutes } from './routes/direct-uploads';
 import { UppyCompanion } from '../arrivals/uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './routes/uppy';
@@ -110,8 +111,9 @@ export function createApp(deps: AppDeps) {
     box,
     expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600,
     urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS,
-    singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
-    partBytes: config.DIRECT_UPLOAD_PART_MIB * 1024 * 1024,
+    target: store.presigner
+      ? new PresignedTarget(store.presigner, { singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024, partBytes: config.DIRECT_UPLOAD_PART_MIB * 1024 * 1024 })
+      : new SelfSignedTarget(store, box),
   });
   const uppy = new UppyCompanion({ pool, store, sessions: registry, receiver, box, expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600, urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS });
   const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);

@@ -60,6 +60,16 @@ export class S3Presigner implements ObjectPresigner {
     return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
 
+  async partsUnlessCompleted(key: string, uploadId: string) {
+    try {
+      return await this.listParts(key, uploadId);
+    } catch (err) {
+      // Completed by an earlier attempt whose answer was lost: the object is there.
+      if ((err as { name?: string }).name === 'NoSuchUpload' && (await this.checksum(key))) return null;
+      throw err;
+    }
+  }
+
   async completeCheckedParts(key: string, uploadId: string, parts: { partNumber: number; etag: string; sha256Base64?: string }[]): Promise<void> {
     try {
       await this.client.send(

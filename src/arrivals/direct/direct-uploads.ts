@@ -1,10 +1,9 @@
-// Direct uploads: the client sends the bytes to the store itself (a presigned S3 PUT, or a
-// multipart upload whose parts are presigned one by one) and the API never carries them.
-// The session is a row of the sessions table (mode 'direct') owned by the Idempotency-Key,
-// started with the key's upload workflow like a tus session, so the key rule, the expiry
-// (the workflow's timer aborts it and frees the key) and the commit are the same. On the
-// local-directory store (the embedded default) the API signs URLs to itself instead
-// (HMAC under SECRETS_KEY) and takes the bytes, checking length and SHA-256 as they stream.
+// Direct uploads: the client sends the bytes to where the plan's signed requests point (its
+// target, ./targets.ts: the S3 store itself, or the API's own PUT on the local store) and
+// the API then commits them. The session is a row of the session core (mode 'direct') owned
+// by the Idempotency-Key, started with the key's upload workflow like a tus session, so the
+// key rule, the expiry (the workflow's timer aborts it and frees the key) and the commit
+// (completeSession) are the same.
 import type { Readable } from 'node:stream';
 import { findSharedObject } from '../../db/queries/records';
 import { findSessionById, idleExpiry, type SessionRow } from '../../db/queries/sessions';
@@ -12,23 +11,18 @@ import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
 import type { SessionKind } from '../../sessions/registry';
 import type { SignedRequest } from '../../storage/store';
-import { BodyMeter } from '../../upload/body-meter';
 import type { UploadOutcome } from '../../upload/receive';
 import type { StagedCopy } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
+import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget } from './targets';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
-const SIGN_PURPOSE = 'direct-upload-object';
-/** S3 allows at most 10,000 parts per multipart upload. */
-const MAX_PARTS = 10_000;
-const MiB = 1024 * 1024;
 
 export interface DirectUploadsDeps extends SignedModeDeps {
-  /** Above this a plan is multipart (S3 only; one PUT may carry at most 5 GiB). */
-  singlePutMaxBytes: number;
-  partBytes: number;
+  /** Where the bytes go: chosen once, from the store (presigned S3, or the API's own signed PUT). */
+  target: DirectTarget;
 }
 
 export interface DirectPlanRequest {
@@ -64,14 +58,14 @@ export class DirectUploads {
 
   /** The key's session: created once; the same request again gets it again, with fresh URLs. */
   async plan(r: DirectPlanRequest): Promise<{ plan: DirectPlan; replayed: boolean }> {
-    const presigner = this.deps.store.presigner;
-    const multipart = presigner !== undefined && r.bytes > Math.min(this.deps.singlePutMaxBytes, 5 * 1024 * MiB);
+    const { target } = this.deps;
+    const partBytes = target.partBytesFor(r.bytes);
     const kind: SessionKind = {
       mode: 'direct',
       route: DIRECT_ROUTE,
-      begin: multipart ? (key, contentType) => presigner.beginCheckedParts(key, contentType) : async () => '',
+      begin: (key, contentType) => target.begin(key, contentType, partBytes !== null),
       idleSeconds: this.deps.expirySeconds,
-      partBytes: multipart ? partBytesFor(r.bytes, this.deps.partBytes) : null,
+      partBytes,
     };
     const { session, replayed } = await this.deps.sessions.create(
       { tenantId: r.tenantId, key: r.key, uploadLength: r.bytes, uploadMetadata: '', metadata: {}, contentType: r.contentType, fileName: r.fileName, declaredSha256: r.sha256 },
@@ -108,14 +102,12 @@ export class DirectUploads {
   async partRequest(tenantId: string, id: string, n: number, sha256Base64: string): Promise<SignedRequest & { partNumber: number; bytes: number }> {
     const s = await this.deps.sessions.find(tenantId, id, 'direct');
     const partBytes = Number(s.part_bytes ?? 0);
-    if (!partBytes || !this.deps.store.presigner) throw problem('not_found', 'This direct upload is one PUT, not multipart: use its `upload` request.');
+    if (!partBytes) throw problem('not_found', 'This direct upload is one PUT, not multipart: use its `upload` request.');
     const count = partCount(Number(s.upload_length), partBytes);
     if (!Number.isInteger(n) || n < 1 || n > count) throw problem('not_found', `Part numbers of this upload run from 1 to ${count}.`);
     if (s.state !== 'open') throw problem('upload_committed', 'This direct upload is completing or complete; no more parts are taken.');
     const bytes = n < count ? partBytes : Number(s.upload_length) - partBytes * (count - 1);
-    const signed = await dependency('storage_unavailable', () =>
-      this.deps.store.presigner!.presignPart(s.storage_key, s.multipart_id, n, { bytes, sha256Base64, expiresSeconds: this.urlSeconds(s) }),
-    );
+    const signed = await dependency('storage_unavailable', () => this.deps.target.partRequest(s, n, { bytes, sha256Base64, expiresSeconds: this.urlSeconds(s) }));
     return { ...signed, partNumber: n, bytes };
   }
 
@@ -124,28 +116,14 @@ export class DirectUploads {
    * object; a body of another length or SHA-256 leaves nothing behind.
    */
   async receiveObject(id: string, expires: string | undefined, signature: string | undefined, body: Readable): Promise<void> {
-    const exp = Number(expires);
-    if (!expires || !signature || !Number.isInteger(exp) || !this.deps.box.verify(SIGN_PURPOSE, `${id}\n${exp}`, signature)) {
-      throw problem('signature_invalid', 'The URL is not one this server signed (or it was changed).');
-    }
-    if (exp * 1000 < Date.now()) throw problem('signature_invalid', 'The URL has expired; create the direct upload again with the same Idempotency-Key for a fresh one.');
+    const { target } = this.deps;
+    // Only the self-signed target's URLs point here.
+    if (!(target instanceof SelfSignedTarget)) throw problem('not_found', 'No such direct upload.');
+    target.checkSignature(id, expires, signature);
     const s = await dependency('database_unavailable', () => findSessionById(this.deps.pool, id, 'direct'));
     if (!s) throw problem('not_found', 'No such direct upload (it may have expired).');
     if (s.state !== 'open') throw problem('upload_committed', 'This direct upload is completing or complete; its object is not replaced.');
-    const meter = new BodyMeter(Number(s.upload_length), s.declared_sha256 ?? undefined);
-    const onAbort = () => meter.abort();
-    body.once('aborted', onAbort);
-    body.once('error', onAbort);
-    body.pipe(meter);
-    try {
-      await this.deps.store.put(s.storage_key, meter, { contentType: s.content_type, contentLength: Number(s.upload_length) });
-    } catch (err) {
-      throw meter.failure ?? err;
-    } finally {
-      body.off('aborted', onAbort);
-      body.off('error', onAbort);
-      body.unpipe(meter);
-    }
+    await target.receive(s, body);
   }
 
   /**
@@ -159,33 +137,7 @@ export class DirectUploads {
   /** The object is there, whole, with the declared SHA-256 (or the parts' checksums for multipart). */
   private async verify(s: SessionRow): Promise<StagedCopy> {
     const length = Number(s.upload_length);
-    const presigner = this.deps.store.presigner;
-    if (presigner && s.multipart_id) {
-      const parts = await dependency('storage_unavailable', () => presigner.listParts(s.storage_key, s.multipart_id).catch(async (err: unknown) => {
-        // Completed by an earlier complete whose answer was lost: the object is there.
-        if ((err as { name?: string }).name === 'NoSuchUpload' && (await presigner.checksum(s.storage_key))) return null;
-        throw err;
-      }));
-      if (parts) {
-        const partBytes = Number(s.part_bytes);
-        const count = partCount(length, partBytes);
-        const missing: number[] = [];
-        for (let n = 1; n <= count; n++) {
-          const p = parts.find((x) => x.partNumber === n);
-          const want = n < count ? partBytes : length - partBytes * (count - 1);
-          if (!p || p.bytes !== want || !p.sha256Base64) missing.push(n);
-        }
-        if (missing.length > 0) throw problem('direct_upload_incomplete', `Parts not uploaded yet: ${summarize(missing)}.`, { extra: { missingParts: missing.slice(0, 100) } });
-        await dependency('storage_unavailable', () => presigner.completeCheckedParts(s.storage_key, s.multipart_id, parts.filter((p) => p.partNumber <= count)));
-      }
-    }
-    const stored = presigner
-      ? await dependency('storage_unavailable', () => presigner.checksum(s.storage_key))
-      : await dependency('storage_unavailable', async () => {
-          const head = await this.deps.store.head(s.storage_key);
-          // The API wrote it itself, after checking length and SHA-256 on the way in.
-          return head && { bytes: head.bytes, sha256Base64: hexToBase64(s.declared_sha256!), composite: false };
-        });
+    const stored = await this.deps.target.stored(s);
     if (!stored) throw problem('direct_upload_incomplete', 'The object has not been uploaded yet: PUT it with the request of the plan, then complete.');
     if (stored.bytes !== length || (!stored.composite && stored.sha256Base64 !== hexToBase64(s.declared_sha256!))) {
       // Not what was declared (a store that does not check checksums): it goes, the session stays open.
@@ -216,19 +168,8 @@ export class DirectUploads {
     return plan;
   }
 
-  private async objectRequest(s: SessionRow): Promise<SignedRequest> {
-    const expiresSeconds = this.urlSeconds(s);
-    const presigner = this.deps.store.presigner;
-    if (presigner) {
-      return dependency('storage_unavailable', () =>
-        presigner.presignPut(s.storage_key, { bytes: Number(s.upload_length), sha256Base64: hexToBase64(s.declared_sha256!), contentType: s.content_type, expiresSeconds }),
-      );
-    }
-    const expires = Math.floor(Date.now() / 1000) + expiresSeconds;
-    const signature = this.deps.box.sign(SIGN_PURPOSE, `${s.id}\n${expires}`);
-    // Relative to the API (the embedded default serves the bytes itself).
-    const url = `/v1/direct-uploads/${s.id}/object?expires=${expires}&signature=${signature}`;
-    return { method: 'PUT', url, headers: { 'content-length': String(s.upload_length), 'content-type': s.content_type }, expiresAt: new Date(expires * 1000) };
+  private objectRequest(s: SessionRow): Promise<SignedRequest> {
+    return dependency('storage_unavailable', () => this.deps.target.putRequest(s, this.urlSeconds(s)));
   }
 
   /** A URL never outlives its session. */
@@ -241,22 +182,4 @@ export class DirectUploads {
     // As the workflow's expiry check counts it: from the last change of the session.
     return idleExpiry(s, this.deps.expirySeconds);
   }
-}
-
-/** The configured part size, raised (to whole MiB) when the file would need more than 10,000 parts. */
-export function partBytesFor(bytes: number, configured: number): number {
-  const needed = Math.ceil(bytes / MAX_PARTS / MiB) * MiB;
-  return Math.max(configured, needed);
-}
-
-export function partCount(bytes: number, partBytes: number): number {
-  return Math.max(1, Math.ceil(bytes / partBytes));
-}
-
-function hexToBase64(hex: string): string {
-  return Buffer.from(hex, 'hex').toString('base64');
-}
-
-function summarize(ns: number[]): string {
-  return ns.length <= 10 ? ns.join(', ') : `${ns.slice(0, 10).join(', ')} and ${ns.length - 10} more`;
 }

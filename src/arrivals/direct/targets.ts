@@ -1,0 +1,159 @@
+// Where a direct upload's bytes go, chosen once at wiring (as tusd's composer picks a store):
+// - presigned: the S3 store itself, through URLs whose signatures cover the key, length and
+//   SHA-256 (one PUT, or checked parts above the single-PUT size);
+// - self-signed: the API's own PUT route (the local-directory store has no URLs of its own),
+//   signed with SECRETS_KEY; the API streams the body to the store, checking length and
+//   SHA-256 on the way.
+import type { Readable } from 'node:stream';
+import type { SessionRow } from '../../db/queries/sessions';
+import { dependency, problem } from '../../errors';
+import type { SecretBox } from '../../secret-box';
+import type { ObjectPresigner, ObjectStore, SignedRequest } from '../../storage/store';
+import { BodyMeter } from '../../upload/body-meter';
+
+const MiB = 1024 * 1024;
+/** S3 allows at most 10,000 parts per multipart upload, and at most 5 GiB in one PUT. */
+const MAX_PARTS = 10_000;
+const MAX_SINGLE_PUT = 5 * 1024 * MiB;
+
+/** What the store holds at a session's key: its size and SHA-256 (base64; composite for multipart). */
+export interface StoredObject {
+  bytes: number;
+  sha256Base64?: string;
+  composite: boolean;
+}
+
+export interface DirectTarget {
+  /** The part size of a file planned in parts, or null for one PUT. */
+  partBytesFor(bytes: number): number | null;
+  /** Starts the multipart of a plan in parts; '' when there is none. */
+  begin(storageKey: string, contentType: string, inParts: boolean): Promise<string>;
+  /** The signed PUT of a one-PUT plan. */
+  putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest>;
+  /** The signed PUT of part n of a plan in parts. */
+  partRequest(s: SessionRow, n: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest>;
+  /**
+   * Finishes what the client sent (a multipart's parts all present and checked are
+   * completed) and tells what is stored, or undefined when nothing is yet.
+   */
+  stored(s: SessionRow): Promise<StoredObject | undefined>;
+}
+
+export class PresignedTarget implements DirectTarget {
+  constructor(
+    private readonly presigner: ObjectPresigner,
+    private readonly opts: { singlePutMaxBytes: number; partBytes: number },
+  ) {}
+
+  partBytesFor(bytes: number): number | null {
+    if (bytes <= Math.min(this.opts.singlePutMaxBytes, MAX_SINGLE_PUT)) return null;
+    // The configured part size, raised (to whole MiB) when the file would need more than 10,000 parts.
+    return Math.max(this.opts.partBytes, Math.ceil(bytes / MAX_PARTS / MiB) * MiB);
+  }
+
+  begin(storageKey: string, contentType: string, inParts: boolean): Promise<string> {
+    return inParts ? this.presigner.beginCheckedParts(storageKey, contentType) : Promise.resolve('');
+  }
+
+  putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest> {
+    return this.presigner.presignPut(s.storage_key, { bytes: Number(s.upload_length), sha256Base64: hexToBase64(s.declared_sha256!), contentType: s.content_type, expiresSeconds });
+  }
+
+  partRequest(s: SessionRow, n: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest> {
+    return this.presigner.presignPart(s.storage_key, s.multipart_id, n, o);
+  }
+
+  async stored(s: SessionRow): Promise<StoredObject | undefined> {
+    if (s.multipart_id) {
+      const parts = await dependency('storage_unavailable', () => this.presigner.partsUnlessCompleted(s.storage_key, s.multipart_id));
+      if (parts) {
+        const length = Number(s.upload_length);
+        const partBytes = Number(s.part_bytes);
+        const count = partCount(length, partBytes);
+        const missing: number[] = [];
+        for (let n = 1; n <= count; n++) {
+          const p = parts.find((x) => x.partNumber === n);
+          const want = n < count ? partBytes : length - partBytes * (count - 1);
+          if (!p || p.bytes !== want || !p.sha256Base64) missing.push(n);
+        }
+        if (missing.length > 0) throw problem('direct_upload_incomplete', `Parts not uploaded yet: ${summarize(missing)}.`, { extra: { missingParts: missing.slice(0, 100) } });
+        await dependency('storage_unavailable', () => this.presigner.completeCheckedParts(s.storage_key, s.multipart_id, parts.filter((p) => p.partNumber <= count)));
+      }
+    }
+    return dependency('storage_unavailable', () => this.presigner.checksum(s.storage_key));
+  }
+}
+
+const SIGN_PURPOSE = 'direct-upload-object';
+
+export class SelfSignedTarget implements DirectTarget {
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly box: SecretBox,
+  ) {}
+
+  partBytesFor(): null {
+    return null;
+  }
+
+  begin(): Promise<string> {
+    return Promise.resolve('');
+  }
+
+  putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest> {
+    const expires = Math.floor(Date.now() / 1000) + expiresSeconds;
+    const signature = this.box.sign(SIGN_PURPOSE, `${s.id}\n${expires}`);
+    // A path of the API (made absolute by the route, from PUBLIC_URL or the request).
+    const url = `/v1/direct-uploads/${s.id}/object?expires=${expires}&signature=${signature}`;
+    return Promise.resolve({ method: 'PUT', url, headers: { 'content-length': String(s.upload_length), 'content-type': s.content_type }, expiresAt: new Date(expires * 1000) });
+  }
+
+  partRequest(): Promise<SignedRequest> {
+    throw problem('not_found', 'This direct upload is one PUT, not multipart: use its `upload` request.');
+  }
+
+  async stored(s: SessionRow): Promise<StoredObject | undefined> {
+    const head = await dependency('storage_unavailable', () => this.store.head(s.storage_key));
+    // The API wrote it itself, after checking length and SHA-256 on the way in.
+    return head ? { bytes: head.bytes, sha256Base64: hexToBase64(s.declared_sha256!), composite: false } : undefined;
+  }
+
+  /** Whether a URL's expiry and signature are this server's for session `id` (403 when not, or expired). */
+  checkSignature(id: string, expires: string | undefined, signature: string | undefined): void {
+    const exp = Number(expires);
+    if (!expires || !signature || !Number.isInteger(exp) || !this.box.verify(SIGN_PURPOSE, `${id}\n${exp}`, signature)) {
+      throw problem('signature_invalid', 'The URL is not one this server signed (or it was changed).');
+    }
+    if (exp * 1000 < Date.now()) throw problem('signature_invalid', 'The URL has expired; create the direct upload again with the same Idempotency-Key for a fresh one.');
+  }
+
+  /** The signed PUT's body into the session's object; another length or SHA-256 leaves nothing behind. */
+  async receive(s: SessionRow, body: Readable): Promise<void> {
+    const meter = new BodyMeter(Number(s.upload_length), s.declared_sha256 ?? undefined);
+    const onAbort = () => meter.abort();
+    body.once('aborted', onAbort);
+    body.once('error', onAbort);
+    body.pipe(meter);
+    try {
+      await this.store.put(s.storage_key, meter, { contentType: s.content_type, contentLength: Number(s.upload_length) });
+    } catch (err) {
+      throw meter.failure ?? err;
+    } finally {
+      body.off('aborted', onAbort);
+      body.off('error', onAbort);
+      body.unpipe(meter);
+    }
+  }
+}
+
+export function partCount(bytes: number, partBytes: number): number {
+  return Math.max(1, Math.ceil(bytes / partBytes));
+}
+
+export function hexToBase64(hex: string): string {
+  return Buffer.from(hex, 'hex').toString('base64');
+}
+
+function summarize(ns: number[]): string {
+  return ns.length <= 10 ? ns.join(', ') : `${ns.slice(0, 10).join(', ')} and ${ns.length - 10} more`;
+}
