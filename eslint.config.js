@@ -1,9 +1,21 @@
 // Lint config. The rule that matters most: workflow code runs in Temporal's deterministic
-// sandbox, so it may not import Node built-ins or modules with side effects.
+// sandbox, so it may not import Node built-ins or modules with side effects. Then the layer
+// direction: api -> arrivals / upload -> sessions -> db / storage; nothing below imports up.
 import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
+
+/** A rule that `files` import none of `above` (the layers that depend on them). */
+const layer = (files, above, name) => ({
+  files,
+  rules: {
+    'no-restricted-imports': ['error', { patterns: [{ group: above, message: `${name} must not import the layers above it (api -> arrivals/upload -> sessions -> db/storage).` }] }],
+  },
+});
+const API = ['**/api/*', '**/api/**'];
+const ARRIVALS = ['**/arrivals/*', '**/arrivals/**'];
+const SESSIONS = ['**/sessions/*', '**/sessions/**'];
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.data/', 'bench/results/', 'test-artifacts/', 'dist/'] },
@@ -14,6 +26,10 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  layer(['src/arrivals/**/*.ts', 'src/upload/**/*.ts'], API, 'arrivals and upload'),
+  layer(['src/sessions/**/*.ts'], [...API, ...ARRIVALS], 'The session core'),
+  layer(['src/db/**/*.ts', 'src/storage/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS, '**/upload/receive', '**/runtime'], 'db and storage'),
+  layer(['activities/**/*.ts'], [...API, ...ARRIVALS], 'Activities'),
   {
     files: ['workflows/**/*.ts'],
     rules: {

@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
 import { commitUploadRecords, findCommittedAnswer, KeyHeldElsewhere, objectInUse } from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
-import { problem } from '../src/errors';
+import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import { failureTypes } from '../src/temporal/names';
 import type { CommitObjectInput, CommitRecordsInput, StoredResponse, UploadRequest } from './types';
@@ -57,24 +57,10 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
               file_name: request.fileName,
             }
           : undefined,
-        response: (createdAt, storageKey) => {
-          if (rejection) {
-            const p = problem(rejection.code, rejection.detail);
-            return { status: p.status, body: JSON.stringify(p.toJSON()) };
-          }
-          return {
-            status: 201,
-            body: JSON.stringify({
-              uploadId: input.uploadId,
-              storageKey: storageKey ?? copy!.storageKey,
-              bytes: copy!.bytes,
-              sha256: copy!.sha256,
-              contentType: request.contentType,
-              fileName: request.fileName,
-              createdAt: createdAt.toISOString(),
-            }),
-          };
-        },
+        response: (createdAt, storageKey) =>
+          rejection
+            ? rejectionAnswer(rejection.code, rejection.detail)
+            : createdAnswer({ uploadId: input.uploadId, storageKey: storageKey ?? copy!.storageKey, bytes: copy!.bytes, sha256: copy!.sha256, contentType: request.contentType, fileName: request.fileName, createdAt }),
       }).catch((err: unknown) => {
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
         throw err;

@@ -1,4 +1,4 @@
 // Entry point of the workflow bundle.
-export { uploadWorkflow, offerCopyUpdate, offerCopyForAnswerUpdate } from './upload';
+export { uploadWorkflow } from './upload';
 export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';

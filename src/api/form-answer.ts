@@ -4,10 +4,10 @@
 import type { Context } from 'hono';
 import type { Config } from '../config';
 import { problem } from '../errors';
-import { receiveFormPost } from '../upload/form-post';
+import { receiveFormPost } from './parse/form-post';
 import type { InFlightUploads } from '../upload/in-flight';
 import type { UploadReceiver } from '../upload/receive';
-import { parsePrefer } from '../upload/request-headers';
+import { parsePrefer } from './parse/request-headers';
 import type { AppEnv } from './env';
 import { header, headerValues } from './headers';
 import { renderOutcome } from './upload-answer';

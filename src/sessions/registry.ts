@@ -15,7 +15,8 @@ import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
 import type { UploadRequest } from '../upload/types';
-import { uploadWorkflow } from '../../workflows/upload';
+import { UPLOAD_WORKFLOW_TYPE } from '../../workflows/definitions';
+import type { uploadWorkflow } from '../../workflows/upload';
 import { discardSessionObjects } from './cleanup';
 import { noSuchSession } from './lease';
 
@@ -104,7 +105,7 @@ export class SessionRegistry {
     const options = this.deps.receiver.startOptions(uploadRequest(s), workflowId, { resumable: { sessionId: s.id, idleSeconds } });
     const startOrFind = () =>
       dependency('temporal_unavailable', async () => {
-        const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () => this.deps.temporal.workflow.start(uploadWorkflow, options));
+        const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () => this.deps.temporal.workflow.start<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, options));
         return handle.describe();
       });
     let described = await startOrFind();

@@ -31,7 +31,8 @@ import { BodyMeter } from './body-meter';
 import { metrics } from '../metrics';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
 import { stagedCopy } from './staged-copy';
-import { offerCopyForAnswerUpdate, offerCopyUpdate, UPLOAD_WORKFLOW_REVISION, uploadWorkflow, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/upload';
+import { offerCopyForAnswerUpdate, offerCopyUpdate, UPLOAD_WORKFLOW_REVISION, UPLOAD_WORKFLOW_TYPE, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/definitions';
+import type { uploadWorkflow } from '../../workflows/upload';
 
 const OFFER_DEADLINE_MS = 8_000;
 const SETTLE_INTERVAL_MS = 2_000;
@@ -244,7 +245,7 @@ export class UploadReceiver {
         updateId: copy.attemptId,
         args: [copy],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
-        startWorkflowOperation: new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra)),
+        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, this.startOptions(req, workflowId, extra)),
       }),
     );
     const answer = this.deps.temporal.withAbortSignal(AbortSignal.timeout(Math.max(waitMs, 1)), () => handle.result());
@@ -262,7 +263,7 @@ export class UploadReceiver {
       this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
         updateId: `${copy.attemptId}-plain`,
         args: [copy],
-        startWorkflowOperation: new WithStartWorkflowOperation(uploadWorkflow, this.startOptions(req, workflowId, extra)),
+        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, this.startOptions(req, workflowId, extra)),
       }),
     );
   }

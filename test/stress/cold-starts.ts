@@ -62,15 +62,15 @@ async function served(role: StartRole, port: number, logFile: string): Promise<b
  * One cold start of `role`. `env` is the production roles' shared environment (database,
  * Temporal); the embedded default needs none.
  */
-export async function coldStart(role: StartRole, env: Record<string, string>, boundMs: number): Promise<StartOutcome> {
+export async function coldStart(role: StartRole, env: Record<string, string>, boundMs: number, tree = root): Promise<StartOutcome> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-cold-'));
   const logFile = path.join(dataDir, 'start.log');
   const port = await getPort({ host: '127.0.0.1' });
   await dropPageCache();
   const started = Date.now();
-  const proc = startProcess('sh', [path.join(root, 'bin/oncely-node'), role === 'embedded' ? 'all' : role], {
+  const proc = startProcess('sh', [path.join(tree, 'bin/oncely-node'), role === 'embedded' ? 'all' : role], {
     logFile,
-    cwd: root,
+    cwd: tree,
     env: {
       ...process.env,
       ...(role === 'embedded' ? {} : env),
@@ -109,10 +109,10 @@ export interface StressSummary {
   failures: StartOutcome[];
 }
 
-export async function stress(role: StartRole, starts: number, env: Record<string, string>, boundMs: number, onEach?: (o: StartOutcome, i: number) => void): Promise<StressSummary> {
+export async function stress(role: StartRole, starts: number, env: Record<string, string>, boundMs: number, onEach?: (o: StartOutcome, i: number) => void, tree = root): Promise<StressSummary> {
   const outcomes: StartOutcome[] = [];
   for (let i = 0; i < starts; i++) {
-    const o = await coldStart(role, env, boundMs);
+    const o = await coldStart(role, env, boundMs, tree);
     outcomes.push(o);
     onEach?.(o, i);
   }

@@ -1,4 +1,4 @@
-// npm run start-stress -- [--embedded 50] [--roles 20] [--bound-seconds 150]
+// npm run start-stress -- [--embedded 50] [--roles 20] [--bound-seconds 150] [--tree DIR]
 // Cold starts of the embedded default and of each production role (API, worker) through
 // bin/oncely-node (test/stress/cold-starts.ts); prints one line per start and a summary,
 // and exits 1 if any start hung or exited instead of serving.
@@ -16,8 +16,9 @@ const opts = new Command()
   .option('--embedded <n>', 'cold starts of the embedded default', (v) => Number(v), 50)
   .option('--roles <n>', 'cold starts of each production role (api, worker)', (v) => Number(v), 20)
   .option('--bound-seconds <s>', 'a start not serving by then is a hang', (v) => Number(v), 150)
+  .option('--tree <dir>', "another checkout's built bin/oncely-node to start (to compare builds)")
   .parse()
-  .opts<{ embedded: number; roles: number; boundSeconds: number }>();
+  .opts<{ embedded: number; roles: number; boundSeconds: number; tree?: string }>();
 
 const pgAdminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `oncely_start_stress_${process.pid}`;
@@ -39,7 +40,7 @@ try {
       await stress(role, n, env, opts.boundSeconds * 1000, (o, i) => {
         console.log(`${role} #${i + 1}: ${o.result} in ${(o.ms / 1000).toFixed(1)} s`);
         if (o.evidence) console.log(o.evidence);
-      }),
+      }, opts.tree && path.resolve(opts.tree)),
     );
   }
 } finally {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Problem } from '../../src/errors';
-import { parseIdempotencyKey } from '../../src/upload/idempotency-key';
-import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../src/upload/request-headers';
+import { parseIdempotencyKey } from '../../src/api/parse/idempotency-key';
+import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../src/api/parse/request-headers';
 import { fingerprint, type FingerprintParts } from '../../src/upload/fingerprint';
 
 function code(fn: () => unknown): string {

@@ -11,7 +11,7 @@ import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../../db/queri
 import { dependency, problem, Problem } from '../../errors';
 import type { SecretBox } from '../../secret-box';
 import { OPERATOR_TENANT_ID } from '../../tenants';
-import { parseIdempotencyKey } from '../../upload/idempotency-key';
+import { parseIdempotencyKey } from '../parse/idempotency-key';
 import type { AppEnv } from '../env';
 import { headerValues } from '../headers';
 import { bodyText } from '../json-body';

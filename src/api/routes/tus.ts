@@ -19,9 +19,9 @@ import {
   TUS_EXTENSIONS,
   TUS_VERSION,
 } from '../../arrivals/tus/protocol';
-import { parseIdempotencyKey } from '../../upload/idempotency-key';
+import { parseIdempotencyKey } from '../parse/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
-import { parseContentType, parseFileName, parsePrefer, parseSha256 } from '../../upload/request-headers';
+import { parseContentType, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router } from '../openapi';

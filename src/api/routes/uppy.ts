@@ -4,7 +4,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { UppyCompanion } from '../../arrivals/uppy/uppy-companion';
+import type { UppyCompanion, UppyFile } from '../../arrivals/uppy/uppy-companion';
+import { parseIdempotencyKey } from '../parse/idempotency-key';
+import { parseContentType, parseFileName } from '../parse/request-headers';
 import { problem } from '../../errors';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadReceiver } from '../../upload/receive';
@@ -134,7 +136,7 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
 
   route(app, paramsRoute, async function uppyParams(c) {
     tenant(c);
-    const key = uppy.keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
+    const key = keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
     // Absolute: Uppy builds the object's location from it with new URL().
@@ -148,9 +150,9 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   route(app, createRouteDef, async function uppyCreateMultipart(c) {
     const tenantId = tenant(c);
     const body = await jsonBody(c, UppyCreate, '{"filename": "clip.mp4", "type": "video/mp4", "metadata": {"idempotencyKey": "…"}}');
-    const created = await uppy.createMultipart(tenantId, body);
-    c.set('idempotencyKey', uppy.keyOf(body.metadata));
-    return c.json(created, 200);
+    const file = uppyFile(body);
+    c.set('idempotencyKey', file.key);
+    return c.json(await uppy.createMultipart(tenantId, file), 200);
   });
 
   route(app, partRouteDef, async function uppySignPart(c) {
@@ -180,4 +182,22 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   });
 
   return app;
+}
+
+/** The key of a file, from Uppy's metadata. */
+function keyOf(metadata: unknown): string {
+  const key = metadata && typeof metadata === 'object' ? (metadata as Record<string, unknown>).idempotencyKey : undefined;
+  return parseIdempotencyKey(typeof key === 'string' ? [key] : undefined);
+}
+
+/** What identifies the file Uppy creates: its key, type, name and string metadata. */
+function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown }): UppyFile {
+  const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
+  const name = typeof body.filename === 'string' ? body.filename : undefined;
+  return {
+    key: keyOf(metadata),
+    contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
+    fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
+    metadata: Object.fromEntries(Object.entries(metadata).filter(([, v]) => typeof v === 'string' || typeof v === 'number').map(([k, v]) => [k, String(v)])),
+  };
 }

@@ -13,9 +13,7 @@ import { createHash } from 'node:crypto';
 import { findSessionByUploadId, type SessionRow } from '../../db/queries/sessions';
 import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
-import { parseIdempotencyKey } from '../../upload/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
-import { parseContentType, parseFileName } from '../../upload/request-headers';
 import type { StagedCopy } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
@@ -25,11 +23,13 @@ const TOKEN_PURPOSE = 'uppy-companion';
 
 export type UppyCompanionDeps = SignedModeDeps;
 
-/** What Uppy sends to create a multipart upload. */
-export interface UppyCreate {
-  filename?: unknown;
-  type?: unknown;
-  metadata?: unknown;
+/** A file Uppy creates a multipart upload for, as its route parsed it. */
+export interface UppyFile {
+  key: string;
+  contentType: string;
+  fileName: string | null;
+  /** What identifies the file besides its name and type (Uppy knows no hash): its string metadata. */
+  metadata: Record<string, string>;
 }
 
 export class UppyCompanion {
@@ -52,23 +52,11 @@ export class UppyCompanion {
     return tenantId;
   }
 
-  /** The key of a file, from Uppy's metadata. */
-  keyOf(metadata: unknown): string {
-    const key = metadata && typeof metadata === 'object' ? (metadata as Record<string, unknown>).idempotencyKey : undefined;
-    return parseIdempotencyKey(typeof key === 'string' ? [key] : undefined);
-  }
-
   /** POST /s3/multipart: the key's session (the same file again gets the same upload id). */
-  async createMultipart(tenantId: string, body: UppyCreate): Promise<{ key: string; uploadId: string }> {
+  async createMultipart(tenantId: string, file: UppyFile): Promise<{ key: string; uploadId: string }> {
     this.needsPresigner();
-    const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
-    const key = this.keyOf(metadata);
-    const name = typeof body.filename === 'string' ? body.filename : undefined;
-    const contentType = parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined);
-    // Strings only, and what identifies the file: its name, type and metadata (Uppy knows no hash).
-    const meta = Object.fromEntries(Object.entries(metadata).filter(([, v]) => typeof v === 'string' || typeof v === 'number').map(([k, v]) => [k, String(v)]));
     const { session } = await this.deps.sessions.create(
-      { tenantId, key, uploadLength: 0, uploadMetadata: '', metadata: meta, contentType, fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)), declaredSha256: null },
+      { tenantId, key: file.key, uploadLength: 0, uploadMetadata: '', metadata: file.metadata, contentType: file.contentType, fileName: file.fileName, declaredSha256: null },
       { mode: 'uppy', route: UPPY_ROUTE, // Parts without checksums: the store's own multipart (the one tus uses).
         begin: (storageKey, type) => this.deps.store.beginParts(storageKey, type), idleSeconds: this.deps.expirySeconds, partBytes: null },
     );

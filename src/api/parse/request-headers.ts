@@ -2,8 +2,8 @@
 // the OpenAPI document is generated from) and returns a clean value or throws a catalogue
 // error; none reads the body.
 import type { z } from 'zod';
-import { ContentLengthHeader, FileName, MediaType, Sha256Header, WaitQuery } from '../api/schemas';
-import { problem, type ErrorCode } from '../errors';
+import { ContentLengthHeader, FileName, MediaType, Sha256Header, WaitQuery } from '../schemas';
+import { problem, type ErrorCode } from '../../errors';
 
 function check<T>(schema: z.ZodType<T>, value: string, code: ErrorCode): T {
   const r = schema.safeParse(value);

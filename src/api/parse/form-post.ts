@@ -8,12 +8,12 @@
 import busboy from 'busboy';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { problem, Problem } from '../errors';
-import { fingerprint } from './fingerprint';
+import { problem, Problem } from '../../errors';
+import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from './idempotency-key';
-import type { UploadOutcome, UploadReceiver } from './receive';
+import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseFileName, parseSha256 } from './request-headers';
-import type { UploadRequest } from './types';
+import type { UploadRequest } from '../../upload/types';
 
 /** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
 export const FORM_ROUTE = '/v1/uploads#form';

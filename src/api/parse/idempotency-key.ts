@@ -2,8 +2,8 @@
 // structured-field string ("...") is unwrapped; a bare value is taken as is. Either way
 // the key is 16-255 visible ASCII characters, and exactly one value may be sent.
 import { parseItem } from 'structured-headers';
-import { IdempotencyKey } from '../api/schemas';
-import { problem } from '../errors';
+import { IdempotencyKey } from '../schemas';
+import { problem } from '../../errors';
 
 /** `values` are the header's distinct field lines, as received. */
 export function parseIdempotencyKey(values: readonly string[] | undefined): string {

@@ -1,0 +1,60 @@
+// What the API and the upload workflow share (as the Temporal samples' shared.ts): the
+// workflow's type name and input, its revision, and its update definitions. The API imports
+// this module, never the workflow code itself.
+import { defineUpdate } from '@temporalio/workflow';
+import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
+import type { WebhookRetrySchedule } from '../src/downstream/types';
+import { updates } from '../src/temporal/names';
+
+/** The upload workflow's type (its function's name in workflows/upload.ts). */
+export const UPLOAD_WORKFLOW_TYPE = 'uploadWorkflow';
+
+export interface UploadWorkflowInput extends UploadRequest {
+  receiveTimeoutSeconds: number;
+  /** Settings the downstream child needs (absent in runs recorded before downstream existed). */
+  downstream?: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
+  /**
+   * Started by a resumable (tus) session's creation: the run waits for the session's copy as
+   * long as the session is not idle for `idleSeconds`, and ends it (aborted, key freed) then.
+   */
+  resumable?: { sessionId: string; idleSeconds: number };
+  /**
+   * Revision of the workflow's paths the run was started for (absent: 1). From revision 2
+   * the run takes every current path without asking `patched()` — each patch call writes a
+   * marker and a TemporalChangeVersion search-attribute update — and skips the "committing"
+   * phase (the commit's local activities run in the same workflow task as the final phase,
+   * so it was never visible). Five history events and three visibility writes fewer per
+   * upload; runs started without it replay as recorded.
+   */
+  revision?: number;
+  /**
+   * From revision 3: how often a run still waiting for its copy asks whether a lost
+   * workflow task already committed its records (see findCommittedAnswer); default 60.
+   */
+  lostCommitProbeSeconds?: number;
+}
+
+/**
+ * The revision new runs are started with (see UploadWorkflowInput.revision). Revision 3: a
+ * run adopts an answer a lost workflow task already committed — while it waits for a copy
+ * (asked every `lostCommitProbeSeconds`) and before it would fail — instead of waiting for a
+ * copy that never comes, or failing on one the API has since deleted, with no downstream.
+ */
+export const UPLOAD_WORKFLOW_REVISION = 3;
+
+export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
+
+/** What `offerCopyForAnswer` returns: whether this copy was taken, and the key's committed answer. */
+export interface OfferAnswer {
+  offer: OfferOutcome;
+  response: StoredResponse;
+}
+
+/**
+ * The offer that answers (early return): the handler returns once the records transaction
+ * has committed, so the API gets the answer with the offer and never reads the run's
+ * history for its result. Fails with `idempotency_key_reuse` or `upload_failed` when the run
+ * does. Registered on every run (a handler is no command), so runs of any revision take it.
+ */
+export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(updates.offerCopyForAnswer);
+
