@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { WebhookReceiver } from '../src/devstack/webhook-receiver';
+import { WebhookReceiver } from '../test/support/webhook-receiver';
 import { createTenant } from '../src/tenants';
 import { faultsByKind, FAULTS, runFaultSchedule } from './faults';
 import { driveUploads, planUploads } from './load';

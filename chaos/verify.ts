@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { audit } from '../src/audit';
 import { allRenditions, allUploads } from '../src/db/queries/audit';
-import type { WebhookReceiver } from '../src/devstack/webhook-receiver';
+import type { WebhookReceiver } from '../test/support/webhook-receiver';
 import { eventId, type EventType } from '../src/downstream/types';
 import type { UploadRecord } from './load';
 import type { ChaosStack } from './stack';

@@ -9,8 +9,8 @@ import getPort from 'get-port';
 import type { TestProject } from 'vitest/node';
 import 'vitest';
 import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
-import { startVersity } from '../src/devstack/versitygw';
-import { createMigratedDatabase, dropDatabase } from '../src/devstack/postgres';
+import { startVersity } from './support/versitygw';
+import { createMigratedDatabase, dropDatabase } from './support/postgres';
 import { workflowsPath } from '../src/worker';
 
 declare module 'vitest' {

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../../src/config';
-import { createDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { createDatabase, dropDatabase } from '../support/postgres';
 import { startRuntime, type Role, type Runtime } from '../../src/runtime';
 import { createTenant } from '../../src/tenants';
 import { S3Store } from '../../src/storage/s3-store';

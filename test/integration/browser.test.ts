@@ -7,7 +7,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { png } from '../helpers/media';
-import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { TcpProxy } from '../support/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, rowsForKey } from '../helpers/inspect';
 

@@ -12,7 +12,7 @@ import { FileOutbox, openFileBody, pendingFromFile } from '../../src/client/node
 import { sendThroughOutbox } from '../../src/client/outbox-runner';
 import { UploadClient } from '../../src/client/upload-client';
 import { nodeTs, startProcess } from '../../src/devstack/process';
-import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { TcpProxy } from '../support/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, rowsForKey } from '../helpers/inspect';
 import { sha256 } from '../helpers/http';

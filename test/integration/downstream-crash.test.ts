@@ -12,7 +12,7 @@ import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { audio } from '../helpers/media';
-import { WebhookReceiver } from '../../src/devstack/webhook-receiver';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { startWorkerProcess } from '../helpers/worker-process';
 
 let stack: TestStack;

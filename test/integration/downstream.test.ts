@@ -9,7 +9,7 @@ import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, readObject } from '../helpers/inspect';
 import { audio, orientedJpeg, png, video } from '../helpers/media';
-import { WebhookReceiver } from '../../src/devstack/webhook-receiver';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 let stack: TestStack;
 const receivers: WebhookReceiver[] = [];

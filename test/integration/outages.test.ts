@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { TcpProxy } from '../support/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload, sha256 } from '../helpers/http';
 import { eventually, rowsForKey, totals } from '../helpers/inspect';

@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { WebhookReceiver } from '../../src/devstack/webhook-receiver';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { getJson, openRequest, postUpload } from '../helpers/http';
 import { png } from '../helpers/media';
 import { startTestStack, type TestStack } from '../helpers/stack';

@@ -8,7 +8,7 @@ import getPort from 'get-port';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
-import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { TcpProxy } from '../support/tcp-proxy';
 import { getJson, sha256 } from '../helpers/http';
 import { startApiProcess } from '../helpers/api-process';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { createDatabase, dropDatabase } from '../support/postgres';
 import { START_TIMEOUT_EXIT_CODE } from '../../src/start-watchdog';
 import { stress, type StartRole } from '../stress/cold-starts';
 import { uniqueName } from '../helpers/stack';

@@ -1,5 +1,5 @@
 // Oncely on the real Temporal server (v1.29.1 on the machine's PostgreSQL, 4 history
-// shards; src/devstack/temporal-server.ts) instead of the dev server: an upload commits
+// shards; test/support/temporal-server.ts) instead of the dev server: an upload commits
 // once and replays, and a worker SIGKILLed mid-commit (its database cut between the object
 // commit and the records transaction) leaves one upload after a new worker takes over.
 import { randomUUID } from 'node:crypto';
@@ -8,10 +8,10 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { dropDatabase } from '../../src/devstack/postgres';
+import { dropDatabase } from '../support/postgres';
 import type { ManagedProcess } from '../../src/devstack/process';
-import { TcpProxy } from '../../src/devstack/tcp-proxy';
-import { startTemporalServer, type TemporalServer } from '../../src/devstack/temporal-server';
+import { TcpProxy } from '../support/tcp-proxy';
+import { startTemporalServer, type TemporalServer } from '../support/temporal-server';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { searchAttributes } from '../../src/temporal/names';
 import { getJson, postUpload, sha256 } from '../helpers/http';

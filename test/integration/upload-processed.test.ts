@@ -9,7 +9,7 @@ import { createPool, withTransaction, type Pool } from '../../src/db/pool';
 import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
 import { pollingOnly, UploadProcessedListener } from '../../src/db/upload-processed';
 import { awaitProcessed } from '../../src/upload/await-processed';
-import { createDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { createDatabase, dropDatabase } from '../support/postgres';
 import { createTenant } from '../../src/tenants';
 import { uniqueName } from '../helpers/stack';
 import { eventually } from '../helpers/inspect';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import getPort from 'get-port';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { TcpProxy } from '../../src/devstack/tcp-proxy';
+import { TcpProxy } from '../support/tcp-proxy';
 import type { ManagedProcess } from '../../src/devstack/process';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';

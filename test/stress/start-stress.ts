@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import getPort from 'get-port';
-import { createMigratedDatabase, dropDatabase } from '../../src/devstack/postgres';
+import { createMigratedDatabase, dropDatabase } from '../support/postgres';
 import { startTemporalDevServer } from '../../src/devstack/temporal-dev-server';
 import { dropPageCache, stress, type StressSummary } from './cold-starts';
 

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { startProcess, waitUntil, type ManagedProcess } from './process';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 
 function pgBinDir(): string {
   if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR;

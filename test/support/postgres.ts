@@ -1,8 +1,8 @@
 // Fresh databases on an existing PostgreSQL server: a migrated template once, then a
 // cheap clone per test file (CREATE DATABASE ... TEMPLATE).
 import pg from 'pg';
-import { createPool } from '../db/pool';
-import { migrate } from '../db/migrate';
+import { createPool } from '../../src/db/pool';
+import { migrate } from '../../src/db/migrate';
 
 function withDatabase(url: string, db: string): string {
   const u = new URL(url);

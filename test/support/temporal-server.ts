@@ -13,9 +13,9 @@ import proto from '@temporalio/proto';
 import getPort, { portNumbers } from 'get-port';
 import Long from 'long';
 import pg from 'pg';
-import { searchAttributes } from '../temporal/names';
-import { startProcess, waitUntil, type ManagedProcess } from './process';
-import { toolPath } from './tools';
+import { searchAttributes } from '../../src/temporal/names';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { toolPath } from '../../src/devstack/tools';
 
 const run = promisify(execFile);
 

@@ -2,8 +2,8 @@
 // benchmarks and chaos runs.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { toolPath } from './tools';
-import { startProcess, waitUntil, type ManagedProcess } from './process';
+import { toolPath } from '../../src/devstack/tools';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 
 export interface VersityOptions {
   port: number;

@@ -2,8 +2,8 @@
 // returns its API client: proxies in front of real servers, with toxics switched on and off.
 import path from 'node:path';
 import { Toxiproxy } from 'toxiproxy-node-client';
-import { toolPath } from './tools';
-import { startProcess, waitUntil, type ManagedProcess } from './process';
+import { toolPath } from '../../src/devstack/tools';
+import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 
 export interface ToxiproxyServer {
   client: Toxiproxy;
