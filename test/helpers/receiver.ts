@@ -1,19 +1,12 @@
-// An UploadReceiver over a test stack's own services, wired like the API's (src/api/app.ts),
-// for tests that drive the upload path below HTTP (counting its RPCs, offering chosen copies).
-import { AnswerCache } from '../../src/upload/answer-cache';
-import { UploadReceiver, type ReceiveDeps } from '../../src/upload/receive';
+// An UploadReceiver over a test stack's own services, wired as the API's are
+// (src/services.ts), for tests that drive the upload path below HTTP (counting its RPCs,
+// offering chosen copies). No replay cache; the downstream is the test's.
+import type { ReceiveDeps, UploadReceiver } from '../../src/upload/receive';
+import { createServices } from '../../src/services';
 import type { TestStack } from './stack';
 
 export function stackReceiver(stack: TestStack, downstream?: ReceiveDeps['downstream']): UploadReceiver {
-  const c = stack.config;
-  return new UploadReceiver({
-    pool: stack.runtime.pool,
-    store: stack.runtime.store,
-    temporal: stack.temporal,
-    taskQueue: c.TASK_QUEUE_UPLOADS,
-    receiveTimeoutSeconds: c.RECEIVE_TIMEOUT_SECONDS,
-    lostCommitProbeSeconds: c.LOST_COMMIT_PROBE_SECONDS,
-    answers: new AnswerCache(0),
-    downstream,
-  });
+  const { pool, store } = stack.runtime;
+  const box = { sign: () => '', verify: () => false } as never;
+  return createServices({ config: { ...stack.config, REPLAY_CACHE_MIB: 0 }, pool, store, temporal: stack.temporal, box }, { receiver: { downstream } }).receiver;
 }

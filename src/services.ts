@@ -1,0 +1,75 @@
+// The upload services, wired once from configuration: the receiver every arrival mode
+// delivers to, the session core and the modes on it. The API (src/api/app.ts) routes to
+// these; tests that drive the upload path below HTTP build them the same way.
+import type { Client } from '@temporalio/client';
+import type { Config } from './config';
+import type { Pool } from './db/pool';
+import type { SecretBox } from './secret-box';
+import type { ObjectStore } from './storage/store';
+import { DirectUploads } from './arrivals/direct/direct-uploads';
+import { PresignedTarget, SelfSignedTarget } from './arrivals/direct/targets';
+import { TusSessions } from './arrivals/tus/tus-sessions';
+import { UppyCompanion } from './arrivals/uppy/uppy-companion';
+import { SessionRegistry } from './sessions/registry';
+import { AnswerCache } from './upload/answer-cache';
+import { InFlightUploads } from './upload/in-flight';
+import { UploadReceiver, type ReceiveDeps } from './upload/receive';
+
+export interface ServiceDeps {
+  config: Config;
+  pool: Pool;
+  store: ObjectStore;
+  temporal: Client;
+  box: SecretBox;
+}
+
+export type Services = ReturnType<typeof createServices>;
+
+/** `receiver` overrides the receiver's own settings (a test's downstream or cache). */
+export function createServices(deps: ServiceDeps, overrides: { receiver?: Partial<ReceiveDeps> } = {}) {
+  const { config, pool, store, temporal, box } = deps;
+  const MiB = 1024 * 1024;
+  const receiver = new UploadReceiver({
+    pool,
+    store,
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
+    lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
+    answers: new AnswerCache(config.REPLAY_CACHE_MIB * MiB),
+    downstream: {
+      transcodeQueue: config.TASK_QUEUE_TRANSCODE,
+      webhookRetry: {
+        attemptTimeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS + 5,
+        initialSeconds: config.WEBHOOK_RETRY_INITIAL_SECONDS,
+        coefficient: config.WEBHOOK_RETRY_COEFFICIENT,
+        maxIntervalSeconds: config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
+        maxAttempts: config.WEBHOOK_RETRY_MAX_ATTEMPTS,
+      },
+    },
+    ...overrides.receiver,
+  });
+  // The session core every resumable or signed mode creates its sessions in, then the modes.
+  const registry = new SessionRegistry({ pool, store, temporal, receiver, maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS });
+  const tus = new TusSessions({
+    pool,
+    store,
+    registry,
+    receiver,
+    idleSeconds: config.RESUMABLE_EXPIRY_HOURS * 3600,
+    partBytes: Math.round(config.RESUMABLE_PART_MIB * MiB),
+    leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
+    stallSeconds: config.RESUMABLE_STALL_SECONDS,
+  });
+  const signed = { pool, store, sessions: registry, receiver, box, expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600, urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS };
+  const direct = new DirectUploads({
+    ...signed,
+    // Where direct bytes go, chosen once: the S3 store itself, else the API's own signed PUT.
+    target: store.presigner
+      ? new PresignedTarget(store.presigner, { singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * MiB, partBytes: config.DIRECT_UPLOAD_PART_MIB * MiB })
+      : new SelfSignedTarget(store, box),
+  });
+  const uppy = new UppyCompanion(signed);
+  const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);
+  return { receiver, registry, tus, direct, uppy, inFlight };
+}
