@@ -77,7 +77,7 @@ export const CreateDirectUpload = z
 export const SignedRequest = z
   .object({
     method: z.literal('PUT'),
-    url: z.string().openapi({ description: 'Absolute (the S3 server) or relative to this API (the embedded store).' }),
+    url: z.string().openapi({ description: "Absolute: the S3 server's, or this API's own on the embedded store (from PUBLIC_URL, else the origin the request came to)." }),
     headers: z.record(z.string(), z.string()).openapi({ description: 'Send exactly these headers: the signature covers them.' }),
     expiresAt: z.string().openapi({ format: 'date-time' }),
   })
