@@ -9,6 +9,7 @@
 //     another), so commitObject failed and so did the run.
 // From workflow revision 3 the run adopts the committed answer in both cases. Here the lost
 // task's commit is made by hand with the real records activity, as in lost-commit.test.ts.
+// With RECORD_HISTORIES=1 both runs' histories become replay fixtures (replay.test.ts).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createUploadActivities } from '../../activities/upload-activities';
@@ -22,6 +23,8 @@ import { stackReceiver } from '../helpers/receiver';
 import { getJson, sha256 } from '../helpers/http';
 import { png } from '../helpers/media';
 import { Readable } from 'node:stream';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 let stack: TestStack;
 let worker: Runtime | undefined;
@@ -67,6 +70,12 @@ async function committedByLostTask(key: string) {
   return { req, copy, workflowId, committed };
 }
 
+async function recordHistory(name: string, workflowId: string): Promise<void> {
+  if (!process.env.RECORD_HISTORIES) return;
+  const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+  writeFileSync(path.resolve(import.meta.dirname, `../fixtures/histories/upload-${name}.json`), JSON.stringify(history, null, 1));
+}
+
 /** The downstream steps ran once: the upload is processed, with its renditions. */
 async function expectProcessedOnce(uploadId: string) {
   await expect
@@ -87,6 +96,7 @@ it('a run never offered a copy again adopts the committed answer within a probe,
   // Completes with the committed answer long before the hour-long receive timeout.
   expect(await handle.result()).toMatchObject({ status: committed.status, body: committed.body, uploadId: committed.uploadId });
   await expectProcessedOnce(committed.uploadId!);
+  await recordHistory('lost-commit-probe', workflowId);
 }, 90_000);
 
 it('a run offered a copy the API has since deleted adopts the committed answer instead of failing', async () => {
@@ -100,4 +110,5 @@ it('a run offered a copy the API has since deleted adopts the committed answer i
   // The run completes (not fails) with that answer.
   expect(await stack.temporal.workflow.getHandle(workflowId).result()).toMatchObject({ body: committed.body });
   await expectProcessedOnce(committed.uploadId!);
+  await recordHistory('lost-commit-offered-gone', workflowId);
 }, 90_000);

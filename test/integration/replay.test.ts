@@ -9,13 +9,15 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
-import { postUpload } from '../helpers/http';
+import { postUpload, sha256 } from '../helpers/http';
+import { eventually } from '../helpers/inspect';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
 let stack: TestStack;
 
 beforeAll(async () => {
-  stack = await startTestStack('replay');
+  // Sessions idle for 3 s expire: the expiry branch of the workflow is recorded too.
+  stack = await startTestStack('replay', { env: { RESUMABLE_EXPIRY_HOURS: String(3 / 3600) } });
 });
 afterAll(() => stack?.stop());
 
@@ -38,7 +40,46 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
       expect(results.some((r) => r.status === 201)).toBe(true);
       return key;
     },
+    // A tus session created, written in one PATCH and committed.
+    'tus-completed': async () => {
+      const key = `replay-tus-${randomUUID()}`;
+      const created = await fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { ...tusAuth(), 'upload-length': '11', 'idempotency-key': key } });
+      expect(created.status).toBe(201);
+      const patched = await fetch(`${stack.url}${created.headers.get('location')}`, {
+        method: 'PATCH',
+        headers: { ...tusAuth(), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+        body: 'hello world',
+      });
+      expect(patched.status).toBe(204);
+      return key;
+    },
+    // A tus session left idle: its run expires it and fails, freeing the key.
+    'tus-expired': async () => {
+      const key = `replay-tus-${randomUUID()}`;
+      expect((await fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { ...tusAuth(), 'upload-length': '5', 'idempotency-key': key } })).status).toBe(201);
+      const handle = stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key));
+      await eventually(async () => (await handle.describe()).status.name !== 'RUNNING', 60_000);
+      return key;
+    },
+    // A direct upload: planned, PUT to the store with the signed request, completed.
+    'direct-completed': async () => {
+      const key = `replay-direct-${randomUUID()}`;
+      const file = Buffer.from('direct bytes');
+      const auth = { authorization: `Bearer ${tenant.apiKey}` };
+      const plan = await fetch(`${stack.url}/v1/direct-uploads`, {
+        method: 'POST',
+        headers: { ...auth, 'idempotency-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ bytes: file.length, sha256: sha256(file), contentType: 'text/plain' }),
+      });
+      expect(plan.status).toBe(201);
+      const { id, upload } = (await plan.json()) as { id: string; upload: { url: string; headers: Record<string, string> } };
+      const { 'content-length': _length, ...headers } = upload.headers;
+      expect((await fetch(upload.url, { method: 'PUT', headers, body: file })).status).toBe(200);
+      expect((await fetch(`${stack.url}/v1/direct-uploads/${id}/complete`, { method: 'POST', headers: auth })).status).toBe(201);
+      return key;
+    },
   };
+  const tusAuth = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'tus-resumable': '1.0.0' });
   const histories: { workflowId: string; history: unknown }[] = [];
   for (const [name, run] of Object.entries(scenarios)) {
     const key = await run();
