@@ -81,6 +81,14 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect(second.headers.get('idempotent-replayed')).toBe('true');
   const reuse = await postUpload(url, { apiKey, key, body: Buffer.from('other'), contentType: 'text/plain' });
   expect(reuse.status).toBe(422);
+  // Where its memory sits, as /metrics reports it: PGlite's WebAssembly memory at its
+  // 128 MiB floor (16 MB of shared buffers; Postgres's default 128 MB grew it to 189 MiB),
+  // libvips' operation cache empty (turned off).
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const part = (name: string) => Number(new RegExp(`^oncely_memory_bytes\\{part="${name}"\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
+  expect(part('pglite_wasm')).toBe(128 * 1024 * 1024);
+  expect(part('libvips_cache')).toBe(0);
+  expect(part('v8_heap')).toBeGreaterThan(0);
   // Concurrent requests over the embedded database's shared session.
   const many = await Promise.all(Array.from({ length: 12 }, (_, i) => postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' })));
   expect(many.map((r) => r.status), many.filter((r) => r.status !== 201).map((r) => r.text).join('\n')).toEqual(Array(12).fill(201));
