@@ -1,0 +1,52 @@
+// Phase "receive": a request body streams to this attempt's own object (a key no other
+// attempt shares), counted, hashed and checked against its declared length and SHA-256.
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
+import { problem, Problem } from '../errors';
+import { metrics } from '../metrics';
+import type { ObjectStore } from '../storage/store';
+import { keyStoragePrefix } from '../temporal/ids';
+import { BodyMeter } from './body-meter';
+import { stagedCopy } from './staged-copy';
+import type { StagedCopy, UploadRequest } from './types';
+
+/** With `exact: false` the body's length is unknown (a form's file part): `req.declaredBytes` is its maximum. */
+export async function stageBody(store: ObjectStore, req: UploadRequest, body: Readable, opts: { exact: boolean } = { exact: true }): Promise<StagedCopy> {
+  const attemptId = randomUUID();
+  const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
+  const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
+  const onAbort = () => meter.abort();
+  // The client closing its sending side mid-body shows up only on the socket.
+  const socket = (body as { socket?: import('node:net').Socket }).socket;
+  const onSocketEnd = () => (body as { complete?: boolean }).complete === false && meter.abort();
+  if (socket?.readableEnded) onSocketEnd();
+  else socket?.once('end', onSocketEnd);
+  body.once('aborted', onAbort);
+  body.once('error', onAbort);
+  const piped = pipeline(body, meter).catch(() => {});
+  try {
+    await store.put(storageKey, meter, { contentType: req.contentType, contentLength: opts.exact ? req.declaredBytes : undefined });
+    // The store may answer as soon as it has Content-Length bytes; the meter's verdict
+    // (length, hash) comes when the body ends.
+    await finished(meter, { readable: false });
+  } catch (err) {
+    await store.delete(storageKey).catch(() => {});
+    if (meter.failure) throw meter.failure;
+    if ((body as { complete?: boolean }).complete === false) throw problem('body_incomplete', `Connection closed after ${meter.bytes} of ${req.declaredBytes} bytes.`);
+    if (err instanceof Problem) throw err;
+    throw problem('storage_unavailable', undefined, { cause: err });
+  } finally {
+    body.off('aborted', onAbort);
+    body.off('error', onAbort);
+    socket?.off('end', onSocketEnd);
+    await piped;
+  }
+  metrics.bytesReceived.inc(meter.bytes);
+  const copy = stagedCopy({ attemptId, fingerprint: req.fingerprint, storageKey, bytes: meter.bytes, sha256: meter.sha256, head: meter.head });
+  if (req.declaredSha256 && req.declaredSha256 !== copy.sha256) {
+    await store.delete(copy.storageKey).catch(() => {}); // a fresh attempt's own object: no upload names it
+    throw problem('checksum_mismatch', `X-File-Sha256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);
+  }
+  return copy;
+}
