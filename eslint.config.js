@@ -10,7 +10,14 @@ const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 const layer = (files, above, name) => ({
   files,
   rules: {
-    'no-restricted-imports': ['error', { patterns: [{ group: above, message: `${name} must not import the layers above it (api -> arrivals/upload -> sessions -> db/storage).` }] }],
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          { group: above, message: `${name} must not import the layers above it (api -> arrivals/upload -> sessions -> db/storage).` },
+        ],
+      },
+    ],
   },
 });
 const API = ['**/api/*', '**/api/**'];
@@ -39,7 +46,19 @@ export default tseslint.config(
           paths: nodeBuiltins.map((name) => ({ name, message: 'Workflow code is deterministic: no Node built-ins (use activities).' })),
           patterns: [
             {
-              group: ['pg', 'hono', 'hono/*', '@hono/*', '@aws-sdk/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity', 'pino', 'sharp', 'undici'],
+              group: [
+                'pg',
+                'hono',
+                'hono/*',
+                '@hono/*',
+                '@aws-sdk/*',
+                '@temporalio/client',
+                '@temporalio/worker',
+                '@temporalio/activity',
+                'pino',
+                'sharp',
+                'undici',
+              ],
               message: 'Workflow code is deterministic: side effects live in activities/.',
             },
             {

@@ -58,10 +58,24 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           const bytes = (await stat(r.file)).size;
           await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
           await insertRenditionIfAbsent(pool, {
-            upload_id: input.uploadId, name: r.name, storage_key: storageKey, content_type: r.contentType,
-            bytes, width: r.width, height: r.height, duration_ms: r.durationMs,
+            upload_id: input.uploadId,
+            name: r.name,
+            storage_key: storageKey,
+            content_type: r.contentType,
+            bytes,
+            width: r.width,
+            height: r.height,
+            duration_ms: r.durationMs,
           });
-          renditions.push({ name: r.name, storageKey, contentType: r.contentType, bytes, width: r.width, height: r.height, durationMs: r.durationMs });
+          renditions.push({
+            name: r.name,
+            storageKey,
+            contentType: r.contentType,
+            bytes,
+            width: r.width,
+            height: r.height,
+            durationMs: r.durationMs,
+          });
         }
         const reason = outcome.status === 'ready' ? null : outcome.reason;
         await setProcessingOutcome(pool, input.uploadId, { status: outcome.status, reason, media: outcome.media });
@@ -78,10 +92,21 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
      * fan-out even if the quota was lowered after endpoints were made.
      */
     async listWebhookEndpoints(tenantId: string): Promise<string[]> {
-      return (await listEndpoints(pool, tenantId)).filter((e) => e.enabled).slice(0, webhook.maxEndpoints).map((e) => e.id);
+      return (await listEndpoints(pool, tenantId))
+        .filter((e) => e.enabled)
+        .slice(0, webhook.maxEndpoints)
+        .map((e) => e.id);
     },
 
-    async deliverWebhook({ event, endpointId, timestamp }: { event: WebhookEvent; endpointId: string; timestamp: string }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled'> {
+    async deliverWebhook({
+      event,
+      endpointId,
+      timestamp,
+    }: {
+      event: WebhookEvent;
+      endpointId: string;
+      timestamp: string;
+    }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled'> {
       const ledger = await findDelivery(pool, event.id, endpointId);
       if (ledger?.delivered_at) return 'already_delivered';
       const endpoint = await findEndpoint(pool, endpointId);
@@ -137,7 +162,13 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
     },
 
     /** Records the outcome (when transcode did not, e.g. skipped media) and marks the upload processed. */
-    async markUploadProcessed({ uploadId, outcome }: { uploadId: string; outcome: Pick<TranscodeResult, 'status' | 'reason' | 'media'> }): Promise<void> {
+    async markUploadProcessed({
+      uploadId,
+      outcome,
+    }: {
+      uploadId: string;
+      outcome: Pick<TranscodeResult, 'status' | 'reason' | 'media'>;
+    }): Promise<void> {
       await setProcessingOutcome(pool, uploadId, outcome);
       await markProcessed(pool, uploadId);
     },
@@ -150,7 +181,8 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
  */
 function deliveryErrorMessage(err: unknown, timeoutMs: number): string {
   for (let e = err as { name?: string; code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    if (e.name === 'TimeoutError' || e.code === 'UND_ERR_CONNECT_TIMEOUT' || e.code === 'UND_ERR_HEADERS_TIMEOUT') return `no answer within ${timeoutMs} ms`;
+    if (e.name === 'TimeoutError' || e.code === 'UND_ERR_CONNECT_TIMEOUT' || e.code === 'UND_ERR_HEADERS_TIMEOUT')
+      return `no answer within ${timeoutMs} ms`;
     if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return `connection failed (${e.code})`;
   }
   return 'connection failed';

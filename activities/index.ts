@@ -7,7 +7,12 @@ import { createUploadActivities, type UploadActivityDeps } from './upload-activi
 export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps & HousekeepingDeps;
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...createUploadActivities(deps), ...createDownstreamActivities(deps), ...createHousekeepingActivities(deps), ...createResumableActivities(deps) };
+  return {
+    ...createUploadActivities(deps),
+    ...createDownstreamActivities(deps),
+    ...createHousekeepingActivities(deps),
+    ...createResumableActivities(deps),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -44,23 +44,32 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
         startedAt: new Date(input.startedAtMs),
         ttlSeconds,
         settleIfIdle: input.settleIfIdle,
-        upload: copy && !rejection
-          ? {
-              id: input.uploadId,
-              tenant_id: request.tenantId,
-              idempotency_key: request.idempotencyKey,
-              workflow_id: input.workflowId,
-              storage_key: copy.storageKey,
-              bytes: copy.bytes,
-              sha256: copy.sha256,
-              content_type: request.contentType,
-              file_name: request.fileName,
-            }
-          : undefined,
+        upload:
+          copy && !rejection
+            ? {
+                id: input.uploadId,
+                tenant_id: request.tenantId,
+                idempotency_key: request.idempotencyKey,
+                workflow_id: input.workflowId,
+                storage_key: copy.storageKey,
+                bytes: copy.bytes,
+                sha256: copy.sha256,
+                content_type: request.contentType,
+                file_name: request.fileName,
+              }
+            : undefined,
         response: (createdAt, storageKey) =>
           rejection
             ? rejectionAnswer(rejection.code, rejection.detail)
-            : createdAnswer({ uploadId: input.uploadId, storageKey: storageKey ?? copy!.storageKey, bytes: copy!.bytes, sha256: copy!.sha256, contentType: request.contentType, fileName: request.fileName, createdAt }),
+            : createdAnswer({
+                uploadId: input.uploadId,
+                storageKey: storageKey ?? copy!.storageKey,
+                bytes: copy!.bytes,
+                sha256: copy!.sha256,
+                contentType: request.contentType,
+                fileName: request.fileName,
+                createdAt,
+              }),
       }).catch((err: unknown) => {
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
         throw err;

@@ -16,13 +16,15 @@ const ticks = (pid: number) => {
   return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (1/100 s)
 };
 const postgresTicks = () =>
-  readdirSync('/proc').filter((d) => /^\d+$/.test(d)).reduce((sum, d) => {
-    try {
-      return readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('postgres') ? sum + ticks(Number(d)) : sum;
-    } catch {
-      return sum;
-    }
-  }, 0);
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .reduce((sum, d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('postgres') ? sum + ticks(Number(d)) : sum;
+      } catch {
+        return sum;
+      }
+    }, 0);
 
 async function measure(label: string, pid: number, url: string, headers: Record<string, string>, body: Buffer) {
   await httpLoad({ url, method: 'POST', headers, body, connections, duration: 2 }); // warm-up
@@ -30,7 +32,9 @@ async function measure(label: string, pid: number, url: string, headers: Record<
   const r = await httpLoad({ url, method: 'POST', headers, body, connections, duration: seconds });
   const [a1, p1] = [ticks(pid), postgresTicks()];
   const us = (t: number) => ((t * 10_000) / r.requests).toFixed(0);
-  console.log(`${label.padEnd(10)} ${r.rps.toFixed(0).padStart(6)} req/s  server ${us(a1 - a0).padStart(4)} µs/req  postgres ${us(p1 - p0).padStart(4)} µs/req  p99 ${r.p99ms} ms`);
+  console.log(
+    `${label.padEnd(10)} ${r.rps.toFixed(0).padStart(6)} req/s  server ${us(a1 - a0).padStart(4)} µs/req  postgres ${us(p1 - p0).padStart(4)} µs/req  p99 ${r.p99ms} ms`,
+  );
 }
 
 const services = await startServices();
@@ -38,16 +42,28 @@ const worker = await startOncelyProcess(services, 'worker');
 const api = await startOncelyProcess(services, 'api');
 const body = Buffer.alloc(4096, 0x61);
 const key = `cpu-${randomUUID()}`;
-const headers = { authorization: `Bearer ${services.apiKey}`, 'idempotency-key': key, 'content-type': 'application/octet-stream', 'x-file-sha256': createHash('sha256').update(body).digest('hex') };
+const headers = {
+  authorization: `Bearer ${services.apiKey}`,
+  'idempotency-key': key,
+  'content-type': 'application/octet-stream',
+  'x-file-sha256': createHash('sha256').update(body).digest('hex'),
+};
 console.log('first upload:', (await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers, body })).status);
 const port = await getPort({ host: '127.0.0.1' });
 const bare = startProcess(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'baselines/bare-select-server.ts')], {
-  logFile: path.join(services.dir, 'bare.log'), env: { ...process.env, ...services.env, PORT: String(port) },
+  logFile: path.join(services.dir, 'bare.log'),
+  env: { ...process.env, ...services.env, PORT: String(port) },
 });
 await waitUntil('bare', async () => (await fetch(`http://127.0.0.1:${port}/`)).status === 404, { proc: bare });
 for (let i = 0; i < 2; i++) {
   await measure('oncely', api.proc.child.pid!, `${api.url}/v1/uploads`, headers, body);
-  await measure('baseline', bare.child.pid!, `http://127.0.0.1:${port}/replay/${services.tenantId}/${key}`, { 'content-type': 'application/octet-stream' }, body);
+  await measure(
+    'baseline',
+    bare.child.pid!,
+    `http://127.0.0.1:${port}/replay/${services.tenantId}/${key}`,
+    { 'content-type': 'application/octet-stream' },
+    body,
+  );
 }
 await Promise.all([api.proc.stop(), worker.proc.stop(), bare.stop()]);
 await services.stop();

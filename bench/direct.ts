@@ -19,7 +19,11 @@ function bytesRead(pid: number): number {
 }
 
 async function json(url: string, method: string, headers: Record<string, string>, payload?: unknown) {
-  const res = await fetch(url, { method, headers: { ...headers, ...(payload ? { 'content-type': 'application/json' } : {}) }, body: payload ? JSON.stringify(payload) : undefined });
+  const res = await fetch(url, {
+    method,
+    headers: { ...headers, ...(payload ? { 'content-type': 'application/json' } : {}) },
+    body: payload ? JSON.stringify(payload) : undefined,
+  });
   return { status: res.status, json: (await res.json()) as any };
 }
 
@@ -63,7 +67,12 @@ export async function directVsThroughApi(services: BenchServices, opts: { bytes:
           if (res.status !== 201 || res.json.sha256 !== sha) throw new Error(`one-request upload failed: ${res.status}`);
         }
         const seconds = (performance.now() - t) / 1000;
-        rows.push({ mode, apiCpuSeconds: cpuSnapshot({ api: pid }).api - cpu0, apiBytesRead: bytesRead(pid) - read0, mibps: opts.bytes / MiB / seconds });
+        rows.push({
+          mode,
+          apiCpuSeconds: cpuSnapshot({ api: pid }).api - cpu0,
+          apiBytesRead: bytesRead(pid) - read0,
+          mibps: opts.bytes / MiB / seconds,
+        });
         await api.proc.stop();
       }
     }
@@ -71,7 +80,10 @@ export async function directVsThroughApi(services: BenchServices, opts: { bytes:
     await worker.proc.stop();
   }
   const median = (mode: string, k: 'apiCpuSeconds' | 'apiBytesRead' | 'mibps') => {
-    const xs = rows.filter((r) => r.mode === mode).map((r) => r[k]).sort((a, b) => a - b);
+    const xs = rows
+      .filter((r) => r.mode === mode)
+      .map((r) => r[k])
+      .sort((a, b) => a - b);
     return xs[Math.floor(xs.length / 2)]!;
   };
   const round2 = (x: number) => Math.round(x * 100) / 100;

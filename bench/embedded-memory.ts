@@ -28,7 +28,9 @@ function status(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 function childPids(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  return readdirSync(`/proc/${pid}/task`).flatMap((t) =>
+    readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+  );
 }
 
 async function split(url: string): Promise<Record<string, number>> {
@@ -40,7 +42,10 @@ async function split(url: string): Promise<Record<string, number>> {
 
 async function bareNodeIdleMiB(): Promise<number> {
   const log = path.join(os.tmpdir(), `bare-node-${process.pid}.log`);
-  const proc = startProcess('node', ['--expose-gc', '--max-semi-space-size=4', '--v8-pool-size=2', '-e', 'setInterval(() => {}, 1000)'], { logFile: log, env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
+  const proc = startProcess('node', ['--expose-gc', '--max-semi-space-size=4', '--v8-pool-size=2', '-e', 'setInterval(() => {}, 1000)'], {
+    logFile: log,
+    env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+  });
   await sleep(3000);
   const rss = status(proc.child.pid!, 'VmRSS');
   await proc.stop();
@@ -49,7 +54,11 @@ async function bareNodeIdleMiB(): Promise<number> {
 }
 
 async function upload(url: string, apiKey: string, body: Buffer, contentType: string): Promise<string> {
-  const res = await fetch(`${url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': `bench-embedded-${randomUUID()}`, 'content-type': contentType }, body });
+  const res = await fetch(`${url}/v1/uploads`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': `bench-embedded-${randomUUID()}`, 'content-type': contentType },
+    body,
+  });
   if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${await res.text()}`);
   return ((await res.json()) as { uploadId: string }).uploadId;
 }
@@ -60,7 +69,13 @@ async function startEmbedded(tree: string, dataDir: string) {
   const proc = startProcess('sh', [path.join(tree, 'bin/oncely-node'), 'all'], {
     logFile: path.join(dataDir, 'oncely.log'),
     cwd: tree,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })), LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })),
+      LOG_LEVEL: 'warn',
+    },
   });
   await waitUntil('embedded default', async () => (await fetch(`${url}/healthz`)).ok, { proc, timeoutMs: 180_000 });
   return { proc, url };
@@ -75,12 +90,16 @@ async function measureTree(tree: string) {
     const idle = status(pid, 'VmRSS');
     const startPeak = status(pid, 'VmHWM');
     const parts = await split(url);
-    const devServer = childPids(pid).map((p) => status(p, 'VmRSS')).reduce((a, b) => a + b, 0);
+    const devServer = childPids(pid)
+      .map((p) => status(p, 'VmRSS'))
+      .reduce((a, b) => a + b, 0);
     const apiKey = readFileSync(path.join(dataDir, 'dev-tenant-key'), 'utf8').trim();
     for (let i = 0; i < 20; i++) await upload(url, apiKey, randomBytes(4096), 'application/octet-stream');
     const images: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const png = await sharp(randomBytes(1024 * 1024 * 3), { raw: { width: 1024, height: 1024, channels: 3 } }).png().toBuffer();
+      const png = await sharp(randomBytes(1024 * 1024 * 3), { raw: { width: 1024, height: 1024, channels: 3 } })
+        .png()
+        .toBuffer();
       images.push(await upload(url, apiKey, png, 'image/png'));
     }
     for (const id of images) await fetch(`${url}/v1/uploads/${id}?wait=60`, { headers: { authorization: `Bearer ${apiKey}` } });
@@ -92,7 +111,16 @@ async function measureTree(tree: string) {
     await proc.stop('SIGTERM', 30_000);
     ({ proc, url } = await startEmbedded(tree, dataDir));
     await sleep(20_000);
-    return { idle, startPeak, peak, after, devServer, parts, restartIdle: status(proc.child.pid!, 'VmRSS'), restartPeak: status(proc.child.pid!, 'VmHWM') };
+    return {
+      idle,
+      startPeak,
+      peak,
+      after,
+      devServer,
+      parts,
+      restartIdle: status(proc.child.pid!, 'VmRSS'),
+      restartPeak: status(proc.child.pid!, 'VmHWM'),
+    };
   } finally {
     await proc.stop('SIGTERM', 30_000);
     rmSync(dataDir, { recursive: true, force: true });
@@ -109,7 +137,11 @@ export async function embeddedMemory(opts: { rounds: number; trees?: string[] })
     for (const tree of trees) byTree.get(tree)!.push(await measureTree(tree));
   }
   const bareIdle = median(bare);
-  const row: Record<string, unknown> = { scenario: 'embedded default memory (MiB, median of rounds)', rounds: opts.rounds, bareNodeIdle: +bareIdle.toFixed(1) };
+  const row: Record<string, unknown> = {
+    scenario: 'embedded default memory (MiB, median of rounds)',
+    rounds: opts.rounds,
+    bareNodeIdle: +bareIdle.toFixed(1),
+  };
   for (const [tree, runs] of byTree) {
     const label = tree === root ? 'this' : path.basename(tree);
     const m = (f: (r: (typeof runs)[number]) => number) => +median(runs.map(f)).toFixed(1);

@@ -83,7 +83,8 @@ export async function largeUpload(services: BenchServices, opts: { bytes: number
       cpu.push(
         await measureCpu(pids, async () => {
           const res = await postLarge(api.url, services.apiKey, opts.bytes);
-          if (res.status !== 201 || res.json.sha256 !== sha) throw new Error(`large upload failed: ${res.status} ${JSON.stringify(res.json)}`);
+          if (res.status !== 201 || res.json.sha256 !== sha)
+            throw new Error(`large upload failed: ${res.status} ${JSON.stringify(res.json)}`);
           return 1;
         }),
       );
@@ -101,7 +102,14 @@ export async function largeUpload(services: BenchServices, opts: { bytes: number
       libStorage.push(opts.bytes / ((performance.now() - t) / 1000));
 
       t = performance.now();
-      await s3.send(new PutObjectCommand({ Bucket: services.s3.bucket, Key: `direct/${randomUUID()}`, Body: body(opts.bytes), ContentLength: opts.bytes }));
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: services.s3.bucket,
+          Key: `direct/${randomUUID()}`,
+          Body: body(opts.bytes),
+          ContentLength: opts.bytes,
+        }),
+      );
       singlePut.push(opts.bytes / ((performance.now() - t) / 1000));
     }
     const peak = await peakRssMiB(api.proc.child.pid!);

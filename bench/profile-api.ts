@@ -20,7 +20,12 @@ process.env.BENCH_EXTRA_NODE_FLAGS = `--cpu-prof --cpu-prof-dir=${profDir}`;
 const api = await startOncelyProcess(services, 'api');
 delete process.env.BENCH_EXTRA_NODE_FLAGS;
 const body = Buffer.alloc(4096, 0x61);
-const headers = (key: string) => ({ authorization: `Bearer ${services.apiKey}`, 'idempotency-key': key, 'content-type': 'application/octet-stream', 'x-file-sha256': createHash('sha256').update(body).digest('hex') });
+const headers = (key: string) => ({
+  authorization: `Bearer ${services.apiKey}`,
+  'idempotency-key': key,
+  'content-type': 'application/octet-stream',
+  'x-file-sha256': createHash('sha256').update(body).digest('hex'),
+});
 const post = async (key: string) => (await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: headers(key), body })).status;
 try {
   const key = `prof-${randomUUID()}`;
@@ -47,9 +52,24 @@ for (const n of prof.nodes) {
   const t = dt.get(n.id) ?? 0;
   const url: string = n.callFrame.url;
   add(byFunction, `${n.callFrame.functionName || '(anon)'} ${path.basename(url)}:${n.callFrame.lineNumber}`, t);
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.includes('/dist/') ? 'oncely (dist)' : url.startsWith('node:') ? 'node core' : n.callFrame.functionName.startsWith('(') ? n.callFrame.functionName : 'other');
+  const pkg =
+    /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ??
+    (url.includes('/dist/')
+      ? 'oncely (dist)'
+      : url.startsWith('node:')
+        ? 'node core'
+        : n.callFrame.functionName.startsWith('(')
+          ? n.callFrame.functionName
+          : 'other');
   add(byPackage, pkg, t);
 }
 const total = [...byFunction.values()].reduce((a, b) => a + b, 0);
-const top = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${((v / total) * 100).toFixed(1).padStart(5)} % ${k}`).join('\n');
-console.log(`\nby package (self time, ${(total / 1e6).toFixed(1)} s sampled)\n${top(byPackage, 15)}\n\nby function\n${top(byFunction, 25)}`);
+const top = (m: Map<string, number>, n: number) =>
+  [...m.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${((v / total) * 100).toFixed(1).padStart(5)} % ${k}`)
+    .join('\n');
+console.log(
+  `\nby package (self time, ${(total / 1e6).toFixed(1)} s sampled)\n${top(byPackage, 15)}\n\nby function\n${top(byFunction, 25)}`,
+);

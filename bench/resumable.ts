@@ -17,13 +17,24 @@ const CHUNK = Number(process.env.BENCH_TUS_PATCH_MIB ?? 8) * MiB;
 const BLOCK = Buffer.from(Array.from({ length: MiB }, (_, i) => (i * 31 + 7) & 0xff));
 function slice(start: number, length: number): Buffer {
   const out = Buffer.allocUnsafe(length);
-  for (let done = 0; done < length; ) done += BLOCK.copy(out, done, (start + done) % MiB, Math.min(MiB, ((start + done) % MiB) + length - done));
+  for (let done = 0; done < length;)
+    done += BLOCK.copy(out, done, (start + done) % MiB, Math.min(MiB, ((start + done) % MiB) + length - done));
   return out;
 }
 
-function request(url: string, method: string, headers: Record<string, string>, body?: Buffer, cutAfter?: number): Promise<{ status: number; headers: http.IncomingHttpHeaders } | 'cut'> {
+function request(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+  cutAfter?: number,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders } | 'cut'> {
   return new Promise((resolve) => {
-    const req = http.request(url, { method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, agent: false });
+    const req = http.request(url, {
+      method,
+      headers: body ? { ...headers, 'content-length': String(body.length) } : headers,
+      agent: false,
+    });
     req.on('response', (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
@@ -40,7 +51,11 @@ function request(url: string, method: string, headers: Record<string, string>, b
 
 async function tusUpload(url: string, apiKey: string, bytes: number, cutsAt: number[]): Promise<{ resent: number }> {
   const auth = { authorization: `Bearer ${apiKey}`, 'tus-resumable': '1.0.0' };
-  const created = await request(`${url}/v1/tus`, 'POST', { ...auth, 'idempotency-key': `bench-tus-${randomUUID()}`, 'upload-length': String(bytes) });
+  const created = await request(`${url}/v1/tus`, 'POST', {
+    ...auth,
+    'idempotency-key': `bench-tus-${randomUUID()}`,
+    'upload-length': String(bytes),
+  });
   if (created === 'cut' || created.status !== 201) throw new Error(`tus creation failed: ${JSON.stringify(created)}`);
   const location = `${url}${created.headers.location}`;
   let offset = 0;
@@ -50,7 +65,13 @@ async function tusUpload(url: string, apiKey: string, bytes: number, cutsAt: num
     const piece = slice(offset, Math.min(CHUNK, bytes - offset));
     const cut = cuts.length > 0 && offset >= cuts[0]! ? Math.floor(piece.length / 2) : undefined;
     if (cut !== undefined) cuts.shift();
-    const res = await request(location, 'PATCH', { ...auth, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) }, piece, cut);
+    const res = await request(
+      location,
+      'PATCH',
+      { ...auth, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) },
+      piece,
+      cut,
+    );
     sent += cut ?? piece.length;
     if (res !== 'cut' && res.status === 204) {
       offset = Number(res.headers['upload-offset']);
@@ -85,7 +106,12 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       let r = { resent: 0 };
       cpu.push(
         await measureCpu({ api: tusApi.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
-          r = await tusUpload(tusApi.url, services.apiKey, opts.bytes, [0.25, 0.5, 0.75].map((f) => Math.floor((opts.bytes * f) / CHUNK) * CHUNK));
+          r = await tusUpload(
+            tusApi.url,
+            services.apiKey,
+            opts.bytes,
+            [0.25, 0.5, 0.75].map((f) => Math.floor((opts.bytes * f) / CHUNK) * CHUNK),
+          );
           return 1;
         }),
       );

@@ -45,7 +45,8 @@ try {
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
   if (wanted.has('wait')) results.push(await waitWakeup(services, { rounds }));
-  if (wanted.has('embedded')) results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
+  if (wanted.has('embedded'))
+    results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {
   await services.stop();
 }
@@ -57,6 +58,9 @@ for (const r of results) {
 const out = path.resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-writeFileSync(path.join(out, `bench-${stamp}.json`), JSON.stringify({ at: new Date().toISOString(), temporal: temporalKind, rounds, seconds, connections, results }, null, 2));
+writeFileSync(
+  path.join(out, `bench-${stamp}.json`),
+  JSON.stringify({ at: new Date().toISOString(), temporal: temporalKind, rounds, seconds, connections, results }, null, 2),
+);
 writeFileSync(path.join(out, `bench-${stamp}.svg`), ratioChart(results));
 console.log(`\nwrote bench/results/bench-${stamp}.{json,svg}`);

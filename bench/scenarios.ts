@@ -19,7 +19,10 @@ const BODY_SHA = createHash('sha256').update(BODY).digest('hex');
 async function startBaseline(services: BenchServices, file: string): Promise<{ proc: ManagedProcess; url: string }> {
   const port = await getPort({ host: '127.0.0.1' });
   const logFile = path.join(services.dir, `${path.basename(file)}.log`);
-  const proc = startProcess(...nodeTs(path.join(import.meta.dirname, 'baselines', file)), { logFile, env: { ...process.env, ...services.env, PORT: String(port) } });
+  const proc = startProcess(...nodeTs(path.join(import.meta.dirname, 'baselines', file)), {
+    logFile,
+    env: { ...process.env, ...services.env, PORT: String(port) },
+  });
   await waitUntil(file, async () => readFileSync(logFile, 'utf8').includes('listening'), { proc, timeoutMs: 30_000 });
   return { proc, url: `http://127.0.0.1:${port}` };
 }
@@ -62,20 +65,59 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
     for (let i = 0; i < opts.rounds; i++) {
       cpu.push(
         await measureCpu(pids, async () => {
-          oncely.push(await httpLoad({ url: `${api.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
+          oncely.push(
+            await httpLoad({
+              url: `${api.url}/v1/uploads`,
+              method: 'POST',
+              headers: uploadHeaders(services, key),
+              body: BODY,
+              connections: opts.connections,
+              duration: opts.seconds,
+            }),
+          );
           return oncely.at(-1)!.statuses['201'] ?? 0;
         }),
       );
-      oncelyUncached.push(await httpLoad({ url: `${uncached.url}/v1/uploads`, method: 'POST', headers: uploadHeaders(services, key), body: BODY, connections: opts.connections, duration: opts.seconds }));
-      baseline.push(await httpLoad({ url: `${bare.url}/replay/${tenantIdOf(services)}/${key}`, method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: BODY, connections: opts.connections, duration: opts.seconds }));
+      oncelyUncached.push(
+        await httpLoad({
+          url: `${uncached.url}/v1/uploads`,
+          method: 'POST',
+          headers: uploadHeaders(services, key),
+          body: BODY,
+          connections: opts.connections,
+          duration: opts.seconds,
+        }),
+      );
+      baseline.push(
+        await httpLoad({
+          url: `${bare.url}/replay/${tenantIdOf(services)}/${key}`,
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream' },
+          body: BODY,
+          connections: opts.connections,
+          duration: opts.seconds,
+        }),
+      );
     }
     const o = pick(oncely);
     const u = pick(oncelyUncached);
     const b = pick(baseline);
-    for (const r of [o, u]) if (Object.keys(r.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(r.statuses)}`);
+    for (const r of [o, u])
+      if (Object.keys(r.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(r.statuses)}`);
     return {
-      scenario: 'replay path', oncelyRps: o.rps, baselineRps: b.rps, ratio: round2(o.rps / b.rps), cpuMsPerRequest: JSON.stringify(medianCpu(cpu)), oncelyP50ms: o.p50ms, oncelyP99ms: o.p99ms, baselineP50ms: b.p50ms, baselineP99ms: b.p99ms,
-      uncachedRps: u.rps, ratioUncached: round2(u.rps / b.rps), uncachedP50ms: u.p50ms, uncachedP99ms: u.p99ms,
+      scenario: 'replay path',
+      oncelyRps: o.rps,
+      baselineRps: b.rps,
+      ratio: round2(o.rps / b.rps),
+      cpuMsPerRequest: JSON.stringify(medianCpu(cpu)),
+      oncelyP50ms: o.p50ms,
+      oncelyP99ms: o.p99ms,
+      baselineP50ms: b.p50ms,
+      baselineP99ms: b.p99ms,
+      uncachedRps: u.rps,
+      ratioUncached: round2(u.rps / b.rps),
+      uncachedP50ms: u.p50ms,
+      uncachedP99ms: u.p99ms,
     };
   } finally {
     await Promise.all([api.proc.stop(), uncached.proc.stop(), worker.proc.stop(), bare.proc.stop()]);
@@ -187,7 +229,13 @@ export async function duplicateStorm(services: BenchServices, opts: { requests: 
     for (const s of statuses) mix[s] = (mix[s] ?? 0) + 1;
     let executions = 0;
     for await (const _ of client.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenantIdOf(services), key)}'` })) executions++;
-    return { scenario: `duplicate storm (${opts.requests} × one key)`, allAnsweredMs: Math.round(ms), executions, answers: JSON.stringify(mix), cpuMsPerRequest: JSON.stringify(cpu) };
+    return {
+      scenario: `duplicate storm (${opts.requests} × one key)`,
+      allAnsweredMs: Math.round(ms),
+      executions,
+      answers: JSON.stringify(mix),
+      cpuMsPerRequest: JSON.stringify(cpu),
+    };
   } finally {
     await connection.close();
     await Promise.all([api.proc.stop(), worker.proc.stop()]);

@@ -20,14 +20,23 @@ async function oneRun(services: BenchServices, pool: Pool, signal: ProcessedSign
   const ids = Array.from({ length: WAITERS }, () => randomUUID());
   for (const id of ids) {
     await insertUploadIfAbsent(pool, {
-      id, tenant_id: services.tenantId, idempotency_key: `wait-${id}`, workflow_id: `upload/${services.tenantId}/wait-${id}`,
-      storage_key: `bench/wait/${id}`, sha256: '0'.repeat(64), content_type: 'text/plain', file_name: null, bytes: 1,
+      id,
+      tenant_id: services.tenantId,
+      idempotency_key: `wait-${id}`,
+      workflow_id: `upload/${services.tenantId}/wait-${id}`,
+      storage_key: `bench/wait/${id}`,
+      sha256: '0'.repeat(64),
+      content_type: 'text/plain',
+      file_name: null,
+      bytes: 1,
     });
   }
   let reads = 0;
   const counted = { query: (...args: Parameters<Pool['query']>) => (reads++, pool.query(...args)) } as unknown as Pool;
   const returned = new Map<string, number>();
-  const waits = ids.map((id) => awaitProcessed({ pool: counted, signal }, services.tenantId, id, 30_000).then(() => returned.set(id, performance.now())));
+  const waits = ids.map((id) =>
+    awaitProcessed({ pool: counted, signal }, services.tenantId, id, 30_000).then(() => returned.set(id, performance.now())),
+  );
   await sleep(200); // every waiter has read its row once and sleeps
   const committed = new Map<string, number>();
   for (const id of ids) {

@@ -32,12 +32,18 @@ function dependencyFaults(proxy: 'postgres' | 's3', label: string, latencyMs: nu
     {
       kind: `${proxy}-latency`,
       what: `${latencyMs} ± 100 ms on every ${label} round trip (latency)`,
-      inject: toxic((s) => s.proxies[proxy], () => ({ type: 'latency', stream: 'downstream', attributes: { latency: latencyMs, jitter: 100 } })),
+      inject: toxic(
+        (s) => s.proxies[proxy],
+        () => ({ type: 'latency', stream: 'downstream', attributes: { latency: latencyMs, jitter: 100 } }),
+      ),
     },
     {
       kind: `${proxy}-reset`,
       what: `${label} connections reset by peer (reset_peer)`,
-      inject: toxic((s) => s.proxies[proxy], (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } })),
+      inject: toxic(
+        (s) => s.proxies[proxy],
+        (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } }),
+      ),
     },
   ];
 }
@@ -46,19 +52,31 @@ export const FAULTS: readonly Fault[] = [
   {
     kind: 'api-response-dropped',
     what: 'API answers are held and the connection closed: the server did the work, the client never hears (downstream timeout)',
-    inject: toxic((s) => s.proxies.api, () => ({ type: 'timeout', stream: 'downstream', attributes: { timeout: 200 } })),
+    inject: toxic(
+      (s) => s.proxies.api,
+      () => ({ type: 'timeout', stream: 'downstream', attributes: { timeout: 200 } }),
+    ),
   },
   {
     kind: 'api-reset-mid-body',
     what: 'client connections to the API cut after a few KiB of the request (upstream limit_data)',
-    inject: toxic((s) => s.proxies.api, (rng) => ({ type: 'limit_data', stream: 'upstream', attributes: { bytes: rng.int(2_000, 60_000) } })),
+    inject: toxic(
+      (s) => s.proxies.api,
+      (rng) => ({ type: 'limit_data', stream: 'upstream', attributes: { bytes: rng.int(2_000, 60_000) } }),
+    ),
   },
   {
     kind: 'api-slow-body',
     what: 'request bodies trickle in at 16 KB/s with 100 ms latency (upstream bandwidth + latency)',
     inject: async (stack, rng) => {
-      const a = await toxic((s) => s.proxies.api, () => ({ type: 'bandwidth', stream: 'upstream', attributes: { rate: 16 } }))(stack, rng);
-      const b = await toxic((s) => s.proxies.api, () => ({ type: 'latency', stream: 'downstream', attributes: { latency: 100, jitter: 50 } }))(stack, rng);
+      const a = await toxic(
+        (s) => s.proxies.api,
+        () => ({ type: 'bandwidth', stream: 'upstream', attributes: { rate: 16 } }),
+      )(stack, rng);
+      const b = await toxic(
+        (s) => s.proxies.api,
+        () => ({ type: 'latency', stream: 'downstream', attributes: { latency: 100, jitter: 50 } }),
+      )(stack, rng);
       return async () => {
         await a();
         await b();
@@ -95,7 +113,10 @@ export const FAULTS: readonly Fault[] = [
     kind: 'cut-temporal-postgres',
     what: "the real Temporal server's PostgreSQL connections reset (Toxiproxy reset_peer; real server only)",
     serverOnly: true,
-    inject: toxic((s) => s.proxies.temporalPostgres!, (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } })),
+    inject: toxic(
+      (s) => s.proxies.temporalPostgres!,
+      (rng) => ({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: rng.int(0, 300) } }),
+    ),
   },
   {
     kind: 'restart-postgres',
@@ -136,7 +157,12 @@ export interface FaultLog {
  * kind is injected equally often and at least once): each fault held for 1.5–4 s, then
  * healed, then a quiet gap of 0.5–2 s. A fault that fails to inject is logged, not counted.
  */
-export async function runFaultSchedule(stack: ChaosStack, faults: Fault[], rng: Rng, opts: { until: () => boolean; log: (line: string) => void; startedAt: number }): Promise<FaultLog> {
+export async function runFaultSchedule(
+  stack: ChaosStack,
+  faults: Fault[],
+  rng: Rng,
+  opts: { until: () => boolean; log: (line: string) => void; startedAt: number },
+): Promise<FaultLog> {
   const result: FaultLog = { rounds: 0, counts: Object.fromEntries(faults.map((f) => [f.kind, 0])), events: [] };
   while (!opts.until()) {
     result.rounds++;

@@ -46,7 +46,7 @@ export function planUploads(rng: Rng, n: number, runId: string): UploadPlan[] {
     const copiesRoll = rng.int(0, 99);
     return {
       index,
-      key: `chaos-${runId}-upload-${String(index).padStart(5, "0")}`,
+      key: `chaos-${runId}-upload-${String(index).padStart(5, '0')}`,
       bytes: image ? 0 : big ? rng.int(32 * 1024, 300 * 1024) : rng.int(1, 32 * 1024),
       contentType: image ? 'image/png' : 'application/octet-stream',
       copies: copiesRoll < 70 ? 1 : copiesRoll < 90 ? 2 : 3,
@@ -62,7 +62,9 @@ async function bodyOf(plan: UploadPlan, variant = 0): Promise<Buffer> {
   if (plan.contentType !== 'image/png') return rng.bytes(plan.bytes || 1);
   // A small PNG of seeded noise: distinct per key, and it goes through the transcode step.
   const side = 48;
-  return sharp(rng.bytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } }).png().toBuffer();
+  return sharp(rng.bytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 export interface LoadOptions {
@@ -113,8 +115,15 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
     const body = await bodyOf(plan);
     const record: UploadRecord = { plan, sha256: sha256(body), answers: [], unanswered: [] };
     const pending: PendingUpload = {
-      id: plan.key, idempotencyKey: plan.key, sha256: record.sha256, bytes: body.length, contentType: plan.contentType,
-      fileName: `${plan.key}.${plan.contentType === 'image/png' ? 'png' : 'bin'}`, source: 'memory', createdAt: new Date().toISOString(), attempts: 0,
+      id: plan.key,
+      idempotencyKey: plan.key,
+      sha256: record.sha256,
+      bytes: body.length,
+      contentType: plan.contentType,
+      fileName: `${plan.key}.${plan.contentType === 'image/png' ? 'png' : 'bin'}`,
+      source: 'memory',
+      createdAt: new Date().toISOString(),
+      attempts: 0,
     };
     bodies.set(plan.key, body);
     // Copy i goes to replica i (mod the replicas), offset per upload so replica 0 is not always first.

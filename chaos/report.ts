@@ -18,7 +18,12 @@ export interface ChaosResult {
 }
 
 export function renderTable(r: ChaosResult): string {
-  const faults = new Table({ head: ['fault', 'injected', 'what'], style: { head: [], border: [] }, colWidths: [24, 10, 70], wordWrap: true });
+  const faults = new Table({
+    head: ['fault', 'injected', 'what'],
+    style: { head: [], border: [] },
+    colWidths: [24, 10, 70],
+    wordWrap: true,
+  });
   for (const f of FAULTS) if (f.kind in r.faults) faults.push([f.kind, r.faults[f.kind], f.what]);
   const v = r.verdict;
   const outcome = new Table({ head: ['measure', 'value'], style: { head: [], border: [] } });

@@ -32,15 +32,38 @@ const program = new Command('chaos')
   .option('--settle <seconds>', 'after the faults stop: bound on clients finishing and on reaching quiescence', int('settle', 10), 240)
   .option('--json <file>', 'also write the result as JSON')
   .option('--workflow-bundle <file>', 'reuse a prebuilt workflow bundle instead of bundling')
-  .option('--temporal <kind>', 'dev (temporal server start-dev) or server (the real server on the run\'s PostgreSQL, 4 shards)', 'dev')
-  .option('--replicas <n>', 'API processes and upload workers (above 1, plus a transcode worker); copies of an upload are sprayed across the APIs', int('replicas', 1), 1)
+  .option('--temporal <kind>', "dev (temporal server start-dev) or server (the real server on the run's PostgreSQL, 4 shards)", 'dev')
+  .option(
+    '--replicas <n>',
+    'API processes and upload workers (above 1, plus a transcode worker); copies of an upload are sprayed across the APIs',
+    int('replicas', 1),
+    1,
+  )
   .option('--keep', 'keep the run directory (logs, data) instead of deleting it')
   .parse();
 
-const opts = program.opts<{ uploads: number; duration: number; seed: number; concurrency: number; faults?: string; settle: number; json?: string; keep?: boolean; workflowBundle?: string; temporal: string; replicas: number }>();
+const opts = program.opts<{
+  uploads: number;
+  duration: number;
+  seed: number;
+  concurrency: number;
+  faults?: string;
+  settle: number;
+  json?: string;
+  keep?: boolean;
+  workflowBundle?: string;
+  temporal: string;
+  replicas: number;
+}>();
 if (opts.temporal !== 'dev' && opts.temporal !== 'server') throw new InvalidArgumentError('--temporal is dev or server');
 const temporalKind = opts.temporal;
-const faults = faultsByKind(opts.faults?.split(',').map((s) => s.trim()).filter(Boolean), { temporalServer: temporalKind === 'server' });
+const faults = faultsByKind(
+  opts.faults
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+  { temporalServer: temporalKind === 'server' },
+);
 const rng = new Rng(opts.seed);
 const t0 = Date.now();
 const log = (line: string) => process.stderr.write(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
@@ -74,7 +97,11 @@ try {
     signal: clientsStop.signal,
     onProgress: (done) => done % Math.max(1, Math.round(plans.length / 10)) === 0 && log(`${done}/${plans.length} uploads answered`),
   });
-  const faultLog = await runFaultSchedule(stack, faults, rng.fork(2), { until: () => Date.now() - loadStarted >= faultWindowMs, log, startedAt: loadStarted });
+  const faultLog = await runFaultSchedule(stack, faults, rng.fork(2), {
+    until: () => Date.now() - loadStarted >= faultWindowMs,
+    log,
+    startedAt: loadStarted,
+  });
   log('faults over: healing every proxy, waiting for the clients');
   await stack.proxies.api.getToxiproxy().reset();
   // reset() re-enables every proxy and drops every toxic, the Temporal ↔ PostgreSQL one too.
@@ -99,8 +126,10 @@ try {
   };
   process.stdout.write(`${renderTable(result)}\n`);
   if (opts.json) writeFileSync(opts.json, `${JSON.stringify(result, null, 2)}\n`);
-  const violations = verdict.duplicates.length + verdict.losses.length + verdict.other.length + verdict.unanswered + (plans.length - records.length);
-  for (const line of [...verdict.duplicates, ...verdict.losses, ...verdict.other].slice(0, 50)) process.stdout.write(`  violation: ${line}\n`);
+  const violations =
+    verdict.duplicates.length + verdict.losses.length + verdict.other.length + verdict.unanswered + (plans.length - records.length);
+  for (const line of [...verdict.duplicates, ...verdict.losses, ...verdict.other].slice(0, 50))
+    process.stdout.write(`  violation: ${line}\n`);
   exitCode = violations === 0 ? 0 : 1;
 } catch (err) {
   log(`run failed: ${err instanceof Error ? err.stack : String(err)}`);

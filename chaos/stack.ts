@@ -101,12 +101,22 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   // Sequential, so no two lookups hand out the same free port.
   const ports: number[] = [];
   while (ports.length < 8 + 2 * replicas) ports.push(await getPort({ host: '127.0.0.1', exclude: ports }));
-  const [pgPort, s3Port, temporalPort, toxiPort, pgProxyPort, s3ProxyPort, temporalPgProxyPort] = ports as [number, number, number, number, number, number, number];
+  const [pgPort, s3Port, temporalPort, toxiPort, pgProxyPort, s3ProxyPort, temporalPgProxyPort] = ports as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const apiPorts = ports.slice(8, 8 + replicas);
   const apiProxyPorts = ports.slice(8 + replicas, 8 + 2 * replicas);
   const apiPort = apiPorts[0]!;
 
-  log(`starting PostgreSQL cluster, versitygw, Toxiproxy, ${temporalKind === 'server' ? 'the Temporal server on PostgreSQL' : 'the Temporal dev server'}; bundling workflows`);
+  log(
+    `starting PostgreSQL cluster, versitygw, Toxiproxy, ${temporalKind === 'server' ? 'the Temporal server on PostgreSQL' : 'the Temporal dev server'}; bundling workflows`,
+  );
   const temporalDb = path.join(dir, 'temporal', 'temporal.db');
   const startS3 = () => startVersity({ port: s3Port, dir: path.join(dir, 's3') });
   const [postgres, s3First, toxiproxy, bundle] = await Promise.all([
@@ -115,14 +125,23 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     startToxiproxy({ port: toxiPort, dir }),
     opts.workflowBundlePath
       ? undefined
-      : bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never }),
+      : bundleWorkflowCode({
+          workflowsPath,
+          logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never,
+        }),
   ]);
   let s3: Versity = s3First;
   const bundlePath = opts.workflowBundlePath ?? path.join(dir, 'workflow-bundle.js');
   if (bundle) writeFileSync(bundlePath, bundle.code);
 
   const apiProxies = await Promise.all(
-    apiPorts.map((port, i) => toxiproxy.client.createProxy({ name: i === 0 ? 'api' : `api-${i + 1}`, listen: `127.0.0.1:${apiProxyPorts[i]}`, upstream: `127.0.0.1:${port}` })),
+    apiPorts.map((port, i) =>
+      toxiproxy.client.createProxy({
+        name: i === 0 ? 'api' : `api-${i + 1}`,
+        listen: `127.0.0.1:${apiProxyPorts[i]}`,
+        upstream: `127.0.0.1:${port}`,
+      }),
+    ),
   );
   const proxies: ChaosStack['proxies'] = {
     api: apiProxies[0]!,
@@ -134,7 +153,11 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   // whose connections go through a proxy of their own (the Temporal ↔ PostgreSQL cut).
   let temporal: { address: string; restart(): Promise<void>; stop(): Promise<void> };
   if (temporalKind === 'server') {
-    proxies.temporalPostgres = await toxiproxy.client.createProxy({ name: 'temporal-postgres', listen: `127.0.0.1:${temporalPgProxyPort}`, upstream: `127.0.0.1:${pgPort}` });
+    proxies.temporalPostgres = await toxiproxy.client.createProxy({
+      name: 'temporal-postgres',
+      listen: `127.0.0.1:${temporalPgProxyPort}`,
+      upstream: `127.0.0.1:${pgPort}`,
+    });
     const server = await startTemporalServer({
       pgAdminUrl: `postgres://postgres@127.0.0.1:${pgPort}/postgres`,
       database: 'temporal',
@@ -161,8 +184,14 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   const pool = createPool(postgres.url, 4);
   await migrate(pool);
   const store = new S3Store({
-    endpoint: s3.endpoint, bucket: 'oncely-chaos', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
-    forcePathStyle: true, partSizeBytes: 5 * 1024 * 1024, queueSize: 2,
+    endpoint: s3.endpoint,
+    bucket: 'oncely-chaos',
+    region: 'us-east-1',
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    forcePathStyle: true,
+    partSizeBytes: 5 * 1024 * 1024,
+    queueSize: 2,
   });
   await store.ensureBucket();
 
@@ -197,15 +226,19 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   });
   const apis = apiPorts.map((port, i) => new Supervised('api', env({ PORT: String(port) }), path.join(dir, `api-${i + 1}.log`)));
   // One worker polling both queues; with replicas, that many upload workers and one transcode worker.
-  const workerKinds: Record<string, string>[] = replicas === 1 ? [{}] : [...apiPorts.map(() => ({ WORKER_QUEUES: 'uploads' })), { WORKER_QUEUES: 'transcode' }];
-  const newWorker = (i: number, extra: Record<string, string> = {}) => new Supervised('worker', env({ ...workerKinds[i], ...extra }), path.join(dir, `worker-${i + 1}.log`));
+  const workerKinds: Record<string, string>[] =
+    replicas === 1 ? [{}] : [...apiPorts.map(() => ({ WORKER_QUEUES: 'uploads' })), { WORKER_QUEUES: 'transcode' }];
+  const newWorker = (i: number, extra: Record<string, string> = {}) =>
+    new Supervised('worker', env({ ...workerKinds[i], ...extra }), path.join(dir, `worker-${i + 1}.log`));
   let workers = workerKinds.map((_, i) => newWorker(i));
   for (const p of [...apis, ...workers]) p.start();
 
   const apiUrl = `http://127.0.0.1:${apiProxyPorts[0]}`;
   const directApiUrl = `http://127.0.0.1:${apiPort}`;
   const waitForApi = (timeoutMs = 120_000) =>
-    Promise.all(apiPorts.map((port) => waitUntil('Oncely API', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, { timeoutMs }))).then(() => undefined);
+    Promise.all(
+      apiPorts.map((port) => waitUntil('Oncely API', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, { timeoutMs })),
+    ).then(() => undefined);
   await waitForApi();
   log(`stack ready: API ${directApiUrl} (via Toxiproxy ${apiUrl}), logs in ${dir}`);
 
@@ -255,4 +288,3 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   };
   return stack;
 }
-

@@ -50,14 +50,26 @@ export async function settleAndVerify(opts: {
   log: (line: string) => void;
 }): Promise<Verdict> {
   const { stack, records, receiver, log } = opts;
-  const v: Verdict = { acknowledged: 0, unanswered: 0, answers: 0, replayedAnswers: 0, misuseRefused: 0, webhookDeliveries: 0, stagingRemoved: 0, duplicates: [], losses: [], other: [] };
+  const v: Verdict = {
+    acknowledged: 0,
+    unanswered: 0,
+    answers: 0,
+    replayedAnswers: 0,
+    misuseRefused: 0,
+    webhookDeliveries: 0,
+    stagingRemoved: 0,
+    duplicates: [],
+    losses: [],
+    other: [],
+  };
   const acked = new Map<string, { record: UploadRecord; uploadId: string }>();
   for (const r of records) {
     v.answers += r.answers.length;
     v.replayedAnswers += r.answers.filter((a) => a.replayed).length;
     if (r.unanswered.length) v.unanswered++;
     const distinct = new Set(r.answers.map((a) => `${a.status} ${a.body}`));
-    if (distinct.size > 1) v.duplicates.push(`key ${r.plan.key}: ${distinct.size} different answers: ${[...distinct].map((d) => d.slice(0, 120)).join(' | ')}`);
+    if (distinct.size > 1)
+      v.duplicates.push(`key ${r.plan.key}: ${distinct.size} different answers: ${[...distinct].map((d) => d.slice(0, 120)).join(' | ')}`);
     for (const a of r.answers) if (a.status !== 201) v.other.push(`key ${r.plan.key}: ${a.sender} got ${a.status} ${a.body.slice(0, 200)}`);
     if (r.misuse) {
       if (r.misuse.status === 422) v.misuseRefused++;
@@ -95,14 +107,19 @@ export async function settleAndVerify(opts: {
     // Explained for the first 50 only: past that the pattern is clear and describe() is slow.
     let explained = 0;
     const whyShort = async (uploadId: string) => (explained++ < 50 ? explainDownstream(temporal, uploadId) : 'not described');
-    for (const a of pending) v.other.push(`upload ${a.uploadId} (key ${a.record.plan.key}) never reached "processed": ${await whyShort(a.uploadId)}`);
+    for (const a of pending)
+      v.other.push(`upload ${a.uploadId} (key ${a.record.plan.key}) never reached "processed": ${await whyShort(a.uploadId)}`);
 
-    const quiet = await until(opts.quiesceMs, async () =>
-      (await temporal.workflow.count('ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"')).count === 0,
+    const quiet = await until(
+      opts.quiesceMs,
+      async () => (await temporal.workflow.count('ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"')).count === 0,
     );
     if (!quiet) {
       const running: string[] = [];
-      for await (const w of temporal.workflow.list({ query: 'ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"', pageSize: 20 })) {
+      for await (const w of temporal.workflow.list({
+        query: 'ExecutionStatus="Running" AND WorkflowType!="housekeepingWorkflow"',
+        pageSize: 20,
+      })) {
         running.push(w.workflowId);
         if (running.length >= 20) break;
       }
@@ -120,13 +137,17 @@ export async function settleAndVerify(opts: {
     // Staging: a worker whose grace is zero sweeps attempt objects no upload references.
     await stack.restartWorkerForSweep();
     const sweep = await temporal.workflow.execute('housekeepingWorkflow', {
-      args: ['sweep-staging'], taskQueue: stack.taskQueue, workflowId: `chaos-final-sweep-${Date.now()}`, workflowExecutionTimeout: '5 minutes',
+      args: ['sweep-staging'],
+      taskQueue: stack.taskQueue,
+      workflowId: `chaos-final-sweep-${Date.now()}`,
+      workflowExecutionTimeout: '5 minutes',
     });
     v.stagingRemoved = (sweep as { removed: number }).removed;
 
     log('auditing Postgres and S3');
     const report = await audit(stack.pool, stack.store);
-    for (const line of report.violations) (line.startsWith('duplicate') ? v.duplicates : line.startsWith('loss') ? v.losses : v.other).push(line);
+    for (const line of report.violations)
+      (line.startsWith('duplicate') ? v.duplicates : line.startsWith('loss') ? v.losses : v.other).push(line);
     if (report.unreferencedObjects > 0) v.other.push(`${report.unreferencedObjects} objects left in staging after the sweep`);
 
     const rows = new Map<string, { id: string; sha256: string }>();
@@ -157,16 +178,21 @@ export async function settleAndVerify(opts: {
       const row = rows.get(key);
       if (!row) v.losses.push(`key ${key}: acknowledged upload ${uploadId} has no upload row`);
       else if (row.id !== uploadId) v.duplicates.push(`key ${key}: acknowledged upload ${uploadId} but the row is ${row.id}`);
-      else if (row.sha256 !== record.sha256) v.losses.push(`key ${key}: stored SHA-256 ${row.sha256} differs from the client's ${record.sha256}`);
+      else if (row.sha256 !== record.sha256)
+        v.losses.push(`key ${key}: stored SHA-256 ${row.sha256} differs from the client's ${record.sha256}`);
       for (const t of EVENTS) {
         const ids = idsByUpload.get(`${uploadId} ${t}`) ?? new Set();
         if (ids.size === 0) v.losses.push(`upload ${uploadId}: no ${t} webhook received (${await whyShort(uploadId)})`);
         if (ids.size > 1) v.duplicates.push(`upload ${uploadId}: ${ids.size} distinct webhook ids for ${t}`);
-        for (const id of ids) if (id !== eventId(uploadId, t)) v.duplicates.push(`upload ${uploadId}: webhook id ${id} is not the event's id`);
+        for (const id of ids)
+          if (id !== eventId(uploadId, t)) v.duplicates.push(`upload ${uploadId}: webhook id ${id} is not the event's id`);
       }
       const expected = record.plan.contentType === 'image/png' ? 2 : 0;
       const got = renditions.get(uploadId) ?? 0;
-      if (got !== expected) (got > expected ? v.duplicates : v.losses).push(`upload ${uploadId}: ${got} renditions, expected ${expected} (${await whyShort(uploadId)})`);
+      if (got !== expected)
+        (got > expected ? v.duplicates : v.losses).push(
+          `upload ${uploadId}: ${got} renditions, expected ${expected} (${await whyShort(uploadId)})`,
+        );
     }
     return v;
   } finally {
@@ -179,7 +205,9 @@ async function explainDownstream(temporal: Client, uploadId: string): Promise<st
   try {
     const d = await temporal.workflow.getHandle(`downstream/${uploadId}`).describe();
     const raw = d.raw.pendingActivities ?? [];
-    const acts = raw.map((p) => `${p.activityType?.name} attempt ${p.attempt}${p.lastFailure?.message ? ` (${p.lastFailure.message.slice(0, 80)})` : ''}`);
+    const acts = raw.map(
+      (p) => `${p.activityType?.name} attempt ${p.attempt}${p.lastFailure?.message ? ` (${p.lastFailure.message.slice(0, 80)})` : ''}`,
+    );
     return `downstream run ${d.status.name}, ${d.historyLength} events${acts.length ? `, pending: ${acts.join('; ')}` : ''}`;
   } catch (err) {
     return `no downstream run (${err instanceof Error ? err.message.slice(0, 100) : String(err)})`;

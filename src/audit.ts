@@ -7,7 +7,16 @@
 // object present and whole) and one distinct webhook event id per upload and event type.
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
-import { allDeliveries, allRenditions, allUploads, countRows, duplicateUploadsPerKey, miscountedObjects, mismatchedKeyRows, suspiciousDeliveries } from './db/queries/audit';
+import {
+  allDeliveries,
+  allRenditions,
+  allUploads,
+  countRows,
+  duplicateUploadsPerKey,
+  miscountedObjects,
+  mismatchedKeyRows,
+  suspiciousDeliveries,
+} from './db/queries/audit';
 import { eventId, type EventType } from './downstream/types';
 import type { ObjectStore } from './storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from './temporal/ids';
@@ -45,8 +54,10 @@ export interface AuditOptions {
 export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions = {}): Promise<AuditReport> {
   const violations: string[] = [];
   const counts = await countRows(pool);
-  for (const d of await duplicateUploadsPerKey(pool)) violations.push(`duplicate: ${d.n} upload rows for tenant ${d.tenant_id} key ${d.idempotency_key}`);
-  for (const m of await mismatchedKeyRows(pool, opts.keyRetentionSeconds ?? null)) violations.push(`mismatch: tenant ${m.tenant_id} key ${m.key}: ${m.problem}`);
+  for (const d of await duplicateUploadsPerKey(pool))
+    violations.push(`duplicate: ${d.n} upload rows for tenant ${d.tenant_id} key ${d.idempotency_key}`);
+  for (const m of await mismatchedKeyRows(pool, opts.keyRetentionSeconds ?? null))
+    violations.push(`mismatch: tenant ${m.tenant_id} key ${m.key}: ${m.problem}`);
 
   let objectsVerified = 0;
   const referenced = new Set<string>();
@@ -73,16 +84,19 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   const renditions = await allRenditions(pool);
   for (const r of renditions) {
     const prefix = `tenants/${r.tenant_id}/renditions/${r.upload_id}/`;
-    if (!r.storage_key.startsWith(prefix)) violations.push(`tenancy: rendition ${r.upload_id}/${r.name} object ${r.storage_key} is outside ${prefix}`);
+    if (!r.storage_key.startsWith(prefix))
+      violations.push(`tenancy: rendition ${r.upload_id}/${r.name} object ${r.storage_key} is outside ${prefix}`);
     const head = await store.head(r.storage_key);
     if (!head) violations.push(`loss: rendition ${r.upload_id}/${r.name} object ${r.storage_key} is missing`);
-    else if (head.bytes !== Number(r.bytes)) violations.push(`loss: rendition ${r.upload_id}/${r.name} has ${head.bytes} bytes, recorded ${r.bytes}`);
+    else if (head.bytes !== Number(r.bytes))
+      violations.push(`loss: rendition ${r.upload_id}/${r.name} has ${head.bytes} bytes, recorded ${r.bytes}`);
     referenced.add(r.storage_key);
   }
   for (const d of await suspiciousDeliveries(pool)) violations.push(`webhook: ${d.event_id} (upload ${d.upload_id}): ${d.problem}`);
   const deliveries = await allDeliveries(pool);
   for (const d of deliveries) {
-    if (d.event_id !== eventId(d.upload_id, d.event_type as EventType)) violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.upload_id} ${d.event_type}`);
+    if (d.event_id !== eventId(d.upload_id, d.event_type as EventType))
+      violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.upload_id} ${d.event_type}`);
   }
   let unreferencedObjects = 0;
   for await (const o of store.list('tenants/')) if (!referenced.has(o.key)) unreferencedObjects++;

@@ -21,7 +21,10 @@ async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Prom
   if (!config.DATABASE_URL) usePreparedStatements(false);
   if (url) {
     const probe = createPool(url, 1);
-    const reachable = await probe.query('SELECT 1').then(() => true, () => false);
+    const reachable = await probe.query('SELECT 1').then(
+      () => true,
+      () => false,
+    );
     await probe.end();
     if (!reachable && !config.DATABASE_URL) url = undefined;
   }
@@ -60,7 +63,11 @@ program
   .command('create')
   .argument('<name>', 'tenant name')
   .option('--json', 'print JSON')
-  .addOption(new Option('--dedupe <mode>', 'identical bytes share one stored object (sha256) or not (off)').choices(['off', 'sha256']).default('off'))
+  .addOption(
+    new Option('--dedupe <mode>', 'identical bytes share one stored object (sha256) or not (off)')
+      .choices(['off', 'sha256'])
+      .default('off'),
+  )
   .description('create a tenant and print its API key (shown once)')
   .action(async (name: string, opts: { json?: boolean; dedupe: 'off' | 'sha256' }) => {
     const db = await openDatabase(loadConfig());
@@ -81,7 +88,9 @@ program
     const config = loadConfig();
     const db = await openDatabase(config);
     try {
-      const report = await audit(db.pool, await createStore(config), { keyRetentionSeconds: (config.IDEMPOTENCY_TTL_HOURS + config.TOMBSTONE_TTL_HOURS) * 3600 });
+      const report = await audit(db.pool, await createStore(config), {
+        keyRetentionSeconds: (config.IDEMPOTENCY_TTL_HOURS + config.TOMBSTONE_TTL_HOURS) * 3600,
+      });
       if (opts.json) console.log(JSON.stringify(report, null, 2));
       else {
         console.table({
@@ -116,7 +125,12 @@ program
   .option('--content-type <type>', 'override the media type guessed from the file name')
   .option('--outbox <file>', 'where pending uploads are kept', defaultOutboxPath())
   .option('--max-attempts <n>', 'give up after this many attempts per file', (v) => Number(v), 20)
-  .option('--resumable-from <size>', 'send files at least this big resumably (tus): a rerun continues where the last stopped', parseSize, parseSize('64MiB'))
+  .option(
+    '--resumable-from <size>',
+    'send files at least this big resumably (tus): a rerun continues where the last stopped',
+    parseSize,
+    parseSize('64MiB'),
+  )
   .action(async (files: string[], opts: Omit<UploadCommandOptions, 'token'> & { token?: string; resume: boolean }) => {
     if (files.length === 0 && !opts.resume) {
       console.error('oncely upload: name files to upload, or --resume to finish interrupted ones');

@@ -2,9 +2,7 @@
 // the typed object; nothing reads process.env directly.
 import { z } from 'zod';
 
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 const optionalString = z
   .string()
@@ -35,7 +33,10 @@ const workerTuning = z.strictObject({
 export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   /** Where clients reach the API (behind a proxy: its public origin, maybe with a path); unset: each request's own origin. */
-  PUBLIC_URL: optionalString.refine((v) => v === undefined || (/^https?:\/\//.test(v) && URL.canParse(v) && !/[?#]/.test(v)), 'must be an http(s) URL without query or fragment'),
+  PUBLIC_URL: optionalString.refine(
+    (v) => v === undefined || (/^https?:\/\//.test(v) && URL.canParse(v) && !/[?#]/.test(v)),
+    'must be an http(s) URL without query or fragment',
+  ),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DATA_DIR: z.string().default('.data'),
   /** A role not serving this long after its process started logs the step it waits for and exits (code 75). */
@@ -66,7 +67,11 @@ export const configSchema = z.object({
   TASK_QUEUE_UPLOADS: z.string().min(1).default('uploads'),
   TASK_QUEUE_TRANSCODE: z.string().min(1).default('transcode'),
 
-  MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(5 * 1024 ** 3),
+  MAX_UPLOAD_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 ** 3),
   DEFAULT_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(10),
   MAX_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(60),
   /** How long a client may take to send the whole body before the server gives up. */
@@ -86,7 +91,12 @@ export const configSchema = z.object({
   /** A direct-upload session not completed within this is aborted and its key freed. */
   DIRECT_UPLOAD_EXPIRY_HOURS: z.coerce.number().positive().default(24),
   /** How long each signed URL of a direct upload stays valid (never past the session's expiry). */
-  DIRECT_UPLOAD_URL_SECONDS: z.coerce.number().int().min(10).max(7 * 24 * 3600).default(3600),
+  DIRECT_UPLOAD_URL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(7 * 24 * 3600)
+    .default(3600),
   /** Part size of multipart direct uploads (above S3_SINGLE_PUT_MAX_MIB); S3 allows 10,000 parts. */
   DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
@@ -97,7 +107,10 @@ export const configSchema = z.object({
   THUMBNAIL_SIZE: z.coerce.number().int().min(16).max(4096).default(256),
   DISPLAY_SIZE: z.coerce.number().int().min(16).max(8192).default(1280),
   POSTER_WIDTH: z.coerce.number().int().min(16).max(8192).default(1280),
-  AUDIO_BITRATE: z.string().regex(/^\d+k$/).default('128k'),
+  AUDIO_BITRATE: z
+    .string()
+    .regex(/^\d+k$/)
+    .default('128k'),
   /** Webhooks: loopback/private targets are refused unless allowed (development, tests). */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Per-tenant quotas: live webhook endpoints, active API keys (counts, 409 past them). */
@@ -116,9 +129,15 @@ export const configSchema = z.object({
   REPLAY_CACHE_MIB: z.coerce.number().min(0).max(1024).default(16),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
   /** After the TTL, how long a compact tombstone still answers `idempotency_key_expired`. */
-  TOMBSTONE_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
+  TOMBSTONE_TTL_HOURS: z.coerce
+    .number()
+    .positive()
+    .default(24 * 7),
   /** Attempt objects no upload references are removed once older than this. */
-  STAGING_GRACE_SECONDS: z.coerce.number().min(0).default(2 * 3600),
+  STAGING_GRACE_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .default(2 * 3600),
   MULTIPART_MAX_AGE_SECONDS: z.coerce.number().min(0).default(86_400),
   /** When set, the worker exports the Temporal SDK's metrics for Prometheus on this port. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
@@ -144,7 +163,8 @@ export const configSchema = z.object({
     }
     const parsed = workerTuning.safeParse(json);
     if (!parsed.success) {
-      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: `${issue.path.join('.') || '(root)'}: ${issue.message}` });
+      for (const issue of parsed.error.issues)
+        ctx.addIssue({ code: 'custom', message: `${issue.path.join('.') || '(root)'}: ${issue.message}` });
       return z.NEVER;
     }
     return parsed.data;
@@ -153,7 +173,12 @@ export const configSchema = z.object({
   WORKER_QUEUES: z
     .string()
     .default('uploads,transcode')
-    .transform((v) => v.split(',').map((q) => q.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((q) => q.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(['uploads', 'transcode'])).min(1, 'name at least one of uploads, transcode')),
 });
 

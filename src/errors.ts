@@ -56,7 +56,11 @@ export class Problem extends Error {
   /** Response headers the answer needs beyond Retry-After (e.g. `connection: close`). */
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail?: string, opts: { cause?: unknown; retryAfter?: number; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    opts: { cause?: unknown; retryAfter?: number; extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
     const entry = catalogue[code];
     super(detail ?? entry.title, { cause: opts.cause });
     this.name = 'Problem';
@@ -91,7 +95,10 @@ export function problem(code: ErrorCode, detail?: string, opts?: ConstructorPara
  * Runs one call to an infrastructure dependency; any failure that is not already a
  * catalogue error becomes that dependency's 503, so a client retries with the same key.
  */
-export async function dependency<T>(code: 'database_unavailable' | 'storage_unavailable' | 'temporal_unavailable', fn: () => Promise<T>): Promise<T> {
+export async function dependency<T>(
+  code: 'database_unavailable' | 'storage_unavailable' | 'temporal_unavailable',
+  fn: () => Promise<T>,
+): Promise<T> {
   try {
     return await fn();
   } catch (err) {

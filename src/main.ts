@@ -30,7 +30,9 @@ const runtime = await startRuntime(config, role, { workflowBundlePath: workflowB
  */
 function workflowBundle(): string | undefined {
   if (process.env.WORKFLOW_BUNDLE_PATH) return process.env.WORKFLOW_BUNDLE_PATH;
-  return fileURLToPath(import.meta.url) === path.join(path.dirname(prebuiltWorkflowBundle), 'main.js') && existsSync(prebuiltWorkflowBundle) ? prebuiltWorkflowBundle : undefined;
+  return fileURLToPath(import.meta.url) === path.join(path.dirname(prebuiltWorkflowBundle), 'main.js') && existsSync(prebuiltWorkflowBundle)
+    ? prebuiltWorkflowBundle
+    : undefined;
 }
 
 /** The embedded default keeps one dev tenant whose key survives restarts. */

@@ -20,8 +20,16 @@ export const metrics = {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   }),
-  uploadsInFlight: new Gauge({ name: 'oncely_uploads_in_flight', help: 'New uploads being received or awaited by this API process (all tenants)', registers: [registry] }),
-  bytesReceived: new Counter({ name: 'oncely_upload_bytes_received_total', help: 'Body bytes received and stored by upload attempts', registers: [registry] }),
+  uploadsInFlight: new Gauge({
+    name: 'oncely_uploads_in_flight',
+    help: 'New uploads being received or awaited by this API process (all tenants)',
+    registers: [registry],
+  }),
+  bytesReceived: new Counter({
+    name: 'oncely_upload_bytes_received_total',
+    help: 'Body bytes received and stored by upload attempts',
+    registers: [registry],
+  }),
   uploadsCommitted: new Counter({
     name: 'oncely_uploads_committed_total',
     help: 'Records transactions by result (created, rejected)',

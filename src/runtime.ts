@@ -35,10 +35,10 @@ function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stre
     err.code === 'HPE_INVALID_EOF_STATE'
       ? problem('body_incomplete', 'The connection ended before Content-Length bytes arrived.')
       : err.code === 'HPE_HEADER_OVERFLOW'
-      ? problem('headers_too_large', 'The request headers exceed the server limit.')
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? problem('request_timeout', 'The request body was not received within the body timeout.')
-        : problem('malformed_request', 'The request could not be parsed as HTTP/1.1 (for example a control character in a header).');
+        ? problem('headers_too_large', 'The request headers exceed the server limit.')
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? problem('request_timeout', 'The request body was not received within the body timeout.')
+          : problem('malformed_request', 'The request could not be parsed as HTTP/1.1 (for example a control character in a header).');
   const body = JSON.stringify(p.toJSON());
   socket.end(
     `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
@@ -136,7 +136,9 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       TemporalRuntime.install({
         shutdownSignals: [],
         // The SDK's own worker metrics (task latencies, slots, polls) for Prometheus.
-        ...(config.WORKER_METRICS_PORT ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `${config.HOST}:${config.WORKER_METRICS_PORT}` } } } } : {}),
+        ...(config.WORKER_METRICS_PORT
+          ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `${config.HOST}:${config.WORKER_METRICS_PORT}` } } } }
+          : {}),
       });
     } catch {
       // already installed (tests install their own, without signal handling)
@@ -154,8 +156,18 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
         pool,
         store,
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
-        presets: { thumbnailSize: config.THUMBNAIL_SIZE, displaySize: config.DISPLAY_SIZE, posterWidth: config.POSTER_WIDTH, audioBitrate: config.AUDIO_BITRATE, timeoutSeconds: config.TRANSCODE_TIMEOUT_SECONDS },
-        webhook: { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS },
+        presets: {
+          thumbnailSize: config.THUMBNAIL_SIZE,
+          displaySize: config.DISPLAY_SIZE,
+          posterWidth: config.POSTER_WIDTH,
+          audioBitrate: config.AUDIO_BITRATE,
+          timeoutSeconds: config.TRANSCODE_TIMEOUT_SECONDS,
+        },
+        webhook: {
+          allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+          timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000,
+          maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS,
+        },
         secrets: box,
         housekeeping: {
           tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,
@@ -235,7 +247,16 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
 
   let stopped = false;
   return {
-    config, log, pool, store, temporalAddress, uiUrl, apiUrl, server, app: httpApp, workers,
+    config,
+    log,
+    pool,
+    store,
+    temporalAddress,
+    uiUrl,
+    apiUrl,
+    server,
+    app: httpApp,
+    workers,
     async shutdown() {
       if (stopped) return;
       stopped = true;

@@ -61,12 +61,23 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
     stallSeconds: config.RESUMABLE_STALL_SECONDS,
   });
-  const signed = { pool, store, sessions: registry, receiver, box, expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600, urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS };
+  const signed = {
+    pool,
+    store,
+    sessions: registry,
+    receiver,
+    box,
+    expirySeconds: config.DIRECT_UPLOAD_EXPIRY_HOURS * 3600,
+    urlSeconds: config.DIRECT_UPLOAD_URL_SECONDS,
+  };
   const direct = new DirectUploads({
     ...signed,
     // Where direct bytes go, chosen once: the S3 store itself, else the API's own signed PUT.
     target: store.presigner
-      ? new PresignedTarget(store.presigner, { singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * MiB, partBytes: config.DIRECT_UPLOAD_PART_MIB * MiB })
+      ? new PresignedTarget(store.presigner, {
+          singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * MiB,
+          partBytes: config.DIRECT_UPLOAD_PART_MIB * MiB,
+        })
       : new SelfSignedTarget(store, box),
   });
   const uppy = new UppyCompanion(signed);

@@ -36,7 +36,12 @@ export async function createApiKey(db: Queryable, tenantId: string, label: strin
 }
 
 /** A tenant with its first API key, in one transaction. */
-export async function createTenantWithKey(pool: Pool, name: string, apiKey: string = newApiKey(), dedupe: DedupeMode = 'off'): Promise<{ tenant: TenantRow; apiKey: CreatedApiKey }> {
+export async function createTenantWithKey(
+  pool: Pool,
+  name: string,
+  apiKey: string = newApiKey(),
+  dedupe: DedupeMode = 'off',
+): Promise<{ tenant: TenantRow; apiKey: CreatedApiKey }> {
   return withTransaction(pool, async (tx) => {
     const tenant = await insertTenant(tx, randomUUID(), name, dedupe);
     const row = await insertApiKey(tx, hashApiKey(apiKey), tenant.id, 'initial');
@@ -44,7 +49,12 @@ export async function createTenantWithKey(pool: Pool, name: string, apiKey: stri
   });
 }
 
-export async function createTenant(pool: Pool, name: string, apiKey?: string, dedupe: DedupeMode = 'off'): Promise<{ tenantId: string; apiKey: string }> {
+export async function createTenant(
+  pool: Pool,
+  name: string,
+  apiKey?: string,
+  dedupe: DedupeMode = 'off',
+): Promise<{ tenantId: string; apiKey: string }> {
   const created = await createTenantWithKey(pool, name, apiKey, dedupe);
   return { tenantId: created.tenant.id, apiKey: created.apiKey.key };
 }

@@ -37,7 +37,10 @@ export default async function setup(project: TestProject) {
     startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(tmpDir, 'temporal.db') }),
     startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: path.join(tmpDir, 's3') }),
     createMigratedDatabase(pgAdminUrl, templateDb),
-    bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never }),
+    bundleWorkflowCode({
+      workflowsPath,
+      logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never,
+    }),
   ]);
   const workflowBundlePath = path.join(tmpDir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, bundle.code);

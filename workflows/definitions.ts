@@ -57,4 +57,3 @@ export interface OfferAnswer {
  * does. Registered on every run (a handler is no command), so runs of any revision take it.
  */
 export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(updates.offerCopyForAnswer);
-

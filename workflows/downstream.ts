@@ -70,7 +70,13 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
   };
   setCurrentDetails('announcing upload.completed; transcoding');
   const completed = announce(
-    { id: eventId(input.uploadId, 'upload.completed'), type: 'upload.completed', tenantId: input.tenantId, uploadId: input.uploadId, data: uploadData },
+    {
+      id: eventId(input.uploadId, 'upload.completed'),
+      type: 'upload.completed',
+      tenantId: input.tenantId,
+      uploadId: input.uploadId,
+      data: uploadData,
+    },
     input.createdAt,
   );
   // Media no transcoder handles is settled here, without a trip to the transcode queue.
@@ -86,7 +92,11 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
       type: 'upload.processed',
       tenantId: input.tenantId,
       uploadId: input.uploadId,
-      data: { ...uploadData, processing: { status: result.status, reason: result.reason, media: result.media }, renditions: result.renditions },
+      data: {
+        ...uploadData,
+        processing: { status: result.status, reason: result.reason, media: result.media },
+        renditions: result.renditions,
+      },
     },
     new Date().toISOString(),
   );

@@ -4,7 +4,11 @@ import type { Activities } from '../activities';
 
 export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart';
 
-const acts = proxyActivities<Activities>({ startToCloseTimeout: '30 minutes', heartbeatTimeout: '2 minutes', retry: { maximumAttempts: 3 } });
+const acts = proxyActivities<Activities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { maximumAttempts: 3 },
+});
 
 export async function housekeepingWorkflow(task: HousekeepingTask): Promise<Record<string, number>> {
   switch (task) {

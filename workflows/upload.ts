@@ -102,7 +102,11 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     const committed = !keyReuse && atLeast(input, 3) ? await local.findCommittedAnswer(input) : null;
     if (committed) return adopt(committed);
     // Waiting offers fail with the run (never hang): the API answers 422 or 500 from them.
-    settled = { failure: keyReuse ? (err as ApplicationFailure) : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed') };
+    settled = {
+      failure: keyReuse
+        ? (err as ApplicationFailure)
+        : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed'),
+    };
     await condition(allHandlersFinished);
     throw err;
   }
@@ -121,7 +125,12 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
  * Commits the accepted copy (object, then records in one transaction), reports the answer
  * through `answered` as soon as it is committed, then fires the downstream child.
  */
-async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy: StagedCopy, answered: (response: StoredResponse) => void): Promise<StoredResponse> {
+async function commitAccepted(
+  input: UploadWorkflowInput,
+  uploadId: string,
+  copy: StagedCopy,
+  answered: (response: StoredResponse) => void,
+): Promise<StoredResponse> {
   const current = atLeast(input, 2);
   const { commitObject, commitRecords, discardCopy } = current || patched('local-commit-activities') ? local : remote;
 
@@ -134,13 +143,20 @@ async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy
   // written, the copy goes, and the run fails so the API answers 422 (never that row's answer).
   const commit = (records: Parameters<typeof commitRecords>[0]) =>
     commitRecords(records).catch(async (err: unknown) => {
-      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse)) throw err;
+      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse))
+        throw err;
       await discardCopy(copy.storageKey);
       setPhase('rejected');
       throw ApplicationFailure.nonRetryable('The Idempotency-Key is held by another request', failureTypes.keyReuse);
     });
   if (mismatch) {
-    response = await commit({ request: input, workflowId, uploadId, startedAtMs, rejection: { code: 'content_type_mismatch', detail: mismatch } });
+    response = await commit({
+      request: input,
+      workflowId,
+      uploadId,
+      startedAtMs,
+      rejection: { code: 'content_type_mismatch', detail: mismatch },
+    });
     answered(response);
     await discardCopy(copy.storageKey);
     setPhase('rejected');
@@ -152,7 +168,8 @@ async function commitAccepted(input: UploadWorkflowInput, uploadId: string, copy
     setPhase('completed');
     // Runs recorded before downstream steps existed replay without the child; nothing to
     // transcode and no endpoint to notify (settled in the transaction) needs no child.
-    if ((current || patched('downstream-child')) && input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
+    if ((current || patched('downstream-child')) && input.downstream && response.uploadId && response.downstreamNeeded !== false)
+      await startDownstream(input, response);
   }
   return response;
 }
@@ -170,7 +187,7 @@ async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Pr
   let probeSeconds = atLeast(input, 3) ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
   /** Waits up to `seconds`, probing for a lost commit along the way. */
   const wait = async (seconds: number): Promise<'copy' | 'timeout' | StoredResponse> => {
-    for (let left = seconds; left > 0; ) {
+    for (let left = seconds; left > 0;) {
       const step = Math.min(left, probeSeconds);
       if (await condition(arrived, step * 1000)) return 'copy';
       left -= step;
@@ -189,7 +206,10 @@ async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Pr
   for (;;) {
     const r = await wait(waitSeconds);
     if (r !== 'timeout') return r;
-    const check = await sessionStep('Expire the resumable session if it has been idle').expireIdleSession(input.resumable.sessionId, input.resumable.idleSeconds);
+    const check = await sessionStep('Expire the resumable session if it has been idle').expireIdleSession(
+      input.resumable.sessionId,
+      input.resumable.idleSeconds,
+    );
     if (check.expired) return 'abandoned';
     waitSeconds = check.secondsLeft;
   }

@@ -25,14 +25,28 @@ app.post('/uploads', async (c) => {
   const claim = await pool.query("INSERT INTO baseline_keys (key, state) VALUES ($1, 'in_progress') ON CONFLICT (key) DO NOTHING", [key]);
   if (claim.rowCount === 0) {
     const row = (await pool.query('SELECT state, response FROM baseline_keys WHERE key = $1', [key])).rows[0];
-    return row.state === 'completed' ? c.body(row.response, 201, { 'content-type': 'application/json' }) : c.json({ error: 'in_progress' }, 409);
+    return row.state === 'completed'
+      ? c.body(row.response, 201, { 'content-type': 'application/json' })
+      : c.json({ error: 'in_progress' }, 409);
   }
   const hash = createHash('sha256');
   let bytes = 0;
-  const meter = new Transform({ transform(chunk, _e, cb) { hash.update(chunk); bytes += chunk.length; cb(null, chunk); } });
+  const meter = new Transform({
+    transform(chunk, _e, cb) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      cb(null, chunk);
+    },
+  });
   const storageKey = `baseline/${randomUUID()}`;
   await new Upload({ client: s3, params: { Bucket: process.env.S3_BUCKET!, Key: storageKey, Body: c.env.incoming.pipe(meter) } }).done();
-  const response = JSON.stringify({ uploadId: randomUUID(), storageKey, bytes, sha256: hash.digest('hex'), createdAt: new Date().toISOString() });
+  const response = JSON.stringify({
+    uploadId: randomUUID(),
+    storageKey,
+    bytes,
+    sha256: hash.digest('hex'),
+    createdAt: new Date().toISOString(),
+  });
   await pool.query("UPDATE baseline_keys SET state = 'completed', response = $2 WHERE key = $1", [key, response]);
   return c.body(response, 201, { 'content-type': 'application/json' });
 });

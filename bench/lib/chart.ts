@@ -9,7 +9,11 @@ export function ratioChart(results: Record<string, unknown>[]): string {
     for (const [k, v] of Object.entries(r)) {
       if (!k.startsWith('ratio') || typeof v !== 'number') continue;
       const target = k === 'ratioVsPgOnly' ? undefined : (targetByScenario[String(r.scenario)] ?? targets[k]);
-      bars.push({ label: `${r.scenario}${k === 'ratio' ? '' : ` (${k.replace('ratioVs', 'vs ').replace('ratioUncached', 'cache off')})`}`, value: v, target });
+      bars.push({
+        label: `${r.scenario}${k === 'ratio' ? '' : ` (${k.replace('ratioVs', 'vs ').replace('ratioUncached', 'cache off')})`}`,
+        value: v,
+        target,
+      });
     }
   }
   const width = 760;
@@ -21,7 +25,9 @@ export function ratioChart(results: Record<string, unknown>[]): string {
   const scale = (width - left - 60) / axisMax;
   const rows = bars.map((b, i) => {
     const y = 30 + i * rowH;
-    const t = b.target ? `<line x1="${left + b.target * scale}" x2="${left + b.target * scale}" y1="${y - 4}" y2="${y + 22}" stroke="#c00" stroke-dasharray="3,2"/>` : '';
+    const t = b.target
+      ? `<line x1="${left + b.target * scale}" x2="${left + b.target * scale}" y1="${y - 4}" y2="${y + 22}" stroke="#c00" stroke-dasharray="3,2"/>`
+      : '';
     return `<text x="${left - 8}" y="${y + 14}" text-anchor="end" font-size="12">${escape(b.label)}</text>
 <rect x="${left}" y="${y}" width="${Math.min(b.value, axisMax) * scale}" height="18" fill="${b.target && b.value < b.target ? '#d98' : '#6a9'}"/>
 <text x="${left + Math.min(b.value, axisMax) * scale + 6}" y="${y + 14}" font-size="12">${b.value.toFixed(2)}×</text>${t}`;
@@ -32,7 +38,10 @@ export function ratioChart(results: Record<string, unknown>[]): string {
     for (const [k, v] of Object.entries(r)) {
       if (!k.toLowerCase().includes('cpums') || typeof v !== 'string') continue;
       const parsed = JSON.parse(v) as Record<string, number>;
-      cpuBars.push({ label: `${r.scenario} (${k.replace(/^cpuMsPer/, 'per ').replace(/^tusCpuMsPer/, 'tus, per ')})`, parts: Object.entries(parsed).filter(([c]) => c !== 'total') });
+      cpuBars.push({
+        label: `${r.scenario} (${k.replace(/^cpuMsPer/, 'per ').replace(/^tusCpuMsPer/, 'tus, per ')})`,
+        parts: Object.entries(parsed).filter(([c]) => c !== 'total'),
+      });
     }
   }
   const top = 50 + bars.length * rowH;
@@ -51,7 +60,10 @@ export function ratioChart(results: Record<string, unknown>[]): string {
     const total = b.parts.reduce((n, [, ms]) => n + ms, 0);
     return `<text x="${left - 8}" y="${y + 14}" text-anchor="end" font-size="12">${escape(b.label)}</text>${segs.join('')}<text x="${x + 6}" y="${y + 14}" font-size="12">${total.toFixed(1)} ms</text>`;
   });
-  const legend = Object.entries(colours).map(([c, col], i) => `<rect x="${left + i * 90}" y="${top + 8}" width="10" height="10" fill="${col}"/><text x="${left + i * 90 + 14}" y="${top + 17}" font-size="11">${c}</text>`);
+  const legend = Object.entries(colours).map(
+    ([c, col], i) =>
+      `<rect x="${left + i * 90}" y="${top + 8}" width="10" height="10" fill="${col}"/><text x="${left + i * 90 + 14}" y="${top + 17}" font-size="11">${c}</text>`,
+  );
   const height = top + (cpuBars.length ? 40 + cpuBars.length * rowH : 0);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
 <text x="10" y="18" font-size="14" font-weight="bold">Oncely ÷ baseline (same run; dashed red = target)</text>

@@ -54,7 +54,10 @@ export function cpuMsPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number)
 }
 
 /** CPU per operation of what `run` does: `run` returns how many operations it completed. */
-export async function measureCpu(pids: Partial<Record<Exclude<Component, 'postgres'>, number>>, run: () => Promise<number>): Promise<Record<Component | 'total', number>> {
+export async function measureCpu(
+  pids: Partial<Record<Exclude<Component, 'postgres'>, number>>,
+  run: () => Promise<number>,
+): Promise<Record<Component | 'total', number>> {
   const before = cpuSnapshot(pids);
   const ops = await run();
   return cpuMsPerOp(before, cpuSnapshot(pids), ops);

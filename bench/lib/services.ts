@@ -67,7 +67,8 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Pro
     async stop() {
       await Promise.allSettled([temporal.stop(), s3.stop()]);
       await dropDatabase(adminUrl, dbName).catch(() => {});
-      if (temporalKind === 'server') for (const db of [temporalDb, `${temporalDb}_visibility`]) await dropDatabase(adminUrl, db).catch(() => {});
+      if (temporalKind === 'server')
+        for (const db of [temporalDb, `${temporalDb}_visibility`]) await dropDatabase(adminUrl, db).catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -75,9 +76,12 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Pro
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-
 /** Runs `src/main.ts <role>` as its own process (so its memory can be read from /proc). */
-export async function startOncelyProcess(services: BenchServices, role: 'api' | 'worker' | 'all', extraEnv: Record<string, string> = {}): Promise<{ proc: ManagedProcess; url: string }> {
+export async function startOncelyProcess(
+  services: BenchServices,
+  role: 'api' | 'worker' | 'all',
+  extraEnv: Record<string, string> = {},
+): Promise<{ proc: ManagedProcess; url: string }> {
   const port = await getPort({ host: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
   const logFile = path.join(services.dir, `oncely-${role}-${port}.log`);
@@ -89,7 +93,14 @@ export async function startOncelyProcess(services: BenchServices, role: 'api' | 
   const proc = startProcess(cmd, args, {
     logFile,
     cwd: root,
-    env: { ...process.env, ...services.env, ONCELY_NODE_FLAGS: process.env.BENCH_EXTRA_NODE_FLAGS ?? '', PORT: String(port), LOG_LEVEL: role === 'worker' ? 'info' : 'warn', ...extraEnv },
+    env: {
+      ...process.env,
+      ...services.env,
+      ONCELY_NODE_FLAGS: process.env.BENCH_EXTRA_NODE_FLAGS ?? '',
+      PORT: String(port),
+      LOG_LEVEL: role === 'worker' ? 'info' : 'warn',
+      ...extraEnv,
+    },
   });
   if (role === 'worker') {
     const { readFileSync } = await import('node:fs');
@@ -113,7 +124,9 @@ export async function peakRssMiB(pid: number): Promise<number> {
   };
   const children = (p: number): number[] => {
     try {
-      return readdirSync(`/proc/${p}/task`).flatMap((t) => readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+      return readdirSync(`/proc/${p}/task`).flatMap((t) =>
+        readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+      );
     } catch {
       return [];
     }

@@ -31,7 +31,15 @@ import { uppyCompanionRoutes, uppyEndpointRoutes } from './routes/uppy';
 import { TUS_REQUEST_HEADERS } from '../arrivals/tus/protocol';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
-export const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer', ...TUS_REQUEST_HEADERS] as const;
+export const REQUEST_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'X-File-Sha256',
+  'X-File-Name',
+  'Prefer',
+  ...TUS_REQUEST_HEADERS,
+] as const;
 
 export interface AppDeps {
   config: Config;
@@ -63,7 +71,13 @@ export function createApp(deps: AppDeps) {
   );
   app.route('/', healthRoutes({ pool, temporal, store }));
   app.route('/', webRoutes());
-  app.route('/', docsRoutes(() => (document ??= openApiDocument(app, { keyTtlHours: config.IDEMPOTENCY_TTL_HOURS, tombstoneTtlHours: config.TOMBSTONE_TTL_HOURS }))));
+  app.route(
+    '/',
+    docsRoutes(
+      () =>
+        (document ??= openApiDocument(app, { keyTtlHours: config.IDEMPOTENCY_TTL_HOURS, tombstoneTtlHours: config.TOMBSTONE_TTL_HOURS })),
+    ),
+  );
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new ApiKeyCache();
@@ -77,7 +91,14 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, store, config, processed, inFlight }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
-  app.route('/v1/webhook-endpoints', webhookEndpointRoutes({ allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, idempotency, maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS }));
+  app.route(
+    '/v1/webhook-endpoints',
+    webhookEndpointRoutes({
+      allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      idempotency,
+      maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS,
+    }),
+  );
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.onError(onError);
   app.notFound(onNotFound);

@@ -12,18 +12,33 @@ import type { AppEnv } from './env';
 import { header, headerValues } from './headers';
 import { renderOutcome } from './upload-answer';
 
-export async function answerFormPost(c: Context<AppEnv>, deps: { receiver: UploadReceiver; config: Config; inFlight: InFlightUploads }, tenantId: string): Promise<Response> {
+export async function answerFormPost(
+  c: Context<AppEnv>,
+  deps: { receiver: UploadReceiver; config: Config; inFlight: InFlightUploads },
+  tenantId: string,
+): Promise<Response> {
   const { receiver, config, inFlight } = deps;
   const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
   const incoming = c.env?.incoming;
   if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
   const release = inFlight.tryAcquire(tenantId);
-  if (!release) throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`);
+  if (!release)
+    throw problem(
+      'too_many_uploads',
+      `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`,
+    );
   let key = '';
   try {
     const outcome = await receiveFormPost(
       receiver,
-      { tenantId, headers: incoming.headers, keyHeader: headerValues(c, 'idempotency-key'), body: incoming, waitMs, maxBytes: config.MAX_UPLOAD_BYTES },
+      {
+        tenantId,
+        headers: incoming.headers,
+        keyHeader: headerValues(c, 'idempotency-key'),
+        body: incoming,
+        waitMs,
+        maxBytes: config.MAX_UPLOAD_BYTES,
+      },
       (k) => {
         key = k;
         c.set('idempotencyKey', k);

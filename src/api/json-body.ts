@@ -65,6 +65,7 @@ export async function jsonBody<T>(c: Context<AppEnv>, schema: z.ZodType<T>, exam
   }
   if (nul) throw problem('body_invalid', 'JSON strings must not contain NUL (\\u0000) characters.');
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw problem('body_invalid', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw problem('body_invalid', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   return parsed.data;
 }

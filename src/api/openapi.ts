@@ -30,19 +30,37 @@ export function problems(...codes: ErrorCode[]): RouteConfig['responses'] {
       String(status),
       {
         description: list.map((c) => `\`${c}\`: ${catalogue[c].title}`).join('. '),
-        headers: list.some((c) => 'retryAfter' in catalogue[c] || c === 'idempotency_in_progress') ? { 'Retry-After': retryAfterHeader } : undefined,
+        headers: list.some((c) => 'retryAfter' in catalogue[c] || c === 'idempotency_in_progress')
+          ? { 'Retry-After': retryAfterHeader }
+          : undefined,
         content: { 'application/problem+json': { schema: ProblemDetails } },
       },
     ]),
   );
 }
 
-export const retryAfterHeader = { description: 'Seconds to wait before retrying with the same key.', schema: { type: 'string' as const, example: '2' } };
-export const replayedHeader = { description: '`true` when this is the stored answer of an earlier request with the same key.', schema: { type: 'string' as const, enum: ['true'] } };
-export const locationHeader = { description: 'Where the resource (or, for 202, the key to poll) lives.', schema: { type: 'string' as const } };
+export const retryAfterHeader = {
+  description: 'Seconds to wait before retrying with the same key.',
+  schema: { type: 'string' as const, example: '2' },
+};
+export const replayedHeader = {
+  description: '`true` when this is the stored answer of an earlier request with the same key.',
+  schema: { type: 'string' as const, enum: ['true'] },
+};
+export const locationHeader = {
+  description: 'Where the resource (or, for 202, the key to poll) lives.',
+  schema: { type: 'string' as const },
+};
 
 /** What a JSON POST route answers under the shared Idempotency-Key rule (idempotentRoute). */
-export const IDEMPOTENT_PROBLEMS: ErrorCode[] = ['idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress', 'body_invalid', 'payload_too_large'];
+export const IDEMPOTENT_PROBLEMS: ErrorCode[] = [
+  'idempotency_key_invalid',
+  'idempotency_key_reuse',
+  'idempotency_key_expired',
+  'idempotency_in_progress',
+  'body_invalid',
+  'payload_too_large',
+];
 
 /** The request of a JSON POST route: an optional Idempotency-Key and a body `schema`. */
 export function idempotentJsonRequest(schema: z.ZodType) {
@@ -68,7 +86,11 @@ export const apiKeyAuth = [{ apiKey: [] }];
 export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: number; tombstoneTtlHours: number }) {
   const registry = app.openAPIRegistry;
   registry.registerComponent('securitySchemes', 'apiKey', { type: 'http', scheme: 'bearer', description: 'A tenant API key (`onc_…`).' });
-  registry.registerComponent('securitySchemes', 'adminToken', { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN).' });
+  registry.registerComponent('securitySchemes', 'adminToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The operator token (ADMIN_TOKEN).',
+  });
   for (const type of ['upload.completed', 'upload.processed'] as const) {
     registry.registerWebhook({
       method: 'post',

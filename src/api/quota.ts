@@ -8,7 +8,8 @@ export async function withinQuota<T>(create: () => Promise<T>): Promise<T> {
     try {
       return await create();
     } catch (err) {
-      if (err instanceof QuotaReached) throw problem('quota_exceeded', `Quota reached: ${err.message}; remove one first.`, { extra: { limit: err.limit } });
+      if (err instanceof QuotaReached)
+        throw problem('quota_exceeded', `Quota reached: ${err.message}; remove one first.`, { extra: { limit: err.limit } });
       throw err;
     }
   });

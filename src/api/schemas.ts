@@ -27,14 +27,21 @@ export const IdempotencyKey = z
 export const ContentLengthHeader = z
   .string()
   .regex(/^\s*\d{1,16}\s*$/, 'Content-Length must be a non-negative integer.')
-  .openapi({ description: 'Size of the file in bytes (required: uploads are streamed, not chunked). At most the configured MAX_UPLOAD_BYTES.', example: '48213' });
+  .openapi({
+    description: 'Size of the file in bytes (required: uploads are streamed, not chunked). At most the configured MAX_UPLOAD_BYTES.',
+    example: '48213',
+  });
 
 export const Sha256Header = z
   .string()
   .trim()
   .toLowerCase()
   .regex(/^[0-9a-f]{64}$/, 'X-File-Sha256 must be 64 hexadecimal characters.')
-  .openapi({ description: 'SHA-256 of the file, hex. When sent, a body that hashes differently is refused with `checksum_mismatch` and nothing is stored.', example: 'a3f1c0d24b1e9f0e7d2c7b0a5e4f3d2c1b0a99887766554433221100ffeeddcc' });
+  .openapi({
+    description:
+      'SHA-256 of the file, hex. When sent, a body that hashes differently is refused with `checksum_mismatch` and nothing is stored.',
+    example: 'a3f1c0d24b1e9f0e7d2c7b0a5e4f3d2c1b0a99887766554433221100ffeeddcc',
+  });
 
 /** The file name after percent-decoding (non-ASCII names arrive percent-encoded). */
 export const FileName = z
@@ -42,16 +49,24 @@ export const FileName = z
   .min(1, 'X-File-Name must be 1-255 characters without control characters or slashes.')
   .max(255, 'X-File-Name must be 1-255 characters without control characters or slashes.')
   .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'X-File-Name must be 1-255 characters without control characters or slashes.')
-  .openapi({ description: 'Original file name, percent-encoded when not ASCII (1-255 characters, no control characters or slashes).', example: 'holiday%20photo.jpg' });
+  .openapi({
+    description: 'Original file name, percent-encoded when not ASCII (1-255 characters, no control characters or slashes).',
+    example: 'holiday%20photo.jpg',
+  });
 
 /** A media type's essence (parameters are dropped before this check). */
 export const MediaType = z
   .string()
   .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/, 'Content-Type is not a valid media type.')
-  .openapi({ description: 'Media type of the file; images, video and audio get renditions. Content that contradicts it is refused with 415. Default application/octet-stream.', example: 'image/jpeg' });
+  .openapi({
+    description:
+      'Media type of the file; images, video and audio get renditions. Content that contradicts it is refused with 415. Default application/octet-stream.',
+    example: 'image/jpeg',
+  });
 
 export const PreferHeader = z.string().openapi({
-  description: 'RFC 7240: `wait=N` bounds how long the request waits for the upload to finish (default 10 s, at most 60 s) before answering 202; `respond-async` answers 202 at once.',
+  description:
+    'RFC 7240: `wait=N` bounds how long the request waits for the upload to finish (default 10 s, at most 60 s) before answering 202; `respond-async` answers 202 at once.',
   example: 'wait=30',
 });
 
@@ -67,9 +82,21 @@ const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-ca
 export const CreateDirectUpload = z
   .object({
     bytes: z.number().int().min(0).openapi({ description: 'Size of the file in bytes (at most MAX_UPLOAD_BYTES).', example: 268435456 }),
-    sha256: Sha256Hex.openapi({ description: 'SHA-256 of the whole file, hex. The signed PUT carries it, so the store refuses other bytes.' }),
-    contentType: z.string().regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/, 'contentType is not a valid media type.').optional().openapi({ example: 'video/mp4' }),
-    fileName: z.string().min(1).max(255).regex(/^[^\x00-\x1f\x7f/\\]+$/, 'fileName must be 1-255 characters without control characters or slashes.').optional().openapi({ example: 'talk.mp4' }),
+    sha256: Sha256Hex.openapi({
+      description: 'SHA-256 of the whole file, hex. The signed PUT carries it, so the store refuses other bytes.',
+    }),
+    contentType: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/, 'contentType is not a valid media type.')
+      .optional()
+      .openapi({ example: 'video/mp4' }),
+    fileName: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'fileName must be 1-255 characters without control characters or slashes.')
+      .optional()
+      .openapi({ example: 'talk.mp4' }),
   })
   .strict()
   .openapi('CreateDirectUpload');
@@ -77,7 +104,10 @@ export const CreateDirectUpload = z
 export const SignedRequest = z
   .object({
     method: z.literal('PUT'),
-    url: z.string().openapi({ description: "Absolute: the S3 server's, or this API's own on the embedded store (from PUBLIC_URL, else the origin the request came to)." }),
+    url: z.string().openapi({
+      description:
+        "Absolute: the S3 server's, or this API's own on the embedded store (from PUBLIC_URL, else the origin the request came to).",
+    }),
     headers: z.record(z.string(), z.string()).openapi({ description: 'Send exactly these headers: the signature covers them.' }),
     expiresAt: z.string().openapi({ format: 'date-time' }),
   })
@@ -93,14 +123,27 @@ export const DirectUploadPlan = z
     contentType: z.string(),
     fileName: z.string().nullable(),
     expiresAt: z.string().openapi({ format: 'date-time', description: 'When an uncompleted session is aborted and its key freed.' }),
-    upload: SignedRequest.optional().openapi({ description: 'One PUT of the whole file (plans up to S3_SINGLE_PUT_MAX_MIB, and every plan on the embedded store).' }),
-    multipart: z.object({ partBytes: z.number().int(), partCount: z.number().int() }).optional().openapi({ description: 'Multipart: ask POST …/parts/{n} for each part.' }),
-    committedUpload: z.record(z.string(), z.unknown()).optional().openapi({ description: 'Instant upload (dedupe): the committed upload; no bytes to send.' }),
+    upload: SignedRequest.optional().openapi({
+      description: 'One PUT of the whole file (plans up to S3_SINGLE_PUT_MAX_MIB, and every plan on the embedded store).',
+    }),
+    multipart: z
+      .object({ partBytes: z.number().int(), partCount: z.number().int() })
+      .optional()
+      .openapi({ description: 'Multipart: ask POST …/parts/{n} for each part.' }),
+    committedUpload: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ description: 'Instant upload (dedupe): the committed upload; no bytes to send.' }),
   })
   .openapi('DirectUploadPlan');
 
 export const DirectPartRequest = z
-  .object({ sha256: z.string().regex(/^([0-9a-f]{64}|[A-Za-z0-9+/]{43}=)$/, 'sha256 must be the part\'s SHA-256, hex or base64.').openapi({ description: "The part's SHA-256 (hex or base64): the store refuses other bytes." }) })
+  .object({
+    sha256: z
+      .string()
+      .regex(/^([0-9a-f]{64}|[A-Za-z0-9+/]{43}=)$/, "sha256 must be the part's SHA-256, hex or base64.")
+      .openapi({ description: "The part's SHA-256 (hex or base64): the store refuses other bytes." }),
+  })
   .strict()
   .openapi('DirectPartRequest');
 
@@ -108,7 +151,10 @@ export const DirectPartUrl = SignedRequest.extend({ partNumber: z.number().int()
 
 export const CreateWebhookEndpoint = z
   .object({
-    url: z.string().min(1).max(2048).openapi({ description: 'http(s) URL; private and loopback addresses are refused unless allowed by configuration.', example: 'https://example.com/hooks/oncely' }),
+    url: z.string().min(1).max(2048).openapi({
+      description: 'http(s) URL; private and loopback addresses are refused unless allowed by configuration.',
+      example: 'https://example.com/hooks/oncely',
+    }),
     description: z.string().max(500).optional(),
   })
   .openapi('CreateWebhookEndpoint');
@@ -116,7 +162,10 @@ export const CreateWebhookEndpoint = z
 export const CreateTenant = z
   .object({
     name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }),
-    dedupe: z.enum(['off', 'sha256']).optional().openapi({ description: 'sha256: identical bytes under this tenant share one stored object (default off).' }),
+    dedupe: z
+      .enum(['off', 'sha256'])
+      .optional()
+      .openapi({ description: 'sha256: identical bytes under this tenant share one stored object (default off).' }),
   })
   .openapi('CreateTenant');
 
@@ -154,7 +203,9 @@ export const UploadCreated = z
   .openapi('UploadCreated');
 
 export const Upload = UploadCreated.extend({
-  status: z.enum(['committed', 'processed']).openapi({ description: '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done.' }),
+  status: z
+    .enum(['committed', 'processed'])
+    .openapi({ description: '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done.' }),
   idempotencyKey: z.string(),
   processing: z.object({
     status: z.enum(['pending', 'ready', 'skipped', 'failed']),
@@ -167,45 +218,76 @@ export const Upload = UploadCreated.extend({
 export const UploadDetail = Upload.extend({
   renditions: z.array(
     z.object({
-      name: z.string(), storageKey: z.string(), contentType: z.string(), bytes: z.number().int(),
-      width: z.number().int().nullable(), height: z.number().int().nullable(), durationMs: z.number().int().nullable(),
+      name: z.string(),
+      storageKey: z.string(),
+      contentType: z.string(),
+      bytes: z.number().int(),
+      width: z.number().int().nullable(),
+      height: z.number().int().nullable(),
+      durationMs: z.number().int().nullable(),
     }),
   ),
   deliveries: z.array(
     z.object({
-      eventId: z.string(), eventType: z.string(), endpointId: Uuid, attempts: z.number().int(),
-      lastStatus: z.number().int().nullable(), lastError: z.string().nullable(), deliveredAt: z.string().nullable(),
+      eventId: z.string(),
+      eventType: z.string(),
+      endpointId: Uuid,
+      attempts: z.number().int(),
+      lastStatus: z.number().int().nullable(),
+      lastError: z.string().nullable(),
+      deliveredAt: z.string().nullable(),
     }),
   ),
 }).openapi('UploadDetail');
 
 export const UploadProcessing = z
   .object({ status: z.literal('processing'), idempotencyKey: z.string(), workflowId: z.string() })
-  .openapi('UploadProcessing', { description: 'Accepted; the result is not known yet. Poll the Location (the key) or retry with the same key.' });
+  .openapi('UploadProcessing', {
+    description: 'Accepted; the result is not known yet. Poll the Location (the key) or retry with the same key.',
+  });
 
 export const IdempotencyKeyState = z
   .union([
     z.object({
-      idempotencyKey: z.string(), state: z.literal('completed'), status: z.number().int(), uploadId: Uuid.nullable(),
-      response: z.unknown(), createdAt: z.string(), completedAt: z.string(), expiresAt: z.string(),
+      idempotencyKey: z.string(),
+      state: z.literal('completed'),
+      status: z.number().int(),
+      uploadId: Uuid.nullable(),
+      response: z.unknown(),
+      createdAt: z.string(),
+      completedAt: z.string(),
+      expiresAt: z.string(),
     }),
-    z.object({ idempotencyKey: z.string(), state: z.enum(['processing', 'failed']), phase: z.string().nullable(), workflowId: z.string().nullable() }),
+    z.object({
+      idempotencyKey: z.string(),
+      state: z.enum(['processing', 'failed']),
+      phase: z.string().nullable(),
+      workflowId: z.string().nullable(),
+    }),
   ])
   .openapi('IdempotencyKeyState');
 
 export const WebhookEndpoint = z
-  .object({ id: Uuid, url: z.string(), description: z.string(), enabled: z.boolean(), disabledReason: z.string().nullable(), createdAt: z.string() })
+  .object({
+    id: Uuid,
+    url: z.string(),
+    description: z.string(),
+    enabled: z.boolean(),
+    disabledReason: z.string().nullable(),
+    createdAt: z.string(),
+  })
   .openapi('WebhookEndpoint');
 export const WebhookEndpointCreated = WebhookEndpoint.extend({
   secret: z.string().openapi({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
 }).openapi('WebhookEndpointCreated');
 export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint) }).openapi('WebhookEndpointList');
 
-export const ApiKey = z
-  .object({ id: Uuid, label: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() })
-  .openapi('ApiKey');
+export const ApiKey = z.object({ id: Uuid, label: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }).openapi('ApiKey');
 export const ApiKeyCreated = ApiKey.extend({
-  key: z.string().openapi({ description: 'The bearer token. Shown in this answer (and its idempotent replays) only; stored as a hash.', example: 'onc_…' }),
+  key: z.string().openapi({
+    description: 'The bearer token. Shown in this answer (and its idempotent replays) only; stored as a hash.',
+    example: 'onc_…',
+  }),
 }).openapi('ApiKeyCreated');
 export const ApiKeyList = z.object({ data: z.array(ApiKey) }).openapi('ApiKeyList');
 
@@ -215,13 +297,18 @@ export const TenantCreated = z
 
 export const Health = z.object({ status: z.literal('ok') }).openapi('Health');
 export const Readiness = z
-  .object({ status: z.enum(['ready', 'unavailable']), checks: z.object({ postgres: z.string(), temporal: z.string(), objectStore: z.string() }) })
+  .object({
+    status: z.enum(['ready', 'unavailable']),
+    checks: z.object({ postgres: z.string(), temporal: z.string(), objectStore: z.string() }),
+  })
   .openapi('Readiness');
 
 export const WebhookEvent = z
   .object({
     type: z.enum(['upload.completed', 'upload.processed']),
     timestamp: z.string(),
-    data: z.record(z.string(), z.unknown()).openapi({ description: 'The upload (as in GET /v1/uploads/{id}); `upload.processed` adds processing and renditions.' }),
+    data: z
+      .record(z.string(), z.unknown())
+      .openapi({ description: 'The upload (as in GET /v1/uploads/{id}); `upload.processed` adds processing and renditions.' }),
   })
   .openapi('WebhookEvent');

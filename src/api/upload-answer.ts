@@ -15,11 +15,11 @@ export function renderOutcome(c: Context<AppEnv>, outcome: UploadOutcome, key: s
   if (outcome.kind === 'processing') {
     c.set('outcome', 'processing');
     c.set('workflowId', outcome.workflowId);
-    return c.json(
-      { status: 'processing', idempotencyKey: key, workflowId: outcome.workflowId },
-      202,
-      { ...headers, location: `/v1/idempotency-keys/${encodeURIComponent(key)}`, 'retry-after': '2' },
-    );
+    return c.json({ status: 'processing', idempotencyKey: key, workflowId: outcome.workflowId }, 202, {
+      ...headers,
+      location: `/v1/idempotency-keys/${encodeURIComponent(key)}`,
+      'retry-after': '2',
+    });
   }
   const { response, replayed } = outcome;
   c.set('outcome', replayed ? 'replayed' : response.status < 300 ? 'created' : 'rejected');

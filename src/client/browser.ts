@@ -38,7 +38,10 @@ export class IndexedDbOutbox implements Outbox {
 
   async list(): Promise<PendingUpload[]> {
     const all = await Promise.all((await keys(this.store)).map((k) => get<Stored>(k, this.store)));
-    return all.filter((s): s is Stored => !!s).map((s) => s.pending).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    return all
+      .filter((s): s is Stored => !!s)
+      .map((s) => s.pending)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
   /** Stores the upload and its bytes; later calls update the record and keep the bytes. */
@@ -71,7 +74,10 @@ export function xhrFetch(onUploadProgress: (url: string, loaded: number) => void
       xhr.upload.onprogress = (e) => onUploadProgress(input, e.loaded);
       xhr.onload = () => {
         const headers = new Headers();
-        for (const line of xhr.getAllResponseHeaders().trim().split(/[\r\n]+/)) {
+        for (const line of xhr
+          .getAllResponseHeaders()
+          .trim()
+          .split(/[\r\n]+/)) {
           const i = line.indexOf(':');
           if (i > 0) headers.append(line.slice(0, i).trim(), line.slice(i + 1).trim());
         }

@@ -64,24 +64,42 @@ export async function runUpload(files: string[], opts: UploadCommandOptions): Pr
   process.once('SIGINT', onSigint);
   const bars = opts.json
     ? undefined
-    : new cliProgress.MultiBar({ stream: process.stderr, format: ' {bar} {percentage}% | {file} | {status}', hideCursor: true, clearOnComplete: false }, cliProgress.Presets.shades_classic);
+    : new cliProgress.MultiBar(
+        { stream: process.stderr, format: ' {bar} {percentage}% | {file} | {status}', hideCursor: true, clearOnComplete: false },
+        cliProgress.Presets.shades_classic,
+      );
   const results: Record<string, unknown>[] = [];
   let exit: number = EXIT.ok;
   try {
     for (const file of files) {
       const pending = await pendingFor(outbox, file, opts.contentType);
-      const bar = bars?.create(Math.max(pending.bytes, 1), 0, { file: pending.fileName, status: pending.attempts ? `resuming (key ${pending.idempotencyKey})` : 'sending' });
+      const bar = bars?.create(Math.max(pending.bytes, 1), 0, {
+        file: pending.fileName,
+        status: pending.attempts ? `resuming (key ${pending.idempotencyKey})` : 'sending',
+      });
       try {
         let result: UploadResult = await sendThroughOutbox(client, outbox, pending, {
           signal: controller.signal,
           onProgress: (sent) => bar?.update(sent),
           onAttempt: (n, outcome, delay) => bar?.update({ status: `attempt ${n}: ${outcome}; retry in ${(delay / 1000).toFixed(1)} s` }),
         });
-        if (opts.wait && result.status === 201) result = { ...result, body: await waitProcessed(opts, result.body.uploadId, controller.signal) };
+        if (opts.wait && result.status === 201)
+          result = { ...result, body: await waitProcessed(opts, result.body.uploadId, controller.signal) };
         const ok = result.status >= 200 && result.status < 300;
         if (!ok) exit = EXIT.rejected;
-        bar?.update(pending.bytes, { status: ok ? `${result.status}${result.replayed ? ' (replayed)' : ''} ${result.body?.uploadId ?? ''}` : `${result.status} ${result.body?.error ?? ''}: ${result.body?.detail ?? ''}` });
-        results.push({ file, idempotencyKey: pending.idempotencyKey, status: result.status, replayed: result.replayed, attempts: result.attempts, body: result.body });
+        bar?.update(pending.bytes, {
+          status: ok
+            ? `${result.status}${result.replayed ? ' (replayed)' : ''} ${result.body?.uploadId ?? ''}`
+            : `${result.status} ${result.body?.error ?? ''}: ${result.body?.detail ?? ''}`,
+        });
+        results.push({
+          file,
+          idempotencyKey: pending.idempotencyKey,
+          status: result.status,
+          replayed: result.replayed,
+          attempts: result.attempts,
+          body: result.body,
+        });
       } catch (err) {
         if (controller.signal.aborted) {
           exit = EXIT.interrupted;
@@ -103,7 +121,10 @@ export async function runUpload(files: string[], opts: UploadCommandOptions): Pr
 
 async function waitProcessed(opts: UploadCommandOptions, uploadId: string, signal: AbortSignal): Promise<unknown> {
   for (;;) {
-    const res = await fetch(`${opts.server.replace(/\/$/, '')}/v1/uploads/${uploadId}?wait=30`, { headers: { authorization: `Bearer ${opts.token}` }, signal });
+    const res = await fetch(`${opts.server.replace(/\/$/, '')}/v1/uploads/${uploadId}?wait=30`, {
+      headers: { authorization: `Bearer ${opts.token}` },
+      signal,
+    });
     const body = (await res.json()) as { status?: string };
     if (!res.ok || body.status === 'processed') return body;
   }

@@ -3,7 +3,12 @@
 import type { SendOptions, UploadClient } from './upload-client';
 import type { Outbox, PendingUpload, UploadResult } from './types';
 
-export async function sendThroughOutbox(client: UploadClient, outbox: Outbox, pending: PendingUpload, so: SendOptions = {}): Promise<UploadResult> {
+export async function sendThroughOutbox(
+  client: UploadClient,
+  outbox: Outbox,
+  pending: PendingUpload,
+  so: SendOptions = {},
+): Promise<UploadResult> {
   await outbox.put(pending);
   const result = await client.send(pending, {
     ...so,
@@ -22,7 +27,11 @@ export async function sendThroughOutbox(client: UploadClient, outbox: Outbox, pe
 }
 
 /** Sends everything still pending (on start, when back online, on a timer). */
-export async function drainOutbox(client: UploadClient, outbox: Outbox, so: SendOptions = {}): Promise<{ pending: PendingUpload; result?: UploadResult; error?: unknown }[]> {
+export async function drainOutbox(
+  client: UploadClient,
+  outbox: Outbox,
+  so: SendOptions = {},
+): Promise<{ pending: PendingUpload; result?: UploadResult; error?: unknown }[]> {
   const out = [];
   for (const pending of await outbox.list()) {
     try {

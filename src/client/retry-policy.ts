@@ -32,6 +32,11 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
 }
 
 /** The wait before the next attempt: the server's Retry-After wins over our own backoff. */
-export function nextDelayMs(attempt: number, retryAfter: string | null | undefined, opts: BackoffOptions = DEFAULT_BACKOFF, random?: () => number): number {
+export function nextDelayMs(
+  attempt: number,
+  retryAfter: string | null | undefined,
+  opts: BackoffOptions = DEFAULT_BACKOFF,
+  random?: () => number,
+): number {
   return parseRetryAfter(retryAfter) ?? backoffDelayMs(attempt, opts, random);
 }

@@ -38,7 +38,10 @@ export interface SendOptions {
 }
 
 export class GaveUpError extends Error {
-  constructor(readonly attempts: number, readonly last: string) {
+  constructor(
+    readonly attempts: number,
+    readonly last: string,
+  ) {
     super(`gave up after ${attempts} attempts (last: ${last})`);
     this.name = 'GaveUpError';
   }
@@ -61,7 +64,8 @@ export class UploadClient {
   }
 
   async send(pending: PendingUpload, so: SendOptions = {}): Promise<UploadResult> {
-    if (this.opts.openRange && (pending.uploadUrl || pending.bytes >= (this.opts.resumableFromBytes ?? 64 * 1024 * 1024))) return this.sendResumable(pending, so);
+    if (this.opts.openRange && (pending.uploadUrl || pending.bytes >= (this.opts.resumableFromBytes ?? 64 * 1024 * 1024)))
+      return this.sendResumable(pending, so);
     return this.withRetries(pending, so, async (attempt) => {
       const res = await this.post(pending, so);
       if (res.status === 202) return this.poll(pending, attempt + 1, so);
@@ -76,7 +80,11 @@ export class UploadClient {
    * retryable status as HttpStatus) is retried after the backoff (Retry-After first), up to
    * maxAttempts; cancellation stops at once.
    */
-  private async withRetries(pending: PendingUpload, so: SendOptions, once: (attempt: number) => Promise<UploadResult>): Promise<UploadResult> {
+  private async withRetries(
+    pending: PendingUpload,
+    so: SendOptions,
+    once: (attempt: number) => Promise<UploadResult>,
+  ): Promise<UploadResult> {
     const maxAttempts = this.opts.maxAttempts ?? Infinity;
     let last = 'not sent';
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -112,7 +120,9 @@ export class UploadClient {
       prefer: `wait=${this.opts.waitSeconds ?? 30}`,
     };
     if (pending.fileName) headers['x-file-name'] = encodeURIComponent(pending.fileName);
-    const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(Boolean) as AbortSignal[];
+    const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(
+      Boolean,
+    ) as AbortSignal[];
     return this.fetch(`${this.opts.baseUrl}/v1/uploads`, {
       method: 'POST',
       headers,
@@ -133,14 +143,23 @@ export class UploadClient {
     const tus = { authorization: `Bearer ${this.opts.token}`, 'tus-resumable': '1.0.0' };
     return this.withRetries(pending, so, async (attempt) => {
       if (!pending.uploadUrl) {
-        const metadata = [['filetype', pending.contentType], ...(pending.fileName ? [['filename', pending.fileName]] : [])].map(([k, v]) => `${k} ${base64(v!)}`).join(',');
+        const metadata = [['filetype', pending.contentType], ...(pending.fileName ? [['filename', pending.fileName]] : [])]
+          .map(([k, v]) => `${k} ${base64(v!)}`)
+          .join(',');
         const res = await this.fetch(`${this.opts.baseUrl}/v1/tus`, {
           method: 'POST',
-          headers: { ...tus, 'idempotency-key': pending.idempotencyKey, 'upload-length': String(pending.bytes), 'upload-metadata': metadata, 'x-file-sha256': pending.sha256 },
+          headers: {
+            ...tus,
+            'idempotency-key': pending.idempotencyKey,
+            'upload-length': String(pending.bytes),
+            'upload-metadata': metadata,
+            'x-file-sha256': pending.sha256,
+          },
           signal: so.signal,
         });
         if (res.status !== 201) {
-          if (!isRetryableStatus(res.status)) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
+          if (!isRetryableStatus(res.status))
+            return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
           throw new HttpStatus(res);
         }
         pending.uploadUrl = new URL(res.headers.get('location')!, `${this.opts.baseUrl}/`).href;
@@ -159,10 +178,17 @@ export class UploadClient {
         const end = Math.min(offset + chunk, pending.bytes);
         let sent = offset;
         const body = await this.opts.openRange!(pending, offset, end, (n) => so.onProgress?.((sent += n), pending.bytes));
-        const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(Boolean) as AbortSignal[];
+        const signals = [so.signal, this.opts.attemptTimeoutMs ? AbortSignal.timeout(this.opts.attemptTimeoutMs) : undefined].filter(
+          Boolean,
+        ) as AbortSignal[];
         const res = await this.fetch(pending.uploadUrl, {
           method: 'PATCH',
-          headers: { ...tus, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), prefer: `wait=${this.opts.waitSeconds ?? 30}` },
+          headers: {
+            ...tus,
+            'content-type': 'application/offset+octet-stream',
+            'upload-offset': String(offset),
+            prefer: `wait=${this.opts.waitSeconds ?? 30}`,
+          },
           body,
           signal: signals.length ? AbortSignal.any(signals) : undefined,
           duplex: 'half',
@@ -175,7 +201,8 @@ export class UploadClient {
         // 423 (another PATCH still holds the upload, e.g. the one a dropped connection left)
         // and 460 are retried from a fresh HEAD; a recorded rejection (415) or a whole-file
         // checksum mismatch is final.
-        if (!isRetryableStatus(res.status) && res.status !== 423 && res.status !== 460) return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
+        if (!isRetryableStatus(res.status) && res.status !== 423 && res.status !== 460)
+          return { status: res.status, body: await res.json().catch(() => null), replayed: false, attempts: attempt + 1 };
         throw new HttpStatus(res);
       }
     });

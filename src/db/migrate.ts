@@ -20,10 +20,7 @@ export async function migrate(pool: Pool): Promise<string[]> {
   for (const file of files) {
     const sql = await readFile(MIGRATIONS_DIR + file, 'utf8');
     const didApply = await withTransaction(pool, async (client) => {
-      const claim = await client.query(
-        'INSERT INTO oncely_migrations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING',
-        [file],
-      );
+      const claim = await client.query('INSERT INTO oncely_migrations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [file]);
       if (claim.rowCount === 0) return false;
       await client.query(sql);
       return true;

@@ -96,7 +96,11 @@ export class UploadProcessedListener implements ProcessedSignal {
   ) {}
 
   /** Starts listening; a database that is down now is retried in the background. */
-  static async start(connectionString: string, log: Logger, opts: { pollMs?: number; fallbackPollMs?: number } = {}): Promise<UploadProcessedListener> {
+  static async start(
+    connectionString: string,
+    log: Logger,
+    opts: { pollMs?: number; fallbackPollMs?: number } = {},
+  ): Promise<UploadProcessedListener> {
     const listener = new UploadProcessedListener(connectionString, log, opts.pollMs ?? 5_000, opts.fallbackPollMs ?? 250);
     await listener.connect();
     return listener;

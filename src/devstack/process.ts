@@ -28,11 +28,19 @@ export interface StartOptions {
 }
 
 export function startProcess(command: string, commandArgs: string[], opts: StartOptions): ManagedProcess {
-  const [cmd, args] = opts.dieWithParent && SETPRIV ? [SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...commandArgs]] : [command, commandArgs];
+  const [cmd, args] =
+    opts.dieWithParent && SETPRIV ? [SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...commandArgs]] : [command, commandArgs];
   const fd = openSync(opts.logFile, 'a');
   // Its own process group, so a stop (or a SIGKILL in a crash test) reaches every
   // descendant too (an ffmpeg a worker started, a node behind a wrapper script).
-  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd, detached: true, uid: opts.uid, gid: opts.gid });
+  const child = spawn(cmd, args, {
+    stdio: ['ignore', fd, fd],
+    env: opts.env ?? process.env,
+    cwd: opts.cwd,
+    detached: true,
+    uid: opts.uid,
+    gid: opts.gid,
+  });
   child.unref();
   closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -54,7 +62,11 @@ export function startProcess(command: string, commandArgs: string[], opts: Start
 }
 
 /** Polls `probe` until it resolves truthy; fails with the process log when it does not. */
-export async function waitUntil(what: string, probe: () => Promise<boolean>, opts: { timeoutMs?: number; proc?: ManagedProcess } = {}): Promise<void> {
+export async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  opts: { timeoutMs?: number; proc?: ManagedProcess } = {},
+): Promise<void> {
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   let lastError: unknown;
   while (Date.now() < deadline) {

@@ -38,22 +38,33 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   const namespace = opts.namespace ?? 'default';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(opts.port),
-    '--db-filename', opts.dbFile,
-    '--namespace', namespace,
-    '--log-level', 'error',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--db-filename',
+    opts.dbFile,
+    '--namespace',
+    namespace,
+    '--log-level',
+    'error',
     ...searchAttributeFlags(),
     // Updates and Update-with-Start are on by default on 1.29; the SQLite pragmas below
     // trade a little crash durability of the *dev* server for much faster writes.
-    '--sqlite-pragma', 'journal_mode=wal',
-    '--sqlite-pragma', 'synchronous=normal',
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
   ];
   if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
   else args.push('--headless');
   if (opts.pidFile) await reapOrphan(opts.pidFile, opts.dbFile);
-  const proc = startProcess(toolPath('temporal'), args, { logFile: opts.logFile ?? `${opts.dbFile}.log`, dieWithParent: opts.dieWithParent });
+  const proc = startProcess(toolPath('temporal'), args, {
+    logFile: opts.logFile ?? `${opts.dbFile}.log`,
+    dieWithParent: opts.dieWithParent,
+  });
   if (opts.pidFile) writeFileSync(opts.pidFile, String(proc.child.pid));
   const address = `127.0.0.1:${opts.port}`;
   let connection: Connection | undefined;
@@ -101,7 +112,10 @@ async function reapOrphan(pidFile: string, dbFile: string): Promise<void> {
       return false;
     }
   };
-  for (const [signal, waitMs] of [['SIGTERM', 10_000], ['SIGKILL', 5_000]] as const) {
+  for (const [signal, waitMs] of [
+    ['SIGTERM', 10_000],
+    ['SIGKILL', 5_000],
+  ] as const) {
     if (!running()) return;
     try {
       process.kill(pid, signal);

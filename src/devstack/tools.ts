@@ -7,7 +7,13 @@ import path from 'node:path';
 import { toolsScript } from '../paths';
 
 export type Tool = 'temporal' | 'versitygw' | 'toxiproxy' | 'temporal-server' | 'temporal-sql-tool';
-const binaryName: Record<Tool, string> = { temporal: 'temporal', versitygw: 'versitygw', toxiproxy: 'server', 'temporal-server': 'temporal-server', 'temporal-sql-tool': 'temporal-sql-tool' };
+const binaryName: Record<Tool, string> = {
+  temporal: 'temporal',
+  versitygw: 'versitygw',
+  toxiproxy: 'server',
+  'temporal-server': 'temporal-server',
+  'temporal-sql-tool': 'temporal-sql-tool',
+};
 
 export function toolsDir(): string {
   return process.env.ONCELY_TOOLS_DIR ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'oncely', 'bin');

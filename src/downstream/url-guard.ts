@@ -16,13 +16,33 @@ export type Resolver = (hostname: string) => Promise<{ address: string; family: 
 export const systemResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 const blockList = new net.BlockList();
-for (const [addr, prefix] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) {
+for (const [addr, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
   blockList.addSubnet(addr, prefix, 'ipv4');
 }
 // NAT64 (64:ff9b::/96, 64:ff9b:1::/48) addresses reach IPv4 hosts, internal ones included;
 // fc00::/7 is unique-local, fe80::/10 link-local. IPv4-mapped addresses (::ffff:a.b.c.d)
 // are checked as the IPv4 address they carry (unmapIpv4).
-for (const [addr, prefix] of [['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) {
+for (const [addr, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const) {
   blockList.addSubnet(addr, prefix, 'ipv6');
 }
 /** Never allowed, even with private networks allowed: link-local and cloud metadata services. */
@@ -41,8 +61,10 @@ export interface GuardOptions {
 export function assertAllowedAddress(raw: string, opts: GuardOptions): void {
   const address = unmapIpv4(raw);
   const type = net.isIPv6(address) ? 'ipv6' : 'ipv4';
-  if (alwaysBlocked.check(address, type)) throw new DisallowedUrlError('the host resolves to an address that is never allowed (link-local or metadata service)');
-  if (!opts.allowPrivateNetworks && blockList.check(address, type)) throw new DisallowedUrlError('the host resolves to a private or internal address');
+  if (alwaysBlocked.check(address, type))
+    throw new DisallowedUrlError('the host resolves to an address that is never allowed (link-local or metadata service)');
+  if (!opts.allowPrivateNetworks && blockList.check(address, type))
+    throw new DisallowedUrlError('the host resolves to a private or internal address');
 }
 
 /** `::ffff:7f00:1` or `::ffff:127.0.0.1` → `127.0.0.1`; anything else unchanged. */
@@ -100,7 +122,8 @@ export function guardedLookup(opts: GuardOptions & { resolve?: Resolver }) {
           return callback(err as NodeJS.ErrnoException, '');
         }
         const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
-        if (wanted.length === 0) return callback(Object.assign(new Error(`no IPv${options.family} address for ${hostname}`), { code: 'ENOTFOUND' }), '');
+        if (wanted.length === 0)
+          return callback(Object.assign(new Error(`no IPv${options.family} address for ${hostname}`), { code: 'ENOTFOUND' }), '');
         if (options.all) callback(null, wanted);
         else callback(null, wanted[0]!.address, wanted[0]!.family);
       },

@@ -72,14 +72,22 @@ export type TranscodeOutcome =
   | { status: 'ready'; media: Record<string, unknown>; renditions: ProducedRendition[] }
   | { status: 'skipped' | 'failed'; reason: string; media: Record<string, unknown> | null; renditions: [] };
 
-
 let ffmpegAvailable: Promise<boolean> | undefined;
 export function hasFfmpeg(): Promise<boolean> {
-  ffmpegAvailable ??= run('ffprobe', ['-version']).then(() => true, () => false);
+  ffmpegAvailable ??= run('ffprobe', ['-version']).then(
+    () => true,
+    () => false,
+  );
   return ffmpegAvailable;
 }
 
-export async function transcodeFile(input: string, contentType: string, outDir: string, presets: Presets, signal?: AbortSignal): Promise<TranscodeOutcome> {
+export async function transcodeFile(
+  input: string,
+  contentType: string,
+  outDir: string,
+  presets: Presets,
+  signal?: AbortSignal,
+): Promise<TranscodeOutcome> {
   const kind = mediaKind(contentType);
   if (kind === 'other') return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
   if (kind === 'image') return transcodeImage(input, outDir, presets);
@@ -92,7 +100,8 @@ export async function transcodeFile(input: string, contentType: string, outDir: 
   try {
     return await transcodeAv(input, kind, demuxer, outDir, presets, both);
   } catch (err) {
-    if (deadline.aborted && !signal?.aborted) return { status: 'failed', reason: `transcoding took longer than ${presets.timeoutSeconds} s`, media: null, renditions: [] };
+    if (deadline.aborted && !signal?.aborted)
+      return { status: 'failed', reason: `transcoding took longer than ${presets.timeoutSeconds} s`, media: null, renditions: [] };
     throw err;
   }
 }
@@ -103,7 +112,10 @@ async function transcodeImage(input: string, outDir: string, p: Presets): Promis
     // failOn 'error' makes truncated or corrupt files fail instead of half-decoding.
     meta = await sharp(input, { failOn: 'error' }).metadata();
     const renditions: ProducedRendition[] = [];
-    for (const [name, size] of [['thumbnail', p.thumbnailSize], ['display', p.displaySize]] as const) {
+    for (const [name, size] of [
+      ['thumbnail', p.thumbnailSize],
+      ['display', p.displaySize],
+    ] as const) {
       const file = path.join(outDir, `${name}.webp`);
       const info = await sharp(input, { failOn: 'error', animated: false })
         .rotate() // applies EXIF orientation
@@ -114,7 +126,13 @@ async function transcodeImage(input: string, outDir: string, p: Presets): Promis
     }
     // Width and height as displayed, i.e. after EXIF orientation.
     const swapped = (meta.orientation ?? 1) >= 5;
-    const media = { kind: 'image', format: meta.format, width: swapped ? meta.height : meta.width, height: swapped ? meta.width : meta.height, orientation: meta.orientation ?? 1 };
+    const media = {
+      kind: 'image',
+      format: meta.format,
+      width: swapped ? meta.height : meta.width,
+      height: swapped ? meta.width : meta.height,
+      orientation: meta.orientation ?? 1,
+    };
     return { status: 'ready', media, renditions };
   } catch (err) {
     return { status: 'failed', reason: `image could not be decoded: ${(err as Error).message}`, media: null, renditions: [] };
@@ -126,10 +144,21 @@ interface Probe {
   streams?: { codec_type?: string; codec_name?: string; width?: number; height?: number; duration?: string }[];
 }
 
-async function transcodeAv(input: string, kind: 'audio' | 'video', demuxer: string, outDir: string, p: Presets, signal: AbortSignal): Promise<TranscodeOutcome> {
+async function transcodeAv(
+  input: string,
+  kind: 'audio' | 'video',
+  demuxer: string,
+  outDir: string,
+  p: Presets,
+  signal: AbortSignal,
+): Promise<TranscodeOutcome> {
   let probe: Probe;
   try {
-    const { stdout } = await run('ffprobe', ['-v', 'error', ...inputFlags(demuxer), '-print_format', 'json', '-show_format', '-show_streams', input], { signal, killSignal: 'SIGKILL' });
+    const { stdout } = await run(
+      'ffprobe',
+      ['-v', 'error', ...inputFlags(demuxer), '-print_format', 'json', '-show_format', '-show_streams', input],
+      { signal, killSignal: 'SIGKILL' },
+    );
     probe = JSON.parse(stdout) as Probe;
   } catch (err) {
     if (signal?.aborted) throw err;
@@ -153,14 +182,49 @@ async function transcodeAv(input: string, kind: 'audio' | 'video', demuxer: stri
     if (kind === 'video') {
       const file = path.join(outDir, 'poster.jpg');
       const at = durationMs && durationMs > 2000 ? 1 : 0;
-      await ffmpeg(['-ss', String(at), ...inputFlags(demuxer), '-i', input, '-frames:v', '1', '-vf', `scale='min(${p.posterWidth},iw)':-2`, '-q:v', '3', file], signal);
+      await ffmpeg(
+        [
+          '-ss',
+          String(at),
+          ...inputFlags(demuxer),
+          '-i',
+          input,
+          '-frames:v',
+          '1',
+          '-vf',
+          `scale='min(${p.posterWidth},iw)':-2`,
+          '-q:v',
+          '3',
+          file,
+        ],
+        signal,
+      );
       const info = await sharp(file).metadata();
-      return { status: 'ready', media, renditions: [{ name: 'poster', file, contentType: 'image/jpeg', width: info.width ?? null, height: info.height ?? null, durationMs: null }] };
+      return {
+        status: 'ready',
+        media,
+        renditions: [
+          { name: 'poster', file, contentType: 'image/jpeg', width: info.width ?? null, height: info.height ?? null, durationMs: null },
+        ],
+      };
     }
     const file = path.join(outDir, 'audio.m4a');
-    await ffmpeg([...inputFlags(demuxer), '-i', input, '-vn', '-c:a', 'aac', '-b:a', p.audioBitrate, '-movflags', '+faststart', file], signal);
-    const { stdout } = await run('ffprobe', ['-v', 'error', ...inputFlags('mov'), '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { signal, killSignal: 'SIGKILL' });
-    return { status: 'ready', media, renditions: [{ name: 'audio', file, contentType: 'audio/mp4', width: null, height: null, durationMs: Math.round(Number(stdout.trim()) * 1000) }] };
+    await ffmpeg(
+      [...inputFlags(demuxer), '-i', input, '-vn', '-c:a', 'aac', '-b:a', p.audioBitrate, '-movflags', '+faststart', file],
+      signal,
+    );
+    const { stdout } = await run(
+      'ffprobe',
+      ['-v', 'error', ...inputFlags('mov'), '-show_entries', 'format=duration', '-of', 'csv=p=0', file],
+      { signal, killSignal: 'SIGKILL' },
+    );
+    return {
+      status: 'ready',
+      media,
+      renditions: [
+        { name: 'audio', file, contentType: 'audio/mp4', width: null, height: null, durationMs: Math.round(Number(stdout.trim()) * 1000) },
+      ],
+    };
   } catch (err) {
     if (signal?.aborted) throw err;
     return { status: 'failed', reason: `transcoding failed: ${firstLine(err)}`, media, renditions: [] };
@@ -169,7 +233,11 @@ async function transcodeAv(input: string, kind: 'audio' | 'video', demuxer: stri
 
 function ffmpeg(args: string[], signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'], signal, killSignal: 'SIGKILL' });
+    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      signal,
+      killSignal: 'SIGKILL',
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);

@@ -4,7 +4,11 @@
 import type { SessionRow } from '../db/queries/sessions';
 import type { ObjectStore } from '../storage/store';
 
-export async function discardSessionObjects(store: ObjectStore, session: Pick<SessionRow, 'storage_key' | 'multipart_id' | 'mode'>, opts: { object?: boolean } = {}): Promise<void> {
+export async function discardSessionObjects(
+  store: ObjectStore,
+  session: Pick<SessionRow, 'storage_key' | 'multipart_id' | 'mode'>,
+  opts: { object?: boolean } = {},
+): Promise<void> {
   // A direct upload of one PUT has no multipart; its object is the client's uncommitted bytes.
   if (session.multipart_id) await store.abortParts(session.storage_key, session.multipart_id);
   if (session.mode !== 'tus') return void (await store.delete(session.storage_key));

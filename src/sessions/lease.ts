@@ -42,7 +42,14 @@ export function leaseLost() {
 }
 
 /** Runs `work` under the session's lease; 404 when there is no such session of `mode`, 423 while another holds it. */
-export async function withLease<T>(pool: Pool, tenantId: string, id: string, mode: SessionMode, opts: LeaseOptions, work: (s: SessionRow, lease: Lease) => Promise<T>): Promise<T> {
+export async function withLease<T>(
+  pool: Pool,
+  tenantId: string,
+  id: string,
+  mode: SessionMode,
+  opts: LeaseOptions,
+  work: (s: SessionRow, lease: Lease) => Promise<T>,
+): Promise<T> {
   const owner = randomUUID();
   const deadline = Date.now() + (opts.waitMs ?? 0);
   let leased: SessionRow | undefined;

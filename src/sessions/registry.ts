@@ -7,7 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
-import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, sessionExists, type SessionMode, type SessionRow } from '../db/queries/sessions';
+import {
+  deleteSession,
+  findSession,
+  findSessionByKey,
+  insertSessionOrGet,
+  sessionExists,
+  type SessionMode,
+  type SessionRow,
+} from '../db/queries/sessions';
 import { countLive, QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
@@ -58,26 +66,53 @@ export class SessionRegistry {
   async create(r: NewSessionRequest, kind: SessionKind): Promise<{ session: SessionRow; replayed: boolean }> {
     // The whole Upload-Metadata counts (canonical: sorted pairs), as do length, type, name, hash.
     const extra = JSON.stringify(Object.entries(r.metadata).sort(([a], [b]) => (a < b ? -1 : 1)));
-    const fp = fingerprint({ method: 'POST', route: kind.route, tenantId: r.tenantId, contentLength: r.uploadLength, contentType: r.contentType, sha256: r.declaredSha256, fileName: r.fileName, extra });
+    const fp = fingerprint({
+      method: 'POST',
+      route: kind.route,
+      tenantId: r.tenantId,
+      contentLength: r.uploadLength,
+      contentType: r.contentType,
+      sha256: r.declaredSha256,
+      fileName: r.fileName,
+      extra,
+    });
     const db = this.deps.pool;
     const existing = await dependency('database_unavailable', () => findSessionByKey(db, r.tenantId, r.key));
     if (existing) return { session: this.sameRequest(existing, fp), replayed: true };
     const held = await dependency('database_unavailable', () => findKeyAnswer(db, r.tenantId, r.key));
-    if (held?.expired) throw problem('idempotency_key_expired', 'This Idempotency-Key was used and has expired; use a new key.', { extra: { uploadId: held.upload_id } });
+    if (held?.expired)
+      throw problem('idempotency_key_expired', 'This Idempotency-Key was used and has expired; use a new key.', {
+        extra: { uploadId: held.upload_id },
+      });
     if (held) throw reuse();
     // Checked again under the tenant's lock at insert; this one spares the store a multipart.
-    if ((await dependency('database_unavailable', () => countLive(db, r.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions) throw tooManySessions(this.deps.maxOpenSessions);
+    if ((await dependency('database_unavailable', () => countLive(db, r.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions)
+      throw tooManySessions(this.deps.maxOpenSessions);
 
     const id = randomUUID();
     const storageKey = `${keyStoragePrefix(r.tenantId, r.key)}${id}`;
     const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, r.contentType));
     const abort = () => (multipartId ? this.deps.store.abortParts(storageKey, multipartId).catch(() => {}) : undefined);
     const { row, created } = await dependency('database_unavailable', () =>
-      insertSessionOrGet(db, {
-        id, tenant_id: r.tenantId, idempotency_key: r.key, fingerprint: fp, upload_length: r.uploadLength, upload_metadata: r.uploadMetadata,
-        content_type: r.contentType, file_name: r.fileName, declared_sha256: r.declaredSha256, storage_key: storageKey, multipart_id: multipartId,
-        mode: kind.mode, part_bytes: kind.partBytes,
-      }, this.deps.maxOpenSessions).catch((err: unknown) => {
+      insertSessionOrGet(
+        db,
+        {
+          id,
+          tenant_id: r.tenantId,
+          idempotency_key: r.key,
+          fingerprint: fp,
+          upload_length: r.uploadLength,
+          upload_metadata: r.uploadMetadata,
+          content_type: r.contentType,
+          file_name: r.fileName,
+          declared_sha256: r.declaredSha256,
+          storage_key: storageKey,
+          multipart_id: multipartId,
+          mode: kind.mode,
+          part_bytes: kind.partBytes,
+        },
+        this.deps.maxOpenSessions,
+      ).catch((err: unknown) => {
         throw err instanceof QuotaReached ? tooManySessions(err.limit) : err;
       }),
     ).catch(async (err: unknown) => {
@@ -105,13 +140,22 @@ export class SessionRegistry {
     const options = this.deps.receiver.startOptions(uploadRequest(s), workflowId, { resumable: { sessionId: s.id, idleSeconds } });
     const startOrFind = () =>
       dependency('temporal_unavailable', async () => {
-        const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () => this.deps.temporal.workflow.start<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, options));
+        const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () =>
+          this.deps.temporal.workflow.start<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, options),
+        );
         return handle.describe();
       });
     let described = await startOrFind();
     // The run of an earlier session of this key that just expired or was terminated (its
     // row is gone) may still be closing: once it has, this session's run starts.
-    for (let i = 0; i < 50 && described.memo?.fingerprint !== s.fingerprint && described.status.name === 'RUNNING' && (await this.sessionGone(described.memo?.sessionId)); i++) {
+    for (
+      let i = 0;
+      i < 50 &&
+      described.memo?.fingerprint !== s.fingerprint &&
+      described.status.name === 'RUNNING' &&
+      (await this.sessionGone(described.memo?.sessionId));
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 200));
       described = await startOrFind();
     }
@@ -149,11 +193,18 @@ export class SessionRegistry {
 }
 
 function tooManySessions(limit: number) {
-  return problem('too_many_sessions', `This tenant already has ${limit} open upload sessions (tus, direct, Uppy); complete or terminate one, or retry later with the same Idempotency-Key.`, { extra: { limit } });
+  return problem(
+    'too_many_sessions',
+    `This tenant already has ${limit} open upload sessions (tus, direct, Uppy); complete or terminate one, or retry later with the same Idempotency-Key.`,
+    { extra: { limit } },
+  );
 }
 
 function reuse() {
-  return problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different upload (length, type, name, SHA-256 or mode); use a new key.');
+  return problem(
+    'idempotency_key_reuse',
+    'This Idempotency-Key was already used with a different upload (length, type, name, SHA-256 or mode); use a new key.',
+  );
 }
 
 export function uploadRequest(s: SessionRow): UploadRequest {

@@ -25,36 +25,77 @@ export class S3Presigner implements ObjectPresigner {
     private readonly bucket: string,
   ) {}
 
-  async presignPut(key: string, o: { bytes: number; sha256Base64: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest> {
-    const command = new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentLength: o.bytes, ContentType: o.contentType, ChecksumSHA256: o.sha256Base64 });
-    const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unhoistableHeaders: SIGNED_HEADERS, signableHeaders: SIGNED_HEADERS });
-    return signed(url, { 'content-length': String(o.bytes), 'content-type': o.contentType, 'x-amz-checksum-sha256': o.sha256Base64 }, o.expiresSeconds);
+  async presignPut(
+    key: string,
+    o: { bytes: number; sha256Base64: string; contentType: string; expiresSeconds: number },
+  ): Promise<SignedRequest> {
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ContentLength: o.bytes,
+      ContentType: o.contentType,
+      ChecksumSHA256: o.sha256Base64,
+    });
+    const url = await getSignedUrl(this.client, command, {
+      expiresIn: o.expiresSeconds,
+      unhoistableHeaders: SIGNED_HEADERS,
+      signableHeaders: SIGNED_HEADERS,
+    });
+    return signed(
+      url,
+      { 'content-length': String(o.bytes), 'content-type': o.contentType, 'x-amz-checksum-sha256': o.sha256Base64 },
+      o.expiresSeconds,
+    );
   }
 
   async beginCheckedParts(key: string, contentType: string): Promise<string> {
-    const res = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, ChecksumAlgorithm: 'SHA256' }));
+    const res = await this.client.send(
+      new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, ChecksumAlgorithm: 'SHA256' }),
+    );
     return res.UploadId!;
   }
 
-  async presignPart(key: string, uploadId: string, partNumber: number, o: { bytes?: number; sha256Base64?: string; expiresSeconds: number }): Promise<SignedRequest> {
+  async presignPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    o: { bytes?: number; sha256Base64?: string; expiresSeconds: number },
+  ): Promise<SignedRequest> {
     const checked = o.bytes !== undefined && o.sha256Base64 !== undefined;
-    const command = new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ...(checked ? { ContentLength: o.bytes, ChecksumSHA256: o.sha256Base64 } : {}) });
+    const command = new UploadPartCommand({
+      Bucket: this.bucket,
+      Key: key,
+      UploadId: uploadId,
+      PartNumber: partNumber,
+      ...(checked ? { ContentLength: o.bytes, ChecksumSHA256: o.sha256Base64 } : {}),
+    });
     if (!checked) {
       // An unchecked part (Uppy's companion protocol sends none): only the key, upload and part are signed.
       const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unsignableHeaders: new Set(['content-type']) });
       return signed(url, {}, o.expiresSeconds);
     }
-    const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unhoistableHeaders: SIGNED_HEADERS, signableHeaders: SIGNED_HEADERS });
+    const url = await getSignedUrl(this.client, command, {
+      expiresIn: o.expiresSeconds,
+      unhoistableHeaders: SIGNED_HEADERS,
+      signableHeaders: SIGNED_HEADERS,
+    });
     // The SDK gives a part request the binary media type, and it is signed with the rest.
-    return signed(url, { 'content-length': String(o.bytes), 'content-type': 'application/octet-stream', 'x-amz-checksum-sha256': o.sha256Base64! }, o.expiresSeconds);
+    return signed(
+      url,
+      { 'content-length': String(o.bytes), 'content-type': 'application/octet-stream', 'x-amz-checksum-sha256': o.sha256Base64! },
+      o.expiresSeconds,
+    );
   }
 
   async listParts(key: string, uploadId: string) {
     const parts: { partNumber: number; etag: string; bytes: number; sha256Base64?: string }[] = [];
     let marker: string | undefined;
     do {
-      const page = await this.client.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }));
-      for (const p of page.Parts ?? []) parts.push({ partNumber: p.PartNumber!, etag: p.ETag!, bytes: Number(p.Size ?? 0), sha256Base64: p.ChecksumSHA256 });
+      const page = await this.client.send(
+        new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
+      );
+      for (const p of page.Parts ?? [])
+        parts.push({ partNumber: p.PartNumber!, etag: p.ETag!, bytes: Number(p.Size ?? 0), sha256Base64: p.ChecksumSHA256 });
       marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
     } while (marker);
     return parts.sort((a, b) => a.partNumber - b.partNumber);
@@ -70,7 +111,11 @@ export class S3Presigner implements ObjectPresigner {
     }
   }
 
-  async completeCheckedParts(key: string, uploadId: string, parts: { partNumber: number; etag: string; sha256Base64?: string }[]): Promise<void> {
+  async completeCheckedParts(
+    key: string,
+    uploadId: string,
+    parts: { partNumber: number; etag: string; sha256Base64?: string }[],
+  ): Promise<void> {
     try {
       await this.client.send(
         new CompleteMultipartUploadCommand({

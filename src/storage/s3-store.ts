@@ -57,7 +57,8 @@ export class S3Store implements ObjectStore {
       endpoint: opts.endpoint,
       region: opts.region,
       forcePathStyle: opts.forcePathStyle,
-      credentials: opts.accessKeyId && opts.secretAccessKey ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey } : undefined,
+      credentials:
+        opts.accessKeyId && opts.secretAccessKey ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey } : undefined,
       requestChecksumCalculation: 'WHEN_REQUIRED' as const,
       responseChecksumValidation: 'WHEN_REQUIRED' as const,
     };
@@ -88,7 +89,10 @@ export class S3Store implements ObjectStore {
   }
 
   async put(key: string, body: Readable, opts: PutOptions): Promise<void> {
-    if (opts.contentLength !== undefined && opts.contentLength <= Math.min(this.opts.singlePutMaxBytes ?? S3_SINGLE_PUT_LIMIT, S3_SINGLE_PUT_LIMIT)) {
+    if (
+      opts.contentLength !== undefined &&
+      opts.contentLength <= Math.min(this.opts.singlePutMaxBytes ?? S3_SINGLE_PUT_LIMIT, S3_SINGLE_PUT_LIMIT)
+    ) {
       return this.putStreamed(key, body, opts.contentLength, opts.contentType);
     }
     const upload = new Upload({
@@ -164,7 +168,14 @@ export class S3Store implements ObjectStore {
 
   async putPart(key: string, uploadId: string, partNumber: number, bytes: Buffer): Promise<string> {
     const res = await this.client.send(
-      new UploadPartCommand({ Bucket: this.opts.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: bytes, ContentLength: bytes.length }),
+      new UploadPartCommand({
+        Bucket: this.opts.bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumber: partNumber,
+        Body: bytes,
+        ContentLength: bytes.length,
+      }),
     );
     return res.ETag!;
   }
@@ -197,9 +208,7 @@ export class S3Store implements ObjectStore {
   async *list(prefix: string): AsyncIterable<StoredObject> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.opts.bucket, Prefix: prefix, ContinuationToken: token }),
-      );
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.opts.bucket, Prefix: prefix, ContinuationToken: token }));
       for (const o of page.Contents ?? []) {
         if (o.Key) yield { key: o.Key, bytes: Number(o.Size ?? 0), lastModified: o.LastModified ?? new Date(0) };
       }

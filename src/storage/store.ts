@@ -60,11 +60,19 @@ export interface ObjectPresigner {
   /** A multipart upload whose parts each carry a SHA-256 the store checks. */
   beginCheckedParts(key: string, contentType: string): Promise<string>;
   /** A part's PUT; with `bytes` and `sha256Base64` the store refuses any other bytes (without, any part goes). */
-  presignPart(key: string, uploadId: string, partNumber: number, o: { bytes?: number; sha256Base64?: string; expiresSeconds: number }): Promise<SignedRequest>;
+  presignPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    o: { bytes?: number; sha256Base64?: string; expiresSeconds: number },
+  ): Promise<SignedRequest>;
   /** The parts the store holds, in order. */
   listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; bytes: number; sha256Base64?: string }[]>;
   /** listParts, or null when the multipart is gone because it was completed (the object is there). */
-  partsUnlessCompleted(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; bytes: number; sha256Base64?: string }[] | null>;
+  partsUnlessCompleted(
+    key: string,
+    uploadId: string,
+  ): Promise<{ partNumber: number; etag: string; bytes: number; sha256Base64?: string }[] | null>;
   /** Completes with these parts only if no object exists at `key` yet (retry-safe: done is done). */
   completeCheckedParts(key: string, uploadId: string, parts: { partNumber: number; etag: string; sha256Base64?: string }[]): Promise<void>;
   /** Size and stored SHA-256 (base64; undefined when the store kept none) of an object. */

@@ -22,7 +22,13 @@ export async function ensureHousekeepingSchedules(client: Client, taskQueue: str
         scheduleId: id,
         spec: { intervals: [{ every }] },
         policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
-        action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', args: [task], taskQueue, workflowId: `housekeeping/${taskQueue}/${task}` },
+        action: {
+          type: 'startWorkflow',
+          workflowType: 'housekeepingWorkflow',
+          args: [task],
+          taskQueue,
+          workflowId: `housekeeping/${taskQueue}/${task}`,
+        },
       });
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) throw err;

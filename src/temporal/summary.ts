@@ -30,7 +30,10 @@ export function truncateUtf8(text: string, maxBytes: number): string {
 export function uploadSummary(req: Pick<UploadRequest, 'fileName' | 'contentType' | 'declaredBytes'>): string {
   const tail = ` · ${escapeMarkdown(req.contentType)} · ${req.declaredBytes} bytes`;
   const name = req.fileName === null ? '(unnamed)' : escapeMarkdown(req.fileName);
-  return truncateUtf8(`Upload ${truncateUtf8(name, Math.max(16, SUMMARY_MAX_BYTES - 7 - Buffer.byteLength(tail)))}${tail}`, SUMMARY_MAX_BYTES);
+  return truncateUtf8(
+    `Upload ${truncateUtf8(name, Math.max(16, SUMMARY_MAX_BYTES - 7 - Buffer.byteLength(tail)))}${tail}`,
+    SUMMARY_MAX_BYTES,
+  );
 }
 
 export function uploadDetails(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>): string {

@@ -12,9 +12,10 @@ export class AnswerCache {
   private readonly lru: LRUCache<string, LiveKeyAnswer> | undefined;
 
   constructor(maxBytes: number) {
-    this.lru = maxBytes > 0
-      ? new LRUCache({ maxSize: maxBytes, sizeCalculation: (a) => a.response_body.length + a.fingerprint.length + 200 })
-      : undefined;
+    this.lru =
+      maxBytes > 0
+        ? new LRUCache({ maxSize: maxBytes, sizeCalculation: (a) => a.response_body.length + a.fingerprint.length + 200 })
+        : undefined;
   }
 
   get(tenantId: string, key: string): LiveKeyAnswer | undefined {

@@ -33,7 +33,11 @@ export class BodyMeter extends Transform {
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
     if (this.bytes > this.expected) {
-      const p = this.exact ? problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`) : problem('payload_too_large', `The file is larger than the maximum of ${this.expected} bytes.`, { extra: { maxBytes: this.expected } });
+      const p = this.exact
+        ? problem('body_incomplete', `Body is longer than Content-Length (${this.expected} bytes).`)
+        : problem('payload_too_large', `The file is larger than the maximum of ${this.expected} bytes.`, {
+            extra: { maxBytes: this.expected },
+          });
       return cb(this.fail(p));
     }
     this.first.add(chunk);
@@ -48,7 +52,9 @@ export class BodyMeter extends Transform {
     }
     this.digest = this.hash.digest('hex');
     if (this.expectedSha256 && this.digest !== this.expectedSha256) {
-      return cb(this.fail(problem('checksum_mismatch', `The body hashes to ${this.digest}, not the declared SHA-256 ${this.expectedSha256}.`)));
+      return cb(
+        this.fail(problem('checksum_mismatch', `The body hashes to ${this.digest}, not the declared SHA-256 ${this.expectedSha256}.`)),
+      );
     }
     cb();
   }

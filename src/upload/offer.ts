@@ -12,7 +12,13 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { problem, type Problem } from '../errors';
 import { isResourceExhausted } from '../temporal/client';
-import { offerCopyForAnswerUpdate, offerCopyUpdate, UPLOAD_WORKFLOW_TYPE, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/definitions';
+import {
+  offerCopyForAnswerUpdate,
+  offerCopyUpdate,
+  UPLOAD_WORKFLOW_TYPE,
+  type OfferAnswer,
+  type UploadWorkflowInput,
+} from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
 import type { StagedCopy, UploadRequest } from './types';
 
@@ -28,7 +34,11 @@ export type Offered = { answer: Promise<OfferAnswer> } | { plain: 'accepted' | '
 export interface OfferDeps {
   temporal: Client;
   /** How the key's workflow is started when no run holds the key. */
-  startOptions: (req: UploadRequest, workflowId: string, extra?: Partial<UploadWorkflowInput>) => ConstructorParameters<typeof WithStartWorkflowOperation<typeof uploadWorkflow>>[1];
+  startOptions: (
+    req: UploadRequest,
+    workflowId: string,
+    extra?: Partial<UploadWorkflowInput>,
+  ) => ConstructorParameters<typeof WithStartWorkflowOperation<typeof uploadWorkflow>>[1];
 }
 
 export class CopyOffer {
@@ -40,13 +50,22 @@ export class CopyOffer {
    * answer — usually comes back with it, since the commit runs in the same workflow task.
    * Waiting for that result (phase "await") starts here, bounded by the wait budget.
    */
-  async offer(req: UploadRequest, workflowId: string, copy: StagedCopy, waitMs: number, extra?: Partial<UploadWorkflowInput>): Promise<Offered> {
+  async offer(
+    req: UploadRequest,
+    workflowId: string,
+    copy: StagedCopy,
+    waitMs: number,
+    extra?: Partial<UploadWorkflowInput>,
+  ): Promise<Offered> {
     const handle = await this.offerCall(() =>
       this.deps.temporal.workflow.startUpdateWithStart(offerCopyForAnswerUpdate, {
         updateId: copy.attemptId,
         args: [copy],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
-        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, this.deps.startOptions(req, workflowId, extra)),
+        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(
+          UPLOAD_WORKFLOW_TYPE,
+          this.deps.startOptions(req, workflowId, extra),
+        ),
       }),
     );
     const answer = this.deps.temporal.withAbortSignal(AbortSignal.timeout(Math.max(waitMs, 1)), () => handle.result());
@@ -59,12 +78,20 @@ export class CopyOffer {
   }
 
   /** The plain offer (`offerCopy`: taken or not, no answer), for workers without the answering one. */
-  offerPlain(req: UploadRequest, workflowId: string, copy: StagedCopy, extra?: Partial<UploadWorkflowInput>): Promise<'accepted' | 'not_needed'> {
+  offerPlain(
+    req: UploadRequest,
+    workflowId: string,
+    copy: StagedCopy,
+    extra?: Partial<UploadWorkflowInput>,
+  ): Promise<'accepted' | 'not_needed'> {
     return this.offerCall(() =>
       this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
         updateId: `${copy.attemptId}-plain`,
         args: [copy],
-        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, this.deps.startOptions(req, workflowId, extra)),
+        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(
+          UPLOAD_WORKFLOW_TYPE,
+          this.deps.startOptions(req, workflowId, extra),
+        ),
       }),
     );
   }
@@ -76,16 +103,26 @@ export class CopyOffer {
       // caller is better served by a prompt 503 and its own retry with the same key.
       return await this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, call);
     } catch (err) {
-      if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'idempotency_key_reuse') {
+      if (
+        err instanceof WorkflowUpdateFailedError &&
+        err.cause instanceof ApplicationFailure &&
+        err.cause.type === 'idempotency_key_reuse'
+      ) {
         throw new OfferRefused(reuseProblem(), err);
       }
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
         // The key's run completed (the reuse policy refuses a new one): its answer is, or is
         // about to be, in Postgres; the caller replays it, else this is the answer.
-        throw new OfferRefused(problem('idempotency_in_progress', 'The upload for this key is finishing; retry shortly.', { retryAfter: 1 }), err);
+        throw new OfferRefused(
+          problem('idempotency_in_progress', 'The upload for this key is finishing; retry shortly.', { retryAfter: 1 }),
+          err,
+        );
       }
       if (isResourceExhausted(err)) {
-        throw new OfferRefused(problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 }), err);
+        throw new OfferRefused(
+          problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 }),
+          err,
+        );
       }
       throw problem('temporal_unavailable', undefined, { cause: err });
     }
@@ -94,16 +131,26 @@ export class CopyOffer {
 
 /** The workflow certainly did not take the copy; `answer` is what the client gets. */
 export class OfferRefused extends Error {
-  constructor(readonly answer: Problem, cause: unknown) {
+  constructor(
+    readonly answer: Problem,
+    cause: unknown,
+  ) {
     super(answer.detail, { cause });
   }
 }
 
 export function reuseProblem(): Problem {
-  return problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different file or headers; use a new key for a new upload.');
+  return problem(
+    'idempotency_key_reuse',
+    'This Idempotency-Key was already used with a different file or headers; use a new key for a new upload.',
+  );
 }
 
 /** The SDK's refusal of an update the workflow has no handler for (a worker from before it). */
 export function isNoHandler(err: unknown): boolean {
-  return err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.message.startsWith('No registered handler for update');
+  return (
+    err instanceof WorkflowUpdateFailedError &&
+    err.cause instanceof ApplicationFailure &&
+    err.cause.message.startsWith('No registered handler for update')
+  );
 }

@@ -37,15 +37,17 @@ export interface ReceiveDeps {
 }
 
 export type UploadOutcome =
-  | { kind: 'answer'; response: StoredResponse; replayed: boolean; workflowId?: string }
-  | { kind: 'processing'; workflowId: string };
+  { kind: 'answer'; response: StoredResponse; replayed: boolean; workflowId?: string } | { kind: 'processing'; workflowId: string };
 
 export class UploadReceiver {
   private readonly offers: CopyOffer;
   private readonly copies: CopySettler;
 
   constructor(private readonly deps: ReceiveDeps) {
-    this.offers = new CopyOffer({ temporal: deps.temporal, startOptions: (req, workflowId, extra) => this.startOptions(req, workflowId, extra) });
+    this.offers = new CopyOffer({
+      temporal: deps.temporal,
+      startOptions: (req, workflowId, extra) => this.startOptions(req, workflowId, extra),
+    });
     this.copies = new CopySettler(deps);
   }
 
@@ -70,7 +72,12 @@ export class UploadReceiver {
    * the request for those bytes, once the rest of the request is read — and replayed or
    * delivered like any upload.
    */
-  async receiveUnsized(base: UploadRequest, body: Readable, waitMs: number, identify: (bytes: number, sha256: string) => Promise<UploadRequest>): Promise<UploadOutcome> {
+  async receiveUnsized(
+    base: UploadRequest,
+    body: Readable,
+    waitMs: number,
+    identify: (bytes: number, sha256: string) => Promise<UploadRequest>,
+  ): Promise<UploadOutcome> {
     const staged = await stageBody(this.deps.store, base, body, { exact: false });
     let req: UploadRequest;
     try {
@@ -162,7 +169,16 @@ export class UploadReceiver {
     return {
       workflowId,
       taskQueue: this.deps.taskQueue,
-      args: [{ ...req, receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds, lostCommitProbeSeconds: this.deps.lostCommitProbeSeconds, downstream: this.deps.downstream, revision: UPLOAD_WORKFLOW_REVISION, ...extra }] as [UploadWorkflowInput],
+      args: [
+        {
+          ...req,
+          receiveTimeoutSeconds: this.deps.receiveTimeoutSeconds,
+          lostCommitProbeSeconds: this.deps.lostCommitProbeSeconds,
+          downstream: this.deps.downstream,
+          revision: UPLOAD_WORKFLOW_REVISION,
+          ...extra,
+        },
+      ] as [UploadWorkflowInput],
       workflowIdConflictPolicy: 'USE_EXISTING' as const,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
       memo: { fingerprint: req.fingerprint, ...(extra?.resumable ? { sessionId: extra.resumable.sessionId } : {}) },
@@ -179,7 +195,14 @@ export class UploadReceiver {
   }
 
   /** Phase "await": the committed answer within the wait budget, else "processing". */
-  private async await(req: UploadRequest, workflowId: string, copy: StagedCopy, waitMs: number, offered: Offered, extra?: Partial<UploadWorkflowInput>): Promise<UploadOutcome> {
+  private async await(
+    req: UploadRequest,
+    workflowId: string,
+    copy: StagedCopy,
+    waitMs: number,
+    offered: Offered,
+    extra?: Partial<UploadWorkflowInput>,
+  ): Promise<UploadOutcome> {
     if (waitMs <= 0) return { kind: 'processing', workflowId };
     const deadline = Date.now() + waitMs;
     if ('plain' in offered) return this.awaitRunResult(req, workflowId, deadline, offered.plain === 'not_needed');
@@ -230,14 +253,17 @@ export class UploadReceiver {
     const answer = answerFromRow(row, req);
     return answer.kind === 'answer' ? { ...answer, replayed } : answer;
   }
-
 }
 
 function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {
   if (row.expired) {
-    throw problem('idempotency_key_expired', `This Idempotency-Key was used ${row.upload_id ? `for upload ${row.upload_id} ` : ''}and has expired; use a new key for a new upload.`, {
-      extra: { uploadId: row.upload_id },
-    });
+    throw problem(
+      'idempotency_key_expired',
+      `This Idempotency-Key was used ${row.upload_id ? `for upload ${row.upload_id} ` : ''}and has expired; use a new key for a new upload.`,
+      {
+        extra: { uploadId: row.upload_id },
+      },
+    );
   }
   if (row.fingerprint !== req.fingerprint) throw reuseProblem();
   return { kind: 'answer', response: { status: row.response_status, body: row.response_body, uploadId: row.upload_id }, replayed: true };

@@ -32,7 +32,9 @@ export class CopySettler {
         const row = await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey);
         if (row?.expired) return; // long gone: housekeeping decides from the upload rows
         if (row && row.response_status !== null) return void (await this.settle(copy, row.response_body));
-        const { status } = await this.deps.temporal.withDeadline(Date.now() + 5_000, () => this.deps.temporal.workflow.getHandle(workflowId).describe());
+        const { status } = await this.deps.temporal.withDeadline(Date.now() + 5_000, () =>
+          this.deps.temporal.workflow.getHandle(workflowId).describe(),
+        );
         // Failed, timed out, terminated or cancelled: no answer was committed from any copy.
         if (status.name !== 'RUNNING' && status.name !== 'COMPLETED') return void (await this.discard(copy));
       } catch (err) {
@@ -52,7 +54,8 @@ export class CopySettler {
     } catch {
       // left to housekeeping
     }
-  }}
+  }
+}
 
 /** The object a committed answer names (absent for a recorded rejection). */
 function committedStorageKey(body: string): string | undefined {

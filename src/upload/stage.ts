@@ -12,7 +12,12 @@ import { stagedCopy } from './staged-copy';
 import type { StagedCopy, UploadRequest } from './types';
 
 /** With `exact: false` the body's length is unknown (a form's file part): `req.declaredBytes` is its maximum. */
-export async function stageBody(store: ObjectStore, req: UploadRequest, body: Readable, opts: { exact: boolean } = { exact: true }): Promise<StagedCopy> {
+export async function stageBody(
+  store: ObjectStore,
+  req: UploadRequest,
+  body: Readable,
+  opts: { exact: boolean } = { exact: true },
+): Promise<StagedCopy> {
   const attemptId = randomUUID();
   const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
   const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
@@ -33,7 +38,8 @@ export async function stageBody(store: ObjectStore, req: UploadRequest, body: Re
   } catch (err) {
     await store.delete(storageKey).catch(() => {});
     if (meter.failure) throw meter.failure;
-    if ((body as { complete?: boolean }).complete === false) throw problem('body_incomplete', `Connection closed after ${meter.bytes} of ${req.declaredBytes} bytes.`);
+    if ((body as { complete?: boolean }).complete === false)
+      throw problem('body_incomplete', `Connection closed after ${meter.bytes} of ${req.declaredBytes} bytes.`);
     if (err instanceof Problem) throw err;
     throw problem('storage_unavailable', undefined, { cause: err });
   } finally {
@@ -43,7 +49,14 @@ export async function stageBody(store: ObjectStore, req: UploadRequest, body: Re
     await piped;
   }
   metrics.bytesReceived.inc(meter.bytes);
-  const copy = stagedCopy({ attemptId, fingerprint: req.fingerprint, storageKey, bytes: meter.bytes, sha256: meter.sha256, head: meter.head });
+  const copy = stagedCopy({
+    attemptId,
+    fingerprint: req.fingerprint,
+    storageKey,
+    bytes: meter.bytes,
+    sha256: meter.sha256,
+    head: meter.head,
+  });
   if (req.declaredSha256 && req.declaredSha256 !== copy.sha256) {
     await store.delete(copy.storageKey).catch(() => {}); // a fresh attempt's own object: no upload names it
     throw problem('checksum_mismatch', `X-File-Sha256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);

@@ -20,7 +20,14 @@ export interface CopyFacts {
 }
 
 export function stagedCopy(f: CopyFacts): StagedCopy {
-  return { attemptId: f.attemptId, fingerprint: f.fingerprint, storageKey: f.storageKey, bytes: f.bytes, sha256: f.sha256, sniffedType: sniff(f.head) };
+  return {
+    attemptId: f.attemptId,
+    fingerprint: f.fingerprint,
+    storageKey: f.storageKey,
+    bytes: f.bytes,
+    sha256: f.sha256,
+    sniffedType: sniff(f.head),
+  };
 }
 
 /** Keeps the first SNIFF_BYTES of a stream as chunks pass. */

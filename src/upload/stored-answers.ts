@@ -17,7 +17,15 @@ export interface CreatedUpload {
 export function createdAnswer(u: CreatedUpload): { status: number; body: string } {
   return {
     status: 201,
-    body: JSON.stringify({ uploadId: u.uploadId, storageKey: u.storageKey, bytes: u.bytes, sha256: u.sha256, contentType: u.contentType, fileName: u.fileName, createdAt: u.createdAt.toISOString() }),
+    body: JSON.stringify({
+      uploadId: u.uploadId,
+      storageKey: u.storageKey,
+      bytes: u.bytes,
+      sha256: u.sha256,
+      contentType: u.contentType,
+      fileName: u.fileName,
+      createdAt: u.createdAt.toISOString(),
+    }),
   };
 }
 

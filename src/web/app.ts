@@ -62,10 +62,14 @@ async function send(p: PendingUpload): Promise<void> {
   r.status.textContent = p.attempts ? `resuming (attempt ${p.attempts + 1})` : 'sending';
   try {
     const result = await sendThroughOutbox(client(p), outbox, p, {
-      onAttempt: (n, outcome, delay) => (r.status.textContent = `attempt ${n} failed (${outcome}); retrying in ${Math.round(delay / 1000)} s`),
+      onAttempt: (n, outcome, delay) =>
+        (r.status.textContent = `attempt ${n} failed (${outcome}); retrying in ${Math.round(delay / 1000)} s`),
     });
     r.progress.value = r.progress.max;
-    r.status.textContent = result.status === 201 ? `done: ${result.body.uploadId}` : `rejected ${result.status}: ${result.body?.detail ?? result.body?.error ?? ''}`;
+    r.status.textContent =
+      result.status === 201
+        ? `done: ${result.body.uploadId}`
+        : `rejected ${result.status}: ${result.body?.detail ?? result.body?.error ?? ''}`;
     r.status.dataset.state = result.status === 201 ? 'done' : 'rejected';
     r.status.dataset.uploadId = result.body?.uploadId ?? '';
     remember(p, r.status.textContent);

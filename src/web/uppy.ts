@@ -20,11 +20,28 @@ tokenInput.addEventListener('change', () => localStorage.setItem('oncely.token',
 const token = () => tokenInput.value.trim();
 
 // Golden Retriever's service worker keeps large files' bytes across a reload.
-const worker = 'serviceWorker' in navigator ? await navigator.serviceWorker.register('/sw.js').then(() => navigator.serviceWorker.ready.then(() => true), () => false) : false;
+const worker =
+  'serviceWorker' in navigator
+    ? await navigator.serviceWorker.register('/sw.js').then(
+        () => navigator.serviceWorker.ready.then(() => true),
+        () => false,
+      )
+    : false;
 
 const direct = document.body.dataset.uploader === 's3';
-const uppy = new Uppy<FileMeta, Record<string, never>>({ id: direct ? 'oncely-direct' : 'oncely', autoProceed: true, debug: localStorage.getItem('oncely.debug') === '1' })
-  .use(Dashboard, { inline: true, target: '#uppy', height: 380, width: '100%', proudlyDisplayPoweredByUppy: false, showProgressDetails: true })
+const uppy = new Uppy<FileMeta, Record<string, never>>({
+  id: direct ? 'oncely-direct' : 'oncely',
+  autoProceed: true,
+  debug: localStorage.getItem('oncely.debug') === '1',
+})
+  .use(Dashboard, {
+    inline: true,
+    target: '#uppy',
+    height: 380,
+    width: '100%',
+    proudlyDisplayPoweredByUppy: false,
+    showProgressDetails: true,
+  })
   .use(GoldenRetriever, { serviceWorker: worker });
 if (!direct) {
   uppy.use(Tus, {
@@ -34,7 +51,10 @@ if (!direct) {
     // Only the name and type travel as metadata: they (and the length) are what the key's
     // session was created with, so a creation repeated after a reload is the same request.
     allowedMetaFields: ['name', 'type'],
-    headers: (file: UppyFile<FileMeta, Record<string, never>>) => ({ authorization: `Bearer ${token()}`, 'idempotency-key': file.meta.idempotencyKey ?? '' }),
+    headers: (file: UppyFile<FileMeta, Record<string, never>>) => ({
+      authorization: `Bearer ${token()}`,
+      'idempotency-key': file.meta.idempotencyKey ?? '',
+    }),
   });
 } else {
   // Uppy sends no credentials to a companion: the page asks for a tenant-scoped endpoint.
@@ -92,7 +112,10 @@ async function showCommitted(name: string, key: string): Promise<void> {
   if (!upload) return void (meta.textContent = `${name} · not committed yet (key ${key})`);
   li.dataset.uploadId = upload.uploadId;
   meta.textContent = `${name} · ${upload.bytes} bytes · sha256 ${upload.sha256.slice(0, 16)}… · upload ${upload.uploadId}`;
-  const detail = (await (await api(`/v1/uploads/${upload.uploadId}?wait=30`)).json()) as { status: string; renditions?: { name: string }[] };
+  const detail = (await (await api(`/v1/uploads/${upload.uploadId}?wait=30`)).json()) as {
+    status: string;
+    renditions?: { name: string }[];
+  };
   li.dataset.status = detail.status;
   if (detail.renditions?.some((r) => r.name === 'thumbnail')) {
     const res = await api(`/v1/uploads/${upload.uploadId}/renditions/thumbnail`);

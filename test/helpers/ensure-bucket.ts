@@ -3,7 +3,16 @@
 import { S3Store } from '../../src/storage/s3-store';
 
 const [endpoint, bucket, accessKeyId, secretAccessKey, startAt] = process.argv.slice(2) as [string, string, string, string, string];
-const store = new S3Store({ endpoint, bucket, region: 'us-east-1', accessKeyId, secretAccessKey, forcePathStyle: true, partSizeBytes: 5 * 1024 * 1024, queueSize: 1 });
+const store = new S3Store({
+  endpoint,
+  bucket,
+  region: 'us-east-1',
+  accessKeyId,
+  secretAccessKey,
+  forcePathStyle: true,
+  partSizeBytes: 5 * 1024 * 1024,
+  queueSize: 1,
+});
 while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
 try {
   await store.ensureBucket();

@@ -51,7 +51,12 @@ export interface RawResponse {
  * write side is closed after sending (a client that stops mid-body but still listens).
  * Resolves with the first response, or undefined when the server closes without one.
  */
-export function rawRequest(baseUrl: string, head: string, body: Buffer = Buffer.alloc(0), opts: { halfClose?: boolean; timeoutMs?: number } = {}): Promise<RawResponse | undefined> {
+export function rawRequest(
+  baseUrl: string,
+  head: string,
+  body: Buffer = Buffer.alloc(0),
+  opts: { halfClose?: boolean; timeoutMs?: number } = {},
+): Promise<RawResponse | undefined> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname);
@@ -161,7 +166,13 @@ export function openRequest(baseUrl: string, head: string, opts: { timeoutMs?: n
  * transfer coding when the head says so. Resolves with the response read afterwards, or
  * undefined when the server closed without one the client could still read.
  */
-export async function writeAllThenRead(baseUrl: string, head: string, chunk: Buffer, chunks: number, opts: { timeoutMs?: number } = {}): Promise<{ response: RawResponse | undefined; written: number }> {
+export async function writeAllThenRead(
+  baseUrl: string,
+  head: string,
+  chunk: Buffer,
+  chunks: number,
+  opts: { timeoutMs?: number } = {},
+): Promise<{ response: RawResponse | undefined; written: number }> {
   const { hostname, port } = new URL(baseUrl);
   const socket = net.connect(Number(port), hostname);
   socket.on('error', () => {});
@@ -173,7 +184,9 @@ export async function writeAllThenRead(baseUrl: string, head: string, chunk: Buf
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   if (await write(head.replace(/\n/g, '\r\n').replace(/\r\r/g, '\r'))) {
     for (let i = 0; i < chunks && Date.now() < deadline; i++) {
-      const ok = chunked ? await write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])) : await write(chunk);
+      const ok = chunked
+        ? await write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]))
+        : await write(chunk);
       if (!ok) break;
       written += chunk.length;
     }

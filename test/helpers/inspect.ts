@@ -46,7 +46,12 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ti
 }
 
 /** Whether a run's history shows commitObject done (its local-activity marker) and a retry timer after it: the commit stuck before the records transaction. */
-export function stuckAfterCommitObject(events: { markerRecordedEventAttributes?: { details?: Record<string, { payloads?: { data?: Uint8Array | null }[] | null }> | null } | null; timerStartedEventAttributes?: unknown }[]): boolean {
+export function stuckAfterCommitObject(
+  events: {
+    markerRecordedEventAttributes?: { details?: Record<string, { payloads?: { data?: Uint8Array | null }[] | null }> | null } | null;
+    timerStartedEventAttributes?: unknown;
+  }[],
+): boolean {
   const activity = (e: (typeof events)[number]) => {
     const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
     return data ? (JSON.parse(Buffer.from(data).toString()) as { activity_type: string }).activity_type : undefined;

@@ -18,7 +18,9 @@ export async function orientedJpeg(width = 1600, height = 900): Promise<Buffer> 
 }
 
 export async function png(width = 640, height = 480): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 4, background: { r: 10, g: 120, b: 200, alpha: 1 } } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 4, background: { r: 10, g: 120, b: 200, alpha: 1 } } })
+    .png()
+    .toBuffer();
 }
 
 async function withFfmpeg(args: (out: string) => string[], ext: string): Promise<Buffer> {
@@ -33,7 +35,10 @@ async function withFfmpeg(args: (out: string) => string[], ext: string): Promise
 }
 
 export function video(seconds = 2, size = '320x240'): Promise<Buffer> {
-  return withFfmpeg((out) => ['-f', 'lavfi', '-i', `testsrc=duration=${seconds}:size=${size}:rate=10`, '-pix_fmt', 'yuv420p', '-c:v', 'libx264', out], 'mp4');
+  return withFfmpeg(
+    (out) => ['-f', 'lavfi', '-i', `testsrc=duration=${seconds}:size=${size}:rate=10`, '-pix_fmt', 'yuv420p', '-c:v', 'libx264', out],
+    'mp4',
+  );
 }
 
 export function audio(seconds = 2): Promise<Buffer> {

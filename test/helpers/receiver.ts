@@ -8,5 +8,8 @@ import type { TestStack } from './stack';
 export function stackReceiver(stack: TestStack, downstream?: ReceiveDeps['downstream']): UploadReceiver {
   const { pool, store } = stack.runtime;
   const box = { sign: () => '', verify: () => false } as never;
-  return createServices({ config: { ...stack.config, REPLAY_CACHE_MIB: 0 }, pool, store, temporal: stack.temporal, box }, { receiver: { downstream } }).receiver;
+  return createServices(
+    { config: { ...stack.config, REPLAY_CACHE_MIB: 0 }, pool, store, temporal: stack.temporal, box },
+    { receiver: { downstream } },
+  ).receiver;
 }

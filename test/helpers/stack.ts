@@ -17,7 +17,11 @@ function quietTemporalLogs(): void {
   temporalLoggerInstalled = true;
   try {
     // Fault tests cut connections on purpose; the native core's retry warnings are noise.
-    TemporalRuntime.install({ shutdownSignals: [], logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+    TemporalRuntime.install({
+      shutdownSignals: [],
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+    });
   } catch {
     // already installed in this process
   }

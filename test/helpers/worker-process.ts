@@ -12,7 +12,10 @@ export async function startWorkerProcess(env: Record<string, string>, logFile: s
     cwd: root,
     env: { ...process.env, ...env, LOG_LEVEL: 'info', WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath },
   });
-  const startedLines = () => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.includes('"oncely started"')).length;
+  const startedLines = () =>
+    readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"oncely started"')).length;
   const before = startedLines();
   await waitUntil('worker process', async () => startedLines() > before, { proc, timeoutMs: 60_000 });
   return proc;

@@ -25,13 +25,35 @@ it('abandons a run that never receives a body, then lets the key be used once', 
   const body = Buffer.from('arrives only on the second try');
   const workflowId = uploadWorkflowId(tenant.tenantId, key);
   const request = {
-    tenantId: tenant.tenantId, idempotencyKey: key, contentType: 'text/plain', fileName: null, declaredBytes: body.length, declaredSha256: sha256(body),
-    fingerprint: fingerprint({ method: 'POST', route: '/v1/uploads', tenantId: tenant.tenantId, contentLength: body.length, contentType: 'text/plain', sha256: sha256(body), fileName: null }),
+    tenantId: tenant.tenantId,
+    idempotencyKey: key,
+    contentType: 'text/plain',
+    fileName: null,
+    declaredBytes: body.length,
+    declaredSha256: sha256(body),
+    fingerprint: fingerprint({
+      method: 'POST',
+      route: '/v1/uploads',
+      tenantId: tenant.tenantId,
+      contentLength: body.length,
+      contentType: 'text/plain',
+      sha256: sha256(body),
+      fileName: null,
+    }),
   };
   const run = await stack.temporal.workflow.start(uploadWorkflow, {
     workflowId,
     taskQueue: stack.config.TASK_QUEUE_UPLOADS,
-    args: [{ ...request, receiveTimeoutSeconds: 1, downstream: { transcodeQueue: stack.config.TASK_QUEUE_TRANSCODE, webhookRetry: { attemptTimeoutSeconds: 5, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 5, maxAttempts: 3 } } }],
+    args: [
+      {
+        ...request,
+        receiveTimeoutSeconds: 1,
+        downstream: {
+          transcodeQueue: stack.config.TASK_QUEUE_TRANSCODE,
+          webhookRetry: { attemptTimeoutSeconds: 5, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 5, maxAttempts: 3 },
+        },
+      },
+    ],
     typedSearchAttributes: [{ key: searchAttributes.phase, value: 'receiving' }],
   });
   const failure = await run.result().catch((err) => err);

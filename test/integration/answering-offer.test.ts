@@ -40,7 +40,15 @@ function request(key: string, body: Buffer): UploadRequest {
     tenantId: tenant.tenantId,
     idempotencyKey: key,
     // What POST /v1/uploads computes for the same request, so the HTTP route can replay it.
-    fingerprint: fingerprint({ method: 'POST', route: '/v1/uploads', tenantId: tenant.tenantId, contentLength: body.length, contentType: 'text/plain', sha256, fileName: null }),
+    fingerprint: fingerprint({
+      method: 'POST',
+      route: '/v1/uploads',
+      tenantId: tenant.tenantId,
+      contentLength: body.length,
+      contentType: 'text/plain',
+      sha256,
+      fileName: null,
+    }),
     contentType: 'text/plain',
     fileName: null,
     declaredBytes: body.length,
@@ -66,7 +74,9 @@ it('answers a new upload from the offer, never reading the run history; a second
   // The run recorded the answering offer, completed with exactly the answer the caller got.
   const history = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).fetchHistory();
   const accepted = history.events!.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
-  expect(accepted.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.input!.name)).toEqual([updates.offerCopyForAnswer]);
+  expect(accepted.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.input!.name)).toEqual([
+    updates.offerCopyForAnswer,
+  ]);
   const completed = history.events!.find((e) => e.workflowExecutionUpdateCompletedEventAttributes)!;
   const payload = completed.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!;
   expect(JSON.parse(Buffer.from(payload.data!).toString('utf8'))).toEqual({ offer: 'accepted', response: first.response });
@@ -80,7 +90,9 @@ it('answers a new upload from the offer, never reading the run history; a second
 it('answers copies racing into one run from the offer: one upload, every caller the same body', async () => {
   const key = `answer-race-${randomUUID()}`;
   const body = Buffer.from('raced\n'.repeat(100));
-  const outcomes = await Promise.all(Array.from({ length: 6 }, () => receiver().receive(request(key, body), Readable.from([body]), 30_000)));
+  const outcomes = await Promise.all(
+    Array.from({ length: 6 }, () => receiver().receive(request(key, body), Readable.from([body]), 30_000)),
+  );
   const bodies = new Set(outcomes.map((o) => (o.kind === 'answer' ? o.response.body : 'processing')));
   expect(bodies.size).toBe(1);
   expect(outcomes.filter((o) => o.kind === 'answer' && !o.replayed)).toHaveLength(1);
@@ -94,7 +106,14 @@ it('fails the waiting offer with the run: a copy that vanished is upload_failed,
   const key = `answer-failed-${randomUUID()}`;
   const body = Buffer.from('this copy is never in the store');
   const req = request(key, body);
-  const copy = { attemptId: randomUUID(), fingerprint: req.fingerprint, storageKey: `missing/${randomUUID()}`, bytes: body.length, sha256: req.declaredSha256!, sniffedType: null };
+  const copy = {
+    attemptId: randomUUID(),
+    fingerprint: req.fingerprint,
+    storageKey: `missing/${randomUUID()}`,
+    bytes: body.length,
+    sha256: req.declaredSha256!,
+    sniffedType: null,
+  };
   // commitObject finds no object (non-retryable): the run fails and so does the waiting offer.
   await expect(receiver().deliver(req, copy, 30_000)).rejects.toMatchObject({ code: 'upload_failed' });
   const { status } = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe();

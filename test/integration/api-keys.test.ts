@@ -41,7 +41,12 @@ describe('POST /admin/tenants', () => {
     expect(again.text).toBe(first.text);
     expect(await tenantsNamed(name)).toBe(1);
 
-    const row = (await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [OPERATOR_TENANT_ID, key])).rows[0];
+    const row = (
+      await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [
+        OPERATOR_TENANT_ID,
+        key,
+      ])
+    ).rows[0];
     expect(row.response_body).toMatch(/^sealed:v1:/);
     expect(row.response_body).not.toContain(first.json.apiKey.key);
 
@@ -110,7 +115,9 @@ describe('/v1/api-keys', () => {
     // Polling the key shows the stored answer with the token redacted (shown once).
     const state = await getJson(`${stack.url}/v1/idempotency-keys/${key}`, apiKey);
     expect(state.json).toMatchObject({ state: 'completed', status: 201, response: { id: replay.json.id, key: '[redacted]' } });
-    expect(JSON.stringify((await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE key = $1', [key])).rows)).not.toContain(replay.json.key);
+    expect(
+      JSON.stringify((await stack.runtime.pool.query('SELECT response_body FROM idempotency_keys WHERE key = $1', [key])).rows),
+    ).not.toContain(replay.json.key);
   });
 
   it('revokes a key at once, only within its tenant', async () => {
@@ -118,13 +125,22 @@ describe('/v1/api-keys', () => {
     const b = await stack.createTenant();
     const extra = await post('/v1/api-keys', { label: 'temp' }, { token: a.apiKey });
     expect((await getJson(`${stack.url}/v1/api-keys`, extra.json.key)).status).toBe(200); // now cached
-    const foreign = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${b.apiKey}` } });
+    const foreign = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${b.apiKey}` },
+    });
     expect(foreign.status).toBe(404);
-    const revoke = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.apiKey}` } });
+    const revoke = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${a.apiKey}` },
+    });
     expect(revoke.status).toBe(204);
     const after = await getJson(`${stack.url}/v1/api-keys`, extra.json.key);
     expect(after.status).toBe(401);
-    const again = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.apiKey}` } });
+    const again = await fetch(`${stack.url}/v1/api-keys/${extra.json.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${a.apiKey}` },
+    });
     expect(again.status).toBe(404);
   });
 
@@ -163,7 +179,10 @@ describe('a request under the key still running (claimed, not yet answered)', ()
     const keysBefore = await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId]);
 
     // The claiming request died a while ago: the next copy takes the key over and runs.
-    await db.query(`UPDATE idempotency_keys SET created_at = now() - interval '2 minutes' WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+    await db.query(`UPDATE idempotency_keys SET created_at = now() - interval '2 minutes' WHERE tenant_id = $1 AND key = $2`, [
+      tenantId,
+      key,
+    ]);
     const takeover = await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key });
     expect(takeover.status, takeover.text).toBe(201);
     expect(await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId])).toBe(keysBefore + 1);

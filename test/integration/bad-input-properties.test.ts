@@ -18,7 +18,11 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 
-const visible = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEF0123456789-_.:'.split('')), minLength: 16, maxLength: 64 });
+const visible = fc.string({
+  unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEF0123456789-_.:'.split('')),
+  minLength: 16,
+  maxLength: 64,
+});
 const badKey = fc.oneof(
   fc.string({ maxLength: 15 }).filter((s) => !/[\r\n\0]/.test(s)),
   fc.string({ unit: 'grapheme-ascii', minLength: 256, maxLength: 300 }),
@@ -50,11 +54,20 @@ describe('bad requests never store anything and never 5xx', () => {
         fc.record({
           key: fc.option(badKey, { nil: undefined }),
           goodKey: visible,
-          sha: fc.oneof(fc.constant(undefined), fc.string({ unit: fc.constantFrom(...'0123456789abcdef'.split('')), maxLength: 70 }).filter((h: string) => h.length !== 64), fc.constant('x'.repeat(64))),
+          sha: fc.oneof(
+            fc.constant(undefined),
+            fc.string({ unit: fc.constantFrom(...'0123456789abcdef'.split('')), maxLength: 70 }).filter((h: string) => h.length !== 64),
+            fc.constant('x'.repeat(64)),
+          ),
           body: fc.uint8Array({ maxLength: 2048 }),
           lengthDelta: fc.integer({ min: -5, max: 0 }),
           contentType: fc.oneof(fc.constant('text/plain'), fc.constant('not a type'), fc.constant('image/png')),
-          token: fc.oneof(fc.constant(tenant.apiKey), fc.constant('onc_wrong_but_well_formed_token_1'), fc.constant(''), fc.string({ maxLength: 20 }).filter((s) => !/[\r\n\0]/.test(s))),
+          token: fc.oneof(
+            fc.constant(tenant.apiKey),
+            fc.constant('onc_wrong_but_well_formed_token_1'),
+            fc.constant(''),
+            fc.string({ maxLength: 20 }).filter((s) => !/[\r\n\0]/.test(s)),
+          ),
           duplicateKey: fc.boolean(),
         }),
         async (g) => {
@@ -78,7 +91,12 @@ describe('bad requests never store anything and never 5xx', () => {
 
   it('a slowloris body is cut off by the body timeout while other requests are served', async () => {
     const before = await totals(stack.runtime.pool, stack.s3);
-    const slow = rawRequest(stack.url, head([`Authorization: Bearer ${tenant.apiKey}`, `Idempotency-Key: slow-${randomUUID()}`, 'Content-Length: 100000']), Buffer.from('a little'), { timeoutMs: 20_000 });
+    const slow = rawRequest(
+      stack.url,
+      head([`Authorization: Bearer ${tenant.apiKey}`, `Idempotency-Key: slow-${randomUUID()}`, 'Content-Length: 100000']),
+      Buffer.from('a little'),
+      { timeoutMs: 20_000 },
+    );
     // Meanwhile the server answers others.
     const health = await fetch(`${stack.url}/healthz`);
     expect(health.status).toBe(200);

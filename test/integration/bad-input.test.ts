@@ -35,12 +35,23 @@ async function expectNothingStored() {
   expect(await settledTotals()).toEqual(before);
 }
 
-function expectProblem(res: { status: number; headers: Headers | Record<string, string>; json?: any; body?: string }, status: number, error: string) {
+function expectProblem(
+  res: { status: number; headers: Headers | Record<string, string>; json?: any; body?: string },
+  status: number,
+  error: string,
+) {
   expect(res.status).toBe(status);
   const ct = res.headers instanceof Headers ? res.headers.get('content-type') : res.headers['content-type'];
   expect(ct).toBe('application/problem+json');
   const json = res.json ?? JSON.parse(res.body!);
-  expect(json).toMatchObject({ status, error, type: expect.stringContaining('problems/'), title: expect.any(String), detail: expect.any(String), message: expect.any(String) });
+  expect(json).toMatchObject({
+    status,
+    error,
+    type: expect.stringContaining('problems/'),
+    title: expect.any(String),
+    detail: expect.any(String),
+    message: expect.any(String),
+  });
 }
 
 const key = () => `bad-${randomUUID()}`;
@@ -72,7 +83,11 @@ describe('Idempotency-Key', () => {
   });
 
   it('two Idempotency-Key headers → 400 idempotency_key_invalid', async () => {
-    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${key()}`, `Idempotency-Key: ${key()}`, `Content-Length: ${file.length}`]), file);
+    const res = await rawRequest(
+      stack.url,
+      rawHead([`Idempotency-Key: ${key()}`, `Idempotency-Key: ${key()}`, `Content-Length: ${file.length}`]),
+      file,
+    );
     expectProblem(res!, 400, 'idempotency_key_invalid');
     await expectNothingStored();
   });
@@ -99,7 +114,11 @@ describe('body and length', () => {
   });
 
   it('chunked body without Content-Length → 411', async () => {
-    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${key()}`, 'Transfer-Encoding: chunked']), Buffer.from('5\r\nhello\r\n0\r\n\r\n'));
+    const res = await rawRequest(
+      stack.url,
+      rawHead([`Idempotency-Key: ${key()}`, 'Transfer-Encoding: chunked']),
+      Buffer.from('5\r\nhello\r\n0\r\n\r\n'),
+    );
     expectProblem(res!, 411, 'content_length_required');
     await expectNothingStored();
   });
@@ -111,21 +130,32 @@ describe('body and length', () => {
   });
 
   it('body shorter than Content-Length (client stops sending) → 400 body_incomplete', async () => {
-    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${key()}`, `Content-Length: ${file.length + 10}`]), file, { halfClose: true });
+    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${key()}`, `Content-Length: ${file.length + 10}`]), file, {
+      halfClose: true,
+    });
     expectProblem(res!, 400, 'body_incomplete');
     await expectNothingStored();
   });
 
   it('a complete request whose client then closes its sending side still gets its answer', async () => {
     const k = key();
-    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${k}`, `Content-Length: ${file.length}`, `X-File-Sha256: ${sha256(file)}`]), file, { halfClose: true });
+    const res = await rawRequest(
+      stack.url,
+      rawHead([`Idempotency-Key: ${k}`, `Content-Length: ${file.length}`, `X-File-Sha256: ${sha256(file)}`]),
+      file,
+      { halfClose: true },
+    );
     expect(res?.status, res?.body).toBe(201);
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, k)).uploads).toHaveLength(1);
   });
 
   it('body longer than Content-Length → the declared bytes fail their checksum, 400', async () => {
     const long = Buffer.concat([file, Buffer.from('trailing bytes beyond the declared length')]);
-    const res = await rawRequest(stack.url, rawHead([`Idempotency-Key: ${key()}`, `Content-Length: ${file.length}`, `X-File-Sha256: ${sha256(long)}`]), long);
+    const res = await rawRequest(
+      stack.url,
+      rawHead([`Idempotency-Key: ${key()}`, `Content-Length: ${file.length}`, `X-File-Sha256: ${sha256(long)}`]),
+      long,
+    );
     expectProblem(res!, 400, 'checksum_mismatch');
     await expectNothingStored();
   });
@@ -149,12 +179,20 @@ describe('X-File-Sha256', () => {
 
 describe('other headers', () => {
   it('an invalid Content-Type → 400 header_invalid', async () => {
-    expectProblem(await postUpload(stack.url, { apiKey: tenant.apiKey, key: key(), body: file, contentType: 'not a type' }), 400, 'header_invalid');
+    expectProblem(
+      await postUpload(stack.url, { apiKey: tenant.apiKey, key: key(), body: file, contentType: 'not a type' }),
+      400,
+      'header_invalid',
+    );
     await expectNothingStored();
   });
 
   it('a file name with a slash → 400 header_invalid', async () => {
-    expectProblem(await postUpload(stack.url, { apiKey: tenant.apiKey, key: key(), body: file, fileName: '../etc/passwd' }), 400, 'header_invalid');
+    expectProblem(
+      await postUpload(stack.url, { apiKey: tenant.apiKey, key: key(), body: file, fileName: '../etc/passwd' }),
+      400,
+      'header_invalid',
+    );
     await expectNothingStored();
   });
 

@@ -27,7 +27,15 @@ beforeAll(async () => {
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -79,7 +87,9 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
   await page.dispatchEvent('#token', 'change');
 
   await page.waitForSelector('.status[data-state=done]', { timeout: 90_000 }).catch(async (err) => {
-    throw new Error(`${(err as Error).message}; statuses: ${JSON.stringify(await page.$$eval('#uploads li', (lis) => lis.map((li) => li.textContent)))}`);
+    throw new Error(
+      `${(err as Error).message}; statuses: ${JSON.stringify(await page.$$eval('#uploads li', (lis) => lis.map((li) => li.textContent)))}`,
+    );
   });
   expect(await page.getAttribute('#uploads li', 'data-key')).toBe(key);
   const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
@@ -105,7 +115,10 @@ describe('the Uppy page at /', () => {
   it('uploads a picture over tus and shows it committed with its thumbnail', async () => {
     proxy.mode = 'forward';
     const page = await openUppy();
-    await page.locator('input.uppy-Dashboard-input').first().setInputFiles({ name: 'picture.png', mimeType: 'image/png', buffer: await png(800, 600) });
+    await page
+      .locator('input.uppy-Dashboard-input')
+      .first()
+      .setInputFiles({ name: 'picture.png', mimeType: 'image/png', buffer: await png(800, 600) });
     await page.waitForSelector('#done li[data-status=processed] img[src^="blob:"]', { timeout: 60_000 });
     const key = (await page.getAttribute('#done li', 'data-key'))!;
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
@@ -120,11 +133,19 @@ describe('the Uppy page at /', () => {
     proxy.bytesPerSecond = 2 * MiB; // ~20 s in all: surely mid-way when the network goes
     const page = await openUppy();
     const file = randomBytes(40 * MiB);
-    await page.locator('input.uppy-Dashboard-input').first().setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: file });
+    await page
+      .locator('input.uppy-Dashboard-input')
+      .first()
+      .setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: file });
     // A part is acknowledged server-side: the session is mid-way.
     const session = await eventually(async () => {
-      const r = await stack.runtime.pool.query('SELECT idempotency_key, upload_offset FROM resumable_sessions WHERE tenant_id = $1 AND upload_length = $2', [tenant.tenantId, file.length]);
-      return r.rows[0] && Number(r.rows[0].upload_offset) > 0 ? (r.rows[0] as { idempotency_key: string; upload_offset: string }) : undefined;
+      const r = await stack.runtime.pool.query(
+        'SELECT idempotency_key, upload_offset FROM resumable_sessions WHERE tenant_id = $1 AND upload_length = $2',
+        [tenant.tenantId, file.length],
+      );
+      return r.rows[0] && Number(r.rows[0].upload_offset) > 0
+        ? (r.rows[0] as { idempotency_key: string; upload_offset: string })
+        : undefined;
     }, 60_000);
     expect(Number(session.upload_offset)).toBeLessThan(file.length);
 
@@ -136,12 +157,18 @@ describe('the Uppy page at /', () => {
     await page.reload();
 
     const key = session.idempotency_key;
-    await eventually(async () => ((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads.length === 1 ? true : undefined), 120_000);
+    await eventually(
+      async () => ((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads.length === 1 ? true : undefined),
+      120_000,
+    );
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(1);
     expect(Number(rows.uploads[0].bytes)).toBe(file.length);
     expect(rows.uploads[0].sha256).toBe(createHash('sha256').update(file).digest('hex'));
-    const sessions = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND upload_length = $2', [tenant.tenantId, file.length]);
+    const sessions = await stack.runtime.pool.query(
+      'SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND upload_length = $2',
+      [tenant.tenantId, file.length],
+    );
     expect(sessions.rows[0].n).toBe(1);
     await page.waitForSelector(`#done li[data-key="${key}"]`, { timeout: 30_000 });
     await page.screenshot({ path: path.join(artifacts, 'uppy-page-after-offline.png'), fullPage: true });
@@ -156,7 +183,10 @@ it('renders the API reference at /docs from the OpenAPI document, offline', asyn
   page.on('request', (r) => !r.url().startsWith(origin) && external.push(r.url()));
   await page.goto(`${origin}/docs`);
   await page.waitForSelector('.opblock', { timeout: 30_000 });
-  const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as { paths: Record<string, object>; webhooks: Record<string, object> };
+  const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as {
+    paths: Record<string, object>;
+    webhooks: Record<string, object>;
+  };
   // One block per operation, and one per outgoing webhook.
   const operations = [...Object.values(doc.paths), ...Object.values(doc.webhooks)].reduce((n, ops) => n + Object.keys(ops).length, 0);
   await expect.poll(() => page.locator('.opblock').count(), { timeout: 10_000 }).toBe(operations);

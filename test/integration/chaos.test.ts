@@ -43,13 +43,29 @@ function expectClean(result: ChaosResult, uploads: number, kinds: string[]): voi
 
 it('survives every fault kind with no duplicate and no loss', { timeout: 420_000 }, async () => {
   const { result, stdout } = await chaosRun('dev', ['--duration', '30', '--seed', '11', '--concurrency', '8', '--settle', '180'], 40);
-  expectClean(result, 40, faultsByKind().map((f) => f.kind));
+  expectClean(
+    result,
+    40,
+    faultsByKind().map((f) => f.kind),
+  );
   expect(result.verdict.webhookDeliveries).toBeGreaterThanOrEqual(80);
   expect(stdout).toContain('duplicates found');
 });
 
-it('on the real Temporal server with two API replicas, two upload workers and a transcode worker, every fault kind (the Temporal ↔ PostgreSQL cut too) leaves no duplicate and no loss', { timeout: 420_000 }, async () => {
-  const { result } = await chaosRun('server', ['--duration', '80', '--seed', '12', '--concurrency', '8', '--settle', '180', '--temporal', 'server', '--replicas', '2'], 30);
-  expectClean(result, 30, faultsByKind(undefined, { temporalServer: true }).map((f) => f.kind));
-  expect(result.command).toContain('--temporal server --replicas 2');
-});
+it(
+  'on the real Temporal server with two API replicas, two upload workers and a transcode worker, every fault kind (the Temporal ↔ PostgreSQL cut too) leaves no duplicate and no loss',
+  { timeout: 420_000 },
+  async () => {
+    const { result } = await chaosRun(
+      'server',
+      ['--duration', '80', '--seed', '12', '--concurrency', '8', '--settle', '180', '--temporal', 'server', '--replicas', '2'],
+      30,
+    );
+    expectClean(
+      result,
+      30,
+      faultsByKind(undefined, { temporalServer: true }).map((f) => f.kind),
+    );
+    expect(result.command).toContain('--temporal server --replicas 2');
+  },
+);

@@ -44,7 +44,13 @@ function file(name: string, bytes: number): string {
 }
 
 function client() {
-  return new UploadClient({ baseUrl: `http://127.0.0.1:${proxy.port}`, token: tenant.apiKey, openBody: openFileBody, backoff: { baseMs: 50, capMs: 500 }, maxAttempts: 10 });
+  return new UploadClient({
+    baseUrl: `http://127.0.0.1:${proxy.port}`,
+    token: tenant.apiKey,
+    openBody: openFileBody,
+    backoff: { baseMs: 50, capMs: 500 },
+    maxAttempts: 10,
+  });
 }
 
 describe('client through faults', () => {
@@ -88,9 +94,16 @@ describe('oncely upload (CLI)', () => {
     proxy.setMode('throttle');
     proxy.bytesPerSecond = 512 * 1024;
     proxy.faultBudget = Infinity;
-    const cli = startProcess(...nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile), { logFile: path.join(dir, 'cli-1.log'), env, cwd: root });
+    const cli = startProcess(...nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile), {
+      logFile: path.join(dir, 'cli-1.log'),
+      env,
+      cwd: root,
+    });
     // Killed once the key is persisted and bytes are flowing.
-    const persisted = await eventually(async () => (existsSync(outboxFile) ? (JSON.parse(readFileSync(outboxFile, 'utf8')) as { idempotencyKey: string }[])[0] : undefined), 30_000);
+    const persisted = await eventually(
+      async () => (existsSync(outboxFile) ? (JSON.parse(readFileSync(outboxFile, 'utf8')) as { idempotencyKey: string }[])[0] : undefined),
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 1500));
     await cli.stop('SIGKILL');
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, persisted.idempotencyKey)).uploads).toHaveLength(0);
@@ -106,7 +119,16 @@ describe('oncely upload (CLI)', () => {
     expect(JSON.parse(readFileSync(outboxFile, 'utf8'))).toEqual([]);
 
     // A second run for the same file is a new logical upload (new key); a rejected file is reported, exit code 1.
-    const [cmd2, args2] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile, '--content-type', 'image/png');
+    const [cmd2, args2] = nodeTs(
+      path.join(root, 'src/cli.ts'),
+      'upload',
+      big,
+      '--json',
+      '--outbox',
+      outboxFile,
+      '--content-type',
+      'image/png',
+    );
     const bad = await run(cmd2, args2, { env, cwd: root }).catch((e) => e);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout)[0]).toMatchObject({ status: 415 });
@@ -119,13 +141,26 @@ describe('oncely upload (CLI)', () => {
     proxy.setMode('throttle');
     proxy.bytesPerSecond = 3 * 1024 * 1024;
     proxy.faultBudget = Infinity;
-    const cli = startProcess(...nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile, '--resumable-from', '1MiB'), { logFile: path.join(dir, 'cli-tus-1.log'), env, cwd: root });
+    const cli = startProcess(
+      ...nodeTs(path.join(root, 'src/cli.ts'), 'upload', big, '--json', '--outbox', outboxFile, '--resumable-from', '1MiB'),
+      { logFile: path.join(dir, 'cli-tus-1.log'), env, cwd: root },
+    );
     // The upload URL is in the outbox before the bytes go, and the server acknowledges a part.
     const persisted = await eventually(async () => {
-      const items = existsSync(outboxFile) ? (JSON.parse(readFileSync(outboxFile, 'utf8')) as { idempotencyKey: string; uploadUrl?: string }[]) : [];
+      const items = existsSync(outboxFile)
+        ? (JSON.parse(readFileSync(outboxFile, 'utf8')) as { idempotencyKey: string; uploadUrl?: string }[])
+        : [];
       return items[0]?.uploadUrl ? items[0] : undefined;
     }, 30_000);
-    const offsetOf = async () => Number((await stack.runtime.pool.query('SELECT upload_offset FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, persisted.idempotencyKey])).rows[0]?.upload_offset ?? 0);
+    const offsetOf = async () =>
+      Number(
+        (
+          await stack.runtime.pool.query('SELECT upload_offset FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [
+            tenant.tenantId,
+            persisted.idempotencyKey,
+          ])
+        ).rows[0]?.upload_offset ?? 0,
+      );
     await eventually(async () => (await offsetOf()) > 0, 30_000);
     await cli.stop('SIGKILL');
     const acknowledged = await offsetOf();
@@ -134,7 +169,16 @@ describe('oncely upload (CLI)', () => {
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, persisted.idempotencyKey)).uploads).toHaveLength(0);
 
     proxy.mode = 'forward';
-    const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', '--resume', '--json', '--outbox', outboxFile, '--resumable-from', '1MiB');
+    const [cmd, args] = nodeTs(
+      path.join(root, 'src/cli.ts'),
+      'upload',
+      '--resume',
+      '--json',
+      '--outbox',
+      outboxFile,
+      '--resumable-from',
+      '1MiB',
+    );
     const { stdout } = await run(cmd, args, { env, cwd: root }).catch((e: { code: number; stdout: string; stderr: string }) => {
       throw new Error(`exit ${e.code}: ${e.stdout} ${e.stderr}`);
     });
@@ -143,7 +187,10 @@ describe('oncely upload (CLI)', () => {
     expect(result.body.sha256).toBe(sha256(readFileSync(big)));
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, persisted.idempotencyKey)).uploads).toHaveLength(1);
     // The session is the one the first run created: the second run resumed it.
-    const sessions = await stack.runtime.pool.query('SELECT id FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, persisted.idempotencyKey]);
+    const sessions = await stack.runtime.pool.query('SELECT id FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [
+      tenant.tenantId,
+      persisted.idempotencyKey,
+    ]);
     expect(persisted.uploadUrl).toContain(sessions.rows[0].id);
   }, 120_000);
 

@@ -19,10 +19,15 @@ it('50 concurrent requests with one key make exactly one upload', async () => {
   const key = `conc-${randomUUID()}`;
   const file = Buffer.alloc(256 * 1024, 7);
   const answers = await Promise.all(
-    Array.from({ length: 50 }, () => postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, contentType: 'application/octet-stream' })),
+    Array.from({ length: 50 }, () =>
+      postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, contentType: 'application/octet-stream' }),
+    ),
   );
   const statuses = answers.map((a) => a.status);
-  expect(statuses.every((s) => s === 201 || s === 202 || s === 409), `statuses: ${statuses.join(',')}`).toBe(true);
+  expect(
+    statuses.every((s) => s === 201 || s === 202 || s === 409),
+    `statuses: ${statuses.join(',')}`,
+  ).toBe(true);
   const created = answers.filter((a) => a.status === 201);
   expect(created.length).toBeGreaterThan(0);
   expect(new Set(created.map((a) => a.text)).size).toBe(1);
@@ -35,7 +40,8 @@ it('50 concurrent requests with one key make exactly one upload', async () => {
 
   // Exactly one workflow execution for the key, ever.
   const runs: string[] = [];
-  for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenant.tenantId, key)}'` })) runs.push(wf.runId);
+  for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenant.tenantId, key)}'` }))
+    runs.push(wf.runId);
   expect(runs).toHaveLength(1);
 
   // Losing attempts delete their copies: one object remains under the key's folder.

@@ -21,8 +21,14 @@ describe.each(['s3', 'local'] as const)('content dedupe on the %s store', (kind)
   let tenant: { tenantId: string; apiKey: string };
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-dedupe-'));
-    stack = await startTestStack(`dedupe_${kind}`, { env: { ADMIN_TOKEN: ADMIN, ...(kind === 'local' ? { S3_ENDPOINT: '', DATA_DIR: dir } : {}) } });
-    const res = await fetch(`${stack.url}/admin/tenants`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'dedupe', dedupe: 'sha256' }) });
+    stack = await startTestStack(`dedupe_${kind}`, {
+      env: { ADMIN_TOKEN: ADMIN, ...(kind === 'local' ? { S3_ENDPOINT: '', DATA_DIR: dir } : {}) },
+    });
+    const res = await fetch(`${stack.url}/admin/tenants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'dedupe', dedupe: 'sha256' }),
+    });
     expect(res.status).toBe(201);
     const body = (await res.json()) as { tenantId: string; dedupe: string; apiKey: { key: string } };
     expect(body.dedupe).toBe('sha256');
@@ -38,7 +44,9 @@ describe.each(['s3', 'local'] as const)('content dedupe on the %s store', (kind)
     for await (const o of stack.runtime.store.list(`tenants/${tenantId}/keys/`)) keys.push(o.key);
     return keys;
   };
-  const refs = async (storageKey: string) => (await stack.runtime.pool.query('SELECT refs FROM stored_objects WHERE storage_key = $1', [storageKey])).rows[0]?.refs as number | undefined;
+  const refs = async (storageKey: string) =>
+    (await stack.runtime.pool.query('SELECT refs FROM stored_objects WHERE storage_key = $1', [storageKey])).rows[0]?.refs as
+      number | undefined;
 
   it('identical bytes through every arrival mode: one object counted five times, five upload rows, no copies left', async () => {
     const bytes = randomBytes(200_000);
@@ -55,7 +63,11 @@ describe.each(['s3', 'local'] as const)('content dedupe on the %s store', (kind)
     const form = new FormData();
     form.append('idempotencyKey', `d3-${randomUUID()}`);
     form.append('file', new Blob([bytes]), 'form.bin');
-    const third = await fetch(`${stack.url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}` }, body: form });
+    const third = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}` },
+      body: form,
+    });
     expect(third.status).toBe(201);
     expect(((await third.json()) as { storageKey: string }).storageKey).toBe(shared);
 
@@ -86,7 +98,10 @@ describe.each(['s3', 'local'] as const)('content dedupe on the %s store', (kind)
     expect(planned.committedUpload).toMatchObject({ storageKey: shared, fileName: 'instant.bin' });
 
     expect(await refs(shared)).toBe(5);
-    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND storage_key = $2', [tenant.tenantId, shared]);
+    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND storage_key = $2', [
+      tenant.tenantId,
+      shared,
+    ]);
     expect(rows.rows[0].n).toBe(5);
     // The copies of the later four are gone (deleted once their commits named the shared object).
     await expect.poll(() => objectsOf(tenant.tenantId), { timeout: 15_000 }).toEqual([shared]);
@@ -111,7 +126,9 @@ describe.each(['s3', 'local'] as const)('content dedupe on the %s store', (kind)
 
   it('concurrent uploads of the same new bytes under eight keys share one object', async () => {
     const bytes = randomBytes(64_000);
-    const results = await Promise.all(Array.from({ length: 8 }, () => postUpload(stack.url, { apiKey: tenant.apiKey, key: `c-${randomUUID()}`, body: bytes })));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => postUpload(stack.url, { apiKey: tenant.apiKey, key: `c-${randomUUID()}`, body: bytes })),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(8).fill(201));
     expect(new Set(results.map((r) => r.json.storageKey)).size).toBe(1);
     expect(await refs(results[0]!.json.storageKey)).toBe(8);
@@ -119,7 +136,11 @@ describe.each(['s3', 'local'] as const)('content dedupe on the %s store', (kind)
   });
 
   it('refuses a bad dedupe setting', async () => {
-    const res = await fetch(`${stack.url}/admin/tenants`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', dedupe: 'md5' }) });
+    const res = await fetch(`${stack.url}/admin/tenants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', dedupe: 'md5' }),
+    });
     expect(res.status).toBe(400);
   });
 });

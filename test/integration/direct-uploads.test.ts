@@ -35,7 +35,12 @@ async function call(ctx: Ctx, method: string, pathname: string, opts: { key?: st
 }
 
 /** Sends a signed request exactly as planned (node:http: fetch will not send Content-Length as given). */
-function sendSigned(base: string, signed: { method: string; url: string; headers: Record<string, string> }, body: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+function sendSigned(
+  base: string,
+  signed: { method: string; url: string; headers: Record<string, string> },
+  body: Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(new URL(signed.url, base), { method: signed.method, headers: { ...signed.headers, ...headers } }, (res) => {
       const chunks: Buffer[] = [];
@@ -48,14 +53,19 @@ function sendSigned(base: string, signed: { method: string; url: string; headers
 }
 
 const plan = (ctx: Ctx, key: string, file: Buffer, extra: Record<string, unknown> = {}) =>
-  call(ctx, 'POST', '/v1/direct-uploads', { key, json: { bytes: file.length, sha256: sha256(file), contentType: 'application/octet-stream', fileName: 'direct.bin', ...extra } });
+  call(ctx, 'POST', '/v1/direct-uploads', {
+    key,
+    json: { bytes: file.length, sha256: sha256(file), contentType: 'application/octet-stream', fileName: 'direct.bin', ...extra },
+  });
 
 describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind) => {
   const ctx = {} as Ctx;
   let dataDir: string | undefined;
   beforeAll(async () => {
     dataDir = kind === 'local' ? mkdtempSync(path.join(os.tmpdir(), 'oncely-direct-')) : undefined;
-    ctx.stack = await startTestStack(`direct_${kind}`, { env: { S3_SINGLE_PUT_MAX_MIB: '8', DIRECT_UPLOAD_PART_MIB: '5', ...(dataDir ? { S3_ENDPOINT: '', DATA_DIR: dataDir } : {}) } });
+    ctx.stack = await startTestStack(`direct_${kind}`, {
+      env: { S3_SINGLE_PUT_MAX_MIB: '8', DIRECT_UPLOAD_PART_MIB: '5', ...(dataDir ? { S3_ENDPOINT: '', DATA_DIR: dataDir } : {}) },
+    });
     ctx.tenant = await ctx.stack.createTenant('direct');
   });
   afterAll(async () => {
@@ -71,7 +81,10 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
     expect(created.json).toMatchObject({ state: 'open', bytes: file.length, sha256: sha256(file), upload: { method: 'PUT' } });
     if (kind === 's3') expect(created.json.upload.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
     // Absolute on the embedded store too: the API's own origin (PUBLIC_URL when set).
-    else expect(created.json.upload.url).toMatch(new RegExp(`^${ctx.stack.url}/v1/direct-uploads/[0-9a-f-]{36}/object\\?expires=\\d+&signature=`));
+    else
+      expect(created.json.upload.url).toMatch(
+        new RegExp(`^${ctx.stack.url}/v1/direct-uploads/[0-9a-f-]{36}/object\\?expires=\\d+&signature=`),
+      );
     // Complete before the bytes are there: 409, the session stays open.
     const early = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/complete`);
     expect(early.status).toBe(409);
@@ -119,7 +132,11 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
     const incomplete = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/complete`);
     expect(incomplete.status).toBe(409);
     // A shorter body with the planned headers is refused too.
-    const short = await sendSigned(ctx.stack.url, { ...created.json.upload, headers: { ...created.json.upload.headers, 'content-length': String(file.length - 1) } }, file.subarray(1));
+    const short = await sendSigned(
+      ctx.stack.url,
+      { ...created.json.upload, headers: { ...created.json.upload.headers, 'content-length': String(file.length - 1) } },
+      file.subarray(1),
+    );
     expect(short.status).toBeGreaterThanOrEqual(400);
     // The right bytes then complete.
     expect((await sendSigned(ctx.stack.url, created.json.upload, file)).status).toBe(200);
@@ -134,14 +151,22 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
       // Another object key (say, another tenant's prefix) under the same signature.
       url.pathname = url.pathname.replace(/tenants\/[^/]+\//, `tenants/${randomUUID()}/`);
     } else {
-      url.searchParams.set('signature', url.searchParams.get('signature')!.replace(/^./, (ch) => (ch === 'A' ? 'B' : 'A')));
+      url.searchParams.set(
+        'signature',
+        url.searchParams.get('signature')!.replace(/^./, (ch) => (ch === 'A' ? 'B' : 'A')),
+      );
     }
     const tampered = await sendSigned(ctx.stack.url, { ...created.json.upload, url: url.toString() }, file);
     expect(tampered.status).toBe(403);
     // A direct upload's id is not a tus upload.
     const asTus = await fetch(`${ctx.stack.url}/v1/tus/${created.json.id}`, {
       method: 'PATCH',
-      headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '1.0.0', 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+      headers: {
+        authorization: `Bearer ${ctx.tenant.apiKey}`,
+        'tus-resumable': '1.0.0',
+        'upload-offset': '0',
+        'content-type': 'application/offset+octet-stream',
+      },
       body: file,
     });
     expect(asTus.status).toBe(404);
@@ -184,7 +209,9 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
       expect(res.status, JSON.stringify(json)).toBe(status);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
     }
-    expect((await call(ctx, 'POST', '/v1/direct-uploads', { json: { bytes: 1, sha256: sha256('a') } })).json.error).toBe('idempotency_key_required');
+    expect((await call(ctx, 'POST', '/v1/direct-uploads', { json: { bytes: 1, sha256: sha256('a') } })).json.error).toBe(
+      'idempotency_key_required',
+    );
     const n = await ctx.stack.runtime.pool.query('SELECT count(*)::int AS n FROM resumable_sessions WHERE idempotency_key = $1', [key]);
     expect(n.rows[0].n).toBe(0);
     expect((await call(ctx, 'GET', `/v1/direct-uploads/${randomUUID()}`)).status).toBe(404);
@@ -199,7 +226,9 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
       expect(created.json.upload).toBeUndefined();
       const part = (n: number) => file.subarray((n - 1) * 5 * MiB, Math.min(file.length, n * 5 * MiB));
       const partUrl = async (n: number, body = part(n)) => {
-        const res = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/${n}`, { json: { sha256: createHash('sha256').update(body).digest('hex') } });
+        const res = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/${n}`, {
+          json: { sha256: createHash('sha256').update(body).digest('hex') },
+        });
         expect(res.status).toBe(200);
         return res.json;
       };
@@ -217,14 +246,18 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
       expect((await sendSigned(ctx.stack.url, p2, part(2))).status).toBe(200);
       expect((await sendSigned(ctx.stack.url, await partUrl(2), part(2))).status).toBe(200);
       expect((await sendSigned(ctx.stack.url, await partUrl(3), part(3))).status).toBe(200);
-      expect((await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/4`, { json: { sha256: sha256('x') } })).status).toBe(404);
+      expect((await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/4`, { json: { sha256: sha256('x') } })).status).toBe(
+        404,
+      );
       const [a, b] = await Promise.all([0, 1].map(() => call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/complete`)));
       expect([a!.status, b!.status]).toEqual([201, 201]);
       expect(a!.json.uploadId).toBe(b!.json.uploadId);
       expect(sha256(await readObject(ctx.stack.runtime.store, a!.json.storageKey))).toBe(sha256(file));
       const again = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/complete`);
       expect(again.json.uploadId).toBe(a!.json.uploadId);
-      expect((await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/1`, { json: { sha256: sha256('x') } })).status).toBe(409);
+      expect((await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/1`, { json: { sha256: sha256('x') } })).status).toBe(
+        409,
+      );
       expect((await audit(ctx.stack.runtime.pool, ctx.stack.runtime.store)).violations).toEqual([]);
     });
   }
@@ -234,7 +267,9 @@ describe('direct upload expiry', () => {
   const ctx = {} as Ctx;
   beforeAll(async () => {
     // Sessions expire after ~4 s, so their URLs are valid for less than that.
-    ctx.stack = await startTestStack('direct_expiry', { env: { DIRECT_UPLOAD_EXPIRY_HOURS: String(4 / 3600), S3_SINGLE_PUT_MAX_MIB: '8', DIRECT_UPLOAD_PART_MIB: '5' } });
+    ctx.stack = await startTestStack('direct_expiry', {
+      env: { DIRECT_UPLOAD_EXPIRY_HOURS: String(4 / 3600), S3_SINGLE_PUT_MAX_MIB: '8', DIRECT_UPLOAD_PART_MIB: '5' },
+    });
     ctx.tenant = await ctx.stack.createTenant('direct-expiry');
   });
   afterAll(async () => {
@@ -249,9 +284,13 @@ describe('direct upload expiry', () => {
     expect(new Date(created.json.upload.expiresAt).getTime()).toBeLessThanOrEqual(Date.now() + 5_000);
     // Bytes sent but never completed.
     expect((await sendSigned(ctx.stack.url, created.json.upload, file)).status).toBe(200);
-    const { storage_key: storageKey } = (await ctx.stack.runtime.pool.query('SELECT storage_key FROM resumable_sessions WHERE id = $1', [created.json.id])).rows[0];
+    const { storage_key: storageKey } = (
+      await ctx.stack.runtime.pool.query('SELECT storage_key FROM resumable_sessions WHERE id = $1', [created.json.id])
+    ).rows[0];
     expect(await ctx.stack.runtime.store.head(storageKey)).toBeDefined();
-    await expect.poll(async () => (await call(ctx, 'GET', `/v1/direct-uploads/${created.json.id}`)).status, { timeout: 30_000, interval: 500 }).toBe(404);
+    await expect
+      .poll(async () => (await call(ctx, 'GET', `/v1/direct-uploads/${created.json.id}`)).status, { timeout: 30_000, interval: 500 })
+      .toBe(404);
     expect(await ctx.stack.runtime.store.head(storageKey)).toBeUndefined();
     expect((await sendSigned(ctx.stack.url, created.json.upload, file)).status).toBe(403);
     // The key is free: a new plan under it (another file even) is a new session.
@@ -275,10 +314,14 @@ describe('direct upload expiry', () => {
     const signed = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/parts/1`, { json: { sha256: sha256(part1) } });
     expect(signed.status).toBe(200);
     expect((await sendSigned(ctx.stack.url, signed.json, part1)).status).toBe(200);
-    const row = (await ctx.stack.runtime.pool.query('SELECT storage_key, multipart_id FROM resumable_sessions WHERE id = $1', [created.json.id])).rows[0];
+    const row = (
+      await ctx.stack.runtime.pool.query('SELECT storage_key, multipart_id FROM resumable_sessions WHERE id = $1', [created.json.id])
+    ).rows[0];
     const presigner = ctx.stack.runtime.store.presigner!;
     expect((await presigner.listParts(row.storage_key, row.multipart_id)).map((p) => p.partNumber)).toEqual([1]);
-    await expect.poll(async () => (await call(ctx, 'GET', `/v1/direct-uploads/${created.json.id}`)).status, { timeout: 30_000, interval: 500 }).toBe(404);
+    await expect
+      .poll(async () => (await call(ctx, 'GET', `/v1/direct-uploads/${created.json.id}`)).status, { timeout: 30_000, interval: 500 })
+      .toBe(404);
     // The multipart upload itself is gone, not only the row: its parts hold no storage.
     await expect(presigner.listParts(row.storage_key, row.multipart_id)).rejects.toMatchObject({ name: 'NoSuchUpload' });
     expect(await ctx.stack.runtime.store.head(row.storage_key)).toBeUndefined();

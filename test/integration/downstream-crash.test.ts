@@ -60,7 +60,12 @@ it('keeps one rendition set and one event id per event across worker kills', asy
   // The first upload.completed delivery is held open long enough to kill the worker mid-request.
   receiver.delayMs = 2_500;
 
-  const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `dcrash-${randomUUID()}`, body: await audio(300), contentType: 'audio/wav' });
+  const created = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `dcrash-${randomUUID()}`,
+    body: await audio(300),
+    contentType: 'audio/wav',
+  });
   expect(created.status).toBe(201);
   const uploadId = created.json.uploadId;
   const child = stack.temporal.workflow.getHandle(`downstream/${uploadId}`);
@@ -79,14 +84,28 @@ it('keeps one rendition set and one event id per event across worker kills', asy
   await eventually(async () => {
     const desc = await child.describe();
     const transcode = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'transcode');
-    if (process.env.DEBUG_CRASH) console.log(JSON.stringify({ status: desc.status.name, pending: desc.raw.pendingActivities?.map((a) => [a.activityType?.name, a.state, a.attempt, a.lastHeartbeatTime?.seconds?.toString(), a.lastFailure?.message]) }));
+    if (process.env.DEBUG_CRASH)
+      console.log(
+        JSON.stringify({
+          status: desc.status.name,
+          pending: desc.raw.pendingActivities?.map((a) => [
+            a.activityType?.name,
+            a.state,
+            a.attempt,
+            a.lastHeartbeatTime?.seconds?.toString(),
+            a.lastFailure?.message,
+          ]),
+        }),
+      );
     return (transcode?.attempt ?? 0) >= 2 && transcode?.lastHeartbeatTime ? true : undefined;
   }, 90_000);
   await restartWorker();
 
   const done = await eventually(async () => {
     const r = await getJson(`${stack.url}/v1/uploads/${uploadId}`, tenant.apiKey);
-    return r.json.status === 'processed' && r.json.deliveries.length === 2 && r.json.deliveries.every((d: any) => d.deliveredAt) ? r.json : undefined;
+    return r.json.status === 'processed' && r.json.deliveries.length === 2 && r.json.deliveries.every((d: any) => d.deliveredAt)
+      ? r.json
+      : undefined;
   }, 150_000);
   expect(done.processing.status).toBe('ready');
   expect(done.renditions.map((r: any) => r.name)).toEqual(['audio']);

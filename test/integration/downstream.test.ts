@@ -35,7 +35,8 @@ async function tenantWithReceiver() {
   const endpoint = (await res.json()) as { id: string; secret: string };
   expect(endpoint.secret).toMatch(/^whsec_/);
   // At rest the signing secret is sealed (the worker opens it to sign).
-  const stored = (await stack.runtime.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [endpoint.id])).rows[0].secret as string;
+  const stored = (await stack.runtime.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [endpoint.id])).rows[0]
+    .secret as string;
   expect(stored).toMatch(/^sealed:v1:/);
   expect(stored).not.toContain(endpoint.secret.slice('whsec_'.length));
   receiver.secret = endpoint.secret;
@@ -137,7 +138,8 @@ describe('webhooks', () => {
     const uploadId = created.json.uploadId;
     await eventually(async () => receiver.distinctIds('upload.processed').size === 1, 60_000);
 
-    for (let i = 0; i < 3; i++) expect((await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'image/png' })).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'image/png' })).status).toBe(201);
     const upload = await eventually(async () => {
       const r = await getJson(`${stack.url}/v1/uploads/${uploadId}`, tenant.apiKey);
       return r.json.deliveries.length === 2 && r.json.deliveries.every((d: any) => d.deliveredAt) ? r.json : undefined;
@@ -171,7 +173,12 @@ describe('webhooks', () => {
   it('retries 500, 500 then succeeds on the third attempt with the same webhook-id', async () => {
     const { tenant, receiver } = await tenantWithReceiver();
     receiver.script = { 'upload.completed': [500, 500] };
-    const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `retry-${randomUUID()}`, body: Buffer.from('retry me'), contentType: 'text/plain' });
+    const created = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `retry-${randomUUID()}`,
+      body: Buffer.from('retry me'),
+      contentType: 'text/plain',
+    });
     const uploadId = created.json.uploadId;
     const id = eventId(uploadId, 'upload.completed');
     const upload = await eventually(async () => {
@@ -189,7 +196,12 @@ describe('webhooks', () => {
     const { tenant, receiver } = await tenantWithReceiver();
     receiver.script = { 'upload.completed': [503] };
     receiver.retryAfter = '2';
-    const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `ra-${randomUUID()}`, body: Buffer.from('later'), contentType: 'text/plain' });
+    const created = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `ra-${randomUUID()}`,
+      body: Buffer.from('later'),
+      contentType: 'text/plain',
+    });
     const id = eventId(created.json.uploadId, 'upload.completed');
     await eventually(async () => receiver.received.filter((r) => r.id === id).length === 2, 30_000);
     const [first, second] = receiver.received.filter((r) => r.id === id);
@@ -199,7 +211,12 @@ describe('webhooks', () => {
   it('disables an endpoint that answers 410 and sends it nothing more', async () => {
     const { tenant, receiver, endpoint } = await tenantWithReceiver();
     receiver.fallback = 410;
-    const first = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `gone-${randomUUID()}`, body: Buffer.from('gone'), contentType: 'text/plain' });
+    const first = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `gone-${randomUUID()}`,
+      body: Buffer.from('gone'),
+      contentType: 'text/plain',
+    });
     await eventually(async () => {
       const list = await getJson(`${stack.url}/v1/webhook-endpoints`, tenant.apiKey);
       return list.json.data.find((e: any) => e.id === endpoint.id)?.enabled === false;
@@ -209,9 +226,16 @@ describe('webhooks', () => {
     const list = await getJson(`${stack.url}/v1/webhook-endpoints`, tenant.apiKey);
     expect(list.json.data[0]).toMatchObject({ enabled: false, disabledReason: expect.stringContaining('410') });
     expect(list.json.data[0].secret).toBeUndefined();
-    const second = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `gone-${randomUUID()}`, body: Buffer.from('gone again'), contentType: 'text/plain' });
+    const second = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `gone-${randomUUID()}`,
+      body: Buffer.from('gone again'),
+      contentType: 'text/plain',
+    });
     await getJson(`${stack.url}/v1/uploads/${second.json.uploadId}?wait=20`, tenant.apiKey);
-    await eventually(async () => (await getJson(`${stack.url}/v1/uploads/${first.json.uploadId}`, tenant.apiKey)).json.status === 'processed');
+    await eventually(
+      async () => (await getJson(`${stack.url}/v1/uploads/${first.json.uploadId}`, tenant.apiKey)).json.status === 'processed',
+    );
     await new Promise((r) => setTimeout(r, 1000));
     expect(receiver.received.filter((r) => r.json.data.uploadId === second.json.uploadId)).toHaveLength(0);
   });
@@ -219,8 +243,19 @@ describe('webhooks', () => {
   it('refuses endpoint URLs that are not http(s) or point at disallowed addresses, and bad bodies', async () => {
     const tenant = await stack.createTenant();
     const post = (body: string) =>
-      fetch(`${stack.url}/v1/webhook-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' }, body });
-    for (const url of ['ftp://example.com/hook', 'javascript:alert(1)', 'not a url', 'http://169.254.169.254/latest/meta-data', 'http://user:pw@127.0.0.1/x', 'http://0.0.0.0:80/']) {
+      fetch(`${stack.url}/v1/webhook-endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+        body,
+      });
+    for (const url of [
+      'ftp://example.com/hook',
+      'javascript:alert(1)',
+      'not a url',
+      'http://169.254.169.254/latest/meta-data',
+      'http://user:pw@127.0.0.1/x',
+      'http://0.0.0.0:80/',
+    ]) {
       const res = await post(JSON.stringify({ url }));
       expect(res.status, url).toBe(400);
       expect(((await res.json()) as { error: string }).error).toBe('webhook_url_invalid');
@@ -238,7 +273,8 @@ describe('webhooks', () => {
   it('deletes an endpoint, scoped to its tenant', async () => {
     const { tenant, endpoint } = await tenantWithReceiver();
     const other = await stack.createTenant();
-    const del = (apiKey: string) => fetch(`${stack.url}/v1/webhook-endpoints/${endpoint.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${apiKey}` } });
+    const del = (apiKey: string) =>
+      fetch(`${stack.url}/v1/webhook-endpoints/${endpoint.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${apiKey}` } });
     expect((await del(other.apiKey)).status).toBe(404);
     expect((await del(tenant.apiKey)).status).toBe(204);
     expect((await del(tenant.apiKey)).status).toBe(404);
@@ -264,7 +300,11 @@ describe('Idempotency-Key on POST /v1/webhook-endpoints', () => {
     const post = (key: string | undefined, body: unknown) =>
       fetch(`${stack.url}/v1/webhook-endpoints`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        headers: {
+          authorization: `Bearer ${tenant.apiKey}`,
+          'content-type': 'application/json',
+          ...(key ? { 'idempotency-key': key } : {}),
+        },
         body: JSON.stringify(body),
       });
     const key = `endpoint-${randomUUID()}`;
@@ -289,7 +329,9 @@ describe('Idempotency-Key on POST /v1/webhook-endpoints', () => {
     // A claim still running (simulated: a claimed row without an answer) → 409 + Retry-After.
     const running = `endpoint-${randomUUID()}`;
     const body = JSON.stringify({ url: receiver.url });
-    const fingerprint = createHash('sha256').update(JSON.stringify(['POST', '/v1/webhook-endpoints', tenant.tenantId, body])).digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify(['POST', '/v1/webhook-endpoints', tenant.tenantId, body]))
+      .digest('hex');
     await stack.runtime.pool.query(
       `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, created_at, expires_at) VALUES ($1, $2, $3, '/v1/webhook-endpoints', now(), now() + interval '1 day')`,
       [tenant.tenantId, running, fingerprint],

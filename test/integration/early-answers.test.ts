@@ -37,7 +37,9 @@ describe('a client that writes everything before reading gets its 413', () => {
     );
     expectTooLarge(r, 256 * MiB);
     // Nothing was made: the tenant still has only its first key.
-    const keys = (await (await fetch(`${stack.url}/v1/api-keys`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: unknown[] };
+    const keys = (await (await fetch(`${stack.url}/v1/api-keys`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as {
+      data: unknown[];
+    };
     expect(keys.data).toHaveLength(1);
   });
 
@@ -57,7 +59,10 @@ describe('a client that writes everything before reading gets its 413', () => {
   it('a 32 MiB chunked tus PATCH past its Upload-Length; nothing past the length is kept and nothing commits', async () => {
     const auth = { authorization: `Bearer ${apiKey}`, 'tus-resumable': '1.0.0' };
     const key = `early-tus-${randomUUID()}`;
-    const created = await fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { ...auth, 'upload-length': '1000', 'idempotency-key': key } });
+    const created = await fetch(`${stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: { ...auth, 'upload-length': '1000', 'idempotency-key': key },
+    });
     expect(created.status).toBe(201);
     const location = created.headers.get('location')!;
     const r = await writeAllThenRead(
@@ -72,7 +77,9 @@ describe('a client that writes everything before reading gets its 413', () => {
     const head = await fetch(`${stack.url}${location}`, { method: 'HEAD', headers: auth });
     expect(head.headers.get('upload-offset')).toBe('1000');
     expect(head.headers.get('upload-length')).toBe('1000');
-    const state = (await (await fetch(`${stack.url}/v1/idempotency-keys/${key}`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { state: string };
+    const state = (await (
+      await fetch(`${stack.url}/v1/idempotency-keys/${key}`, { headers: { authorization: `Bearer ${apiKey}` } })
+    ).json()) as { state: string };
     expect(state.state).toBe('processing');
   });
 

@@ -26,7 +26,15 @@ async function screenshotTemporalUi(key: string): Promise<void> {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
@@ -90,8 +98,18 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect(part('libvips_cache')).toBe(0);
   expect(part('v8_heap')).toBeGreaterThan(0);
   // Concurrent requests over the embedded database's shared session.
-  const many = await Promise.all(Array.from({ length: 12 }, (_, i) => postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' })));
-  expect(many.map((r) => r.status), many.filter((r) => r.status !== 201).map((r) => r.text).join('\n')).toEqual(Array(12).fill(201));
+  const many = await Promise.all(
+    Array.from({ length: 12 }, (_, i) =>
+      postUpload(url, { apiKey, key: `${key}-${i}`, body: Buffer.from(`file ${i}`), contentType: 'text/plain' }),
+    ),
+  );
+  expect(
+    many.map((r) => r.status),
+    many
+      .filter((r) => r.status !== 201)
+      .map((r) => r.text)
+      .join('\n'),
+  ).toEqual(Array(12).fill(201));
   // Resumable uploads work on the embedded default too (PGlite, local-directory parts).
   const tusFile = randomBytes(9 * 1024 * 1024 + 17);
   const tusKey = `embedded-tus-${randomUUID()}`;
@@ -112,21 +130,34 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const direct = randomBytes(300_000);
   const plan = await fetch(`${url}/v1/direct-uploads`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': `embedded-direct-${randomUUID()}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      'idempotency-key': `embedded-direct-${randomUUID()}`,
+      'content-type': 'application/json',
+    },
     body: JSON.stringify({ bytes: direct.length, sha256: sha256(direct), fileName: 'direct.bin' }),
   });
   const planned = (await plan.json()) as { id: string; upload: { url: string; headers: Record<string, string> } };
   expect(planned.upload.url.startsWith(`${url}/v1/direct-uploads/`)).toBe(true);
-  const put = await fetch(planned.upload.url, { method: 'PUT', headers: { 'content-type': planned.upload.headers['content-type']! }, body: direct });
+  const put = await fetch(planned.upload.url, {
+    method: 'PUT',
+    headers: { 'content-type': planned.upload.headers['content-type']! },
+    body: direct,
+  });
   expect(put.status).toBe(200);
-  const completed = await fetch(`${url}/v1/direct-uploads/${planned.id}/complete`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } });
+  const completed = await fetch(`${url}/v1/direct-uploads/${planned.id}/complete`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
   expect(completed.status).toBe(201);
   expect(((await completed.json()) as { sha256: string }).sha256).toBe(sha256(direct));
   // A form post on the embedded default.
   const form = new FormData();
   form.append('idempotencyKey', `embedded-form-${randomUUID()}`);
   form.append('file', new Blob([Buffer.from('a form post')], { type: 'text/plain' }), 'form.txt');
-  expect((await fetch(`${url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form })).status).toBe(201);
+  expect((await fetch(`${url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form })).status).toBe(
+    201,
+  );
   // The Temporal UI (served by the embedded dev server) finds the run by its key.
   await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
@@ -142,7 +173,10 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const cliUpload = await postUpload(url, { apiKey: cliTenant.apiKey, key, body: file, contentType: 'text/plain' });
   expect(cliUpload.status, `${cliUpload.text}\n${readFileSync(path.join(dataDir, 'main.log'), 'utf8').slice(-2500)}`).toBe(201);
   // A tenant made with --dedupe sha256 stores identical bytes once.
-  const deduping = JSON.parse((await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-dedupe', '--dedupe', 'sha256', '--json'], { env, cwd: root })).stdout);
+  const deduping = JSON.parse(
+    (await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-dedupe', '--dedupe', 'sha256', '--json'], { env, cwd: root }))
+      .stdout,
+  );
   const d1 = await postUpload(url, { apiKey: deduping.apiKey, key: `${key}-d1`, body: file, contentType: 'text/plain' });
   const d2 = await postUpload(url, { apiKey: deduping.apiKey, key: `${key}-d2`, body: file, contentType: 'text/plain' });
   expect([d1.status, d2.status]).toEqual([201, 201]);
@@ -178,19 +212,33 @@ it('a SIGKILLed embedded process leaves no Temporal dev server behind, and one l
 
   // Started again on the same data directory and ports: it comes up and serves.
   let apiKey = await start();
-  const again = await postUpload(url, { apiKey, key: `after-kill-${randomUUID()}`, body: Buffer.from('after a kill'), contentType: 'text/plain' });
+  const again = await postUpload(url, {
+    apiKey,
+    key: `after-kill-${randomUUID()}`,
+    body: Buffer.from('after a kill'),
+    contentType: 'text/plain',
+  });
   expect(again.status, again.text).toBe(201);
   await proc!.stop();
 
   // A dev server left running by an older version (no parent-death signal) holds the UI
   // port and the database file, with its pid on record: the next start stops it first.
   const { startTemporalDevServer } = await import('../../src/devstack/temporal-dev-server');
-  const orphan = await startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), uiPort: Number(env.TEMPORAL_UI_PORT), dbFile: path.join(dataDir, 'temporal.db') });
+  const orphan = await startTemporalDevServer({
+    port: await getPort({ host: '127.0.0.1' }),
+    uiPort: Number(env.TEMPORAL_UI_PORT),
+    dbFile: path.join(dataDir, 'temporal.db'),
+  });
   const { writeFileSync } = await import('node:fs');
   writeFileSync(pidFile, String(orphan.process.child.pid));
   expect(alive(orphan.process.child.pid!)).toBe(true);
   apiKey = await start();
   expect(alive(orphan.process.child.pid!)).toBe(false);
-  const served = await postUpload(url, { apiKey, key: `after-orphan-${randomUUID()}`, body: Buffer.from('after an orphan'), contentType: 'text/plain' });
+  const served = await postUpload(url, {
+    apiKey,
+    key: `after-orphan-${randomUUID()}`,
+    body: Buffer.from('after an orphan'),
+    contentType: 'text/plain',
+  });
   expect(served.status, served.text).toBe(201);
 }, 240_000);

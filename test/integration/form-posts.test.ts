@@ -32,12 +32,24 @@ describe.each(['s3', 'local'] as const)('form posts on the %s store', (kind) => 
   });
 
   const curl = async (key: string | undefined, ...form: string[]) => {
-    const args = ['-sS', '-o', '-', '-w', '\n%{http_code}', '-H', `authorization: Bearer ${tenant.apiKey}`, ...(key ? ['-H', `idempotency-key: ${key}`] : []), ...form.flatMap((f) => ['-F', f]), `${stack.url}/v1/uploads`];
+    const args = [
+      '-sS',
+      '-o',
+      '-',
+      '-w',
+      '\n%{http_code}',
+      '-H',
+      `authorization: Bearer ${tenant.apiKey}`,
+      ...(key ? ['-H', `idempotency-key: ${key}`] : []),
+      ...form.flatMap((f) => ['-F', f]),
+      `${stack.url}/v1/uploads`,
+    ];
     const { stdout } = await run('curl', args);
     const i = stdout.lastIndexOf('\n');
     return { status: Number(stdout.slice(i + 1)), text: stdout.slice(0, i), json: JSON.parse(stdout.slice(0, i)) };
   };
-  const uploadsOf = async (key: string) => (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE idempotency_key = $1', [key])).rows[0].n as number;
+  const uploadsOf = async (key: string) =>
+    (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE idempotency_key = $1', [key])).rows[0].n as number;
 
   it('curl -F file=@x: the file part is stored with its own type and name, once; a retry (another boundary) replays the answer', async () => {
     const bytes = randomBytes(300_000);
@@ -46,7 +58,12 @@ describe.each(['s3', 'local'] as const)('form posts on the %s store', (kind) => 
     const key = `form-${randomUUID()}`;
     const first = await curl(key, `file=@${file};type=application/x-test`);
     expect(first.status).toBe(201);
-    expect(first.json).toMatchObject({ bytes: bytes.length, sha256: sha256(bytes), contentType: 'application/x-test', fileName: 'photo.bin' });
+    expect(first.json).toMatchObject({
+      bytes: bytes.length,
+      sha256: sha256(bytes),
+      contentType: 'application/x-test',
+      fileName: 'photo.bin',
+    });
     expect(sha256(await readObject(stack.runtime.store, first.json.storageKey))).toBe(sha256(bytes));
     const again = await curl(key, `file=@${file};type=application/x-test`);
     expect(again.status).toBe(201);
@@ -57,7 +74,11 @@ describe.each(['s3', 'local'] as const)('form posts on the %s store', (kind) => 
     expect((await curl(key, `file=@${file};type=application/x-test`)).status).toBe(422);
     expect(await uploadsOf(key)).toBe(1);
     // A key used by a one-request upload is not a form's, and the other way round.
-    const raw = await fetch(`${stack.url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key, 'content-type': 'application/x-test' }, body: bytes });
+    const raw = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key, 'content-type': 'application/x-test' },
+      body: bytes,
+    });
     expect(raw.status).toBe(422);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   });
@@ -92,14 +113,22 @@ describe.each(['s3', 'local'] as const)('form posts on the %s store', (kind) => 
     expect(two.status).toBe(400);
     expect(two.json.error).toBe('form_invalid');
     expect((await curl(key, 'fileName=x.bin')).json.error).toBe('form_invalid');
-    const noBoundary = await fetch(`${stack.url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key, 'content-type': 'multipart/form-data' }, body: 'x' });
+    const noBoundary = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key, 'content-type': 'multipart/form-data' },
+      body: 'x',
+    });
     expect(noBoundary.status).toBe(400);
     expect(noBoundary.headers.get('content-type')).toContain('application/problem+json');
     expect((await curl(undefined, `file=@${a}`)).json.error).toBe('idempotency_key_required');
     const late = new FormData();
     late.append('file', new Blob([Buffer.from('x')]), 'x');
     late.append('idempotencyKey', key);
-    const lateRes = await fetch(`${stack.url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}` }, body: late });
+    const lateRes = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}` },
+      body: late,
+    });
     expect(lateRes.status).toBe(400);
     // Nothing recorded under the key, nothing left in the store: the key still works.
     expect(await uploadsOf(key)).toBe(0);
@@ -107,7 +136,9 @@ describe.each(['s3', 'local'] as const)('form posts on the %s store', (kind) => 
     const prefix = `tenants/${tenant.tenantId}/keys/`;
     const objects: string[] = [];
     for await (const o of stack.runtime.store.list(prefix)) objects.push(o.key);
-    const committed = (await stack.runtime.pool.query('SELECT storage_key FROM uploads WHERE tenant_id = $1', [tenant.tenantId])).rows.map((r) => r.storage_key);
+    const committed = (await stack.runtime.pool.query('SELECT storage_key FROM uploads WHERE tenant_id = $1', [tenant.tenantId])).rows.map(
+      (r) => r.storage_key,
+    );
     expect(objects.filter((k) => !committed.includes(k))).toEqual([]);
     expect((await curl(key, `file=@${a}`)).status).toBe(201);
   });
@@ -144,7 +175,9 @@ describe('a plain HTML form in Chromium', () => {
       expect(answers[1]).toBe(answers[0]);
       const body = JSON.parse(answers[0]!) as { uploadId: string };
       expect(body).toMatchObject({ fileName: 'clip.bin', bytes: bytes.length, sha256: sha256(bytes) });
-      expect((await stack.runtime.pool.query('SELECT id FROM uploads WHERE idempotency_key = $1', [key])).rows.map((r) => r.id)).toEqual([body.uploadId]);
+      expect((await stack.runtime.pool.query('SELECT id FROM uploads WHERE idempotency_key = $1', [key])).rows.map((r) => r.id)).toEqual([
+        body.uploadId,
+      ]);
     } finally {
       await browser.close();
     }

@@ -20,7 +20,8 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 const q = async (sql: string, params: unknown[]) => (await stack.runtime.pool.query(sql, params)).rows;
-const uploadsUnder = async (key: string) => q('SELECT id, storage_key FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, key]);
+const uploadsUnder = async (key: string) =>
+  q('SELECT id, storage_key FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, key]);
 const apiKeysLabelled = async (label: string) => q('SELECT id FROM api_keys WHERE tenant_id = $1 AND label = $2', [tenant.tenantId, label]);
 const objectsUnderKey = async (key: string) => {
   const keys: string[] = [];
@@ -41,7 +42,7 @@ function uploadHead(key: string, length: number): string {
 }
 
 describe('an Idempotency-Key shared by an upload and another route', () => {
-  it('a route that claims the key while the upload body is still arriving wins; the upload gets 422, not that route\'s answer, and leaves nothing', async () => {
+  it("a route that claims the key while the upload body is still arriving wins; the upload gets 422, not that route's answer, and leaves nothing", async () => {
     const key = `cross-${randomUUID()}`;
     const label = `label-${randomUUID()}`;
     const upload = openRequest(stack.url, uploadHead(key, 10));
@@ -80,7 +81,18 @@ describe('an Idempotency-Key shared by an upload and another route', () => {
     const handle = await stack.temporal.workflow.start(uploadWorkflow, {
       workflowId: uploadWorkflowId(tenant.tenantId, key),
       taskQueue: stack.config.TASK_QUEUE_UPLOADS,
-      args: [{ tenantId: tenant.tenantId, idempotencyKey: key, fingerprint: 'f'.repeat(64), contentType: 'text/plain', fileName: null, declaredBytes: 3, declaredSha256: null, receiveTimeoutSeconds: 120 }],
+      args: [
+        {
+          tenantId: tenant.tenantId,
+          idempotencyKey: key,
+          fingerprint: 'f'.repeat(64),
+          contentType: 'text/plain',
+          fileName: null,
+          declaredBytes: 3,
+          declaredSha256: null,
+          receiveTimeoutSeconds: 120,
+        },
+      ],
     });
     try {
       const refused = await postJson('/v1/api-keys', { label }, key);
@@ -99,7 +111,12 @@ describe('an Idempotency-Key shared by an upload and another route', () => {
       const label = `label-${randomUUID()}`;
       const body = randomBytes(2048);
       const results = await Promise.all([
-        ...Array.from({ length: 4 }, () => postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'application/octet-stream' }).then((r) => ({ kind: 'upload' as const, ...r }))),
+        ...Array.from({ length: 4 }, () =>
+          postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'application/octet-stream' }).then((r) => ({
+            kind: 'upload' as const,
+            ...r,
+          })),
+        ),
         ...Array.from({ length: 4 }, () => postJson('/v1/api-keys', { label }, key).then((r) => ({ kind: 'api-key' as const, ...r }))),
       ]);
       for (const r of results) expect([201, 409, 422, 202]).toContain(r.status);
@@ -175,7 +192,9 @@ describe('NUL characters are bad input, not an outage', () => {
     const res = await postJson(path, raw, key);
     expect(res.status).toBe(400);
     expect(res.json.error).toBe('body_invalid');
-    expect(await q('SELECT (SELECT count(*) FROM api_keys) AS keys, (SELECT count(*) FROM webhook_endpoints) AS hooks', [])).toEqual(before);
+    expect(await q('SELECT (SELECT count(*) FROM api_keys) AS keys, (SELECT count(*) FROM webhook_endpoints) AS hooks', [])).toEqual(
+      before,
+    );
     expect(await q('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key])).toEqual([]);
   });
 });
@@ -190,40 +209,49 @@ describe('JSON bodies are bounded while they stream', () => {
     expect(JSON.parse(res!.body).error).toBe('payload_too_large');
   });
 
-  it.each([false, true])('a 256 MiB chunked body (Idempotency-Key: %s) gets 413 early, the process stays flat (< 32 MiB RSS growth), nothing is stored', async (keyed) => {
-    const key = `big-${randomUUID()}`;
-    const before = await q('SELECT count(*) AS n FROM api_keys', []);
-    globalThis.gc?.();
-    const rss0 = process.memoryUsage().rss;
-    let peak = rss0;
-    const req = openRequest(
-      stack.url,
-      `POST /v1/api-keys HTTP/1.1\nHost: x\nAuthorization: Bearer ${tenant.apiKey}\nContent-Type: application/json\nTransfer-Encoding: chunked\n${keyed ? `Idempotency-Key: ${key}\n` : ''}\n`,
-    );
-    const chunk = Buffer.alloc(1024 * 1024, 0x20);
-    const framed = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    let sent = 0;
-    await req.send(Buffer.from('a\r\n{"label":"\r\n'));
-    while (sent < 256 * 1024 * 1024 && !req.answered()) {
-      if (!(await req.send(framed))) break;
-      sent += chunk.length;
-      peak = Math.max(peak, process.memoryUsage().rss);
-    }
-    const res = await req.response;
-    req.close();
-    expect(res?.status).toBe(413);
-    expect(sent).toBeLessThan(256 * 1024 * 1024);
-    expect(peak - rss0).toBeLessThan(32 * 1024 * 1024);
-    expect(await q('SELECT count(*) AS n FROM api_keys', [])).toEqual(before);
-    expect(await q('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key])).toEqual([]);
-  });
+  it.each([false, true])(
+    'a 256 MiB chunked body (Idempotency-Key: %s) gets 413 early, the process stays flat (< 32 MiB RSS growth), nothing is stored',
+    async (keyed) => {
+      const key = `big-${randomUUID()}`;
+      const before = await q('SELECT count(*) AS n FROM api_keys', []);
+      globalThis.gc?.();
+      const rss0 = process.memoryUsage().rss;
+      let peak = rss0;
+      const req = openRequest(
+        stack.url,
+        `POST /v1/api-keys HTTP/1.1\nHost: x\nAuthorization: Bearer ${tenant.apiKey}\nContent-Type: application/json\nTransfer-Encoding: chunked\n${keyed ? `Idempotency-Key: ${key}\n` : ''}\n`,
+      );
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      const framed = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+      let sent = 0;
+      await req.send(Buffer.from('a\r\n{"label":"\r\n'));
+      while (sent < 256 * 1024 * 1024 && !req.answered()) {
+        if (!(await req.send(framed))) break;
+        sent += chunk.length;
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }
+      const res = await req.response;
+      req.close();
+      expect(res?.status).toBe(413);
+      expect(sent).toBeLessThan(256 * 1024 * 1024);
+      expect(peak - rss0).toBeLessThan(32 * 1024 * 1024);
+      expect(await q('SELECT count(*) AS n FROM api_keys', [])).toEqual(before);
+      expect(await q('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key])).toEqual([]);
+    },
+  );
 });
 
 describe('Temporal UI summary of an upload', () => {
   it('the longest allowed non-ASCII file name with Markdown/HTML in it is stored, and the run summary is capped and escaped', async () => {
     const name = `**b** <img src=x onerror=alert(1)> [x](javascript:alert) ${'é'.repeat(200)}`.slice(0, 255);
     const key = `summary-${randomUUID()}`;
-    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('named'), contentType: 'text/plain', fileName: encodeURIComponent(name) });
+    const res = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key,
+      body: Buffer.from('named'),
+      contentType: 'text/plain',
+      fileName: encodeURIComponent(name),
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.json.fileName).toBe(name);
     const described = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe();

@@ -46,7 +46,10 @@ it('expires key rows into tombstones; a reused expired key is refused, naming th
   const file = Buffer.from('keep me, expire my key');
   const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
   expect(created.status).toBe(201);
-  await stack.runtime.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND key = $2`, [tenant.tenantId, key]);
+  await stack.runtime.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND key = $2`, [
+    tenant.tenantId,
+    key,
+  ]);
 
   const early = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file });
   expect(early.status).toBe(422);
@@ -55,7 +58,10 @@ it('expires key rows into tombstones; a reused expired key is refused, naming th
   const report = await runNow('expire-keys');
   expect(report.expired).toBeGreaterThanOrEqual(1);
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).keys).toHaveLength(0);
-  const tomb = await stack.runtime.pool.query('SELECT upload_id FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key]);
+  const tomb = await stack.runtime.pool.query('SELECT upload_id FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2', [
+    tenant.tenantId,
+    key,
+  ]);
   expect(tomb.rows).toEqual([{ upload_id: created.json.uploadId }]);
 
   for (const body of [file, Buffer.from('a different file under the old key')]) {
@@ -92,19 +98,34 @@ it('leaves the attempt objects of a key whose upload is still running past the g
   const handle = await stack.temporal.workflow.start(uploadWorkflow, {
     workflowId: uploadWorkflowId(tenant.tenantId, key),
     taskQueue: stack.config.TASK_QUEUE_UPLOADS,
-    args: [{ tenantId: tenant.tenantId, idempotencyKey: key, fingerprint: 'f'.repeat(64), contentType: 'text/plain', fileName: null, declaredBytes: 5, declaredSha256: null, receiveTimeoutSeconds: 300 }],
+    args: [
+      {
+        tenantId: tenant.tenantId,
+        idempotencyKey: key,
+        fingerprint: 'f'.repeat(64),
+        contentType: 'text/plain',
+        fileName: null,
+        declaredBytes: 5,
+        declaredSha256: null,
+        receiveTimeoutSeconds: 300,
+      },
+    ],
   });
   const copy = `${keyStoragePrefix(tenant.tenantId, key)}${randomUUID()}`;
   await stack.s3.put(copy, Readable.from([Buffer.from('hello')]), { contentType: 'text/plain' });
   // An open claim (a request under the key that has not answered yet) protects its folder too.
   const claimed = `hk-claim-${randomUUID()}`;
-  await stack.runtime.pool.query(`INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, created_at, expires_at) VALUES ($1, $2, 'x', '/v1/uploads', now(), now() + interval '1 hour')`, [tenant.tenantId, claimed]);
+  await stack.runtime.pool.query(
+    `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, created_at, expires_at) VALUES ($1, $2, 'x', '/v1/uploads', now(), now() + interval '1 hour')`,
+    [tenant.tenantId, claimed],
+  );
   const claimedCopy = `${keyStoragePrefix(tenant.tenantId, claimed)}${randomUUID()}`;
   await stack.s3.put(claimedCopy, Readable.from([Buffer.from('claimed')]), { contentType: 'text/plain' });
   try {
     // Visibility is eventually consistent: wait until the run is listed as running.
     await eventually(async () => {
-      for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` })) return wf;
+      for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` }))
+        return wf;
       return undefined;
     });
     const report = await runNow('sweep-staging');
@@ -117,14 +138,14 @@ it('leaves the attempt objects of a key whose upload is still running past the g
   }
   // Once the run has ended without committing and the claim is gone, the objects are orphans.
   await eventually(async () => {
-    for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` })) return undefined;
+    for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` }))
+      return undefined;
     return true;
   });
   await runNow('sweep-staging');
   expect(await stack.s3.head(copy)).toBeUndefined();
   expect(await stack.s3.head(claimedCopy)).toBeUndefined();
 });
-
 
 // Last: it leaves an upload without its key row behind on purpose.
 it('the audit expects neither key row nor tombstone for an upload older than both windows', async () => {

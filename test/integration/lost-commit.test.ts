@@ -64,7 +64,14 @@ it('keeps the copy the records transaction committed, whichever copy the run acc
         workflowId,
         uploadId: randomUUID(),
         startedAtMs: Date.now(),
-        copy: { attemptId: storageKey.split('/').at(-1)!, fingerprint: request.fingerprint, storageKey, bytes: files[i]!.length, sha256: sha256(files[i]!), sniffedType: null },
+        copy: {
+          attemptId: storageKey.split('/').at(-1)!,
+          fingerprint: request.fingerprint,
+          storageKey,
+          bytes: files[i]!.length,
+          sha256: sha256(files[i]!),
+          sniffedType: null,
+        },
       });
       expect(JSON.parse(response.body).storageKey).toBe(storageKey);
       return storageKey;
@@ -77,10 +84,13 @@ it('keeps the copy the records transaction committed, whichever copy the run acc
     // Each copy's request ends in the committed answer (a 503 after a slow offer is
     // retried with the key, as a client would).
     for (const first of await Promise.all(answers[i]!)) {
-      const answer = first.status === 201 ? first : await eventually(async () => {
-        const r = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: files[i]! });
-        return r.status === 201 ? r : undefined;
-      }, 60_000);
+      const answer =
+        first.status === 201
+          ? first
+          : await eventually(async () => {
+              const r = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: files[i]! });
+              return r.status === 201 ? r : undefined;
+            }, 60_000);
       expect(answer.json.storageKey).toBe(committed[i]);
     }
     // The committed copy stays, whole; the other is removed.

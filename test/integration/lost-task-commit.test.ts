@@ -54,14 +54,29 @@ async function committedByLostTask(key: string) {
   const req: UploadRequest = {
     tenantId: tenant.tenantId,
     idempotencyKey: key,
-    fingerprint: fingerprint({ method: 'POST', route: '/v1/uploads', tenantId: tenant.tenantId, contentLength: image.length, contentType: 'image/png', sha256: sha, fileName: null }),
+    fingerprint: fingerprint({
+      method: 'POST',
+      route: '/v1/uploads',
+      tenantId: tenant.tenantId,
+      contentLength: image.length,
+      contentType: 'image/png',
+      sha256: sha,
+      fileName: null,
+    }),
     contentType: 'image/png',
     fileName: null,
     declaredBytes: image.length,
     declaredSha256: sha,
   };
   const attemptId = randomUUID();
-  const copy: StagedCopy = { attemptId, fingerprint: req.fingerprint, storageKey: `${keyStoragePrefix(tenant.tenantId, key)}${attemptId}`, bytes: image.length, sha256: sha, sniffedType: 'image/png' };
+  const copy: StagedCopy = {
+    attemptId,
+    fingerprint: req.fingerprint,
+    storageKey: `${keyStoragePrefix(tenant.tenantId, key)}${attemptId}`,
+    bytes: image.length,
+    sha256: sha,
+    sniffedType: 'image/png',
+  };
   await stack.s3.put(copy.storageKey, Readable.from([image]), { contentType: 'image/png', contentLength: image.length });
   const workflowId = uploadWorkflowId(tenant.tenantId, key);
   const records = createUploadActivities({ pool: stack.runtime.pool, store: stack.s3, ttlSeconds: 3600 });

@@ -5,7 +5,19 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUEST_HEADERS } from '../../src/api/app';
-import { ApiKeyCreated, ApiKeyList, Health, IdempotencyKeyState, ProblemDetails, Readiness, TenantCreated, UploadCreated, UploadDetail, WebhookEndpointCreated, WebhookEndpointList } from '../../src/api/schemas';
+import {
+  ApiKeyCreated,
+  ApiKeyList,
+  Health,
+  IdempotencyKeyState,
+  ProblemDetails,
+  Readiness,
+  TenantCreated,
+  UploadCreated,
+  UploadDetail,
+  WebhookEndpointCreated,
+  WebhookEndpointList,
+} from '../../src/api/schemas';
 import { catalogue } from '../../src/errors';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
@@ -40,11 +52,22 @@ describe('the document', () => {
     const served = new Set(
       stack.runtime.app!.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${r.path.replaceAll(/:(\w+)/g, '{$1}')}`),
     );
-    const documented = new Set(Object.entries(doc.paths as Record<string, object>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)));
+    const documented = new Set(
+      Object.entries(doc.paths as Record<string, object>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)),
+    );
     // Hono answers HEAD with the GET handler: a documented HEAD is served when its GET is.
     for (const op of [...documented]) if (op.startsWith('HEAD ') && served.has(op.replace(/^HEAD/, 'GET'))) served.add(op);
     expect([...documented].sort()).toEqual([...served].sort());
-    for (const must of ['POST /v1/uploads', 'GET /v1/uploads/{id}', 'GET /v1/idempotency-keys/{key}', 'POST /v1/webhook-endpoints', 'POST /v1/api-keys', 'POST /admin/tenants', 'GET /openapi.json', 'GET /metrics']) {
+    for (const must of [
+      'POST /v1/uploads',
+      'GET /v1/uploads/{id}',
+      'GET /v1/idempotency-keys/{key}',
+      'POST /v1/webhook-endpoints',
+      'POST /v1/api-keys',
+      'POST /admin/tenants',
+      'GET /openapi.json',
+      'GET /metrics',
+    ]) {
       expect(served, must).toContain(must);
     }
   });
@@ -87,7 +110,13 @@ describe('the document', () => {
 describe('real answers have the documented shapes', () => {
   it('uploads, key state, problems and health', async () => {
     const key = `openapi-${randomUUID()}`;
-    const created = await postUpload(stack.url, { apiKey, key, body: Buffer.from('shape check'), contentType: 'text/plain', fileName: 'a.txt' });
+    const created = await postUpload(stack.url, {
+      apiKey,
+      key,
+      body: Buffer.from('shape check'),
+      contentType: 'text/plain',
+      fileName: 'a.txt',
+    });
     expect(created.status).toBe(201);
     conforms(UploadCreated, created.json);
     const detail = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}?wait=30`, apiKey);
@@ -103,7 +132,11 @@ describe('real answers have the documented shapes', () => {
 
   it('webhook endpoints, API keys and tenants', async () => {
     const post = (path: string, body: unknown, token = apiKey): Promise<any> =>
-      fetch(`${stack.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+      fetch(`${stack.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then((r) => r.json());
     conforms(WebhookEndpointCreated, await post('/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/hook' }));
     conforms(WebhookEndpointList, (await getJson(`${stack.url}/v1/webhook-endpoints`, apiKey)).json);
     conforms(ApiKeyCreated, await post('/v1/api-keys', { label: 'shape' }));

@@ -48,7 +48,9 @@ describe.each([
 ] as const)('%s unreachable', (dependency, error) => {
   it(`answers 503 ${error} with Retry-After, records nothing, and the key works once it is back`, async () => {
     // Warm the auth cache so the request reaches the dependency under test.
-    expect((await postUpload(stack.url, { apiKey: tenant.apiKey, key: `warm-${randomUUID()}`, body: Buffer.from('warm') })).status).toBe(201);
+    expect((await postUpload(stack.url, { apiKey: tenant.apiKey, key: `warm-${randomUUID()}`, body: Buffer.from('warm') })).status).toBe(
+      201,
+    );
     const before = await totals(stack.runtime.pool, stack.s3);
     const key = `outage-${dependency}-${randomUUID()}`;
     const file = Buffer.from(`file sent while ${dependency} is down`);

@@ -17,7 +17,9 @@ let stack: TestStack;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  stack = await startTestStack('quotas', { env: { TENANT_MAX_UPLOADS_IN_FLIGHT: String(IN_FLIGHT), TENANT_MAX_OPEN_SESSIONS: String(OPEN_SESSIONS) } });
+  stack = await startTestStack('quotas', {
+    env: { TENANT_MAX_UPLOADS_IN_FLIGHT: String(IN_FLIGHT), TENANT_MAX_OPEN_SESSIONS: String(OPEN_SESSIONS) },
+  });
   receiver = await new WebhookReceiver().start();
 });
 afterAll(async () => {
@@ -39,14 +41,22 @@ describe('count quotas', () => {
     for (let i = 0; i < 12; i++) expect((await postJson(t.apiKey, '/v1/webhook-endpoints', { url: receiver.url })).status).toBe(201);
     const burst = await Promise.all(Array.from({ length: 8 }, () => postJson(t.apiKey, '/v1/webhook-endpoints', { url: receiver.url })));
     expect(burst.filter((r) => r.status === 201)).toHaveLength(4);
-    for (const r of burst.filter((x) => x.status !== 201)) expect(r.json).toMatchObject({ status: 409, error: 'quota_exceeded', limit: 16 });
+    for (const r of burst.filter((x) => x.status !== 201))
+      expect(r.json).toMatchObject({ status: 409, error: 'quota_exceeded', limit: 16 });
     const list = await getJson(`${stack.url}/v1/webhook-endpoints`, t.apiKey);
     expect(list.json.data).toHaveLength(16);
 
     // A refused creation under an Idempotency-Key stores nothing: the key works once a slot frees.
     const key = `quota-${randomUUID()}`;
     expect((await postJson(t.apiKey, '/v1/webhook-endpoints', { url: receiver.url }, key)).status).toBe(409);
-    expect((await fetch(`${stack.url}/v1/webhook-endpoints/${list.json.data[0].id}`, { method: 'DELETE', headers: { authorization: `Bearer ${t.apiKey}` } })).status).toBe(204);
+    expect(
+      (
+        await fetch(`${stack.url}/v1/webhook-endpoints/${list.json.data[0].id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${t.apiKey}` },
+        })
+      ).status,
+    ).toBe(204);
     const retried = await postJson(t.apiKey, '/v1/webhook-endpoints', { url: receiver.url }, key);
     expect(retried.status, JSON.stringify(retried.json)).toBe(201);
   });
@@ -57,7 +67,9 @@ describe('count quotas', () => {
     expect(made.filter((r) => r.status === 201)).toHaveLength(31);
     expect(made.filter((r) => r.status === 409).every((r) => r.json.error === 'quota_exceeded')).toBe(true);
     const victim = made.find((r) => r.status === 201)!.json.id as string;
-    expect((await fetch(`${stack.url}/v1/api-keys/${victim}`, { method: 'DELETE', headers: { authorization: `Bearer ${t.apiKey}` } })).status).toBe(204);
+    expect(
+      (await fetch(`${stack.url}/v1/api-keys/${victim}`, { method: 'DELETE', headers: { authorization: `Bearer ${t.apiKey}` } })).status,
+    ).toBe(204);
     expect((await postJson(t.apiKey, '/v1/api-keys', { label: 'after revoke' })).status).toBe(201);
   });
 });
@@ -67,23 +79,45 @@ describe('uploads in flight', () => {
     const busy = await stack.createTenant('busy');
     const other = await stack.createTenant('other');
     const earlyKey = `early-${randomUUID()}`;
-    expect((await postUpload(stack.url, { apiKey: busy.apiKey, key: earlyKey, body: Buffer.from('early'), contentType: 'text/plain' })).status).toBe(201);
+    expect(
+      (await postUpload(stack.url, { apiKey: busy.apiKey, key: earlyKey, body: Buffer.from('early'), contentType: 'text/plain' })).status,
+    ).toBe(201);
     const open = Array.from({ length: IN_FLIGHT }, () =>
-      openRequest(stack.url, `POST /v1/uploads HTTP/1.1\nHost: x\nAuthorization: Bearer ${busy.apiKey}\nIdempotency-Key: slow-${randomUUID()}\nContent-Type: text/plain\nContent-Length: 4\n\n`),
+      openRequest(
+        stack.url,
+        `POST /v1/uploads HTTP/1.1\nHost: x\nAuthorization: Bearer ${busy.apiKey}\nIdempotency-Key: slow-${randomUUID()}\nContent-Type: text/plain\nContent-Length: 4\n\n`,
+      ),
     );
     try {
       await Promise.all(open.map((r) => r.send(Buffer.from('ab'))));
       // Every one of them holds its slot (the handler has taken it) before the next request.
       await expect
-        .poll(async () => /^oncely_uploads_in_flight (\d+)$/m.exec(await (await fetch(`${stack.url}/metrics`)).text())?.[1], { timeout: 20_000 })
+        .poll(async () => /^oncely_uploads_in_flight (\d+)$/m.exec(await (await fetch(`${stack.url}/metrics`)).text())?.[1], {
+          timeout: 20_000,
+        })
         .toBe(String(IN_FLIGHT));
-      const refused = await postUpload(stack.url, { apiKey: busy.apiKey, key: `extra-${randomUUID()}`, body: Buffer.from('x'), contentType: 'text/plain' });
+      const refused = await postUpload(stack.url, {
+        apiKey: busy.apiKey,
+        key: `extra-${randomUUID()}`,
+        body: Buffer.from('x'),
+        contentType: 'text/plain',
+      });
       expect(refused.json).toMatchObject({ status: 429, error: 'too_many_uploads' });
       expect(refused.headers.get('retry-after')).toBe('1');
-      const elsewhere = await postUpload(stack.url, { apiKey: other.apiKey, key: `other-${randomUUID()}`, body: Buffer.from('fine'), contentType: 'text/plain' });
+      const elsewhere = await postUpload(stack.url, {
+        apiKey: other.apiKey,
+        key: `other-${randomUUID()}`,
+        body: Buffer.from('fine'),
+        contentType: 'text/plain',
+      });
       expect(elsewhere.status).toBe(201);
       // A replay is not a new upload: it is answered even while the tenant is at its limit.
-      const replay = await postUpload(stack.url, { apiKey: busy.apiKey, key: earlyKey, body: Buffer.from('early'), contentType: 'text/plain' });
+      const replay = await postUpload(stack.url, {
+        apiKey: busy.apiKey,
+        key: earlyKey,
+        body: Buffer.from('early'),
+        contentType: 'text/plain',
+      });
       expect(replay.status).toBe(201);
       expect(replay.headers.get('idempotent-replayed')).toBe('true');
     } finally {
@@ -91,7 +125,12 @@ describe('uploads in flight', () => {
     }
     const answers = await Promise.all(open.map((r) => r.response));
     expect(answers.map((a) => a?.status)).toEqual(Array(IN_FLIGHT).fill(201));
-    const after = await postUpload(stack.url, { apiKey: busy.apiKey, key: `after-${randomUUID()}`, body: Buffer.from('again'), contentType: 'text/plain' });
+    const after = await postUpload(stack.url, {
+      apiKey: busy.apiKey,
+      key: `after-${randomUUID()}`,
+      body: Buffer.from('again'),
+      contentType: 'text/plain',
+    });
     expect(after.status).toBe(201);
   });
 });
@@ -99,8 +138,14 @@ describe('uploads in flight', () => {
 describe('downstream at the largest fan-out', () => {
   it('an upload with 16 endpoints delivers 2 events to each, and its child history stays bounded', async () => {
     const t = await stack.createTenant('fanout');
-    for (let i = 0; i < 16; i++) expect((await postJson(t.apiKey, '/v1/webhook-endpoints', { url: `${receiver.url}?n=${i}` })).status).toBe(201);
-    const created = await postUpload(stack.url, { apiKey: t.apiKey, key: `fanout-${randomUUID()}`, body: await png(64, 64), contentType: 'image/png' });
+    for (let i = 0; i < 16; i++)
+      expect((await postJson(t.apiKey, '/v1/webhook-endpoints', { url: `${receiver.url}?n=${i}` })).status).toBe(201);
+    const created = await postUpload(stack.url, {
+      apiKey: t.apiKey,
+      key: `fanout-${randomUUID()}`,
+      body: await png(64, 64),
+      contentType: 'image/png',
+    });
     expect(created.status).toBe(201);
     const done = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}?wait=60`, t.apiKey);
     expect(done.json.status).toBe('processed');
@@ -116,15 +161,38 @@ describe('downstream at the largest fan-out', () => {
 
 describe('open sessions', () => {
   const tus = (apiKey: string, key: string, length = 10) =>
-    fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'tus-resumable': '1.0.0', 'upload-length': String(length), 'idempotency-key': key, 'upload-metadata': 'filetype dGV4dC9wbGFpbg==' } });
+    fetch(`${stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'tus-resumable': '1.0.0',
+        'upload-length': String(length),
+        'idempotency-key': key,
+        'upload-metadata': 'filetype dGV4dC9wbGFpbg==',
+      },
+    });
   const direct = (apiKey: string, key: string, body = 'direct bytes') =>
-    postJson(apiKey, '/v1/direct-uploads', { bytes: body.length, sha256: createHash('sha256').update(body).digest('hex'), contentType: 'text/plain' }, key);
+    postJson(
+      apiKey,
+      '/v1/direct-uploads',
+      { bytes: body.length, sha256: createHash('sha256').update(body).digest('hex'), contentType: 'text/plain' },
+      key,
+    );
   const uppy = async (apiKey: string, key: string) => {
     const endpoint = (await postJson(apiKey, '/v1/uppy-endpoints', {})).json.companionEndpoint as string;
-    return postJson(apiKey, `${endpoint}/s3/multipart`, { filename: 'u.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key, name: 'u.bin' } });
+    return postJson(apiKey, `${endpoint}/s3/multipart`, {
+      filename: 'u.bin',
+      type: 'application/octet-stream',
+      metadata: { idempotencyKey: key, name: 'u.bin' },
+    });
   };
   const openCount = async (tenantId: string) =>
-    (await stack.runtime.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'", [tenantId])).rows[0]!.n;
+    (
+      await stack.runtime.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'",
+        [tenantId],
+      )
+    ).rows[0]!.n;
   const multipartsUnder = async (tenantId: string) => {
     const { endpoint, accessKeyId, secretAccessKey } = inject('stack').s3;
     const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });

@@ -31,19 +31,26 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
     },
     rejected: async () => {
       const key = `replay-${randomUUID()}`;
-      expect((await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('not a png'), contentType: 'image/png' })).status).toBe(415);
+      expect(
+        (await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('not a png'), contentType: 'image/png' })).status,
+      ).toBe(415);
       return key;
     },
     duplicates: async () => {
       const key = `replay-${randomUUID()}`;
-      const results = await Promise.all(Array.from({ length: 5 }, () => postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('dup') })));
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('dup') })),
+      );
       expect(results.some((r) => r.status === 201)).toBe(true);
       return key;
     },
     // A tus session created, written in one PATCH and committed.
     'tus-completed': async () => {
       const key = `replay-tus-${randomUUID()}`;
-      const created = await fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { ...tusAuth(), 'upload-length': '11', 'idempotency-key': key } });
+      const created = await fetch(`${stack.url}/v1/tus`, {
+        method: 'POST',
+        headers: { ...tusAuth(), 'upload-length': '11', 'idempotency-key': key },
+      });
       expect(created.status).toBe(201);
       const patched = await fetch(`${stack.url}${created.headers.get('location')}`, {
         method: 'PATCH',
@@ -56,7 +63,10 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
     // A tus session left idle: its run expires it and fails, freeing the key.
     'tus-expired': async () => {
       const key = `replay-tus-${randomUUID()}`;
-      expect((await fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { ...tusAuth(), 'upload-length': '5', 'idempotency-key': key } })).status).toBe(201);
+      expect(
+        (await fetch(`${stack.url}/v1/tus`, { method: 'POST', headers: { ...tusAuth(), 'upload-length': '5', 'idempotency-key': key } }))
+          .status,
+      ).toBe(201);
       const handle = stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key));
       await eventually(async () => (await handle.describe()).status.name !== 'RUNNING', 60_000);
       return key;
@@ -92,12 +102,18 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
     }
   }
   for (const file of readdirSync(fixtures).filter((f) => f.endsWith('.json'))) {
-    histories.push({ workflowId: `fixture/${file}`, history: temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(path.join(fixtures, file), 'utf8'))) });
+    histories.push({
+      workflowId: `fixture/${file}`,
+      history: temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(path.join(fixtures, file), 'utf8'))),
+    });
   }
   expect(histories.length).toBeGreaterThanOrEqual(3);
 
   let replayed = 0;
-  for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, histories as never)) {
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: { codePath: inject('stack').workflowBundlePath } },
+    histories as never,
+  )) {
     expect(result.error, `${result.workflowId}: ${result.error}`).toBeUndefined();
     replayed++;
   }

@@ -20,7 +20,10 @@ let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
   // The in-process runtime is the worker; the API runs as a process of its own.
-  stack = await startTestStack('tus_crash', { role: 'worker', env: { RESUMABLE_PART_MIB: '5', RESUMABLE_EXPIRY_HOURS: String(EXPIRY_HOURS) } });
+  stack = await startTestStack('tus_crash', {
+    role: 'worker',
+    env: { RESUMABLE_PART_MIB: '5', RESUMABLE_EXPIRY_HOURS: String(EXPIRY_HOURS) },
+  });
   tenant = await stack.createTenant('tus-crash');
 });
 afterAll(async () => {
@@ -28,7 +31,12 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const apiEnv = () => ({ ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, RESUMABLE_PART_MIB: '5', RESUMABLE_EXPIRY_HOURS: String(EXPIRY_HOURS) });
+const apiEnv = () => ({
+  ...stackEnv(stack.name, stack.dbUrl),
+  S3_BUCKET: stack.config.S3_BUCKET,
+  RESUMABLE_PART_MIB: '5',
+  RESUMABLE_EXPIRY_HOURS: String(EXPIRY_HOURS),
+});
 const logFile = (n: string) => path.join(inject('stack').tmpDir, `${stack.name}-api-${n}.log`);
 const tusHeaders = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'tus-resumable': '1.0.0' });
 
@@ -39,15 +47,30 @@ describe('resumable sessions across process death and idleness', () => {
     api = await startApiProcess(apiEnv(), port, logFile('1'));
     const file = randomBytes(12 * MiB);
     const key = `tus-kill-${randomUUID()}`;
-    const created = await fetch(`${base}/v1/tus`, { method: 'POST', headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': String(file.length) } });
+    const created = await fetch(`${base}/v1/tus`, {
+      method: 'POST',
+      headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': String(file.length) },
+    });
     expect(created.status).toBe(201);
     const location = created.headers.get('location')!;
 
     // One PATCH for the whole file; 7 MiB arrive (one whole part is acknowledged), then the API dies.
-    const patch = openRequest(base, `PATCH ${location} HTTP/1.1\nHost: x\nAuthorization: Bearer ${tenant.apiKey}\nTus-Resumable: 1.0.0\nContent-Type: application/offset+octet-stream\nUpload-Offset: 0\nContent-Length: ${file.length}\n\n`);
+    const patch = openRequest(
+      base,
+      `PATCH ${location} HTTP/1.1\nHost: x\nAuthorization: Bearer ${tenant.apiKey}\nTus-Resumable: 1.0.0\nContent-Type: application/offset+octet-stream\nUpload-Offset: 0\nContent-Length: ${file.length}\n\n`,
+    );
     await patch.send(file.subarray(0, 7 * MiB));
     const sessionId = location.split('/').pop();
-    await expect.poll(async () => Number((await stack.runtime.pool.query('SELECT upload_offset FROM resumable_sessions WHERE id = $1', [sessionId])).rows[0].upload_offset), { timeout: 30_000 }).toBe(5 * MiB);
+    await expect
+      .poll(
+        async () =>
+          Number(
+            (await stack.runtime.pool.query('SELECT upload_offset FROM resumable_sessions WHERE id = $1', [sessionId])).rows[0]
+              .upload_offset,
+          ),
+        { timeout: 30_000 },
+      )
+      .toBe(5 * MiB);
     await api.stop('SIGKILL');
     patch.close();
 
@@ -59,31 +82,54 @@ describe('resumable sessions across process death and idleness', () => {
     // The dead PATCH's lease is taken over once it has made no progress for a few seconds.
     let resumed: Response | undefined;
     await expect
-      .poll(async () => {
-        resumed = await fetch(`${base}${location}`, { method: 'PATCH', headers: { ...tusHeaders(), 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) }, body: file.subarray(offset) });
-        return resumed.status;
-      }, { timeout: 30_000, interval: 1_000 })
+      .poll(
+        async () => {
+          resumed = await fetch(`${base}${location}`, {
+            method: 'PATCH',
+            headers: { ...tusHeaders(), 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) },
+            body: file.subarray(offset),
+          });
+          return resumed.status;
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
       .toBe(204);
     expect(resumed!.headers.get('upload-offset')).toBe(String(file.length));
     const upload = await getJson(`${base}${resumed!.headers.get('location')}`, tenant.apiKey);
     expect(upload.json).toMatchObject({ bytes: file.length, sha256: sha256(file) });
-    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, key]);
+    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
+      tenant.tenantId,
+      key,
+    ]);
     expect(rows.rows[0].n).toBe(1);
   }, 120_000);
 
-  it("a session idle past its expiry is aborted by its workflow: 404, its parts gone, its key free", async () => {
+  it('a session idle past its expiry is aborted by its workflow: 404, its parts gone, its key free', async () => {
     const port = await getPort({ host: '127.0.0.1' });
     const base = `http://127.0.0.1:${port}`;
     await api?.stop('SIGKILL');
     api = await startApiProcess(apiEnv(), port, logFile('3'));
     const key = `tus-idle-${randomUUID()}`;
-    const created = await fetch(`${base}/v1/tus`, { method: 'POST', headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '100' } });
+    const created = await fetch(`${base}/v1/tus`, {
+      method: 'POST',
+      headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '100' },
+    });
     const location = created.headers.get('location')!;
     expect(Date.parse(created.headers.get('upload-expires')!)).toBeGreaterThan(Date.now());
-    const first = await fetch(`${base}${location}`, { method: 'PATCH', headers: { ...tusHeaders(), 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' }, body: Buffer.alloc(10, 1) });
+    const first = await fetch(`${base}${location}`, {
+      method: 'PATCH',
+      headers: { ...tusHeaders(), 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' },
+      body: Buffer.alloc(10, 1),
+    });
     expect(first.status).toBe(204);
-    const storageKey = (await stack.runtime.pool.query('SELECT storage_key FROM resumable_sessions WHERE idempotency_key = $1', [key])).rows[0].storage_key as string;
-    await expect.poll(async () => (await fetch(`${base}${location}`, { method: 'HEAD', headers: tusHeaders() })).status, { timeout: 60_000, interval: 500 }).toBe(404);
+    const storageKey = (await stack.runtime.pool.query('SELECT storage_key FROM resumable_sessions WHERE idempotency_key = $1', [key]))
+      .rows[0].storage_key as string;
+    await expect
+      .poll(async () => (await fetch(`${base}${location}`, { method: 'HEAD', headers: tusHeaders() })).status, {
+        timeout: 60_000,
+        interval: 500,
+      })
+      .toBe(404);
     // The workflow's expiry step removes the row first, then the session's objects.
     const tails = async () => {
       const left: string[] = [];
@@ -92,7 +138,10 @@ describe('resumable sessions across process death and idleness', () => {
     };
     await expect.poll(tails, { timeout: 30_000, interval: 250 }).toEqual([]);
     // The key is free: another upload under it is welcome.
-    const again = await fetch(`${base}/v1/tus`, { method: 'POST', headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '5' } });
+    const again = await fetch(`${base}/v1/tus`, {
+      method: 'POST',
+      headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '5' },
+    });
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBeNull();
   }, 120_000);

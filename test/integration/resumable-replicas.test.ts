@@ -22,7 +22,8 @@ beforeAll(async () => {
   stack = await startTestStack('tus_replicas', { role: 'worker', env: { RESUMABLE_PART_MIB: '5' } });
   const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, RESUMABLE_PART_MIB: '5' };
   const ports = [await getPort({ host: '127.0.0.1' }), await getPort({ host: '127.0.0.1' })];
-  for (const [i, port] of ports.entries()) replicas.push(await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-${i}.log`)));
+  for (const [i, port] of ports.entries())
+    replicas.push(await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-${i}.log`)));
   balancer = await new TcpProxy(ports.map((port) => ({ host: '127.0.0.1', port }))).start();
 }, 120_000);
 afterAll(async () => {
@@ -53,8 +54,15 @@ it('uploads with tus-js-client across two replicas (alternate requests on each),
   const served = balancer.perTarget.map((n, i) => n - before[i]!);
   expect(Math.min(...served)).toBeGreaterThanOrEqual(3); // 1 creation + 7 PATCHes, in turn
   const answer = await getJson(`http://127.0.0.1:${balancer.port}/v1/idempotency-keys/${key}`, tenant.apiKey);
-  expect(answer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: file.length, sha256: sha256(file), fileName: 'replicas.bin' } });
-  const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, key]);
+  expect(answer.json).toMatchObject({
+    state: 'completed',
+    status: 201,
+    response: { bytes: file.length, sha256: sha256(file), fileName: 'replicas.bin' },
+  });
+  const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
+    tenant.tenantId,
+    key,
+  ]);
   expect(rows.rows[0].n).toBe(1);
   expect(upload.url).toMatch(/\/v1\/tus\/[0-9a-f-]{36}$/);
 }, 120_000);

@@ -22,7 +22,12 @@ interface Ctx {
   tenant: { tenantId: string; apiKey: string };
 }
 
-function tusUpload(ctx: Ctx, file: Buffer, key: string, opts: Partial<tus.UploadOptions> = {}): { upload: tus.Upload; done: Promise<tus.Upload> } {
+function tusUpload(
+  ctx: Ctx,
+  file: Buffer,
+  key: string,
+  opts: Partial<tus.UploadOptions> = {},
+): { upload: tus.Upload; done: Promise<tus.Upload> } {
   let upload!: tus.Upload;
   const done = new Promise<tus.Upload>((resolve, reject) => {
     upload = new tus.Upload(file, {
@@ -47,7 +52,9 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
   let dataDir: string | undefined;
   beforeAll(async () => {
     dataDir = kind === 'local' ? mkdtempSync(path.join(os.tmpdir(), 'oncely-tus-')) : undefined;
-    ctx.stack = await startTestStack(`tus_${kind}`, { env: { RESUMABLE_PART_MIB: '5', ...(dataDir ? { S3_ENDPOINT: '', DATA_DIR: dataDir } : {}) } });
+    ctx.stack = await startTestStack(`tus_${kind}`, {
+      env: { RESUMABLE_PART_MIB: '5', ...(dataDir ? { S3_ENDPOINT: '', DATA_DIR: dataDir } : {}) },
+    });
     ctx.tenant = await ctx.stack.createTenant('tus');
   });
   afterAll(async () => {
@@ -62,7 +69,11 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     upload.start();
     await done;
     const answer = await keyAnswer(ctx, key);
-    expect(answer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: file.length, sha256: sha256(file), fileName: 'big.bin', contentType: 'application/octet-stream' } });
+    expect(answer.json).toMatchObject({
+      state: 'completed',
+      status: 201,
+      response: { bytes: file.length, sha256: sha256(file), fileName: 'big.bin', contentType: 'application/octet-stream' },
+    });
     const uploadId = answer.json.response.uploadId;
     expect(upload.url).toMatch(/\/v1\/tus\/[0-9a-f-]{36}$/);
     const row = await getJson(`${ctx.stack.url}/v1/uploads/${uploadId}`, ctx.tenant.apiKey);
@@ -72,7 +83,13 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     // The same creation again: the same session, complete.
     const again = await fetch(`${ctx.stack.url}/v1/tus`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'idempotency-key': key, 'tus-resumable': '1.0.0', 'upload-length': String(file.length), 'upload-metadata': `filename ${b64('big.bin')},filetype ${b64('application/octet-stream')}` },
+      headers: {
+        authorization: `Bearer ${ctx.tenant.apiKey}`,
+        'idempotency-key': key,
+        'tus-resumable': '1.0.0',
+        'upload-length': String(file.length),
+        'upload-metadata': `filename ${b64('big.bin')},filetype ${b64('application/octet-stream')}`,
+      },
     });
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -94,7 +111,12 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     const patchAgain = () =>
       fetch(upload.url!, {
         method: 'PATCH',
-        headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '1.0.0', 'upload-offset': String(file.length), 'content-type': 'application/offset+octet-stream' },
+        headers: {
+          authorization: `Bearer ${ctx.tenant.apiKey}`,
+          'tus-resumable': '1.0.0',
+          'upload-offset': String(file.length),
+          'content-type': 'application/offset+octet-stream',
+        },
         body: new Uint8Array(0),
       });
     // Lost answer: the session is marked committed.
@@ -126,11 +148,17 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     // What the server acknowledged survives: at least the first whole part.
     let acknowledged = 0;
     await expect
-      .poll(async () => {
-        const head = await fetch(first.upload.url!, { method: 'HEAD', headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '1.0.0' } });
-        acknowledged = Number(head.headers.get('upload-offset'));
-        return head.status === 200 && acknowledged >= 5 * MiB;
-      }, { timeout: 30_000 })
+      .poll(
+        async () => {
+          const head = await fetch(first.upload.url!, {
+            method: 'HEAD',
+            headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '1.0.0' },
+          });
+          acknowledged = Number(head.headers.get('upload-offset'));
+          return head.status === 200 && acknowledged >= 5 * MiB;
+        },
+        { timeout: 30_000 },
+      )
       .toBe(true);
     let resentFrom = -1;
     const second = tusUpload(ctx, file, key, {
@@ -143,7 +171,10 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     await second.done;
     const answer = await keyAnswer(ctx, key);
     expect(answer.json.response).toMatchObject({ bytes: file.length, sha256: sha256(file) });
-    const rows = await ctx.stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [ctx.tenant.tenantId, key]);
+    const rows = await ctx.stack.runtime.pool.query(
+      'SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
+      [ctx.tenant.tenantId, key],
+    );
     expect(rows.rows[0].n).toBe(1);
     // The resume started at (or past) what the server had acknowledged, not at byte 0.
     expect(resentFrom).toBeGreaterThanOrEqual(5 * MiB);
@@ -160,9 +191,22 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
 
   const auth = () => ({ authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '1.0.0' });
   const create = (key: string, length: number, extra: Record<string, string> = {}) =>
-    fetch(`${ctx.stack.url}/v1/tus`, { method: 'POST', headers: { ...auth(), 'idempotency-key': key, 'upload-length': String(length), 'upload-metadata': `filename ${b64('f.txt')},filetype ${b64('text/plain')}`, ...extra } });
+    fetch(`${ctx.stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        ...auth(),
+        'idempotency-key': key,
+        'upload-length': String(length),
+        'upload-metadata': `filename ${b64('f.txt')},filetype ${b64('text/plain')}`,
+        ...extra,
+      },
+    });
   const patch = (url: string, offset: number, body: Buffer, extra: Record<string, string> = {}) =>
-    fetch(new URL(url, ctx.stack.url), { method: 'PATCH', headers: { ...auth(), 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), ...extra }, body });
+    fetch(new URL(url, ctx.stack.url), {
+      method: 'PATCH',
+      headers: { ...auth(), 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), ...extra },
+      body,
+    });
   const head = (url: string) => fetch(new URL(url, ctx.stack.url), { method: 'HEAD', headers: auth() });
 
   it('OPTIONS answers discovery without credentials', async () => {
@@ -175,7 +219,15 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
   });
 
   it('requires Tus-Resumable 1.0.0 (412 naming the version) and an Idempotency-Key on creation', async () => {
-    const res = await fetch(`${ctx.stack.url}/v1/tus`, { method: 'POST', headers: { authorization: `Bearer ${ctx.tenant.apiKey}`, 'tus-resumable': '0.2.2', 'idempotency-key': `k-${randomUUID()}`, 'upload-length': '3' } });
+    const res = await fetch(`${ctx.stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ctx.tenant.apiKey}`,
+        'tus-resumable': '0.2.2',
+        'idempotency-key': `k-${randomUUID()}`,
+        'upload-length': '3',
+      },
+    });
     expect(res.status).toBe(412);
     expect(res.headers.get('tus-version')).toBe('1.0.0');
     expect(res.headers.get('tus-resumable')).toBe('1.0.0');
@@ -190,18 +242,29 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     expect(results.map((r) => r.status)).toEqual(Array(50).fill(201));
     expect(new Set(results.map((r) => r.headers.get('location'))).size).toBe(1);
     expect(results.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(49);
-    const sessions = await ctx.stack.runtime.pool.query('SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [ctx.tenant.tenantId, key]);
+    const sessions = await ctx.stack.runtime.pool.query(
+      'SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2',
+      [ctx.tenant.tenantId, key],
+    );
     expect(sessions.rows[0].n).toBe(1);
     expect((await create(key, 101)).status).toBe(422);
     expect((await create(key, 100, { 'upload-metadata': `filename ${b64('other.txt')},filetype ${b64('text/plain')}` })).status).toBe(422);
     // A one-request upload under the key is refused too (the mode is part of the request).
-    const one = await postUpload(ctx.stack.url, { apiKey: ctx.tenant.apiKey, key, body: Buffer.alloc(100), contentType: 'text/plain', fileName: 'f.txt' });
+    const one = await postUpload(ctx.stack.url, {
+      apiKey: ctx.tenant.apiKey,
+      key,
+      body: Buffer.alloc(100),
+      contentType: 'text/plain',
+      fileName: 'f.txt',
+    });
     expect(one.status).toBe(422);
   });
 
   it('a key already used by a one-request upload is 422 for a tus creation', async () => {
     const key = `tus-used-${randomUUID()}`;
-    expect((await postUpload(ctx.stack.url, { apiKey: ctx.tenant.apiKey, key, body: Buffer.from('one'), contentType: 'text/plain' })).status).toBe(201);
+    expect(
+      (await postUpload(ctx.stack.url, { apiKey: ctx.tenant.apiKey, key, body: Buffer.from('one'), contentType: 'text/plain' })).status,
+    ).toBe(201);
     const res = await create(key, 3);
     expect(res.status).toBe(422);
     expect(((await res.json()) as { error: string }).error).toBe('idempotency_key_reuse');
@@ -212,15 +275,21 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     const created = await create(`tus-ck-${randomUUID()}`, file.length);
     const url = created.headers.get('location')!;
     expect((await patch(url, 5, file.subarray(0, 5))).status).toBe(409);
-    const bad = await patch(url, 0, file.subarray(0, 5), { 'upload-checksum': `sha1 ${createHash('sha1').update('other').digest('base64')}` });
+    const bad = await patch(url, 0, file.subarray(0, 5), {
+      'upload-checksum': `sha1 ${createHash('sha1').update('other').digest('base64')}`,
+    });
     expect(bad.status).toBe(460);
     expect((await head(url)).headers.get('upload-offset')).toBe('0');
     const unknown = await patch(url, 0, file.subarray(0, 5), { 'upload-checksum': 'md5 AAAA' });
     expect(unknown.status).toBe(400);
-    const ok = await patch(url, 0, file.subarray(0, 5), { 'upload-checksum': `sha1 ${createHash('sha1').update(file.subarray(0, 5)).digest('base64')}` });
+    const ok = await patch(url, 0, file.subarray(0, 5), {
+      'upload-checksum': `sha1 ${createHash('sha1').update(file.subarray(0, 5)).digest('base64')}`,
+    });
     expect(ok.status).toBe(204);
     expect(ok.headers.get('upload-offset')).toBe('5');
-    const last = await patch(url, 5, file.subarray(5), { 'upload-checksum': `sha256 ${createHash('sha256').update(file.subarray(5)).digest('base64')}` });
+    const last = await patch(url, 5, file.subarray(5), {
+      'upload-checksum': `sha256 ${createHash('sha256').update(file.subarray(5)).digest('base64')}`,
+    });
     expect(last.status).toBe(204);
     expect(last.headers.get('upload-offset')).toBe(String(file.length));
     expect(last.headers.get('location')).toMatch(/^\/v1\/uploads\/[0-9a-f-]{36}$/);
@@ -231,10 +300,20 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
   it('a second PATCH while one is writing gets 423; the first finishes', async () => {
     const created = await create(`tus-lock-${randomUUID()}`, 10);
     const url = new URL(created.headers.get('location')!, ctx.stack.url);
-    const slow = openRequest(ctx.stack.url, `PATCH ${url.pathname} HTTP/1.1\nHost: x\nAuthorization: Bearer ${ctx.tenant.apiKey}\nTus-Resumable: 1.0.0\nContent-Type: application/offset+octet-stream\nUpload-Offset: 0\nContent-Length: 10\n\n`);
+    const slow = openRequest(
+      ctx.stack.url,
+      `PATCH ${url.pathname} HTTP/1.1\nHost: x\nAuthorization: Bearer ${ctx.tenant.apiKey}\nTus-Resumable: 1.0.0\nContent-Type: application/offset+octet-stream\nUpload-Offset: 0\nContent-Length: 10\n\n`,
+    );
     await slow.send(Buffer.from('01234'));
     // Once the first PATCH holds the session's lease, a second one is refused.
-    await expect.poll(async () => (await ctx.stack.runtime.pool.query('SELECT lease_owner FROM resumable_sessions WHERE id = $1', [url.pathname.split('/').pop()])).rows[0]?.lease_owner, { timeout: 10_000 }).toBeTruthy();
+    await expect
+      .poll(
+        async () =>
+          (await ctx.stack.runtime.pool.query('SELECT lease_owner FROM resumable_sessions WHERE id = $1', [url.pathname.split('/').pop()]))
+            .rows[0]?.lease_owner,
+        { timeout: 10_000 },
+      )
+      .toBeTruthy();
     const second = await patch(url.href, 0, Buffer.from('x'));
     expect(second.status).toBe(423);
     expect(second.headers.get('retry-after')).toBe('1');
@@ -251,7 +330,10 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('checksum_mismatch');
     expect((await head(created.headers.get('location')!)).status).toBe(404);
-    expect((await ctx.stack.runtime.pool.query('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [ctx.tenant.tenantId, key])).rows).toEqual([]);
+    expect(
+      (await ctx.stack.runtime.pool.query('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [ctx.tenant.tenantId, key]))
+        .rows,
+    ).toEqual([]);
     // The key is free: a corrected creation works and commits.
     const fixed = await create(key, file.length, { 'x-file-sha256': sha256(file) });
     expect(fixed.status).toBe(201);
@@ -279,14 +361,24 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     const file = Buffer.from('all of it in the POST');
     const res = await fetch(`${ctx.stack.url}/v1/tus`, {
       method: 'POST',
-      headers: { ...auth(), 'idempotency-key': key, 'upload-length': String(file.length), 'content-type': 'application/offset+octet-stream', 'upload-metadata': `filename ${b64('cwu.txt')},filetype ${b64('text/plain')}` },
+      headers: {
+        ...auth(),
+        'idempotency-key': key,
+        'upload-length': String(file.length),
+        'content-type': 'application/offset+octet-stream',
+        'upload-metadata': `filename ${b64('cwu.txt')},filetype ${b64('text/plain')}`,
+      },
       body: file,
     });
     expect(res.status).toBe(201);
     expect(res.headers.get('upload-offset')).toBe(String(file.length));
     expect(res.headers.get('location')).toMatch(/^\/v1\/tus\/[0-9a-f-]{36}$/);
     const answer = await keyAnswer(ctx, key);
-    expect(answer.json).toMatchObject({ state: 'completed', status: 201, response: { sha256: sha256(file), fileName: 'cwu.txt', contentType: 'text/plain' } });
+    expect(answer.json).toMatchObject({
+      state: 'completed',
+      status: 201,
+      response: { sha256: sha256(file), fileName: 'cwu.txt', contentType: 'text/plain' },
+    });
   });
 
   it('refuses bad PATCHes and creations with a 4xx problem, changing nothing', async () => {
@@ -297,11 +389,19 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     expect(over.status).toBe(413);
     expect(((await over.json()) as { error: string }).error).toBe('payload_too_large');
     // The wrong media type.
-    const plain = await fetch(new URL(url, ctx.stack.url), { method: 'PATCH', headers: { ...auth(), 'content-type': 'text/plain', 'upload-offset': '0' }, body: 'hello' });
+    const plain = await fetch(new URL(url, ctx.stack.url), {
+      method: 'PATCH',
+      headers: { ...auth(), 'content-type': 'text/plain', 'upload-offset': '0' },
+      body: 'hello',
+    });
     expect(plain.status).toBe(415);
     expect(((await plain.json()) as { error: string }).error).toBe('media_type_unsupported');
     // A missing Upload-Offset.
-    const noOffset = await fetch(new URL(url, ctx.stack.url), { method: 'PATCH', headers: { ...auth(), 'content-type': 'application/offset+octet-stream' }, body: 'hello' });
+    const noOffset = await fetch(new URL(url, ctx.stack.url), {
+      method: 'PATCH',
+      headers: { ...auth(), 'content-type': 'application/offset+octet-stream' },
+      body: 'hello',
+    });
     expect(noOffset.status).toBe(400);
     expect((await head(url)).headers.get('upload-offset')).toBe('0');
     // Creations: malformed metadata, no Upload-Length, a length past the maximum, two hashes that disagree.
@@ -316,7 +416,10 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
       const res = await create(key, 10, headers as Record<string, string>);
       expect([400, 413], JSON.stringify(headers)).toContain(res.status);
       expect(((await res.json()) as { error: string }).error).toBe(error);
-      const rows = await ctx.stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [ctx.tenant.tenantId, key]);
+      const rows = await ctx.stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2', [
+        ctx.tenant.tenantId,
+        key,
+      ]);
       expect(rows.rows).toEqual([]);
     }
   });
@@ -324,7 +427,10 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
   it("another tenant's upload URL is 404", async () => {
     const created = await create(`tus-t-${randomUUID()}`, 3);
     const other = await ctx.stack.createTenant('other');
-    const res = await fetch(new URL(created.headers.get('location')!, ctx.stack.url), { method: 'HEAD', headers: { authorization: `Bearer ${other.apiKey}`, 'tus-resumable': '1.0.0' } });
+    const res = await fetch(new URL(created.headers.get('location')!, ctx.stack.url), {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${other.apiKey}`, 'tus-resumable': '1.0.0' },
+    });
     expect(res.status).toBe(404);
   });
 });

@@ -28,7 +28,15 @@ afterAll(async () => {
 it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async () => {
   const tenant = await stack.createTenant();
   const port = await getPort({ host: '127.0.0.1' });
-  const env = { ...process.env, ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, PORT: String(port), SHUTDOWN_GRACE_SECONDS: '20', LOG_LEVEL: 'info', WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath };
+  const env = {
+    ...process.env,
+    ...stackEnv(stack.name, stack.dbUrl),
+    S3_BUCKET: stack.config.S3_BUCKET,
+    PORT: String(port),
+    SHUTDOWN_GRACE_SECONDS: '20',
+    LOG_LEVEL: 'info',
+    WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath,
+  };
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-all.log`);
   const app = startProcess(...nodeTs(path.join(root, 'src/main.ts'), 'all'), { logFile, env, cwd: root });
   procs.push(app);
@@ -36,13 +44,25 @@ it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async (
   await waitUntil('oncely', async () => (await fetch(`${url}/readyz`)).ok, { proc: app, timeoutMs: 60_000 });
 
   const uploads = Array.from({ length: 20 }, () => ({ key: `sigterm-${randomUUID()}`, body: randomBytes(1024 * 1024) }));
-  const answers = uploads.map((u) => postUpload(url, { apiKey: tenant.apiKey, key: u.key, body: u.body }).then((r) => r, (err: Error) => ({ status: 0, error: err.message, json: undefined as any })));
+  const answers = uploads.map((u) =>
+    postUpload(url, { apiKey: tenant.apiKey, key: u.key, body: u.body }).then(
+      (r) => r,
+      (err: Error) => ({ status: 0, error: err.message, json: undefined as any }),
+    ),
+  );
   await new Promise((r) => setTimeout(r, 150));
   const stopped = app.stop('SIGTERM', 60_000);
   const results = await Promise.all(answers);
   await stopped;
   const { readFileSync } = await import('node:fs');
-  expect(app.child.exitCode, readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).slice(-8).join('\n')).toBe(0);
+  expect(
+    app.child.exitCode,
+    readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .slice(-8)
+      .join('\n'),
+  ).toBe(0);
 
   const acknowledged = results.map((r, i) => ({ r, u: uploads[i]! })).filter(({ r }) => r.status === 201);
   // Requests already being answered when SIGTERM came are finished, not dropped.
@@ -53,7 +73,12 @@ it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async (
   for (const { r } of acknowledged) expect((await stack.s3.head(r.json.storageKey))?.bytes).toBe(1024 * 1024);
 
   // A fresh worker finishes anything that was mid-flight; clients retry what was not acknowledged.
-  procs.push(await startWorkerProcess({ ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET }, path.join(inject('stack').tmpDir, `${stack.name}-worker.log`)));
+  procs.push(
+    await startWorkerProcess(
+      { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET },
+      path.join(inject('stack').tmpDir, `${stack.name}-worker.log`),
+    ),
+  );
   for (const [i, r] of results.entries()) {
     if (r.status === 201) continue;
     const u = uploads[i]!;
@@ -67,5 +92,7 @@ it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async (
   const report = await audit(stack.runtime.pool, stack.s3);
   expect(report.violations).toEqual([]);
   expect(report.uploads).toBe(20);
-  console.log(`SIGTERM test: ${acknowledged.length}/20 acknowledged before shutdown; answers ${JSON.stringify(results.map((r) => r.status || (r as { error?: string }).error))}`);
+  console.log(
+    `SIGTERM test: ${acknowledged.length}/20 acknowledged before shutdown; answers ${JSON.stringify(results.map((r) => r.status || (r as { error?: string }).error))}`,
+  );
 }, 240_000);

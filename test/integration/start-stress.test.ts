@@ -38,11 +38,15 @@ afterAll(async () => {
 
 describe('cold starts through bin/oncely-node', () => {
   for (const role of ['embedded', 'api', 'worker'] as const) {
-    it(`${STARTS[role]} cold starts of the ${role === 'embedded' ? 'embedded default' : `${role} role`} all serve`, async () => {
-      const summary = await stress(role, STARTS[role], env, BOUND_MS);
-      expect(summary.failures.map((f) => `${f.result} after ${f.ms} ms\n${f.evidence}`)).toEqual([]);
-      expect(summary.served).toBe(STARTS[role]);
-    }, STARTS[role] * (BOUND_MS + 40_000));
+    it(
+      `${STARTS[role]} cold starts of the ${role === 'embedded' ? 'embedded default' : `${role} role`} all serve`,
+      async () => {
+        const summary = await stress(role, STARTS[role], env, BOUND_MS);
+        expect(summary.failures.map((f) => `${f.result} after ${f.ms} ms\n${f.evidence}`)).toEqual([]);
+        expect(summary.served).toBe(STARTS[role]);
+      },
+      STARTS[role] * (BOUND_MS + 40_000),
+    );
   }
 });
 
@@ -55,7 +59,13 @@ describe('the start watchdog', () => {
       const result = await promisify(execFile)('sh', [path.join(root, 'bin/oncely-node'), 'worker'], {
         cwd: root,
         timeout: 60_000,
-        env: { ...process.env, ...env, TEMPORAL_ADDRESS: address, START_TIMEOUT_SECONDS: '3', DATA_DIR: path.join(inject('stack').tmpDir, 'watchdog') },
+        env: {
+          ...process.env,
+          ...env,
+          TEMPORAL_ADDRESS: address,
+          START_TIMEOUT_SECONDS: '3',
+          DATA_DIR: path.join(inject('stack').tmpDir, 'watchdog'),
+        },
       }).then(
         () => ({ code: 0, stdout: '' }),
         (err: { code: number; stdout: string }) => err,

@@ -58,7 +58,10 @@ describe.each(stores)('%s store', (_name, make) => {
     const store = await make();
     const chunk = Buffer.alloc(1024 * 1024, 0xab);
     const parts = 12; // above the 5 MiB part size: exercises multipart on S3
-    await store.put('tenants/t1/big', Readable.from(Array.from({ length: parts }, () => chunk)), { contentType: 'application/octet-stream', contentLength: parts * chunk.length });
+    await store.put('tenants/t1/big', Readable.from(Array.from({ length: parts }, () => chunk)), {
+      contentType: 'application/octet-stream',
+      contentLength: parts * chunk.length,
+    });
     expect((await store.head('tenants/t1/big'))?.bytes).toBe(parts * chunk.length);
     const back = await readObject(store, 'tenants/t1/big');
     expect(back.length).toBe(parts * chunk.length);
@@ -98,7 +101,16 @@ describe('S3 bucket creation at start-up', () => {
       const startAt = String(Date.now() + 1500); // after every process has loaded
       const results = await Promise.all(
         Array.from({ length: 4 }, () =>
-          run(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../helpers/ensure-bucket.ts'), s3.endpoint, bucket, s3.accessKeyId, s3.secretAccessKey, startAt]).then(
+          run(process.execPath, [
+            '--import',
+            'tsx',
+            path.join(import.meta.dirname, '../helpers/ensure-bucket.ts'),
+            s3.endpoint,
+            bucket,
+            s3.accessKeyId,
+            s3.secretAccessKey,
+            startAt,
+          ]).then(
             (r) => r.stdout.trim(),
             (e: { stdout: string }) => e.stdout.trim(),
           ),

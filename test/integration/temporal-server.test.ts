@@ -46,7 +46,11 @@ afterAll(async () => {
   for (const db of [database, `${database}_visibility`]) await dropDatabase(shared.pgAdminUrl, db).catch(() => {});
 });
 
-const workerEnv = () => ({ ...stackEnv(stack.name, stack.dbUrl.replace(':5432/', `:${dbProxy.port}/`)), S3_BUCKET: stack.config.S3_BUCKET, TEMPORAL_ADDRESS: server.address });
+const workerEnv = () => ({
+  ...stackEnv(stack.name, stack.dbUrl.replace(':5432/', `:${dbProxy.port}/`)),
+  S3_BUCKET: stack.config.S3_BUCKET,
+  TEMPORAL_ADDRESS: server.address,
+});
 const logFile = () => path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
 
 it('an upload commits once on the real server, replays, and is found by its search attributes', async () => {

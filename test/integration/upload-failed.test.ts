@@ -17,9 +17,18 @@ beforeAll(async () => {
   stack = await startTestStack('upfailed', { role: 'api' });
   // Warm-up on other queues: the worker started mid-test must come up well within the API's
   // 8 s offer deadline even on a loaded machine.
-  const warm = await startRuntime({ ...stack.config, TASK_QUEUE_UPLOADS: `${stack.name}-warm`, TASK_QUEUE_TRANSCODE: `${stack.name}-warm-t`, HOUSEKEEPING_SCHEDULES: false }, 'worker', {
-    workflowBundlePath: inject('stack').workflowBundlePath,
-  });
+  const warm = await startRuntime(
+    {
+      ...stack.config,
+      TASK_QUEUE_UPLOADS: `${stack.name}-warm`,
+      TASK_QUEUE_TRANSCODE: `${stack.name}-warm-t`,
+      HOUSEKEEPING_SCHEDULES: false,
+    },
+    'worker',
+    {
+      workflowBundlePath: inject('stack').workflowBundlePath,
+    },
+  );
   await warm.shutdown();
 });
 afterAll(async () => {
@@ -35,7 +44,16 @@ it('answers 503 upload_failed when the run fails, and a retry with the key store
 
   // The attempt's object is staged and the run started; cut it short (the commit refuses it).
   const staged = await eventually(async () => (await listKeys(stack.s3, keyStoragePrefix(tenant.tenantId, key)))[0]);
-  await eventually(async () => (await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe().then(() => true, () => false)) || undefined);
+  await eventually(
+    async () =>
+      (await stack.temporal.workflow
+        .getHandle(uploadWorkflowId(tenant.tenantId, key))
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        )) || undefined,
+  );
   const cut = body.subarray(0, 10);
   await stack.s3.put(staged, Readable.from([cut]), { contentType: 'application/octet-stream', contentLength: cut.length });
   worker = await startRuntime(stack.config, 'worker', { workflowBundlePath: inject('stack').workflowBundlePath });

@@ -36,8 +36,15 @@ afterAll(async () => {
 async function newUpload(): Promise<string> {
   const id = randomUUID();
   await insertUploadIfAbsent(pool, {
-    id, tenant_id: tenantId, idempotency_key: `k-${id}`, workflow_id: `upload/${tenantId}/k-${id}`,
-    storage_key: `objects/${id}`, sha256: '0'.repeat(64), content_type: 'text/plain', file_name: null, bytes: 1,
+    id,
+    tenant_id: tenantId,
+    idempotency_key: `k-${id}`,
+    workflow_id: `upload/${tenantId}/k-${id}`,
+    storage_key: `objects/${id}`,
+    sha256: '0'.repeat(64),
+    content_type: 'text/plain',
+    file_name: null,
+    bytes: 1,
   });
   return id;
 }
@@ -122,7 +129,11 @@ describe('awaitProcessed (the ?wait loop)', () => {
     const slowPoll = await UploadProcessedListener.start(pool.options.connectionString!, pino({ level: 'silent' }), { pollMs: 120_000 });
     try {
       const waiting = awaitProcessed({ pool, signal: slowPoll }, tenantId, id, 60_000);
-      await eventually(async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`)).rowCount === 2, 10_000);
+      await eventually(
+        async () =>
+          (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`)).rowCount === 2,
+        10_000,
+      );
       await markProcessed(id);
       expect((await waiting)?.status).toBe('processed');
     } finally {

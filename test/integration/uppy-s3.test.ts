@@ -17,7 +17,11 @@ import { startTestStack, type TestStack } from '../helpers/stack';
 const MiB = 1024 * 1024;
 
 async function call(base: string, method: string, pathname: string, json?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base}${pathname}`, { method, headers: { ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, body: json !== undefined ? JSON.stringify(json) : undefined });
+  const res = await fetch(`${base}${pathname}`, {
+    method,
+    headers: { ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: json !== undefined ? JSON.stringify(json) : undefined,
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
 }
@@ -52,7 +56,12 @@ describe('the companion routes on the S3 store', () => {
   it('multipart as Uppy does it: create (twice), sign and PUT parts (one again), list, complete (twice): one upload', async () => {
     const file = randomBytes(6 * MiB + 999);
     const key = `uppy-${randomUUID()}`;
-    const create = () => call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'clip.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key, name: 'clip.bin' } });
+    const create = () =>
+      call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+        filename: 'clip.bin',
+        type: 'application/octet-stream',
+        metadata: { idempotencyKey: key, name: 'clip.bin' },
+      });
     const created = await create();
     expect(created.status).toBe(200);
     expect((await create()).json).toEqual(created.json);
@@ -71,8 +80,14 @@ describe('the companion routes on the S3 store', () => {
       }
     }
     const listed = await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}${q}`);
-    expect(listed.json.map((p: { PartNumber: number; Size: number }) => [p.PartNumber, p.Size])).toEqual([[1, 5 * MiB], [2, file.length - 5 * MiB]]);
-    const complete = () => call(stack.url, 'POST', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}/complete${q}`, { parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) });
+    expect(listed.json.map((p: { PartNumber: number; Size: number }) => [p.PartNumber, p.Size])).toEqual([
+      [1, 5 * MiB],
+      [2, file.length - 5 * MiB],
+    ]);
+    const complete = () =>
+      call(stack.url, 'POST', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}/complete${q}`, {
+        parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })),
+      });
     const [a, b] = await Promise.all([complete(), complete()]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(a.json.upload).toMatchObject({ bytes: file.length, sha256: sha256(file), fileName: 'clip.bin' });
@@ -90,22 +105,43 @@ describe('the companion routes on the S3 store', () => {
 
   it('abort frees the key; another file under a key is 422; tokens and object keys cannot be forged', async () => {
     const key = `uppy-abort-${randomUUID()}`;
-    const created = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'a.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key } });
-    expect((await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'b.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key } })).status).toBe(422);
+    const created = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+      filename: 'a.bin',
+      type: 'application/octet-stream',
+      metadata: { idempotencyKey: key },
+    });
+    expect(
+      (
+        await call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+          filename: 'b.bin',
+          type: 'application/octet-stream',
+          metadata: { idempotencyKey: key },
+        })
+      ).status,
+    ).toBe(422);
     const q = `?key=${encodeURIComponent(created.json.key)}`;
     // Another object key under a real upload id: 404.
-    expect((await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}/1?key=tenants/x/keys/y/z`)).status).toBe(404);
+    expect(
+      (await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}/1?key=tenants/x/keys/y/z`))
+        .status,
+    ).toBe(404);
     // A forged or foreign token: 403.
     const forged = endpoint.replace(/\.[^.]+$/, '.AAAA');
     expect((await call(stack.url, 'GET', `${forged}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(403);
     const other = await stack.createTenant('uppy-other');
     const otherEndpoint = await mint(stack, other.apiKey);
-    expect((await call(stack.url, 'GET', `${otherEndpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(404);
+    expect((await call(stack.url, 'GET', `${otherEndpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(
+      404,
+    );
     expect((await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'a.bin', metadata: {} })).status).toBe(400);
     // Abort: the session goes and the key is free for a new one.
     expect((await call(stack.url, 'DELETE', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(204);
     expect((await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}${q}`)).status).toBe(404);
-    const fresh = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'b.bin', type: 'application/octet-stream', metadata: { idempotencyKey: key } });
+    const fresh = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+      filename: 'b.bin',
+      type: 'application/octet-stream',
+      metadata: { idempotencyKey: key },
+    });
     expect(fresh.status).toBe(200);
     expect(fresh.json.uploadId).not.toBe(created.json.uploadId);
   });
@@ -113,7 +149,11 @@ describe('the companion routes on the S3 store', () => {
   it('one request: /s3/params points at the form endpoint, which commits once; the same form again replays', async () => {
     const file = randomBytes(70_000);
     const key = `uppy-params-${randomUUID()}`;
-    const params = await call(stack.url, 'GET', `${endpoint}/s3/params?filename=small.bin&type=application/octet-stream&metadata%5BidempotencyKey%5D=${key}`);
+    const params = await call(
+      stack.url,
+      'GET',
+      `${endpoint}/s3/params?filename=small.bin&type=application/octet-stream&metadata%5BidempotencyKey%5D=${key}`,
+    );
     expect(params.status).toBe(200);
     expect(params.json.method).toBe('POST');
     const first = await postForm(stack.url, params.json, file, 'small.bin');
@@ -143,7 +183,10 @@ describe('the companion routes on the embedded store', () => {
     const params = await call(stack.url, 'GET', `${endpoint}/s3/params?filename=a.txt&metadata%5BidempotencyKey%5D=${key}`);
     const file = randomBytes(1000);
     expect((await postForm(stack.url, params.json, file, 'a.txt')).status).toBe(201);
-    const mp = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, { filename: 'big.bin', metadata: { idempotencyKey: `uppy-local-mp-${randomUUID()}` } });
+    const mp = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+      filename: 'big.bin',
+      metadata: { idempotencyKey: `uppy-local-mp-${randomUUID()}` },
+    });
     expect(mp.status).toBe(501);
     expect(mp.json.error).toBe('direct_upload_unsupported');
   });
@@ -156,8 +199,20 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     stack = await startTestStack('uppy_page');
     // The browser PUTs parts to the S3 server (another origin): the bucket allows it, as a deployment's would.
     const shared = inject('stack');
-    const s3 = new S3Client({ endpoint: shared.s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: shared.s3.accessKeyId, secretAccessKey: shared.s3.secretAccessKey } });
-    await s3.send(new PutBucketCorsCommand({ Bucket: stack.config.S3_BUCKET, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PUT', 'GET'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag'] }] } }));
+    const s3 = new S3Client({
+      endpoint: shared.s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: shared.s3.accessKeyId, secretAccessKey: shared.s3.secretAccessKey },
+    });
+    await s3.send(
+      new PutBucketCorsCommand({
+        Bucket: stack.config.S3_BUCKET,
+        CORSConfiguration: {
+          CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PUT', 'GET'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag'] }],
+        },
+      }),
+    );
     s3.destroy();
     browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
   });
@@ -181,12 +236,18 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     await endpoint;
     const big = randomBytes(12 * MiB + 5);
     const small = randomBytes(30_000);
-    await page.locator('input.uppy-Dashboard-input').first().setInputFiles([
-      { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
-      { name: 'small.bin', mimeType: 'application/octet-stream', buffer: small },
-    ]);
+    await page
+      .locator('input.uppy-Dashboard-input')
+      .first()
+      .setInputFiles([
+        { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
+        { name: 'small.bin', mimeType: 'application/octet-stream', buffer: small },
+      ]);
     await page.waitForSelector('#done li[data-upload-id] >> nth=1', { timeout: 90_000 });
-    const rows = await stack.runtime.pool.query<{ file_name: string; bytes: string; sha256: string; idempotency_key: string }>('SELECT file_name, bytes, sha256, idempotency_key FROM uploads WHERE tenant_id = $1 ORDER BY bytes DESC', [tenant.tenantId]);
+    const rows = await stack.runtime.pool.query<{ file_name: string; bytes: string; sha256: string; idempotency_key: string }>(
+      'SELECT file_name, bytes, sha256, idempotency_key FROM uploads WHERE tenant_id = $1 ORDER BY bytes DESC',
+      [tenant.tenantId],
+    );
     expect(rows.rows.map((r) => [r.file_name, Number(r.bytes), r.sha256])).toEqual([
       ['big.bin', big.length, createHash('sha256').update(big).digest('hex')],
       ['small.bin', small.length, createHash('sha256').update(small).digest('hex')],

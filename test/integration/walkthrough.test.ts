@@ -27,17 +27,36 @@ describe('POST /v1/uploads walk-through', () => {
     expect(first.json).toMatchObject({ bytes: file.length, sha256: sha256(file), contentType: 'text/plain', fileName: 'hello.txt' });
     expect(first.headers.get('location')).toBe(`/v1/uploads/${first.json.uploadId}`);
 
-    const second = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, contentType: 'text/plain', fileName: 'hello.txt' });
+    const second = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key,
+      body: file,
+      contentType: 'text/plain',
+      fileName: 'hello.txt',
+    });
     expect(second.status).toBe(201);
     expect(second.text).toBe(first.text);
     expect(second.headers.get('idempotent-replayed')).toBe('true');
     expect(second.headers.get('idempotent-replay')).toBe('true');
 
     const other = Buffer.from('a different file');
-    const reuse = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: other, contentType: 'text/plain', fileName: 'hello.txt' });
+    const reuse = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key,
+      body: other,
+      contentType: 'text/plain',
+      fileName: 'hello.txt',
+    });
     expect(reuse.status).toBe(422);
     expect(reuse.headers.get('content-type')).toBe('application/problem+json');
-    expect(reuse.json).toMatchObject({ status: 422, error: 'idempotency_key_reuse', type: expect.any(String), title: expect.any(String), detail: expect.any(String), message: expect.any(String) });
+    expect(reuse.json).toMatchObject({
+      status: 422,
+      error: 'idempotency_key_reuse',
+      type: expect.any(String),
+      title: expect.any(String),
+      detail: expect.any(String),
+      message: expect.any(String),
+    });
 
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(1);
@@ -52,7 +71,10 @@ describe('POST /v1/uploads walk-through', () => {
     // Operators find the run by key or tenant (search attributes; visibility is eventually consistent).
     const found = await eventually(async () => {
       const runs = [];
-      for await (const wf of stack.temporal.workflow.list({ query: `OncelyIdempotencyKey = '${key}' AND OncelyTenant = '${tenant.tenantId}'` })) runs.push(wf);
+      for await (const wf of stack.temporal.workflow.list({
+        query: `OncelyIdempotencyKey = '${key}' AND OncelyTenant = '${tenant.tenantId}'`,
+      }))
+        runs.push(wf);
       return runs.length === 1 && runs[0]!.status.name === 'COMPLETED' ? runs : undefined;
     });
     expect(found[0]!.workflowId).toBe(`upload/${tenant.tenantId}/${key}`);
@@ -143,9 +165,14 @@ describe('POST /v1/uploads walk-through', () => {
   it('under respond-async, keeps the committed copy of two and removes the other once the answer is committed', async () => {
     const key = newKey();
     const file = Buffer.from('two async copies');
-    const answers = await Promise.all([0, 1].map(() => postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, prefer: 'respond-async' })));
+    const answers = await Promise.all(
+      [0, 1].map(() => postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, prefer: 'respond-async' })),
+    );
     // A copy arriving after the commit is replayed (201) without staging anything.
-    expect(answers.every((a) => a.status === 202 || (a.status === 201 && a.headers.get('idempotent-replayed') === 'true')), answers.map((a) => a.text).join('\n')).toBe(true);
+    expect(
+      answers.every((a) => a.status === 202 || (a.status === 201 && a.headers.get('idempotent-replayed') === 'true')),
+      answers.map((a) => a.text).join('\n'),
+    ).toBe(true);
     expect(answers.some((a) => a.status === 202)).toBe(true);
     // A 202's request did not know the outcome when it answered; it settles its copy from the key row.
     const committed = await eventually(async () => {
@@ -188,14 +215,25 @@ describe('CORS', () => {
   it('answers preflights from other origins and exposes the replay headers', async () => {
     const pre = await fetch(`${stack.url}/v1/uploads`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, idempotency-key, x-file-sha256' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, idempotency-key, x-file-sha256',
+      },
     });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-origin')).toBe('*');
-    for (const h of ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer']) expect(pre.headers.get('access-control-allow-headers')).toContain(h);
-    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key: newKey(), body: Buffer.from('cors'), headers: { origin: 'https://app.example' } });
+    for (const h of ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'])
+      expect(pre.headers.get('access-control-allow-headers')).toContain(h);
+    const res = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: newKey(),
+      body: Buffer.from('cors'),
+      headers: { origin: 'https://app.example' },
+    });
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
-    for (const h of ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay']) expect(res.headers.get('access-control-expose-headers')).toContain(h);
+    for (const h of ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay'])
+      expect(res.headers.get('access-control-expose-headers')).toContain(h);
     const problem = await fetch(`${stack.url}/v1/uploads/nope`, { headers: { origin: 'https://app.example' } });
     expect(problem.status).toBe(401);
     expect(problem.headers.get('access-control-allow-origin')).toBe('*');

@@ -77,7 +77,8 @@ it('completes exactly once after the worker dies between commitObject and commit
   expect(rows.keys).toHaveLength(1);
   expect(await listKeys(stack.s3, keyStoragePrefix(tenant.tenantId, key))).toEqual([done.response.storageKey]);
   const runs: string[] = [];
-  for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenant.tenantId, key)}'` })) runs.push(wf.runId);
+  for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${uploadWorkflowId(tenant.tenantId, key)}'` }))
+    runs.push(wf.runId);
   expect(runs).toHaveLength(1);
   const report = await audit(stack.runtime.pool, stack.s3);
   expect(report.violations).toEqual([]);

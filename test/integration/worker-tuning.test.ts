@@ -16,7 +16,8 @@ it('the uploads worker runs with the tuned options, the transcode worker with it
   const uploads = byQueue.get(stack.config.TASK_QUEUE_UPLOADS)!;
   const transcode = byQueue.get(stack.config.TASK_QUEUE_TRANSCODE)!;
   // The SDK compiles slot counts into its tuner.
-  const slots = (o: typeof uploads, kind: 'workflowTaskSlotSupplier' | 'activityTaskSlotSupplier') => (o.tuner[kind] as { numSlots?: number }).numSlots;
+  const slots = (o: typeof uploads, kind: 'workflowTaskSlotSupplier' | 'activityTaskSlotSupplier') =>
+    (o.tuner[kind] as { numSlots?: number }).numSlots;
   expect(slots(uploads, 'workflowTaskSlotSupplier')).toBe(7);
   expect(uploads.maxCachedWorkflows).toBe(13);
   expect(slots(transcode, 'workflowTaskSlotSupplier')).toBe(40);

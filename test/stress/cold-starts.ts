@@ -41,8 +41,14 @@ export async function dropPageCache(): Promise<boolean> {
 
 async function stacksOf(pid: number): Promise<string> {
   try {
-    const { stdout } = await run('gdb', ['-p', String(pid), '-batch', '-ex', 'thread apply all bt 12'], { timeout: 60_000, maxBuffer: 8 << 20 });
-    return stdout.split('\n').filter((l) => /^Thread|^#/.test(l)).join('\n');
+    const { stdout } = await run('gdb', ['-p', String(pid), '-batch', '-ex', 'thread apply all bt 12'], {
+      timeout: 60_000,
+      maxBuffer: 8 << 20,
+    });
+    return stdout
+      .split('\n')
+      .filter((l) => /^Thread|^#/.test(l))
+      .join('\n');
   } catch (err) {
     return `(no stacks: ${String(err).slice(0, 200)})`;
   }
@@ -88,7 +94,12 @@ export async function coldStart(role: StartRole, env: Record<string, string>, bo
       else if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
         outcome = { role, result: 'exited', ms: Date.now() - started, evidence: readFileSync(logFile, 'utf8').slice(-3000) };
       } else if (Date.now() - started > boundMs) {
-        outcome = { role, result: 'hung', ms: Date.now() - started, evidence: `${readFileSync(logFile, 'utf8').slice(-2000)}\n${await stacksOf(proc.child.pid!)}` };
+        outcome = {
+          role,
+          result: 'hung',
+          ms: Date.now() - started,
+          evidence: `${readFileSync(logFile, 'utf8').slice(-2000)}\n${await stacksOf(proc.child.pid!)}`,
+        };
       } else await sleep(100);
     }
   } finally {
@@ -109,14 +120,24 @@ export interface StressSummary {
   failures: StartOutcome[];
 }
 
-export async function stress(role: StartRole, starts: number, env: Record<string, string>, boundMs: number, onEach?: (o: StartOutcome, i: number) => void, tree = root): Promise<StressSummary> {
+export async function stress(
+  role: StartRole,
+  starts: number,
+  env: Record<string, string>,
+  boundMs: number,
+  onEach?: (o: StartOutcome, i: number) => void,
+  tree = root,
+): Promise<StressSummary> {
   const outcomes: StartOutcome[] = [];
   for (let i = 0; i < starts; i++) {
     const o = await coldStart(role, env, boundMs, tree);
     outcomes.push(o);
     onEach?.(o, i);
   }
-  const ms = outcomes.filter((o) => o.result === 'served').map((o) => o.ms).sort((a, b) => a - b);
+  const ms = outcomes
+    .filter((o) => o.result === 'served')
+    .map((o) => o.ms)
+    .sort((a, b) => a - b);
   return {
     role,
     starts,

@@ -32,15 +32,28 @@ const env = {
   TASK_QUEUE_UPLOADS: `uploads-stress-${process.pid}`,
   TASK_QUEUE_TRANSCODE: `transcode-stress-${process.pid}`,
 };
-console.log(`page cache dropped before each start: ${(await dropPageCache()) ? 'yes' : 'no (not root)'}; node flags: those of bin/oncely-node${process.env.ONCELY_NODE_FLAGS ? ` + ${process.env.ONCELY_NODE_FLAGS}` : ''}`);
+console.log(
+  `page cache dropped before each start: ${(await dropPageCache()) ? 'yes' : 'no (not root)'}; node flags: those of bin/oncely-node${process.env.ONCELY_NODE_FLAGS ? ` + ${process.env.ONCELY_NODE_FLAGS}` : ''}`,
+);
 const summaries: StressSummary[] = [];
 try {
-  for (const [role, n] of [['embedded', opts.embedded], ['api', opts.roles], ['worker', opts.roles]] as const) {
+  for (const [role, n] of [
+    ['embedded', opts.embedded],
+    ['api', opts.roles],
+    ['worker', opts.roles],
+  ] as const) {
     summaries.push(
-      await stress(role, n, env, opts.boundSeconds * 1000, (o, i) => {
-        console.log(`${role} #${i + 1}: ${o.result} in ${(o.ms / 1000).toFixed(1)} s`);
-        if (o.evidence) console.log(o.evidence);
-      }, opts.tree && path.resolve(opts.tree)),
+      await stress(
+        role,
+        n,
+        env,
+        opts.boundSeconds * 1000,
+        (o, i) => {
+          console.log(`${role} #${i + 1}: ${o.result} in ${(o.ms / 1000).toFixed(1)} s`);
+          if (o.evidence) console.log(o.evidence);
+        },
+        opts.tree && path.resolve(opts.tree),
+      ),
     );
   }
 } finally {
@@ -50,6 +63,8 @@ try {
 }
 console.log('\nrole      starts  served  hung  exited  median s  max s');
 for (const s of summaries) {
-  console.log(`${s.role.padEnd(9)} ${String(s.starts).padStart(6)}  ${String(s.served).padStart(6)}  ${String(s.hung).padStart(4)}  ${String(s.exited).padStart(6)}  ${(s.medianMs / 1000).toFixed(1).padStart(8)}  ${(s.maxMs / 1000).toFixed(1).padStart(5)}`);
+  console.log(
+    `${s.role.padEnd(9)} ${String(s.starts).padStart(6)}  ${String(s.served).padStart(6)}  ${String(s.hung).padStart(4)}  ${String(s.exited).padStart(6)}  ${(s.medianMs / 1000).toFixed(1).padStart(8)}  ${(s.maxMs / 1000).toFixed(1).padStart(5)}`,
+  );
 }
 process.exit(summaries.every((s) => s.served === s.starts) ? 0 : 1);

@@ -11,7 +11,11 @@ import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack
 function pgBinDir(): string {
   if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR;
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (versions.length === 0) throw new Error('PostgreSQL server binaries not found (set PG_BIN_DIR)');
   return path.join(root, versions[0]!, 'bin');
 }
@@ -47,7 +51,10 @@ export async function startPostgresCluster(opts: { dir: string; port: number; da
   const bin = (name: string) => path.join(pgBinDir(), name);
   const env = { PATH: process.env.PATH, LANG: 'C.UTF-8' };
   execFileSync(bin('initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'], {
-    stdio: ['ignore', 'ignore', 'pipe'], cwd: opts.dir, env, ...user,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: opts.dir,
+    env,
+    ...user,
   });
 
   let proc: ManagedProcess | undefined;
@@ -61,7 +68,18 @@ export async function startPostgresCluster(opts: { dir: string; port: number; da
   };
 
   async function start(): Promise<void> {
-    const args = ['-D', dataDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dir}`, '-c', 'max_connections=200'];
+    const args = [
+      '-D',
+      dataDir,
+      '-p',
+      String(opts.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${opts.dir}`,
+      '-c',
+      'max_connections=200',
+    ];
     proc = startProcess(bin('postgres'), args, { logFile: path.join(opts.dir, 'postgres.log'), cwd: opts.dir, env, ...user });
     await waitUntil('PostgreSQL', probe, { proc, timeoutMs: 60_000 });
   }

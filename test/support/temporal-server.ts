@@ -52,10 +52,26 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
   const pgUser = decodeURIComponent(admin.username || 'postgres');
   const pgPassword = decodeURIComponent(admin.password);
   const visibility = `${o.database}_visibility`;
-  for (const [db, schema] of [[o.database, 'postgresql/v12/temporal'], [visibility, 'postgresql/v12/visibility']] as const) {
+  for (const [db, schema] of [
+    [o.database, 'postgresql/v12/temporal'],
+    [visibility, 'postgresql/v12/visibility'],
+  ] as const) {
     const created = await ensureDatabase(o.pgAdminUrl, db);
     const sql = (...args: string[]) =>
-      run(toolPath('temporal-sql-tool'), ['--plugin', 'postgres12', '--ep', pgHost, '-p', String(pgPort), '-u', pgUser, ...(pgPassword ? ['--pw', pgPassword] : []), '--db', db, ...args]);
+      run(toolPath('temporal-sql-tool'), [
+        '--plugin',
+        'postgres12',
+        '--ep',
+        pgHost,
+        '-p',
+        String(pgPort),
+        '-u',
+        pgUser,
+        ...(pgPassword ? ['--pw', pgPassword] : []),
+        '--db',
+        db,
+        ...args,
+      ]);
     if (created) await sql('setup-schema', '-v', '0.0');
     await sql('update-schema', '--schema-name', schema);
   }
@@ -71,9 +87,21 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
   const configDir = path.join(o.dir, 'config');
   mkdirSync(configDir, { recursive: true });
   const store = (database: string, maxConns: number) => ({
-    sql: { pluginName: 'postgres12', databaseName: database, connectAddr: o.connectAddr ?? `${pgHost}:${pgPort}`, connectProtocol: 'tcp', user: pgUser, password: pgPassword, maxConns, maxIdleConns: maxConns, maxConnLifetime: '1h' },
+    sql: {
+      pluginName: 'postgres12',
+      databaseName: database,
+      connectAddr: o.connectAddr ?? `${pgHost}:${pgPort}`,
+      connectProtocol: 'tcp',
+      user: pgUser,
+      password: pgPassword,
+      maxConns,
+      maxIdleConns: maxConns,
+      maxConnLifetime: '1h',
+    },
   });
-  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnLocalHost: true, ...extra } });
+  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({
+    rpc: { grpcPort, membershipPort, bindOnLocalHost: true, ...extra },
+  });
   // JSON is YAML: the config is written as JSON under the name the server reads.
   const config = {
     log: { stdout: true, level: 'warn' },
@@ -96,7 +124,9 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${ports.frontend}` } },
+      clusterInformation: {
+        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${ports.frontend}` },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
   };

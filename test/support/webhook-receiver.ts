@@ -32,7 +32,11 @@ export class WebhookReceiver {
       req.setEncoding('utf8');
       req.on('data', (d) => (body += d));
       req.on('end', () => {
-        const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+        const headers = {
+          'webhook-id': String(req.headers['webhook-id']),
+          'webhook-timestamp': String(req.headers['webhook-timestamp']),
+          'webhook-signature': String(req.headers['webhook-signature']),
+        };
         let verified = false;
         try {
           new Webhook(this.secret).verify(body, headers);
@@ -41,7 +45,14 @@ export class WebhookReceiver {
           verified = false;
         }
         const json = JSON.parse(body);
-        this.received.push({ id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'], body, verified, json });
+        this.received.push({
+          id: headers['webhook-id'],
+          timestamp: headers['webhook-timestamp'],
+          signature: headers['webhook-signature'],
+          body,
+          verified,
+          json,
+        });
         const status = this.script[json.type]?.shift() ?? this.fallback;
         setTimeout(() => {
           res.writeHead(status, this.retryAfter && status >= 400 ? { 'retry-after': this.retryAfter } : {});

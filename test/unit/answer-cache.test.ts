@@ -5,7 +5,14 @@ import { expect, it } from 'vitest';
 import type { LiveKeyAnswer } from '../../src/db/queries/idempotency-keys';
 import { AnswerCache } from '../../src/upload/answer-cache';
 
-const answer = (body: string, ttl_seconds = 3600): LiveKeyAnswer => ({ fingerprint: 'f'.repeat(64), upload_id: null, response_status: 201, response_body: body, expired: false, ttl_seconds });
+const answer = (body: string, ttl_seconds = 3600): LiveKeyAnswer => ({
+  fingerprint: 'f'.repeat(64),
+  upload_id: null,
+  response_status: 201,
+  response_body: body,
+  expired: false,
+  ttl_seconds,
+});
 
 it('returns the remembered answer per tenant and key', () => {
   const cache = new AnswerCache(1024 * 1024);

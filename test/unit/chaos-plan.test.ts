@@ -6,7 +6,15 @@ import { planUploads } from '../../chaos/load';
 import { Rng } from '../../chaos/rng';
 
 const shape = (seed: number) =>
-  planUploads(new Rng(seed).fork(1), 50, `seed${seed}`).map((p) => ({ key: p.key, bytes: p.bytes, type: p.contentType, copies: p.copies, resend: p.resend, misuse: p.misuse, body: p.bodySeed.bytes(16).toString('hex') }));
+  planUploads(new Rng(seed).fork(1), 50, `seed${seed}`).map((p) => ({
+    key: p.key,
+    bytes: p.bytes,
+    type: p.contentType,
+    copies: p.copies,
+    resend: p.resend,
+    misuse: p.misuse,
+    body: p.bodySeed.bytes(16).toString('hex'),
+  }));
 
 it('plans the same uploads for the same seed, and different ones for another', () => {
   expect(shape(7)).toEqual(shape(7));

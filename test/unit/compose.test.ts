@@ -20,18 +20,27 @@ const SECRETS = {
 
 /** Compose's interpolation: ${VAR}, ${VAR:-default}, ${VAR:?error} (empty counts as unset), $$. */
 function interpolate(value: string, env: Record<string, string>): string {
-  return value.replace(/\$\$|\$\{(\w+)(?::([-?])([^}]*))?\}/g, (whole, name: string | undefined, op: string | undefined, arg: string | undefined) => {
-    if (whole === '$$') return '$';
-    const v = env[name!];
-    if (v) return v;
-    if (op === '?') throw new Error(`required variable ${name} is missing: ${arg}`);
-    return op === '-' ? arg! : '';
-  });
+  return value.replace(
+    /\$\$|\$\{(\w+)(?::([-?])([^}]*))?\}/g,
+    (whole, name: string | undefined, op: string | undefined, arg: string | undefined) => {
+      if (whole === '$$') return '$';
+      const v = env[name!];
+      if (v) return v;
+      if (op === '?') throw new Error(`required variable ${name} is missing: ${arg}`);
+      return op === '-' ? arg! : '';
+    },
+  );
 }
 
 function load(env: Record<string, string>) {
   const walk = (v: unknown): unknown =>
-    typeof v === 'string' ? interpolate(v, env) : Array.isArray(v) ? v.map(walk) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)])) : v;
+    typeof v === 'string'
+      ? interpolate(v, env)
+      : Array.isArray(v)
+        ? v.map(walk)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
+          : v;
   return walk(parse(text, { merge: true })) as { services: Record<string, any> };
 }
 
@@ -39,7 +48,17 @@ const compose = load(SECRETS);
 
 describe('docker-compose.yml', () => {
   it('has the production-shaped services', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 's3', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'migrate',
+      'postgres',
+      's3',
+      'temporal',
+      'temporal-schema',
+      'temporal-setup',
+      'temporal-ui',
+      'worker',
+    ]);
   });
 
   it("runs Temporal's server image (not the deprecated auto-setup) with its schema set up by the admin tools of the same version", () => {

@@ -13,10 +13,21 @@ it('WORKER_QUEUES selects the task queues a worker polls, both by default, and r
 it('WORKER_TUNING takes a JSON object of known worker options and refuses anything else by name', () => {
   expect(loadConfig({}).WORKER_TUNING).toEqual({});
   expect(
-    loadConfig({ WORKER_TUNING: '{"maxConcurrentWorkflowTaskExecutions":10,"workflowTaskPollerBehavior":{"type":"autoscaling","maximum":20},"reuseV8Context":true}' }).WORKER_TUNING,
-  ).toEqual({ maxConcurrentWorkflowTaskExecutions: 10, workflowTaskPollerBehavior: { type: 'autoscaling', maximum: 20 }, reuseV8Context: true });
+    loadConfig({
+      WORKER_TUNING:
+        '{"maxConcurrentWorkflowTaskExecutions":10,"workflowTaskPollerBehavior":{"type":"autoscaling","maximum":20},"reuseV8Context":true}',
+    }).WORKER_TUNING,
+  ).toEqual({
+    maxConcurrentWorkflowTaskExecutions: 10,
+    workflowTaskPollerBehavior: { type: 'autoscaling', maximum: 20 },
+    reuseV8Context: true,
+  });
   expect(() => loadConfig({ WORKER_TUNING: 'maxConcurrent=10' })).toThrow(/WORKER_TUNING: must be a JSON object/);
   expect(() => loadConfig({ WORKER_TUNING: '{"debugMode":true}' })).toThrow(/WORKER_TUNING: .*debugMode/);
-  expect(() => loadConfig({ WORKER_TUNING: '{"maxConcurrentWorkflowTaskExecutions":1}' })).toThrow(/WORKER_TUNING: maxConcurrentWorkflowTaskExecutions/);
-  expect(() => loadConfig({ WORKER_TUNING: '{"workflowTaskPollerBehavior":{"type":"fixed"}}' })).toThrow(/WORKER_TUNING: workflowTaskPollerBehavior/);
+  expect(() => loadConfig({ WORKER_TUNING: '{"maxConcurrentWorkflowTaskExecutions":1}' })).toThrow(
+    /WORKER_TUNING: maxConcurrentWorkflowTaskExecutions/,
+  );
+  expect(() => loadConfig({ WORKER_TUNING: '{"workflowTaskPollerBehavior":{"type":"fixed"}}' })).toThrow(
+    /WORKER_TUNING: workflowTaskPollerBehavior/,
+  );
 });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Problem } from '../../src/errors';
 import { parseIdempotencyKey } from '../../src/api/parse/idempotency-key';
-import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../../src/api/parse/request-headers';
+import {
+  parseContentLength,
+  parseContentType,
+  parseFileName,
+  parsePrefer,
+  parseSha256,
+  parseWaitQuery,
+} from '../../src/api/parse/request-headers';
 import { fingerprint, type FingerprintParts } from '../../src/upload/fingerprint';
 
 function code(fn: () => unknown): string {
@@ -80,10 +87,25 @@ describe('other upload headers', () => {
 });
 
 describe('fingerprint', () => {
-  const base: FingerprintParts = { method: 'POST', route: '/v1/uploads', tenantId: 't1', contentLength: 5, contentType: 'text/plain', sha256: null, fileName: 'a.txt' };
+  const base: FingerprintParts = {
+    method: 'POST',
+    route: '/v1/uploads',
+    tenantId: 't1',
+    contentLength: 5,
+    contentType: 'text/plain',
+    sha256: null,
+    fileName: 'a.txt',
+  };
   it('is stable for equal requests and differs when any part differs', () => {
     expect(fingerprint(base)).toBe(fingerprint({ ...base }));
-    const variants: Partial<FingerprintParts>[] = [{ tenantId: 't2' }, { contentLength: 6 }, { contentType: 'text/html' }, { sha256: 'a'.repeat(64) }, { fileName: null }, { route: '/v1/other' }];
+    const variants: Partial<FingerprintParts>[] = [
+      { tenantId: 't2' },
+      { contentLength: 6 },
+      { contentType: 'text/html' },
+      { sha256: 'a'.repeat(64) },
+      { fileName: null },
+      { route: '/v1/other' },
+    ];
     for (const v of variants) expect(fingerprint({ ...base, ...v })).not.toBe(fingerprint(base));
   });
 });

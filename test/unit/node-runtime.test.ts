@@ -33,13 +33,25 @@ describe('Node.js runtime', () => {
   it('bin/oncely-node runs every role with --expose-gc, 4 MiB semi-spaces, two V8 helper threads and two malloc arenas, and ONCELY_NODE_FLAGS after them', async () => {
     // `-p` makes node print its own flags instead of running the bundle.
     const flags = async (role: string, extra: string) =>
-      (await run('sh', [path.join(root, 'bin/oncely-node'), role], { cwd: root, env: { ...process.env, ONCELY_NODE_FLAGS: `${extra} -p process.execArgv.join(",")` } })).stdout.trim();
+      (
+        await run('sh', [path.join(root, 'bin/oncely-node'), role], {
+          cwd: root,
+          env: { ...process.env, ONCELY_NODE_FLAGS: `${extra} -p process.execArgv.join(",")` },
+        })
+      ).stdout.trim();
     // (the variable is split on spaces: the flags, "-p", then the expression)
     expect(await flags('api', '')).toBe('--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,-p,process.execArgv.join(",")');
-    expect(await flags('worker', '--max-semi-space-size=1')).toBe('--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,--max-semi-space-size=1,-p,process.execArgv.join(",")');
+    expect(await flags('worker', '--max-semi-space-size=1')).toBe(
+      '--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,--max-semi-space-size=1,-p,process.execArgv.join(",")',
+    );
     // glibc reads MALLOC_ARENA_MAX from the environment: 2 unless the caller set it.
     const arenasIn = async (env: NodeJS.ProcessEnv) =>
-      (await run('sh', [path.join(root, 'bin/oncely-node'), 'api'], { cwd: root, env: { ...env, ONCELY_NODE_FLAGS: '-p process.env.MALLOC_ARENA_MAX' } })).stdout.trim();
+      (
+        await run('sh', [path.join(root, 'bin/oncely-node'), 'api'], {
+          cwd: root,
+          env: { ...env, ONCELY_NODE_FLAGS: '-p process.env.MALLOC_ARENA_MAX' },
+        })
+      ).stdout.trim();
     const withoutArena = { ...process.env };
     delete withoutArena.MALLOC_ARENA_MAX;
     expect(await arenasIn(withoutArena)).toBe('2');

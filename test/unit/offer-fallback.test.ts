@@ -12,11 +12,23 @@ import type { ObjectStore } from '../../src/storage/store';
 import type { Pool } from '../../src/db/pool';
 import { updates } from '../../src/temporal/names';
 
-const req: UploadRequest = { tenantId: 't1', idempotencyKey: 'k1', fingerprint: 'fp', contentType: 'text/plain', fileName: null, declaredBytes: 3, declaredSha256: null };
+const req: UploadRequest = {
+  tenantId: 't1',
+  idempotencyKey: 'k1',
+  fingerprint: 'fp',
+  contentType: 'text/plain',
+  fileName: null,
+  declaredBytes: 3,
+  declaredSha256: null,
+};
 const copy: StagedCopy = { attemptId: 'a1', fingerprint: 'fp', storageKey: 'tenants/t1/k1/a1', bytes: 3, sha256: 'ab', sniffedType: null };
 const response: StoredResponse = { status: 201, body: JSON.stringify({ uploadId: 'u1', storageKey: copy.storageKey }), uploadId: 'u1' };
 
-const noHandler = () => new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable(`No registered handler for update: ${updates.offerCopyForAnswer}`));
+const noHandler = () =>
+  new WorkflowUpdateFailedError(
+    'Workflow Update failed',
+    ApplicationFailure.nonRetryable(`No registered handler for update: ${updates.offerCopyForAnswer}`),
+  );
 
 /** A client whose answering offer ends as `outcome` (after `delayMs`: learnt by polling), or whose start call throws `refusal`. */
 function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: number }) {
@@ -45,7 +57,15 @@ function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: 
   } as unknown as Client;
   const store = { delete: async (key: string) => void deleted.push(key) } as unknown as ObjectStore;
   const pool = { query: async () => ({ rowCount: 0, rows: [] }) } as unknown as Pool;
-  const receiver = new UploadReceiver({ pool, store, temporal, taskQueue: 'q', receiveTimeoutSeconds: 60, downstream: undefined, answers: new AnswerCache(0) });
+  const receiver = new UploadReceiver({
+    pool,
+    store,
+    temporal,
+    taskQueue: 'q',
+    receiveTimeoutSeconds: 60,
+    downstream: undefined,
+    answers: new AnswerCache(0),
+  });
   return { receiver, sent, deleted };
 }
 
@@ -71,7 +91,10 @@ it('falls back too when the refusal is learnt only by polling the update', async
 
 it('does not fall back on other refusals: a reused key is 422 and the copy goes', async () => {
   const { receiver, sent, deleted } = receiverWith({
-    refusal: new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse')),
+    refusal: new WorkflowUpdateFailedError(
+      'Workflow Update failed',
+      ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse'),
+    ),
   });
   await expect(receiver.deliver(req, copy, 5_000)).rejects.toMatchObject({ code: 'idempotency_key_reuse' });
   expect(sent).toEqual([updates.offerCopyForAnswer]);
@@ -79,14 +102,23 @@ it('does not fall back on other refusals: a reused key is 422 and the copy goes'
 });
 
 it('a run that fails fails the waiting offer: upload_failed, no fallback', async () => {
-  const { receiver, sent } = receiverWith({ outcome: () => new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed')) });
+  const { receiver, sent } = receiverWith({
+    outcome: () =>
+      new WorkflowUpdateFailedError(
+        'Workflow Update failed',
+        ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed'),
+      ),
+  });
   await expect(receiver.deliver(req, copy, 5_000)).rejects.toMatchObject({ code: 'upload_failed' });
   expect(sent).toEqual([updates.offerCopyForAnswer]);
 });
 
 it('an update outcome that cannot be read (the run reset or terminated, the connection lost) is answered by the run result, with no second offer', async () => {
   for (const delayMs of [0, 20]) {
-    const { receiver, sent, deleted } = receiverWith({ outcome: () => Object.assign(new Error('14 UNAVAILABLE: connection dropped'), { code: 14 }), delayMs });
+    const { receiver, sent, deleted } = receiverWith({
+      outcome: () => Object.assign(new Error('14 UNAVAILABLE: connection dropped'), { code: 14 }),
+      delayMs,
+    });
     expect(await receiver.deliver(req, copy, 5_000)).toMatchObject({ kind: 'answer', replayed: false, response });
     expect(sent).toEqual([updates.offerCopyForAnswer]);
     expect(deleted).toEqual([]);

@@ -25,11 +25,14 @@ describe('absoluteUrl', () => {
   });
 
   it('leaves an already absolute URL (a presigned S3 URL) alone', async () => {
-    expect(await answer('https://uploads.example.com', 'http://s3.internal/bucket/k?X-Amz-Signature=1', 'http://h/')).toBe('http://s3.internal/bucket/k?X-Amz-Signature=1');
+    expect(await answer('https://uploads.example.com', 'http://s3.internal/bucket/k?X-Amz-Signature=1', 'http://h/')).toBe(
+      'http://s3.internal/bucket/k?X-Amz-Signature=1',
+    );
   });
 
   it('PUBLIC_URL must be an http(s) URL without query or fragment', () => {
     expect(loadConfig({ PUBLIC_URL: 'https://uploads.example.com/base' }).PUBLIC_URL).toBe('https://uploads.example.com/base');
-    for (const bad of ['uploads.example.com', 'ftp://x', 'https://x/?a=1', 'https://x/#f']) expect(() => loadConfig({ PUBLIC_URL: bad })).toThrow(/PUBLIC_URL/);
+    for (const bad of ['uploads.example.com', 'ftp://x', 'https://x/?a=1', 'https://x/#f'])
+      expect(() => loadConfig({ PUBLIC_URL: bad })).toThrow(/PUBLIC_URL/);
   });
 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { escapeMarkdown, SUMMARY_MAX_BYTES, truncateUtf8, uploadDetails, uploadSummary } from '../../src/temporal/summary';
 
-const req = { contentType: 'image/png', declaredBytes: 123456, tenantId: '6f1c2b9e-0000-4000-8000-000000000000', idempotencyKey: 'k'.repeat(255) };
+const req = {
+  contentType: 'image/png',
+  declaredBytes: 123456,
+  tenantId: '6f1c2b9e-0000-4000-8000-000000000000',
+  idempotencyKey: 'k'.repeat(255),
+};
 
 describe('Temporal UI summary and details', () => {
   it.each([

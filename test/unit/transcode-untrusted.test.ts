@@ -35,7 +35,10 @@ describe('transcoding untrusted files', () => {
   });
 
   it('an HLS playlist uploaded as video does not make ffmpeg open URLs', async () => {
-    await writeFile(path.join(dir, 'source'), '#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nhttp://127.0.0.1:9/secret.ts\n#EXT-X-ENDLIST\n');
+    await writeFile(
+      path.join(dir, 'source'),
+      '#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nhttp://127.0.0.1:9/secret.ts\n#EXT-X-ENDLIST\n',
+    );
     const out = await mkdtemp(path.join(dir, 'out-'));
     const outcome = await transcodeFile(path.join(dir, 'source'), 'video/mp4', out, presets);
     expect(outcome.status).toBe('failed');

@@ -6,7 +6,17 @@ import { GaveUpError, UploadClient } from '../../src/client/upload-client';
 import type { PendingUpload } from '../../src/client/types';
 
 function pending(): PendingUpload {
-  return { id: 'p1', idempotencyKey: 'key-0123456789abcdef', sha256: 'a'.repeat(64), bytes: 3, contentType: 'text/plain', fileName: 'a.txt', source: 'mem', createdAt: new Date().toISOString(), attempts: 0 };
+  return {
+    id: 'p1',
+    idempotencyKey: 'key-0123456789abcdef',
+    sha256: 'a'.repeat(64),
+    bytes: 3,
+    contentType: 'text/plain',
+    fileName: 'a.txt',
+    source: 'mem',
+    createdAt: new Date().toISOString(),
+    attempts: 0,
+  };
 }
 
 type Step = { status: number; headers?: Record<string, string>; body?: unknown } | Error;
@@ -24,7 +34,14 @@ function scriptedFetch(steps: Step[]) {
 }
 
 function client(f: typeof fetch, extra: Partial<ConstructorParameters<typeof UploadClient>[0]> = {}) {
-  return new UploadClient({ baseUrl: 'http://oncely.test', token: 'tok', fetch: f, openBody: async () => 'abc', random: () => 0.5, ...extra });
+  return new UploadClient({
+    baseUrl: 'http://oncely.test',
+    token: 'tok',
+    fetch: f,
+    openBody: async () => 'abc',
+    random: () => 0.5,
+    ...extra,
+  });
 }
 
 describe('retry policy', () => {
@@ -32,7 +49,12 @@ describe('retry policy', () => {
   afterEach(() => vi.useRealTimers());
 
   it('resends with the same key through network errors, 503 and 409 until 201', async () => {
-    const { fn, calls } = scriptedFetch([new TypeError('fetch failed'), { status: 503 }, { status: 409, headers: { 'retry-after': '2' } }, { status: 201, body: { uploadId: 'u1' } }]);
+    const { fn, calls } = scriptedFetch([
+      new TypeError('fetch failed'),
+      { status: 503 },
+      { status: 409, headers: { 'retry-after': '2' } },
+      { status: 201, body: { uploadId: 'u1' } },
+    ]);
     const p = pending();
     const done = client(fn).send(p);
     await vi.runAllTimersAsync();
@@ -51,7 +73,10 @@ describe('retry policy', () => {
   });
 
   it('lets Retry-After win over its own backoff', async () => {
-    const { fn, calls } = scriptedFetch([{ status: 429, headers: { 'retry-after': '7' } }, { status: 201, body: {} }]);
+    const { fn, calls } = scriptedFetch([
+      { status: 429, headers: { 'retry-after': '7' } },
+      { status: 201, body: {} },
+    ]);
     const done = client(fn, { random: () => 0 }).send(pending());
     await vi.advanceTimersByTimeAsync(6_900);
     expect(calls).toHaveLength(1);

@@ -10,21 +10,33 @@ describe('webhook URL guard', () => {
     await expect(assertDeliverableUrl('http://[2606:4700::1111]/hook', { allowPrivateNetworks: false })).resolves.toBeInstanceOf(URL);
   });
 
-  it.each(['http://127.0.0.1/x', 'http://localhost/x', 'http://10.1.2.3/x', 'http://192.168.1.1/x', 'http://172.20.0.1/x', 'http://[::1]/x', 'http://[fd00::1]/x',
-    'http://[64:ff9b::a00:1]/x', 'http://[64:ff9b::7f00:1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://[::ffff:10.0.0.1]/x'])(
-    'refuses private, loopback or NAT64/mapped %s unless private networks are allowed',
-    async (url) => {
-      await expect(assertDeliverableUrl(url, { allowPrivateNetworks: false })).rejects.toThrow(/private or internal/);
-      await expect(assertDeliverableUrl(url, { allowPrivateNetworks: true })).resolves.toBeInstanceOf(URL);
-    },
-  );
+  it.each([
+    'http://127.0.0.1/x',
+    'http://localhost/x',
+    'http://10.1.2.3/x',
+    'http://192.168.1.1/x',
+    'http://172.20.0.1/x',
+    'http://[::1]/x',
+    'http://[fd00::1]/x',
+    'http://[64:ff9b::a00:1]/x',
+    'http://[64:ff9b::7f00:1]/x',
+    'http://[::ffff:127.0.0.1]/x',
+    'http://[::ffff:10.0.0.1]/x',
+  ])('refuses private, loopback or NAT64/mapped %s unless private networks are allowed', async (url) => {
+    await expect(assertDeliverableUrl(url, { allowPrivateNetworks: false })).rejects.toThrow(/private or internal/);
+    await expect(assertDeliverableUrl(url, { allowPrivateNetworks: true })).resolves.toBeInstanceOf(URL);
+  });
 
-  it.each(['http://169.254.169.254/latest', 'http://[fe80::1]/x', 'http://0.0.0.0/x', 'http://[fd00:ec2::254]/latest', 'http://[::ffff:169.254.169.254]/x', 'http://[64:ff9b::a9fe:a9fe]/x'])(
-    'always refuses %s',
-    async (url) => {
-      await expect(assertDeliverableUrl(url, { allowPrivateNetworks: true })).rejects.toThrow(/never allowed/);
-    },
-  );
+  it.each([
+    'http://169.254.169.254/latest',
+    'http://[fe80::1]/x',
+    'http://0.0.0.0/x',
+    'http://[fd00:ec2::254]/latest',
+    'http://[::ffff:169.254.169.254]/x',
+    'http://[64:ff9b::a9fe:a9fe]/x',
+  ])('always refuses %s', async (url) => {
+    await expect(assertDeliverableUrl(url, { allowPrivateNetworks: true })).rejects.toThrow(/never allowed/);
+  });
 
   it.each(['ftp://example.com', 'file:///etc/passwd', 'nonsense', 'http://u:p@example.com/'])('refuses %s', async (url) => {
     await expect(assertDeliverableUrl(url, { allowPrivateNetworks: true })).rejects.toThrow();
@@ -32,7 +44,9 @@ describe('webhook URL guard', () => {
 
   it('never names the resolved internal address in its error', async () => {
     const resolve: Resolver = async () => [{ address: '10.11.12.13', family: 4 }];
-    const err = await assertDeliverableUrl('https://hooks.example.test/x', { allowPrivateNetworks: false, resolve }).catch((e: unknown) => e);
+    const err = await assertDeliverableUrl('https://hooks.example.test/x', { allowPrivateNetworks: false, resolve }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(DisallowedUrlError);
     expect((err as Error).message).not.toContain('10.11.12.13');
   });
@@ -56,13 +70,16 @@ describe('webhook delivery connects only to the address it checked', () => {
 
   it('a name that answers public first and loopback second (DNS rebinding) is not delivered to', async () => {
     let calls = 0;
-    const rebinding: Resolver = async () => (calls++ === 0 ? [{ address: '93.184.216.34', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
+    const rebinding: Resolver = async () =>
+      calls++ === 0 ? [{ address: '93.184.216.34', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
     const opts = { allowPrivateNetworks: false, resolve: rebinding };
     const url = `http://rebind.example.test:${port}/hook`;
     await expect(assertDeliverableUrl(url, opts)).resolves.toBeInstanceOf(URL); // the first answer passes the check
     const http = new WebhookHttp(opts);
     try {
-      const err = await http.post({ url, headers: { 'content-type': 'application/json' }, body: '{}', timeoutMs: 5_000 }).catch((e: unknown) => e);
+      const err = await http
+        .post({ url, headers: { 'content-type': 'application/json' }, body: '{}', timeoutMs: 5_000 })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DisallowedUrlError);
       expect((err as Error).message).not.toContain('127.0.0.1');
     } finally {

@@ -22,7 +22,8 @@ describe('workflow import rule', () => {
   });
 
   it('allows the workflow SDK and pure shared modules', async () => {
-    const ok = "import { condition } from '@temporalio/workflow';\nimport { searchAttributes } from '../src/temporal/names';\nexport const x = [condition, searchAttributes];\n";
+    const ok =
+      "import { condition } from '@temporalio/workflow';\nimport { searchAttributes } from '../src/temporal/names';\nexport const x = [condition, searchAttributes];\n";
     expect(await lint(ok)).toHaveLength(0);
   });
 

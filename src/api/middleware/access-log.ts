@@ -23,15 +23,18 @@ export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
     }
     if (!log.isLevelEnabled('info')) return;
     const key = c.get('idempotencyKey');
-    log.info({
-      method: c.req.method,
-      path: c.req.path,
-      status: c.res.status,
-      tenant: c.get('tenantId'),
-      keyHash: key ? sha256Hex(key).slice(0, 16) : undefined,
-      workflowId: c.get('workflowId'),
-      outcome,
-      ms: Math.round(seconds * 10_000) / 10,
-    }, 'request');
+    log.info(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        tenant: c.get('tenantId'),
+        keyHash: key ? sha256Hex(key).slice(0, 16) : undefined,
+        workflowId: c.get('workflowId'),
+        outcome,
+        ms: Math.round(seconds * 10_000) / 10,
+      },
+      'request',
+    );
   };
 }

@@ -52,14 +52,18 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
     // Operator routes run without a tenant; their keys live under the reserved operator tenant.
     const tenantId = c.get('tenantId') ?? OPERATOR_TENANT_ID;
     const route = c.req.routePath;
-    const fingerprint = createHash('sha256').update(JSON.stringify([c.req.method, route, tenantId, body])).digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify([c.req.method, route, tenantId, body]))
+      .digest('hex');
     const existing = await dependency('database_unavailable', () =>
       claimRouteKey(opts.pool, { tenantId, key, fingerprint, route, ttlSeconds: opts.ttlSeconds, staleSeconds: opts.staleSeconds ?? 60 }),
     );
     if (existing) {
       if (existing.expired) throw problem('idempotency_key_expired', 'This Idempotency-Key has expired; use a new key.');
-      if (existing.fingerprint !== fingerprint) throw problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request.');
-      if (existing.response_status === null) throw problem('idempotency_in_progress', 'A request with this Idempotency-Key is still running.', { retryAfter: 1 });
+      if (existing.fingerprint !== fingerprint)
+        throw problem('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request.');
+      if (existing.response_status === null)
+        throw problem('idempotency_in_progress', 'A request with this Idempotency-Key is still running.', { retryAfter: 1 });
       c.set('outcome', 'replayed');
       c.set('corsApplied', true);
       return c.body(opts.box.open(existing.response_body ?? '', answerContext(tenantId, key)), existing.response_status as 200, {

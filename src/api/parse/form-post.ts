@@ -36,7 +36,10 @@ export function isFormPost(contentType: string | undefined): boolean {
 export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (key: string) => void): Promise<UploadOutcome> {
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: f.headers, limits: { files: 1, fields: 8, fieldSize: 1024, fieldNameSize: 64, parts: 16, fileSize: f.maxBytes } });
+    parser = busboy({
+      headers: f.headers,
+      limits: { files: 1, fields: 8, fieldSize: 1024, fieldNameSize: 64, parts: 16, fileSize: f.maxBytes },
+    });
   } catch (err) {
     throw problem('form_invalid', `The multipart/form-data body cannot be parsed: ${(err as Error).message}.`);
   }
@@ -59,13 +62,15 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
       if (name === 'idempotencyKey') {
         if (fileSeen) return fail(problem('form_invalid', 'Send the idempotencyKey field before the file part.'));
         const fromField = parseIdempotencyKey([value]);
-        if (key !== undefined && key !== fromField) return fail(problem('idempotency_key_invalid', 'The Idempotency-Key header and the idempotencyKey field differ.'));
+        if (key !== undefined && key !== fromField)
+          return fail(problem('idempotency_key_invalid', 'The Idempotency-Key header and the idempotencyKey field differ.'));
         key = fromField;
       } else if (name === 'fileName' || name === 'sha256') fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
       if (fileSeen || failure || key === undefined) {
-        if (!fileSeen && key === undefined) fail(problem('idempotency_key_required', 'Send an Idempotency-Key header, or an idempotencyKey field before the file part.'));
+        if (!fileSeen && key === undefined)
+          fail(problem('idempotency_key_required', 'Send an Idempotency-Key header, or an idempotencyKey field before the file part.'));
         fileSeen = true;
         stream.resume();
         return;
@@ -81,8 +86,20 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
       }
       onKey(key);
       const tenantId = f.tenantId;
-      const base: UploadRequest = { tenantId, idempotencyKey: key, fingerprint: '', contentType, fileName: null, declaredBytes: f.maxBytes, declaredSha256: null };
-      stream.once('limit', () => stream.destroy(problem('payload_too_large', `The file is larger than the maximum of ${f.maxBytes} bytes.`, { extra: { maxBytes: f.maxBytes } })));
+      const base: UploadRequest = {
+        tenantId,
+        idempotencyKey: key,
+        fingerprint: '',
+        contentType,
+        fileName: null,
+        declaredBytes: f.maxBytes,
+        declaredSha256: null,
+      };
+      stream.once('limit', () =>
+        stream.destroy(
+          problem('payload_too_large', `The file is larger than the maximum of ${f.maxBytes} bytes.`, { extra: { maxBytes: f.maxBytes } }),
+        ),
+      );
       // Fields after the file part still count: the request is identified once the form is read.
       staged = receiver.receiveUnsized(base, stream, f.waitMs, async (bytes, sha256) => {
         await formDone;

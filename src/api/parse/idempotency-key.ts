@@ -7,7 +7,8 @@ import { problem } from '../../errors';
 
 /** `values` are the header's distinct field lines, as received. */
 export function parseIdempotencyKey(values: readonly string[] | undefined): string {
-  if (!values || values.length === 0) throw problem('idempotency_key_required', 'Send an Idempotency-Key header with a unique value per logical upload.');
+  if (!values || values.length === 0)
+    throw problem('idempotency_key_required', 'Send an Idempotency-Key header with a unique value per logical upload.');
   if (values.length > 1) throw problem('idempotency_key_invalid', 'Send exactly one Idempotency-Key header.');
   const raw = values[0]!.trim();
   if (raw === '') throw problem('idempotency_key_invalid', 'Idempotency-Key is empty.');
@@ -19,7 +20,8 @@ export function parseIdempotencyKey(values: readonly string[] | undefined): stri
     } catch {
       throw problem('idempotency_key_invalid', 'Idempotency-Key is not a valid structured-field string (one quoted value, no parameters).');
     }
-    if (typeof item[0] !== 'string' || item[1].size > 0) throw problem('idempotency_key_invalid', 'Idempotency-Key must be a single quoted string.');
+    if (typeof item[0] !== 'string' || item[1].size > 0)
+      throw problem('idempotency_key_invalid', 'Idempotency-Key must be a single quoted string.');
     key = item[0];
   } else {
     if (raw.includes(',')) throw problem('idempotency_key_invalid', 'Idempotency-Key holds several values (a comma outside quotes).');

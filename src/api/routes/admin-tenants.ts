@@ -27,9 +27,17 @@ export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions })
   const app = router();
   route(app, createTenantRoute, idempotentRoute(deps.idempotency), async function createTenant(c) {
     const body = await jsonBody(c, CreateTenant, '{"name": "Acme"}');
-    const { tenant, apiKey } = await dependency('database_unavailable', () => createTenantWithKey(deps.idempotency.pool, body.name, undefined, body.dedupe));
+    const { tenant, apiKey } = await dependency('database_unavailable', () =>
+      createTenantWithKey(deps.idempotency.pool, body.name, undefined, body.dedupe),
+    );
     return c.json(
-      { tenantId: tenant.id, name: tenant.name, dedupe: tenant.dedupe, createdAt: tenant.created_at.toISOString(), apiKey: { ...apiKeyView(apiKey), key: apiKey.key } },
+      {
+        tenantId: tenant.id,
+        name: tenant.name,
+        dedupe: tenant.dedupe,
+        createdAt: tenant.created_at.toISOString(),
+        apiKey: { ...apiKeyView(apiKey), key: apiKey.key },
+      },
       201,
     );
   });

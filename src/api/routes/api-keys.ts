@@ -9,7 +9,16 @@ import { withinQuota } from '../quota';
 import { jsonBody } from '../json-body';
 import type { ApiKeyCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
+import {
+  apiKeyAuth,
+  COMMON_V1_PROBLEMS,
+  createdResponse,
+  IDEMPOTENT_PROBLEMS,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+} from '../openapi';
 import { ApiKeyCreated, ApiKeyList, CreateApiKey, Uuid } from '../schemas';
 
 export function apiKeyView(k: ApiKeyRow) {
@@ -35,7 +44,10 @@ const listKeysRoute = createRoute({
   tags: ['api keys'],
   summary: "The tenant's API keys (never the tokens)",
   security: apiKeyAuth,
-  responses: { 200: { description: 'Keys, revoked ones included', content: { 'application/json': { schema: ApiKeyList } } }, ...problems(...COMMON_V1_PROBLEMS) },
+  responses: {
+    200: { description: 'Keys, revoked ones included', content: { 'application/json': { schema: ApiKeyList } } },
+    ...problems(...COMMON_V1_PROBLEMS),
+  },
 });
 
 const revokeKeyRoute = createRoute({
@@ -55,7 +67,9 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
   route(app, createKeyRoute, idempotentRoute(deps.idempotency), async function createTenantApiKey(c) {
     const body = await jsonBody(c, CreateApiKey, '{"label": "ci uploader"}');
     const tenantId = c.get('tenantId');
-    const key = await withinQuota(() => insertWithinQuota(pool, tenantId, 'api_keys', deps.maxApiKeys, (tx) => createApiKey(tx, tenantId, body.label ?? '')));
+    const key = await withinQuota(() =>
+      insertWithinQuota(pool, tenantId, 'api_keys', deps.maxApiKeys, (tx) => createApiKey(tx, tenantId, body.label ?? '')),
+    );
     return c.json({ ...apiKeyView(key), key: key.key }, 201, { location: `/v1/api-keys/${key.id}` });
   });
 
@@ -66,7 +80,8 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
 
   route(app, revokeKeyRoute, async function revokeTenantApiKey(c) {
     const id = c.req.param('id')!;
-    const revoked = Uuid.safeParse(id).success && (await dependency('database_unavailable', () => revokeApiKey(pool, c.get('tenantId'), id)));
+    const revoked =
+      Uuid.safeParse(id).success && (await dependency('database_unavailable', () => revokeApiKey(pool, c.get('tenantId'), id)));
     if (!revoked) throw problem('not_found', 'No such active API key.');
     deps.keyCache.forgetKey(id);
     return c.body(null, 204);
@@ -74,4 +89,3 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
 
   return app;
 }
-

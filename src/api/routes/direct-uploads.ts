@@ -17,7 +17,17 @@ import { absoluteUrl } from '../public-url';
 import { replayHeaders } from '../replay-headers';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
 import { requestBody } from '../request-body';
-import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, UploadCreated, UploadProcessing, Uuid } from '../schemas';
+import {
+  CreateDirectUpload,
+  DirectPartRequest,
+  DirectPartUrl,
+  DirectUploadPlan,
+  IdempotencyKey,
+  PreferHeader,
+  UploadCreated,
+  UploadProcessing,
+  Uuid,
+} from '../schemas';
 import { renderOutcome } from '../upload-answer';
 
 const TAG = 'direct uploads (presigned)';
@@ -33,10 +43,28 @@ const createPlanRoute = createRoute({
     'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits. ' +
     'For a tenant with dedupe `sha256` that already stores these bytes, the plan is an instant upload: committed at once (`committedUpload`), nothing to send.',
   security: apiKeyAuth,
-  request: { headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }), body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } } },
+  request: {
+    headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }),
+    body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } },
+  },
   responses: {
-    201: { description: 'The plan (Idempotent-Replayed when it is the key\'s existing session).', headers: { 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: DirectUploadPlan } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'body_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable', 'too_many_sessions'),
+    201: {
+      description: "The plan (Idempotent-Replayed when it is the key's existing session).",
+      headers: { 'Idempotent-Replayed': replayedHeader },
+      content: { 'application/json': { schema: DirectUploadPlan } },
+    },
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'idempotency_key_required',
+      'idempotency_key_invalid',
+      'idempotency_key_reuse',
+      'idempotency_key_expired',
+      'body_invalid',
+      'payload_too_large',
+      'storage_unavailable',
+      'temporal_unavailable',
+      'too_many_sessions',
+    ),
   },
 });
 
@@ -44,10 +72,13 @@ const getPlanRoute = createRoute({
   method: 'get',
   path: '/{id}',
   tags: [TAG],
-  summary: 'A direct upload\'s state, with fresh URLs while it is open',
+  summary: "A direct upload's state, with fresh URLs while it is open",
   security: apiKeyAuth,
   request: { params: z.object({ id: Uuid }) },
-  responses: { 200: { description: 'The plan', content: { 'application/json': { schema: DirectUploadPlan } } }, ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'storage_unavailable') },
+  responses: {
+    200: { description: 'The plan', content: { 'application/json': { schema: DirectUploadPlan } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'storage_unavailable'),
+  },
 });
 
 const partRoute = createRoute({
@@ -56,9 +87,15 @@ const partRoute = createRoute({
   tags: [TAG],
   summary: 'A signed URL for part n of a multipart plan (the store checks the part against its SHA-256)',
   security: apiKeyAuth,
-  request: { params: z.object({ id: Uuid, n: z.string().regex(/^\d{1,5}$/) }), body: { required: true, content: { 'application/json': { schema: DirectPartRequest } } } },
+  request: {
+    params: z.object({ id: Uuid, n: z.string().regex(/^\d{1,5}$/) }),
+    body: { required: true, content: { 'application/json': { schema: DirectPartRequest } } },
+  },
   responses: {
-    200: { description: 'PUT the part there, with these headers; a part sent twice replaces itself.', content: { 'application/json': { schema: DirectPartUrl } } },
+    200: {
+      description: 'PUT the part there, with these headers; a part sent twice replaces itself.',
+      content: { 'application/json': { schema: DirectPartUrl } },
+    },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'body_invalid', 'payload_too_large', 'upload_committed', 'storage_unavailable'),
   },
 });
@@ -69,16 +106,36 @@ const completeRoute = createRoute({
   tags: [TAG],
   summary: 'Verify the object in the store and commit it: the upload JSON, replayed under the key',
   description:
-    'Idempotent by the session\'s key: sent again (its answer lost), it answers the same upload. An `Idempotency-Key`, when sent, must be the session\'s. ' +
+    "Idempotent by the session's key: sent again (its answer lost), it answers the same upload. An `Idempotency-Key`, when sent, must be the session's. " +
     '409 `direct_upload_incomplete` while the object (or a part) is not in the store yet; the session stays open.',
   security: apiKeyAuth,
-  request: { params: z.object({ id: Uuid }), headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }) },
+  request: {
+    params: z.object({ id: Uuid }),
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
+  },
   responses: {
-    201: { description: 'Committed (or the stored answer again, marked Idempotent-Replayed).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: UploadCreated } } },
-    202: { description: 'Committing: poll Location (the key).', headers: { Location: locationHeader, 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: UploadProcessing } } },
+    201: {
+      description: 'Committed (or the stored answer again, marked Idempotent-Replayed).',
+      headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader },
+      content: { 'application/json': { schema: UploadCreated } },
+    },
+    202: {
+      description: 'Committing: poll Location (the key).',
+      headers: { Location: locationHeader, 'Retry-After': retryAfterHeader },
+      content: { 'application/json': { schema: UploadProcessing } },
+    },
     ...problems(
-      ...COMMON_V1_PROBLEMS, 'not_found', 'idempotency_key_invalid', 'idempotency_key_reuse', 'direct_upload_incomplete', 'checksum_mismatch', 'content_type_mismatch',
-      'upload_failed', 'idempotency_in_progress', 'storage_unavailable', 'temporal_unavailable',
+      ...COMMON_V1_PROBLEMS,
+      'not_found',
+      'idempotency_key_invalid',
+      'idempotency_key_reuse',
+      'direct_upload_incomplete',
+      'checksum_mismatch',
+      'content_type_mismatch',
+      'upload_failed',
+      'idempotency_in_progress',
+      'storage_unavailable',
+      'temporal_unavailable',
     ),
   },
 });
@@ -87,7 +144,7 @@ const putObjectRoute = createRoute({
   method: 'put',
   path: '/{id}/object',
   tags: [TAG],
-  summary: 'The embedded store\'s signed PUT (the URL of a plan on the local-directory store; no API key: the signature is the credential)',
+  summary: "The embedded store's signed PUT (the URL of a plan on the local-directory store; no API key: the signature is the credential)",
   request: {
     params: z.object({ id: Uuid }),
     query: z.object({ expires: z.string(), signature: z.string() }),
@@ -95,7 +152,18 @@ const putObjectRoute = createRoute({
   },
   responses: {
     200: { description: 'Stored (length and SHA-256 checked while streaming); now complete the upload.' },
-    ...problems('signature_invalid', 'not_found', 'upload_committed', 'body_incomplete', 'checksum_mismatch', 'content_length_required', 'malformed_request', 'database_unavailable', 'storage_unavailable', 'internal_error'),
+    ...problems(
+      'signature_invalid',
+      'not_found',
+      'upload_committed',
+      'body_incomplete',
+      'checksum_mismatch',
+      'content_length_required',
+      'malformed_request',
+      'database_unavailable',
+      'storage_unavailable',
+      'internal_error',
+    ),
   },
 });
 
@@ -103,7 +171,7 @@ const putObjectRoute = createRoute({
 export function directObjectRoutes(deps: { direct: DirectUploads }) {
   const app = router();
   route(app, putObjectRoute, async function putDirectObject(c) {
-    if (header(c, 'content-length') === undefined) throw problem('content_length_required', 'Send Content-Length (the plan\'s headers).');
+    if (header(c, 'content-length') === undefined) throw problem('content_length_required', "Send Content-Length (the plan's headers).");
     await deps.direct.receiveObject(planId(c), c.req.query('expires'), c.req.query('signature'), requestBody(c));
     return c.body(null, 200);
   });
@@ -117,8 +185,15 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
   route(app, createPlanRoute, async function createDirectUpload(c) {
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     c.set('idempotencyKey', key);
-    const body = await jsonBody(c, CreateDirectUpload, '{"bytes": 1048576, "sha256": "<hex>", "contentType": "video/mp4", "fileName": "talk.mp4"}');
-    if (body.bytes > config.MAX_UPLOAD_BYTES) throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, { extra: { maxBytes: config.MAX_UPLOAD_BYTES } });
+    const body = await jsonBody(
+      c,
+      CreateDirectUpload,
+      '{"bytes": 1048576, "sha256": "<hex>", "contentType": "video/mp4", "fileName": "talk.mp4"}',
+    );
+    if (body.bytes > config.MAX_UPLOAD_BYTES)
+      throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, {
+        extra: { maxBytes: config.MAX_UPLOAD_BYTES },
+      });
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const { plan, replayed } = await direct.plan({
       tenantId: c.get('tenantId'),
@@ -150,7 +225,8 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const plan = await direct.find(tenantId, id);
     const sent = headerValues(c, 'idempotency-key');
-    if (sent && sent.length > 0 && parseIdempotencyKey(sent) !== plan.idempotencyKey) throw problem('idempotency_key_reuse', 'This direct upload belongs to another Idempotency-Key.');
+    if (sent && sent.length > 0 && parseIdempotencyKey(sent) !== plan.idempotencyKey)
+      throw problem('idempotency_key_reuse', 'This direct upload belongs to another Idempotency-Key.');
     c.set('idempotencyKey', plan.idempotencyKey);
     return renderOutcome(c, await direct.complete(tenantId, id, waitMs), plan.idempotencyKey, false);
   });

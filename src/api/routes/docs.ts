@@ -30,15 +30,24 @@ const PAGE = `<!doctype html>
 </html>`;
 
 const documentRoute = createRoute({
-  method: 'get', path: '/openapi.json', tags: ['pages'], summary: 'This OpenAPI 3.1 document',
+  method: 'get',
+  path: '/openapi.json',
+  tags: ['pages'],
+  summary: 'This OpenAPI 3.1 document',
   responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } },
 });
 const docsPage = createRoute({
-  method: 'get', path: '/docs', tags: ['pages'], summary: 'API reference page (Swagger UI over /openapi.json)',
+  method: 'get',
+  path: '/docs',
+  tags: ['pages'],
+  summary: 'API reference page (Swagger UI over /openapi.json)',
   responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
 });
 const docsAsset = createRoute({
-  method: 'get', path: '/docs/assets/{file}', tags: ['pages'], summary: "The reference page's scripts and styles",
+  method: 'get',
+  path: '/docs/assets/{file}',
+  tags: ['pages'],
+  summary: "The reference page's scripts and styles",
   request: { params: z.object({ file: z.enum(Object.keys(ASSETS) as [string, ...string[]]) }) },
   responses: { 200: { description: 'A static asset' }, 404: { description: 'No such asset' } },
 });

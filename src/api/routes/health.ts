@@ -20,18 +20,31 @@ async function check(fn: () => Promise<unknown>): Promise<'ok' | string> {
 }
 
 const healthz = createRoute({
-  method: 'get', path: '/healthz', tags: ['operations'], summary: 'Liveness: the process answers',
+  method: 'get',
+  path: '/healthz',
+  tags: ['operations'],
+  summary: 'Liveness: the process answers',
   responses: { 200: { description: 'Alive', content: { 'application/json': { schema: Health } } } },
 });
 const readyz = createRoute({
-  method: 'get', path: '/readyz', tags: ['operations'], summary: 'Readiness: Postgres, Temporal and the object store answer',
+  method: 'get',
+  path: '/readyz',
+  tags: ['operations'],
+  summary: 'Readiness: Postgres, Temporal and the object store answer',
   responses: {
     200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } },
-    503: { description: 'A dependency does not answer (see the checks member)', headers: { 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: Readiness } } },
+    503: {
+      description: 'A dependency does not answer (see the checks member)',
+      headers: { 'Retry-After': retryAfterHeader },
+      content: { 'application/json': { schema: Readiness } },
+    },
   },
 });
 const metricsRoute = createRoute({
-  method: 'get', path: '/metrics', tags: ['operations'], summary: 'Prometheus metrics (requests by outcome, latencies, bytes, workflows, webhooks, housekeeping)',
+  method: 'get',
+  path: '/metrics',
+  tags: ['operations'],
+  summary: 'Prometheus metrics (requests by outcome, latencies, bytes, workflows, webhooks, housekeeping)',
   responses: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
 });
 
@@ -45,7 +58,9 @@ export function healthRoutes(deps: { pool: Pool; temporal: Client; store: Object
     const [postgres, temporal, objectStore] = await Promise.all([
       check(() => deps.pool.query('SELECT 1')),
       // With a deadline, so a check that timed out does not keep retrying in the background.
-      check(() => deps.temporal.connection.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => deps.temporal.workflowService.getSystemInfo({}))),
+      check(() =>
+        deps.temporal.connection.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => deps.temporal.workflowService.getSystemInfo({})),
+      ),
       check(() => deps.store.probe()),
     ]);
     const checks = { postgres, temporal, objectStore };

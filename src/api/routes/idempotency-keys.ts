@@ -23,7 +23,11 @@ const getKeyRoute = createRoute({
   security: apiKeyAuth,
   request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
   responses: {
-    200: { description: 'Completed (with the stored answer), processing (poll again after Retry-After) or failed.', headers: { 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: IdempotencyKeyState } } },
+    200: {
+      description: 'Completed (with the stored answer), processing (poll again after Retry-After) or failed.',
+      headers: { 'Retry-After': retryAfterHeader },
+      content: { 'application/json': { schema: IdempotencyKeyState } },
+    },
     ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_invalid', 'not_found', 'temporal_unavailable'),
   },
 });
@@ -52,7 +56,10 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
         uploadId: row.upload_id,
         // Answers of the other mutating routes are stored sealed and may hold a secret that
         // is shown once: only a replay of that request (same key, same body) shows it again.
-        response: row.route === UPLOAD_ROUTE ? JSON.parse(row.response_body) : redactSecrets(JSON.parse(deps.box.open(row.response_body, answerContext(tenantId, key)))),
+        response:
+          row.route === UPLOAD_ROUTE
+            ? JSON.parse(row.response_body)
+            : redactSecrets(JSON.parse(deps.box.open(row.response_body, answerContext(tenantId, key)))),
         createdAt: row.created_at.toISOString(),
         completedAt: row.completed_at.toISOString(),
         expiresAt: row.expires_at.toISOString(),

@@ -42,7 +42,13 @@ const discoverRoute = createRoute({
   responses: {
     204: {
       description: 'What this tus server supports',
-      headers: { ...tusAnswer, 'Tus-Version': h('1.0.0'), 'Tus-Extension': h(TUS_EXTENSIONS.join(',')), 'Tus-Max-Size': h('MAX_UPLOAD_BYTES'), 'Tus-Checksum-Algorithm': h(TUS_CHECKSUM_ALGORITHMS.join(',')) },
+      headers: {
+        ...tusAnswer,
+        'Tus-Version': h('1.0.0'),
+        'Tus-Extension': h(TUS_EXTENSIONS.join(',')),
+        'Tus-Max-Size': h('MAX_UPLOAD_BYTES'),
+        'Tus-Checksum-Algorithm': h(TUS_CHECKSUM_ALGORITHMS.join(',')),
+      },
     },
   },
 });
@@ -61,16 +67,47 @@ const createSessionRoute = createRoute({
     headers: z.object({
       'tus-resumable': tusResumable,
       'idempotency-key': IdempotencyKey,
-      'upload-length': z.string().openapi({ description: 'Size of the whole file in bytes (deferred lengths are not supported).', example: '1073741824' }),
-      'upload-metadata': z.string().optional().openapi({ description: 'tus metadata: comma-separated `key base64value` pairs (`filename`, `filetype`, `sha256`).' }),
+      'upload-length': z
+        .string()
+        .openapi({ description: 'Size of the whole file in bytes (deferred lengths are not supported).', example: '1073741824' }),
+      'upload-metadata': z
+        .string()
+        .optional()
+        .openapi({ description: 'tus metadata: comma-separated `key base64value` pairs (`filename`, `filetype`, `sha256`).' }),
       'x-file-sha256': Sha256Header.optional(),
       prefer: PreferHeader.optional(),
     }),
-    body: { required: false, description: 'creation-with-upload: the first bytes (Content-Type: application/offset+octet-stream).', content: { [OFFSET_STREAM]: { schema: { type: 'string', format: 'binary' } } } },
+    body: {
+      required: false,
+      description: 'creation-with-upload: the first bytes (Content-Type: application/offset+octet-stream).',
+      content: { [OFFSET_STREAM]: { schema: { type: 'string', format: 'binary' } } },
+    },
   },
   responses: {
-    201: { description: 'Created, or the same session again (Idempotent-Replayed).', headers: { ...tusAnswer, Location: h('The upload URL'), 'Upload-Offset': h('Bytes received so far'), 'Upload-Expires': h('When the session expires if idle'), 'Idempotent-Replayed': replayedHeader } },
-    ...problems(...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'header_invalid', 'checksum_invalid', 'payload_too_large', 'storage_unavailable', 'temporal_unavailable', 'too_many_sessions'),
+    201: {
+      description: 'Created, or the same session again (Idempotent-Replayed).',
+      headers: {
+        ...tusAnswer,
+        Location: h('The upload URL'),
+        'Upload-Offset': h('Bytes received so far'),
+        'Upload-Expires': h('When the session expires if idle'),
+        'Idempotent-Replayed': replayedHeader,
+      },
+    },
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'tus_version_unsupported',
+      'idempotency_key_required',
+      'idempotency_key_invalid',
+      'idempotency_key_reuse',
+      'idempotency_key_expired',
+      'header_invalid',
+      'checksum_invalid',
+      'payload_too_large',
+      'storage_unavailable',
+      'temporal_unavailable',
+      'too_many_sessions',
+    ),
   },
 });
 
@@ -82,7 +119,17 @@ const headSessionRoute = createRoute({
   security: apiKeyAuth,
   request: { params: z.object({ id: Uuid }), headers: z.object({ 'tus-resumable': tusResumable }) },
   responses: {
-    200: { description: 'Offset and length', headers: { ...tusAnswer, 'Upload-Offset': h('Bytes acknowledged'), 'Upload-Length': h('Size of the file'), 'Upload-Metadata': h('As created'), 'Upload-Expires': h('When it expires if idle'), 'Cache-Control': h('no-store') } },
+    200: {
+      description: 'Offset and length',
+      headers: {
+        ...tusAnswer,
+        'Upload-Offset': h('Bytes acknowledged'),
+        'Upload-Length': h('Size of the file'),
+        'Upload-Metadata': h('As created'),
+        'Upload-Expires': h('When it expires if idle'),
+        'Cache-Control': h('no-store'),
+      },
+    },
     ...problems(...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'not_found'),
   },
 });
@@ -102,16 +149,42 @@ const patchSessionRoute = createRoute({
     headers: z.object({
       'tus-resumable': tusResumable,
       'upload-offset': z.string().openapi({ description: 'Where these bytes start; must equal the acknowledged offset (409 otherwise).' }),
-      'upload-checksum': z.string().optional().openapi({ description: '`sha1|sha256 <base64 digest>` of this body; a mismatch is 460 and nothing of it is kept.' }),
+      'upload-checksum': z
+        .string()
+        .optional()
+        .openapi({ description: '`sha1|sha256 <base64 digest>` of this body; a mismatch is 460 and nothing of it is kept.' }),
       prefer: PreferHeader.optional(),
     }),
     body: { required: true, content: { [OFFSET_STREAM]: { schema: { type: 'string', format: 'binary' } } } },
   },
   responses: {
-    204: { description: 'Bytes acknowledged. When complete, Location names the committed upload (or the key to poll if the commit outlived the wait).', headers: { ...tusAnswer, 'Upload-Offset': h('Bytes acknowledged'), 'Upload-Expires': h('When it expires if idle'), Location: h('/v1/uploads/{id} once committed') } },
+    204: {
+      description:
+        'Bytes acknowledged. When complete, Location names the committed upload (or the key to poll if the commit outlived the wait).',
+      headers: {
+        ...tusAnswer,
+        'Upload-Offset': h('Bytes acknowledged'),
+        'Upload-Expires': h('When it expires if idle'),
+        Location: h('/v1/uploads/{id} once committed'),
+      },
+    },
     ...problems(
-      ...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'media_type_unsupported', 'not_found', 'header_invalid', 'upload_offset_mismatch', 'upload_locked', 'upload_checksum_mismatch',
-      'checksum_algorithm_unsupported', 'checksum_mismatch', 'payload_too_large', 'content_type_mismatch', 'idempotency_key_reuse', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
+      ...COMMON_V1_PROBLEMS,
+      'tus_version_unsupported',
+      'media_type_unsupported',
+      'not_found',
+      'header_invalid',
+      'upload_offset_mismatch',
+      'upload_locked',
+      'upload_checksum_mismatch',
+      'checksum_algorithm_unsupported',
+      'checksum_mismatch',
+      'payload_too_large',
+      'content_type_mismatch',
+      'idempotency_key_reuse',
+      'upload_failed',
+      'storage_unavailable',
+      'temporal_unavailable',
     ),
   },
 });
@@ -123,7 +196,10 @@ const terminateSessionRoute = createRoute({
   summary: 'tus termination: drop an uncommitted upload and free its key',
   security: apiKeyAuth,
   request: { params: z.object({ id: Uuid }), headers: z.object({ 'tus-resumable': tusResumable }) },
-  responses: { 204: { description: 'Terminated', headers: tusAnswer }, ...problems(...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'not_found', 'upload_locked', 'upload_committed', 'temporal_unavailable') },
+  responses: {
+    204: { description: 'Terminated', headers: tusAnswer },
+    ...problems(...COMMON_V1_PROBLEMS, 'tus_version_unsupported', 'not_found', 'upload_locked', 'upload_committed', 'temporal_unavailable'),
+  },
 });
 
 /** Tus-Resumable on every answer; an error answered before the body was read closes the connection. */
@@ -177,7 +253,10 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
       declaredSha256: headerSha ?? metaSha,
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
-    const answer: Record<string, string> = { location: `/v1/tus/${session.id}`, 'upload-expires': sessions.expiresAt(session).toUTCString() };
+    const answer: Record<string, string> = {
+      location: `/v1/tus/${session.id}`,
+      'upload-expires': sessions.expiresAt(session).toUTCString(),
+    };
     Object.assign(answer, replayHeaders(replayed));
     let offset = Number(session.upload_offset);
     // creation-with-upload: the first bytes ride on the creation (not on a replay, whose
@@ -194,25 +273,39 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
   route(app, getSessionRoute, async function headResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
     const s = await sessions.find(c.get('tenantId'), sessionId(c));
-    return c.body(null, 200, { ...sessionHeaders(s, sessions.expiresAt(s)), 'upload-length': s.upload_length, ...(s.upload_metadata ? { 'upload-metadata': s.upload_metadata } : {}), 'cache-control': 'no-store' });
+    return c.body(null, 200, {
+      ...sessionHeaders(s, sessions.expiresAt(s)),
+      'upload-length': s.upload_length,
+      ...(s.upload_metadata ? { 'upload-metadata': s.upload_metadata } : {}),
+      'cache-control': 'no-store',
+    });
   });
 
   route(app, patchSessionRoute, async function patchResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
-    if (header(c, 'content-type')?.split(';')[0]?.trim() !== OFFSET_STREAM) throw problem('media_type_unsupported', `Send Content-Type: ${OFFSET_STREAM}.`);
+    if (header(c, 'content-type')?.split(';')[0]?.trim() !== OFFSET_STREAM)
+      throw problem('media_type_unsupported', `Send Content-Type: ${OFFSET_STREAM}.`);
     const offset = parseUploadOffset(header(c, 'upload-offset'));
     const declared = header(c, 'content-length');
     const bodyBytes = declared !== undefined && /^\d+$/.test(declared.trim()) ? Number(declared) : undefined;
     const checksum = parseUploadChecksum(header(c, 'upload-checksum'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), checksum, waitMs, bodyBytes);
-    const answer: Record<string, string> = { ...sessionHeaders({ ...result.session, upload_offset: String(result.write.offset) }, new Date(Date.now() + config.RESUMABLE_EXPIRY_HOURS * 3600_000)) };
+    const answer: Record<string, string> = {
+      ...sessionHeaders(
+        { ...result.session, upload_offset: String(result.write.offset) },
+        new Date(Date.now() + config.RESUMABLE_EXPIRY_HOURS * 3600_000),
+      ),
+    };
     if (result.outcome) {
       c.set('idempotencyKey', result.session.idempotency_key);
       const { outcome } = result;
       // A recorded rejection (e.g. 415 content_type_mismatch) is the upload's answer.
       if (outcome.kind === 'answer' && outcome.response.status >= 400) {
-        return new Response(outcome.response.body, { status: outcome.response.status, headers: { ...answer, 'content-type': 'application/problem+json' } });
+        return new Response(outcome.response.body, {
+          status: outcome.response.status,
+          headers: { ...answer, 'content-type': 'application/problem+json' },
+        });
       }
       Object.assign(answer, completionHeaders(outcome, result.session.idempotency_key));
     }

@@ -23,10 +23,28 @@ import { closesUnreadBody } from '../unread-body';
 import { isFormPost } from '../parse/form-post';
 import { answerFormPost } from '../form-answer';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
-import { ContentLengthHeader, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header, UploadCreated, UploadDetail, UploadProcessing, Uuid, WaitQuery } from '../schemas';
+import {
+  ContentLengthHeader,
+  FileName,
+  IdempotencyKey,
+  MediaType,
+  PreferHeader,
+  Sha256Header,
+  UploadCreated,
+  UploadDetail,
+  UploadProcessing,
+  Uuid,
+  WaitQuery,
+} from '../schemas';
 
-
-export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store: ObjectStore; config: Config; processed: ProcessedSignal; inFlight: InFlightUploads }) {
+export function uploadRoutes(deps: {
+  receiver: UploadReceiver;
+  pool: Pool;
+  store: ObjectStore;
+  config: Config;
+  processed: ProcessedSignal;
+  inFlight: InFlightUploads;
+}) {
   const { receiver, pool, config, processed: signal, inFlight } = deps;
   const app = router();
 
@@ -45,7 +63,15 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     const req: UploadRequest = {
       tenantId,
       idempotencyKey: key,
-      fingerprint: fingerprint({ method: 'POST', route: '/v1/uploads', tenantId, contentLength: declaredBytes, contentType, sha256: declaredSha256, fileName }),
+      fingerprint: fingerprint({
+        method: 'POST',
+        route: '/v1/uploads',
+        tenantId,
+        contentLength: declaredBytes,
+        contentType,
+        sha256: declaredSha256,
+        fileName,
+      }),
       contentType,
       fileName,
       declaredBytes,
@@ -57,7 +83,10 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
     if (!release) {
-      throw problem('too_many_uploads', `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`);
+      throw problem(
+        'too_many_uploads',
+        `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`,
+      );
     }
     try {
       const outcome = await receiver.receive(req, requestBody(c), waitMs);
@@ -73,7 +102,9 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
     const row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
     if (!row) throw problem('not_found', 'No such upload.');
-    const [renditions, deliveries] = await dependency('database_unavailable', () => Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]));
+    const [renditions, deliveries] = await dependency('database_unavailable', () =>
+      Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]),
+    );
     return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
   });
 
@@ -82,11 +113,18 @@ export function uploadRoutes(deps: { receiver: UploadReceiver; pool: Pool; store
     const name = c.req.param('name')!;
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
     const upload = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
-    const rendition = upload && (await dependency('database_unavailable', () => listRenditions(pool, upload.id))).find((r) => r.name === name);
+    const rendition =
+      upload && (await dependency('database_unavailable', () => listRenditions(pool, upload.id))).find((r) => r.name === name);
     if (!rendition) throw problem('not_found', 'No such rendition.');
     const body = await dependency('storage_unavailable', () => deps.store.get(rendition.storage_key));
     if (!body) throw problem('not_found', 'No such rendition.');
-    return new Response(Readable.toWeb(body) as ReadableStream, { headers: { 'content-type': rendition.content_type, 'content-length': String(rendition.bytes), 'cache-control': 'private, max-age=86400' } });
+    return new Response(Readable.toWeb(body) as ReadableStream, {
+      headers: {
+        'content-type': rendition.content_type,
+        'content-length': String(rendition.bytes),
+        'cache-control': 'private, max-age=86400',
+      },
+    });
   });
 
   return app;
@@ -122,20 +160,50 @@ const createUploadRoute = createRoute({
           schema: {
             type: 'object',
             required: ['file'],
-            properties: { idempotencyKey: { type: 'string' }, fileName: { type: 'string' }, sha256: { type: 'string' }, file: { type: 'string', format: 'binary' } },
+            properties: {
+              idempotencyKey: { type: 'string' },
+              fileName: { type: 'string' },
+              sha256: { type: 'string' },
+              file: { type: 'string', format: 'binary' },
+            },
           },
         },
       },
     },
   },
   responses: {
-    201: { description: 'Stored (or, with Idempotent-Replayed, the stored answer of the first request).', headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader }, content: { 'application/json': { schema: UploadCreated } } },
-    202: { description: 'Accepted, result not known within the wait: poll Location (the key) or retry with the same key.', headers: { Location: locationHeader, 'Retry-After': retryAfterHeader }, content: { 'application/json': { schema: UploadProcessing } } },
+    201: {
+      description: 'Stored (or, with Idempotent-Replayed, the stored answer of the first request).',
+      headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader },
+      content: { 'application/json': { schema: UploadCreated } },
+    },
+    202: {
+      description: 'Accepted, result not known within the wait: poll Location (the key) or retry with the same key.',
+      headers: { Location: locationHeader, 'Retry-After': retryAfterHeader },
+      content: { 'application/json': { schema: UploadProcessing } },
+    },
     ...problems(
       ...COMMON_V1_PROBLEMS,
-      'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'idempotency_in_progress',
-      'content_length_required', 'payload_too_large', 'checksum_invalid', 'checksum_mismatch', 'body_incomplete', 'header_invalid',
-      'malformed_request', 'request_timeout', 'headers_too_large', 'content_type_mismatch', 'too_many_uploads', 'form_invalid', 'upload_failed', 'storage_unavailable', 'temporal_unavailable',
+      'idempotency_key_required',
+      'idempotency_key_invalid',
+      'idempotency_key_reuse',
+      'idempotency_key_expired',
+      'idempotency_in_progress',
+      'content_length_required',
+      'payload_too_large',
+      'checksum_invalid',
+      'checksum_mismatch',
+      'body_incomplete',
+      'header_invalid',
+      'malformed_request',
+      'request_timeout',
+      'headers_too_large',
+      'content_type_mismatch',
+      'too_many_uploads',
+      'form_invalid',
+      'upload_failed',
+      'storage_unavailable',
+      'temporal_unavailable',
     ),
   },
 });
@@ -148,7 +216,10 @@ const getUploadRoute = createRoute({
   security: apiKeyAuth,
   request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
   responses: {
-    200: { description: 'The upload (after at most `wait` seconds, or as soon as it is processed).', content: { 'application/json': { schema: UploadDetail } } },
+    200: {
+      description: 'The upload (after at most `wait` seconds, or as soon as it is processed).',
+      content: { 'application/json': { schema: UploadDetail } },
+    },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
   },
 });
@@ -159,7 +230,15 @@ const getRenditionRoute = createRoute({
   tags: ['uploads'],
   summary: "One rendition's bytes (thumbnail, display, poster, audio)",
   security: apiKeyAuth,
-  request: { params: z.object({ id: Uuid, name: z.string().regex(/^[a-z]{1,32}$/).openapi({ example: 'thumbnail' }) }) },
+  request: {
+    params: z.object({
+      id: Uuid,
+      name: z
+        .string()
+        .regex(/^[a-z]{1,32}$/)
+        .openapi({ example: 'thumbnail' }),
+    }),
+  },
   responses: {
     200: { description: 'The rendition, with its media type', content: { 'image/webp': { schema: { type: 'string', format: 'binary' } } } },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'storage_unavailable'),
@@ -177,15 +256,35 @@ export function uploadView(row: UploadRow) {
     contentType: row.content_type,
     fileName: row.file_name,
     createdAt: row.created_at.toISOString(),
-    processing: { status: row.processing_status, reason: row.processing_reason, media: row.media, processedAt: row.processed_at?.toISOString() ?? null },
+    processing: {
+      status: row.processing_status,
+      reason: row.processing_reason,
+      media: row.media,
+      processedAt: row.processed_at?.toISOString() ?? null,
+    },
   };
 }
 
 function renditionView(r: RenditionRow) {
-  return { name: r.name, storageKey: r.storage_key, contentType: r.content_type, bytes: Number(r.bytes), width: r.width, height: r.height, durationMs: r.duration_ms };
+  return {
+    name: r.name,
+    storageKey: r.storage_key,
+    contentType: r.content_type,
+    bytes: Number(r.bytes),
+    width: r.width,
+    height: r.height,
+    durationMs: r.duration_ms,
+  };
 }
 
 function deliveryView(d: DeliveryRow) {
-  return { eventId: d.event_id, eventType: d.event_type, endpointId: d.endpoint_id, attempts: d.attempts, lastStatus: d.last_status, lastError: d.last_error, deliveredAt: d.delivered_at?.toISOString() ?? null };
+  return {
+    eventId: d.event_id,
+    eventType: d.event_type,
+    endpointId: d.endpoint_id,
+    attempts: d.attempts,
+    lastStatus: d.last_status,
+    lastError: d.last_error,
+    deliveredAt: d.delivered_at?.toISOString() ?? null,
+  };
 }
-

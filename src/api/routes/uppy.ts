@@ -30,21 +30,36 @@ const mintRoute = createRoute({
   summary: "A companion endpoint for this tenant's Uppy page (`companionEndpoint` of @uppy/aws-s3)",
   security: apiKeyAuth,
   responses: {
-    201: json('Pass `companionEndpoint` (relative to this API) to @uppy/aws-s3; each file needs `meta.idempotencyKey`.', z.object({ companionEndpoint: z.string(), expiresAt: z.string() }).openapi('UppyEndpoint')),
+    201: json(
+      'Pass `companionEndpoint` (relative to this API) to @uppy/aws-s3; each file needs `meta.idempotencyKey`.',
+      z.object({ companionEndpoint: z.string(), expiresAt: z.string() }).openapi('UppyEndpoint'),
+    ),
     ...problems(...COMMON_V1_PROBLEMS),
   },
 });
 
-const UppyCreate = z.object({ filename: z.string().max(1024).optional(), type: z.string().max(255).optional(), metadata: z.record(z.string(), z.unknown()).optional() }).openapi('UppyCreateMultipart');
+const UppyCreate = z
+  .object({
+    filename: z.string().max(1024).optional(),
+    type: z.string().max(255).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .openapi('UppyCreateMultipart');
 const UppyComplete = z.object({ parts: z.array(z.object({ PartNumber: z.number().int(), ETag: z.string() })) }).openapi('UppyComplete');
 
 const paramsRoute = createRoute({
   method: 'get',
   path: '/{token}/s3/params',
   tags: [TAG],
-  summary: 'One-request upload: where Uppy posts its form (Oncely\'s own form endpoint, which commits inline)',
-  request: { params: z.object({ token }), query: z.object({ filename: z.string().optional(), type: z.string().optional() }).catchall(z.string()) },
-  responses: { 200: json('The form to post', z.object({ method: z.literal('POST'), url: z.string(), fields: z.record(z.string(), z.string()) })), ...problems('signature_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'internal_error') },
+  summary: "One-request upload: where Uppy posts its form (Oncely's own form endpoint, which commits inline)",
+  request: {
+    params: z.object({ token }),
+    query: z.object({ filename: z.string().optional(), type: z.string().optional() }).catchall(z.string()),
+  },
+  responses: {
+    200: json('The form to post', z.object({ method: z.literal('POST'), url: z.string(), fields: z.record(z.string(), z.string()) })),
+    ...problems('signature_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'internal_error'),
+  },
 });
 
 const formRoute = createRoute({
@@ -53,7 +68,20 @@ const formRoute = createRoute({
   tags: [TAG],
   summary: 'The form Uppy posts after /s3/params: a form post (one file part) under the key in its fields',
   request: { params: z.object({ token }), body: { required: true, content: { 'multipart/form-data': { schema: { type: 'object' } } } } },
-  responses: { 201: json('The upload', z.object({}).passthrough()), ...problems(...TOKEN_PROBLEMS, 'form_invalid', 'idempotency_key_required', 'idempotency_key_reuse', 'payload_too_large', 'checksum_mismatch', 'too_many_uploads', 'upload_failed', 'temporal_unavailable') },
+  responses: {
+    201: json('The upload', z.object({}).passthrough()),
+    ...problems(
+      ...TOKEN_PROBLEMS,
+      'form_invalid',
+      'idempotency_key_required',
+      'idempotency_key_reuse',
+      'payload_too_large',
+      'checksum_mismatch',
+      'too_many_uploads',
+      'upload_failed',
+      'temporal_unavailable',
+    ),
+  },
 });
 
 const createRouteDef = createRoute({
@@ -64,7 +92,18 @@ const createRouteDef = createRoute({
   request: { params: z.object({ token }), body: { required: true, content: { 'application/json': { schema: UppyCreate } } } },
   responses: {
     200: json('The object key and upload id', z.object({ key: z.string(), uploadId: z.string() })),
-    ...problems(...TOKEN_PROBLEMS, 'body_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'idempotency_key_reuse', 'idempotency_key_expired', 'upload_committed', 'direct_upload_unsupported', 'temporal_unavailable', 'too_many_sessions'),
+    ...problems(
+      ...TOKEN_PROBLEMS,
+      'body_invalid',
+      'idempotency_key_required',
+      'idempotency_key_invalid',
+      'idempotency_key_reuse',
+      'idempotency_key_expired',
+      'upload_committed',
+      'direct_upload_unsupported',
+      'temporal_unavailable',
+      'too_many_sessions',
+    ),
   },
 });
 
@@ -74,7 +113,10 @@ const partRouteDef = createRoute({
   tags: [TAG],
   summary: 'A presigned URL for one part',
   request: { params: z.object({ token, uploadId: z.string(), n: z.string().regex(/^\d{1,5}$/) }), query: objectKey },
-  responses: { 200: json('PUT the part there', z.object({ url: z.string(), expires: z.number() })), ...problems(...TOKEN_PROBLEMS, 'upload_committed', 'direct_upload_unsupported') },
+  responses: {
+    200: json('PUT the part there', z.object({ url: z.string(), expires: z.number() })),
+    ...problems(...TOKEN_PROBLEMS, 'upload_committed', 'direct_upload_unsupported'),
+  },
 });
 
 const listRouteDef = createRoute({
@@ -83,7 +125,10 @@ const listRouteDef = createRoute({
   tags: [TAG],
   summary: 'The parts the store holds (Uppy resumes from these)',
   request: { params: z.object({ token, uploadId: z.string() }), query: objectKey },
-  responses: { 200: json('Parts', z.array(z.object({ PartNumber: z.number(), ETag: z.string(), Size: z.number() }))), ...problems(...TOKEN_PROBLEMS, 'direct_upload_unsupported') },
+  responses: {
+    200: json('Parts', z.array(z.object({ PartNumber: z.number(), ETag: z.string(), Size: z.number() }))),
+    ...problems(...TOKEN_PROBLEMS, 'direct_upload_unsupported'),
+  },
 });
 
 const completeRouteDef = createRoute({
@@ -91,10 +136,25 @@ const completeRouteDef = createRoute({
   path: '/{token}/s3/multipart/{uploadId}/complete',
   tags: [TAG],
   summary: 'Complete the multipart and commit the upload (the same commit as POST /v1/uploads; sent again, the same answer)',
-  request: { params: z.object({ token, uploadId: z.string() }), query: objectKey, body: { required: true, content: { 'application/json': { schema: UppyComplete } } } },
+  request: {
+    params: z.object({ token, uploadId: z.string() }),
+    query: objectKey,
+    body: { required: true, content: { 'application/json': { schema: UppyComplete } } },
+  },
   responses: {
-    200: json('Committed: `location` is the upload, `upload` its JSON', z.object({ location: z.string(), key: z.string(), bucket: z.string(), upload: z.object({}).passthrough() })),
-    ...problems(...TOKEN_PROBLEMS, 'body_invalid', 'upload_locked', 'content_type_mismatch', 'idempotency_key_reuse', 'upload_failed', 'temporal_unavailable'),
+    200: json(
+      'Committed: `location` is the upload, `upload` its JSON',
+      z.object({ location: z.string(), key: z.string(), bucket: z.string(), upload: z.object({}).passthrough() }),
+    ),
+    ...problems(
+      ...TOKEN_PROBLEMS,
+      'body_invalid',
+      'upload_locked',
+      'content_type_mismatch',
+      'idempotency_key_reuse',
+      'upload_failed',
+      'temporal_unavailable',
+    ),
   },
 });
 
@@ -140,7 +200,10 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
     // Absolute: Uppy builds the object's location from it with new URL().
-    return c.json({ method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields }, 200);
+    return c.json(
+      { method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields },
+      200,
+    );
   });
 
   route(app, formRoute, async function uppyForm(c) {
@@ -170,7 +233,10 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     const body = await jsonBody(c, UppyComplete, '{"parts": [{"PartNumber": 1, "ETag": "…"}]}');
     const outcome = await uppy.complete(tenantId, uploadIdOf(c), key, body.parts, waitMs);
     if (outcome.kind === 'answer' && outcome.response.status < 300 && outcome.response.uploadId) {
-      return c.json({ location: `/v1/uploads/${outcome.response.uploadId}`, key, bucket: '', upload: JSON.parse(outcome.response.body) as object }, 200);
+      return c.json(
+        { location: `/v1/uploads/${outcome.response.uploadId}`, key, bucket: '', upload: JSON.parse(outcome.response.body) as object },
+        200,
+      );
     }
     // A recorded rejection, or a commit still running: the upload's own answer.
     return renderOutcome(c, outcome, '', false);
@@ -198,6 +264,10 @@ function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown
     key: keyOf(metadata),
     contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
     fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
-    metadata: Object.fromEntries(Object.entries(metadata).filter(([, v]) => typeof v === 'string' || typeof v === 'number').map(([k, v]) => [k, String(v)])),
+    metadata: Object.fromEntries(
+      Object.entries(metadata)
+        .filter(([, v]) => typeof v === 'string' || typeof v === 'number')
+        .map(([k, v]) => [k, String(v)]),
+    ),
   };
 }

@@ -44,15 +44,27 @@ export function buildWebApp(entry: Entry = 'app'): Promise<Bundle> {
 }
 
 const html = (summary: string, p: string) =>
-  createRoute({ method: 'get', path: p, tags: ['pages'], summary, responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } });
+  createRoute({
+    method: 'get',
+    path: p,
+    tags: ['pages'],
+    summary,
+    responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
+  });
 const asset = (summary: string, p: string, type: string) =>
-  createRoute({ method: 'get', path: p, tags: ['pages'], summary, responses: { 200: { description: summary, content: { [type]: { schema: { type: 'string' } } } } } });
+  createRoute({
+    method: 'get',
+    path: p,
+    tags: ['pages'],
+    summary,
+    responses: { 200: { description: summary, content: { [type]: { schema: { type: 'string' } } } } },
+  });
 
 const uppyPage = html('The upload page: Uppy Dashboard over tus (drag and drop, pause/resume, survives reloads and lost connections)', '/');
 const uppyScript = asset("The upload page's script", '/uppy.js', 'text/javascript');
 const uppyStyles = asset("The upload page's stylesheet (Uppy's)", '/uppy.css', 'text/css');
 const serviceWorker = asset("The upload page's service worker (keeps files' bytes across reloads)", '/sw.js', 'text/javascript');
-const directPage = html('The straight-to-storage page: Uppy Dashboard with @uppy/aws-s3 through Oncely\'s companion routes', '/direct');
+const directPage = html("The straight-to-storage page: Uppy Dashboard with @uppy/aws-s3 through Oncely's companion routes", '/direct');
 const outboxPage = html('The one-request upload page with its IndexedDB outbox', '/outbox');
 const outboxScript = asset("The outbox page's script", '/app.js', 'text/javascript');
 
@@ -74,14 +86,17 @@ function uploadPage(uploader: keyof typeof UPLOAD_PAGES) {
   const fields: Record<string, string> = { ...UPLOAD_PAGES[uploader], uploader };
   let html: Promise<string> | undefined;
   return async (c: import('hono').Context) => {
-    html ??= readFile(path.join(projectRoot, 'src/web/index.html'), 'utf8').then((t) => t.replace(/\{\{(\w+)\}\}/g, (_, k: string) => fields[k] ?? ''));
+    html ??= readFile(path.join(projectRoot, 'src/web/index.html'), 'utf8').then((t) =>
+      t.replace(/\{\{(\w+)\}\}/g, (_, k: string) => fields[k] ?? ''),
+    );
     return c.html(await html);
   };
 }
 
 export function webRoutes() {
   const app = router();
-  const page = (file: string) => async (c: import('hono').Context) => c.html(await readFile(path.join(projectRoot, 'src/web', file), 'utf8'));
+  const page = (file: string) => async (c: import('hono').Context) =>
+    c.html(await readFile(path.join(projectRoot, 'src/web', file), 'utf8'));
   const served = (entry: Entry, part: keyof Bundle, type: string) => async (c: import('hono').Context) =>
     c.body((await buildWebApp(entry))[part], 200, { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'no-cache' });
   route(app, uppyPage, uploadPage('tus'));

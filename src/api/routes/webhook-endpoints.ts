@@ -11,11 +11,27 @@ import { insertWithinQuota } from '../../db/queries/quotas';
 import { jsonBody } from '../json-body';
 import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
+import {
+  apiKeyAuth,
+  COMMON_V1_PROBLEMS,
+  createdResponse,
+  IDEMPOTENT_PROBLEMS,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+} from '../openapi';
 import { CreateWebhookEndpoint, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
 
 function view(e: EndpointRow) {
-  return { id: e.id, url: e.url, description: e.description, enabled: e.enabled, disabledReason: e.disabled_reason, createdAt: e.created_at.toISOString() };
+  return {
+    id: e.id,
+    url: e.url,
+    description: e.description,
+    enabled: e.enabled,
+    disabledReason: e.disabled_reason,
+    createdAt: e.created_at.toISOString(),
+  };
 }
 
 const createEndpoint = createRoute({
@@ -37,7 +53,10 @@ const listEndpointsRoute = createRoute({
   tags: ['webhooks'],
   summary: "The tenant's webhook endpoints (without secrets)",
   security: apiKeyAuth,
-  responses: { 200: { description: 'Endpoints', content: { 'application/json': { schema: WebhookEndpointList } } }, ...problems(...COMMON_V1_PROBLEMS) },
+  responses: {
+    200: { description: 'Endpoints', content: { 'application/json': { schema: WebhookEndpointList } } },
+    ...problems(...COMMON_V1_PROBLEMS),
+  },
 });
 
 const deleteEndpointRoute = createRoute({
@@ -68,7 +87,9 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
     const sealed = deps.idempotency.box.seal(secret, webhookSecretContext(id));
     const tenantId = c.get('tenantId');
     const row = await withinQuota(() =>
-      insertWithinQuota(pool, tenantId, 'webhook_endpoints', deps.maxEndpoints, (tx) => insertEndpoint(tx, { id, tenantId, url: body.url, description: body.description ?? '', secret: sealed })),
+      insertWithinQuota(pool, tenantId, 'webhook_endpoints', deps.maxEndpoints, (tx) =>
+        insertEndpoint(tx, { id, tenantId, url: body.url, description: body.description ?? '', secret: sealed }),
+      ),
     );
     return c.json({ ...view(row), secret }, 201, { location: `/v1/webhook-endpoints/${row.id}` });
   });
@@ -80,7 +101,8 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
 
   route(app, deleteEndpointRoute, async function deleteWebhookEndpoint(c) {
     const id = c.req.param('id')!;
-    const gone = Uuid.safeParse(id).success && (await dependency('database_unavailable', () => deleteEndpoint(pool, c.get('tenantId'), id)));
+    const gone =
+      Uuid.safeParse(id).success && (await dependency('database_unavailable', () => deleteEndpoint(pool, c.get('tenantId'), id)));
     if (!gone) throw problem('not_found', 'No such webhook endpoint.');
     return c.body(null, 204);
   });

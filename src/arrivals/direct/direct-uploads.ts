@@ -68,7 +68,16 @@ export class DirectUploads {
       partBytes,
     };
     const { session, replayed } = await this.deps.sessions.create(
-      { tenantId: r.tenantId, key: r.key, uploadLength: r.bytes, uploadMetadata: '', metadata: {}, contentType: r.contentType, fileName: r.fileName, declaredSha256: r.sha256 },
+      {
+        tenantId: r.tenantId,
+        key: r.key,
+        uploadLength: r.bytes,
+        uploadMetadata: '',
+        metadata: {},
+        contentType: r.contentType,
+        fileName: r.fileName,
+        declaredSha256: r.sha256,
+      },
       kind,
     );
     if (session.state === 'open') {
@@ -78,9 +87,11 @@ export class DirectUploads {
         const outcome = await this.complete(r.tenantId, session.id, r.waitMs, (s) => this.sharedCopy(s, shared));
         const now = await this.deps.sessions.find(r.tenantId, session.id, 'direct');
         // No part will come: the plan's multipart upload (if any) goes.
-        if (now.state === 'committed' && now.multipart_id) await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {});
+        if (now.state === 'committed' && now.multipart_id)
+          await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {});
         const plan = await this.view(now);
-        if (outcome.kind === 'answer' && outcome.response.status < 300) plan.committedUpload = JSON.parse(outcome.response.body) as Record<string, unknown>;
+        if (outcome.kind === 'answer' && outcome.response.status < 300)
+          plan.committedUpload = JSON.parse(outcome.response.body) as Record<string, unknown>;
         return { plan, replayed };
       }
     }
@@ -90,8 +101,16 @@ export class DirectUploads {
   /** The copy of an instant upload: the object already stored with the declared bytes. */
   private async sharedCopy(s: SessionRow, storageKey: string): Promise<StagedCopy> {
     const head = await dependency('storage_unavailable', () => this.deps.store.head(storageKey));
-    if (!head || head.bytes !== Number(s.upload_length)) throw problem('direct_upload_incomplete', 'The stored copy of these bytes is gone; upload them.');
-    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey, bytes: head.bytes, sha256: s.declared_sha256!, head: await this.readHead(storageKey) });
+    if (!head || head.bytes !== Number(s.upload_length))
+      throw problem('direct_upload_incomplete', 'The stored copy of these bytes is gone; upload them.');
+    return stagedCopy({
+      attemptId: s.id,
+      fingerprint: s.fingerprint,
+      storageKey,
+      bytes: head.bytes,
+      sha256: s.declared_sha256!,
+      head: await this.readHead(storageKey),
+    });
   }
 
   async find(tenantId: string, id: string): Promise<DirectPlan> {
@@ -99,7 +118,12 @@ export class DirectUploads {
   }
 
   /** A signed URL for part `n` of a multipart plan; the store checks the part against `sha256Base64`. */
-  async partRequest(tenantId: string, id: string, n: number, sha256Base64: string): Promise<SignedRequest & { partNumber: number; bytes: number }> {
+  async partRequest(
+    tenantId: string,
+    id: string,
+    n: number,
+    sha256Base64: string,
+  ): Promise<SignedRequest & { partNumber: number; bytes: number }> {
     const s = await this.deps.sessions.find(tenantId, id, 'direct');
     const partBytes = Number(s.part_bytes ?? 0);
     if (!partBytes) throw problem('not_found', 'This direct upload is one PUT, not multipart: use its `upload` request.');
@@ -107,7 +131,9 @@ export class DirectUploads {
     if (!Number.isInteger(n) || n < 1 || n > count) throw problem('not_found', `Part numbers of this upload run from 1 to ${count}.`);
     if (s.state !== 'open') throw problem('upload_committed', 'This direct upload is completing or complete; no more parts are taken.');
     const bytes = n < count ? partBytes : Number(s.upload_length) - partBytes * (count - 1);
-    const signed = await dependency('storage_unavailable', () => this.deps.target.partRequest(s, n, { bytes, sha256Base64, expiresSeconds: this.urlSeconds(s) }));
+    const signed = await dependency('storage_unavailable', () =>
+      this.deps.target.partRequest(s, n, { bytes, sha256Base64, expiresSeconds: this.urlSeconds(s) }),
+    );
     return { ...signed, partNumber: n, bytes };
   }
 
@@ -130,21 +156,45 @@ export class DirectUploads {
    * Verifies the object in the store and commits it like any upload: the answer is the
    * upload JSON, stored under the key; a complete sent again gets the same answer.
    */
-  async complete(tenantId: string, id: string, waitMs: number, verify: (s: SessionRow) => Promise<StagedCopy> = (s) => this.verify(s)): Promise<UploadOutcome> {
-    return completeSession({ pool: this.deps.pool, receiver: this.deps.receiver }, { tenantId, id, mode: 'direct', idleSeconds: this.deps.expirySeconds }, waitMs, verify);
+  async complete(
+    tenantId: string,
+    id: string,
+    waitMs: number,
+    verify: (s: SessionRow) => Promise<StagedCopy> = (s) => this.verify(s),
+  ): Promise<UploadOutcome> {
+    return completeSession(
+      { pool: this.deps.pool, receiver: this.deps.receiver },
+      { tenantId, id, mode: 'direct', idleSeconds: this.deps.expirySeconds },
+      waitMs,
+      verify,
+    );
   }
 
   /** The object is there, whole, with the declared SHA-256 (or the parts' checksums for multipart). */
   private async verify(s: SessionRow): Promise<StagedCopy> {
     const length = Number(s.upload_length);
     const stored = await this.deps.target.stored(s);
-    if (!stored) throw problem('direct_upload_incomplete', 'The object has not been uploaded yet: PUT it with the request of the plan, then complete.');
+    if (!stored)
+      throw problem(
+        'direct_upload_incomplete',
+        'The object has not been uploaded yet: PUT it with the request of the plan, then complete.',
+      );
     if (stored.bytes !== length || (!stored.composite && stored.sha256Base64 !== hexToBase64(s.declared_sha256!))) {
       // Not what was declared (a store that does not check checksums): it goes, the session stays open.
       await this.deps.store.delete(s.storage_key).catch(() => {});
-      throw problem('checksum_mismatch', `The stored object (${stored.bytes} bytes) does not match the declared size and SHA-256; upload it again.`);
+      throw problem(
+        'checksum_mismatch',
+        `The stored object (${stored.bytes} bytes) does not match the declared size and SHA-256; upload it again.`,
+      );
     }
-    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes: length, sha256: s.declared_sha256!, head: await this.readHead(s.storage_key) });
+    return stagedCopy({
+      attemptId: s.id,
+      fingerprint: s.fingerprint,
+      storageKey: s.storage_key,
+      bytes: length,
+      sha256: s.declared_sha256!,
+      head: await this.readHead(s.storage_key),
+    });
   }
 
   private readHead(key: string): Promise<Buffer> {
@@ -163,7 +213,8 @@ export class DirectUploads {
       expiresAt: this.expiresAt(s).toISOString(),
     };
     if (s.state !== 'open') return plan;
-    if (s.part_bytes) plan.multipart = { partBytes: Number(s.part_bytes), partCount: partCount(Number(s.upload_length), Number(s.part_bytes)) };
+    if (s.part_bytes)
+      plan.multipart = { partBytes: Number(s.part_bytes), partCount: partCount(Number(s.upload_length), Number(s.part_bytes)) };
     else plan.upload = await this.objectRequest(s);
     return plan;
   }

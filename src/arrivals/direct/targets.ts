@@ -56,7 +56,12 @@ export class PresignedTarget implements DirectTarget {
   }
 
   putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest> {
-    return this.presigner.presignPut(s.storage_key, { bytes: Number(s.upload_length), sha256Base64: hexToBase64(s.declared_sha256!), contentType: s.content_type, expiresSeconds });
+    return this.presigner.presignPut(s.storage_key, {
+      bytes: Number(s.upload_length),
+      sha256Base64: hexToBase64(s.declared_sha256!),
+      contentType: s.content_type,
+      expiresSeconds,
+    });
   }
 
   partRequest(s: SessionRow, n: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest> {
@@ -76,8 +81,17 @@ export class PresignedTarget implements DirectTarget {
           const want = n < count ? partBytes : length - partBytes * (count - 1);
           if (!p || p.bytes !== want || !p.sha256Base64) missing.push(n);
         }
-        if (missing.length > 0) throw problem('direct_upload_incomplete', `Parts not uploaded yet: ${summarize(missing)}.`, { extra: { missingParts: missing.slice(0, 100) } });
-        await dependency('storage_unavailable', () => this.presigner.completeCheckedParts(s.storage_key, s.multipart_id, parts.filter((p) => p.partNumber <= count)));
+        if (missing.length > 0)
+          throw problem('direct_upload_incomplete', `Parts not uploaded yet: ${summarize(missing)}.`, {
+            extra: { missingParts: missing.slice(0, 100) },
+          });
+        await dependency('storage_unavailable', () =>
+          this.presigner.completeCheckedParts(
+            s.storage_key,
+            s.multipart_id,
+            parts.filter((p) => p.partNumber <= count),
+          ),
+        );
       }
     }
     return dependency('storage_unavailable', () => this.presigner.checksum(s.storage_key));
@@ -105,7 +119,12 @@ export class SelfSignedTarget implements DirectTarget {
     const signature = this.box.sign(SIGN_PURPOSE, `${s.id}\n${expires}`);
     // A path of the API (made absolute by the route, from PUBLIC_URL or the request).
     const url = `/v1/direct-uploads/${s.id}/object?expires=${expires}&signature=${signature}`;
-    return Promise.resolve({ method: 'PUT', url, headers: { 'content-length': String(s.upload_length), 'content-type': s.content_type }, expiresAt: new Date(expires * 1000) });
+    return Promise.resolve({
+      method: 'PUT',
+      url,
+      headers: { 'content-length': String(s.upload_length), 'content-type': s.content_type },
+      expiresAt: new Date(expires * 1000),
+    });
   }
 
   partRequest(): Promise<SignedRequest> {
@@ -124,7 +143,11 @@ export class SelfSignedTarget implements DirectTarget {
     if (!expires || !signature || !Number.isInteger(exp) || !this.box.verify(SIGN_PURPOSE, `${id}\n${exp}`, signature)) {
       throw problem('signature_invalid', 'The URL is not one this server signed (or it was changed).');
     }
-    if (exp * 1000 < Date.now()) throw problem('signature_invalid', 'The URL has expired; create the direct upload again with the same Idempotency-Key for a fresh one.');
+    if (exp * 1000 < Date.now())
+      throw problem(
+        'signature_invalid',
+        'The URL has expired; create the direct upload again with the same Idempotency-Key for a fresh one.',
+      );
   }
 
   /** The signed PUT's body into the session's object; another length or SHA-256 leaves nothing behind. */

@@ -10,7 +10,17 @@ export type ChecksumAlgorithm = (typeof TUS_CHECKSUM_ALGORITHMS)[number];
 /** Request headers a tus client sends (allowed cross-origin). */
 export const TUS_REQUEST_HEADERS = ['Tus-Resumable', 'Upload-Length', 'Upload-Metadata', 'Upload-Offset', 'Upload-Checksum'];
 /** Answer headers a browser tus client must read (exposed cross-origin). */
-export const TUS_RESPONSE_HEADERS = ['Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Tus-Checksum-Algorithm', 'Upload-Offset', 'Upload-Length', 'Upload-Metadata', 'Upload-Expires'];
+export const TUS_RESPONSE_HEADERS = [
+  'Tus-Resumable',
+  'Tus-Version',
+  'Tus-Extension',
+  'Tus-Max-Size',
+  'Tus-Checksum-Algorithm',
+  'Upload-Offset',
+  'Upload-Length',
+  'Upload-Metadata',
+  'Upload-Expires',
+];
 
 /** Upload-Metadata: comma-separated `key base64value` pairs (value optional). */
 export function parseUploadMetadata(value: string | undefined): Record<string, string> {
@@ -21,7 +31,8 @@ export function parseUploadMetadata(value: string | undefined): Record<string, s
     if (!key || extra !== undefined || !/^[\x21-\x2b\x2d-\x7e]+$/.test(key) || key in out) {
       throw problem('header_invalid', 'Upload-Metadata must be comma-separated "key base64value" pairs with distinct keys.');
     }
-    if (encoded !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) throw problem('header_invalid', `Upload-Metadata value of ${key} is not base64.`);
+    if (encoded !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(encoded))
+      throw problem('header_invalid', `Upload-Metadata value of ${key} is not base64.`);
     const decoded = encoded === undefined ? '' : Buffer.from(encoded, 'base64').toString('utf8');
     if (decoded.includes('\0')) throw problem('header_invalid', `Upload-Metadata value of ${key} contains NUL.`);
     out[key] = decoded;
@@ -33,12 +44,14 @@ export function parseUploadLength(value: string | undefined, maxBytes: number): 
   if (value === undefined) throw problem('header_invalid', 'Send Upload-Length (deferred lengths are not supported).');
   if (!/^\d{1,16}$/.test(value.trim())) throw problem('header_invalid', 'Upload-Length must be a non-negative integer.');
   const n = Number(value.trim());
-  if (n > maxBytes) throw problem('payload_too_large', `Upload-Length is ${n} bytes; the maximum is ${maxBytes} bytes.`, { extra: { maxBytes } });
+  if (n > maxBytes)
+    throw problem('payload_too_large', `Upload-Length is ${n} bytes; the maximum is ${maxBytes} bytes.`, { extra: { maxBytes } });
   return n;
 }
 
 export function parseUploadOffset(value: string | undefined): number {
-  if (value === undefined || !/^\d{1,16}$/.test(value.trim())) throw problem('header_invalid', 'Send Upload-Offset as a non-negative integer.');
+  if (value === undefined || !/^\d{1,16}$/.test(value.trim()))
+    throw problem('header_invalid', 'Send Upload-Offset as a non-negative integer.');
   return Number(value.trim());
 }
 
@@ -49,11 +62,13 @@ export function parseUploadChecksum(value: string | undefined): { algorithm: Che
   if (!TUS_CHECKSUM_ALGORITHMS.includes(algorithm as ChecksumAlgorithm)) {
     throw problem('checksum_algorithm_unsupported', `Upload-Checksum algorithm must be one of ${TUS_CHECKSUM_ALGORITHMS.join(', ')}.`);
   }
-  if (!encoded || extra !== undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) throw problem('header_invalid', 'Upload-Checksum must be "<algorithm> <base64 digest>".');
+  if (!encoded || extra !== undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded))
+    throw problem('header_invalid', 'Upload-Checksum must be "<algorithm> <base64 digest>".');
   return { algorithm: algorithm as ChecksumAlgorithm, digest: Buffer.from(encoded, 'base64') };
 }
 
 /** The version check every request but OPTIONS must pass (412 names the versions served). */
 export function checkTusResumable(value: string | undefined): void {
-  if (value !== TUS_VERSION) throw problem('tus_version_unsupported', `Send Tus-Resumable: ${TUS_VERSION}.`, { headers: { 'tus-version': TUS_VERSION } });
+  if (value !== TUS_VERSION)
+    throw problem('tus_version_unsupported', `Send Tus-Resumable: ${TUS_VERSION}.`, { headers: { 'tus-version': TUS_VERSION } });
 }

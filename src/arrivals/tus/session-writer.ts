@@ -33,7 +33,6 @@ export interface WriteResult {
   complete: boolean;
 }
 
-
 export async function writeChunk(
   deps: WriterDeps,
   session: SessionRow,
@@ -114,7 +113,8 @@ export async function writeChunk(
   // iteration then, or it would wait for bytes that never come.
   const socket = (body as { socket?: import('node:net').Socket }).socket;
   const onGone = () => {
-    if ((body as { complete?: boolean }).complete === false && !body.destroyed) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    if ((body as { complete?: boolean }).complete === false && !body.destroyed)
+      body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
   };
   socket?.once('close', onGone);
   socket?.once('end', onGone);
@@ -152,7 +152,11 @@ export async function writeChunk(
     if (check) {
       // Unverifiable (cut off) or wrong: nothing of this PATCH is acknowledged.
       if (!ended) return { offset: acked, complete: acked === length };
-      if (!check.digest().equals(checksum!.digest)) throw problem('upload_checksum_mismatch', `The body does not match Upload-Checksum (${checksum!.algorithm}); the offset stays ${acked}.`);
+      if (!check.digest().equals(checksum!.digest))
+        throw problem(
+          'upload_checksum_mismatch',
+          `The body does not match Upload-Checksum (${checksum!.algorithm}); the offset stays ${acked}.`,
+        );
     }
     if (filled > 0 && bufStart + filled === length) {
       await launchPart();
@@ -160,7 +164,9 @@ export async function writeChunk(
     } else if (filled > 0 && bufStart + filled > acked) {
       const key = `${session.storage_key}.tail.${bufStart + filled}`;
       // No copy: the buffer goes back to the pool only after this write has finished.
-      await lease.write(() => deps.store.put(key, Readable.from([buf.subarray(0, filled)]), { contentType: 'application/octet-stream', contentLength: filled }));
+      await lease.write(() =>
+        deps.store.put(key, Readable.from([buf.subarray(0, filled)]), { contentType: 'application/octet-stream', contentLength: filled }),
+      );
       if (tailKey && tailKey !== key) staleTails.push(tailKey);
       tailKey = key;
       tailBytes = filled;
@@ -212,5 +218,10 @@ function isCutOff(err: unknown, body: Readable): boolean {
   // Our own refusal (a body past Upload-Length) is an answer, not a cut.
   if (err instanceof Problem) return false;
   const code = (err as { code?: string }).code;
-  return (body as { complete?: boolean }).complete === false || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || (err as Error).message === 'aborted';
+  return (
+    (body as { complete?: boolean }).complete === false ||
+    code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+    code === 'ECONNRESET' ||
+    (err as Error).message === 'aborted'
+  );
 }

@@ -38,7 +38,13 @@ export class TusSessions {
 
   /** How tus sessions are made: a multipart in the store, the tus route, the tus expiry. */
   private get kind(): SessionKind {
-    return { mode: 'tus', route: TUS_ROUTE, begin: (key, contentType) => this.deps.store.beginParts(key, contentType), idleSeconds: this.deps.idleSeconds, partBytes: null };
+    return {
+      mode: 'tus',
+      route: TUS_ROUTE,
+      begin: (key, contentType) => this.deps.store.beginParts(key, contentType),
+      idleSeconds: this.deps.idleSeconds,
+      partBytes: null,
+    };
   }
 
   /** The key's session: created once; the same request again gets the same session (replayed). */
@@ -64,21 +70,36 @@ export class TusSessions {
     /** The body's declared length, when sent: one that would pass Upload-Length is refused unread. */
     bodyBytes?: number,
   ): Promise<{ write: WriteResult; outcome?: UploadOutcome; session: SessionRow }> {
-    const { write, session } = await withLease(this.deps.pool, tenantId, id, 'tus', { ...this.lease, renew: true }, async (leased, lease) => {
-      if (offset !== Number(leased.upload_offset)) throw problem('upload_offset_mismatch', `Upload-Offset is ${offset} but the upload is at ${leased.upload_offset}.`, { extra: { uploadOffset: Number(leased.upload_offset) } });
-      if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
-        throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
-      }
-      const written = leased.state === 'open' ? await writeChunk(this.deps, leased, lease, body, checksum) : { offset, complete: true };
-      return { write: written, session: leased };
-    });
+    const { write, session } = await withLease(
+      this.deps.pool,
+      tenantId,
+      id,
+      'tus',
+      { ...this.lease, renew: true },
+      async (leased, lease) => {
+        if (offset !== Number(leased.upload_offset))
+          throw problem('upload_offset_mismatch', `Upload-Offset is ${offset} but the upload is at ${leased.upload_offset}.`, {
+            extra: { uploadOffset: Number(leased.upload_offset) },
+          });
+        if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
+          throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
+        }
+        const written = leased.state === 'open' ? await writeChunk(this.deps, leased, lease, body, checksum) : { offset, complete: true };
+        return { write: written, session: leased };
+      },
+    );
     if (!write.complete) return { write, session };
     return { write, outcome: await this.complete(tenantId, id, waitMs), session };
   }
 
   /** The session core's completion, with the parts assembled and the saved hash checked. */
   complete(tenantId: string, id: string, waitMs: number): Promise<UploadOutcome> {
-    return completeSession({ pool: this.deps.pool, receiver: this.deps.receiver }, { tenantId, id, mode: 'tus', idleSeconds: this.deps.idleSeconds }, waitMs, (s) => this.assemble(s));
+    return completeSession(
+      { pool: this.deps.pool, receiver: this.deps.receiver },
+      { tenantId, id, mode: 'tus', idleSeconds: this.deps.idleSeconds },
+      waitMs,
+      (s) => this.assemble(s),
+    );
   }
 
   /** Assembles the object and checks the whole-file SHA-256 (the session goes when it does not match). */
@@ -88,7 +109,12 @@ export class TusSessions {
       if (s.parts.length === 0) {
         await this.deps.store.put(s.storage_key, Readable.from([]), { contentType: s.content_type, contentLength: 0 });
         await this.deps.store.abortParts(s.storage_key, s.multipart_id);
-      } else await this.deps.store.completeParts(s.storage_key, s.multipart_id, s.parts.map((p) => ({ partNumber: p.partNumber, etag: p.etag })));
+      } else
+        await this.deps.store.completeParts(
+          s.storage_key,
+          s.multipart_id,
+          s.parts.map((p) => ({ partNumber: p.partNumber, etag: p.etag })),
+        );
       const head = await this.deps.store.head(s.storage_key);
       if (head?.bytes !== length) throw new Error(`assembled object has ${head?.bytes} bytes, expected ${length}`);
       await deleteTails(this.deps.store, s.storage_key);
@@ -102,7 +128,14 @@ export class TusSessions {
       await this.deps.registry.discard(s, { object: true });
       throw problem('checksum_mismatch', `The declared SHA-256 is ${s.declared_sha256} but the uploaded bytes hash to ${sha256}.`);
     }
-    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes: length, sha256, head: s.head ?? Buffer.alloc(0) });
+    return stagedCopy({
+      attemptId: s.id,
+      fingerprint: s.fingerprint,
+      storageKey: s.storage_key,
+      bytes: length,
+      sha256,
+      head: s.head ?? Buffer.alloc(0),
+    });
   }
 
   /** tus termination: the session, its bytes and its run go, and the key is free. */

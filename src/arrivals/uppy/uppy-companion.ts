@@ -48,7 +48,8 @@ export class UppyCompanion {
     if (!tenantId || !exp || !sig || !/^\d+$/.test(exp) || !this.deps.box.verify(TOKEN_PURPOSE, `${tenantId}\n${exp}`, sig)) {
       throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
     }
-    if (Number(exp) * 1000 < Date.now()) throw problem('signature_invalid', 'This companion endpoint has expired; get a new one from POST /v1/uppy-endpoints.');
+    if (Number(exp) * 1000 < Date.now())
+      throw problem('signature_invalid', 'This companion endpoint has expired; get a new one from POST /v1/uppy-endpoints.');
     return tenantId;
   }
 
@@ -56,20 +57,41 @@ export class UppyCompanion {
   async createMultipart(tenantId: string, file: UppyFile): Promise<{ key: string; uploadId: string }> {
     this.needsPresigner();
     const { session } = await this.deps.sessions.create(
-      { tenantId, key: file.key, uploadLength: 0, uploadMetadata: '', metadata: file.metadata, contentType: file.contentType, fileName: file.fileName, declaredSha256: null },
-      { mode: 'uppy', route: UPPY_ROUTE, // Parts without checksums: the store's own multipart (the one tus uses).
-        begin: (storageKey, type) => this.deps.store.beginParts(storageKey, type), idleSeconds: this.deps.expirySeconds, partBytes: null },
+      {
+        tenantId,
+        key: file.key,
+        uploadLength: 0,
+        uploadMetadata: '',
+        metadata: file.metadata,
+        contentType: file.contentType,
+        fileName: file.fileName,
+        declaredSha256: null,
+      },
+      {
+        mode: 'uppy',
+        route: UPPY_ROUTE, // Parts without checksums: the store's own multipart (the one tus uses).
+        begin: (storageKey, type) => this.deps.store.beginParts(storageKey, type),
+        idleSeconds: this.deps.expirySeconds,
+        partBytes: null,
+      },
     );
     if (session.state !== 'open') throw problem('upload_committed', 'This file is already uploaded under its key.');
     return { key: session.storage_key, uploadId: session.multipart_id };
   }
 
-  async partUrl(tenantId: string, uploadId: string, objectKey: string, n: number): Promise<{ url: string; expires: number; headers: Record<string, string> }> {
+  async partUrl(
+    tenantId: string,
+    uploadId: string,
+    objectKey: string,
+    n: number,
+  ): Promise<{ url: string; expires: number; headers: Record<string, string> }> {
     const s = await this.session(tenantId, uploadId, objectKey);
     if (!Number.isInteger(n) || n < 1 || n > 10_000) throw problem('not_found', 'Part numbers run from 1 to 10000.');
     if (s.state !== 'open') throw problem('upload_committed', 'This upload is completing or complete; no more parts are taken.');
     const expiresSeconds = this.deps.urlSeconds;
-    const signed = await dependency('storage_unavailable', () => this.needsPresigner().presignPart(s.storage_key, s.multipart_id, n, { expiresSeconds }));
+    const signed = await dependency('storage_unavailable', () =>
+      this.needsPresigner().presignPart(s.storage_key, s.multipart_id, n, { expiresSeconds }),
+    );
     return { url: signed.url, expires: expiresSeconds, headers: signed.headers };
   }
 
@@ -84,7 +106,12 @@ export class UppyCompanion {
   async complete(tenantId: string, uploadId: string, objectKey: string, parts: unknown, waitMs: number): Promise<UploadOutcome> {
     const s = await this.session(tenantId, uploadId, objectKey);
     const list = parseParts(parts);
-    return completeSession({ pool: this.deps.pool, receiver: this.deps.receiver }, { tenantId, id: s.id, mode: 'uppy', idleSeconds: this.deps.expirySeconds }, waitMs, (leased) => this.verify(leased, list));
+    return completeSession(
+      { pool: this.deps.pool, receiver: this.deps.receiver },
+      { tenantId, id: s.id, mode: 'uppy', idleSeconds: this.deps.expirySeconds },
+      waitMs,
+      (leased) => this.verify(leased, list),
+    );
   }
 
   /** DELETE: Uppy cancelled the file; the session, its parts and its run go, and the key is free. */
@@ -110,7 +137,14 @@ export class UppyCompanion {
         head.add(chunk);
       }
     });
-    return stagedCopy({ attemptId: s.id, fingerprint: s.fingerprint, storageKey: s.storage_key, bytes, sha256: hash.digest('hex'), head: head.value });
+    return stagedCopy({
+      attemptId: s.id,
+      fingerprint: s.fingerprint,
+      storageKey: s.storage_key,
+      bytes,
+      sha256: hash.digest('hex'),
+      head: head.value,
+    });
   }
 
   private async session(tenantId: string, uploadId: string, objectKey: string): Promise<SessionRow> {
@@ -122,16 +156,22 @@ export class UppyCompanion {
 
   private needsPresigner() {
     const presigner = this.deps.store.presigner;
-    if (!presigner) throw problem('direct_upload_unsupported', 'Multipart uploads straight to the store need the S3 store; on the embedded store use tus (/v1/tus) or Uppy without multipart.');
+    if (!presigner)
+      throw problem(
+        'direct_upload_unsupported',
+        'Multipart uploads straight to the store need the S3 store; on the embedded store use tus (/v1/tus) or Uppy without multipart.',
+      );
     return presigner;
   }
 }
 
 function parseParts(parts: unknown): { partNumber: number; etag: string }[] {
-  if (!Array.isArray(parts) || parts.length === 0 || parts.length > 10_000) throw problem('body_invalid', 'Send {"parts": [{"PartNumber": 1, "ETag": "…"}, …]}.');
+  if (!Array.isArray(parts) || parts.length === 0 || parts.length > 10_000)
+    throw problem('body_invalid', 'Send {"parts": [{"PartNumber": 1, "ETag": "…"}, …]}.');
   const list = parts.map((p: unknown) => {
     const o = p as { PartNumber?: unknown; ETag?: unknown };
-    if (!Number.isInteger(o?.PartNumber) || typeof o.ETag !== 'string' || o.ETag.length > 200) throw problem('body_invalid', 'Each part needs an integer PartNumber and a string ETag.');
+    if (!Number.isInteger(o?.PartNumber) || typeof o.ETag !== 'string' || o.ETag.length > 200)
+      throw problem('body_invalid', 'Each part needs an integer PartNumber and a string ETag.');
     return { partNumber: o.PartNumber as number, etag: o.ETag };
   });
   return list.sort((a, b) => a.partNumber - b.partNumber);

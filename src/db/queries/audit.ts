@@ -25,7 +25,10 @@ export async function duplicateUploadsPerKey(db: Queryable): Promise<{ tenant_id
  * `keyRetentionSeconds` (key TTL + tombstone TTL): an upload older than that has
  * legitimately outlived both its key row and its tombstone; null checks every upload.
  */
-export async function mismatchedKeyRows(db: Queryable, keyRetentionSeconds: number | null = null): Promise<{ tenant_id: string; key: string; problem: string }[]> {
+export async function mismatchedKeyRows(
+  db: Queryable,
+  keyRetentionSeconds: number | null = null,
+): Promise<{ tenant_id: string; key: string; problem: string }[]> {
   const res = await db.query(
     `SELECT k.tenant_id, k.key, 'key row names an upload of another tenant or key' AS problem
        FROM idempotency_keys k JOIN uploads u ON u.id = k.upload_id
@@ -45,9 +48,16 @@ export async function mismatchedKeyRows(db: Queryable, keyRetentionSeconds: numb
   return res.rows;
 }
 
-export async function* allUploads(
-  db: Queryable,
-): AsyncIterable<{ id: string; tenant_id: string; idempotency_key: string; workflow_id: string; storage_key: string; bytes: string; sha256: string; shared: boolean }> {
+export async function* allUploads(db: Queryable): AsyncIterable<{
+  id: string;
+  tenant_id: string;
+  idempotency_key: string;
+  workflow_id: string;
+  storage_key: string;
+  bytes: string;
+  sha256: string;
+  shared: boolean;
+}> {
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
     const res = await db.query(
@@ -62,7 +72,9 @@ export async function* allUploads(
   }
 }
 
-export async function allRenditions(db: Queryable): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string }[]> {
+export async function allRenditions(
+  db: Queryable,
+): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string }[]> {
   const res = await db.query(
     `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes
        FROM renditions r JOIN uploads u ON u.id = r.upload_id ORDER BY r.upload_id, r.name`,
@@ -82,7 +94,9 @@ export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: s
   return res.rows;
 }
 
-export async function allDeliveries(db: Queryable): Promise<{ event_id: string; upload_id: string; event_type: string; delivered: boolean }[]> {
+export async function allDeliveries(
+  db: Queryable,
+): Promise<{ event_id: string; upload_id: string; event_type: string; delivered: boolean }[]> {
   const res = await db.query('SELECT event_id, upload_id, event_type, delivered_at IS NOT NULL AS delivered FROM webhook_deliveries');
   return res.rows;
 }
@@ -104,7 +118,10 @@ export async function miscountedObjects(db: Queryable): Promise<{ storage_key: s
       GROUP BY u.storage_key HAVING count(*) > 1`,
   );
   return [
-    ...doubled.rows.map((r) => ({ storage_key: r.storage_key, problem: `${r.n} upload rows name this object, which is not a shared (counted) one` })),
+    ...doubled.rows.map((r) => ({
+      storage_key: r.storage_key,
+      problem: `${r.n} upload rows name this object, which is not a shared (counted) one`,
+    })),
     ...counts.rows.map((r) => ({ storage_key: r.storage_key, problem: `counted ${r.refs} references, ${r.n} upload rows name it` })),
     ...uncounted.rows.map((r) => ({ storage_key: r.storage_key, problem: `upload ${r.id} of a deduping tenant is not counted` })),
   ];

@@ -4,7 +4,11 @@ import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
 
 /** Moves expired key rows to tombstones in one transaction; returns how many. */
-export async function expireKeys(pool: Pool, tombstoneSeconds: number, batch = 1000): Promise<{ expired: number; tombstonesRemoved: number }> {
+export async function expireKeys(
+  pool: Pool,
+  tombstoneSeconds: number,
+  batch = 1000,
+): Promise<{ expired: number; tombstonesRemoved: number }> {
   return withTransaction(pool, async (tx) => {
     const moved = await tx.query(
       `WITH expired AS (
@@ -33,5 +37,6 @@ export async function isReferenced(db: Queryable, storageKey: string): Promise<b
 
 /** (tenant, key) pairs claimed by a request that has not answered yet. */
 export async function openClaims(db: Queryable): Promise<{ tenant_id: string; key: string }[]> {
-  return (await db.query<{ tenant_id: string; key: string }>('SELECT tenant_id, key FROM idempotency_keys WHERE response_status IS NULL')).rows;
+  return (await db.query<{ tenant_id: string; key: string }>('SELECT tenant_id, key FROM idempotency_keys WHERE response_status IS NULL'))
+    .rows;
 }

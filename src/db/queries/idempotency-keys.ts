@@ -21,10 +21,16 @@ export interface KeyRow {
 }
 
 export async function findKey(db: Queryable, tenantId: string, key: string): Promise<KeyRow | undefined> {
-  const res = await db.query<KeyRow>(statement('find_idempotency_key', `SELECT tenant_id, key, route, fingerprint, workflow_id, upload_id, response_status, response_body,
+  const res = await db.query<KeyRow>(
+    statement(
+      'find_idempotency_key',
+      `SELECT tenant_id, key, route, fingerprint, workflow_id, upload_id, response_status, response_body,
                   created_at, completed_at, expires_at
              FROM idempotency_keys
-            WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`, [tenantId, key]));
+            WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`,
+      [tenantId, key],
+    ),
+  );
   return res.rows[0];
 }
 
@@ -37,7 +43,18 @@ export async function insertKeyIfAbsent(
        (tenant_id, key, fingerprint, route, workflow_id, upload_id, response_status, response_body, created_at, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))
      ON CONFLICT (tenant_id, key) DO NOTHING`,
-    [row.tenant_id, row.key, row.fingerprint, row.route, row.workflow_id, row.upload_id, row.response_status, row.response_body, row.created_at, row.ttlSeconds],
+    [
+      row.tenant_id,
+      row.key,
+      row.fingerprint,
+      row.route,
+      row.workflow_id,
+      row.upload_id,
+      row.response_status,
+      row.response_body,
+      row.created_at,
+      row.ttlSeconds,
+    ],
   );
 }
 
@@ -52,13 +69,20 @@ export interface KeyHolder {
 
 export async function findKeyHolder(db: Queryable, tenantId: string, key: string): Promise<KeyHolder | undefined> {
   const res = await db.query<KeyHolder>(
-    statement('find_idempotency_key_holder', 'SELECT route, fingerprint, upload_id, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenantId, key]),
+    statement(
+      'find_idempotency_key_holder',
+      'SELECT route, fingerprint, upload_id, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2',
+      [tenantId, key],
+    ),
   );
   return res.rows[0];
 }
 
 /** A key's stored answer while it lives; `ttl_seconds` is how long it still does. */
-export type LiveKeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'> & { expired: false; ttl_seconds: number };
+export type LiveKeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'> & {
+  expired: false;
+  ttl_seconds: number;
+};
 
 export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | null; upload_id: string | null };
 

@@ -13,7 +13,10 @@ const LIVE_ROWS = {
 export type QuotaKind = keyof typeof LIVE_ROWS;
 
 export class QuotaReached extends Error {
-  constructor(readonly kind: QuotaKind, readonly limit: number) {
+  constructor(
+    readonly kind: QuotaKind,
+    readonly limit: number,
+  ) {
     super(`the tenant already has ${limit} ${kind.replace('_', ' ')}`);
     this.name = 'QuotaReached';
   }

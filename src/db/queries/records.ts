@@ -87,7 +87,12 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
  * may never be offered a copy again (the client's retry is answered from the key row) or be
  * offered one the API has since deleted. The run adopts this answer instead.
  */
-export async function findCommittedAnswer(db: Queryable, tenantId: string, key: string, fingerprint: string): Promise<StoredResponse | undefined> {
+export async function findCommittedAnswer(
+  db: Queryable,
+  tenantId: string,
+  key: string,
+  fingerprint: string,
+): Promise<StoredResponse | undefined> {
   const row = await findKeyHolder(db, tenantId, key);
   return row && isOwnAnswer(row, fingerprint) ? storedResponseOf(db, row) : undefined;
 }
@@ -103,8 +108,16 @@ function isOwnAnswer(row: KeyHolder, fingerprint: string): row is KeyHolder & { 
   return row.route === UPLOAD_ROUTE && row.fingerprint === fingerprint && row.response_status !== null && row.response_body !== null;
 }
 
-async function storedResponseOf(db: Queryable, row: KeyHolder & { response_status: number; response_body: string }): Promise<StoredResponse> {
-  return { status: row.response_status, body: row.response_body, uploadId: row.upload_id, downstreamNeeded: await downstreamPending(db, row.upload_id) };
+async function storedResponseOf(
+  db: Queryable,
+  row: KeyHolder & { response_status: number; response_body: string },
+): Promise<StoredResponse> {
+  return {
+    status: row.response_status,
+    body: row.response_body,
+    uploadId: row.upload_id,
+    downstreamNeeded: await downstreamPending(db, row.upload_id),
+  };
 }
 
 /**
@@ -135,7 +148,10 @@ export async function findSharedObject(db: Queryable, tenantId: string, sha256: 
 
 /** Whether an upload (or a shared object's count) names this object: such bytes are never deleted as a copy. */
 export async function objectInUse(db: Queryable, storageKey: string): Promise<boolean> {
-  const res = await db.query('SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM stored_objects WHERE storage_key = $1 LIMIT 1', [storageKey]);
+  const res = await db.query(
+    'SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM stored_objects WHERE storage_key = $1 LIMIT 1',
+    [storageKey],
+  );
   return (res.rowCount ?? 0) > 0;
 }
 

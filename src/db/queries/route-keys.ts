@@ -11,7 +11,10 @@ export interface RouteKeyRow {
 }
 
 /** Claims (tenant, key) for this request; returns undefined when claimed, else the existing row. */
-export async function claimRouteKey(db: Queryable, k: { tenantId: string; key: string; fingerprint: string; route: string; ttlSeconds: number; staleSeconds: number }): Promise<RouteKeyRow | undefined> {
+export async function claimRouteKey(
+  db: Queryable,
+  k: { tenantId: string; key: string; fingerprint: string; route: string; ttlSeconds: number; staleSeconds: number },
+): Promise<RouteKeyRow | undefined> {
   // A claim whose request died without answering is taken over after `staleSeconds`.
   await db.query(
     `DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND response_status IS NULL AND created_at < now() - make_interval(secs => $3)`,

@@ -39,13 +39,45 @@ export interface SessionRow {
 }
 
 const COLUMN_NAMES = [
-  'id', 'tenant_id', 'idempotency_key', 'fingerprint', 'upload_length', 'upload_metadata', 'content_type', 'file_name', 'declared_sha256',
-  'storage_key', 'multipart_id', 'upload_offset', 'parts', 'tail_key', 'tail_bytes', 'sha256_state', 'head', 'state', 'lease_owner', 'updated_at', 'created_at',
-  'mode', 'part_bytes',
+  'id',
+  'tenant_id',
+  'idempotency_key',
+  'fingerprint',
+  'upload_length',
+  'upload_metadata',
+  'content_type',
+  'file_name',
+  'declared_sha256',
+  'storage_key',
+  'multipart_id',
+  'upload_offset',
+  'parts',
+  'tail_key',
+  'tail_bytes',
+  'sha256_state',
+  'head',
+  'state',
+  'lease_owner',
+  'updated_at',
+  'created_at',
+  'mode',
+  'part_bytes',
 ];
 const COLUMNS = COLUMN_NAMES.join(', ');
 
-export type NewSession = Pick<SessionRow, 'id' | 'tenant_id' | 'idempotency_key' | 'fingerprint' | 'upload_metadata' | 'content_type' | 'file_name' | 'declared_sha256' | 'storage_key' | 'multipart_id'> & {
+export type NewSession = Pick<
+  SessionRow,
+  | 'id'
+  | 'tenant_id'
+  | 'idempotency_key'
+  | 'fingerprint'
+  | 'upload_metadata'
+  | 'content_type'
+  | 'file_name'
+  | 'declared_sha256'
+  | 'storage_key'
+  | 'multipart_id'
+> & {
   upload_length: number;
   mode?: SessionMode;
   part_bytes?: number | null;
@@ -65,7 +97,21 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
       const inserted = await tx.query<SessionRow>(
         `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
-        [s.id, s.tenant_id, s.idempotency_key, s.fingerprint, s.upload_length, s.upload_metadata, s.content_type, s.file_name, s.declared_sha256, s.storage_key, s.multipart_id, s.mode ?? 'tus', s.part_bytes ?? null],
+        [
+          s.id,
+          s.tenant_id,
+          s.idempotency_key,
+          s.fingerprint,
+          s.upload_length,
+          s.upload_metadata,
+          s.content_type,
+          s.file_name,
+          s.declared_sha256,
+          s.storage_key,
+          s.multipart_id,
+          s.mode ?? 'tus',
+          s.part_bytes ?? null,
+        ],
       );
       return { row: inserted.rows[0]!, created: true };
     },
@@ -77,7 +123,9 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
 }
 
 export async function findSessionByKey(db: Queryable, tenantId: string, key: string): Promise<SessionRow | undefined> {
-  return (await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2`, [tenantId, key])).rows[0];
+  return (
+    await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND idempotency_key = $2`, [tenantId, key])
+  ).rows[0];
 }
 
 export async function sessionExists(db: Queryable, id: string): Promise<boolean> {
@@ -85,12 +133,31 @@ export async function sessionExists(db: Queryable, id: string): Promise<boolean>
 }
 
 export async function findSession(db: Queryable, tenantId: string, id: string, mode: SessionMode = 'tus'): Promise<SessionRow | undefined> {
-  return (await db.query<SessionRow>(statement('find_resumable_session', `SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND tenant_id = $2 AND mode = $3`, [id, tenantId, mode]))).rows[0];
+  return (
+    await db.query<SessionRow>(
+      statement('find_resumable_session', `SELECT ${COLUMNS} FROM resumable_sessions WHERE id = $1 AND tenant_id = $2 AND mode = $3`, [
+        id,
+        tenantId,
+        mode,
+      ]),
+    )
+  ).rows[0];
 }
 
 /** A tenant's session by its store upload id (the id @uppy/aws-s3 knows it by). */
-export async function findSessionByUploadId(db: Queryable, tenantId: string, uploadId: string, mode: SessionMode): Promise<SessionRow | undefined> {
-  return (await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND multipart_id = $2 AND mode = $3`, [tenantId, uploadId, mode])).rows[0];
+export async function findSessionByUploadId(
+  db: Queryable,
+  tenantId: string,
+  uploadId: string,
+  mode: SessionMode,
+): Promise<SessionRow | undefined> {
+  return (
+    await db.query<SessionRow>(`SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND multipart_id = $2 AND mode = $3`, [
+      tenantId,
+      uploadId,
+      mode,
+    ])
+  ).rows[0];
 }
 
 /** A session by id alone: for requests that carry a signature over the id instead of an API key. */
@@ -102,7 +169,14 @@ export async function findSessionById(db: Queryable, id: string, mode: SessionMo
  * Takes the write lease; undefined while another PATCH holds it and is making progress
  * (a holder stalled for `stallSeconds`, or whose lease ran out, is taken over).
  */
-export async function takeLease(db: Queryable, tenantId: string, id: string, owner: string, seconds: number, stallSeconds: number): Promise<SessionRow | undefined> {
+export async function takeLease(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  owner: string,
+  seconds: number,
+  stallSeconds: number,
+): Promise<SessionRow | undefined> {
   const res = await db.query<SessionRow>(
     `UPDATE resumable_sessions SET lease_owner = $3, lease_until = now() + make_interval(secs => $4), progress_at = now()
       WHERE id = $1 AND tenant_id = $2
@@ -147,14 +221,29 @@ export async function acknowledge(db: Queryable, a: Acknowledgement): Promise<bo
         SET upload_offset = $4, parts = $5, tail_key = $6, tail_bytes = $7, sha256_state = $8, head = COALESCE(head, $9),
             updated_at = now(), lease_until = now() + make_interval(secs => $10), progress_at = now()
       WHERE id = $1 AND lease_owner = $2 AND upload_offset = $3 AND state = 'open'`,
-    [a.id, a.owner, a.fromOffset, a.toOffset, JSON.stringify(a.parts), a.tailKey, a.tailBytes, Buffer.from(a.sha256State), a.head, a.leaseSeconds],
+    [
+      a.id,
+      a.owner,
+      a.fromOffset,
+      a.toOffset,
+      JSON.stringify(a.parts),
+      a.tailKey,
+      a.tailBytes,
+      Buffer.from(a.sha256State),
+      a.head,
+      a.leaseSeconds,
+    ],
   );
   return res.rowCount === 1;
 }
 
 /** Moves a session between states; false when it was not in `from`. */
 export async function moveSession(db: Queryable, id: string, from: SessionRow['state'][], to: SessionRow['state']): Promise<boolean> {
-  const res = await db.query('UPDATE resumable_sessions SET state = $3, updated_at = now() WHERE id = $1 AND state = ANY($2)', [id, from, to]);
+  const res = await db.query('UPDATE resumable_sessions SET state = $3, updated_at = now() WHERE id = $1 AND state = ANY($2)', [
+    id,
+    from,
+    to,
+  ]);
   return res.rowCount === 1;
 }
 

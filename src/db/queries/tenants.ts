@@ -18,7 +18,10 @@ export interface ApiKeyRow {
 }
 
 export async function insertTenant(db: Queryable, id: string, name: string, dedupe: DedupeMode = 'off'): Promise<TenantRow> {
-  const res = await db.query<TenantRow>('INSERT INTO tenants (id, name, dedupe) VALUES ($1, $2, $3) RETURNING id, name, dedupe, created_at', [id, name, dedupe]);
+  const res = await db.query<TenantRow>(
+    'INSERT INTO tenants (id, name, dedupe) VALUES ($1, $2, $3) RETURNING id, name, dedupe, created_at',
+    [id, name, dedupe],
+  );
   return res.rows[0]!;
 }
 
@@ -38,12 +41,18 @@ export async function findActiveKeyByHash(db: Queryable, keyHash: Buffer): Promi
 }
 
 export async function listApiKeys(db: Queryable, tenantId: string): Promise<ApiKeyRow[]> {
-  const res = await db.query<ApiKeyRow>('SELECT id, label, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId]);
+  const res = await db.query<ApiKeyRow>(
+    'SELECT id, label, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
+    [tenantId],
+  );
   return res.rows;
 }
 
 /** Revokes one of the tenant's keys; false when the tenant has no such (unrevoked) key. */
 export async function revokeApiKey(db: Queryable, tenantId: string, id: string): Promise<boolean> {
-  const res = await db.query('UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL', [tenantId, id]);
+  const res = await db.query('UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL', [
+    tenantId,
+    id,
+  ]);
   return res.rowCount === 1;
 }

@@ -19,7 +19,10 @@ export interface UploadRow {
   processed_at: Date | null;
 }
 
-export type NewUpload = Pick<UploadRow, 'id' | 'tenant_id' | 'idempotency_key' | 'workflow_id' | 'storage_key' | 'sha256' | 'content_type' | 'file_name'> & { bytes: number };
+export type NewUpload = Pick<
+  UploadRow,
+  'id' | 'tenant_id' | 'idempotency_key' | 'workflow_id' | 'storage_key' | 'sha256' | 'content_type' | 'file_name'
+> & { bytes: number };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {

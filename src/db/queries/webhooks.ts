@@ -12,7 +12,10 @@ export interface EndpointRow {
   created_at: Date;
 }
 
-export async function insertEndpoint(db: Queryable, e: { id: string; tenantId: string; url: string; description: string; secret: string }): Promise<EndpointRow> {
+export async function insertEndpoint(
+  db: Queryable,
+  e: { id: string; tenantId: string; url: string; description: string; secret: string },
+): Promise<EndpointRow> {
   const res = await db.query<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, tenant_id, url, description, secret) VALUES ($1, $2, $3, $4, $5)
      RETURNING id, tenant_id, url, description, secret, enabled, disabled_reason, created_at`,
@@ -40,7 +43,10 @@ export async function findEndpoint(db: Queryable, id: string): Promise<EndpointR
 }
 
 export async function deleteEndpoint(db: Queryable, tenantId: string, id: string): Promise<boolean> {
-  const res = await db.query('UPDATE webhook_endpoints SET deleted_at = now(), enabled = false WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL', [tenantId, id]);
+  const res = await db.query(
+    'UPDATE webhook_endpoints SET deleted_at = now(), enabled = false WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL',
+    [tenantId, id],
+  );
   return (res.rowCount ?? 0) > 0;
 }
 
@@ -62,14 +68,26 @@ export interface DeliveryRow {
 }
 
 export async function findDelivery(db: Queryable, eventId: string, endpointId: string): Promise<DeliveryRow | undefined> {
-  const res = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
+  const res = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [
+    eventId,
+    endpointId,
+  ]);
   return res.rows[0];
 }
 
 /** Records one attempt: creates the ledger row on the first, counts every one. */
 export async function recordAttempt(
   db: Queryable,
-  a: { eventId: string; endpointId: string; tenantId: string; uploadId: string; eventType: string; status: number | null; error: string | null; delivered: boolean },
+  a: {
+    eventId: string;
+    endpointId: string;
+    tenantId: string;
+    uploadId: string;
+    eventType: string;
+    status: number | null;
+    error: string | null;
+    delivered: boolean;
+  },
 ): Promise<void> {
   await db.query(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, attempts, last_status, last_error, delivered_at)
@@ -85,6 +103,9 @@ export async function recordAttempt(
 }
 
 export async function listDeliveries(db: Queryable, uploadId: string): Promise<DeliveryRow[]> {
-  const res = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE upload_id = $1 ORDER BY created_at, event_id, endpoint_id', [uploadId]);
+  const res = await db.query<DeliveryRow>(
+    'SELECT * FROM webhook_deliveries WHERE upload_id = $1 ORDER BY created_at, event_id, endpoint_id',
+    [uploadId],
+  );
   return res.rows;
 }
