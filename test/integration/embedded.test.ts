@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import getPort from 'get-port';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
-import { getJson, postUpload, sha256 } from '../helpers/http';
+import { getJson, postUpload, sha256, writeAllThenRead } from '../helpers/http';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -97,6 +97,17 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect(part('pglite_wasm')).toBe(128 * 1024 * 1024);
   expect(part('libvips_cache')).toBe(0);
   expect(part('v8_heap')).toBeGreaterThan(0);
+  // A client that writes a too-large body in full before reading still reads its 413
+  // (the server drains before it closes; a reset would have discarded the answer).
+  const tooLarge = await writeAllThenRead(
+    url,
+    `POST /v1/api-keys HTTP/1.1\nHost: x\nAuthorization: Bearer ${apiKey}\nContent-Type: application/json\nTransfer-Encoding: chunked\n\n`,
+    Buffer.alloc(1024 * 1024, 0x20),
+    64,
+  );
+  expect(tooLarge.written).toBe(64 * 1024 * 1024);
+  expect(tooLarge.response?.status).toBe(413);
+  expect(JSON.parse(tooLarge.response!.body).error).toBe('payload_too_large');
   // Concurrent requests over the embedded database's shared session.
   const many = await Promise.all(
     Array.from({ length: 12 }, (_, i) =>
