@@ -8,6 +8,7 @@ import { metrics } from '../metrics';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix } from '../temporal/ids';
 import { BodyMeter } from './body-meter';
+import { onClientGone } from './client-gone';
 import { stagedCopy } from './staged-copy';
 import type { StagedCopy, UploadRequest } from './types';
 
@@ -21,14 +22,7 @@ export async function stageBody(
   const attemptId = randomUUID();
   const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
   const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
-  const onAbort = () => meter.abort();
-  // The client closing its sending side mid-body shows up only on the socket.
-  const socket = (body as { socket?: import('node:net').Socket }).socket;
-  const onSocketEnd = () => (body as { complete?: boolean }).complete === false && meter.abort();
-  if (socket?.readableEnded) onSocketEnd();
-  else socket?.once('end', onSocketEnd);
-  body.once('aborted', onAbort);
-  body.once('error', onAbort);
+  const stopWatching = onClientGone(body, () => meter.abort());
   const piped = pipeline(body, meter).catch(() => {});
   try {
     await store.put(storageKey, meter, { contentType: req.contentType, contentLength: opts.exact ? req.declaredBytes : undefined });
@@ -43,9 +37,7 @@ export async function stageBody(
     if (err instanceof Problem) throw err;
     throw problem('storage_unavailable', undefined, { cause: err });
   } finally {
-    body.off('aborted', onAbort);
-    body.off('error', onAbort);
-    socket?.off('end', onSocketEnd);
+    stopWatching();
     await piped;
   }
   metrics.bytesReceived.inc(meter.bytes);

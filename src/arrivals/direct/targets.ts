@@ -10,6 +10,7 @@ import { dependency, problem } from '../../errors';
 import type { SecretBox } from '../../secret-box';
 import type { ObjectPresigner, ObjectStore, SignedRequest } from '../../storage/store';
 import { BodyMeter } from '../../upload/body-meter';
+import { onClientGone } from '../../upload/client-gone';
 
 const MiB = 1024 * 1024;
 /** S3 allows at most 10,000 parts per multipart upload, and at most 5 GiB in one PUT. */
@@ -153,17 +154,14 @@ export class SelfSignedTarget implements DirectTarget {
   /** The signed PUT's body into the session's object; another length or SHA-256 leaves nothing behind. */
   async receive(s: SessionRow, body: Readable): Promise<void> {
     const meter = new BodyMeter(Number(s.upload_length), s.declared_sha256 ?? undefined);
-    const onAbort = () => meter.abort();
-    body.once('aborted', onAbort);
-    body.once('error', onAbort);
+    const stopWatching = onClientGone(body, () => meter.abort());
     body.pipe(meter);
     try {
       await this.store.put(s.storage_key, meter, { contentType: s.content_type, contentLength: Number(s.upload_length) });
     } catch (err) {
       throw meter.failure ?? err;
     } finally {
-      body.off('aborted', onAbort);
-      body.off('error', onAbort);
+      stopWatching();
       body.unpipe(meter);
     }
   }

@@ -8,7 +8,7 @@
 // what it had not yet acknowledged. With Upload-Checksum nothing is acknowledged until the
 // whole body is in and verified (460 and the offset unchanged otherwise). Two part buffers
 // take turns: while one part goes to the store, the body keeps arriving into the other.
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../../db/pool';
@@ -16,6 +16,7 @@ import { acknowledge, type SessionPart, type SessionRow } from '../../db/queries
 import { leaseLost, type Lease } from '../../sessions/lease';
 import { Problem, problem } from '../../errors';
 import { HeadBytes } from '../../upload/staged-copy';
+import { onClientGone } from '../../upload/client-gone';
 import type { ObjectStore } from '../../storage/store';
 import { noteAcknowledgedBytes, noteStreamedBytes } from '../../upload/gc-pacer';
 import type { ChecksumAlgorithm } from './protocol';
@@ -40,148 +41,204 @@ export async function writeChunk(
   body: Readable,
   checksum?: { algorithm: ChecksumAlgorithm; digest: Buffer },
 ): Promise<WriteResult> {
-  const length = Number(session.upload_length);
-  let acked = Number(session.upload_offset);
-  let tailKey = session.tail_key;
-  let tailBytes = Number(session.tail_bytes);
-  let parts: SessionPart[] = [...session.parts];
-  let bufStart = acked - tailBytes; // file offset of buf[0]
-  const cap = () => Math.min(deps.partBytes, length - bufStart);
-  const pooled = [takePartBuffer(deps.partBytes), takePartBuffer(deps.partBytes)] as const;
-  let current = 0;
-  let buf = pooled[current]!.subarray(0, Math.max(1, cap()));
-  let filled = tailBytes > 0 ? await readTail(deps.store, tailKey!, buf, tailBytes) : 0;
-  const sha = freeHashers.pop() ?? (await createSHA256());
-  if (session.sha256_state) sha.load(session.sha256_state);
-  else sha.init();
-  const check = checksum ? createHash(checksum.algorithm) : undefined;
-  // The first bytes are kept once, by the PATCH that starts at offset 0.
-  const head = session.head ? null : new HeadBytes();
-  const staleTails: string[] = [];
-
-  // Progress keeps the lease; losing it (taken over after a stall) stops this PATCH before
-  // its next store write (lease.write), and its acknowledgement would be refused anyway.
-  lease.onLost(() => {
-    if (!body.destroyed) body.destroy(Object.assign(new Error('lease lost'), { code: 'ECONNRESET' }));
-  });
-  // The part being stored (and, without a checksum, then acknowledged); at most one, so the
-  // buffer it reads is never the one being filled.
-  let sending: Promise<void> | undefined;
-  const launchPart = async () => {
-    if (sending) await sending;
-    const partNumber = parts.length + 1;
-    const bytes = buf.subarray(0, filled);
-    const endOffset = bufStart + filled;
-    // The hash state at the part's end: what its acknowledgement records.
-    const shaState = sha.save();
-    sending = (async () => {
-      const etag = await lease.write(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
-      parts = [...parts, { partNumber, etag, bytes: bytes.length }];
-      if (tailKey) staleTails.push(tailKey);
-      tailKey = null;
-      tailBytes = 0;
-      if (!check) await ackAt(endOffset, shaState);
-    })();
-    sending.catch(() => {}); // observed at the next part or at the end
-    bufStart = endOffset;
-    filled = 0;
-    current = 1 - current;
-    buf = pooled[current]!.subarray(0, Math.max(1, cap()));
+  const writer = await PatchWriter.open(deps, session, lease, checksum);
+  // Losing the lease (taken over after a stall) or the client ends the body's iteration.
+  const cut = () => {
+    if (!body.destroyed) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
   };
-  const ack = () => ackAt(bufStart + filled, sha.save());
-  const ackAt = async (toOffset: number, sha256State: Uint8Array) => {
-    const ok = await acknowledge(deps.pool, {
-      id: session.id,
-      owner: lease.owner,
-      fromOffset: acked,
-      toOffset,
-      parts,
-      tailKey,
-      tailBytes,
-      sha256State,
-      head: head && head.value.length > 0 ? head.value : null,
-      leaseSeconds: deps.leaseSeconds,
-    });
-    // Our lease ran out and another request moved the session: this one stops here.
-    if (!ok) throw leaseLost();
-    acked = toOffset;
-    for (const key of staleTails.splice(0)) await deps.store.delete(key).catch(() => {});
-  };
-
-  // A client that goes away mid-body may show up only on its socket — closed, or ended
-  // (the server allows half-open connections, so a FIN alone closes nothing): end the
-  // iteration then, or it would wait for bytes that never come.
-  const socket = (body as { socket?: import('node:net').Socket }).socket;
-  const onGone = () => {
-    if ((body as { complete?: boolean }).complete === false && !body.destroyed)
-      body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
-  };
-  socket?.once('close', onGone);
-  socket?.once('end', onGone);
-  body.once('aborted', onGone);
-  if (socket?.destroyed || socket?.readableEnded) onGone();
-  let ended = false;
+  lease.onLost(cut);
+  const stopWatching = onClientGone(body, cut);
   try {
+    return await writer.finish(await writer.readBody(body));
+  } finally {
+    stopWatching();
+    await writer.close();
+  }
+}
+
+/** One PATCH's state: the part being filled, the part being stored, and what is acknowledged. */
+class PatchWriter {
+  private readonly length: number;
+  private acked: number;
+  private tailKey: string | null;
+  private tailBytes: number;
+  private parts: SessionPart[];
+  /** The file offset of buf[0]. */
+  private bufStart: number;
+  private current = 0;
+  private buf: Buffer;
+  private filled = 0;
+  /** The part being stored (and, without a checksum, then acknowledged); at most one, so the buffer it reads is never the one being filled. */
+  private sending: Promise<void> | undefined;
+  private readonly staleTails: string[] = [];
+  private readonly check: Hash | undefined;
+  /** The first bytes are kept once, by the PATCH that starts at offset 0. */
+  private readonly head: HeadBytes | null;
+
+  private constructor(
+    private readonly deps: WriterDeps,
+    private readonly session: SessionRow,
+    private readonly lease: Lease,
+    private readonly checksum: { algorithm: ChecksumAlgorithm; digest: Buffer } | undefined,
+    private readonly pooled: readonly [Buffer, Buffer],
+    private readonly sha: Hasher,
+  ) {
+    this.length = Number(session.upload_length);
+    this.acked = Number(session.upload_offset);
+    this.tailKey = session.tail_key;
+    this.tailBytes = Number(session.tail_bytes);
+    this.parts = [...session.parts];
+    this.bufStart = this.acked - this.tailBytes;
+    this.buf = pooled[0].subarray(0, Math.max(1, this.cap()));
+    this.check = checksum ? createHash(checksum.algorithm) : undefined;
+    this.head = session.head ? null : new HeadBytes();
+  }
+
+  /** Step 1: pooled buffers, the saved hash state, and the session's tail read back into the first part. */
+  static async open(
+    deps: WriterDeps,
+    session: SessionRow,
+    lease: Lease,
+    checksum?: { algorithm: ChecksumAlgorithm; digest: Buffer },
+  ): Promise<PatchWriter> {
+    const sha = freeHashers.pop() ?? (await createSHA256());
+    if (session.sha256_state) sha.load(session.sha256_state);
+    else sha.init();
+    const w = new PatchWriter(deps, session, lease, checksum, [takePartBuffer(deps.partBytes), takePartBuffer(deps.partBytes)], sha);
+    if (w.tailBytes > 0) w.filled = await readTail(deps.store, w.tailKey!, w.buf, w.tailBytes);
+    return w;
+  }
+
+  /** Step 2: the body into whole parts, each stored (and acknowledged) as it fills; false when the client cut it off. */
+  async readBody(body: Readable): Promise<boolean> {
     try {
       // Leaving the loop early (a body past Upload-Length) must not destroy the request: its
       // socket would reset before the client read the 413; it is drained instead.
       for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-        lease.progressed();
+        this.lease.progressed();
         noteStreamedBytes(chunk.length);
-        let pos = 0;
-        while (pos < chunk.length) {
-          const room = cap() - filled;
-          if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${length} bytes).`);
-          const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
-          const at = bufStart + filled;
-          head?.add(piece, at);
-          piece.copy(buf, filled);
-          sha.update(piece);
-          check?.update(piece);
-          filled += piece.length;
-          pos += piece.length;
-          if (filled === cap()) await launchPart();
-        }
+        await this.take(chunk);
       }
-      ended = true;
+      return true;
     } catch (err) {
       // A body cut off by the client still leaves what arrived; anything else is thrown.
       if (!isCutOff(err, body)) throw err;
+      return false;
     }
-    if (sending) await sending;
-    if (check) {
+  }
+
+  private async take(chunk: Buffer): Promise<void> {
+    let pos = 0;
+    while (pos < chunk.length) {
+      const room = this.cap() - this.filled;
+      if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${this.length} bytes).`);
+      const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
+      this.head?.add(piece, this.bufStart + this.filled);
+      piece.copy(this.buf, this.filled);
+      this.sha.update(piece);
+      this.check?.update(piece);
+      this.filled += piece.length;
+      pos += piece.length;
+      if (this.filled === this.cap()) await this.launchPart();
+    }
+  }
+
+  /** Step 3: the verdict on Upload-Checksum, then the last part or the tail, and the acknowledgement. */
+  async finish(ended: boolean): Promise<WriteResult> {
+    if (this.sending) await this.sending;
+    if (this.check) {
       // Unverifiable (cut off) or wrong: nothing of this PATCH is acknowledged.
-      if (!ended) return { offset: acked, complete: acked === length };
-      if (!check.digest().equals(checksum!.digest))
+      if (!ended) return this.result();
+      if (!this.check.digest().equals(this.checksum!.digest)) {
         throw problem(
           'upload_checksum_mismatch',
-          `The body does not match Upload-Checksum (${checksum!.algorithm}); the offset stays ${acked}.`,
+          `The body does not match Upload-Checksum (${this.checksum!.algorithm}); the offset stays ${this.acked}.`,
         );
+      }
     }
-    if (filled > 0 && bufStart + filled === length) {
-      await launchPart();
-      await sending;
-    } else if (filled > 0 && bufStart + filled > acked) {
-      const key = `${session.storage_key}.tail.${bufStart + filled}`;
-      // No copy: the buffer goes back to the pool only after this write has finished.
-      await lease.write(() =>
-        deps.store.put(key, Readable.from([buf.subarray(0, filled)]), { contentType: 'application/octet-stream', contentLength: filled }),
-      );
-      if (tailKey && tailKey !== key) staleTails.push(tailKey);
-      tailKey = key;
-      tailBytes = filled;
-    }
-    if (bufStart + filled > acked) await ack();
-    noteAcknowledgedBytes(acked - Number(session.upload_offset));
-    return { offset: acked, complete: acked === length };
-  } finally {
-    // A part still being stored reads its buffer: the buffers go back only after it.
-    await sending?.catch(() => {});
-    for (const b of pooled) givePartBuffer(b);
-    if (freeHashers.length < MAX_FREE_BUFFERS) freeHashers.push(sha);
-    socket?.off('close', onGone);
-    socket?.off('end', onGone);
-    body.off('aborted', onGone);
+    const end = this.bufStart + this.filled;
+    if (this.filled > 0 && end === this.length) {
+      await this.launchPart();
+      await this.sending;
+    } else if (this.filled > 0 && end > this.acked) await this.storeTail(end);
+    if (this.bufStart + this.filled > this.acked) await this.ackAt(this.bufStart + this.filled, this.sha.save());
+    noteAcknowledgedBytes(this.acked - Number(this.session.upload_offset));
+    return this.result();
+  }
+
+  /** Step 4: the buffers and the hasher go back, once no part being stored reads them. */
+  async close(): Promise<void> {
+    await this.sending?.catch(() => {});
+    for (const b of this.pooled) givePartBuffer(b);
+    if (freeHashers.length < MAX_FREE_BUFFERS) freeHashers.push(this.sha);
+  }
+
+  private result(): WriteResult {
+    return { offset: this.acked, complete: this.acked === this.length };
+  }
+
+  private cap(): number {
+    return Math.min(this.deps.partBytes, this.length - this.bufStart);
+  }
+
+  /** The filled buffer goes to the store as the next part; the other buffer takes the body meanwhile. */
+  private async launchPart(): Promise<void> {
+    if (this.sending) await this.sending;
+    const partNumber = this.parts.length + 1;
+    const bytes = this.buf.subarray(0, this.filled);
+    const endOffset = this.bufStart + this.filled;
+    // The hash state at the part's end: what its acknowledgement records.
+    const shaState = this.sha.save();
+    const { session, deps } = this;
+    this.sending = (async () => {
+      const etag = await this.lease.write(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
+      this.parts = [...this.parts, { partNumber, etag, bytes: bytes.length }];
+      if (this.tailKey) this.staleTails.push(this.tailKey);
+      this.tailKey = null;
+      this.tailBytes = 0;
+      if (!this.check) await this.ackAt(endOffset, shaState);
+    })();
+    this.sending.catch(() => {}); // observed at the next part or at the end
+    this.bufStart = endOffset;
+    this.filled = 0;
+    this.current = 1 - this.current;
+    this.buf = this.pooled[this.current]!.subarray(0, Math.max(1, this.cap()));
+  }
+
+  /** Bytes below a whole part, kept as an object of their own (named by the acknowledgement). */
+  private async storeTail(end: number): Promise<void> {
+    const key = `${this.session.storage_key}.tail.${end}`;
+    const filled = this.filled;
+    // No copy: the buffer goes back to the pool only after this write has finished.
+    await this.lease.write(() =>
+      this.deps.store.put(key, Readable.from([this.buf.subarray(0, filled)]), {
+        contentType: 'application/octet-stream',
+        contentLength: filled,
+      }),
+    );
+    if (this.tailKey && this.tailKey !== key) this.staleTails.push(this.tailKey);
+    this.tailKey = key;
+    this.tailBytes = filled;
+  }
+
+  /** Offset, parts, tail and hash state in one statement, guarded by the lease and the offset it started from. */
+  private async ackAt(toOffset: number, sha256State: Uint8Array): Promise<void> {
+    const ok = await acknowledge(this.deps.pool, {
+      id: this.session.id,
+      owner: this.lease.owner,
+      fromOffset: this.acked,
+      toOffset,
+      parts: this.parts,
+      tailKey: this.tailKey,
+      tailBytes: this.tailBytes,
+      sha256State,
+      head: this.head && this.head.value.length > 0 ? this.head.value : null,
+      leaseSeconds: this.deps.leaseSeconds,
+    });
+    // Our lease ran out and another request moved the session: this one stops here.
+    if (!ok) throw leaseLost();
+    this.acked = toOffset;
+    for (const key of this.staleTails.splice(0)) await this.deps.store.delete(key).catch(() => {});
   }
 }
 
@@ -190,7 +247,8 @@ export async function writeChunk(
 const freeBuffers: Buffer[] = [];
 const MAX_FREE_BUFFERS = 4;
 // Likewise the WebAssembly SHA-256 instances (each holds its own memory).
-const freeHashers: Awaited<ReturnType<typeof createSHA256>>[] = [];
+type Hasher = Awaited<ReturnType<typeof createSHA256>>;
+const freeHashers: Hasher[] = [];
 
 function takePartBuffer(bytes: number): Buffer {
   const i = freeBuffers.findIndex((b) => b.length === bytes);
