@@ -6,7 +6,7 @@ import { OpenAPIHono, z, type RouteConfig } from '@hono/zod-openapi';
 import type { Handler, MiddlewareHandler } from 'hono';
 import { catalogue, type ErrorCode } from '../errors';
 import type { AppEnv } from './env';
-import { IdempotencyKey, ProblemDetails, WebhookEvent } from './schemas';
+import { IdempotencyKey, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
 
 export function router(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>();
@@ -53,6 +53,13 @@ export const locationHeader = {
 };
 
 /** What a JSON POST route answers under the shared Idempotency-Key rule (idempotentRoute). */
+/** What a route reading an Idempotency-Key may answer about the key itself. */
+export const KEY_PROBLEMS: ErrorCode[] = [
+  'idempotency_key_required',
+  'idempotency_key_invalid',
+  'idempotency_key_reuse',
+  'idempotency_key_expired',
+];
 export const IDEMPOTENT_PROBLEMS: ErrorCode[] = [
   'idempotency_key_invalid',
   'idempotency_key_reuse',
@@ -114,4 +121,20 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: n
         '(TOMBSTONE_TTL_HOURS), reusing the key answers `idempotency_key_expired` instead of creating anything. Errors are RFC 9457 problem+json with a stable `error` code.',
     },
   });
+}
+
+/** The answers of a route that commits an upload: 201 with the upload (or its replay), 202 while it commits. */
+export function uploadAnswers(created: string, processing: string) {
+  return {
+    201: {
+      description: created,
+      headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader },
+      content: { 'application/json': { schema: UploadCreated } },
+    },
+    202: {
+      description: processing,
+      headers: { Location: locationHeader, 'Retry-After': retryAfterHeader },
+      content: { 'application/json': { schema: UploadProcessing } },
+    },
+  };
 }

@@ -36,16 +36,8 @@ export class S3Presigner implements ObjectPresigner {
       ContentType: o.contentType,
       ChecksumSHA256: o.sha256Base64,
     });
-    const url = await getSignedUrl(this.client, command, {
-      expiresIn: o.expiresSeconds,
-      unhoistableHeaders: SIGNED_HEADERS,
-      signableHeaders: SIGNED_HEADERS,
-    });
-    return signed(
-      url,
-      { 'content-length': String(o.bytes), 'content-type': o.contentType, 'x-amz-checksum-sha256': o.sha256Base64 },
-      o.expiresSeconds,
-    );
+    const url = await getSignedUrl(this.client, command, checkedSigning(o.expiresSeconds));
+    return signed(url, checkedHeaders(o.bytes, o.contentType, o.sha256Base64), o.expiresSeconds);
   }
 
   async beginCheckedParts(key: string, contentType: string): Promise<string> {
@@ -74,17 +66,9 @@ export class S3Presigner implements ObjectPresigner {
       const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds, unsignableHeaders: new Set(['content-type']) });
       return signed(url, {}, o.expiresSeconds);
     }
-    const url = await getSignedUrl(this.client, command, {
-      expiresIn: o.expiresSeconds,
-      unhoistableHeaders: SIGNED_HEADERS,
-      signableHeaders: SIGNED_HEADERS,
-    });
     // The SDK gives a part request the binary media type, and it is signed with the rest.
-    return signed(
-      url,
-      { 'content-length': String(o.bytes), 'content-type': 'application/octet-stream', 'x-amz-checksum-sha256': o.sha256Base64! },
-      o.expiresSeconds,
-    );
+    const url = await getSignedUrl(this.client, command, checkedSigning(o.expiresSeconds));
+    return signed(url, checkedHeaders(o.bytes!, 'application/octet-stream', o.sha256Base64!), o.expiresSeconds);
   }
 
   async listParts(key: string, uploadId: string) {
@@ -150,4 +134,14 @@ export class S3Presigner implements ObjectPresigner {
 
 function signed(url: string, headers: Record<string, string>, expiresSeconds: number): SignedRequest {
   return { method: 'PUT', url, headers, expiresAt: new Date(Date.now() + expiresSeconds * 1000) };
+}
+
+/** Signing that keeps the length, type and SHA-256 as signed headers, so the store checks the bytes against them. */
+function checkedSigning(expiresSeconds: number) {
+  return { expiresIn: expiresSeconds, unhoistableHeaders: SIGNED_HEADERS, signableHeaders: SIGNED_HEADERS };
+}
+
+/** The headers a checked PUT must carry, exactly. */
+function checkedHeaders(bytes: number, contentType: string, sha256Base64: string): Record<string, string> {
+  return { 'content-length': String(bytes), 'content-type': contentType, 'x-amz-checksum-sha256': sha256Base64 };
 }

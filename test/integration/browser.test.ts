@@ -4,12 +4,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { png } from '../helpers/media';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, rowsForKey } from '../helpers/inspect';
+import { launchChromium } from '../helpers/browser';
 
 const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts');
 let stack: TestStack;
@@ -24,19 +25,7 @@ beforeAll(async () => {
   tenant = await stack.createTenant();
   proxy = await new TcpProxy({ host: '127.0.0.1', port: Number(new URL(stack.url).port) }).start();
   origin = `http://127.0.0.1:${proxy.port}`;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -12,6 +12,7 @@ import getPort from 'get-port';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { getJson, postUpload, sha256, writeAllThenRead } from '../helpers/http';
+import { launchChromium } from '../helpers/browser';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -22,20 +23,7 @@ let proc: ManagedProcess | undefined;
 let url: string;
 
 async function screenshotTemporalUi(key: string): Promise<void> {
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
     const query = encodeURIComponent(`OncelyIdempotencyKey="${key}"`);

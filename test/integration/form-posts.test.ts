@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { sha256 } from '../helpers/http';
 import { readObject } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 
 const run = promisify(execFile);
 
@@ -157,7 +157,7 @@ describe('a plain HTML form in Chromium', () => {
     const tenant = await stack.createTenant('browser-form');
     const key = `browser-form-${randomUUID()}`;
     const bytes = randomBytes(40_000);
-    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+    const browser = await launchChromium();
     try {
       // No script on the page: the Authorization header stands in for what a proxy in front would add.
       const context = await browser.newContext({ extraHTTPHeaders: { authorization: `Bearer ${tenant.apiKey}` } });

@@ -7,12 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { sha256 } from '../helpers/http';
 import { readObject } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 
 const MiB = 1024 * 1024;
 
@@ -214,7 +215,7 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
       }),
     );
     s3.destroy();
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -15,19 +15,9 @@ import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
 import { replayHeaders } from '../replay-headers';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import { requestBody } from '../request-body';
-import {
-  CreateDirectUpload,
-  DirectPartRequest,
-  DirectPartUrl,
-  DirectUploadPlan,
-  IdempotencyKey,
-  PreferHeader,
-  UploadCreated,
-  UploadProcessing,
-  Uuid,
-} from '../schemas';
+import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { renderOutcome } from '../upload-answer';
 
 const TAG = 'direct uploads (presigned)';
@@ -55,10 +45,7 @@ const createPlanRoute = createRoute({
     },
     ...problems(
       ...COMMON_V1_PROBLEMS,
-      'idempotency_key_required',
-      'idempotency_key_invalid',
-      'idempotency_key_reuse',
-      'idempotency_key_expired',
+      ...KEY_PROBLEMS,
       'body_invalid',
       'payload_too_large',
       'storage_unavailable',
@@ -114,16 +101,7 @@ const completeRoute = createRoute({
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
   },
   responses: {
-    201: {
-      description: 'Committed (or the stored answer again, marked Idempotent-Replayed).',
-      headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader },
-      content: { 'application/json': { schema: UploadCreated } },
-    },
-    202: {
-      description: 'Committing: poll Location (the key).',
-      headers: { Location: locationHeader, 'Retry-After': retryAfterHeader },
-      content: { 'application/json': { schema: UploadProcessing } },
-    },
+    ...uploadAnswers('Committed (or the stored answer again, marked Idempotent-Replayed).', 'Committing: poll Location (the key).'),
     ...problems(
       ...COMMON_V1_PROBLEMS,
       'not_found',

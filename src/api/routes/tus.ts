@@ -24,7 +24,7 @@ import type { UploadOutcome } from '../../upload/receive';
 import { parseContentType, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router } from '../openapi';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../openapi';
 import { requestBody } from '../request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
 import { replayHeaders } from '../replay-headers';
@@ -97,10 +97,7 @@ const createSessionRoute = createRoute({
     ...problems(
       ...COMMON_V1_PROBLEMS,
       'tus_version_unsupported',
-      'idempotency_key_required',
-      'idempotency_key_invalid',
-      'idempotency_key_reuse',
-      'idempotency_key_expired',
+      ...KEY_PROBLEMS,
       'header_invalid',
       'checksum_invalid',
       'payload_too_large',

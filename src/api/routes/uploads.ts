@@ -22,7 +22,7 @@ import { renderOutcome } from '../upload-answer';
 import { closesUnreadBody } from '../unread-body';
 import { isFormPost } from '../parse/form-post';
 import { answerFormPost } from '../form-answer';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, locationHeader, problems, replayedHeader, retryAfterHeader, route, router } from '../openapi';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import {
   ContentLengthHeader,
   FileName,
@@ -30,9 +30,7 @@ import {
   MediaType,
   PreferHeader,
   Sha256Header,
-  UploadCreated,
   UploadDetail,
-  UploadProcessing,
   Uuid,
   WaitQuery,
 } from '../schemas';
@@ -172,22 +170,13 @@ const createUploadRoute = createRoute({
     },
   },
   responses: {
-    201: {
-      description: 'Stored (or, with Idempotent-Replayed, the stored answer of the first request).',
-      headers: { Location: locationHeader, 'Idempotent-Replayed': replayedHeader },
-      content: { 'application/json': { schema: UploadCreated } },
-    },
-    202: {
-      description: 'Accepted, result not known within the wait: poll Location (the key) or retry with the same key.',
-      headers: { Location: locationHeader, 'Retry-After': retryAfterHeader },
-      content: { 'application/json': { schema: UploadProcessing } },
-    },
+    ...uploadAnswers(
+      'Stored (or, with Idempotent-Replayed, the stored answer of the first request).',
+      'Accepted, result not known within the wait: poll Location (the key) or retry with the same key.',
+    ),
     ...problems(
       ...COMMON_V1_PROBLEMS,
-      'idempotency_key_required',
-      'idempotency_key_invalid',
-      'idempotency_key_reuse',
-      'idempotency_key_expired',
+      ...KEY_PROBLEMS,
       'idempotency_in_progress',
       'content_length_required',
       'payload_too_large',

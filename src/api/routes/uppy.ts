@@ -14,7 +14,7 @@ import type { AppEnv } from '../env';
 import { answerFormPost } from '../form-answer';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
 import { renderOutcome } from '../upload-answer';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
@@ -95,10 +95,7 @@ const createRouteDef = createRoute({
     ...problems(
       ...TOKEN_PROBLEMS,
       'body_invalid',
-      'idempotency_key_required',
-      'idempotency_key_invalid',
-      'idempotency_key_reuse',
-      'idempotency_key_expired',
+      ...KEY_PROBLEMS,
       'upload_committed',
       'direct_upload_unsupported',
       'temporal_unavailable',
