@@ -7,11 +7,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { searchAttributes } from '../../src/temporal/names';
-import { fingerprint } from '../../src/upload/fingerprint';
 import { uploadWorkflow } from '../../workflows/upload';
-import { getJson, postUpload, sha256 } from '../helpers/http';
+import { getJson, postUpload } from '../helpers/http';
 import { eventually, rowsForKey } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { uploadRequest } from '../helpers/requests';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -24,23 +24,7 @@ it('abandons a run that never receives a body, then lets the key be used once', 
   const key = `abandon-${randomUUID()}`;
   const body = Buffer.from('arrives only on the second try');
   const workflowId = uploadWorkflowId(tenant.tenantId, key);
-  const request = {
-    tenantId: tenant.tenantId,
-    idempotencyKey: key,
-    contentType: 'text/plain',
-    fileName: null,
-    declaredBytes: body.length,
-    declaredSha256: sha256(body),
-    fingerprint: fingerprint({
-      method: 'POST',
-      route: '/v1/uploads',
-      tenantId: tenant.tenantId,
-      contentLength: body.length,
-      contentType: 'text/plain',
-      sha256: sha256(body),
-      fileName: null,
-    }),
-  };
+  const request = uploadRequest(tenant.tenantId, key, body);
   const run = await stack.temporal.workflow.start(uploadWorkflow, {
     workflowId,
     taskQueue: stack.config.TASK_QUEUE_UPLOADS,

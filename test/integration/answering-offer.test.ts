@@ -1,10 +1,9 @@
 // The answering offer (early return, #14): the API's offer update returns the committed
 // answer, so a new upload is answered without reading the run's history. Here the receiver
 // runs over a Temporal client whose RPCs are counted, against the real worker.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { fingerprint } from '../../src/upload/fingerprint';
 import type { UploadRequest } from '../../src/upload/types';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { updates } from '../../src/temporal/names';
@@ -12,6 +11,7 @@ import { startTestStack, type TestStack } from '../helpers/stack';
 import { stackReceiver } from '../helpers/receiver';
 import { postUpload } from '../helpers/http';
 import { rowsForKey } from '../helpers/inspect';
+import { uploadRequest } from '../helpers/requests';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -34,27 +34,8 @@ afterAll(() => stack?.stop());
 
 const receiver = () => stackReceiver(stack);
 
-function request(key: string, body: Buffer): UploadRequest {
-  const sha256 = createHash('sha256').update(body).digest('hex');
-  return {
-    tenantId: tenant.tenantId,
-    idempotencyKey: key,
-    // What POST /v1/uploads computes for the same request, so the HTTP route can replay it.
-    fingerprint: fingerprint({
-      method: 'POST',
-      route: '/v1/uploads',
-      tenantId: tenant.tenantId,
-      contentLength: body.length,
-      contentType: 'text/plain',
-      sha256,
-      fileName: null,
-    }),
-    contentType: 'text/plain',
-    fileName: null,
-    declaredBytes: body.length,
-    declaredSha256: sha256,
-  };
-}
+// What POST /v1/uploads makes of the same request, so the HTTP route can replay it.
+const request = (key: string, body: Buffer): UploadRequest => uploadRequest(tenant.tenantId, key, body);
 
 it('answers a new upload from the offer, never reading the run history; a second copy gets the same answer', async () => {
   const key = `answer-${randomUUID()}`;

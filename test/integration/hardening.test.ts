@@ -6,9 +6,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
-import { uploadWorkflow } from '../../workflows/upload';
 import { getJson, openRequest, postUpload, rawRequest, sha256 } from '../helpers/http';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { startWaitingRun } from '../helpers/requests';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -78,22 +78,7 @@ describe('an Idempotency-Key shared by an upload and another route', () => {
     const key = `cross-${randomUUID()}`;
     const label = `label-${randomUUID()}`;
     // The upload's workflow is running (started, no copy committed yet).
-    const handle = await stack.temporal.workflow.start(uploadWorkflow, {
-      workflowId: uploadWorkflowId(tenant.tenantId, key),
-      taskQueue: stack.config.TASK_QUEUE_UPLOADS,
-      args: [
-        {
-          tenantId: tenant.tenantId,
-          idempotencyKey: key,
-          fingerprint: 'f'.repeat(64),
-          contentType: 'text/plain',
-          fileName: null,
-          declaredBytes: 3,
-          declaredSha256: null,
-          receiveTimeoutSeconds: 120,
-        },
-      ],
-    });
+    const handle = await startWaitingRun(stack, tenant.tenantId, key, { declaredBytes: 3, receiveTimeoutSeconds: 120 });
     try {
       const refused = await postJson('/v1/api-keys', { label }, key);
       expect(refused.status).toBe(422);

@@ -5,13 +5,13 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
-import { uploadWorkflow } from '../../workflows/upload';
+import { keyStoragePrefix } from '../../src/temporal/ids';
 import { HOUSEKEEPING, scheduleId } from '../../src/temporal/schedules';
 import type { HousekeepingTask } from '../../workflows/housekeeping';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload } from '../helpers/http';
 import { eventually, rowsForKey } from '../helpers/inspect';
+import { startWaitingRun } from '../helpers/requests';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -95,22 +95,7 @@ it('removes orphaned attempt objects, never a referenced one', async () => {
 it('leaves the attempt objects of a key whose upload is still running past the grace period, and of an open claim', async () => {
   const key = `hk-running-${randomUUID()}`;
   // The key's run is waiting (e.g. its commit held up by an outage) with a copy already written.
-  const handle = await stack.temporal.workflow.start(uploadWorkflow, {
-    workflowId: uploadWorkflowId(tenant.tenantId, key),
-    taskQueue: stack.config.TASK_QUEUE_UPLOADS,
-    args: [
-      {
-        tenantId: tenant.tenantId,
-        idempotencyKey: key,
-        fingerprint: 'f'.repeat(64),
-        contentType: 'text/plain',
-        fileName: null,
-        declaredBytes: 5,
-        declaredSha256: null,
-        receiveTimeoutSeconds: 300,
-      },
-    ],
-  });
+  const handle = await startWaitingRun(stack, tenant.tenantId, key, { declaredBytes: 5, receiveTimeoutSeconds: 300 });
   const copy = `${keyStoragePrefix(tenant.tenantId, key)}${randomUUID()}`;
   await stack.s3.put(copy, Readable.from([Buffer.from('hello')]), { contentType: 'text/plain' });
   // An open claim (a request under the key that has not answered yet) protects its folder too.

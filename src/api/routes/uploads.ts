@@ -9,19 +9,18 @@ import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
-import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
 import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../parse/request-headers';
 import type { UploadReceiver } from '../../upload/receive';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { ObjectStore } from '../../storage/store';
-import type { UploadRequest } from '../../upload/types';
 import { header, headerValues } from '../headers';
 import { requestBody } from '../request-body';
 import { renderOutcome } from '../upload-answer';
 import { closesUnreadBody } from '../unread-body';
 import { isFormPost } from '../parse/form-post';
 import { answerFormPost } from '../form-answer';
+import { oneRequestUpload } from '../../upload/upload-request';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import {
   ContentLengthHeader,
@@ -58,23 +57,7 @@ export function uploadRoutes(deps: {
     const fileName = parseFileName(header(c, 'x-file-name'));
     const contentType = parseContentType(header(c, 'content-type'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const req: UploadRequest = {
-      tenantId,
-      idempotencyKey: key,
-      fingerprint: fingerprint({
-        method: 'POST',
-        route: '/v1/uploads',
-        tenantId,
-        contentLength: declaredBytes,
-        contentType,
-        sha256: declaredSha256,
-        fileName,
-      }),
-      contentType,
-      fileName,
-      declaredBytes,
-      declaredSha256,
-    };
+    const req = oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName });
     c.set('idempotencyKey', key);
     const replay = await receiver.replay(req);
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
