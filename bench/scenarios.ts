@@ -62,32 +62,24 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
     const baseline: LoadResult[] = [];
     const cpu: Record<string, number>[] = [];
     const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
+    // The same completed key's request, replayed against one API for a load phase.
+    const replays = (url: string) =>
+      httpLoad({
+        url: `${url}/v1/uploads`,
+        method: 'POST',
+        headers: uploadHeaders(services, key),
+        body: BODY,
+        connections: opts.connections,
+        duration: opts.seconds,
+      });
     for (let i = 0; i < opts.rounds; i++) {
       cpu.push(
         await measureCpu(pids, async () => {
-          oncely.push(
-            await httpLoad({
-              url: `${api.url}/v1/uploads`,
-              method: 'POST',
-              headers: uploadHeaders(services, key),
-              body: BODY,
-              connections: opts.connections,
-              duration: opts.seconds,
-            }),
-          );
+          oncely.push(await replays(api.url));
           return oncely.at(-1)!.statuses['201'] ?? 0;
         }),
       );
-      oncelyUncached.push(
-        await httpLoad({
-          url: `${uncached.url}/v1/uploads`,
-          method: 'POST',
-          headers: uploadHeaders(services, key),
-          body: BODY,
-          connections: opts.connections,
-          duration: opts.seconds,
-        }),
-      );
+      oncelyUncached.push(await replays(uncached.url));
       baseline.push(
         await httpLoad({
           url: `${bare.url}/replay/${tenantIdOf(services)}/${key}`,
