@@ -1,15 +1,10 @@
 // Guards a role's start-up, from the first line of main until it serves.
 //
-// 1. It keeps the event loop alive. Node runs out of loop handles while a promise waits on
-//    V8 background work only (PGlite's `WebAssembly.instantiate` of its 9 MB module: no
-//    file, socket or timer is open for the ~200 ms the compile takes). Node then blocks in
-//    `NodePlatform::DrainTasks` until every V8 worker-thread task has finished, and runs
-//    foreground tasks only after that. A background task that needs a main-thread GC
-//    (`CollectionBarrier::AwaitCollectionBackground`) then waits for a main thread that
-//    waits for it, forever (nodejs/node#54918, #64560; still in Node 24.22). With this
-//    timer ref'd, `uv_run` never returns during start-up: the main thread sleeps in epoll,
-//    and V8's GC request, posted as a foreground task, wakes it through Node's async handle.
-//    Once the role serves, its listening socket or its worker's threads keep the loop busy.
+// 1. It keeps the event loop alive for the whole start, as src/event-loop-hold.ts does for
+//    one step (PGlite's WebAssembly compile, the trigger measured here): Node never drains
+//    V8's background tasks from an empty loop (nodejs/node#54918, #64560; still in Node
+//    24.22), whatever else in a start may wait on V8 alone. Once the role serves, its
+//    listening socket or its worker's threads keep the loop busy.
 // 2. It bounds the start: a role not serving within START_TIMEOUT_SECONDS logs the step it
 //    was waiting for and exits non-zero, so supervisors see a failure they can restart.
 import type { Logger } from 'pino';

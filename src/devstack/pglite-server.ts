@@ -5,6 +5,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { mkdirSync } from 'node:fs';
 import { createPool, type Pool } from '../db/pool';
 import { reportMemory } from '../metrics';
+import { holdingEventLoop } from '../event-loop-hold';
 
 /**
  * Connections a process opens to the embedded database. PGlite is one backend session;
@@ -34,7 +35,9 @@ export async function startPglite(dir: string, port: number): Promise<EmbeddedPo
   // Postgres's default 128 MB of shared buffers grows PGlite's WebAssembly memory from its
   // 128 MiB floor to 189 MiB, all of it kept for the process's life; an embedded database
   // is small, and 16 MB of buffers keeps it at the floor (bench/README.md, embedded memory).
-  const db = await PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'] });
+  // PGlite compiles its 9 MB WebAssembly module with nothing else open: every process that
+  // opens it (a role's start, a CLI command) holds the loop across it.
+  const db = await holdingEventLoop(() => PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'] }));
   reportMemory('pglite_wasm', () => (db as unknown as { Module?: { HEAPU8?: Uint8Array } }).Module?.HEAPU8?.byteLength ?? 0);
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port, maxConnections: 32 });
   await server.start();

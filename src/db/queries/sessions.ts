@@ -1,5 +1,6 @@
-// Resumable (tus) sessions. Every write is one statement guarded by the PATCH's lease and
-// the offset it started from, so two replicas never both advance a session.
+// Sessions of every resumable or signed mode (tus, direct, Uppy), in the resumable_sessions
+// table. Every write is one statement guarded by the writer's lease and the offset it
+// started from, so two replicas never both advance a session.
 import { statement, type Pool, type Queryable } from '../pool';
 import { insertWithinQuota } from './quotas';
 
