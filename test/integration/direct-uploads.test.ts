@@ -268,7 +268,13 @@ describe('direct upload expiry', () => {
   beforeAll(async () => {
     // Sessions expire after ~4 s, so their URLs are valid for less than that.
     ctx.stack = await startTestStack('direct_expiry', {
-      env: { DIRECT_UPLOAD_EXPIRY_HOURS: String(4 / 3600), S3_SINGLE_PUT_MAX_MIB: '8', DIRECT_UPLOAD_PART_MIB: '5' },
+      // One open session per tenant: an expired session's slot must come back (each test's tenant keeps at most one open).
+      env: {
+        DIRECT_UPLOAD_EXPIRY_HOURS: String(4 / 3600),
+        S3_SINGLE_PUT_MAX_MIB: '8',
+        DIRECT_UPLOAD_PART_MIB: '5',
+        TENANT_MAX_OPEN_SESSIONS: '1',
+      },
     });
     ctx.tenant = await ctx.stack.createTenant('direct-expiry');
   });
@@ -302,6 +308,20 @@ describe('direct upload expiry', () => {
     expect((await sendSigned(ctx.stack.url, fresh.json.upload, other)).status).toBe(200);
     expect((await call(ctx, 'POST', `/v1/direct-uploads/${fresh.json.id}/complete`)).status).toBe(201);
     expect((await audit(ctx.stack.runtime.pool, ctx.stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('an expired session frees its slot under TENANT_MAX_OPEN_SESSIONS', async () => {
+    const capped: Ctx = { stack: ctx.stack, tenant: await ctx.stack.createTenant('direct-cap') };
+    const first = await plan(capped, `direct-cap-${randomUUID()}`, randomBytes(64));
+    expect(first.status).toBe(201);
+    const secondKey = `direct-cap-${randomUUID()}`;
+    const file = randomBytes(80);
+    const refused = await plan(capped, secondKey, file);
+    expect(refused.json).toMatchObject({ status: 429, error: 'too_many_sessions', limit: 1 });
+    await expect
+      .poll(async () => (await call(capped, 'GET', `/v1/direct-uploads/${first.json.id}`)).status, { timeout: 30_000, interval: 500 })
+      .toBe(404);
+    expect((await plan(capped, secondKey, file)).status).toBe(201);
   });
 
   it('an uncompleted multipart session expires: its parts are aborted in the store and the key is free', async () => {

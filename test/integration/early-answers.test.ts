@@ -3,6 +3,7 @@
 // The client here writes its whole body before it reads anything; it still reads the
 // problem, because the server closes only after a lingering drain (src/api/lingering-close.ts).
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeAllThenRead } from '../helpers/http';
 import { startTestStack, type TestStack } from '../helpers/stack';
@@ -82,6 +83,38 @@ describe('a client that writes everything before reading gets its 413', () => {
     ).json()) as { state: string };
     expect(state.state).toBe('processing');
   });
+
+  it('after a 413 the server keeps draining a client that still sends, and drops one that goes quiet past the idle bound (5 s)', async () => {
+    const { hostname, port } = new URL(stack.url);
+    // Half-open allowed: the client keeps its side open after the server's FIN, as a client still uploading would.
+    const socket = net.connect({ port: Number(port), host: hostname, allowHalfOpen: true });
+    let answer = '';
+    let failed = false;
+    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    socket.on('error', () => (failed = true));
+    socket.on('close', () => (failed = true));
+    socket.write(
+      `POST /v1/api-keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${MiB}\r\n\r\n`,
+    );
+    socket.write(Buffer.alloc(128 * 1024, 0x20));
+    await expect.poll(() => answer.includes('payload_too_large'), { timeout: 10_000 }).toBe(true);
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    // Still lingering a second later: more body is taken without a reset.
+    await new Promise((r) => setTimeout(r, 1_000));
+    socket.write(Buffer.alloc(16 * 1024, 0x20));
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(failed).toBe(false);
+    // Quiet past the idle bound: the server has closed; writing now meets a reset.
+    await new Promise((r) => setTimeout(r, 7_000));
+    const poke = setInterval(() => socket.write(Buffer.alloc(1024, 0x20)), 200);
+    try {
+      await expect.poll(() => failed, { timeout: 5_000 }).toBe(true);
+    } finally {
+      clearInterval(poke);
+      socket.destroy();
+    }
+  }, 30_000);
 
   it('a small body refused early keeps its connection (it is drained, not closed)', async () => {
     const r = await writeAllThenRead(
