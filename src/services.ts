@@ -14,6 +14,7 @@ import { SessionRegistry } from './sessions/registry';
 import { AnswerCache } from './upload/answer-cache';
 import { InFlightUploads } from './upload/in-flight';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
+import type { UploadWorkflowInput } from '../workflows/definitions';
 
 export interface ServiceDeps {
   config: Config;
@@ -24,6 +25,20 @@ export interface ServiceDeps {
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/** What the upload workflow hands its downstream child: the transcode queue and the webhook retry schedule. */
+export function downstreamSettings(config: Config): UploadWorkflowInput['downstream'] {
+  return {
+    transcodeQueue: config.TASK_QUEUE_TRANSCODE,
+    webhookRetry: {
+      attemptTimeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS + 5,
+      initialSeconds: config.WEBHOOK_RETRY_INITIAL_SECONDS,
+      coefficient: config.WEBHOOK_RETRY_COEFFICIENT,
+      maxIntervalSeconds: config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
+      maxAttempts: config.WEBHOOK_RETRY_MAX_ATTEMPTS,
+    },
+  };
+}
 
 /** `receiver` overrides the receiver's own settings (a test's downstream or cache). */
 export function createServices(deps: ServiceDeps, overrides: { receiver?: Partial<ReceiveDeps> } = {}) {
@@ -37,16 +52,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers: new AnswerCache(config.REPLAY_CACHE_MIB * MiB),
-    downstream: {
-      transcodeQueue: config.TASK_QUEUE_TRANSCODE,
-      webhookRetry: {
-        attemptTimeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS + 5,
-        initialSeconds: config.WEBHOOK_RETRY_INITIAL_SECONDS,
-        coefficient: config.WEBHOOK_RETRY_COEFFICIENT,
-        maxIntervalSeconds: config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
-        maxAttempts: config.WEBHOOK_RETRY_MAX_ATTEMPTS,
-      },
-    },
+    downstream: downstreamSettings(config),
     ...overrides.receiver,
   });
   // The session core every resumable or signed mode creates its sessions in, then the modes.

@@ -11,34 +11,32 @@ export const UPLOAD_WORKFLOW_TYPE = 'uploadWorkflow';
 
 export interface UploadWorkflowInput extends UploadRequest {
   receiveTimeoutSeconds: number;
-  /** Settings the downstream child needs (absent in runs recorded before downstream existed). */
-  downstream?: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
+  /** Settings the downstream child needs. */
+  downstream: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
   /**
    * Started by a resumable (tus) session's creation: the run waits for the session's copy as
    * long as the session is not idle for `idleSeconds`, and ends it (aborted, key freed) then.
    */
   resumable?: { sessionId: string; idleSeconds: number };
   /**
-   * Revision of the workflow's paths the run was started for (absent: 1). From revision 2
-   * the run takes every current path without asking `patched()` — each patch call writes a
-   * marker and a TemporalChangeVersion search-attribute update — and skips the "committing"
-   * phase (the commit's local activities run in the same workflow task as the final phase,
-   * so it was never visible). Five history events and three visibility writes fewer per
-   * upload; runs started without it replay as recorded.
+   * The workflow revision the run was started for (see UPLOAD_WORKFLOW_REVISION). The code
+   * serves revision 3 only; the number is recorded so that a later revision can dispatch
+   * once, at the top of the workflow, to a frozen module for the runs started before it.
    */
   revision?: number;
   /**
-   * From revision 3: how often a run still waiting for its copy asks whether a lost
+   * How often a run still waiting for its copy asks whether a lost
    * workflow task already committed its records (see findCommittedAnswer); default 60.
    */
   lostCommitProbeSeconds?: number;
 }
 
 /**
- * The revision new runs are started with (see UploadWorkflowInput.revision). Revision 3: a
- * run adopts an answer a lost workflow task already committed — while it waits for a copy
- * (asked every `lostCommitProbeSeconds`) and before it would fail — instead of waiting for a
- * copy that never comes, or failing on one the API has since deleted, with no downstream.
+ * The revision new runs are started with. Revision 3: a run adopts an answer a lost workflow
+ * task already committed — while it waits for a copy (asked every `lostCommitProbeSeconds`)
+ * and before it would fail — instead of waiting for a copy that never comes, or failing on
+ * one the API has since deleted, with no downstream. Revisions 1 and 2 are no longer
+ * replayed: docs/ARCHITECTURE.md ("Workflow revisions") says why and how to upgrade.
  */
 export const UPLOAD_WORKFLOW_REVISION = 3;
 

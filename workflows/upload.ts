@@ -7,7 +7,6 @@ import {
   ParentClosePolicy,
   allHandlersFinished,
   condition,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -25,9 +24,6 @@ import { mediaKind } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
-/** Whether the run was started for revision `n` or later (runs without one are revision 1). */
-const atLeast = (input: UploadWorkflowInput, n: number) => (input.revision ?? 1) >= n;
-
 const commitOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: {
@@ -37,12 +33,10 @@ const commitOptions: ActivityOptions = {
     nonRetryableErrorTypes: ['staged_copy_missing', 'staged_copy_corrupt'],
   },
 };
-const remote = proxyActivities<Activities>(commitOptions);
 // The commit steps are short (a HEAD, one transaction): as local activities they skip two
 // task-queue round trips per upload (measured: ~1.7x uploads/s). A local activity holds
 // the workflow task (and so the offer's acknowledgement) while it retries; past a 2 s
-// backoff it retries on a timer instead, releasing the task. Runs recorded before this
-// change replay with remote activities.
+// backoff it retries on a timer instead, releasing the task.
 const localStep = (summary: string) => proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds', summary });
 const local = {
   findCommittedAnswer: localStep('Look for an answer a lost workflow task committed').findCommittedAnswer,
@@ -99,7 +93,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   } catch (err) {
     const keyReuse = err instanceof ApplicationFailure && err.type === failureTypes.keyReuse;
     // E.g. the accepted copy is gone because a lost task committed another one.
-    const committed = !keyReuse && atLeast(input, 3) ? await local.findCommittedAnswer(input) : null;
+    const committed = !keyReuse ? await local.findCommittedAnswer(input) : null;
     if (committed) return adopt(committed);
     // Waiting offers fail with the run (never hang): the API answers 422 or 500 from them.
     settled = {
@@ -115,7 +109,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   async function adopt(response: StoredResponse): Promise<StoredResponse> {
     settled = { response };
     setPhase('completed');
-    if (input.downstream && response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
+    if (response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
     await condition(allHandlersFinished);
     return response;
   }
@@ -131,10 +125,7 @@ async function commitAccepted(
   copy: StagedCopy,
   answered: (response: StoredResponse) => void,
 ): Promise<StoredResponse> {
-  const current = atLeast(input, 2);
-  const { commitObject, commitRecords, discardCopy } = current || patched('local-commit-activities') ? local : remote;
-
-  if (!current) setPhase('committing');
+  const { commitObject, commitRecords, discardCopy } = local;
   const workflowId = workflowInfo().workflowId;
   const startedAtMs = workflowInfo().startTime.getTime();
   const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType);
@@ -166,10 +157,8 @@ async function commitAccepted(
     response = await commit({ request: input, workflowId, uploadId, startedAtMs, copy, settleIfIdle: idle });
     answered(response);
     setPhase('completed');
-    // Runs recorded before downstream steps existed replay without the child; nothing to
-    // transcode and no endpoint to notify (settled in the transaction) needs no child.
-    if ((current || patched('downstream-child')) && input.downstream && response.uploadId && response.downstreamNeeded !== false)
-      await startDownstream(input, response);
+    // Nothing to transcode and no endpoint to notify (settled in the transaction) needs no child.
+    if (response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
   }
   return response;
 }
@@ -177,21 +166,20 @@ async function commitAccepted(
 /**
  * Waits for the first copy: up to the receive timeout, or for a resumable session as long as
  * it keeps being written to (one timer and one check per idle period, never per chunk).
- * From revision 3 it also asks, after `lostCommitProbeSeconds` of waiting and then at doubling
+ * It also asks, after `lostCommitProbeSeconds` of waiting and then at doubling
  * intervals, whether a lost workflow task already committed this request's answer, and
  * returns that answer if so.
  */
 async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
   // The lost task committed before this run started waiting, so the first probe finds it;
   // later ones back off (doubling) so a long wait — a resumable session — stays a short history.
-  let probeSeconds = atLeast(input, 3) ? (input.lostCommitProbeSeconds ?? 60) : Infinity;
+  let probeSeconds = input.lostCommitProbeSeconds ?? 60;
   /** Waits up to `seconds`, probing for a lost commit along the way. */
   const wait = async (seconds: number): Promise<'copy' | 'timeout' | StoredResponse> => {
     for (let left = seconds; left > 0;) {
       const step = Math.min(left, probeSeconds);
       if (await condition(arrived, step * 1000)) return 'copy';
       left -= step;
-      if (probeSeconds === Infinity) break;
       const committed = await local.findCommittedAnswer(input);
       if (committed) return committed;
       probeSeconds *= 2;
@@ -236,8 +224,8 @@ async function startDownstream(input: UploadWorkflowInput, response: StoredRespo
           sha256: body.sha256,
           fileName: input.fileName,
           createdAt: body.createdAt,
-          transcodeQueue: input.downstream!.transcodeQueue,
-          webhookRetry: input.downstream!.webhookRetry,
+          transcodeQueue: input.downstream.transcodeQueue,
+          webhookRetry: input.downstream.webhookRetry,
         },
       ],
     });

@@ -35,4 +35,4 @@ export interface StoredResponse {
 }
 
 /** Named phases of an upload, shown in search attributes and the Temporal UI. */
-export type UploadPhase = 'receiving' | 'committing' | 'completed' | 'rejected' | 'abandoned';
+export type UploadPhase = 'receiving' | 'completed' | 'rejected' | 'abandoned';

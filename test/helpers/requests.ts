@@ -1,6 +1,7 @@
 // Upload requests and runs made below HTTP, as POST /v1/uploads would make them.
 import { createHash } from 'node:crypto';
 import { uploadWorkflowId } from '../../src/temporal/ids';
+import { downstreamSettings } from '../../src/services';
 import { oneRequestUpload } from '../../src/upload/upload-request';
 import type { UploadRequest } from '../../src/upload/types';
 import { uploadWorkflow } from '../../workflows/upload';
@@ -38,6 +39,7 @@ export function startWaitingRun(
         declaredBytes: o.declaredBytes,
         declaredSha256: null,
         receiveTimeoutSeconds: o.receiveTimeoutSeconds,
+        downstream: downstreamSettings(stack.config),
       },
     ],
   });

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
+import { downstreamSettings } from '../../src/services';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { searchAttributes } from '../../src/temporal/names';
 import { uploadWorkflow } from '../../workflows/upload';
@@ -32,10 +33,7 @@ it('abandons a run that never receives a body, then lets the key be used once', 
       {
         ...request,
         receiveTimeoutSeconds: 1,
-        downstream: {
-          transcodeQueue: stack.config.TASK_QUEUE_TRANSCODE,
-          webhookRetry: { attemptTimeoutSeconds: 5, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 5, maxAttempts: 3 },
-        },
+        downstream: downstreamSettings(stack.config),
       },
     ],
     typedSearchAttributes: [{ key: searchAttributes.phase, value: 'receiving' }],

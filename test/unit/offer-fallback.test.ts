@@ -63,7 +63,10 @@ function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: 
     temporal,
     taskQueue: 'q',
     receiveTimeoutSeconds: 60,
-    downstream: undefined,
+    downstream: {
+      transcodeQueue: 't',
+      webhookRetry: { attemptTimeoutSeconds: 1, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 1, maxAttempts: 1 },
+    },
     answers: new AnswerCache(0),
   });
   return { receiver, sent, deleted };
