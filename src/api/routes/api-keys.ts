@@ -9,16 +9,8 @@ import { withinQuota } from '../quota';
 import { jsonBody } from '../json-body';
 import type { ApiKeyCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import {
-  apiKeyAuth,
-  COMMON_V1_PROBLEMS,
-  createdResponse,
-  IDEMPOTENT_PROBLEMS,
-  idempotentJsonRequest,
-  problems,
-  route,
-  router,
-} from '../openapi';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
+import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
 import { ApiKeyCreated, ApiKeyList, CreateApiKey, Uuid } from '../schemas';
 
 export function apiKeyView(k: ApiKeyRow) {

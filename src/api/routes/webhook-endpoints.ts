@@ -11,16 +11,8 @@ import { insertWithinQuota } from '../../db/queries/quotas';
 import { jsonBody } from '../json-body';
 import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import {
-  apiKeyAuth,
-  COMMON_V1_PROBLEMS,
-  createdResponse,
-  IDEMPOTENT_PROBLEMS,
-  idempotentJsonRequest,
-  problems,
-  route,
-  router,
-} from '../openapi';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
+import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
 import { CreateWebhookEndpoint, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
 
 function view(e: EndpointRow) {
