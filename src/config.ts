@@ -97,6 +97,13 @@ export const configSchema = z.object({
     .min(10)
     .max(7 * 24 * 3600)
     .default(3600),
+  /** The longest a download URL may last (POST /v1/uploads/{id}/download-urls); S3 allows 7 days. */
+  DOWNLOAD_URL_MAX_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(7 * 24 * 3600)
+    .default(24 * 3600),
   /** Part size of multipart direct uploads (above S3_SINGLE_PUT_MAX_MIB); S3 allows 10,000 parts. */
   DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */

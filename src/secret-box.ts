@@ -39,6 +39,18 @@ export class SecretBox {
     return got.length === want.length && timingSafeEqual(got, want);
   }
 
+  /** A signature of `data` that lasts `seconds`: what a signed URL or token carries (`expires` in Unix seconds). */
+  signUntil(purpose: string, data: string, seconds: number): { expires: number; signature: string } {
+    const expires = Math.floor(Date.now() / 1000) + seconds;
+    return { expires, signature: this.sign(purpose, `${data}\n${expires}`) };
+  }
+
+  /** Whether `signUntil(purpose, data, …)` made this pair ('invalid' when not, or changed) and it still lasts. */
+  checkUntil(purpose: string, data: string, expires: string | undefined, signature: string | undefined): 'valid' | 'invalid' | 'expired' {
+    if (!expires || !signature || !/^\d{1,12}$/.test(expires) || !this.verify(purpose, `${data}\n${expires}`, signature)) return 'invalid';
+    return Number(expires) * 1000 < Date.now() ? 'expired' : 'valid';
+  }
+
   /** Opens a sealed value; anything not sealed (older rows) is returned as is. */
   open(stored: string, context: string): string {
     if (!stored.startsWith(PREFIX)) return stored;

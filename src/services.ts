@@ -11,6 +11,7 @@ import { PresignedTarget, SelfSignedTarget } from './arrivals/direct/targets';
 import { TusSessions } from './arrivals/tus/tus-sessions';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
 import { SessionRegistry } from './sessions/registry';
+import { DownloadLinks } from './downloads/download-links';
 import { AnswerCache } from './upload/answer-cache';
 import { InFlightUploads } from './upload/in-flight';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
@@ -88,5 +89,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   });
   const uppy = new UppyCompanion(signed);
   const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);
-  return { receiver, registry, tus, direct, uppy, inFlight };
+  const links = new DownloadLinks({ store, box });
+  return { receiver, registry, tus, direct, uppy, inFlight, links };
 }

@@ -23,6 +23,7 @@ import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
+import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
 import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
@@ -38,6 +39,9 @@ export const REQUEST_HEADERS = [
   'X-File-Sha256',
   'X-File-Name',
   'Prefer',
+  'Range',
+  'If-Range',
+  'If-None-Match',
   ...TUS_REQUEST_HEADERS,
 ] as const;
 
@@ -55,7 +59,7 @@ export interface AppDeps {
 
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
-  const { receiver, tus: sessions, direct, uppy, inFlight } = createServices({ config, pool, store, temporal, box });
+  const { receiver, tus: sessions, direct, uppy, inFlight, links } = createServices({ config, pool, store, temporal, box });
 
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
@@ -85,11 +89,14 @@ export function createApp(deps: AppDeps) {
   // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.
   app.route('/v1/direct-uploads', directObjectRoutes({ direct }));
   app.route('/uppy', uppyCompanionRoutes({ uppy, receiver, config, inFlight }));
+  const downloads = { pool, store, links, config };
+  app.route('/v1/downloads', signedDownloadRoutes(downloads));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   app.route('/v1/tus', tusRoutes({ sessions, config }));
   app.route('/v1/direct-uploads', directUploadRoutes({ direct, config }));
   app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
-  app.route('/v1/uploads', uploadRoutes({ receiver, pool, store, config, processed, inFlight }));
+  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight }));
+  app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',

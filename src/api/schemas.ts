@@ -203,9 +203,10 @@ export const UploadCreated = z
   .openapi('UploadCreated');
 
 export const Upload = UploadCreated.extend({
-  status: z
-    .enum(['committed', 'processed'])
-    .openapi({ description: '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done.' }),
+  status: z.enum(['committed', 'processed', 'deleted']).openapi({
+    description:
+      '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done; `deleted`: erased (the row stays, without its bytes or personal metadata).',
+  }),
   idempotencyKey: z.string(),
   processing: z.object({
     status: z.enum(['pending', 'ready', 'skipped', 'failed']),
@@ -239,6 +240,86 @@ export const UploadDetail = Upload.extend({
     }),
   ),
 }).openapi('UploadDetail');
+
+export const ListUploadsQuery = z
+  .object({
+    cursor: z
+      .string()
+      .max(200)
+      .optional()
+      .openapi({ description: 'Opaque: the `nextCursor` of the previous page. Absent: the newest uploads.' }),
+    limit: z
+      .string()
+      .regex(/^\d{1,3}$/, 'limit must be a whole number from 1 to 100.')
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= 100, 'limit must be a whole number from 1 to 100.')
+      .optional()
+      .openapi({ type: 'string', description: 'Uploads per page, 1 to 100 (default 50).', example: '100' }),
+    status: z
+      .enum(['committed', 'processed', 'deleted'], { error: 'status must be committed, processed or deleted.' })
+      .optional()
+      .openapi({ description: 'Only uploads in this state.' }),
+    contentType: z
+      .string()
+      .toLowerCase()
+      .regex(
+        /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/([a-z0-9][a-z0-9!#$&^_.+-]{0,126}|\*)$/,
+        'contentType must be a media type (image/png) or a type with every subtype (image/*).',
+      )
+      .optional()
+      .openapi({ description: 'Only this media type, or `type/*` for every subtype of it.', example: 'image/*' }),
+    createdAfter: z.iso
+      .datetime({ offset: true, error: 'createdAfter must be an RFC 3339 date-time.' })
+      .optional()
+      .openapi({ description: 'Only uploads created after this instant (RFC 3339).', example: '2026-12-01T00:00:00Z' }),
+    createdBefore: z.iso
+      .datetime({ offset: true, error: 'createdBefore must be an RFC 3339 date-time.' })
+      .optional()
+      .openapi({ description: 'Only uploads created before this instant (RFC 3339).' }),
+    idempotencyKey: IdempotencyKey.optional().openapi({ description: 'Only the upload made under this key.' }),
+  })
+  .strict();
+
+export const UploadList = z
+  .object({
+    items: z.array(Upload),
+    nextCursor: z.string().nullable().openapi({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .openapi('UploadList');
+
+export const DispositionQuery = z.enum(['inline', 'attachment'], { error: 'disposition must be inline or attachment.' }).openapi({
+  description:
+    '`attachment` (default) makes a browser save the file, `inline` lets it show it. Scripts and markup (HTML, SVG, XML, JavaScript) are always attachments.',
+});
+
+export const CreateDownloadUrl = z
+  .object({
+    expiresInSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .openapi({ description: 'How long the URL works (default 900 s, at most DOWNLOAD_URL_MAX_SECONDS).', example: 900 }),
+    disposition: DispositionQuery.optional(),
+    rendition: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'A rendition of the upload instead of the original.', example: 'thumbnail' }),
+  })
+  .strict()
+  .openapi('CreateDownloadUrl');
+
+export const DownloadUrl = z
+  .object({
+    url: z
+      .string()
+      .openapi({ description: 'Fetch it with GET (Range works); no API key. A presigned S3 URL cannot be revoked before it expires.' }),
+    expiresAt: z.string(),
+    disposition: z.enum(['inline', 'attachment']),
+  })
+  .openapi('DownloadUrl');
 
 export const UploadProcessing = z
   .object({ status: z.literal('processing'), idempotencyKey: z.string(), workflowId: z.string() })

@@ -11,6 +11,8 @@ import type { ObjectStore, PutOptions, StoredObject } from './store';
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9/_.:-]*$/;
 const TMP_MARK = '.partial-';
 const PARTS_DIR = '.parts';
+/** Reads in 1 MiB chunks: fewer, larger writes to the socket than the 64 KiB default. */
+const READ_CHUNK_BYTES = 1024 * 1024;
 
 export class LocalDirectoryStore implements ObjectStore {
   readonly kind = 'local' as const;
@@ -37,10 +39,10 @@ export class LocalDirectoryStore implements ObjectStore {
     }
   }
 
-  async get(key: string): Promise<Readable | undefined> {
+  async get(key: string, range?: { start: number; end: number }): Promise<Readable | undefined> {
     const file = this.pathOf(key);
     if (!(await this.head(key))) return undefined;
-    return createReadStream(file);
+    return createReadStream(file, { ...range, highWaterMark: READ_CHUNK_BYTES });
   }
 
   async head(key: string): Promise<StoredObject | undefined> {

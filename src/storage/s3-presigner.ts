@@ -1,10 +1,11 @@
-// Signed requests a client sends to S3 itself (direct uploads). The signature covers the
+// Signed requests a client sends to S3 itself (direct uploads, download URLs). The signature covers the
 // object key, the length and the SHA-256 header, so the client cannot pick another key or
 // tenant prefix, and the store refuses any other bytes (BadDigest). Completion is ours:
 // the parts are listed and completed server-side, only if no object exists yet.
 import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  GetObjectCommand,
   HeadObjectCommand,
   ListPartsCommand,
   PutObjectCommand,
@@ -38,6 +39,17 @@ export class S3Presigner implements ObjectPresigner {
     });
     const url = await getSignedUrl(this.client, command, checkedSigning(o.expiresSeconds));
     return signed(url, checkedHeaders(o.bytes, o.contentType, o.sha256Base64), o.expiresSeconds);
+  }
+
+  async presignGet(key: string, o: { contentDisposition: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest> {
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ResponseContentDisposition: o.contentDisposition,
+      ResponseContentType: o.contentType,
+    });
+    const url = await getSignedUrl(this.client, command, { expiresIn: o.expiresSeconds });
+    return signed(url, {}, o.expiresSeconds, 'GET');
   }
 
   async beginCheckedParts(key: string, contentType: string): Promise<string> {
@@ -132,8 +144,13 @@ export class S3Presigner implements ObjectPresigner {
   }
 }
 
-function signed(url: string, headers: Record<string, string>, expiresSeconds: number): SignedRequest {
-  return { method: 'PUT', url, headers, expiresAt: new Date(Date.now() + expiresSeconds * 1000) };
+function signed(
+  url: string,
+  headers: Record<string, string>,
+  expiresSeconds: number,
+  method: SignedRequest['method'] = 'PUT',
+): SignedRequest {
+  return { method, url, headers, expiresAt: new Date(Date.now() + expiresSeconds * 1000) };
 }
 
 /** Signing that keeps the length, type and SHA-256 as signed headers, so the store checks the bytes against them. */

@@ -133,9 +133,10 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  async get(key: string): Promise<Readable | undefined> {
+  async get(key: string, range?: { start: number; end: number }): Promise<Readable | undefined> {
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: key }));
+      const Range = range && `bytes=${range.start}-${range.end}`;
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: key, Range }));
       return out.Body as Readable;
     } catch (err) {
       if (isNotFound(err)) return undefined;

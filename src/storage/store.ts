@@ -19,8 +19,8 @@ export interface ObjectStore {
   readonly kind: 's3' | 'local';
   /** Writes the whole stream at `key`; on any stream or store error nothing is left at `key`. */
   put(key: string, body: Readable, opts: PutOptions): Promise<void>;
-  /** Reads an object; undefined when it does not exist. */
-  get(key: string): Promise<Readable | undefined>;
+  /** Reads an object, or bytes `start` to `end` (inclusive) of it; undefined when it does not exist. */
+  get(key: string, range?: { start: number; end: number }): Promise<Readable | undefined>;
   head(key: string): Promise<StoredObject | undefined>;
   /** Deleting a missing object is not an error (retries stay no-ops). */
   delete(key: string): Promise<void>;
@@ -48,13 +48,18 @@ export interface ObjectStore {
 
 /** A request the client makes to the store as given: the URL and every header it must send. */
 export interface SignedRequest {
-  method: 'PUT';
+  method: 'PUT' | 'GET';
   url: string;
   headers: Record<string, string>;
   expiresAt: Date;
 }
 
 export interface ObjectPresigner {
+  /**
+   * A GET of the object whose answer carries this Content-Disposition and Content-Type: both
+   * are in the signed query, so a client cannot change them. Range requests work.
+   */
+  presignGet(key: string, o: { contentDisposition: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest>;
   /** One PUT of exactly these bytes: the signature covers the length, type and SHA-256 (base64). */
   presignPut(key: string, o: { bytes: number; sha256Base64: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest>;
   /** A multipart upload whose parts each carry a SHA-256 the store checks. */

@@ -2,6 +2,9 @@
 // cloned from the migrated template, its own bucket and task queue, and the real runtime
 // (API on a free port + in-process worker) wired exactly as production wires it.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { inject } from 'vitest';
 import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
@@ -116,6 +119,20 @@ export async function startTestStack(prefix: string, opts: StackOptions = {}): P
       await connection.close();
       s3.destroy();
       await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+    },
+  };
+}
+
+/** A stack on the S3 server, or on the embedded local-directory store (a data directory of its own, removed on stop). */
+export async function startStackOnStore(kind: 's3' | 'local', prefix: string, opts: StackOptions = {}): Promise<TestStack> {
+  if (kind === 's3') return startTestStack(prefix, opts);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `oncely-${prefix}-`));
+  const stack = await startTestStack(prefix, { ...opts, env: { ...opts.env, S3_ENDPOINT: '', DATA_DIR: dataDir } });
+  return {
+    ...stack,
+    async stop() {
+      await stack.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -15,6 +15,8 @@ import {
   TenantCreated,
   UploadCreated,
   UploadDetail,
+  UploadList,
+  DownloadUrl,
   WebhookEndpointCreated,
   WebhookEndpointList,
 } from '../../src/api/schemas';
@@ -121,6 +123,13 @@ describe('real answers have the documented shapes', () => {
     conforms(UploadCreated, created.json);
     const detail = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}?wait=30`, apiKey);
     conforms(UploadDetail, detail.json);
+    conforms(UploadList, (await getJson(`${stack.url}/v1/uploads?limit=2`, apiKey)).json);
+    const link = await fetch(`${stack.url}/v1/uploads/${created.json.uploadId}/download-urls`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    conforms(DownloadUrl, await link.json());
     const state = await getJson(`${stack.url}/v1/idempotency-keys/${key}`, apiKey);
     expect(IdempotencyKeyState.safeParse(state.json).success).toBe(true);
     const bad = await postUpload(stack.url, { apiKey, key: 'short', body: Buffer.from('x') });

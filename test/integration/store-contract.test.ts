@@ -45,6 +45,11 @@ describe.each(stores)('%s store', (_name, make) => {
     await store.put('tenants/t2/keys/k1/a', Readable.from([Buffer.from('other tenant')]), { contentType: 'text/plain' });
     expect(await store.head('tenants/t1/keys/k1/a')).toMatchObject({ key: 'tenants/t1/keys/k1/a', bytes: data.length });
     expect(await readObject(store, 'tenants/t1/keys/k1/a')).toEqual(data);
+    const part = await store.get('tenants/t1/keys/k1/a', { start: 3, end: 7 });
+    expect(Buffer.concat(await part!.toArray())).toEqual(data.subarray(3, 8));
+    const last = await store.get('tenants/t1/keys/k1/a', { start: data.length - 1, end: data.length - 1 });
+    expect(Buffer.concat(await last!.toArray()).toString()).toBe('s');
+    expect(await store.get('tenants/t1/keys/none', { start: 0, end: 1 })).toBeUndefined();
     expect(await listKeys(store, 'tenants/t1/')).toEqual(['tenants/t1/keys/k1/a', 'tenants/t1/keys/k1/b']);
     await store.delete('tenants/t1/keys/k1/a');
     await store.delete('tenants/t1/keys/k1/a'); // deleting twice is fine

@@ -15,7 +15,16 @@ export interface CorsOptions {
   maxAgeSeconds: number;
 }
 
-export const EXPOSED_HEADERS = ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay', ...TUS_RESPONSE_HEADERS];
+export const EXPOSED_HEADERS = [
+  'Location',
+  'Retry-After',
+  'Idempotent-Replayed',
+  'Idempotent-Replay',
+  'ETag',
+  'Content-Range',
+  'Content-Disposition',
+  ...TUS_RESPONSE_HEADERS,
+];
 
 /** Headers every simple CORS response carries; handlers may spread them in themselves. */
 export const corsHeaders: Readonly<Record<string, string>> = {

@@ -1,10 +1,9 @@
-// POST /v1/uploads and GET /v1/uploads/:id.
+// POST /v1/uploads, GET /v1/uploads (the tenant's uploads, a page at a time) and GET /v1/uploads/:id.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import type { ProcessedSignal } from '../../db/upload-processed';
-import { findUpload, type UploadRow } from '../../db/queries/uploads';
-import { Readable } from 'node:stream';
+import { listUploads, type UploadRow } from '../../db/queries/uploads';
 import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
@@ -13,12 +12,12 @@ import { parseIdempotencyKey } from '../parse/idempotency-key';
 import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../parse/request-headers';
 import type { UploadReceiver } from '../../upload/receive';
 import type { InFlightUploads } from '../../upload/in-flight';
-import type { ObjectStore } from '../../storage/store';
 import { header, headerValues } from '../headers';
 import { requestBody } from '../request-body';
 import { renderOutcome } from '../upload-answer';
 import { closesUnreadBody } from '../unread-body';
 import { isFormPost } from '../parse/form-post';
+import { encodeCursor, parseListQuery } from '../parse/list-query';
 import { answerFormPost } from '../form-answer';
 import { oneRequestUpload } from '../../upload/upload-request';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
@@ -30,6 +29,8 @@ import {
   PreferHeader,
   Sha256Header,
   UploadDetail,
+  UploadList,
+  ListUploadsQuery,
   Uuid,
   WaitQuery,
 } from '../schemas';
@@ -37,7 +38,6 @@ import {
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;
   pool: Pool;
-  store: ObjectStore;
   config: Config;
   processed: ProcessedSignal;
   inFlight: InFlightUploads;
@@ -77,6 +77,15 @@ export function uploadRoutes(deps: {
     }
   });
 
+  route(app, listUploadsRoute, async function listTenantUploads(c) {
+    const { filter, after, limit } = parseListQuery(c.req.query());
+    // One row more than the page tells whether another page follows.
+    const rows = await dependency('database_unavailable', () => listUploads(pool, c.get('tenantId'), filter, after, limit + 1));
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return c.json({ items: page.map(uploadView), nextCursor: rows.length > limit && last ? encodeCursor(last.position) : null });
+  });
+
   route(app, getUploadRoute, async function getUpload(c) {
     const id = c.req.param('id')!;
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
@@ -87,25 +96,6 @@ export function uploadRoutes(deps: {
       Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]),
     );
     return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
-  });
-
-  route(app, getRenditionRoute, async function getRendition(c) {
-    const id = c.req.param('id')!;
-    const name = c.req.param('name')!;
-    if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
-    const upload = await dependency('database_unavailable', () => findUpload(pool, c.get('tenantId'), id));
-    const rendition =
-      upload && (await dependency('database_unavailable', () => listRenditions(pool, upload.id))).find((r) => r.name === name);
-    if (!rendition) throw problem('not_found', 'No such rendition.');
-    const body = await dependency('storage_unavailable', () => deps.store.get(rendition.storage_key));
-    if (!body) throw problem('not_found', 'No such rendition.');
-    return new Response(Readable.toWeb(body) as ReadableStream, {
-      headers: {
-        'content-type': rendition.content_type,
-        'content-length': String(rendition.bytes),
-        'cache-control': 'private, max-age=86400',
-      },
-    });
   });
 
   return app;
@@ -180,6 +170,22 @@ const createUploadRoute = createRoute({
   },
 });
 
+const listUploadsRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['uploads'],
+  summary: "The tenant's uploads, newest first, a page at a time",
+  description:
+    'Keyset pagination: pass `nextCursor` as `cursor` for the next page. Pages stay exact while uploads are added (a new upload lands ' +
+    'before the first page, never between pages), and each page costs the same however many uploads the tenant has.',
+  security: apiKeyAuth,
+  request: { query: ListUploadsQuery },
+  responses: {
+    200: { description: 'One page', content: { 'application/json': { schema: UploadList } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
+  },
+});
+
 const getUploadRoute = createRoute({
   method: 'get',
   path: '/{id}',
@@ -193,27 +199,6 @@ const getUploadRoute = createRoute({
       content: { 'application/json': { schema: UploadDetail } },
     },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
-  },
-});
-
-const getRenditionRoute = createRoute({
-  method: 'get',
-  path: '/{id}/renditions/{name}',
-  tags: ['uploads'],
-  summary: "One rendition's bytes (thumbnail, display, poster, audio)",
-  security: apiKeyAuth,
-  request: {
-    params: z.object({
-      id: Uuid,
-      name: z
-        .string()
-        .regex(/^[a-z]{1,32}$/)
-        .openapi({ example: 'thumbnail' }),
-    }),
-  },
-  responses: {
-    200: { description: 'The rendition, with its media type', content: { 'image/webp': { schema: { type: 'string', format: 'binary' } } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'storage_unavailable'),
   },
 });
 

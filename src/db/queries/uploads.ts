@@ -43,3 +43,65 @@ export async function findUploadByKey(db: Queryable, tenantId: string, key: stri
   const res = await db.query<UploadRow>('SELECT * FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenantId, key]);
   return res.rows[0];
 }
+
+/** An upload by id alone (a signed download URL names no tenant; the row says whose it is). */
+export async function findUploadById(db: Queryable, id: string): Promise<UploadRow | undefined> {
+  const res = await db.query<UploadRow>(statement('find_upload_by_id', 'SELECT * FROM uploads WHERE id = $1', [id]));
+  return res.rows[0];
+}
+
+/** Where a page starts: after the row with this creation time (microseconds since the epoch) and id. */
+export interface UploadPosition {
+  createdMicros: string;
+  id: string;
+}
+
+export interface UploadFilter {
+  status?: string;
+  /** `type/subtype`, or `type/*` for every subtype. */
+  contentType?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  idempotencyKey?: string;
+}
+
+/**
+ * One page of a tenant's uploads, newest first, strictly after `after` (keyset pagination on
+ * uploads_tenant_created_idx: rows inserted meanwhile land before the position, so none is
+ * skipped or repeated). Each row carries its position, the next page's cursor.
+ */
+export async function listUploads(
+  db: Queryable,
+  tenantId: string,
+  filter: UploadFilter,
+  after: UploadPosition | undefined,
+  limit: number,
+): Promise<(UploadRow & { position: UploadPosition })[]> {
+  const values: unknown[] = [tenantId];
+  const where = ['tenant_id = $1'];
+  const add = (sql: (n: string) => string, value: unknown) => {
+    values.push(value);
+    where.push(sql(`$${values.length}`));
+  };
+  if (after) {
+    values.push(after.createdMicros, after.id);
+    where.push(
+      `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', $${values.length}::uuid)`,
+    );
+  }
+  if (filter.status) add((n) => `status = ${n}`, filter.status);
+  if (filter.contentType?.endsWith('/*')) add((n) => `starts_with(content_type, ${n})`, filter.contentType.slice(0, -1));
+  else if (filter.contentType) add((n) => `content_type = ${n}`, filter.contentType);
+  if (filter.createdAfter) add((n) => `created_at > ${n}`, filter.createdAfter);
+  if (filter.createdBefore) add((n) => `created_at < ${n}`, filter.createdBefore);
+  if (filter.idempotencyKey) add((n) => `idempotency_key = ${n}`, filter.idempotencyKey);
+  values.push(limit);
+  const res = await db.query<UploadRow & { created_micros: string }>(
+    `SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_micros FROM uploads
+      WHERE ${where.join(' AND ')}
+      ORDER BY created_at DESC, id DESC
+      LIMIT $${values.length}`,
+    values,
+  );
+  return res.rows.map(({ created_micros, ...row }) => ({ ...row, position: { createdMicros: created_micros, id: row.id } }));
+}

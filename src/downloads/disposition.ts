@@ -1,0 +1,44 @@
+// Content-Disposition per RFC 6266 (the content-disposition package writes it): an ASCII
+// `filename` and, for names that need it, `filename*` in RFC 8187's UTF-8 encoding.
+import { create } from 'content-disposition';
+
+export type Disposition = 'inline' | 'attachment';
+
+/** Types a browser would run or render as a document (scripts, markup): never inline. */
+export function isBrowserActive(contentType: string): boolean {
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return (
+    type === 'text/html' ||
+    type === 'application/xhtml+xml' ||
+    type === 'image/svg+xml' ||
+    type === 'text/xml' ||
+    type === 'application/xml' ||
+    type === 'text/xsl' ||
+    type.endsWith('+xml') ||
+    type.includes('javascript') ||
+    type.includes('ecmascript') ||
+    type === 'application/wasm'
+  );
+}
+
+/**
+ * The header for `fileName` (null: none stored) under `disposition`. Control characters and
+ * path separators are removed from the name first, so neither the quoted fallback nor the
+ * decoded `filename*` can carry CR/LF or a directory.
+ */
+export function contentDisposition(disposition: Disposition, fileName: string | null): string {
+  const name = fileName
+    ?.replace(/[\u0000-\u001f\u007f]/g, '')
+    .replace(/[/\\]/g, '_')
+    .trim();
+  if (!name) return disposition;
+  return create(name, { type: disposition, fallback: asciiFallback(name) });
+}
+
+/** The name in printable ASCII: accents dropped, other characters (and `"`) replaced by `_`. */
+function asciiFallback(name: string): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^\x20-\x7e]|"/g, '_');
+}

@@ -1,0 +1,69 @@
+// Serves a stored object as an HTTP answer: a strong ETag and If-None-Match (304), one
+// Range part (206, 416 past the end) guarded by If-Range, Content-Disposition, and the
+// headers that keep a browser from running what it fetched (nosniff; scripts and markup
+// only as attachments in a CSP sandbox). The body streams from the store: memory stays flat
+// whatever the size. Used by the authenticated routes and by the API's signed URLs alike.
+import { Readable } from 'node:stream';
+import { dependency, problem } from '../errors';
+import type { ObjectStore } from '../storage/store';
+import { contentDisposition, isBrowserActive, type Disposition } from './disposition';
+import { resolveRange } from './range';
+
+/** What is served: an upload's original or one of its renditions. */
+export interface Servable {
+  storageKey: string;
+  bytes: number;
+  /** The strong validator's value: it changes whenever the bytes could. */
+  etag: string;
+  contentType: string;
+  fileName: string | null;
+  lastModified: Date;
+}
+
+/** The request headers that shape the answer. */
+export interface ServeRequest {
+  method: string;
+  range?: string;
+  ifRange?: string;
+  ifNoneMatch?: string;
+}
+
+export async function serveObject(store: ObjectStore, obj: Servable, req: ServeRequest, wanted: Disposition): Promise<Response> {
+  const etag = `"${obj.etag}"`;
+  const active = isBrowserActive(obj.contentType);
+  const headers: Record<string, string> = {
+    etag,
+    'last-modified': obj.lastModified.toUTCString(),
+    'cache-control': 'private, no-cache',
+    'accept-ranges': 'bytes',
+    'x-content-type-options': 'nosniff',
+    'content-type': obj.contentType,
+    'content-disposition': contentDisposition(active ? 'attachment' : wanted, obj.fileName),
+    ...(active ? { 'content-security-policy': 'sandbox' } : {}),
+  };
+  if (req.ifNoneMatch !== undefined && matchesAny(req.ifNoneMatch, etag)) return new Response(null, { status: 304, headers });
+
+  // If-Range: a part only of the representation the client already holds (strong match).
+  const answer = req.ifRange !== undefined && req.ifRange.trim() !== etag ? { kind: 'whole' as const } : resolveRange(req.range, obj.bytes);
+  if (answer.kind === 'unsatisfiable') {
+    throw problem('range_not_satisfiable', `The file has ${obj.bytes} bytes.`, { headers: { 'content-range': `bytes */${obj.bytes}` } });
+  }
+  const range = answer.kind === 'part' ? answer.range : undefined;
+  const length = range ? range.end - range.start + 1 : obj.bytes;
+  headers['content-length'] = String(length);
+  if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${obj.bytes}`;
+  const status = range ? 206 : 200;
+  // HEAD gets the headers without the store being read; an empty file needs no read either.
+  if (req.method === 'HEAD' || length === 0) return new Response(req.method === 'HEAD' ? null : '', { status, headers });
+
+  const body = await dependency('storage_unavailable', () => store.get(obj.storageKey, range));
+  if (!body) throw problem('not_found', 'The stored bytes of this upload are missing.');
+  return new Response(Readable.toWeb(body) as ReadableStream, { status, headers });
+}
+
+/** Whether an If-None-Match list names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`. */
+function matchesAny(list: string, etag: string): boolean {
+  const value = list.trim();
+  if (value === '*') return true;
+  return value.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
