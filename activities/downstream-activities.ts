@@ -11,6 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
+import { isDeleted } from '../src/db/queries/deletions';
 import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
 import type { DownstreamInput, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
@@ -57,7 +58,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file);
           const bytes = (await stat(r.file)).size;
           await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
-          await insertRenditionIfAbsent(pool, {
+          const kept = await insertRenditionIfAbsent(pool, {
             upload_id: input.uploadId,
             name: r.name,
             storage_key: storageKey,
@@ -67,6 +68,11 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
             height: r.height,
             duration_ms: r.durationMs,
           });
+          if (!kept) {
+            // Deleted meanwhile: nothing of it may stay, this rendition included.
+            await store.delete(storageKey);
+            return { status: 'skipped', reason: 'upload deleted', media: null, renditions: [] };
+          }
           renditions.push({
             name: r.name,
             storageKey,
@@ -106,9 +112,11 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       event: WebhookEvent;
       endpointId: string;
       timestamp: string;
-    }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled'> {
+    }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled' | 'upload_deleted'> {
       const ledger = await findDelivery(pool, event.id, endpointId);
       if (ledger?.delivered_at) return 'already_delivered';
+      // After the tombstone only upload.deleted goes out: no announcement of bytes that are gone.
+      if (event.type !== 'upload.deleted' && (await isDeleted(pool, event.uploadId))) return 'upload_deleted';
       const endpoint = await findEndpoint(pool, endpointId);
       if (!endpoint) return 'endpoint_gone';
       if (!endpoint.enabled) return 'endpoint_disabled';

@@ -1,5 +1,6 @@
 // Every activity the workers register, built from injected dependencies.
 import { createDownstreamActivities, type DownstreamActivityDeps } from './downstream-activities';
+import { createDeletionActivities } from './deletion-activities';
 import { createHousekeepingActivities, type HousekeepingDeps } from './housekeeping-activities';
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
@@ -12,6 +13,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createDownstreamActivities(deps),
     ...createHousekeepingActivities(deps),
     ...createResumableActivities(deps),
+    ...createDeletionActivities(deps),
   };
 }
 

@@ -4,7 +4,9 @@
 //  4. key rows and upload rows agree (nothing changed under a reused key);
 //  5. every row, object key and workflow id stays inside its tenant;
 // and, for the downstream steps, one rendition set per upload (every rendition row's
-// object present and whole) and one distinct webhook event id per upload and event type.
+// object present and whole) and one distinct webhook event id per upload and event type;
+// for deletions, an erased upload has no object of its own, no rendition and no personal
+// metadata, while every live upload (deleted ones' shared bytes included) has all its bytes.
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
 import {
@@ -63,7 +65,17 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   const referenced = new Set<string>();
   for (const m of await miscountedObjects(pool)) violations.push(`dedupe: object ${m.storage_key}: ${m.problem}`);
   const hashed = new Map<string, Awaited<ReturnType<typeof sha256OfObject>>>();
+  const erased: { id: string; tenant_id: string; storage_key: string }[] = [];
   for await (const u of allUploads(pool)) {
+    if (u.erased) {
+      if (u.personal) violations.push(`erasure: deleted upload ${u.id} keeps its file name or media metadata`);
+      if (u.renditions > 0) violations.push(`erasure: deleted upload ${u.id} keeps ${u.renditions} rendition rows`);
+      if (!u.released) violations.push(`erasure: deleted upload ${u.id} still claims its object`);
+      erased.push(u);
+      continue;
+    }
+    // A deletion under way: its bytes are being erased.
+    if (u.deleted) continue;
     // A shared object (dedupe) lies under the key of the upload that first stored it: same tenant.
     const prefix = u.shared ? `tenants/${u.tenant_id}/keys/` : keyStoragePrefix(u.tenant_id, u.idempotency_key);
     if (!u.storage_key.startsWith(prefix)) violations.push(`tenancy: upload ${u.id} object ${u.storage_key} is outside ${prefix}`);
@@ -80,6 +92,13 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
     }
     objectsVerified++;
     referenced.add(u.storage_key);
+  }
+  // An erased upload's bytes are gone unless a live upload still shares them.
+  for (const u of erased) {
+    if (!referenced.has(u.storage_key) && (await store.head(u.storage_key)))
+      violations.push(`erasure: deleted upload ${u.id} object ${u.storage_key} is still stored`);
+    for await (const o of store.list(`tenants/${u.tenant_id}/renditions/${u.id}/`))
+      violations.push(`erasure: deleted upload ${u.id} rendition object ${o.key} is still stored`);
   }
   const renditions = await allRenditions(pool);
   for (const r of renditions) {

@@ -134,6 +134,8 @@ export const configSchema = z.object({
   WEBHOOK_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8),
   /** Process memory for recently replayed answers (immutable while their key lives); 0 turns it off. */
   REPLAY_CACHE_MIB: z.coerce.number().min(0).max(1024).default(16),
+  /** How long another process may replay a deleted upload's original answer from its cache. */
+  REPLAY_CACHE_SECONDS: z.coerce.number().positive().max(3600).default(30),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
   /** After the TTL, how long a compact tombstone still answers `idempotency_key_expired`. */
   TOMBSTONE_TTL_HOURS: z.coerce

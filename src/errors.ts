@@ -34,6 +34,7 @@ export const catalogue = {
   direct_upload_incomplete: { status: 409, title: 'The direct upload has not been sent to the store in full yet' },
   direct_upload_unsupported: { status: 501, title: 'This store takes no uploads straight from clients in this mode' },
   signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
+  upload_deleted: { status: 410, title: 'The upload has been deleted' },
   range_not_satisfiable: { status: 416, title: 'The requested range starts past the end of the file' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },

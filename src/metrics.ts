@@ -42,6 +42,17 @@ export const metrics = {
     labelNames: ['result'] as const,
     registers: [registry],
   }),
+  deletions: new Counter({
+    name: 'oncely_deletions_total',
+    help: 'Uploads erased by the deletion workflow, by reason (request, retention)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  bytesErased: new Counter({
+    name: 'oncely_bytes_erased_total',
+    help: 'Bytes deleted from the object store by deletions (originals no other upload shares, and renditions)',
+    registers: [registry],
+  }),
   housekeepingRemoved: new Counter({
     name: 'oncely_housekeeping_removed_total',
     help: 'What housekeeping removed (expired_keys, tombstones, staging_objects, multipart_uploads)',

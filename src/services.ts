@@ -12,6 +12,7 @@ import { TusSessions } from './arrivals/tus/tus-sessions';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
+import { Deletions } from './lifecycle/deletions';
 import { AnswerCache } from './upload/answer-cache';
 import { InFlightUploads } from './upload/in-flight';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
@@ -45,6 +46,7 @@ export function downstreamSettings(config: Config): UploadWorkflowInput['downstr
 export function createServices(deps: ServiceDeps, overrides: { receiver?: Partial<ReceiveDeps> } = {}) {
   const { config, pool, store, temporal, box } = deps;
   const MiB = 1024 * 1024;
+  const answers = new AnswerCache(config.REPLAY_CACHE_MIB * MiB, config.REPLAY_CACHE_SECONDS * 1000);
   const receiver = new UploadReceiver({
     pool,
     store,
@@ -52,7 +54,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     taskQueue: config.TASK_QUEUE_UPLOADS,
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
-    answers: new AnswerCache(config.REPLAY_CACHE_MIB * MiB),
+    answers,
     downstream: downstreamSettings(config),
     ...overrides.receiver,
   });
@@ -90,5 +92,11 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   const uppy = new UppyCompanion(signed);
   const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);
   const links = new DownloadLinks({ store, box });
-  return { receiver, registry, tus, direct, uppy, inFlight, links };
+  const deletions = new Deletions({
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    webhookRetry: downstreamSettings(config).webhookRetry,
+    answers: overrides.receiver?.answers ?? answers,
+  });
+  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions };
 }

@@ -55,3 +55,6 @@ export interface OfferAnswer {
  * does. Registered on every run (a handler is no command), so runs of any revision take it.
  */
 export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(updates.offerCopyForAnswer);
+
+/** The deletion workflow's type (its function's name in workflows/deletion.ts); input and result in src/downstream/types.ts. */
+export const DELETION_WORKFLOW_TYPE = 'deletionWorkflow';

@@ -3,8 +3,9 @@
 // renditions. Webhook event ids are derived from the upload, so every retry of a delivery
 // carries the same `webhook-id`.
 import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
+import { announcer } from './announce';
 import type { Activities } from '../activities';
-import { eventId, mediaKind, type DownstreamInput, type TranscodeResult, type WebhookEvent } from '../src/downstream/types';
+import { eventId, mediaKind, type DownstreamInput, type TranscodeResult } from '../src/downstream/types';
 
 // Short database steps run as local activities: no task-queue round trip each.
 const { listWebhookEndpoints, markUploadProcessed } = proxyLocalActivities<Activities>({
@@ -28,36 +29,10 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     // the upload stays committed; media that defeats ffmpeg is a 'failed' outcome, not a retry.
     retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['object_missing'] },
   });
-  const r = input.webhookRetry;
-  const deliverWebhookWith = (summary: string) =>
-    proxyActivities<Activities>({
-      summary,
-      startToCloseTimeout: r.attemptTimeoutSeconds * 1000,
-      retry: {
-        initialInterval: r.initialSeconds * 1000,
-        backoffCoefficient: r.coefficient,
-        maximumInterval: r.maxIntervalSeconds * 1000,
-        maximumAttempts: r.maxAttempts,
-      },
-    }).deliverWebhook;
   const deliveries: Record<string, string> = {};
-
   // Endpoints enabled when the upload completed; one disabled since is skipped at delivery.
   const endpoints = await listWebhookEndpoints(input.tenantId);
-
-  /** Delivers one event to each endpoint; a delivery that exhausts its retries is recorded, not fatal. */
-  async function announce(event: WebhookEvent, timestamp: string): Promise<void> {
-    await Promise.all(
-      endpoints.map(async (endpointId) => {
-        try {
-          const deliver = deliverWebhookWith(`Deliver ${event.type} (${event.id}) to endpoint ${endpointId}`);
-          deliveries[`${event.type} → ${endpointId}`] = await deliver({ event, endpointId, timestamp });
-        } catch {
-          deliveries[`${event.type} → ${endpointId}`] = 'gave_up';
-        }
-      }),
-    );
-  }
+  const announce = announcer(endpoints, input.webhookRetry, deliveries);
 
   const uploadData = {
     uploadId: input.uploadId,

@@ -2,3 +2,4 @@
 export { uploadWorkflow } from './upload';
 export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';
+export { deletionWorkflow } from './deletion';

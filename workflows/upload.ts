@@ -20,7 +20,7 @@ import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, searchAttributes } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
-import { mediaKind } from '../src/downstream/types';
+import { downstreamWorkflowId, mediaKind } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
@@ -210,7 +210,7 @@ async function startDownstream(input: UploadWorkflowInput, response: StoredRespo
   const body = JSON.parse(response.body) as { uploadId: string; storageKey: string; bytes: number; sha256: string; createdAt: string };
   try {
     await startChild(downstreamWorkflow, {
-      workflowId: `downstream/${body.uploadId}`,
+      workflowId: downstreamWorkflowId(body.uploadId),
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Downstream of upload ${body.uploadId}: transcode, webhooks`,

@@ -24,6 +24,7 @@ import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
+import { deletionRoutes } from './routes/deletions';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
 import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
@@ -59,7 +60,7 @@ export interface AppDeps {
 
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
-  const { receiver, tus: sessions, direct, uppy, inFlight, links } = createServices({ config, pool, store, temporal, box });
+  const { receiver, tus: sessions, direct, uppy, inFlight, links, deletions } = createServices({ config, pool, store, temporal, box });
 
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
@@ -97,6 +98,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
+  app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',

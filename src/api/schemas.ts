@@ -208,6 +208,8 @@ export const Upload = UploadCreated.extend({
       '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done; `deleted`: erased (the row stays, without its bytes or personal metadata).',
   }),
   idempotencyKey: z.string(),
+  deletedAt: z.string().nullable().openapi({ description: 'When the upload was deleted (its bytes stopped being served).' }),
+  erasedAt: z.string().nullable().openapi({ description: 'When its bytes, renditions and personal metadata were gone.' }),
   processing: z.object({
     status: z.enum(['pending', 'ready', 'skipped', 'failed']),
     reason: z.string().nullable(),
@@ -320,6 +322,37 @@ export const DownloadUrl = z
     disposition: z.enum(['inline', 'attachment']),
   })
   .openapi('DownloadUrl');
+
+export const Deletion = z
+  .object({
+    uploadId: Uuid,
+    status: z.enum(['deleting', 'deleted']).openapi({ description: '`deleting`: tombstoned, erasure under way; `deleted`: erased.' }),
+    deletedAt: z.string().nullable(),
+    erasedAt: z.string().nullable(),
+  })
+  .openapi('Deletion');
+
+export const BatchDelete = z
+  .object({
+    ids: z
+      .array(Uuid)
+      .min(1, 'ids must name 1 to 100 uploads.')
+      .max(100, 'ids must name 1 to 100 uploads.')
+      .refine((ids) => new Set(ids).size === ids.length, 'ids must not repeat an upload.'),
+  })
+  .strict()
+  .openapi('BatchDelete');
+
+export const BatchDeletion = z
+  .object({
+    items: z.array(
+      z.object({
+        uploadId: Uuid,
+        status: z.enum(['deleting', 'deleted', 'not_found']),
+      }),
+    ),
+  })
+  .openapi('BatchDeletion');
 
 export const UploadProcessing = z
   .object({ status: z.literal('processing'), idempotencyKey: z.string(), workflowId: z.string() })

@@ -1,6 +1,6 @@
 // Types and pure helpers of the downstream steps, shared by workflows and activities.
 
-export type EventType = 'upload.completed' | 'upload.processed';
+export type EventType = 'upload.completed' | 'upload.processed' | 'upload.deleted';
 
 export interface DownstreamInput {
   uploadId: string;
@@ -14,6 +14,34 @@ export interface DownstreamInput {
   /** Task queue of the transcode activity (heavy work scales apart from the API path). */
   transcodeQueue: string;
   webhookRetry: WebhookRetrySchedule;
+}
+
+/** The downstream child of an upload: one per upload, ever. */
+export const downstreamWorkflowId = (uploadId: string) => `downstream/${uploadId}`;
+
+/** The deletion of an upload: one per upload, ever (a repeated delete attaches to it). */
+export const deletionWorkflowId = (uploadId: string) => `delete/${uploadId}`;
+
+/** Why an upload is deleted: its tenant asked, or its retention ran out. */
+export type DeletionReason = 'request' | 'retention';
+
+/** The deletion workflow's input (ID `delete/{uploadId}`). */
+export interface DeletionInput {
+  tenantId: string;
+  uploadId: string;
+  reason: DeletionReason;
+  webhookRetry: WebhookRetrySchedule;
+}
+
+/** What a finished deletion reports (the deletion workflow's result). */
+export interface DeletionResult {
+  uploadId: string;
+  deletedAt: string;
+  erasedAt: string;
+  /** Whether the original's bytes were deleted (false: another upload of the tenant still shares them). */
+  objectDeleted: boolean;
+  renditionsDeleted: number;
+  bytesErased: number;
 }
 
 /** Close to the Standard Webhooks schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */

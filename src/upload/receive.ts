@@ -32,7 +32,7 @@ export interface ReceiveDeps {
   receiveTimeoutSeconds: number;
   lostCommitProbeSeconds?: number;
   downstream: UploadWorkflowInput['downstream'];
-  /** Recently replayed answers (immutable while the key lives). */
+  /** Recently replayed answers (see AnswerCache: a deleted upload's is forgotten). */
   answers: AnswerCache;
 }
 

@@ -52,8 +52,10 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
     // Operator routes run without a tenant; their keys live under the reserved operator tenant.
     const tenantId = c.get('tenantId') ?? OPERATOR_TENANT_ID;
     const route = c.req.routePath;
+    // A route with parameters (DELETE /v1/uploads/{id}) is a different request per resource.
+    const resource = Object.keys(c.req.param()).length > 0 ? [c.req.path] : [];
     const fingerprint = createHash('sha256')
-      .update(JSON.stringify([c.req.method, route, tenantId, body]))
+      .update(JSON.stringify([c.req.method, route, tenantId, body, ...resource]))
       .digest('hex');
     const existing = await dependency('database_unavailable', () =>
       claimRouteKey(opts.pool, { tenantId, key, fingerprint, route, ttlSeconds: opts.ttlSeconds, staleSeconds: opts.staleSeconds ?? 60 }),

@@ -81,6 +81,7 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
     // An unknown id answers like a bad signature: a URL names nothing it was not signed for.
     if (!upload) throw problem('signature_invalid', 'The download URL is not one this server signed (or it was changed).');
     links.check(upload.tenant_id, { uploadId: id, rendition, disposition }, c.req.query('expires'), c.req.query('signature'));
+    servable(upload);
     const obj = rendition ? renditionOf(upload, await findRendition(pool, upload, rendition)) : original(upload);
     return serveObject(store, obj, serveRequest(c), disposition);
   });
@@ -91,6 +92,12 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
 async function tenantUpload(pool: Pool, tenantId: string, id: string): Promise<UploadRow> {
   const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUpload(pool, tenantId, id)) : undefined;
   if (!upload) throw problem('not_found', 'No such upload.');
+  return servable(upload);
+}
+
+/** The upload unless it is deleted: from its tombstone on, its bytes are gone for every reader. */
+function servable(upload: UploadRow): UploadRow {
+  if (upload.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId: upload.id } });
   return upload;
 }
 
@@ -177,7 +184,7 @@ function storedBytesRoute(path: string, params: z.ZodObject, summary: string, wh
     request: { params, ...contentRequest },
     responses: {
       ...contentResponses(what),
-      ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid', 'range_not_satisfiable', 'storage_unavailable'),
+      ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'upload_deleted', 'query_invalid', 'range_not_satisfiable', 'storage_unavailable'),
     },
   });
 }
@@ -218,7 +225,7 @@ const downloadUrlRoute = createRoute({
   },
   responses: {
     201: { description: 'The URL', content: { 'application/json': { schema: DownloadUrl } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'body_invalid', 'payload_too_large', 'storage_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'upload_deleted', 'body_invalid', 'payload_too_large', 'storage_unavailable'),
   },
 });
 
@@ -239,6 +246,14 @@ const signedDownloadRoute = createRoute({
   },
   responses: {
     ...contentResponses('The file (or rendition) the URL was signed for.'),
-    ...problems('signature_invalid', 'not_found', 'query_invalid', 'range_not_satisfiable', 'database_unavailable', 'storage_unavailable'),
+    ...problems(
+      'signature_invalid',
+      'not_found',
+      'upload_deleted',
+      'query_invalid',
+      'range_not_satisfiable',
+      'database_unavailable',
+      'storage_unavailable',
+    ),
   },
 });

@@ -207,6 +207,8 @@ export function uploadView(row: UploadRow) {
     uploadId: row.id,
     status: row.status,
     idempotencyKey: row.idempotency_key,
+    deletedAt: row.deleted_at?.toISOString() ?? null,
+    erasedAt: row.erased_at?.toISOString() ?? null,
     storageKey: row.storage_key,
     bytes: Number(row.bytes),
     sha256: row.sha256,

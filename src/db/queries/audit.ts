@@ -57,12 +57,20 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
   bytes: string;
   sha256: string;
   shared: boolean;
+  deleted: boolean;
+  released: boolean;
+  erased: boolean;
+  personal: boolean;
+  renditions: number;
 }> {
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
     const res = await db.query(
       `SELECT u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256,
-              EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared
+              EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared,
+              u.deleted_at IS NOT NULL AS deleted, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
+              (u.file_name IS NOT NULL OR u.media IS NOT NULL) AS personal,
+              (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS renditions
          FROM uploads u WHERE u.id > $1 ORDER BY u.id LIMIT 500`,
       [after],
     );
@@ -105,16 +113,16 @@ export async function allDeliveries(
 export async function miscountedObjects(db: Queryable): Promise<{ storage_key: string; problem: string }[]> {
   const counts = await db.query<{ storage_key: string; refs: number; n: number }>(
     `SELECT o.storage_key, o.refs, count(u.id)::int AS n
-       FROM stored_objects o LEFT JOIN uploads u ON u.tenant_id = o.tenant_id AND u.storage_key = o.storage_key
+       FROM stored_objects o LEFT JOIN uploads u ON u.tenant_id = o.tenant_id AND u.storage_key = o.storage_key AND NOT u.object_released
       GROUP BY o.storage_key, o.refs HAVING count(u.id) <> o.refs`,
   );
   const uncounted = await db.query<{ storage_key: string; id: string }>(
     `SELECT u.storage_key, u.id FROM uploads u JOIN tenants t ON t.id = u.tenant_id AND t.dedupe = 'sha256'
-      WHERE NOT EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key)`,
+      WHERE NOT u.object_released AND NOT EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key)`,
   );
   const doubled = await db.query<{ storage_key: string; n: number }>(
     `SELECT u.storage_key, count(*)::int AS n FROM uploads u
-      WHERE NOT EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key)
+      WHERE NOT u.object_released AND NOT EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key)
       GROUP BY u.storage_key HAVING count(*) > 1`,
   );
   return [

@@ -149,7 +149,7 @@ export async function findSharedObject(db: Queryable, tenantId: string, sha256: 
 /** Whether an upload (or a shared object's count) names this object: such bytes are never deleted as a copy. */
 export async function objectInUse(db: Queryable, storageKey: string): Promise<boolean> {
   const res = await db.query(
-    'SELECT 1 FROM uploads WHERE storage_key = $1 UNION ALL SELECT 1 FROM stored_objects WHERE storage_key = $1 LIMIT 1',
+    'SELECT 1 FROM uploads WHERE storage_key = $1 AND NOT object_released UNION ALL SELECT 1 FROM stored_objects WHERE storage_key = $1 LIMIT 1',
     [storageKey],
   );
   return (res.rowCount ?? 0) > 0;

@@ -15,13 +15,21 @@ export interface RenditionRow {
 
 export type NewRendition = Omit<RenditionRow, 'bytes' | 'created_at'> & { bytes: number };
 
-export async function insertRenditionIfAbsent(db: Queryable, r: NewRendition): Promise<void> {
-  await db.query(
+/**
+ * Records a rendition unless one is there; false when the upload has been deleted (its
+ * tombstone is set), so the caller removes the object it wrote.
+ */
+export async function insertRenditionIfAbsent(db: Queryable, r: NewRendition): Promise<boolean> {
+  const res = await db.query(
     `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, width, height, duration_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (upload_id, name) DO NOTHING`,
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM uploads WHERE id = $1 AND deleted_at IS NULL
+     ON CONFLICT (upload_id, name) DO NOTHING
+     RETURNING 1`,
     [r.upload_id, r.name, r.storage_key, r.content_type, r.bytes, r.width, r.height, r.duration_ms],
   );
+  if (res.rowCount) return true;
+  const kept = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL', [r.upload_id]);
+  return kept.rowCount !== 0;
 }
 
 export async function listRenditions(db: Queryable, uploadId: string): Promise<RenditionRow[]> {
@@ -37,11 +45,14 @@ export async function setProcessingOutcome(
 ): Promise<void> {
   await db.query(
     `UPDATE uploads SET processing_status = $2, processing_reason = $3, media = $4
-      WHERE id = $1 AND processing_status = 'pending'`,
+      WHERE id = $1 AND processing_status = 'pending' AND deleted_at IS NULL`,
     [uploadId, outcome.status, outcome.reason, JSON.stringify(outcome.media ?? null)],
   );
 }
 
 export async function markProcessed(db: Queryable, uploadId: string): Promise<void> {
-  await db.query(`UPDATE uploads SET status = 'processed', processed_at = coalesce(processed_at, now()) WHERE id = $1`, [uploadId]);
+  await db.query(
+    `UPDATE uploads SET status = 'processed', processed_at = coalesce(processed_at, now()) WHERE id = $1 AND deleted_at IS NULL`,
+    [uploadId],
+  );
 }

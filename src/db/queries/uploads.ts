@@ -17,6 +17,9 @@ export interface UploadRow {
   processing_reason: string | null;
   media: Record<string, unknown> | null;
   processed_at: Date | null;
+  deleted_at: Date | null;
+  object_released: boolean;
+  erased_at: Date | null;
 }
 
 export type NewUpload = Pick<

@@ -1,0 +1,99 @@
+// Side effects of the deletion workflow, in its order: tombstone, let the upload's own runs
+// finish (a downstream child is cancelled), delete renditions, release the original (its
+// bytes go unless another upload shares them), scrub the personal metadata. Each is safe to
+// run again: a retry finds its work done.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Pool } from '../src/db/pool';
+import { deleteRenditionRows, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
+import { listRenditions } from '../src/db/queries/renditions';
+import { problem } from '../src/errors';
+import { metrics } from '../src/metrics';
+import type { ObjectStore } from '../src/storage/store';
+import { downstreamWorkflowId, type DeletionReason } from '../src/downstream/types';
+
+export interface DeletionActivityDeps {
+  pool: Pool;
+  store: ObjectStore;
+}
+
+const POLL_MS = 500;
+
+export function createDeletionActivities({ pool, store }: DeletionActivityDeps) {
+  /** Deletes an object if it is there; the bytes it held (0 when it was already gone). */
+  async function deleteObject(key: string): Promise<number> {
+    const head = await store.head(key);
+    if (!head) return 0;
+    await store.delete(key);
+    metrics.bytesErased.inc(head.bytes);
+    return head.bytes;
+  }
+
+  return {
+    /** The tombstone; null when the tenant has no such upload. */
+    async tombstoneUpload(a: { tenantId: string; uploadId: string }): Promise<{ uploadWorkflowId: string; deletedAt: string } | null> {
+      const row = await tombstoneUpload(pool, a.tenantId, a.uploadId);
+      return row ? { uploadWorkflowId: row.workflow_id, deletedAt: row.deleted_at!.toISOString() } : null;
+    },
+
+    /**
+     * Waits until the upload's run has closed (after it, no downstream child can start) and
+     * its downstream child too, cancelling a child still running: after this no transcode
+     * of the upload is scheduled (one already writing finds the tombstone and removes its
+     * own output).
+     */
+    async awaitUploadRunsClosed(a: { uploadId: string; uploadWorkflowId: string }): Promise<{ downstreamCancelled: boolean }> {
+      const ctx = Context.current();
+      const { client } = ctx;
+      const running = async (workflowId: string) => {
+        try {
+          return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) return false;
+          throw err;
+        }
+      };
+      while (await running(a.uploadWorkflowId)) {
+        ctx.heartbeat('waiting for the upload run');
+        await sleep(POLL_MS, undefined, { signal: ctx.cancellationSignal });
+      }
+      const downstream = downstreamWorkflowId(a.uploadId);
+      let downstreamCancelled = false;
+      while (await running(downstream)) {
+        if (!downstreamCancelled) await client.workflow.getHandle(downstream).cancel();
+        downstreamCancelled = true;
+        ctx.heartbeat('waiting for the downstream child to close');
+        await sleep(POLL_MS, undefined, { signal: ctx.cancellationSignal });
+      }
+      return { downstreamCancelled };
+    },
+
+    /** Deletes every rendition (the rows' objects, and any object under the upload's rendition prefix). */
+    async eraseRenditions(a: { tenantId: string; uploadId: string }): Promise<{ deleted: number; bytes: number }> {
+      const keys = new Set((await listRenditions(pool, a.uploadId)).map((r) => r.storage_key));
+      for await (const o of store.list(`tenants/${a.tenantId}/renditions/${a.uploadId}/`)) keys.add(o.key);
+      let bytes = 0;
+      for (const key of keys) bytes += await deleteObject(key);
+      await deleteRenditionRows(pool, a.uploadId);
+      return { deleted: keys.size, bytes };
+    },
+
+    /** Gives up the upload's claim on its object and deletes the bytes when no other upload shares them. */
+    async releaseOriginal(a: { uploadId: string }): Promise<{ objectDeleted: boolean; bytes: number }> {
+      const released = await releaseObject(pool, a.uploadId);
+      if (!released.unused) return { objectDeleted: false, bytes: 0 };
+      return { objectDeleted: true, bytes: await deleteObject(released.storageKey) };
+    },
+
+    /** Scrubs the personal metadata; a replay of the upload's key now answers 410 upload_deleted. */
+    async scrubUpload(a: { uploadId: string; reason: DeletionReason }): Promise<{ deletedAt: string; erasedAt: string }> {
+      const gone = problem('upload_deleted', 'This upload was deleted; its key is not reused for a new upload until it expires.', {
+        extra: { uploadId: a.uploadId },
+      });
+      const r = await scrubUpload(pool, a.uploadId, { status: gone.status, body: JSON.stringify(gone.toJSON()) });
+      if (r.first) metrics.deletions.inc({ reason: a.reason });
+      return { deletedAt: r.deletedAt.toISOString(), erasedAt: r.erasedAt.toISOString() };
+    },
+  };
+}

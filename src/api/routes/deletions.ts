@@ -1,0 +1,116 @@
+// DELETE /v1/uploads/{id} and POST /v1/uploads/delete (up to 100): each upload's deletion
+// is its own workflow, `delete/{uploadId}`, so a repeat — with or without an
+// Idempotency-Key — attaches to it and answers its state. From the tombstone on, the
+// upload's bytes answer 410; the answer is 200 once erased within the wait, else 202.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { Config } from '../../config';
+import type { Pool } from '../../db/pool';
+import { findUpload, type UploadRow } from '../../db/queries/uploads';
+import type { DeletionResult } from '../../downstream/types';
+import { dependency, problem } from '../../errors';
+import type { Deletions } from '../../lifecycle/deletions';
+import type { AppEnv } from '../env';
+import { header } from '../headers';
+import { jsonBody } from '../json-body';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
+import { parsePrefer } from '../parse/request-headers';
+import { BatchDelete, BatchDeletion, Deletion, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
+
+export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config: Config; idempotency: IdempotentRouteOptions }) {
+  const { pool, deletions, config } = deps;
+  const app = router();
+
+  route(app, batchDeleteRoute, idempotentRoute(deps.idempotency), async function deleteUploads(c) {
+    const { ids } = await jsonBody(c, BatchDelete, '{"ids": ["…"]}');
+    const tenantId = c.get('tenantId');
+    const items = await Promise.all(
+      ids.map(async (uploadId) => {
+        const upload = await dependency('database_unavailable', () => findUpload(pool, tenantId, uploadId));
+        if (!upload) return { uploadId, status: 'not_found' as const };
+        if (upload.erased_at) return { uploadId, status: 'deleted' as const };
+        await deletions.start(tenantId, uploadId, upload.idempotency_key, 'request');
+        return { uploadId, status: 'deleting' as const };
+      }),
+    );
+    return c.json({ items }, 202);
+  });
+
+  route(app, deleteRoute, idempotentRoute(deps.idempotency), async function deleteUpload(c) {
+    const tenantId = c.get('tenantId');
+    const id = c.req.param('id')!;
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUpload(pool, tenantId, id)) : undefined;
+    if (!upload) throw problem('not_found', 'No such upload.');
+    if (upload.erased_at) return c.json(deletionView(upload), 200);
+    const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
+    const result = await deletions.result(run, waitMs);
+    if (result) return c.json(resultView(result), 200);
+    return answerDeleting(c, upload);
+  });
+
+  return app;
+}
+
+function deletionView(u: UploadRow) {
+  return {
+    uploadId: u.id,
+    status: u.erased_at ? ('deleted' as const) : ('deleting' as const),
+    deletedAt: u.deleted_at?.toISOString() ?? null,
+    erasedAt: u.erased_at?.toISOString() ?? null,
+  };
+}
+
+function resultView(r: DeletionResult) {
+  return { uploadId: r.uploadId, status: 'deleted' as const, deletedAt: r.deletedAt, erasedAt: r.erasedAt };
+}
+
+function answerDeleting(c: Context<AppEnv>, u: UploadRow) {
+  return c.json({ ...deletionView(u), status: 'deleting' as const }, 202, { location: `/v1/uploads/${u.id}`, 'retry-after': '1' });
+}
+
+const deleteRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: ['uploads'],
+  summary: 'Delete an upload with erasure: its bytes, renditions and personal metadata',
+  description:
+    'Starts (or attaches to) the deletion workflow `delete/{id}`. From its first step the bytes answer 410 and the list shows the upload as ' +
+    '`deleted`; a running transcode is cancelled and can write nothing; renditions and the original are deleted (bytes another upload ' +
+    'shares under dedupe stay until the last one goes); the file name and media metadata are scrubbed; `upload.deleted` is sent once. ' +
+    'A replay of the original upload request under its key then answers 410 `upload_deleted`. 200 when erased within the wait ' +
+    '(`Prefer: wait=N`), else 202: poll the Location.',
+  security: apiKeyAuth,
+  request: {
+    params: z.object({ id: Uuid }),
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
+  },
+  responses: {
+    200: { description: 'Erased (or already erased).', content: { 'application/json': { schema: Deletion } } },
+    202: {
+      description: 'Deleting: tombstoned, erasure under way. Poll the Location (the upload) or repeat the DELETE.',
+      content: { 'application/json': { schema: Deletion } },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'not_found', 'header_invalid', 'temporal_unavailable'),
+  },
+});
+
+const batchDeleteRoute = createRoute({
+  method: 'post',
+  path: '/delete',
+  tags: ['uploads'],
+  summary: 'Delete up to 100 uploads (one deletion workflow each)',
+  security: apiKeyAuth,
+  request: {
+    headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
+    body: { required: true, content: { 'application/json': { schema: BatchDelete } } },
+  },
+  responses: {
+    202: {
+      description: "Each upload's state: deleting (started), deleted, or not_found.",
+      content: { 'application/json': { schema: BatchDeletion } },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
+  },
+});

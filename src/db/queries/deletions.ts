@@ -1,0 +1,92 @@
+// Deletion with erasure, step by step; each statement is safe to run again (a retried
+// activity finds its work done and does nothing more).
+import { withTransaction, type Pool, type Queryable } from '../pool';
+import { objectInUse } from './records';
+import type { UploadRow } from './uploads';
+
+/**
+ * Sets the tombstone (once: the first deletion's time stays). From this commit the bytes
+ * are not served and the downstream steps write no rendition or outcome. Undefined when
+ * the tenant has no such upload.
+ */
+export async function tombstoneUpload(db: Queryable, tenantId: string, uploadId: string): Promise<UploadRow | undefined> {
+  const res = await db.query<UploadRow>(
+    `UPDATE uploads SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
+      WHERE tenant_id = $1 AND id = $2
+      RETURNING *`,
+    [tenantId, uploadId],
+  );
+  return res.rows[0];
+}
+
+/** Whether the upload's tombstone is set. */
+export async function isDeleted(db: Queryable, uploadId: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NOT NULL', [uploadId]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** The upload's rendition rows, removed once their objects are gone. */
+export async function deleteRenditionRows(db: Queryable, uploadId: string): Promise<void> {
+  await db.query('DELETE FROM renditions WHERE upload_id = $1', [uploadId]);
+}
+
+/**
+ * Gives up the upload's claim on its stored object, in one transaction: a shared object's
+ * count goes down (its row goes at 0) only the first time. Answers whether the bytes may now
+ * be deleted — no counted share and no other unreleased upload names them — decided in the
+ * same transaction that took the count, whose row lock orders it against a new upload
+ * sharing the bytes.
+ */
+export async function releaseObject(pool: Pool, uploadId: string): Promise<{ storageKey: string; bytes: number; unused: boolean }> {
+  return withTransaction(pool, async (tx) => {
+    const row = (
+      await tx.query<{ storage_key: string; bytes: string; object_released: boolean; tenant_id: string }>(
+        'SELECT storage_key, bytes, object_released, tenant_id FROM uploads WHERE id = $1 FOR UPDATE',
+        [uploadId],
+      )
+    ).rows[0];
+    if (!row) throw new Error(`upload ${uploadId} is gone`);
+    if (!row.object_released) {
+      const shared = await tx.query<{ refs: number }>(
+        'SELECT refs FROM stored_objects WHERE tenant_id = $1 AND storage_key = $2 FOR UPDATE',
+        [row.tenant_id, row.storage_key],
+      );
+      if (shared.rows[0] && shared.rows[0].refs > 1) {
+        await tx.query('UPDATE stored_objects SET refs = refs - 1 WHERE tenant_id = $1 AND storage_key = $2', [
+          row.tenant_id,
+          row.storage_key,
+        ]);
+      } else if (shared.rows[0]) {
+        await tx.query('DELETE FROM stored_objects WHERE tenant_id = $1 AND storage_key = $2', [row.tenant_id, row.storage_key]);
+      }
+      await tx.query('UPDATE uploads SET object_released = true WHERE id = $1', [uploadId]);
+    }
+    return { storageKey: row.storage_key, bytes: Number(row.bytes), unused: !(await objectInUse(tx, row.storage_key)) };
+  });
+}
+
+/**
+ * Removes the personal metadata (the file name, probed media) and marks the upload erased;
+ * the key's stored answer becomes `gone` (410), so a replay of the original request under
+ * its key no longer carries the name, or a Location to bytes that are gone.
+ */
+export async function scrubUpload(
+  pool: Pool,
+  uploadId: string,
+  gone: { status: number; body: string },
+): Promise<{ deletedAt: Date; erasedAt: Date; first: boolean }> {
+  return withTransaction(pool, async (tx) => {
+    const before = await tx.query<{ erased_at: Date | null }>('SELECT erased_at FROM uploads WHERE id = $1 FOR UPDATE', [uploadId]);
+    const res = await tx.query<{ deleted_at: Date; erased_at: Date }>(
+      `UPDATE uploads SET file_name = NULL, media = NULL, processing_reason = NULL, erased_at = coalesce(erased_at, now())
+        WHERE id = $1 RETURNING deleted_at, erased_at`,
+      [uploadId],
+    );
+    await tx.query('UPDATE idempotency_keys SET response_status = $2, response_body = $3 WHERE upload_id = $1', [
+      uploadId,
+      gone.status,
+      gone.body,
+    ]);
+    return { deletedAt: res.rows[0]!.deleted_at, erasedAt: res.rows[0]!.erased_at, first: !before.rows[0]?.erased_at };
+  });
+}

@@ -1,0 +1,68 @@
+// Starting and awaiting deletions. One workflow per upload, `delete/{uploadId}`: a repeated
+// or concurrent delete (the same request retried, a batch naming it again, retention)
+// attaches to the run that exists, or finds the one that finished.
+import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { dependency } from '../errors';
+import {
+  deletionWorkflowId,
+  type DeletionInput,
+  type DeletionReason,
+  type DeletionResult,
+  type WebhookRetrySchedule,
+} from '../downstream/types';
+import { searchAttributes } from '../temporal/names';
+import type { AnswerCache } from '../upload/answer-cache';
+import { DELETION_WORKFLOW_TYPE } from '../../workflows/definitions';
+
+export class Deletions {
+  constructor(
+    private readonly deps: {
+      temporal: Client;
+      taskQueue: string;
+      webhookRetry: WebhookRetrySchedule;
+      /** This process's replay cache: a deleted upload's key answers 410 from now on. */
+      answers: AnswerCache;
+    },
+  ) {}
+
+  /** Starts the deletion of an upload made under `key`, or finds the one already started. */
+  async start(tenantId: string, uploadId: string, key: string, reason: DeletionReason): Promise<WorkflowHandle> {
+    this.deps.answers.forget(tenantId, key);
+    const workflowId = deletionWorkflowId(uploadId);
+    const input: DeletionInput = { tenantId, uploadId, reason, webhookRetry: this.deps.webhookRetry };
+    return dependency('temporal_unavailable', async () => {
+      try {
+        return await this.deps.temporal.workflow.start(DELETION_WORKFLOW_TYPE, {
+          workflowId,
+          taskQueue: this.deps.taskQueue,
+          args: [input],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          staticSummary: `Delete upload ${uploadId} (${reason})`,
+          typedSearchAttributes: [
+            { key: searchAttributes.tenant, value: tenantId },
+            { key: searchAttributes.phase, value: 'deleting' },
+          ],
+        });
+      } catch (err) {
+        // A finished deletion: its result is the answer.
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return this.deps.temporal.workflow.getHandle(workflowId);
+        throw err;
+      }
+    });
+  }
+
+  /** The deletion's result if it finishes within `waitMs`, else undefined (still running). */
+  async result(handle: WorkflowHandle, waitMs: number): Promise<DeletionResult | undefined> {
+    if (waitMs <= 0) return undefined;
+    const timeout = new AbortController();
+    const done = dependency('temporal_unavailable', () => handle.result() as Promise<DeletionResult>);
+    try {
+      return await Promise.race([done, sleep(waitMs, undefined, { signal: timeout.signal })]);
+    } finally {
+      timeout.abort();
+      done.catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,33 @@
+// Webhook fan-out shared by the downstream and deletion workflows: one delivery activity per
+// (event, endpoint), retried on the tenant's schedule; one that exhausts its retries is
+// recorded in the result, not fatal.
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { WebhookEvent, WebhookRetrySchedule } from '../src/downstream/types';
+
+/** Delivers an event to each endpoint, writing each outcome into `deliveries`. */
+export function announcer(endpoints: string[], r: WebhookRetrySchedule, deliveries: Record<string, string>) {
+  const deliverWith = (summary: string) =>
+    proxyActivities<Activities>({
+      summary,
+      startToCloseTimeout: r.attemptTimeoutSeconds * 1000,
+      retry: {
+        initialInterval: r.initialSeconds * 1000,
+        backoffCoefficient: r.coefficient,
+        maximumInterval: r.maxIntervalSeconds * 1000,
+        maximumAttempts: r.maxAttempts,
+      },
+    }).deliverWebhook;
+  return async function announce(event: WebhookEvent, timestamp: string): Promise<void> {
+    await Promise.all(
+      endpoints.map(async (endpointId) => {
+        try {
+          const deliver = deliverWith(`Deliver ${event.type} (${event.id}) to endpoint ${endpointId}`);
+          deliveries[`${event.type} → ${endpointId}`] = await deliver({ event, endpointId, timestamp });
+        } catch {
+          deliveries[`${event.type} → ${endpointId}`] = 'gave_up';
+        }
+      }),
+    );
+  };
+}

@@ -1,0 +1,61 @@
+// The deletion of one upload (ID `delete/{uploadId}`; a repeated or concurrent delete
+// attaches to it): tombstone first, then wait for the upload's own runs (cancelling its
+// downstream child), delete the renditions and the original (shared bytes only when no
+// other upload holds them), scrub the personal metadata, and announce upload.deleted once.
+import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { searchAttributes } from '../src/temporal/names';
+import type { Activities } from '../activities';
+import { eventId, type DeletionInput, type DeletionResult } from '../src/downstream/types';
+import { announcer } from './announce';
+
+const step = (summary: string, startToCloseTimeout = '1 minute') =>
+  proxyActivities<Activities>({ summary, startToCloseTimeout, retry: { initialInterval: '1 second', maximumInterval: '1 minute' } });
+const { listWebhookEndpoints } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+export async function deletionWorkflow(input: DeletionInput): Promise<DeletionResult> {
+  const { uploadId, tenantId } = input;
+  const tombstone = await step('Tombstone the upload: its bytes are no longer served').tombstoneUpload({ tenantId, uploadId });
+  if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, 'not_found');
+
+  setCurrentDetails('waiting for the upload run and its downstream child');
+  await proxyActivities<Activities>({
+    summary: 'Wait for the upload run; cancel and wait for its downstream child',
+    startToCloseTimeout: '1 hour',
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  }).awaitUploadRunsClosed({ uploadId, uploadWorkflowId: tombstone.uploadWorkflowId });
+
+  setCurrentDetails('erasing renditions and the original');
+  const renditions = await step('Delete every rendition', '10 minutes').eraseRenditions({ tenantId, uploadId });
+  const original = await step('Release the original; delete its bytes unless another upload shares them', '10 minutes').releaseOriginal({
+    uploadId,
+  });
+  const scrubbed = await step('Scrub the personal metadata; the key now answers 410').scrubUpload({ uploadId, reason: input.reason });
+
+  setCurrentDetails('announcing upload.deleted');
+  const deliveries: Record<string, string> = {};
+  const announce = announcer(await listWebhookEndpoints(tenantId), input.webhookRetry, deliveries);
+  await announce(
+    {
+      id: eventId(uploadId, 'upload.deleted'),
+      type: 'upload.deleted',
+      tenantId,
+      uploadId,
+      data: { uploadId, reason: input.reason, deletedAt: scrubbed.deletedAt, erasedAt: scrubbed.erasedAt },
+    },
+    scrubbed.erasedAt,
+  );
+  upsertSearchAttributes([{ key: searchAttributes.phase, value: 'deleted' }]);
+  setCurrentDetails(`erased: ${renditions.deleted} renditions, original ${original.objectDeleted ? 'deleted' : 'kept (shared)'}`);
+  return {
+    uploadId,
+    deletedAt: scrubbed.deletedAt,
+    erasedAt: scrubbed.erasedAt,
+    objectDeleted: original.objectDeleted,
+    renditionsDeleted: renditions.deleted,
+    bytesErased: renditions.bytes + original.bytes,
+  };
+}
