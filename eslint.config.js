@@ -35,7 +35,7 @@ export default tseslint.config(
   },
   layer(['src/arrivals/**/*.ts', 'src/upload/**/*.ts'], API, 'arrivals and upload'),
   layer(['src/sessions/**/*.ts'], [...API, ...ARRIVALS], 'The session core'),
-  layer(['src/downloads/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS], 'downloads'),
+  layer(['src/downloads/**/*.ts', 'src/lifecycle/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS], 'downloads and lifecycle'),
   layer(['src/db/**/*.ts', 'src/storage/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS, '**/upload/receive', '**/runtime'], 'db and storage'),
   layer(['activities/**/*.ts'], [...API, ...ARRIVALS], 'Activities'),
   {

@@ -419,10 +419,11 @@ export const Readiness = z
 
 export const WebhookEvent = z
   .object({
-    type: z.enum(['upload.completed', 'upload.processed']),
+    type: z.enum(['upload.completed', 'upload.processed', 'upload.deleted']),
     timestamp: z.string(),
-    data: z
-      .record(z.string(), z.unknown())
-      .openapi({ description: 'The upload (as in GET /v1/uploads/{id}); `upload.processed` adds processing and renditions.' }),
+    data: z.record(z.string(), z.unknown()).openapi({
+      description:
+        'The upload (as in GET /v1/uploads/{id}); `upload.processed` adds processing and renditions; `upload.deleted` carries only `uploadId`, `reason`, `deletedAt` and `erasedAt`.',
+    }),
   })
   .openapi('WebhookEvent');
