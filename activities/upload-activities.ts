@@ -2,7 +2,7 @@
 // injected (never module globals) and every activity is safe to retry.
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
-import { commitUploadRecords, findCommittedAnswer, KeyHeldElsewhere, objectInUse } from '../src/db/queries/records';
+import { commitUploadRecords, findCommittedAnswer, KeyHeldElsewhere, objectInUse, SharedObjectReleased } from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
@@ -72,6 +72,8 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
               }),
       }).catch((err: unknown) => {
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
+        // The copy is gone with it: the run fails (503 upload_failed) and a retry sends the bytes.
+        if (err instanceof SharedObjectReleased) throw ApplicationFailure.nonRetryable(err.message, 'staged_copy_missing');
         throw err;
       });
       metrics.uploadsCommitted.inc({ result: rejection ? 'rejected' : 'created' });

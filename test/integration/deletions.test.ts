@@ -2,9 +2,10 @@
 // workflow per upload; the tombstone first (bytes answer 410), then renditions, the original
 // (dedupe-shared bytes only with the last upload), the personal metadata; upload.deleted
 // once; the original request's key answers 410 from then on. Bad requests change nothing.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
+import { commitUploadRecords, SharedObjectReleased } from '../../src/db/queries/records';
 import { createTenant } from '../../src/tenants';
 import { eventually, listKeys } from '../helpers/inspect';
 import { postUpload } from '../helpers/http';
@@ -158,6 +159,40 @@ describe.each(['s3', 'local'] as const)('deleting uploads on the %s store', (kin
     expect(await stack.runtime.store.head(third.storageKey)).toBeDefined();
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   }, 120_000);
+
+  it('an instant upload whose shared object a deletion released meanwhile writes nothing', async () => {
+    const tenant = await tenantWithReceiver('sha256');
+    const bytes = randomBytes(10_000);
+    const first = await upload(tenant, bytes);
+    expect((await call(tenant, 'DELETE', `/v1/uploads/${first.uploadId}`, { headers: { prefer: 'wait=30' } })).status).toBe(200);
+    // The commit of an upload that found the shared object before the deletion released it.
+    const key = `instant-${randomUUID()}`;
+    const commit = commitUploadRecords(stack.runtime.pool, {
+      tenantId: tenant.tenantId,
+      key,
+      fingerprint: 'f'.repeat(64),
+      workflowId: `upload/${tenant.tenantId}/${key}`,
+      startedAt: new Date(),
+      ttlSeconds: 3600,
+      upload: {
+        id: randomUUID(),
+        tenant_id: tenant.tenantId,
+        idempotency_key: key,
+        workflow_id: `upload/${tenant.tenantId}/${key}`,
+        storage_key: first.storageKey,
+        bytes: bytes.length,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        content_type: 'application/octet-stream',
+        file_name: null,
+      },
+      response: () => ({ status: 201, body: '{}' }),
+    });
+    await expect(commit).rejects.toBeInstanceOf(SharedObjectReleased);
+    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE idempotency_key = $1', [key]);
+    expect(rows.rows[0].n).toBe(0);
+    const shared = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM stored_objects WHERE tenant_id = $1', [tenant.tenantId]);
+    expect(shared.rows[0].n).toBe(0);
+  });
 
   it('a delete while the transcode runs leaves no rendition behind', async () => {
     const tenant = await tenantWithReceiver();

@@ -6,6 +6,7 @@ import { withTransaction } from '../pool';
 import { findKeyHolder, insertKeyIfAbsent, UPLOAD_ROUTE, type KeyHolder } from './idempotency-keys';
 import { insertUploadIfAbsent, type NewUpload } from './uploads';
 import type { StoredResponse } from '../../upload/types';
+import { keyStoragePrefix } from '../../temporal/ids';
 
 export interface RecordsInput {
   tenantId: string;
@@ -126,14 +127,28 @@ async function storedResponseOf(
  * of the same bytes at once serialise on the unique key: the second gets the first's object.
  */
 async function shareObject(tx: Queryable, u: NewUpload): Promise<string> {
-  const res = await tx.query<{ storage_key: string }>(
+  const res = await tx.query<{ storage_key: string; inserted: boolean }>(
     `INSERT INTO stored_objects (tenant_id, sha256, bytes, storage_key, refs)
      SELECT $1, $2, $3, $4, 1 FROM tenants WHERE id = $1 AND dedupe = 'sha256'
      ON CONFLICT (tenant_id, sha256, bytes) DO UPDATE SET refs = stored_objects.refs + 1
-     RETURNING storage_key`,
+     RETURNING storage_key, (xmax = 0) AS inserted`,
     [u.tenant_id, u.sha256, u.bytes, u.storage_key],
   );
-  return res.rows[0]?.storage_key ?? u.storage_key;
+  const row = res.rows[0];
+  // An instant upload offered another upload's shared object as its copy; if the count row
+  // is gone (the last sharer was deleted since) the bytes are being erased: nothing is written.
+  if (row?.inserted && !u.storage_key.startsWith(keyStoragePrefix(u.tenant_id, u.idempotency_key))) {
+    throw new SharedObjectReleased(u.storage_key);
+  }
+  return row?.storage_key ?? u.storage_key;
+}
+
+/** The shared object an instant upload offered was released by a deletion before the commit. */
+export class SharedObjectReleased extends Error {
+  constructor(readonly storageKey: string) {
+    super(`the shared object ${storageKey} was released by a deletion`);
+    this.name = 'SharedObjectReleased';
+  }
 }
 
 /** The stored object with these bytes under a deduping tenant, if any (instant uploads). */
