@@ -6,21 +6,27 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Pool } from '../src/db/pool';
-import { deleteRenditionRows, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
+import { deleteRenditionRows, dueUploads, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
+import { Deletions } from '../src/lifecycle/deletions';
 import { listRenditions } from '../src/db/queries/renditions';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
-import { downstreamWorkflowId, type DeletionReason } from '../src/downstream/types';
+import { downstreamWorkflowId, type DeletionReason, type WebhookRetrySchedule } from '../src/downstream/types';
 
 export interface DeletionActivityDeps {
   pool: Pool;
   store: ObjectStore;
+  /** The retry schedule of the upload.deleted webhooks of deletions this worker starts. */
+  webhookRetry: WebhookRetrySchedule;
 }
+
+/** Deletions started per sweep at most; the next sweep takes the rest. */
+const SWEEP_BATCH = 1000;
 
 const POLL_MS = 500;
 
-export function createDeletionActivities({ pool, store }: DeletionActivityDeps) {
+export function createDeletionActivities({ pool, store, webhookRetry }: DeletionActivityDeps) {
   /** Deletes an object if it is there; the bytes it held (0 when it was already gone). */
   async function deleteObject(key: string): Promise<number> {
     const head = await store.head(key);
@@ -31,6 +37,22 @@ export function createDeletionActivities({ pool, store }: DeletionActivityDeps) 
   }
 
   return {
+    /**
+     * Starts the deletion (reason `retention`) of every live upload whose time is up; one
+     * already started is attached to, not repeated. Run by the expire-uploads Schedule.
+     */
+    async expireDueUploads(): Promise<{ started: number }> {
+      const ctx = Context.current();
+      const deletions = new Deletions({ temporal: ctx.client, taskQueue: ctx.info.taskQueue, webhookRetry });
+      const due = await dueUploads(pool, SWEEP_BATCH);
+      for (const u of due) {
+        await deletions.start(u.tenant_id, u.id, u.idempotency_key, 'retention');
+        ctx.heartbeat(u.id);
+      }
+      metrics.housekeepingRemoved.inc({ kind: 'expired_uploads' }, due.length);
+      return { started: due.length };
+    },
+
     /** The tombstone; null when the tenant has no such upload. */
     async tombstoneUpload(a: { tenantId: string; uploadId: string }): Promise<{ uploadWorkflowId: string; deletedAt: string } | null> {
       const row = await tombstoneUpload(pool, a.tenantId, a.uploadId);

@@ -1,11 +1,11 @@
 // Every activity the workers register, built from injected dependencies.
 import { createDownstreamActivities, type DownstreamActivityDeps } from './downstream-activities';
-import { createDeletionActivities } from './deletion-activities';
+import { createDeletionActivities, type DeletionActivityDeps } from './deletion-activities';
 import { createHousekeepingActivities, type HousekeepingDeps } from './housekeeping-activities';
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 
-export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps & HousekeepingDeps;
+export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps & HousekeepingDeps & DeletionActivityDeps;
 
 export function createActivities(deps: ActivityDeps) {
   return {

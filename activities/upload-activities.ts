@@ -56,6 +56,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
                 sha256: copy.sha256,
                 content_type: request.contentType,
                 file_name: request.fileName,
+                expires_at: request.expiresAt ?? null,
               }
             : undefined,
         response: (createdAt, storageKey) =>

@@ -12,6 +12,7 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { createEmbeddedPool, startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
+import { setTenantRetention } from './db/queries/tenants';
 import { defaultOutboxPath, EXIT, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
 
@@ -57,9 +58,8 @@ program
     }
   });
 
-program
-  .command('tenant')
-  .description('manage tenants')
+const tenant = program.command('tenant').description('manage tenants');
+tenant
   .command('create')
   .argument('<name>', 'tenant name')
   .option('--json', 'print JSON')
@@ -75,6 +75,31 @@ program
       await migrate(db.pool);
       const t = await createTenant(db.pool, name, undefined, opts.dedupe);
       console.log(opts.json ? JSON.stringify(t) : `tenant ${t.tenantId}\napi key ${t.apiKey}   (store it now: only its hash is kept)`);
+    } finally {
+      await db.close();
+    }
+  });
+
+tenant
+  .command('retention')
+  .description("keep a tenant's uploads this many days (then the deletion workflow erases them), or 'off' to keep them")
+  .argument('<tenantId>', 'tenant id')
+  .argument('<days>', "whole days, or 'off'")
+  .action(async (tenantId: string, days: string) => {
+    const value = days === 'off' ? null : Number(days);
+    if (value !== null && (!Number.isInteger(value) || value < 1 || value > 36500)) {
+      console.error(`oncely: days must be a whole number from 1 to 36500, or 'off' (got ${days})`);
+      process.exit(2);
+    }
+    const db = await openDatabase(loadConfig());
+    try {
+      await migrate(db.pool);
+      const row = await setTenantRetention(db.pool, tenantId, value).catch(() => undefined);
+      if (!row) {
+        console.error(`oncely: no tenant ${tenantId}`);
+        process.exit(1);
+      }
+      console.log(`tenant ${row.id}: uploads kept ${row.retention_days === null ? 'until deleted' : `${row.retention_days} days`}`);
     } finally {
       await db.close();
     }

@@ -19,6 +19,7 @@ import { noProgress, type StartProgress } from './start-watchdog';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
+import { downstreamSettings } from './services';
 
 function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -169,6 +170,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
           maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS,
         },
         secrets: box,
+        webhookRetry: downstreamSettings(config).webhookRetry,
         housekeeping: {
           tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,
           stagingGraceSeconds: config.STAGING_GRACE_SECONDS,
@@ -184,7 +186,9 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       const { ensureHousekeepingSchedules } = await import('./temporal/schedules');
       const admin = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
       try {
-        await ensureHousekeepingSchedules(admin.client, config.TASK_QUEUE_UPLOADS);
+        await ensureHousekeepingSchedules(admin.client, config.TASK_QUEUE_UPLOADS, {
+          'expire-uploads': `${config.RETENTION_SWEEP_SECONDS} seconds`,
+        });
       } finally {
         await admin.close();
       }

@@ -2,7 +2,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
-export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart';
+export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart' | 'expire-uploads';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
@@ -18,5 +18,7 @@ export async function housekeepingWorkflow(task: HousekeepingTask): Promise<Reco
       return acts.sweepStagingObjects();
     case 'abort-multipart':
       return acts.abortStaleMultipartUploads();
+    case 'expire-uploads':
+      return acts.expireDueUploads();
   }
 }

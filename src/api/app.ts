@@ -39,6 +39,7 @@ export const REQUEST_HEADERS = [
   'Idempotency-Key',
   'X-File-Sha256',
   'X-File-Name',
+  'X-Expires-At',
   'Prefer',
   'Range',
   'If-Range',

@@ -64,6 +64,14 @@ export const MediaType = z
     example: 'image/jpeg',
   });
 
+export const ExpiresAt = z.iso
+  .datetime({ offset: true, error: 'expiresAt must be an RFC 3339 date-time with its offset (2027-01-31T00:00:00Z).' })
+  .openapi({
+    description:
+      'When to delete the upload (RFC 3339, in the future): the deletion workflow erases it then, as DELETE would. The tenant retention (retentionDays) may delete it earlier.',
+    example: '2027-01-31T00:00:00Z',
+  });
+
 export const PreferHeader = z.string().openapi({
   description:
     'RFC 7240: `wait=N` bounds how long the request waits for the upload to finish (default 10 s, at most 60 s) before answering 202; `respond-async` answers 202 at once.',
@@ -97,6 +105,7 @@ export const CreateDirectUpload = z
       .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'fileName must be 1-255 characters without control characters or slashes.')
       .optional()
       .openapi({ example: 'talk.mp4' }),
+    expiresAt: ExpiresAt.optional(),
   })
   .strict()
   .openapi('CreateDirectUpload');
@@ -169,6 +178,20 @@ export const CreateTenant = z
   })
   .openapi('CreateTenant');
 
+export const TenantSettings = z
+  .object({
+    retentionDays: z.number().int().min(1).max(36500).nullable().openapi({
+      description: "Days the tenant's uploads are kept before the deletion workflow erases them; null keeps them.",
+      example: 30,
+    }),
+  })
+  .strict()
+  .openapi('TenantSettings');
+
+export const Tenant = z
+  .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), retentionDays: z.number().int().nullable() })
+  .openapi('Tenant');
+
 export const CreateApiKey = z
   .object({ label: z.string().trim().max(100).optional().openapi({ example: 'ci uploader' }) })
   .openapi('CreateApiKey');
@@ -210,6 +233,10 @@ export const Upload = UploadCreated.extend({
   idempotencyKey: z.string(),
   deletedAt: z.string().nullable().openapi({ description: 'When the upload was deleted (its bytes stopped being served).' }),
   erasedAt: z.string().nullable().openapi({ description: 'When its bytes, renditions and personal metadata were gone.' }),
+  expiresAt: z
+    .string()
+    .nullable()
+    .openapi({ description: 'When it is to be deleted, as sent with it (the tenant retention may come first).' }),
   processing: z.object({
     status: z.enum(['pending', 'ready', 'skipped', 'failed']),
     reason: z.string().nullable(),

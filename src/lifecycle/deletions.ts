@@ -21,14 +21,14 @@ export class Deletions {
       temporal: Client;
       taskQueue: string;
       webhookRetry: WebhookRetrySchedule;
-      /** This process's replay cache: a deleted upload's key answers 410 from now on. */
-      answers: AnswerCache;
+      /** This process's replay cache, if it has one: a deleted upload's key answers 410 from now on. */
+      answers?: AnswerCache;
     },
   ) {}
 
   /** Starts the deletion of an upload made under `key`, or finds the one already started. */
   async start(tenantId: string, uploadId: string, key: string, reason: DeletionReason): Promise<WorkflowHandle> {
-    this.deps.answers.forget(tenantId, key);
+    this.deps.answers?.forget(tenantId, key);
     const workflowId = deletionWorkflowId(uploadId);
     const input: DeletionInput = { tenantId, uploadId, reason, webhookRetry: this.deps.webhookRetry };
     return dependency('temporal_unavailable', async () => {

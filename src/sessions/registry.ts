@@ -46,6 +46,8 @@ export interface NewSessionRequest {
   contentType: string;
   fileName: string | null;
   declaredSha256: string | null;
+  /** The upload's own expiry (RFC 3339), when sent. */
+  expiresAt?: string;
 }
 
 /** What a mode decides at creation. */
@@ -75,6 +77,7 @@ export class SessionRegistry {
       sha256: r.declaredSha256,
       fileName: r.fileName,
       extra,
+      expiresAt: r.expiresAt,
     });
     const db = this.deps.pool;
     const existing = await dependency('database_unavailable', () => findSessionByKey(db, r.tenantId, r.key));
@@ -106,6 +109,7 @@ export class SessionRegistry {
           content_type: r.contentType,
           file_name: r.fileName,
           declared_sha256: r.declaredSha256,
+          expires_at: r.expiresAt ?? null,
           storage_key: storageKey,
           multipart_id: multipartId,
           mode: kind.mode,
@@ -216,5 +220,6 @@ export function uploadRequest(s: SessionRow): UploadRequest {
     fileName: s.file_name,
     declaredBytes: Number(s.upload_length),
     declaredSha256: s.declared_sha256,
+    ...(s.expires_at ? { expiresAt: s.expires_at.toISOString() } : {}),
   };
 }

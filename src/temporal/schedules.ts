@@ -7,20 +7,26 @@ export const HOUSEKEEPING: Record<HousekeepingTask, string> = {
   'expire-keys': '15 minutes',
   'sweep-staging': '30 minutes',
   'abort-multipart': '1 hour',
+  'expire-uploads': '1 minute',
 };
 
 export function scheduleId(taskQueue: string, task: HousekeepingTask): string {
   return `housekeeping/${taskQueue}/${task}`;
 }
 
-export async function ensureHousekeepingSchedules(client: Client, taskQueue: string): Promise<string[]> {
+/** `every` overrides a task's interval (the retention sweep's comes from RETENTION_SWEEP_SECONDS). */
+export async function ensureHousekeepingSchedules(
+  client: Client,
+  taskQueue: string,
+  every: Partial<Record<HousekeepingTask, string>> = {},
+): Promise<string[]> {
   const ids: string[] = [];
-  for (const [task, every] of Object.entries(HOUSEKEEPING) as [HousekeepingTask, string][]) {
+  for (const [task, interval] of Object.entries({ ...HOUSEKEEPING, ...every }) as [HousekeepingTask, string][]) {
     const id = scheduleId(taskQueue, task);
     try {
       await client.schedule.create({
         scheduleId: id,
-        spec: { intervals: [{ every }] },
+        spec: { intervals: [{ every: interval }] },
         policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
         action: {
           type: 'startWorkflow',

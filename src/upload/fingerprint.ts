@@ -13,11 +13,14 @@ export interface FingerprintParts {
   fileName: string | null;
   /** Anything else that identifies the request in its mode (e.g. tus Upload-Metadata). */
   extra?: string;
+  /** The upload's own expiry, when sent: the same key with another expiry is another request. */
+  expiresAt?: string;
 }
 
 export function fingerprint(p: FingerprintParts): string {
   const parts: unknown[] = [p.method.toUpperCase(), p.route, p.tenantId, p.contentLength, p.contentType, p.sha256, p.fileName];
   if (p.extra !== undefined) parts.push(p.extra);
+  if (p.expiresAt !== undefined) parts.push({ expiresAt: p.expiresAt });
   const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('hex');
 }

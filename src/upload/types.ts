@@ -10,6 +10,8 @@ export interface UploadRequest {
   fileName: string | null;
   declaredBytes: number;
   declaredSha256: string | null;
+  /** When the upload is to be deleted (RFC 3339), as sent with it; absent: kept (or by the tenant's retention). */
+  expiresAt?: string;
 }
 
 /** One attempt's complete, verified copy of the body, sitting in the object store. */

@@ -11,6 +11,7 @@ export function oneRequestUpload(r: {
   contentType: string;
   sha256: string | null;
   fileName: string | null;
+  expiresAt?: string;
 }): UploadRequest {
   return {
     tenantId: r.tenantId,
@@ -23,10 +24,12 @@ export function oneRequestUpload(r: {
       contentType: r.contentType,
       sha256: r.sha256,
       fileName: r.fileName,
+      expiresAt: r.expiresAt,
     }),
     contentType: r.contentType,
     fileName: r.fileName,
     declaredBytes: r.bytes,
     declaredSha256: r.sha256,
+    ...(r.expiresAt ? { expiresAt: r.expiresAt } : {}),
   };
 }

@@ -12,7 +12,7 @@ import { problem, Problem } from '../../errors';
 import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from './idempotency-key';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
-import { parseContentType, parseFileName, parseSha256 } from './request-headers';
+import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from './request-headers';
 import type { UploadRequest } from '../../upload/types';
 
 /** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
@@ -65,7 +65,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         if (key !== undefined && key !== fromField)
           return fail(problem('idempotency_key_invalid', 'The Idempotency-Key header and the idempotencyKey field differ.'));
         key = fromField;
-      } else if (name === 'fileName' || name === 'sha256') fields[name] = value;
+      } else if (name === 'fileName' || name === 'sha256' || name === 'expiresAt') fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
       if (fileSeen || failure || key === undefined) {
@@ -106,12 +106,23 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         if (failure) throw failure;
         const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
         const declaredSha256 = parseSha256(fields.sha256);
+        const expiresAt = parseExpiresAt(fields.expiresAt, 'form_invalid');
         return {
           ...base,
           fileName,
           declaredBytes: bytes,
           declaredSha256,
-          fingerprint: fingerprint({ method: 'POST', route: FORM_ROUTE, tenantId, contentLength: bytes, contentType, sha256, fileName }),
+          ...(expiresAt ? { expiresAt } : {}),
+          fingerprint: fingerprint({
+            method: 'POST',
+            route: FORM_ROUTE,
+            tenantId,
+            contentLength: bytes,
+            contentType,
+            sha256,
+            fileName,
+            expiresAt,
+          }),
         };
       });
       // A file that could not be staged ends the request at once (the form is not read on).

@@ -2,7 +2,7 @@
 // the OpenAPI document is generated from) and returns a clean value or throws a catalogue
 // error; none reads the body.
 import type { z } from 'zod';
-import { ContentLengthHeader, FileName, MediaType, Sha256Header, WaitQuery } from '../schemas';
+import { ContentLengthHeader, ExpiresAt, FileName, MediaType, Sha256Header, WaitQuery } from '../schemas';
 import { problem, type ErrorCode } from '../../errors';
 
 function check<T>(schema: z.ZodType<T>, value: string, code: ErrorCode): T {
@@ -17,6 +17,21 @@ export function parseContentLength(value: string | undefined, maxBytes: number):
   const n = Number(check(ContentLengthHeader, value, 'header_invalid').trim());
   if (n > maxBytes) throw problem('payload_too_large', `File is ${n} bytes; the maximum is ${maxBytes} bytes.`, { extra: { maxBytes } });
   return n;
+}
+
+const MAX_EXPIRY_MS = 100 * 365 * 24 * 3600 * 1000;
+
+/**
+ * An upload's own expiry (X-Expires-At, or the `expiresAt` field of a form, tus metadata,
+ * a direct-upload plan or Uppy's metadata), normalised to UTC; it must lie in the future.
+ * `code` is the problem the request's part answers (header_invalid, body_invalid, ...).
+ */
+export function parseExpiresAt(value: string | undefined, code: ErrorCode): string | undefined {
+  if (value === undefined) return undefined;
+  const at = Date.parse(check(ExpiresAt, value.trim(), code));
+  if (at <= Date.now()) throw problem(code, 'expiresAt must lie in the future.');
+  if (at > Date.now() + MAX_EXPIRY_MS) throw problem(code, 'expiresAt must lie within 100 years.');
+  return new Date(at).toISOString();
 }
 
 export function parseSha256(value: string | undefined): string | null {

@@ -1,13 +1,15 @@
-// POST /admin/tenants: an operator creates a tenant with its first API key. Idempotent like
+// POST /admin/tenants: an operator creates a tenant with its first API key; PATCH
+// /admin/tenants/{id} changes its retention. Idempotent like
 // every mutating route (keys under the reserved operator tenant); the answer, which holds
 // the new key, is stored sealed.
-import { createRoute } from '@hono/zod-openapi';
-import { dependency } from '../../errors';
+import { createRoute, z } from '@hono/zod-openapi';
+import { setTenantRetention } from '../../db/queries/tenants';
+import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
-import { CreateTenant, TenantCreated } from '../schemas';
+import { CreateTenant, Tenant, TenantCreated, TenantSettings, Uuid } from '../schemas';
 import { apiKeyView } from './api-keys';
 
 const createTenantRoute = createRoute({
@@ -23,8 +25,36 @@ const createTenantRoute = createRoute({
   },
 });
 
+const updateTenantRoute = createRoute({
+  method: 'patch',
+  path: '/tenants/{id}',
+  tags: ['operators'],
+  summary: "Change a tenant's settings: retentionDays",
+  description:
+    'Uploads older than `retentionDays` are erased by the deletion workflow (the expire-uploads Schedule starts one per due upload, ' +
+    'every RETENTION_SWEEP_SECONDS), as DELETE would. Applies to the uploads already stored too; null keeps uploads until deleted.',
+  security: [{ adminToken: [] }],
+  request: {
+    params: z.object({ id: Uuid }),
+    body: { required: true, content: { 'application/json': { schema: TenantSettings } } },
+  },
+  responses: {
+    200: { description: 'The tenant with its settings', content: { 'application/json': { schema: Tenant } } },
+    ...problems('unauthorized', 'not_found', 'body_invalid', 'payload_too_large', 'database_unavailable', 'internal_error'),
+  },
+});
+
 export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions }) {
   const app = router();
+  route(app, updateTenantRoute, async function updateTenant(c) {
+    const id = c.req.param('id')!;
+    const body = await jsonBody(c, TenantSettings, '{"retentionDays": 30}');
+    const row = Uuid.safeParse(id).success
+      ? await dependency('database_unavailable', () => setTenantRetention(deps.idempotency.pool, id, body.retentionDays))
+      : undefined;
+    if (!row) throw problem('not_found', 'No such tenant.');
+    return c.json({ tenantId: row.id, name: row.name, dedupe: row.dedupe, retentionDays: row.retention_days });
+  });
   route(app, createTenantRoute, idempotentRoute(deps.idempotency), async function createTenant(c) {
     const body = await jsonBody(c, CreateTenant, '{"name": "Acme"}');
     const { tenant, apiKey } = await dependency('database_unavailable', () =>

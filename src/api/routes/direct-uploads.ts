@@ -9,7 +9,7 @@ import type { Config } from '../../config';
 import type { DirectPlan, DirectUploads } from '../../arrivals/direct/direct-uploads';
 import { problem } from '../../errors';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
-import { parsePrefer } from '../parse/request-headers';
+import { parseExpiresAt, parsePrefer } from '../parse/request-headers';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
@@ -181,6 +181,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       sha256: body.sha256,
       contentType: body.contentType ?? 'application/octet-stream',
       fileName: body.fileName ?? null,
+      expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));

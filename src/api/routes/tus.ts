@@ -21,7 +21,7 @@ import {
 } from '../../arrivals/tus/protocol';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
-import { parseContentType, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
+import { parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../openapi';
@@ -248,6 +248,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
       contentType: parseContentType(metadata.filetype ?? metadata.type),
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
       declaredSha256: headerSha ?? metaSha,
+      expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     const answer: Record<string, string> = {

@@ -9,7 +9,15 @@ import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
-import { parseContentLength, parseContentType, parseFileName, parsePrefer, parseSha256, parseWaitQuery } from '../parse/request-headers';
+import {
+  parseContentLength,
+  parseContentType,
+  parseExpiresAt,
+  parseFileName,
+  parsePrefer,
+  parseSha256,
+  parseWaitQuery,
+} from '../parse/request-headers';
 import type { UploadReceiver } from '../../upload/receive';
 import type { InFlightUploads } from '../../upload/in-flight';
 import { header, headerValues } from '../headers';
@@ -23,6 +31,7 @@ import { oneRequestUpload } from '../../upload/upload-request';
 import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import {
   ContentLengthHeader,
+  ExpiresAt,
   FileName,
   IdempotencyKey,
   MediaType,
@@ -57,7 +66,8 @@ export function uploadRoutes(deps: {
     const fileName = parseFileName(header(c, 'x-file-name'));
     const contentType = parseContentType(header(c, 'content-type'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const req = oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName });
+    const expiresAt = parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid');
+    const req = oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt });
     c.set('idempotencyKey', key);
     const replay = await receiver.replay(req);
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
@@ -118,6 +128,7 @@ const createUploadRoute = createRoute({
       'content-type': MediaType.optional(),
       'x-file-sha256': Sha256Header.optional(),
       'x-file-name': FileName.optional(),
+      'x-expires-at': ExpiresAt.optional(),
       prefer: PreferHeader.optional(),
     }),
     body: {
@@ -134,6 +145,7 @@ const createUploadRoute = createRoute({
             properties: {
               idempotencyKey: { type: 'string' },
               fileName: { type: 'string' },
+              expiresAt: { type: 'string', format: 'date-time' },
               sha256: { type: 'string' },
               file: { type: 'string', format: 'binary' },
             },
@@ -209,6 +221,7 @@ export function uploadView(row: UploadRow) {
     idempotencyKey: row.idempotency_key,
     deletedAt: row.deleted_at?.toISOString() ?? null,
     erasedAt: row.erased_at?.toISOString() ?? null,
+    expiresAt: row.expires_at?.toISOString() ?? null,
     storageKey: row.storage_key,
     bytes: Number(row.bytes),
     sha256: row.sha256,

@@ -6,7 +6,7 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { UppyCompanion, UppyFile } from '../../arrivals/uppy/uppy-companion';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
-import { parseContentType, parseFileName } from '../parse/request-headers';
+import { parseContentType, parseExpiresAt, parseFileName } from '../parse/request-headers';
 import { problem } from '../../errors';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadReceiver } from '../../upload/receive';
@@ -257,7 +257,9 @@ function keyOf(metadata: unknown): string {
 function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown }): UppyFile {
   const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
   const name = typeof body.filename === 'string' ? body.filename : undefined;
+  const expiresAt = typeof metadata.expiresAt === 'string' ? parseExpiresAt(metadata.expiresAt, 'body_invalid') : undefined;
   return {
+    ...(expiresAt ? { expiresAt } : {}),
     key: keyOf(metadata),
     contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
     fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),

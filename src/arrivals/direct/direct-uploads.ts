@@ -34,6 +34,7 @@ export interface DirectPlanRequest {
   sha256: string;
   contentType: string;
   fileName: string | null;
+  expiresAt?: string;
 }
 
 export interface DirectPlan {
@@ -77,6 +78,7 @@ export class DirectUploads {
         contentType: r.contentType,
         fileName: r.fileName,
         declaredSha256: r.sha256,
+        expiresAt: r.expiresAt,
       },
       kind,
     );

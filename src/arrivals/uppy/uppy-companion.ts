@@ -30,6 +30,8 @@ export interface UppyFile {
   fileName: string | null;
   /** What identifies the file besides its name and type (Uppy knows no hash): its string metadata. */
   metadata: Record<string, string>;
+  /** The upload's own expiry (metadata `expiresAt`). */
+  expiresAt?: string;
 }
 
 export class UppyCompanion {
@@ -64,6 +66,7 @@ export class UppyCompanion {
         contentType: file.contentType,
         fileName: file.fileName,
         declaredSha256: null,
+        expiresAt: file.expiresAt,
       },
       {
         mode: 'uppy',

@@ -19,6 +19,25 @@ export async function tombstoneUpload(db: Queryable, tenantId: string, uploadId:
   return res.rows[0];
 }
 
+/**
+ * Live uploads whose time is up: by their own expires_at, or older than their tenant's
+ * retention_days; at most `limit` of each kind. Both are index range scans over live rows only.
+ */
+export async function dueUploads(db: Queryable, limit: number): Promise<{ id: string; tenant_id: string; idempotency_key: string }[]> {
+  const res = await db.query<{ id: string; tenant_id: string; idempotency_key: string }>(
+    `(SELECT id, tenant_id, idempotency_key FROM uploads
+       WHERE expires_at IS NOT NULL AND deleted_at IS NULL AND expires_at <= now() ORDER BY expires_at LIMIT $1)
+     UNION
+     (SELECT u.id, u.tenant_id, u.idempotency_key FROM tenants t
+        CROSS JOIN LATERAL (SELECT id, tenant_id, idempotency_key FROM uploads
+                             WHERE tenant_id = t.id AND deleted_at IS NULL AND created_at <= now() - t.retention_days * interval '1 day'
+                             ORDER BY created_at LIMIT $1) u
+       WHERE t.retention_days IS NOT NULL)`,
+    [limit],
+  );
+  return res.rows;
+}
+
 /** Whether the upload's tombstone is set. */
 export async function isDeleted(db: Queryable, uploadId: string): Promise<boolean> {
   const res = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NOT NULL', [uploadId]);

@@ -34,6 +34,7 @@ export interface SessionRow {
   state: 'open' | 'completing' | 'committed';
   mode: SessionMode;
   part_bytes: string | null; // bigint
+  expires_at: Date | null;
   lease_owner: string | null;
   updated_at: Date;
   created_at: Date;
@@ -63,6 +64,7 @@ const COLUMN_NAMES = [
   'created_at',
   'mode',
   'part_bytes',
+  'expires_at',
 ];
 const COLUMNS = COLUMN_NAMES.join(', ');
 
@@ -82,6 +84,7 @@ export type NewSession = Pick<
   upload_length: number;
   mode?: SessionMode;
   part_bytes?: number | null;
+  expires_at?: string | null;
 };
 
 /**
@@ -96,8 +99,8 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
     maxOpen,
     async (tx) => {
       const inserted = await tx.query<SessionRow>(
-        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${COLUMNS}`,
         [
           s.id,
           s.tenant_id,
@@ -112,6 +115,7 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
           s.multipart_id,
           s.mode ?? 'tus',
           s.part_bytes ?? null,
+          s.expires_at ?? null,
         ],
       );
       return { row: inserted.rows[0]!, created: true };

@@ -25,6 +25,19 @@ export async function insertTenant(db: Queryable, id: string, name: string, dedu
   return res.rows[0]!;
 }
 
+/** Sets how many days a tenant's uploads are kept (null: forever); undefined when there is no such tenant. */
+export async function setTenantRetention(
+  db: Queryable,
+  id: string,
+  days: number | null,
+): Promise<(TenantRow & { retention_days: number | null }) | undefined> {
+  const res = await db.query<TenantRow & { retention_days: number | null }>(
+    'UPDATE tenants SET retention_days = $2 WHERE id = $1 RETURNING id, name, dedupe, created_at, retention_days',
+    [id, days],
+  );
+  return res.rows[0];
+}
+
 export async function insertApiKey(db: Queryable, keyHash: Buffer, tenantId: string, label: string): Promise<ApiKeyRow> {
   const res = await db.query<ApiKeyRow>(
     'INSERT INTO api_keys (key_hash, tenant_id, label) VALUES ($1, $2, $3) RETURNING id, label, created_at, revoked_at',

@@ -20,20 +20,32 @@ export interface UploadRow {
   deleted_at: Date | null;
   object_released: boolean;
   erased_at: Date | null;
+  expires_at: Date | null;
 }
 
 export type NewUpload = Pick<
   UploadRow,
   'id' | 'tenant_id' | 'idempotency_key' | 'workflow_id' | 'storage_key' | 'sha256' | 'content_type' | 'file_name'
-> & { bytes: number };
+> & { bytes: number; expires_at?: string | null };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {
   await db.query(
-    `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT DO NOTHING`,
-    [u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256, u.content_type, u.file_name],
+    [
+      u.id,
+      u.tenant_id,
+      u.idempotency_key,
+      u.workflow_id,
+      u.storage_key,
+      u.bytes,
+      u.sha256,
+      u.content_type,
+      u.file_name,
+      u.expires_at ?? null,
+    ],
   );
 }
 
