@@ -12,8 +12,18 @@ import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
 import { isDeleted } from '../src/db/queries/deletions';
+import {
+  claimDelivery,
+  failedDeliveries,
+  findEvent,
+  insertAttempt,
+  recordEvent,
+  releaseDelivery,
+  type AttemptTrigger,
+  type EventPosition,
+} from '../src/db/queries/events';
 import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
-import type { DownstreamInput, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
+import type { DownstreamInput, EventType, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
@@ -36,9 +46,12 @@ export function renditionKey(tenantId: string, uploadId: string, name: string, f
   return `tenants/${tenantId}/renditions/${uploadId}/${name}${path.extname(file)}`;
 }
 
+/** What one delivery activity ended with (a failure to send is a thrown, retried error). */
+export type DeliveryOutcome = 'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled' | 'upload_deleted' | 'in_flight';
+
 export function createDownstreamActivities({ pool, store, presets, webhook, secrets }: DownstreamActivityDeps) {
   const http = new WebhookHttp(webhook);
-  return {
+  const activities = {
     async transcode(input: DownstreamInput): Promise<TranscodeResult> {
       const ctx = Context.current();
       // Heartbeats prove liveness; a worker that dies mid-transcode is noticed within the
@@ -104,69 +117,113 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         .map((e) => e.id);
     },
 
+    /**
+     * Sends one event to one endpoint. The event is recorded first with the body it is sent
+     * with (a redelivery sends the same bytes and webhook-id); the delivery's lease keeps an
+     * automatic retry and a manual redelivery from sending at the same time. `trigger`
+     * absent: the automatic delivery, which stops once delivered; `manual` and `recover`
+     * send again even if delivered.
+     */
     async deliverWebhook({
       event,
       endpointId,
       timestamp,
+      trigger = 'automatic',
     }: {
       event: WebhookEvent;
       endpointId: string;
       timestamp: string;
-    }): Promise<'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled' | 'upload_deleted'> {
-      const ledger = await findDelivery(pool, event.id, endpointId);
-      if (ledger?.delivered_at) return 'already_delivered';
+      trigger?: AttemptTrigger;
+    }): Promise<DeliveryOutcome> {
+      if (trigger === 'automatic' && (await findDelivery(pool, event.id, endpointId))?.delivered_at) return 'already_delivered';
       // After the tombstone only upload.deleted goes out: no announcement of bytes that are gone.
       if (event.type !== 'upload.deleted' && (await isDeleted(pool, event.uploadId))) return 'upload_deleted';
+      const payload = await recordEvent(pool, {
+        id: event.id,
+        tenant_id: event.tenantId,
+        upload_id: event.uploadId,
+        type: event.type,
+        payload: JSON.stringify({ type: event.type, timestamp, data: event.data }),
+      });
       const endpoint = await findEndpoint(pool, endpointId);
       if (!endpoint) return 'endpoint_gone';
       if (!endpoint.enabled) return 'endpoint_disabled';
       const attempt = { eventId: event.id, endpointId, tenantId: event.tenantId, uploadId: event.uploadId, eventType: event.type };
-      const refuse = async (err: DisallowedUrlError) => {
-        await recordAttempt(pool, { ...attempt, status: null, error: err.message, delivered: false });
-        await disableEndpoint(pool, endpointId, `target not allowed: ${err.message}`);
-        metrics.webhookDeliveries.inc({ result: 'refused' });
-        return 'endpoint_disabled' as const;
+      const lease = await claimDelivery(pool, { ...attempt, seconds: webhook.timeoutMs / 1000 + 30 });
+      if (!lease.claimed) {
+        // Another attempt is sending right now: that copy is the one this one would add.
+        if (trigger === 'automatic')
+          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} is in flight`, 'delivery_in_flight');
+        return 'in_flight';
+      }
+      const startedAt = Date.now();
+      const attempted = async (status: number | null, error: string | null, delivered: boolean) => {
+        await recordAttempt(pool, { ...attempt, status, error, delivered });
+        await insertAttempt(pool, {
+          event_id: event.id,
+          endpoint_id: endpointId,
+          trigger,
+          duration_ms: Date.now() - startedAt,
+          status,
+          error,
+          delivered,
+        });
       };
       try {
-        await assertDeliverableUrl(endpoint.url, webhook);
-      } catch (err) {
-        if (!(err instanceof DisallowedUrlError)) throw err;
-        return refuse(err);
+        if (lease.delivered && trigger === 'automatic') return 'already_delivered';
+        const refuse = async (err: DisallowedUrlError) => {
+          await attempted(null, err.message, false);
+          await disableEndpoint(pool, endpointId, `target not allowed: ${err.message}`);
+          metrics.webhookDeliveries.inc({ result: 'refused' });
+          return 'endpoint_disabled' as const;
+        };
+        try {
+          await assertDeliverableUrl(endpoint.url, webhook);
+        } catch (err) {
+          if (!(err instanceof DisallowedUrlError)) throw err;
+          return await refuse(err);
+        }
+        const sentAt = new Date();
+        const headers = {
+          'content-type': 'application/json',
+          'user-agent': 'Oncely-Webhooks/1',
+          'webhook-id': event.id,
+          'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+          'webhook-signature': new Webhook(secrets.open(endpoint.secret, webhookSecretContext(endpoint.id))).sign(
+            event.id,
+            sentAt,
+            payload,
+          ),
+        };
+        if (trigger !== 'automatic') metrics.redeliveries.inc({ trigger });
+        let response: WebhookAnswer;
+        try {
+          response = await http.post({ url: endpoint.url, headers, body: payload, timeoutMs: webhook.timeoutMs });
+        } catch (err) {
+          // The name resolved somewhere else at connection time (DNS rebinding): not sent.
+          if (err instanceof DisallowedUrlError) return await refuse(err);
+          const message = deliveryErrorMessage(err, webhook.timeoutMs);
+          await attempted(null, message, false);
+          metrics.webhookDeliveries.inc({ result: 'unreachable' });
+          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, 'webhook_unreachable');
+        }
+        const ok = response.status >= 200 && response.status < 300;
+        metrics.webhookDeliveries.inc({ result: ok ? 'delivered' : response.status === 410 ? 'gone' : 'rejected' });
+        await attempted(response.status, ok ? null : `HTTP ${response.status}`, ok);
+        if (ok) return 'delivered';
+        if (response.status === 410) {
+          // Standard Webhooks: 410 Gone means "stop sending to this endpoint".
+          await disableEndpoint(pool, endpointId, 'endpoint answered 410 Gone');
+          return 'endpoint_disabled';
+        }
+        throw ApplicationFailure.create({
+          message: `endpoint ${endpointId} answered ${response.status}`,
+          type: 'webhook_rejected',
+          nextRetryDelay: retryAfterMs(response.retryAfter),
+        });
+      } finally {
+        await releaseDelivery(pool, event.id, endpointId);
       }
-      const payload = JSON.stringify({ type: event.type, timestamp, data: event.data });
-      const sentAt = new Date();
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': 'Oncely-Webhooks/1',
-        'webhook-id': event.id,
-        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
-        'webhook-signature': new Webhook(secrets.open(endpoint.secret, webhookSecretContext(endpoint.id))).sign(event.id, sentAt, payload),
-      };
-      let response: WebhookAnswer;
-      try {
-        response = await http.post({ url: endpoint.url, headers, body: payload, timeoutMs: webhook.timeoutMs });
-      } catch (err) {
-        // The name resolved somewhere else at connection time (DNS rebinding): not sent.
-        if (err instanceof DisallowedUrlError) return refuse(err);
-        const message = deliveryErrorMessage(err, webhook.timeoutMs);
-        await recordAttempt(pool, { ...attempt, status: null, error: message, delivered: false });
-        metrics.webhookDeliveries.inc({ result: 'unreachable' });
-        throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, 'webhook_unreachable');
-      }
-      const ok = response.status >= 200 && response.status < 300;
-      metrics.webhookDeliveries.inc({ result: ok ? 'delivered' : response.status === 410 ? 'gone' : 'rejected' });
-      await recordAttempt(pool, { ...attempt, status: response.status, error: ok ? null : `HTTP ${response.status}`, delivered: ok });
-      if (ok) return 'delivered';
-      if (response.status === 410) {
-        // Standard Webhooks: 410 Gone means "stop sending to this endpoint".
-        await disableEndpoint(pool, endpointId, 'endpoint answered 410 Gone');
-        return 'endpoint_disabled';
-      }
-      throw ApplicationFailure.create({
-        message: `endpoint ${endpointId} answered ${response.status}`,
-        type: 'webhook_rejected',
-        nextRetryDelay: retryAfterMs(response.retryAfter),
-      });
     },
 
     /** Records the outcome (when transcode did not, e.g. skipped media) and marks the upload processed. */
@@ -180,7 +237,43 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       await setProcessingOutcome(pool, uploadId, outcome);
       await markProcessed(pool, uploadId);
     },
+
+    /**
+     * Sends a recorded event to an endpoint again (same webhook-id, same body): a manual
+     * redelivery or a recovery. `gone` when the event has expired from the log.
+     */
+    async redeliverEvent(a: {
+      tenantId: string;
+      eventId: string;
+      endpointId: string;
+      trigger: 'manual' | 'recover';
+    }): Promise<DeliveryOutcome | 'event_gone'> {
+      const row = await findEvent(pool, a.tenantId, a.eventId);
+      if (!row) return 'event_gone';
+      const sent = JSON.parse(row.payload) as { timestamp: string; data: Record<string, unknown> };
+      const event: WebhookEvent = {
+        id: row.id,
+        type: row.type as EventType,
+        tenantId: row.tenant_id,
+        uploadId: row.upload_id,
+        data: sent.data,
+      };
+      return activities.deliverWebhook({ event, endpointId: a.endpointId, timestamp: sent.timestamp, trigger: a.trigger });
+    },
+
+    /** A page of an endpoint's undelivered events in [since, until), after a position (recoveries). */
+    async listUndelivered(a: {
+      endpointId: string;
+      since: string;
+      until: string;
+      after: EventPosition | null;
+      limit: number;
+    }): Promise<{ eventId: string; position: EventPosition }[]> {
+      const rows = await failedDeliveries(pool, a.endpointId, new Date(a.since), new Date(a.until), a.after, a.limit);
+      return rows.map((r) => ({ eventId: r.event_id, position: { createdMicros: r.created_micros, id: r.event_id } }));
+    },
   };
+  return activities;
 }
 
 /**

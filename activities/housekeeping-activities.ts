@@ -4,6 +4,7 @@
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekeeping';
+import { expireEvents } from '../src/db/queries/events';
 import { keyStoragePrefix } from '../src/temporal/ids';
 import { searchAttributes } from '../src/temporal/names';
 import type { ObjectStore } from '../src/storage/store';
@@ -12,7 +13,7 @@ import { metrics } from '../src/metrics';
 export interface HousekeepingDeps {
   pool: Pool;
   store: ObjectStore;
-  housekeeping: { tombstoneSeconds: number; stagingGraceSeconds: number; multipartMaxAgeSeconds: number };
+  housekeeping: { tombstoneSeconds: number; stagingGraceSeconds: number; multipartMaxAgeSeconds: number; eventRetentionDays: number };
 }
 
 /**
@@ -32,6 +33,18 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         metrics.housekeepingRemoved.inc({ kind: 'expired_keys' }, r.expired);
         metrics.housekeepingRemoved.inc({ kind: 'tombstones' }, r.tombstonesRemoved);
         if (r.expired < 1000) return total;
+      }
+    },
+
+    /** Removes webhook events (and their attempts) past EVENT_RETENTION_DAYS. */
+    async expireWebhookEvents(): Promise<{ removed: number }> {
+      let removed = 0;
+      for (;;) {
+        const n = await expireEvents(pool, housekeeping.eventRetentionDays);
+        removed += n;
+        Context.current().heartbeat(removed);
+        metrics.housekeepingRemoved.inc({ kind: 'webhook_events' }, n);
+        if (n < 1000) return { removed };
       }
     },
 

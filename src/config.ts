@@ -134,6 +134,8 @@ export const configSchema = z.object({
   WEBHOOK_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8),
   /** Process memory for recently replayed answers (immutable while their key lives); 0 turns it off. */
   REPLAY_CACHE_MIB: z.coerce.number().min(0).max(1024).default(16),
+  /** How long webhook events and their attempts are kept (GET /v1/events, redelivery). */
+  EVENT_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30),
   /** How often the expire-uploads Schedule starts the deletion of uploads past their expiresAt or tenant retention. */
   RETENTION_SWEEP_SECONDS: z.coerce.number().int().min(1).max(86400).default(60),
   /** How long another process may replay a deleted upload's original answer from its cache. */

@@ -42,6 +42,12 @@ export const metrics = {
     labelNames: ['result'] as const,
     registers: [registry],
   }),
+  redeliveries: new Counter({
+    name: 'oncely_webhook_redeliveries_total',
+    help: 'Webhook sends asked for after the automatic delivery, by trigger (manual, recover)',
+    labelNames: ['trigger'] as const,
+    registers: [registry],
+  }),
   deletions: new Counter({
     name: 'oncely_deletions_total',
     help: 'Uploads erased by the deletion workflow, by reason (request, retention)',

@@ -175,6 +175,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
           tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,
           stagingGraceSeconds: config.STAGING_GRACE_SECONDS,
           multipartMaxAgeSeconds: config.MULTIPART_MAX_AGE_SECONDS,
+          eventRetentionDays: config.EVENT_RETENTION_DAYS,
         },
       },
       workflowBundlePath: opts.workflowBundlePath,

@@ -13,6 +13,7 @@ import { UppyCompanion } from './arrivals/uppy/uppy-companion';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
+import { Redeliveries } from './lifecycle/redeliveries';
 import { AnswerCache } from './upload/answer-cache';
 import { InFlightUploads } from './upload/in-flight';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
@@ -98,5 +99,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     webhookRetry: downstreamSettings(config).webhookRetry,
     answers: overrides.receiver?.answers ?? answers,
   });
-  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions };
+  const redeliveries = new Redeliveries({ temporal, taskQueue: config.TASK_QUEUE_UPLOADS });
+  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries };
 }

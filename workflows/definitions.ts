@@ -58,3 +58,7 @@ export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(
 
 /** The deletion workflow's type (its function's name in workflows/deletion.ts); input and result in src/downstream/types.ts. */
 export const DELETION_WORKFLOW_TYPE = 'deletionWorkflow';
+
+/** The workflows that send recorded webhook events again (workflows/redelivery.ts). */
+export const REDELIVERY_WORKFLOW_TYPE = 'redeliveryWorkflow';
+export const RECOVERY_WORKFLOW_TYPE = 'recoveryWorkflow';

@@ -2,7 +2,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
-export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart' | 'expire-uploads';
+export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart' | 'expire-uploads' | 'expire-events';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
@@ -20,5 +20,7 @@ export async function housekeepingWorkflow(task: HousekeepingTask): Promise<Reco
       return acts.abortStaleMultipartUploads();
     case 'expire-uploads':
       return acts.expireDueUploads();
+    case 'expire-events':
+      return acts.expireWebhookEvents();
   }
 }

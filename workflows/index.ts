@@ -3,3 +3,4 @@ export { uploadWorkflow } from './upload';
 export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';
 export { deletionWorkflow } from './deletion';
+export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';

@@ -25,6 +25,7 @@ import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { deletionRoutes } from './routes/deletions';
+import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
 import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
@@ -61,7 +62,16 @@ export interface AppDeps {
 
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
-  const { receiver, tus: sessions, direct, uppy, inFlight, links, deletions } = createServices({ config, pool, store, temporal, box });
+  const {
+    receiver,
+    tus: sessions,
+    direct,
+    uppy,
+    inFlight,
+    links,
+    deletions,
+    redeliveries,
+  } = createServices({ config, pool, store, temporal, box });
 
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
@@ -109,6 +119,7 @@ export function createApp(deps: AppDeps) {
       maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS,
     }),
   );
+  app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.onError(onError);
   app.notFound(onNotFound);

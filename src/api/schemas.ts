@@ -309,6 +309,88 @@ export const ListUploadsQuery = z
   })
   .strict();
 
+export const ListEventsQuery = z
+  .object({
+    cursor: ListUploadsQuery.shape.cursor,
+    limit: ListUploadsQuery.shape.limit,
+    type: z
+      .enum(['upload.completed', 'upload.processed', 'upload.deleted'], {
+        error: 'type must be upload.completed, upload.processed or upload.deleted.',
+      })
+      .optional(),
+    uploadId: Uuid.optional().openapi({ description: "Only this upload's events." }),
+    deliveryFailed: z
+      .enum(['true', 'false'], { error: 'deliveryFailed must be true or false.' })
+      .optional()
+      .openapi({ description: '`true`: only events some endpoint has not taken (attempted, not delivered).' }),
+  })
+  .strict();
+
+export const WebhookEventSummary = z
+  .object({ id: z.string(), type: z.string(), uploadId: Uuid, createdAt: z.string() })
+  .openapi('WebhookEventSummary');
+
+export const EventList = z.object({ items: z.array(WebhookEventSummary), nextCursor: z.string().nullable() }).openapi('EventList');
+
+export const EventDetail = WebhookEventSummary.extend({
+  payload: z.record(z.string(), z.unknown()).openapi({ description: 'The body every delivery of the event sends, byte for byte.' }),
+  deliveries: z.array(
+    z.object({
+      endpointId: Uuid,
+      attempts: z.number().int(),
+      lastStatus: z.number().int().nullable(),
+      lastError: z.string().nullable(),
+      deliveredAt: z.string().nullable(),
+    }),
+  ),
+  attempts: z.array(
+    z.object({
+      endpointId: Uuid,
+      trigger: z.enum(['automatic', 'manual', 'recover']),
+      attemptedAt: z.string(),
+      durationMs: z.number().int(),
+      status: z.number().int().nullable(),
+      error: z.string().nullable(),
+      delivered: z.boolean(),
+    }),
+  ),
+}).openapi('EventDetail');
+
+export const Redeliver = z
+  .object({ endpointId: Uuid.optional().openapi({ description: 'Only this endpoint (one added after the event must be named).' }) })
+  .strict()
+  .openapi('Redeliver');
+
+export const RedeliveryStarted = z
+  .object({
+    redeliveryId: z.string(),
+    eventId: z.string(),
+    endpointIds: z.array(Uuid),
+    outcomes: z.record(z.string(), z.string()).nullable().openapi({ description: 'Per endpoint, once done within the wait.' }),
+  })
+  .openapi('RedeliveryStarted');
+
+export const Recover = z
+  .object({
+    since: z.iso.datetime({ offset: true, error: 'since must be an RFC 3339 date-time.' }),
+    until: z.iso.datetime({ offset: true, error: 'until must be an RFC 3339 date-time.' }).optional(),
+  })
+  .strict()
+  .openapi('Recover');
+
+export const Recovery = z
+  .object({
+    recoveryId: z.string(),
+    endpointId: Uuid,
+    since: z.string(),
+    until: z.string(),
+    found: z.number().int(),
+    delivered: z.number().int(),
+    failed: z.number().int(),
+    done: z.boolean(),
+  })
+  .openapi('Recovery');
+
 export const UploadList = z
   .object({
     items: z.array(Upload),

@@ -16,6 +16,12 @@ export interface DownstreamInput {
   webhookRetry: WebhookRetrySchedule;
 }
 
+/** Where a page of events starts: after this creation time (µs since the epoch) and id. */
+export interface EventPosition {
+  createdMicros: string;
+  id: string;
+}
+
 /** The downstream child of an upload: one per upload, ever. */
 export const downstreamWorkflowId = (uploadId: string) => `downstream/${uploadId}`;
 

@@ -2,7 +2,6 @@
 // or concurrent delete (the same request retried, a batch naming it again, retention)
 // attaches to the run that exists, or finds the one that finished.
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { dependency } from '../errors';
 import {
   deletionWorkflowId,
@@ -12,6 +11,7 @@ import {
   type WebhookRetrySchedule,
 } from '../downstream/types';
 import { searchAttributes } from '../temporal/names';
+import { resultWithin } from '../temporal/result-within';
 import type { AnswerCache } from '../upload/answer-cache';
 import { DELETION_WORKFLOW_TYPE } from '../../workflows/definitions';
 
@@ -54,15 +54,10 @@ export class Deletions {
   }
 
   /** The deletion's result if it finishes within `waitMs`, else undefined (still running). */
-  async result(handle: WorkflowHandle, waitMs: number): Promise<DeletionResult | undefined> {
-    if (waitMs <= 0) return undefined;
-    const timeout = new AbortController();
-    const done = dependency('temporal_unavailable', () => handle.result() as Promise<DeletionResult>);
-    try {
-      return await Promise.race([done, sleep(waitMs, undefined, { signal: timeout.signal })]);
-    } finally {
-      timeout.abort();
-      done.catch(() => {});
-    }
+  result(handle: WorkflowHandle, waitMs: number): Promise<DeletionResult | undefined> {
+    return resultWithin(
+      dependency('temporal_unavailable', () => handle.result() as Promise<DeletionResult>),
+      waitMs,
+    );
   }
 }

@@ -8,6 +8,7 @@ export const HOUSEKEEPING: Record<HousekeepingTask, string> = {
   'sweep-staging': '30 minutes',
   'abort-multipart': '1 hour',
   'expire-uploads': '1 minute',
+  'expire-events': '1 hour',
 };
 
 export function scheduleId(taskQueue: string, task: HousekeepingTask): string {

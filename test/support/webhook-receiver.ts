@@ -12,6 +12,8 @@ export interface ReceivedWebhook {
   body: string;
   verified: boolean;
   json: any;
+  /** What the receiver answered. */
+  answered: number;
 }
 
 export class WebhookReceiver {
@@ -45,7 +47,9 @@ export class WebhookReceiver {
           verified = false;
         }
         const json = JSON.parse(body);
+        const status = this.script[json.type]?.shift() ?? this.fallback;
         this.received.push({
+          answered: status,
           id: headers['webhook-id'],
           timestamp: headers['webhook-timestamp'],
           signature: headers['webhook-signature'],
@@ -53,7 +57,6 @@ export class WebhookReceiver {
           verified,
           json,
         });
-        const status = this.script[json.type]?.shift() ?? this.fallback;
         setTimeout(() => {
           res.writeHead(status, this.retryAfter && status >= 400 ? { 'retry-after': this.retryAfter } : {});
           res.end();

@@ -1,28 +1,36 @@
-// The query of GET /v1/uploads: filters validated by the API's schema, and the opaque cursor
-// (a page's last position: creation time in microseconds and id, base64url-encoded).
+// The queries of GET /v1/uploads and GET /v1/events: filters validated by the API's
+// schemas, and the opaque cursor (a page's last position: creation time in microseconds and
+// id, base64url-encoded).
 import { problem } from '../../errors';
 import type { UploadFilter, UploadPosition } from '../../db/queries/uploads';
-import { ListUploadsQuery } from '../schemas';
+import type { z } from 'zod';
+import type { EventFilter } from '../../db/queries/events';
+import type { EventPosition } from '../../downstream/types';
+import { ListEventsQuery, ListUploadsQuery } from '../schemas';
 
-const POSITION = /^(\d{1,19})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const EVENT_ID = /^evt_[0-9a-z_]{1,80}$/;
 
 export function encodeCursor(p: UploadPosition): string {
   return Buffer.from(`${p.createdMicros}.${p.id}`).toString('base64url');
 }
 
-function decodeCursor(cursor: string): UploadPosition {
-  const m = POSITION.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (!m) throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
+function decodeCursor(cursor: string, id: RegExp): UploadPosition {
+  const m = /^(\d{1,19})\.(.+)$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!m || !id.test(m[2]!))
+    throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
   return { createdMicros: m[1]!, id: m[2]! };
+}
+
+/** The issues of a failed parse as one problem: an unknown parameter by name, else the first message. */
+function queryProblem(issue: z.core.$ZodIssue | undefined) {
+  const unknown = issue?.code === 'unrecognized_keys' ? `Unknown query parameter: ${issue.keys.join(', ')}.` : undefined;
+  return problem('query_invalid', unknown ?? issue?.message);
 }
 
 export function parseListQuery(query: Record<string, string>): { filter: UploadFilter; after?: UploadPosition; limit: number } {
   const r = ListUploadsQuery.safeParse(query);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    const unknown = issue?.code === 'unrecognized_keys' ? `Unknown query parameter: ${issue.keys.join(', ')}.` : undefined;
-    throw problem('query_invalid', unknown ?? issue?.message);
-  }
+  if (!r.success) throw queryProblem(r.error.issues[0]);
   const q = r.data;
   return {
     filter: {
@@ -32,7 +40,18 @@ export function parseListQuery(query: Record<string, string>): { filter: UploadF
       createdBefore: q.createdBefore ? new Date(q.createdBefore) : undefined,
       idempotencyKey: q.idempotencyKey,
     },
-    after: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+    after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, UPLOAD_ID),
+    limit: q.limit ?? 50,
+  };
+}
+
+export function parseEventQuery(query: Record<string, string>): { filter: EventFilter; after?: EventPosition; limit: number } {
+  const r = ListEventsQuery.safeParse(query);
+  if (!r.success) throw queryProblem(r.error.issues[0]);
+  const q = r.data;
+  return {
+    filter: { type: q.type, uploadId: q.uploadId, deliveryFailed: q.deliveryFailed === 'true' },
+    after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, EVENT_ID),
     limit: q.limit ?? 50,
   };
 }

@@ -1,0 +1,159 @@
+// The event log: events with the body they are sent with, attempts per endpoint, the
+// delivery lease, and the reads behind GET /v1/events.
+import type { Queryable } from '../pool';
+import type { EventPosition } from '../../downstream/types';
+
+export type { EventPosition };
+
+export type AttemptTrigger = 'automatic' | 'manual' | 'recover';
+
+export interface EventRow {
+  id: string;
+  tenant_id: string;
+  upload_id: string;
+  type: string;
+  payload: string;
+  created_at: Date;
+}
+
+export interface AttemptRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  trigger: AttemptTrigger;
+  attempted_at: Date;
+  duration_ms: number;
+  status: number | null;
+  error: string | null;
+  delivered: boolean;
+}
+
+/** Records the event unless it is there; returns the body recorded first (every send uses it). */
+export async function recordEvent(db: Queryable, e: Omit<EventRow, 'created_at'>): Promise<string> {
+  const res = await db.query<{ payload: string }>(
+    `WITH ins AS (
+       INSERT INTO webhook_events (id, tenant_id, upload_id, type, payload) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (id) DO NOTHING RETURNING payload)
+     SELECT payload FROM ins UNION ALL SELECT payload FROM webhook_events WHERE id = $1 LIMIT 1`,
+    [e.id, e.tenant_id, e.upload_id, e.type, e.payload],
+  );
+  return res.rows[0]!.payload;
+}
+
+export async function findEvent(db: Queryable, tenantId: string, id: string): Promise<EventRow | undefined> {
+  const res = await db.query<EventRow>('SELECT * FROM webhook_events WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  return res.rows[0];
+}
+
+/**
+ * Takes the delivery's lease for `seconds` (creating its ledger row); false while another
+ * attempt holds it. Answers whether the delivery is already delivered.
+ */
+export async function claimDelivery(
+  db: Queryable,
+  d: { eventId: string; endpointId: string; tenantId: string; uploadId: string; eventType: string; seconds: number },
+): Promise<{ claimed: false } | { claimed: true; delivered: boolean }> {
+  const res = await db.query<{ delivered: boolean }>(
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, sending_until)
+     VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
+     ON CONFLICT (event_id, endpoint_id) DO UPDATE SET sending_until = EXCLUDED.sending_until
+       WHERE webhook_deliveries.sending_until IS NULL OR webhook_deliveries.sending_until < now()
+     RETURNING delivered_at IS NOT NULL AS delivered`,
+    [d.eventId, d.endpointId, d.tenantId, d.uploadId, d.eventType, d.seconds],
+  );
+  return res.rows[0] ? { claimed: true, delivered: res.rows[0].delivered } : { claimed: false };
+}
+
+export async function releaseDelivery(db: Queryable, eventId: string, endpointId: string): Promise<void> {
+  await db.query('UPDATE webhook_deliveries SET sending_until = NULL WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
+}
+
+export async function insertAttempt(db: Queryable, a: Omit<AttemptRow, 'id' | 'attempted_at'>): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_attempts (event_id, endpoint_id, tenant_id, trigger, duration_ms, status, error, delivered)
+     SELECT $1, $2, tenant_id, $3, $4, $5, $6, $7 FROM webhook_events WHERE id = $1`,
+    [a.event_id, a.endpoint_id, a.trigger, a.duration_ms, a.status, a.error, a.delivered],
+  );
+}
+
+export async function listAttempts(db: Queryable, eventId: string): Promise<AttemptRow[]> {
+  const res = await db.query<AttemptRow>('SELECT * FROM webhook_attempts WHERE event_id = $1 ORDER BY id', [eventId]);
+  return res.rows;
+}
+
+export interface EventFilter {
+  type?: string;
+  uploadId?: string;
+  /** Only events with a delivery not (yet) delivered after at least one attempt. */
+  deliveryFailed?: boolean;
+}
+
+/** One page of a tenant's events, newest first, after the (created_at µs, id) position. */
+export async function listEvents(
+  db: Queryable,
+  tenantId: string,
+  filter: EventFilter,
+  after: EventPosition | undefined,
+  limit: number,
+): Promise<(EventRow & { created_micros: string })[]> {
+  const values: unknown[] = [tenantId];
+  const where = ['e.tenant_id = $1'];
+  if (after) {
+    values.push(after.createdMicros, after.id);
+    where.push(`(e.created_at, e.id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3::text)`);
+  }
+  if (filter.type) where.push(`e.type = $${values.push(filter.type)}`);
+  if (filter.uploadId) where.push(`e.upload_id = $${values.push(filter.uploadId)}`);
+  if (filter.deliveryFailed)
+    where.push(`EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.delivered_at IS NULL AND d.attempts > 0)`);
+  values.push(limit);
+  const res = await db.query<EventRow & { created_micros: string }>(
+    `SELECT e.*, (extract(epoch FROM e.created_at) * 1000000)::bigint::text AS created_micros FROM webhook_events e
+      WHERE ${where.join(' AND ')} ORDER BY e.created_at DESC, e.id DESC LIMIT $${values.length}`,
+    values,
+  );
+  return res.rows;
+}
+
+/** An endpoint's undelivered events recorded in [since, until), oldest first, after `after`. */
+export async function failedDeliveries(
+  db: Queryable,
+  endpointId: string,
+  since: Date,
+  until: Date,
+  after: EventPosition | null,
+  limit: number,
+): Promise<{ event_id: string; created_micros: string }[]> {
+  const res = await db.query<{ event_id: string; created_micros: string }>(
+    `SELECT d.event_id, (extract(epoch FROM e.created_at) * 1000000)::bigint::text AS created_micros
+       FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+      WHERE d.endpoint_id = $1 AND d.delivered_at IS NULL AND e.created_at >= $2 AND e.created_at < $3
+        AND ($4::bigint IS NULL OR (e.created_at, e.id) > (timestamptz 'epoch' + $4::bigint * interval '1 microsecond', $5::text))
+      ORDER BY e.created_at, e.id LIMIT $6`,
+    [endpointId, since, until, after?.createdMicros ?? null, after?.id ?? null, limit],
+  );
+  return res.rows;
+}
+
+/** Removes events (and their attempts) older than `days`; how many events went. */
+export async function expireEvents(db: Queryable, days: number, batch = 1000): Promise<number> {
+  const res = await db.query(
+    `WITH old AS (SELECT id FROM webhook_events WHERE created_at < now() - make_interval(days => $1) ORDER BY created_at LIMIT $2),
+          a AS (DELETE FROM webhook_attempts WHERE event_id IN (SELECT id FROM old))
+     DELETE FROM webhook_events WHERE id IN (SELECT id FROM old)`,
+    [days, batch],
+  );
+  return res.rowCount ?? 0;
+}
+
+/** The endpoints an event was addressed to, with their ledger rows. */
+export async function listEventDeliveries(
+  db: Queryable,
+  eventId: string,
+): Promise<{ endpoint_id: string; attempts: number; last_status: number | null; last_error: string | null; delivered_at: Date | null }[]> {
+  const res = await db.query(
+    'SELECT endpoint_id, attempts, last_status, last_error, delivered_at FROM webhook_deliveries WHERE event_id = $1 ORDER BY created_at, endpoint_id',
+    [eventId],
+  );
+  return res.rows;
+}

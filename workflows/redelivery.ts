@@ -1,0 +1,85 @@
+// Sending recorded events again, with their original webhook-id and body. A redelivery
+// (`redeliver/{eventId}/{requestId}`) sends one event to the named endpoints; a recovery
+// (`recover/{endpointId}/{since}/{until}`) sends every event of a window an endpoint did not
+// take, a page at a time (continue-as-new between pages keeps the history short), and
+// answers its progress to the `progress` query.
+import { continueAsNew, defineQuery, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { EventPosition } from '../src/downstream/types';
+
+const { redeliverEvent } = proxyActivities<Activities>({
+  summary: 'Send the recorded event again (same webhook-id, same body)',
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+});
+const { listUndelivered } = proxyActivities<Activities>({ startToCloseTimeout: '1 minute' });
+
+export interface RedeliveryInput {
+  tenantId: string;
+  eventId: string;
+  endpointIds: string[];
+}
+
+export async function redeliveryWorkflow(input: RedeliveryInput): Promise<Record<string, string>> {
+  const outcomes: Record<string, string> = {};
+  await Promise.all(
+    input.endpointIds.map(async (endpointId) => {
+      try {
+        outcomes[endpointId] = await redeliverEvent({ tenantId: input.tenantId, eventId: input.eventId, endpointId, trigger: 'manual' });
+      } catch {
+        outcomes[endpointId] = 'gave_up';
+      }
+    }),
+  );
+  return outcomes;
+}
+
+export interface RecoveryProgress {
+  found: number;
+  delivered: number;
+  failed: number;
+  done: boolean;
+}
+
+export interface RecoveryInput {
+  tenantId: string;
+  endpointId: string;
+  since: string;
+  until: string;
+  /** Carried across continue-as-new: where the next page starts, and the counts so far. */
+  after?: EventPosition | null;
+  progress?: RecoveryProgress;
+}
+
+export const recoveryProgressQuery = defineQuery<RecoveryProgress>('progress');
+
+const PAGE = 100;
+const PARALLEL = 10;
+
+export async function recoveryWorkflow(input: RecoveryInput): Promise<RecoveryProgress> {
+  const progress: RecoveryProgress = input.progress ?? { found: 0, delivered: 0, failed: 0, done: false };
+  setHandler(recoveryProgressQuery, () => progress);
+  const page = await listUndelivered({
+    endpointId: input.endpointId,
+    since: input.since,
+    until: input.until,
+    after: input.after ?? null,
+    limit: PAGE,
+  });
+  progress.found += page.length;
+  for (let i = 0; i < page.length; i += PARALLEL) {
+    await Promise.all(
+      page.slice(i, i + PARALLEL).map(async ({ eventId }) => {
+        const outcome = await redeliverEvent({ tenantId: input.tenantId, eventId, endpointId: input.endpointId, trigger: 'recover' }).catch(
+          () => 'gave_up',
+        );
+        if (outcome === 'delivered' || outcome === 'already_delivered') progress.delivered++;
+        else progress.failed++;
+      }),
+    );
+    setCurrentDetails(`${progress.delivered} delivered, ${progress.failed} failed of ${progress.found} found so far`);
+  }
+  if (page.length === PAGE) return continueAsNew<typeof recoveryWorkflow>({ ...input, after: page.at(-1)!.position, progress });
+  progress.done = true;
+  return progress;
+}
