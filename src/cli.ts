@@ -12,6 +12,7 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { createEmbeddedPool, startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
+import { eventsCommand, getCommand, listCommand, redeliverCommand, removeCommand, runLifecycle } from './client/cli-lifecycle';
 import { setTenantRetention } from './db/queries/tenants';
 import { defaultOutboxPath, EXIT, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
@@ -169,6 +170,54 @@ program
     }
     const pendingFiles = opts.resume ? (await new FileOutbox(opts.outbox).list()).map((p) => p.source) : [];
     process.exitCode = await runUpload([...new Set([...pendingFiles, ...files])], { ...opts, token: opts.token });
+  });
+
+/** The options every command that talks to the API takes. */
+function apiCommand(name: string, description: string) {
+  return program
+    .command(name)
+    .description(description)
+    .addOption(new Option('--server <url>', 'Oncely API URL').env('ONCELY_URL').default('http://127.0.0.1:3000'))
+    .addOption(new Option('--token <key>', 'API key').env('ONCELY_TOKEN').makeOptionMandatory())
+    .option('--json', 'print JSON on stdout', false);
+}
+
+apiCommand('ls', "list the tenant's uploads, newest first")
+  .addOption(new Option('--status <status>', 'only uploads in this state').choices(['committed', 'processed', 'deleted']))
+  .option('--type <mediaType>', 'only this media type, or type/* (image/*)')
+  .option('--limit <n>', 'at most this many', (v) => Number(v), 50)
+  .action(async (opts) => {
+    process.exitCode = await runLifecycle(() => listCommand(opts));
+  });
+
+apiCommand('get', "download an upload's original (a cut download resumes where it stopped)")
+  .argument('<id>', 'upload id')
+  .requiredOption('-o, --output <file>', 'where to write it')
+  .option('--no-progress', 'no progress bar')
+  .action(async (id: string, opts) => {
+    process.exitCode = await runLifecycle(() => getCommand(id, opts));
+  });
+
+apiCommand('rm', 'delete uploads with erasure (bytes, renditions, personal metadata)')
+  .argument('<ids...>', 'upload ids (up to 100)')
+  .option('--wait <seconds>', 'wait this long for the erasure to finish (one id)', (v) => Number(v), 30)
+  .action(async (ids: string[], opts) => {
+    process.exitCode = await runLifecycle(() => removeCommand(ids, opts));
+  });
+
+apiCommand('events', "list the tenant's webhook events, newest first")
+  .option('--failed', 'only events some endpoint has not taken', false)
+  .option('--upload <id>', "only this upload's events")
+  .option('--limit <n>', 'at most this many (100 at most)', (v) => Number(v), 50)
+  .action(async (opts) => {
+    process.exitCode = await runLifecycle(() => eventsCommand(opts));
+  });
+
+apiCommand('redeliver', 'send a webhook event again, with its original webhook-id')
+  .argument('<event>', 'event id (evt_…)')
+  .option('--endpoint <id>', 'only this endpoint (one added after the event must be named)')
+  .action(async (eventId: string, opts) => {
+    process.exitCode = await runLifecycle(() => redeliverCommand(eventId, opts));
   });
 
 await program.parseAsync();
