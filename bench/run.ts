@@ -12,6 +12,7 @@ import { directVsThroughApi } from './direct';
 import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
 import { waitWakeup } from './wait-wakeup';
 import { embeddedMemory } from './embedded-memory';
+import { deleteRate, downloadLarge, listLatency } from './lifecycle';
 
 const { values } = parseArgs({
   options: {
@@ -23,12 +24,15 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     // dev: temporal server start-dev (SQLite); server: the real server on PostgreSQL, 4 shards.
     temporal: { type: 'string', default: 'dev' },
+    // Scenario "list": how many uploads are seeded, smaller then larger (comma-separated).
+    'list-sizes': { type: 'string', default: '10000,1000000' },
+    'delete-uploads': { type: 'string', default: '200' },
     // Scenario "embedded": other checkouts to measure beside this one (comma-separated).
     'embedded-trees': { type: 'string' },
   },
 });
 
-const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait', 'embedded'];
+const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait', 'embedded', 'download', 'list', 'delete'];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -45,6 +49,10 @@ try {
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
   if (wanted.has('wait')) results.push(await waitWakeup(services, { rounds }));
+  if (wanted.has('download')) results.push(await downloadLarge(services, { bytes: Number(values['large-bytes']), rounds }));
+  if (wanted.has('list')) results.push(await listLatency(services, { sizes: values['list-sizes']!.split(',').map(Number), requests: 400 }));
+  if (wanted.has('delete'))
+    results.push(await deleteRate(services, { uploads: Number(values['delete-uploads']), connections: Math.max(1, connections / 2) }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {

@@ -1,11 +1,15 @@
 // The clients of a chaos run: the project's own UploadClient, one logical upload per key,
 // paced across the fault window. Many uploads are sent by two or three concurrent copies
 // under one key; some are sent again after their answer (must replay identically); a few
-// reuse an answered key for other bytes (must be refused with 422 and change nothing).
+// reuse an answered key for other bytes (must be refused with 422 and change nothing);
+// once processed, some are deleted (must be erased once) and some have an event redelivered
+// (receivers must still see one webhook id per event), both through the faults.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
 import { UploadClient } from '../src/client/upload-client';
+import { LifecycleClient } from '../src/client/lifecycle-client';
+import { eventId } from '../src/downstream/types';
 import type { PendingUpload, UploadResult } from '../src/client/types';
 import type { Rng } from './rng';
 
@@ -18,6 +22,10 @@ export interface UploadPlan {
   copies: number;
   resend: boolean;
   misuse: boolean;
+  /** Deleted once processed. */
+  remove: boolean;
+  /** upload.completed redelivered once processed. */
+  redeliver: boolean;
   /** Seed of the body's bytes (bodies are made when sent, not held for the whole run). */
   bodySeed: Rng;
 }
@@ -37,6 +45,10 @@ export interface UploadRecord {
   /** Senders that never got a final answer before the run's deadline. */
   unanswered: string[];
   misuse?: Answer;
+  /** The DELETE's final answer (status `deleted` or `deleting`), or the error it gave up with. */
+  removed?: string;
+  /** The redelivery's outcome per endpoint, or the error it gave up with. */
+  redelivered?: string;
 }
 
 export function planUploads(rng: Rng, n: number, runId: string): UploadPlan[] {
@@ -52,6 +64,8 @@ export function planUploads(rng: Rng, n: number, runId: string): UploadPlan[] {
       copies: copiesRoll < 70 ? 1 : copiesRoll < 90 ? 2 : 3,
       resend: rng.chance(0.3),
       misuse: rng.chance(0.03),
+      remove: rng.chance(0.15),
+      redeliver: rng.chance(0.1),
       bodySeed: rng.fork(index + 1),
     };
   });
@@ -94,6 +108,7 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
         waitSeconds: 20,
       }),
   );
+  const lifecycle = opts.baseUrls.map((baseUrl) => new LifecycleClient({ baseUrl, token: opts.token, maxAttempts: 20 }));
   /** Each pending upload's bytes, by its id (a misuse send is its own pending upload). */
   const bodies = new Map<string, Buffer>();
   const records: UploadRecord[] = [];
@@ -144,7 +159,29 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
       else record.unanswered.pop(); // an unanswered misuse is not an unanswered upload
     }
     bodies.delete(plan.key);
+    const uploadId = record.answers.map((a) => (JSON.parse(a.body) as { uploadId?: string }).uploadId).find(Boolean);
+    if (uploadId && (plan.remove || plan.redeliver) && !opts.signal.aborted) await afterwards(plan, record, uploadId, plan.index);
     return record;
+  }
+
+  /** Once the upload is processed: its deletion, or a redelivery of its upload.completed event. */
+  async function afterwards(plan: UploadPlan, record: UploadRecord, uploadId: string, replica: number): Promise<void> {
+    const client = lifecycle[replica % lifecycle.length]!;
+    try {
+      for (let i = 0; i < 20 && !opts.signal.aborted; i++) {
+        const u = await client.getUpload(uploadId, { waitSeconds: 10 });
+        if (u.status === 'processed') break;
+      }
+      if (plan.redeliver) {
+        const r = await client.redeliver(eventId(uploadId, 'upload.completed'), { waitSeconds: 20 });
+        record.redelivered = JSON.stringify(r.outcomes ?? 'started');
+      }
+      if (plan.remove) record.removed = (await client.deleteUpload(uploadId, { waitSeconds: 20 })).status;
+    } catch (err) {
+      const message = `failed: ${err instanceof Error ? err.message : String(err)}`;
+      if (plan.redeliver && record.redelivered === undefined) record.redelivered = message;
+      if (plan.remove && record.removed === undefined) record.removed = message;
+    }
   }
 
   async function lane(): Promise<void> {

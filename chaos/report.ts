@@ -34,6 +34,7 @@ export function renderTable(r: ChaosResult): string {
     ['answers received (all copies and re-sends)', v.answers],
     ['of which replays', v.replayedAnswers],
     ['key reused with other bytes → 422', v.misuseRefused],
+    ['uploads deleted (erased once) / events redelivered', `${v.deleted} / ${v.redelivered}`],
     ['webhook deliveries received', v.webhookDeliveries],
     ['API / worker restarts after kills', `${r.restarts.api} / ${r.restarts.worker}`],
     ['staging objects swept at the end', v.stagingRemoved],

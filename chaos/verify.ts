@@ -17,6 +17,9 @@ export interface Verdict {
   answers: number;
   replayedAnswers: number;
   misuseRefused: number;
+  /** Uploads deleted (erased) and events redelivered by the clients. */
+  deleted: number;
+  redelivered: number;
   webhookDeliveries: number;
   stagingRemoved: number;
   duplicates: string[];
@@ -25,6 +28,16 @@ export interface Verdict {
 }
 
 const EVENTS: EventType[] = ['upload.completed', 'upload.processed'];
+
+/** Whether the client deleted the upload (its DELETE answered). */
+const isDeleted = (r: UploadRecord) => r.removed === 'deleted' || r.removed === 'deleting';
+
+/**
+ * The events an upload must have produced. A deleted one must announce its deletion; its
+ * earlier events may have been cut short by the tombstone (nothing but upload.deleted is
+ * sent after it), so for them only "at most one id" holds.
+ */
+const eventsOf = (r: UploadRecord): EventType[] => (isDeleted(r) ? ['upload.deleted'] : EVENTS);
 
 async function until(timeoutMs: number, probe: () => Promise<boolean>): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -58,6 +71,8 @@ export async function settleAndVerify(opts: {
     misuseRefused: 0,
     webhookDeliveries: 0,
     stagingRemoved: 0,
+    deleted: records.filter(isDeleted).length,
+    redelivered: records.filter((r) => r.redelivered !== undefined && !r.redelivered.startsWith('failed')).length,
     duplicates: [],
     losses: [],
     other: [],
@@ -77,6 +92,8 @@ export async function settleAndVerify(opts: {
     }
     const uploadId = r.answers.map(uploadIdOf).find(Boolean);
     if (uploadId) acked.set(r.plan.key, { record: r, uploadId });
+    if (r.removed?.startsWith('failed')) v.other.push(`key ${r.plan.key}: the delete gave up: ${r.removed.slice(0, 200)}`);
+    if (r.redelivered?.startsWith('failed')) v.other.push(`key ${r.plan.key}: the redelivery gave up: ${r.redelivered.slice(0, 200)}`);
   }
   v.acknowledged = acked.size;
 
@@ -91,7 +108,9 @@ export async function settleAndVerify(opts: {
       await Promise.all(
         batch.slice(i, i + 16).map(async (a) => {
           const res = await fetch(`${stack.directApiUrl}/v1/uploads/${a.uploadId}`, { headers: { authorization: `Bearer ${opts.token}` } });
-          if (res.ok && ((await res.json()) as { status: string }).status === 'processed') pending.delete(a);
+          const u = res.ok ? ((await res.json()) as { status: string; erasedAt: string | null }) : undefined;
+          // A deleted upload is settled once erased; the others once processed.
+          if (u && (isDeleted(a.record) ? u.erasedAt !== null : u.status === 'processed')) pending.delete(a);
         }),
       );
     }
@@ -163,7 +182,7 @@ export async function settleAndVerify(opts: {
     const seen = () => new Set(receiver.received.map((w) => `${w.json.data?.uploadId} ${w.json.type}`));
     await until(opts.quiesceMs, async () => {
       const got = seen();
-      return [...acked.values()].every((a) => EVENTS.every((t) => got.has(`${a.uploadId} ${t}`)));
+      return [...acked.values()].every((a) => eventsOf(a.record).every((t) => got.has(`${a.uploadId} ${t}`)));
     });
     v.webhookDeliveries = receiver.received.length;
     const idsByUpload = new Map<string, Set<string>>();
@@ -180,14 +199,15 @@ export async function settleAndVerify(opts: {
       else if (row.id !== uploadId) v.duplicates.push(`key ${key}: acknowledged upload ${uploadId} but the row is ${row.id}`);
       else if (row.sha256 !== record.sha256)
         v.losses.push(`key ${key}: stored SHA-256 ${row.sha256} differs from the client's ${record.sha256}`);
-      for (const t of EVENTS) {
+      for (const t of [...EVENTS, 'upload.deleted'] as EventType[]) {
         const ids = idsByUpload.get(`${uploadId} ${t}`) ?? new Set();
-        if (ids.size === 0) v.losses.push(`upload ${uploadId}: no ${t} webhook received (${await whyShort(uploadId)})`);
+        if (ids.size === 0 && eventsOf(record).includes(t))
+          v.losses.push(`upload ${uploadId}: no ${t} webhook received (${await whyShort(uploadId)})`);
         if (ids.size > 1) v.duplicates.push(`upload ${uploadId}: ${ids.size} distinct webhook ids for ${t}`);
         for (const id of ids)
           if (id !== eventId(uploadId, t)) v.duplicates.push(`upload ${uploadId}: webhook id ${id} is not the event's id`);
       }
-      const expected = record.plan.contentType === 'image/png' ? 2 : 0;
+      const expected = record.plan.contentType === 'image/png' && !isDeleted(record) ? 2 : 0;
       const got = renditions.get(uploadId) ?? 0;
       if (got !== expected)
         (got > expected ? v.duplicates : v.losses).push(

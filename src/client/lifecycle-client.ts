@@ -68,8 +68,9 @@ export class LifecycleClient {
     } while (cursor);
   }
 
-  getUpload(id: string): Promise<Record<string, any>> {
-    return this.json('GET', `/v1/uploads/${encodeURIComponent(id)}`);
+  /** The upload; with `waitSeconds`, once processed or after that long. */
+  getUpload(id: string, o: { waitSeconds?: number } = {}): Promise<Record<string, any>> {
+    return this.json('GET', `/v1/uploads/${encodeURIComponent(id)}${o.waitSeconds ? `?wait=${o.waitSeconds}` : ''}`);
   }
 
   /** The original's bytes (a 200 or, with `range`, a 206 answer; its body unread). */

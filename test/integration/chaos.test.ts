@@ -39,6 +39,9 @@ function expectClean(result: ChaosResult, uploads: number, kinds: string[]): voi
   expect(result.verdict.other).toEqual([]);
   // Copies and re-sends were answered from the first execution, not by a second one.
   expect(result.verdict.replayedAnswers).toBeGreaterThan(0);
+  // Deletions and redeliveries ran through the faults too (erasure and event ids checked above).
+  expect(result.verdict.deleted).toBeGreaterThan(0);
+  expect(result.verdict.redelivered).toBeGreaterThan(0);
 }
 
 it('survives every fault kind with no duplicate and no loss', { timeout: 420_000 }, async () => {

@@ -1,0 +1,191 @@
+// After the upload (#23): downloading the original through GET /content against a direct
+// GetObject stream of the same object; the list's latency with 10,000 and with 1,000,000
+// uploads; deletions per second and CPU per delete beside a new upload's, in the same run.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import { createPool } from '../src/db/pool';
+import { createTenant } from '../src/tenants';
+import { postLarge } from './large-upload';
+import { measureCpu } from './lib/cpu';
+import { peakRssMiB, startOncelyProcess, type BenchServices } from './lib/services';
+import { median, quantile } from './lib/stats';
+
+const MiB = 1024 * 1024;
+
+/** Reads a stream to its end, counting bytes (nothing kept). */
+async function drain(stream: Readable): Promise<number> {
+  let n = 0;
+  for await (const chunk of stream) n += (chunk as Buffer).length;
+  return n;
+}
+
+function getContent(url: string, apiKey: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { authorization: `Bearer ${apiKey}` } }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`GET content: ${res.statusCode}`));
+        drain(res).then(resolve, reject);
+      })
+      .on('error', reject);
+  });
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
+export async function downloadLarge(services: BenchServices, opts: { bytes: number; rounds: number }) {
+  const s3 = new S3Client({
+    endpoint: services.s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: services.s3.accessKeyId, secretAccessKey: services.s3.secretAccessKey },
+  });
+  // Stored through one API process; downloaded through a fresh one, so its peak is the download's.
+  const uploader = await startOncelyProcess(services, 'all');
+  const stored = await postLarge(uploader.url, services.apiKey, opts.bytes);
+  await uploader.proc.stop();
+  if (stored.status !== 201) throw new Error(`upload for the download bench failed: ${stored.status}`);
+  const api = await startOncelyProcess(services, 'api');
+  const floor = rssMiB(api.proc.child.pid!);
+  const oncely: number[] = [];
+  const direct: number[] = [];
+  try {
+    for (let round = 0; round < opts.rounds; round++) {
+      let t = performance.now();
+      const got = await getContent(`${api.url}/v1/uploads/${stored.json.uploadId}/content`, services.apiKey);
+      if (got !== opts.bytes) throw new Error(`downloaded ${got} bytes of ${opts.bytes}`);
+      oncely.push(opts.bytes / ((performance.now() - t) / 1000));
+      t = performance.now();
+      const out = await s3.send(new GetObjectCommand({ Bucket: services.s3.bucket, Key: stored.json.storageKey }));
+      await drain(out.Body as Readable);
+      direct.push(opts.bytes / ((performance.now() - t) / 1000));
+    }
+    const peak = await peakRssMiB(api.proc.child.pid!);
+    return {
+      scenario: 'download (GET /content vs GetObject)',
+      bytes: opts.bytes,
+      oncelyMiBps: round1(median(oncely) / MiB),
+      getObjectMiBps: round1(median(direct) / MiB),
+      ratio: round2(median(oncely) / median(direct)),
+      apiStartRssMiB: round1(floor),
+      apiPeakRssMiB: round1(peak),
+      peakOverStartMiB: round1(peak - floor),
+    };
+  } finally {
+    s3.destroy();
+    await api.proc.stop();
+  }
+}
+
+/** GET /v1/uploads?limit=100 at the first page and at pages deep in the list, with `rows` uploads seeded. */
+export async function listLatency(services: BenchServices, opts: { sizes: number[]; requests: number }) {
+  const api = await startOncelyProcess(services, 'api');
+  const pool = createPool(services.databaseUrl, 1);
+  const out: Record<string, number | string> = { scenario: 'list (GET /v1/uploads?limit=100)' };
+  try {
+    for (const rows of opts.sizes) {
+      const tenant = await createTenant(pool, `list-${rows}`);
+      // Seeded in batches (the list reads rows only): creation times spread over a year.
+      for (let done = 0; done < rows; done += 100_000) {
+        await pool.query(
+          `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, created_at)
+           SELECT gen_random_uuid(), $1::uuid, 'bench-list-' || n, 'bench', 'bench/' || $1::text || '/' || n, n, repeat('a', 64),
+                  'image/png', now() - (n || ' seconds')::interval
+             FROM generate_series($2::int, $3::int) AS n`,
+          [tenant.tenantId, done + 1, Math.min(rows, done + 100_000)],
+        );
+      }
+      await pool.query('ANALYZE uploads');
+      // Cursors at random depths: the positions of random rows.
+      const sample = await pool.query<{ c: string }>(
+        `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text || '.' || id AS c FROM uploads
+          WHERE tenant_id = $1 ORDER BY random() LIMIT $2`,
+        [tenant.tenantId, opts.requests],
+      );
+      const cursors = sample.rows.map((r) => Buffer.from(r.c).toString('base64url'));
+      const latencies: number[] = [];
+      for (let i = 0; i < opts.requests; i++) {
+        const cursor = i % 4 === 0 ? '' : `&cursor=${cursors[i]}`;
+        const t = performance.now();
+        const res = await fetch(`${api.url}/v1/uploads?limit=100${cursor}`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
+        const body = (await res.json()) as { items: unknown[] };
+        if (res.status !== 200 || body.items.length === 0) throw new Error(`list answered ${res.status}`);
+        latencies.push(performance.now() - t);
+      }
+      out[`p50Ms_${rows}`] = round2(quantile(latencies, 0.5));
+      out[`p99Ms_${rows}`] = round2(quantile(latencies, 0.99));
+    }
+    const [small, large] = opts.sizes;
+    out.p99Ratio = round2(Number(out[`p99Ms_${large}`]) / Number(out[`p99Ms_${small}`]));
+    return out;
+  } finally {
+    await pool.end();
+    await api.proc.stop();
+  }
+}
+
+/** Deletions per second and CPU per delete, beside new uploads' in the same run. */
+export async function deleteRate(services: BenchServices, opts: { uploads: number; connections: number }) {
+  const api = await startOncelyProcess(services, 'api');
+  const worker = await startOncelyProcess(services, 'worker');
+  const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
+  const headers = { authorization: `Bearer ${services.apiKey}` };
+  try {
+    const ids: string[] = [];
+    const t0 = performance.now();
+    const uploadCpu = await measureCpu(pids, async () => {
+      await Promise.all(
+        Array.from({ length: opts.connections }, async () => {
+          while (ids.length < opts.uploads) {
+            const res = await fetch(`${api.url}/v1/uploads`, {
+              method: 'POST',
+              headers: { ...headers, 'idempotency-key': `bench-del-${randomUUID()}`, 'content-type': 'text/plain' },
+              body: `bytes ${randomUUID()}`,
+            });
+            const json = (await res.json()) as { uploadId: string };
+            if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
+            ids.push(json.uploadId);
+          }
+        }),
+      );
+      return ids.length;
+    });
+    const uploadSeconds = (performance.now() - t0) / 1000;
+    let next = 0;
+    const t1 = performance.now();
+    const deleteCpu = await measureCpu(pids, async () => {
+      await Promise.all(
+        Array.from({ length: opts.connections }, async () => {
+          while (next < ids.length) {
+            const id = ids[next++]!;
+            const res = await fetch(`${api.url}/v1/uploads/${id}`, { method: 'DELETE', headers: { ...headers, prefer: 'wait=60' } });
+            await res.arrayBuffer();
+            if (res.status !== 200) throw new Error(`delete answered ${res.status}`);
+          }
+        }),
+      );
+      return ids.length;
+    });
+    const deleteSeconds = (performance.now() - t1) / 1000;
+    return {
+      scenario: 'delete (DELETE /v1/uploads/{id}, erased within the wait)',
+      uploads: ids.length,
+      uploadsPerSecond: round1(ids.length / uploadSeconds),
+      deletionsPerSecond: round1(ids.length / deleteSeconds),
+      cpuMsPerUpload: JSON.stringify(uploadCpu),
+      cpuMsPerDelete: JSON.stringify(deleteCpu),
+      ratio: round2(deleteCpu.total / uploadCpu.total),
+    };
+  } finally {
+    await api.proc.stop();
+    await worker.proc.stop();
+  }
+}
+
+const round1 = (n: number) => Math.round(n * 10) / 10;
+const round2 = (n: number) => Math.round(n * 100) / 100;
