@@ -20,8 +20,8 @@ import {
   recordEvent,
   releaseDelivery,
   type AttemptTrigger,
-  type EventPosition,
 } from '../src/db/queries/events';
+import type { ListPosition } from '../src/db/queries/keyset';
 import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
 import type { DownstreamInput, EventType, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
@@ -266,9 +266,9 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       endpointId: string;
       since: string;
       until: string;
-      after: EventPosition | null;
+      after: ListPosition | null;
       limit: number;
-    }): Promise<{ eventId: string; position: EventPosition }[]> {
+    }): Promise<{ eventId: string; position: ListPosition }[]> {
       const rows = await failedDeliveries(pool, a.endpointId, new Date(a.since), new Date(a.until), a.after, a.limit);
       return rows.map((r) => ({ eventId: r.event_id, position: { createdMicros: r.created_micros, id: r.event_id } }));
     },

@@ -5,7 +5,7 @@
 // answers its progress to the `progress` query.
 import { continueAsNew, defineQuery, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { EventPosition } from '../src/downstream/types';
+import type { ListPosition } from '../src/downstream/types';
 
 const { redeliverEvent } = proxyActivities<Activities>({
   summary: 'Send the recorded event again (same webhook-id, same body)',
@@ -47,7 +47,7 @@ export interface RecoveryInput {
   since: string;
   until: string;
   /** Carried across continue-as-new: where the next page starts, and the counts so far. */
-  after?: EventPosition | null;
+  after?: ListPosition | null;
   progress?: RecoveryProgress;
 }
 

@@ -16,8 +16,8 @@ export interface DownstreamInput {
   webhookRetry: WebhookRetrySchedule;
 }
 
-/** Where a page of events starts: after this creation time (µs since the epoch) and id. */
-export interface EventPosition {
+/** Where a page of a list (uploads, events) starts: after this creation time (µs since the epoch) and id. */
+export interface ListPosition {
   createdMicros: string;
   id: string;
 }

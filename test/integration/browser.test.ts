@@ -113,9 +113,19 @@ describe('the Uppy page at /', () => {
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(1);
     expect(rows.uploads[0].content_type).toBe('image/png');
+    // The stored list: a download through a signed URL, then a delete that erases it.
+    const uploadId = rows.uploads[0].id as string;
+    await page.click('#refresh');
+    const item = page.locator(`#stored li[data-upload-id="${uploadId}"]`);
+    await item.waitFor({ timeout: 30_000 });
     await page.screenshot({ path: path.join(artifacts, 'uppy-page.png'), fullPage: true });
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), item.locator('a.download').click()]);
+    expect(download.suggestedFilename()).toBe('picture.png');
+    await item.locator('button.delete').click();
+    await page.waitForSelector(`#stored li[data-upload-id="${uploadId}"][data-status=deleted]`, { timeout: 60_000 });
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads[0]).toMatchObject({ status: 'deleted', file_name: null });
     await page.context().close();
-  }, 90_000);
+  }, 120_000);
 
   it('a 40 MiB upload cut by going offline and a reload finishes once, with its original key, from where it stopped', async () => {
     proxy.setMode('throttle');

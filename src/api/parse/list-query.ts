@@ -2,20 +2,20 @@
 // schemas, and the opaque cursor (a page's last position: creation time in microseconds and
 // id, base64url-encoded).
 import { problem } from '../../errors';
-import type { UploadFilter, UploadPosition } from '../../db/queries/uploads';
+import type { UploadFilter } from '../../db/queries/uploads';
 import type { z } from 'zod';
 import type { EventFilter } from '../../db/queries/events';
-import type { EventPosition } from '../../downstream/types';
+import type { ListPosition } from '../../downstream/types';
 import { ListEventsQuery, ListUploadsQuery } from '../schemas';
 
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const EVENT_ID = /^evt_[0-9a-z_]{1,80}$/;
 
-export function encodeCursor(p: UploadPosition): string {
+export function encodeCursor(p: ListPosition): string {
   return Buffer.from(`${p.createdMicros}.${p.id}`).toString('base64url');
 }
 
-function decodeCursor(cursor: string, id: RegExp): UploadPosition {
+function decodeCursor(cursor: string, id: RegExp): ListPosition {
   const m = /^(\d{1,19})\.(.+)$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
   if (!m || !id.test(m[2]!))
     throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
@@ -28,7 +28,7 @@ function queryProblem(issue: z.core.$ZodIssue | undefined) {
   return problem('query_invalid', unknown ?? issue?.message);
 }
 
-export function parseListQuery(query: Record<string, string>): { filter: UploadFilter; after?: UploadPosition; limit: number } {
+export function parseListQuery(query: Record<string, string>): { filter: UploadFilter; after?: ListPosition; limit: number } {
   const r = ListUploadsQuery.safeParse(query);
   if (!r.success) throw queryProblem(r.error.issues[0]);
   const q = r.data;
@@ -45,7 +45,7 @@ export function parseListQuery(query: Record<string, string>): { filter: UploadF
   };
 }
 
-export function parseEventQuery(query: Record<string, string>): { filter: EventFilter; after?: EventPosition; limit: number } {
+export function parseEventQuery(query: Record<string, string>): { filter: EventFilter; after?: ListPosition; limit: number } {
   const r = ListEventsQuery.safeParse(query);
   if (!r.success) throw queryProblem(r.error.issues[0]);
   const q = r.data;

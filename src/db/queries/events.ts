@@ -1,9 +1,7 @@
 // The event log: events with the body they are sent with, attempts per endpoint, the
 // delivery lease, and the reads behind GET /v1/events.
 import type { Queryable } from '../pool';
-import type { EventPosition } from '../../downstream/types';
-
-export type { EventPosition };
+import { pastPosition, positionColumn, type ListPosition } from './keyset';
 
 export type AttemptTrigger = 'automatic' | 'manual' | 'recover';
 
@@ -93,22 +91,19 @@ export async function listEvents(
   db: Queryable,
   tenantId: string,
   filter: EventFilter,
-  after: EventPosition | undefined,
+  after: ListPosition | undefined,
   limit: number,
 ): Promise<(EventRow & { created_micros: string })[]> {
   const values: unknown[] = [tenantId];
   const where = ['e.tenant_id = $1'];
-  if (after) {
-    values.push(after.createdMicros, after.id);
-    where.push(`(e.created_at, e.id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3::text)`);
-  }
+  if (after) where.push(pastPosition(values, after, '<', 'text', 'e.'));
   if (filter.type) where.push(`e.type = $${values.push(filter.type)}`);
   if (filter.uploadId) where.push(`e.upload_id = $${values.push(filter.uploadId)}`);
   if (filter.deliveryFailed)
     where.push(`EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.delivered_at IS NULL AND d.attempts > 0)`);
   values.push(limit);
   const res = await db.query<EventRow & { created_micros: string }>(
-    `SELECT e.*, (extract(epoch FROM e.created_at) * 1000000)::bigint::text AS created_micros FROM webhook_events e
+    `SELECT e.*, ${positionColumn('e.')} FROM webhook_events e
       WHERE ${where.join(' AND ')} ORDER BY e.created_at DESC, e.id DESC LIMIT $${values.length}`,
     values,
   );
@@ -121,16 +116,17 @@ export async function failedDeliveries(
   endpointId: string,
   since: Date,
   until: Date,
-  after: EventPosition | null,
+  after: ListPosition | null,
   limit: number,
 ): Promise<{ event_id: string; created_micros: string }[]> {
+  const values: unknown[] = [endpointId, since, until, limit];
+  const past = after ? `AND ${pastPosition(values, after, '>', 'text', 'e.')}` : '';
   const res = await db.query<{ event_id: string; created_micros: string }>(
-    `SELECT d.event_id, (extract(epoch FROM e.created_at) * 1000000)::bigint::text AS created_micros
+    `SELECT d.event_id, ${positionColumn('e.')}
        FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-      WHERE d.endpoint_id = $1 AND d.delivered_at IS NULL AND e.created_at >= $2 AND e.created_at < $3
-        AND ($4::bigint IS NULL OR (e.created_at, e.id) > (timestamptz 'epoch' + $4::bigint * interval '1 microsecond', $5::text))
-      ORDER BY e.created_at, e.id LIMIT $6`,
-    [endpointId, since, until, after?.createdMicros ?? null, after?.id ?? null, limit],
+      WHERE d.endpoint_id = $1 AND d.delivered_at IS NULL AND e.created_at >= $2 AND e.created_at < $3 ${past}
+      ORDER BY e.created_at, e.id LIMIT $4`,
+    values,
   );
   return res.rows;
 }

@@ -1,5 +1,6 @@
 // Upload rows: one per logical upload, keyed by id and unique per (tenant, key).
 import { statement, type Queryable } from '../pool';
+import { pastPosition, positionColumn, type ListPosition } from './keyset';
 
 export interface UploadRow {
   id: string;
@@ -65,12 +66,6 @@ export async function findUploadById(db: Queryable, id: string): Promise<UploadR
   return res.rows[0];
 }
 
-/** Where a page starts: after the row with this creation time (microseconds since the epoch) and id. */
-export interface UploadPosition {
-  createdMicros: string;
-  id: string;
-}
-
 export interface UploadFilter {
   status?: string;
   /** `type/subtype`, or `type/*` for every subtype. */
@@ -89,21 +84,16 @@ export async function listUploads(
   db: Queryable,
   tenantId: string,
   filter: UploadFilter,
-  after: UploadPosition | undefined,
+  after: ListPosition | undefined,
   limit: number,
-): Promise<(UploadRow & { position: UploadPosition })[]> {
+): Promise<(UploadRow & { position: ListPosition })[]> {
   const values: unknown[] = [tenantId];
   const where = ['tenant_id = $1'];
   const add = (sql: (n: string) => string, value: unknown) => {
     values.push(value);
     where.push(sql(`$${values.length}`));
   };
-  if (after) {
-    values.push(after.createdMicros, after.id);
-    where.push(
-      `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', $${values.length}::uuid)`,
-    );
-  }
+  if (after) where.push(pastPosition(values, after, '<', 'uuid'));
   if (filter.status) add((n) => `status = ${n}`, filter.status);
   if (filter.contentType?.endsWith('/*')) add((n) => `starts_with(content_type, ${n})`, filter.contentType.slice(0, -1));
   else if (filter.contentType) add((n) => `content_type = ${n}`, filter.contentType);
@@ -112,7 +102,7 @@ export async function listUploads(
   if (filter.idempotencyKey) add((n) => `idempotency_key = ${n}`, filter.idempotencyKey);
   values.push(limit);
   const res = await db.query<UploadRow & { created_micros: string }>(
-    `SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_micros FROM uploads
+    `SELECT *, ${positionColumn()} FROM uploads
       WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC
       LIMIT $${values.length}`,

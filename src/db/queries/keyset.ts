@@ -1,0 +1,21 @@
+// Keyset pagination over (created_at, id), shared by the upload and event lists: a page's
+// position is its last row's creation time in microseconds (exact, where a JavaScript Date
+// holds milliseconds) and id; the next page is the rows strictly past it.
+import type { ListPosition } from '../../downstream/types';
+
+export type { ListPosition };
+
+/** The select-list item that yields each row's position time (`alias` qualifies the table). */
+export function positionColumn(alias = ''): string {
+  return `(extract(epoch FROM ${alias}created_at) * 1000000)::bigint::text AS created_micros`;
+}
+
+/**
+ * The condition "past `after`" in `direction` (`<` newest first, `>` oldest first), its two
+ * values appended to `values`; `idType` is the id column's type, so the index serves it.
+ */
+export function pastPosition(values: unknown[], after: ListPosition, direction: '<' | '>', idType: 'uuid' | 'text', alias = ''): string {
+  values.push(after.createdMicros, after.id);
+  const [micros, id] = [values.length - 1, values.length];
+  return `(${alias}created_at, ${alias}id) ${direction} (timestamptz 'epoch' + $${micros}::bigint * interval '1 microsecond', $${id}::${idType})`;
+}
