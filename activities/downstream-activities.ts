@@ -149,7 +149,9 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       if (!endpoint) return 'endpoint_gone';
       if (!endpoint.enabled) return 'endpoint_disabled';
       const attempt = { eventId: event.id, endpointId, tenantId: event.tenantId, uploadId: event.uploadId, eventType: event.type };
-      const lease = await claimDelivery(pool, { ...attempt, seconds: webhook.timeoutMs / 1000 + 30 });
+      const { workflowExecution: run, activityId } = Context.current().info;
+      const holder = `${run?.workflowId}/${run?.runId}/${activityId}`;
+      const lease = await claimDelivery(pool, { ...attempt, seconds: webhook.timeoutMs / 1000 + 30, holder });
       if (!lease.claimed) {
         // Another attempt is sending right now: that copy is the one this one would add.
         if (trigger === 'automatic')
@@ -222,7 +224,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           nextRetryDelay: retryAfterMs(response.retryAfter),
         });
       } finally {
-        await releaseDelivery(pool, event.id, endpointId);
+        await releaseDelivery(pool, event.id, endpointId, holder);
       }
     },
 

@@ -155,7 +155,7 @@ describe.each(['s3', 'local'] as const)('the event log on the %s store', (kind) 
     const tenant = await createTenant(stack.runtime.pool, 'events-owner');
     const { receiver, endpointId } = await withReceiver(tenant);
     const ids = eventIds(await upload(tenant, 'mine'));
-    await eventually(async () => receiver.received.some((r) => r.id === ids.processed), 30_000);
+    await eventually(async () => [ids.completed, ids.processed].every((id) => receiver.received.some((r) => r.id === id)), 30_000);
     const stranger = await createTenant(stack.runtime.pool, 'events-stranger');
     const sent = receiver.received.length;
     for (const [t, method, path, json, status, error] of [

@@ -2,7 +2,9 @@
 -- recorded wins), so a redelivery carries the same webhook-id and the same bytes; every
 -- attempt per endpoint is kept with its trigger, time, duration and outcome. sending_until
 -- is a delivery's lease: while one attempt holds it no other (an automatic retry, a manual
--- redelivery) sends, so a race adds at most one copy. Swept after EVENT_RETENTION_DAYS.
+-- redelivery) sends, so a race adds at most one copy; sending_holder names the activity
+-- holding it, whose own retry (its previous attempt is over) may take it over at once.
+-- Swept after EVENT_RETENTION_DAYS.
 CREATE TABLE webhook_events (
   id          text PRIMARY KEY,
   tenant_id   uuid NOT NULL REFERENCES tenants (id),
@@ -28,5 +30,5 @@ CREATE TABLE webhook_attempts (
 );
 CREATE INDEX webhook_attempts_event_idx ON webhook_attempts (event_id, id);
 
-ALTER TABLE webhook_deliveries ADD COLUMN sending_until timestamptz;
+ALTER TABLE webhook_deliveries ADD COLUMN sending_until timestamptz, ADD COLUMN sending_holder text;
 CREATE INDEX webhook_deliveries_failed_idx ON webhook_deliveries (endpoint_id, created_at) WHERE delivered_at IS NULL;

@@ -44,26 +44,33 @@ export async function findEvent(db: Queryable, tenantId: string, id: string): Pr
 }
 
 /**
- * Takes the delivery's lease for `seconds` (creating its ledger row); false while another
- * attempt holds it. Answers whether the delivery is already delivered.
+ * Takes the delivery's lease for `seconds` (creating its ledger row) for `holder`; false
+ * while another holder's attempt has it. The same holder (a retry of the same activity,
+ * whose earlier attempt is over) takes it back at once. Answers whether it is delivered.
  */
 export async function claimDelivery(
   db: Queryable,
-  d: { eventId: string; endpointId: string; tenantId: string; uploadId: string; eventType: string; seconds: number },
+  d: { eventId: string; endpointId: string; tenantId: string; uploadId: string; eventType: string; seconds: number; holder: string },
 ): Promise<{ claimed: false } | { claimed: true; delivered: boolean }> {
   const res = await db.query<{ delivered: boolean }>(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, sending_until)
-     VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
-     ON CONFLICT (event_id, endpoint_id) DO UPDATE SET sending_until = EXCLUDED.sending_until
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, sending_until, sending_holder)
+     VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6), $7)
+     ON CONFLICT (event_id, endpoint_id) DO UPDATE SET sending_until = EXCLUDED.sending_until, sending_holder = EXCLUDED.sending_holder
        WHERE webhook_deliveries.sending_until IS NULL OR webhook_deliveries.sending_until < now()
+          OR webhook_deliveries.sending_holder = EXCLUDED.sending_holder
      RETURNING delivered_at IS NOT NULL AS delivered`,
-    [d.eventId, d.endpointId, d.tenantId, d.uploadId, d.eventType, d.seconds],
+    [d.eventId, d.endpointId, d.tenantId, d.uploadId, d.eventType, d.seconds, d.holder],
   );
   return res.rows[0] ? { claimed: true, delivered: res.rows[0].delivered } : { claimed: false };
 }
 
-export async function releaseDelivery(db: Queryable, eventId: string, endpointId: string): Promise<void> {
-  await db.query('UPDATE webhook_deliveries SET sending_until = NULL WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
+/** Gives the lease back, if `holder` still has it. */
+export async function releaseDelivery(db: Queryable, eventId: string, endpointId: string, holder: string): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET sending_until = NULL, sending_holder = NULL
+      WHERE event_id = $1 AND endpoint_id = $2 AND sending_holder = $3`,
+    [eventId, endpointId, holder],
+  );
 }
 
 export async function insertAttempt(db: Queryable, a: Omit<AttemptRow, 'id' | 'attempted_at'>): Promise<void> {
