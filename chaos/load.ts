@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
 import { UploadClient } from '../src/client/upload-client';
-import { LifecycleClient } from '../src/client/lifecycle-client';
+import { LifecycleClient, OncelyApiError } from '../src/client/lifecycle-client';
 import { eventId } from '../src/downstream/types';
 import type { PendingUpload, UploadResult } from '../src/client/types';
 import type { Rng } from './rng';
@@ -173,7 +173,20 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
         if (u.status === 'processed') break;
       }
       if (plan.redeliver) {
-        const r = await client.redeliver(eventId(uploadId, 'upload.completed'), { waitSeconds: 20 });
+        // The event is in the log from its first delivery attempt on, which faults may delay.
+        const id = eventId(uploadId, 'upload.completed');
+        for (let i = 0; i < 60 && !opts.signal.aborted; i++) {
+          const found = await client.getEvent(id).then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof OncelyApiError && err.status === 404) return false;
+              throw err;
+            },
+          );
+          if (found) break;
+          await sleep(1000);
+        }
+        const r = await client.redeliver(id, { waitSeconds: 20 });
         record.redelivered = JSON.stringify(r.outcomes ?? 'started');
       }
       if (plan.remove) record.removed = (await client.deleteUpload(uploadId, { waitSeconds: 20 })).status;
