@@ -48,10 +48,14 @@ export async function downloadLarge(services: BenchServices, opts: { bytes: numb
   // Stored through one API process; downloaded through a fresh one, so its peak is the download's.
   const uploader = await startOncelyProcess(services, 'all');
   const stored = await postLarge(uploader.url, services.apiKey, opts.bytes);
+  const small = await postLarge(uploader.url, services.apiKey, MiB);
   await uploader.proc.stop();
-  if (stored.status !== 201) throw new Error(`upload for the download bench failed: ${stored.status}`);
+  if (stored.status !== 201 || small.status !== 201) throw new Error(`upload for the download bench failed: ${stored.status}`);
   const api = await startOncelyProcess(services, 'api');
   const floor = rssMiB(api.proc.child.pid!);
+  // One 1 MiB download first: what the first request of its kind costs, apart from the size.
+  await getContent(`${api.url}/v1/uploads/${small.json.uploadId}/content`, services.apiKey);
+  const warm = rssMiB(api.proc.child.pid!);
   const oncely: number[] = [];
   const direct: number[] = [];
   try {
@@ -73,8 +77,10 @@ export async function downloadLarge(services: BenchServices, opts: { bytes: numb
       getObjectMiBps: round1(median(direct) / MiB),
       ratio: round2(median(oncely) / median(direct)),
       apiStartRssMiB: round1(floor),
+      apiAfterFirstSmallDownloadRssMiB: round1(warm),
       apiPeakRssMiB: round1(peak),
       peakOverStartMiB: round1(peak - floor),
+      peakOverWarmMiB: round1(peak - warm),
     };
   } finally {
     s3.destroy();
