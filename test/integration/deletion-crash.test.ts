@@ -90,6 +90,49 @@ it('killed right after the tombstone, while the deletion waits for a cancelled t
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
 }, 180_000);
 
+it('killed between the rendition deletes and the release of the original: the restart finishes it', async () => {
+  const up = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `delcrash-${randomUUID()}`,
+    body: await png(320, 200),
+    contentType: 'image/png',
+    fileName: 'between.png',
+  });
+  const id = up.json.uploadId as string;
+  await eventually(async () => (await detail(id)).status === 'processed', 60_000);
+  const prefix = `tenants/${tenant.tenantId}/renditions/${id}/`;
+  expect((await listKeys(stack.runtime.store, prefix)).length).toBeGreaterThan(0);
+  // The rendition step deletes the objects, then their rows: a lock held on the rows stops
+  // the worker exactly there, with the original not yet released.
+  const blocker = await stack.runtime.pool.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM renditions WHERE upload_id = $1 FOR UPDATE', [id]);
+    await startDelete(id);
+    await eventually(
+      async () =>
+        (
+          await stack.runtime.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM renditions%'`,
+          )
+        ).rowCount === 1,
+      60_000,
+    );
+    expect(await listKeys(stack.runtime.store, prefix)).toEqual([]);
+    expect(await stack.runtime.store.head(up.json.storageKey)).toBeDefined();
+    expect((await stack.runtime.pool.query('SELECT object_released FROM uploads WHERE id = $1', [id])).rows[0]).toEqual({
+      object_released: false,
+    });
+    await worker!.stop('SIGKILL');
+  } finally {
+    await blocker.query('ROLLBACK');
+    blocker.release();
+  }
+  worker = await startWorkerProcess(workerEnv, logFile);
+  await expectErased(id, up.json.storageKey);
+  expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+}, 180_000);
+
 it('killed while upload.deleted is being delivered (after the erasure): the restart sends it again with the same id', async () => {
   const up = await postUpload(stack.url, {
     apiKey: tenant.apiKey,
