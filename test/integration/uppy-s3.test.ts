@@ -163,6 +163,65 @@ describe('the companion routes on the S3 store', () => {
     expect((await postForm(stack.url, params.json, file, 'small.bin')).text).toBe(first.text);
     expect((await call(stack.url, 'GET', `${endpoint}/s3/params?filename=x`)).status).toBe(400);
   });
+
+  it("metadata.expiresAt sets the upload's expiry on both companion paths; a bad one is 400 and creates nothing", async () => {
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const detail = async (id: string) =>
+      (await call(stack.url, 'GET', `/v1/uploads/${id}`, undefined, { authorization: `Bearer ${tenant.apiKey}` })).json;
+    // One request: /s3/params carries it into the form's fields.
+    const small = randomBytes(1000);
+    const formKey = `uppy-exp-form-${randomUUID()}`;
+    const params = await call(
+      stack.url,
+      'GET',
+      `${endpoint}/s3/params?filename=e.bin&metadata%5BidempotencyKey%5D=${formKey}&metadata%5BexpiresAt%5D=${encodeURIComponent(expiresAt)}`,
+    );
+    expect(params.json.fields.expiresAt).toBe(expiresAt);
+    const posted = await postForm(stack.url, params.json, small, 'e.bin');
+    expect(posted.status).toBe(201);
+    expect((await detail(JSON.parse(posted.text).uploadId)).expiresAt).toBe(expiresAt);
+    // Multipart: the create's metadata.
+    const file = randomBytes(5 * MiB + 1);
+    const key = `uppy-exp-mp-${randomUUID()}`;
+    const created = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+      filename: 'e.bin',
+      type: 'application/octet-stream',
+      metadata: { idempotencyKey: key, expiresAt },
+    });
+    expect(created.status).toBe(200);
+    const q = `?key=${encodeURIComponent(created.json.key)}`;
+    const etags: string[] = [];
+    for (const [i, body] of [file.subarray(0, 5 * MiB), file.subarray(5 * MiB)].entries()) {
+      const signed = await call(stack.url, 'GET', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}/${i + 1}${q}`);
+      etags.push((await fetch(signed.json.url, { method: 'PUT', body })).headers.get('etag')!);
+    }
+    const done = await call(stack.url, 'POST', `${endpoint}/s3/multipart/${encodeURIComponent(created.json.uploadId)}/complete${q}`, {
+      parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })),
+    });
+    expect(done.status).toBe(200);
+    expect((await detail(done.json.upload.uploadId)).expiresAt).toBe(expiresAt);
+    // Bad: in the past, or not a time.
+    const past = new Date(Date.now() - 1000).toISOString();
+    for (const bad of [past, 'tomorrow']) {
+      const badKey = `uppy-exp-bad-${randomUUID()}`;
+      const p = await call(
+        stack.url,
+        'GET',
+        `${endpoint}/s3/params?filename=b.bin&metadata%5BidempotencyKey%5D=${badKey}&metadata%5BexpiresAt%5D=${encodeURIComponent(bad)}`,
+      );
+      expect(p.status, bad).toBe(400);
+      expect(p.json).toMatchObject({ error: 'query_invalid', detail: expect.stringMatching(/expiresAt/) });
+      const m = await call(stack.url, 'POST', `${endpoint}/s3/multipart`, {
+        filename: 'b.bin',
+        type: 'application/octet-stream',
+        metadata: { idempotencyKey: badKey, expiresAt: bad },
+      });
+      expect(m.status, bad).toBe(400);
+      expect(m.json).toMatchObject({ error: 'body_invalid', detail: expect.stringMatching(/expiresAt/) });
+      const sessions = await stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE idempotency_key = $1', [badKey]);
+      expect(sessions.rowCount).toBe(0);
+    }
+  });
 });
 
 describe('the companion routes on the embedded store', () => {

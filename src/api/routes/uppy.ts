@@ -196,6 +196,8 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     const key = keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
+    const expiresAt = parseExpiresAt(c.req.query('metadata[expiresAt]'), 'query_invalid');
+    if (expiresAt) fields.expiresAt = expiresAt;
     // Absolute: Uppy builds the object's location from it with new URL().
     return c.json(
       { method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields },
