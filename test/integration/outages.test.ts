@@ -91,3 +91,89 @@ describe.each([
     expect((await fetch(`${stack.url}/readyz`)).status).toBe(200);
   }, 120_000);
 });
+
+describe('after the upload, with a dependency down', () => {
+  const auth = () => ({ authorization: `Bearer ${tenant.apiKey}` });
+  const stored = async () => {
+    const up = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `after-${randomUUID()}`,
+      body: Buffer.from(`kept ${randomUUID()}`),
+    });
+    expect(up.status).toBe(201);
+    return up.json as { uploadId: string; storageKey: string };
+  };
+  const row = async (id: string) =>
+    (await stack.runtime.pool.query('SELECT deleted_at, erased_at, object_released FROM uploads WHERE id = $1', [id])).rows[0];
+
+  it('the store down: content is 503, a signed URL is still signed (it needs no call) and works once it is back, a delete waits for it', async () => {
+    const up = await stored();
+    const doomed = await stored();
+    proxies.s3.setMode('refuse');
+    try {
+      const content = await fetch(`${stack.url}/v1/uploads/${up.uploadId}/content`, { headers: auth() });
+      expect(content.status).toBe(503);
+      expect(((await content.json()) as { error: string }).error).toBe('storage_unavailable');
+      expect(Number(content.headers.get('retry-after'))).toBeGreaterThan(0);
+      const link = await fetch(`${stack.url}/v1/uploads/${up.uploadId}/download-urls`, {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: JSON.stringify({ expiresInSeconds: 600, disposition: 'attachment' }),
+      });
+      expect(link.status).toBe(201);
+      const { url } = (await link.json()) as { url: string };
+      await expect(fetch(new URL(url, stack.url))).rejects.toThrow();
+      // The delete: tombstoned at once, the erasure retried until the store answers.
+      const del = await fetch(`${stack.url}/v1/uploads/${doomed.uploadId}`, { method: 'DELETE', headers: { ...auth(), prefer: 'wait=2' } });
+      expect(del.status).toBe(202);
+      expect((await row(doomed.uploadId)).deleted_at).not.toBeNull();
+      expect((await row(doomed.uploadId)).erased_at).toBeNull();
+      expect((await fetch(`${stack.url}/v1/uploads/${doomed.uploadId}/content`, { headers: auth() })).status).toBe(410);
+      proxies.s3.setMode('forward');
+      expect(await (await fetch(new URL(url, stack.url))).text()).toMatch(/^kept /);
+      await eventually(async () => (await row(doomed.uploadId)).erased_at !== null, 60_000);
+      expect(await stack.runtime.store.head(doomed.storageKey)).toBeUndefined();
+    } finally {
+      proxies.s3.setMode('forward');
+    }
+  }, 120_000);
+
+  it('Temporal down: a delete is 503 temporal_unavailable and tombstones nothing; the same delete works once it is back', async () => {
+    const up = await stored();
+    proxies.temporal.setMode('refuse');
+    let del: Response;
+    try {
+      del = await fetch(`${stack.url}/v1/uploads/${up.uploadId}`, { method: 'DELETE', headers: { ...auth(), prefer: 'wait=5' } });
+    } finally {
+      proxies.temporal.setMode('forward');
+    }
+    expect(del.status).toBe(503);
+    expect(((await del.json()) as { error: string }).error).toBe('temporal_unavailable');
+    expect((await row(up.uploadId)).deleted_at).toBeNull();
+    expect((await fetch(`${stack.url}/v1/uploads/${up.uploadId}/content`, { headers: auth() })).status).toBe(200);
+    const again = await eventually(async () => {
+      const r = await fetch(`${stack.url}/v1/uploads/${up.uploadId}`, { method: 'DELETE', headers: { ...auth(), prefer: 'wait=30' } });
+      return r.status === 200 ? r : undefined;
+    }, 60_000);
+    expect(((await again.json()) as { status: string }).status).toBe('deleted');
+  }, 120_000);
+
+  it('Postgres down: the list, an upload and a delete are 503 database_unavailable', async () => {
+    const up = await stored();
+    proxies.postgres.setMode('refuse');
+    try {
+      for (const [method, p] of [
+        ['GET', '/v1/uploads'],
+        ['GET', `/v1/uploads/${up.uploadId}`],
+        ['DELETE', `/v1/uploads/${up.uploadId}`],
+      ] as const) {
+        const res = await fetch(`${stack.url}${p}`, { method, headers: auth() });
+        expect(res.status, `${method} ${p}`).toBe(503);
+        expect(((await res.json()) as { error: string }).error).toBe('database_unavailable');
+      }
+    } finally {
+      proxies.postgres.setMode('forward');
+    }
+    expect((await row(up.uploadId)).deleted_at).toBeNull();
+  }, 120_000);
+});
