@@ -11,18 +11,17 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
-import { isDeleted } from '../src/db/queries/deletions';
 import {
   claimDelivery,
   failedDeliveries,
   findEvent,
-  insertAttempt,
+  finishAttempt,
   recordEvent,
   releaseDelivery,
   type AttemptTrigger,
 } from '../src/db/queries/events';
 import type { ListPosition } from '../src/db/queries/keyset';
-import { disableEndpoint, findDelivery, findEndpoint, listEndpoints, recordAttempt } from '../src/db/queries/webhooks';
+import { disableEndpoint, findEndpoint, listEndpoints } from '../src/db/queries/webhooks';
 import type { DownstreamInput, EventType, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
@@ -135,23 +134,33 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       timestamp: string;
       trigger?: AttemptTrigger;
     }): Promise<DeliveryOutcome> {
-      if (trigger === 'automatic' && (await findDelivery(pool, event.id, endpointId))?.delivered_at) return 'already_delivered';
       // After the tombstone only upload.deleted goes out: no announcement of bytes that are gone.
-      if (event.type !== 'upload.deleted' && (await isDeleted(pool, event.uploadId))) return 'upload_deleted';
-      const payload = await recordEvent(pool, {
-        id: event.id,
-        tenant_id: event.tenantId,
-        upload_id: event.uploadId,
-        type: event.type,
-        payload: JSON.stringify({ type: event.type, timestamp, data: event.data }),
-      });
+      const payload = await recordEvent(
+        pool,
+        {
+          id: event.id,
+          tenant_id: event.tenantId,
+          upload_id: event.uploadId,
+          type: event.type,
+          payload: JSON.stringify({ type: event.type, timestamp, data: event.data }),
+        },
+        { afterTombstone: event.type === 'upload.deleted' },
+      );
+      if (payload === undefined) return 'upload_deleted';
       const endpoint = await findEndpoint(pool, endpointId);
       if (!endpoint) return 'endpoint_gone';
       if (!endpoint.enabled) return 'endpoint_disabled';
-      const attempt = { eventId: event.id, endpointId, tenantId: event.tenantId, uploadId: event.uploadId, eventType: event.type };
       const { workflowExecution: run, activityId } = Context.current().info;
       const holder = `${run?.workflowId}/${run?.runId}/${activityId}`;
-      const lease = await claimDelivery(pool, { ...attempt, seconds: webhook.timeoutMs / 1000 + 30, holder });
+      const lease = await claimDelivery(pool, {
+        eventId: event.id,
+        endpointId,
+        tenantId: event.tenantId,
+        uploadId: event.uploadId,
+        eventType: event.type,
+        seconds: webhook.timeoutMs / 1000 + 30,
+        holder,
+      });
       if (!lease.claimed) {
         // Another attempt is sending right now: that copy is the one this one would add.
         if (trigger === 'automatic')
@@ -159,17 +168,12 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         return 'in_flight';
       }
       const startedAt = Date.now();
+      // Recording an attempt gives the lease back too; otherwise the finally below does.
+      let held = true;
       const attempted = async (status: number | null, error: string | null, delivered: boolean) => {
-        await recordAttempt(pool, { ...attempt, status, error, delivered });
-        await insertAttempt(pool, {
-          event_id: event.id,
-          endpoint_id: endpointId,
-          trigger,
-          duration_ms: Date.now() - startedAt,
-          status,
-          error,
-          delivered,
-        });
+        const duration_ms = Date.now() - startedAt;
+        await finishAttempt(pool, { event_id: event.id, endpoint_id: endpointId, trigger, duration_ms, status, error, delivered, holder });
+        held = false;
       };
       try {
         if (lease.delivered && trigger === 'automatic') return 'already_delivered';
@@ -224,7 +228,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           nextRetryDelay: retryAfterMs(response.retryAfter),
         });
       } finally {
-        await releaseDelivery(pool, event.id, endpointId, holder);
+        if (held) await releaseDelivery(pool, event.id, endpointId, holder);
       }
     },
 

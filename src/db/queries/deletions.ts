@@ -38,12 +38,6 @@ export async function dueUploads(db: Queryable, limit: number): Promise<{ id: st
   return res.rows;
 }
 
-/** Whether the upload's tombstone is set. */
-export async function isDeleted(db: Queryable, uploadId: string): Promise<boolean> {
-  const res = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NOT NULL', [uploadId]);
-  return (res.rowCount ?? 0) > 0;
-}
-
 /** The upload's rendition rows, removed once their objects are gone. */
 export async function deleteRenditionRows(db: Queryable, uploadId: string): Promise<void> {
   await db.query('DELETE FROM renditions WHERE upload_id = $1', [uploadId]);

@@ -26,16 +26,25 @@ export interface AttemptRow {
   delivered: boolean;
 }
 
-/** Records the event unless it is there; returns the body recorded first (every send uses it). */
-export async function recordEvent(db: Queryable, e: Omit<EventRow, 'created_at'>): Promise<string> {
+/**
+ * Records the event unless it is there and returns the body recorded first (every send uses
+ * it); undefined, recording nothing, once the upload is tombstoned, unless the event is one
+ * sent after the tombstone (upload.deleted).
+ */
+export async function recordEvent(
+  db: Queryable,
+  e: Omit<EventRow, 'created_at'>,
+  opts: { afterTombstone: boolean },
+): Promise<string | undefined> {
   const res = await db.query<{ payload: string }>(
-    `WITH ins AS (
-       INSERT INTO webhook_events (id, tenant_id, upload_id, type, payload) VALUES ($1, $2, $3, $4, $5)
+    `WITH live AS (SELECT $6::boolean OR NOT EXISTS (SELECT 1 FROM uploads WHERE id = $3 AND deleted_at IS NOT NULL) AS ok),
+     ins AS (
+       INSERT INTO webhook_events (id, tenant_id, upload_id, type, payload) SELECT $1, $2, $3, $4, $5 FROM live WHERE ok
        ON CONFLICT (id) DO NOTHING RETURNING payload)
-     SELECT payload FROM ins UNION ALL SELECT payload FROM webhook_events WHERE id = $1 LIMIT 1`,
-    [e.id, e.tenant_id, e.upload_id, e.type, e.payload],
+     SELECT payload FROM ins UNION ALL SELECT payload FROM webhook_events, live WHERE id = $1 AND ok LIMIT 1`,
+    [e.id, e.tenant_id, e.upload_id, e.type, e.payload, opts.afterTombstone],
   );
-  return res.rows[0]!.payload;
+  return res.rows[0]?.payload;
 }
 
 export async function findEvent(db: Queryable, tenantId: string, id: string): Promise<EventRow | undefined> {
@@ -73,11 +82,23 @@ export async function releaseDelivery(db: Queryable, eventId: string, endpointId
   );
 }
 
-export async function insertAttempt(db: Queryable, a: Omit<AttemptRow, 'id' | 'attempted_at'>): Promise<void> {
+/**
+ * Records one attempt of a claimed delivery in one statement: the attempt row, the ledger's
+ * count, last answer and delivery time, and the lease given back (if `holder` still has it).
+ */
+export async function finishAttempt(db: Queryable, a: Omit<AttemptRow, 'id' | 'attempted_at'> & { holder: string }): Promise<void> {
   await db.query(
-    `INSERT INTO webhook_attempts (event_id, endpoint_id, tenant_id, trigger, duration_ms, status, error, delivered)
-     SELECT $1, $2, tenant_id, $3, $4, $5, $6, $7 FROM webhook_events WHERE id = $1`,
-    [a.event_id, a.endpoint_id, a.trigger, a.duration_ms, a.status, a.error, a.delivered],
+    `WITH ledger AS (
+       UPDATE webhook_deliveries
+          SET attempts = attempts + 1, last_status = $5, last_error = $6,
+              delivered_at = coalesce(delivered_at, CASE WHEN $7 THEN now() END), updated_at = now(),
+              sending_until = CASE WHEN sending_holder = $8 THEN NULL ELSE sending_until END,
+              sending_holder = CASE WHEN sending_holder = $8 THEN NULL ELSE sending_holder END
+        WHERE event_id = $1 AND endpoint_id = $2
+        RETURNING tenant_id)
+     INSERT INTO webhook_attempts (event_id, endpoint_id, tenant_id, trigger, duration_ms, status, error, delivered)
+     SELECT $1, $2, tenant_id, $3, $4, $5, $6, $7 FROM ledger`,
+    [a.event_id, a.endpoint_id, a.trigger, a.duration_ms, a.status, a.error, a.delivered, a.holder],
   );
 }
 

@@ -67,41 +67,6 @@ export interface DeliveryRow {
   created_at: Date;
 }
 
-export async function findDelivery(db: Queryable, eventId: string, endpointId: string): Promise<DeliveryRow | undefined> {
-  const res = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [
-    eventId,
-    endpointId,
-  ]);
-  return res.rows[0];
-}
-
-/** Records one attempt: creates the ledger row on the first, counts every one. */
-export async function recordAttempt(
-  db: Queryable,
-  a: {
-    eventId: string;
-    endpointId: string;
-    tenantId: string;
-    uploadId: string;
-    eventType: string;
-    status: number | null;
-    error: string | null;
-    delivered: boolean;
-  },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, attempts, last_status, last_error, delivered_at)
-     VALUES ($1, $2, $3, $4, $5, 1, $6, $7, CASE WHEN $8 THEN now() END)
-     ON CONFLICT (event_id, endpoint_id) DO UPDATE
-       SET attempts = webhook_deliveries.attempts + 1,
-           last_status = EXCLUDED.last_status,
-           last_error = EXCLUDED.last_error,
-           delivered_at = coalesce(webhook_deliveries.delivered_at, EXCLUDED.delivered_at),
-           updated_at = now()`,
-    [a.eventId, a.endpointId, a.tenantId, a.uploadId, a.eventType, a.status, a.error, a.delivered],
-  );
-}
-
 export async function listDeliveries(db: Queryable, uploadId: string): Promise<DeliveryRow[]> {
   const res = await db.query<DeliveryRow>(
     'SELECT * FROM webhook_deliveries WHERE upload_id = $1 ORDER BY created_at, event_id, endpoint_id',
