@@ -10,7 +10,9 @@ import { createPool } from '../src/db/pool';
 import { createTenant } from '../src/tenants';
 import { postLarge } from './large-upload';
 import { measureCpu } from './lib/cpu';
-import { peakRssMiB, startOncelyProcess, type BenchServices } from './lib/services';
+import { adminUrl, peakRssMiB, startOncelyProcess, type BenchServices } from './lib/services';
+import { createMigratedDatabase, dropDatabase } from '../test/support/postgres';
+import type { ManagedProcess } from '../src/devstack/process';
 import { median, quantile } from './lib/stats';
 
 const MiB = 1024 * 1024;
@@ -88,50 +90,75 @@ export async function downloadLarge(services: BenchServices, opts: { bytes: numb
   }
 }
 
-/** GET /v1/uploads?limit=100 at the first page and at pages deep in the list, with `rows` uploads seeded. */
+/**
+ * GET /v1/uploads?limit=100 at the first page and at pages deep in the list, against one
+ * database per size (10,000 rows in one, 1,000,000 in another), each behind its own API
+ * process. The requests alternate between the two after both are seeded, vacuumed and
+ * checkpointed, so the machine's noise (and the seeding's own aftermath) falls on both alike.
+ */
 export async function listLatency(services: BenchServices, opts: { sizes: number[]; requests: number }) {
-  const api = await startOncelyProcess(services, 'api');
-  const pool = createPool(services.databaseUrl, 1);
   const out: Record<string, number | string> = { scenario: 'list (GET /v1/uploads?limit=100)' };
+  const stacks: { rows: number; dbName: string; api: { proc: ManagedProcess; url: string }; apiKey: string; cursors: string[] }[] = [];
   try {
     for (const rows of opts.sizes) {
-      const tenant = await createTenant(pool, `list-${rows}`);
-      // Seeded in batches (the list reads rows only): creation times spread over a year.
-      for (let done = 0; done < rows; done += 100_000) {
-        await pool.query(
-          `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, created_at)
-           SELECT gen_random_uuid(), $1::uuid, 'bench-list-' || n, 'bench', 'bench/' || $1::text || '/' || n, n, repeat('a', 64),
-                  'image/png', now() - (n || ' seconds')::interval
-             FROM generate_series($2::int, $3::int) AS n`,
-          [tenant.tenantId, done + 1, Math.min(rows, done + 100_000)],
+      const dbName = `oncely_bench_list_${process.pid}_${rows}`;
+      const databaseUrl = await createMigratedDatabase(adminUrl, dbName);
+      const pool = createPool(databaseUrl, 1);
+      try {
+        const tenant = await createTenant(pool, `list-${rows}`);
+        // Seeded in batches (the list reads rows only): creation times spread over a year.
+        for (let done = 0; done < rows; done += 100_000) {
+          await pool.query(
+            `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, created_at)
+             SELECT gen_random_uuid(), $1::uuid, 'bench-list-' || n, 'bench', 'bench/' || $1::text || '/' || n, n, repeat('a', 64),
+                    'image/png', now() - (n || ' seconds')::interval
+               FROM generate_series($2::int, $3::int) AS n`,
+            [tenant.tenantId, done + 1, Math.min(rows, done + 100_000)],
+          );
+        }
+        await pool.query('VACUUM ANALYZE uploads');
+        // Cursors at random depths: the positions of random rows.
+        const sample = await pool.query<{ c: string }>(
+          `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text || '.' || id AS c FROM uploads
+            WHERE tenant_id = $1 ORDER BY random() LIMIT $2`,
+          [tenant.tenantId, opts.requests],
         );
+        const api = await startOncelyProcess(services, 'api', { DATABASE_URL: databaseUrl });
+        stacks.push({ rows, dbName, api, apiKey: tenant.apiKey, cursors: sample.rows.map((r) => Buffer.from(r.c).toString('base64url')) });
+        await pool.query('CHECKPOINT');
+      } finally {
+        await pool.end();
       }
-      await pool.query('ANALYZE uploads');
-      // Cursors at random depths: the positions of random rows.
-      const sample = await pool.query<{ c: string }>(
-        `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text || '.' || id AS c FROM uploads
-          WHERE tenant_id = $1 ORDER BY random() LIMIT $2`,
-        [tenant.tenantId, opts.requests],
-      );
-      const cursors = sample.rows.map((r) => Buffer.from(r.c).toString('base64url'));
-      const latencies: number[] = [];
-      for (let i = 0; i < opts.requests; i++) {
-        const cursor = i % 4 === 0 ? '' : `&cursor=${cursors[i]}`;
-        const t = performance.now();
-        const res = await fetch(`${api.url}/v1/uploads?limit=100${cursor}`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
-        const body = (await res.json()) as { items: unknown[] };
-        if (res.status !== 200 || body.items.length === 0) throw new Error(`list answered ${res.status}`);
-        latencies.push(performance.now() - t);
-      }
-      out[`p50Ms_${rows}`] = round2(quantile(latencies, 0.5));
-      out[`p99Ms_${rows}`] = round2(quantile(latencies, 0.99));
     }
+    const list = async (s: (typeof stacks)[number], i: number) => {
+      const cursor = i % 4 === 0 ? '' : `&cursor=${s.cursors[i % s.cursors.length]}`;
+      const t = performance.now();
+      const res = await fetch(`${s.api.url}/v1/uploads?limit=100${cursor}`, { headers: { authorization: `Bearer ${s.apiKey}` } });
+      const body = (await res.json()) as { items: unknown[] };
+      if (res.status !== 200 || body.items.length === 0) throw new Error(`list answered ${res.status}`);
+      return performance.now() - t;
+    };
+    // Warm-up: each process's first requests of the kind (JIT, prepared statements, pool).
+    for (const s of stacks) for (let i = 0; i < 50; i++) await list(s, i);
+    const latencies = stacks.map(() => [] as number[]);
+    for (let i = 0; i < opts.requests; i++) {
+      // Alternating which goes first, so neither is always the one after an idle gap.
+      const order = i % 2 === 0 ? stacks.map((_, k) => k) : stacks.map((_, k) => stacks.length - 1 - k);
+      for (const k of order) latencies[k]!.push(await list(stacks[k]!, i));
+    }
+    stacks.forEach((s, k) => {
+      out[`p50Ms_${s.rows}`] = round2(quantile(latencies[k]!, 0.5));
+      out[`p99Ms_${s.rows}`] = round2(quantile(latencies[k]!, 0.99));
+    });
     const [small, large] = opts.sizes;
     out.p99Ratio = round2(Number(out[`p99Ms_${large}`]) / Number(out[`p99Ms_${small}`]));
+    out.p50Ratio = round2(Number(out[`p50Ms_${large}`]) / Number(out[`p50Ms_${small}`]));
     return out;
   } finally {
-    await pool.end();
-    await api.proc.stop();
+    for (const s of stacks) {
+      await s.api.proc.stop();
+      await dropDatabase(adminUrl, s.dbName);
+    }
   }
 }
 

@@ -50,7 +50,8 @@ try {
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
   if (wanted.has('wait')) results.push(await waitWakeup(services, { rounds }));
   if (wanted.has('download')) results.push(await downloadLarge(services, { bytes: Number(values['large-bytes']), rounds }));
-  if (wanted.has('list')) results.push(await listLatency(services, { sizes: values['list-sizes']!.split(',').map(Number), requests: 400 }));
+  if (wanted.has('list'))
+    results.push(await listLatency(services, { sizes: values['list-sizes']!.split(',').map(Number), requests: 2000 }));
   if (wanted.has('delete'))
     results.push(await deleteRate(services, { uploads: Number(values['delete-uploads']), connections: Math.max(1, connections / 2) }));
   if (wanted.has('embedded'))

@@ -25,7 +25,7 @@ export interface BenchServices {
   stop(): Promise<void>;
 }
 
-const adminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const adminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** `temporal`: the dev server (SQLite, one shard) or the real server on PostgreSQL (4 shards). */
 export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Promise<BenchServices> {
