@@ -42,10 +42,21 @@ async function split(url: string): Promise<Record<string, number>> {
 
 async function bareNodeIdleMiB(): Promise<number> {
   const log = path.join(os.tmpdir(), `bare-node-${process.pid}.log`);
-  const proc = startProcess('node', ['--expose-gc', '--max-semi-space-size=4', '--v8-pool-size=2', '-e', 'setInterval(() => {}, 1000)'], {
-    logFile: log,
-    env: { ...process.env, MALLOC_ARENA_MAX: '2' },
-  });
+  const proc = startProcess(
+    'node',
+    [
+      '--expose-gc',
+      '--max-semi-space-size=4',
+      '--v8-pool-size=2',
+      '--no-concurrent-array-buffer-sweeping',
+      '-e',
+      'setInterval(() => {}, 1000)',
+    ],
+    {
+      logFile: log,
+      env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+    },
+  );
   await sleep(3000);
   const rss = status(proc.child.pid!, 'VmRSS');
   await proc.stop();

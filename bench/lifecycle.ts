@@ -2,7 +2,7 @@
 // GetObject stream of the same object; the list's latency with 10,000 and with 1,000,000
 // uploads; deletions per second and CPU per delete beside a new upload's, in the same run.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
@@ -35,6 +35,11 @@ function getContent(url: string, apiKey: string): Promise<number> {
   });
 }
 
+/** Sets the process's peak RSS (VmHWM) back to its current RSS, so the next peak is one round's. */
+function resetPeakRss(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : 0;
@@ -61,17 +66,20 @@ export async function downloadLarge(services: BenchServices, opts: { bytes: numb
   const oncely: number[] = [];
   const direct: number[] = [];
   try {
+    const roundPeaks: number[] = [];
     for (let round = 0; round < opts.rounds; round++) {
+      resetPeakRss(api.proc.child.pid!);
       let t = performance.now();
       const got = await getContent(`${api.url}/v1/uploads/${stored.json.uploadId}/content`, services.apiKey);
       if (got !== opts.bytes) throw new Error(`downloaded ${got} bytes of ${opts.bytes}`);
       oncely.push(opts.bytes / ((performance.now() - t) / 1000));
+      roundPeaks.push(round1((await peakRssMiB(api.proc.child.pid!)) - floor));
       t = performance.now();
       const out = await s3.send(new GetObjectCommand({ Bucket: services.s3.bucket, Key: stored.json.storageKey }));
       await drain(out.Body as Readable);
       direct.push(opts.bytes / ((performance.now() - t) / 1000));
     }
-    const peak = await peakRssMiB(api.proc.child.pid!);
+    const peak = floor + Math.max(...roundPeaks);
     return {
       scenario: 'download (GET /content vs GetObject)',
       bytes: opts.bytes,
@@ -83,6 +91,7 @@ export async function downloadLarge(services: BenchServices, opts: { bytes: numb
       apiPeakRssMiB: round1(peak),
       peakOverStartMiB: round1(peak - floor),
       peakOverWarmMiB: round1(peak - warm),
+      roundPeaksOverStartMiB: roundPeaks.join(' '),
     };
   } finally {
     s3.destroy();

@@ -65,9 +65,8 @@ export async function serveObject(store: ObjectStore, obj: Servable, req: ServeR
 /**
  * The stream, counted into the GC pacer as it flows: a download is the same churn of
  * short-lived buffers as an upload, and without it their memory waits for V8's own
- * schedule. Measured (peak over start-up RSS): 256 MiB download +120.8 -> +31.1 MiB,
- * 1 GiB +119.3 -> +50.0 MiB, throughput up too (fewer, shorter pauses); adding the
- * pacer's full collections cost a third of the throughput for 2 MiB.
+ * schedule (1 GiB download peak over start-up RSS: ~+120 MiB without, ~+15-20 with it and
+ * bin/oncely-node's flags; bench/README.md).
  */
 function paced(body: Readable): Readable {
   const counted = new Transform({

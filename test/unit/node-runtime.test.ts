@@ -40,9 +40,11 @@ describe('Node.js runtime', () => {
         })
       ).stdout.trim();
     // (the variable is split on spaces: the flags, "-p", then the expression)
-    expect(await flags('api', '')).toBe('--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,-p,process.execArgv.join(",")');
+    expect(await flags('api', '')).toBe(
+      '--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,--no-concurrent-array-buffer-sweeping,-p,process.execArgv.join(",")',
+    );
     expect(await flags('worker', '--max-semi-space-size=1')).toBe(
-      '--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,--max-semi-space-size=1,-p,process.execArgv.join(",")',
+      '--expose-gc,--max-semi-space-size=4,--v8-pool-size=2,--no-concurrent-array-buffer-sweeping,--max-semi-space-size=1,-p,process.execArgv.join(",")',
     );
     // glibc reads MALLOC_ARENA_MAX from the environment: 2 unless the caller set it.
     const arenasIn = async (env: NodeJS.ProcessEnv) =>
