@@ -2,6 +2,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from './db/pool';
 import { withTransaction } from './db/pool';
+import { heldScopes, type Credential, type Scope } from './credentials';
 import { findActiveKeyByHash, insertApiKey, insertTenant, type ApiKeyRow, type DedupeMode, type TenantRow } from './db/queries/tenants';
 
 /** Reserved tenant (migration 005) that holds the idempotency keys of operator routes. */
@@ -13,9 +14,10 @@ export function hashApiKey(token: string): Buffer {
 }
 
 /** The tenant (and key id) an active API key belongs to. */
-export async function lookupApiKey(db: Queryable, token: string): Promise<{ tenantId: string; keyId: string } | undefined> {
+/** The tenant and the key's principal (its id and scopes) of an active API key. */
+export async function lookupApiKey(db: Queryable, token: string): Promise<Credential | undefined> {
   const row = await findActiveKeyByHash(db, hashApiKey(token));
-  return row && { tenantId: row.tenant_id, keyId: row.id };
+  return row && { tenantId: row.tenant_id, principal: { kind: 'key', id: row.id, scopes: heldScopes(row.scopes) } };
 }
 
 export async function tenantForApiKey(db: Queryable, token: string): Promise<string | undefined> {
@@ -30,9 +32,15 @@ export interface CreatedApiKey extends ApiKeyRow {
   key: string;
 }
 
-export async function createApiKey(db: Queryable, tenantId: string, label: string): Promise<CreatedApiKey> {
+/** `scopes` null: a key holding every scope. */
+export async function createApiKey(
+  db: Queryable,
+  tenantId: string,
+  label: string,
+  scopes: readonly Scope[] | null = null,
+): Promise<CreatedApiKey> {
   const key = newApiKey();
-  return { ...(await insertApiKey(db, hashApiKey(key), tenantId, label)), key };
+  return { ...(await insertApiKey(db, hashApiKey(key), tenantId, label, scopes)), key };
 }
 
 /** A tenant with its first API key, in one transaction. */

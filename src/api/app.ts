@@ -12,7 +12,7 @@ import { uploadRunningCheck } from '../upload/upload-running';
 import { createServices } from '../services';
 import { accessLog } from './middleware/access-log';
 import { adminAuth } from './middleware/admin-auth';
-import { ApiKeyCache, bearerAuth } from './middleware/auth';
+import { CredentialCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
 import { nulGuard } from './middleware/nul-guard';
 import { openApiDocument, router } from './openapi';
@@ -96,7 +96,7 @@ export function createApp(deps: AppDeps) {
   );
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
-  const keyCache = new ApiKeyCache();
+  const keyCache = new CredentialCache();
   app.route('/v1/tus', tusDiscoveryRoutes(config));
   // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.
   app.route('/v1/direct-uploads', directObjectRoutes({ direct }));

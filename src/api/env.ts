@@ -1,11 +1,14 @@
 // Typed context for every route and middleware (set once, used everywhere).
 import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
+import type { Principal } from '../credentials';
 
 export interface AppEnv {
   Bindings: Partial<HttpBindings>;
   Variables: {
     tenantId: string;
+    /** The credential of a /v1 request (set by bearerAuth). */
+    principal: Principal;
     log: Logger;
     idempotencyKey: string;
     /** How the request ended, for the access log and metrics. */

@@ -6,6 +6,8 @@ import { OpenAPIHono, z, type RouteConfig } from '@hono/zod-openapi';
 import type { Handler, MiddlewareHandler } from 'hono';
 import { catalogue, type ErrorCode } from '../errors';
 import type { AppEnv } from './env';
+import { SCOPES } from '../credentials';
+import { assertScope, schemeOf, scopeOf } from './scopes';
 import { IdempotencyKey, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
 
 export function router(): OpenAPIHono<AppEnv> {
@@ -15,7 +17,21 @@ export function router(): OpenAPIHono<AppEnv> {
 /** Mounts `def` on `app` (`{param}` becomes `:param`) and records it for the document. */
 export function route(app: OpenAPIHono<AppEnv>, def: RouteConfig, ...handlers: (Handler<AppEnv> | MiddlewareHandler<AppEnv>)[]): void {
   app.openAPIRegistry.registerPath(def);
-  app.on(def.method.toUpperCase(), def.path.replaceAll(/\{(\w+)\}/g, ':$1'), ...(handlers as [Handler<AppEnv>]));
+  const scope = scopeOf(def.security);
+  const guard: MiddlewareHandler<AppEnv>[] = scope
+    ? [
+        async function scopeGuard(c, next) {
+          assertScope(c, scope);
+          await next();
+        },
+      ]
+    : [];
+  app.on(
+    def.method.toUpperCase(),
+    def.path.replaceAll(/\{(\w+)\}/g, ':$1'),
+    ...(guard as [Handler<AppEnv>]),
+    ...(handlers as [Handler<AppEnv>]),
+  );
 }
 
 /** Problem answers a route may give, grouped by status, each listing its catalogue codes. */
@@ -87,12 +103,23 @@ export function createdResponse(description: string, schema: z.ZodType, opts: { 
 }
 
 /** Every /v1 route can answer these. */
-export const COMMON_V1_PROBLEMS: ErrorCode[] = ['unauthorized', 'malformed_request', 'database_unavailable', 'internal_error'];
-export const apiKeyAuth = [{ apiKey: [] }];
+export const COMMON_V1_PROBLEMS: ErrorCode[] = [
+  'unauthorized',
+  'insufficient_scope',
+  'malformed_request',
+  'database_unavailable',
+  'internal_error',
+];
 
 export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: number; tombstoneTtlHours: number }) {
   const registry = app.openAPIRegistry;
-  registry.registerComponent('securitySchemes', 'apiKey', { type: 'http', scheme: 'bearer', description: 'A tenant API key (`onc_…`).' });
+  for (const scope of SCOPES) {
+    registry.registerComponent('securitySchemes', schemeOf(scope), {
+      type: 'http',
+      scheme: 'bearer',
+      description: `A tenant API key (\`onc_…\`) holding the scope \`${scope}\` (a key made without a scope list holds every scope).`,
+    });
+  }
   registry.registerComponent('securitySchemes', 'adminToken', {
     type: 'http',
     scheme: 'bearer',

@@ -3,6 +3,7 @@
 // is generated from these same objects, so the contract and the checks cannot drift.
 // Response schemas describe the answers; the OpenAPI test validates real answers against them.
 import { z } from '@hono/zod-openapi';
+import { SCOPES } from '../credentials';
 import { catalogue, type ErrorCode } from '../errors';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -192,8 +193,21 @@ export const Tenant = z
   .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), retentionDays: z.number().int().nullable() })
   .openapi('Tenant');
 
+export const Scope = z.enum(SCOPES).openapi('Scope');
 export const CreateApiKey = z
-  .object({ label: z.string().trim().max(100).optional().openapi({ example: 'ci uploader' }) })
+  .object({
+    label: z.string().trim().max(100).optional().openapi({ example: 'ci uploader' }),
+    scopes: z
+      .array(Scope)
+      .min(1)
+      .refine((list) => new Set(list).size === list.length, 'scopes must not repeat')
+      .optional()
+      .openapi({
+        description:
+          "What the key may do. Without it the new key holds the calling key's scopes (every scope for a key made without a list).",
+        example: ['uploads:write', 'uploads:read'],
+      }),
+  })
   .openapi('CreateApiKey');
 
 // ---- responses --------------------------------------------------------------------------
@@ -505,7 +519,9 @@ export const WebhookEndpointCreated = WebhookEndpoint.extend({
 }).openapi('WebhookEndpointCreated');
 export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint) }).openapi('WebhookEndpointList');
 
-export const ApiKey = z.object({ id: Uuid, label: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }).openapi('ApiKey');
+export const ApiKey = z
+  .object({ id: Uuid, label: z.string(), scopes: z.array(Scope), createdAt: z.string(), revokedAt: z.string().nullable() })
+  .openapi('ApiKey');
 export const ApiKeyCreated = ApiKey.extend({
   key: z.string().openapi({
     description: 'The bearer token. Shown in this answer (and its idempotent replays) only; stored as a hash.',

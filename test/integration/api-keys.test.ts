@@ -5,6 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TENANT_ID } from '../../src/tenants';
+import { SCOPES, type Scope } from '../../src/credentials';
+import { schemeOf } from '../../src/api/scopes';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson } from '../helpers/http';
 
@@ -187,5 +189,81 @@ describe('a request under the key still running (claimed, not yet answered)', ()
     expect(takeover.status, takeover.text).toBe(201);
     expect(await count('SELECT count(*) AS n FROM api_keys WHERE tenant_id = $1', [tenantId])).toBe(keysBefore + 1);
     expect((await post('/v1/api-keys', { label: 'ci' }, { token: apiKey, key })).text).toBe(takeover.text);
+  });
+});
+
+describe('restricted keys', () => {
+  let tenant: { tenantId: string; apiKey: string };
+  const keyWith = async (scopes: string[]) => {
+    const res = await post('/v1/api-keys', { label: scopes.join(' '), scopes }, { token: tenant.apiKey });
+    expect(res.status, res.text).toBe(201);
+    expect(res.json.scopes).toEqual(scopes);
+    return res.json.key as string;
+  };
+  beforeAll(async () => {
+    tenant = await stack.createTenant('scoped');
+  });
+
+  it('each scope allows exactly the routes the OpenAPI document gives it (table-driven over /openapi.json)', async () => {
+    const doc = (await getJson(`${stack.url}/openapi.json`)).json;
+    const byScheme = new Map(SCOPES.map((s) => [schemeOf(s), s]));
+    const routes: { method: string; path: string; scope: Scope }[] = [];
+    const open: string[] = [];
+    for (const [p, ops] of Object.entries(doc.paths as Record<string, Record<string, { security?: Record<string, unknown>[] }>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const schemes = (op.security ?? []).flatMap((r) => Object.keys(r));
+        const scopes = schemes.filter((s) => byScheme.has(s)).map((s) => byScheme.get(s)!);
+        if (p.startsWith('/v1/') && !op.security) open.push(`${method.toUpperCase()} ${p}`);
+        else if (p.startsWith('/v1/')) expect(scopes, `${method} ${p} declares one scope`).toHaveLength(1);
+        if (scopes.length === 1) routes.push({ method: method.toUpperCase(), path: p, scope: scopes[0]! });
+      }
+    }
+    // Under /v1 only what carries its own credential (a signature) or discovers the protocol is open.
+    expect(open.sort()).toEqual(['GET /v1/downloads/{id}', 'OPTIONS /v1/tus', 'PUT /v1/direct-uploads/{id}/object']);
+    expect(routes.length).toBeGreaterThanOrEqual(30);
+    const keys = new Map<Scope, { only: string; allBut: string }>();
+    for (const s of new Set(routes.map((r) => r.scope))) {
+      keys.set(s, { only: await keyWith([s]), allBut: await keyWith(SCOPES.filter((o) => o !== s)) });
+    }
+    const call = (r: (typeof routes)[number], token: string) =>
+      fetch(`${stack.url}${r.path.replaceAll(/\{(\w+)\}/g, (_m, name: string) => (name === 'n' ? '1' : randomUUID()))}`, {
+        method: r.method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: ['POST', 'PUT', 'PATCH'].includes(r.method) ? '{}' : undefined,
+      });
+    for (const r of routes) {
+      const { only, allBut } = keys.get(r.scope)!;
+      const allowed = await call(r, only);
+      const allowedBody = r.method === 'HEAD' ? '' : await allowed.text();
+      expect(allowed.status === 403 && allowedBody.includes('insufficient_scope'), `${r.method} ${r.path} with ${r.scope}`).toBe(false);
+      const refused = await call(r, allBut);
+      expect(refused.status, `${r.method} ${r.path} without ${r.scope}`).toBe(403);
+      if (r.method !== 'HEAD') expect(await refused.json()).toMatchObject({ error: 'insufficient_scope', scope: r.scope });
+    }
+  });
+
+  it('a key gives a new key only scopes it holds; without a list the new key holds what the maker holds', async () => {
+    const manager = await keyWith(['keys:manage']);
+    const escalate = await post('/v1/api-keys', { scopes: ['keys:manage', 'uploads:write'] }, { token: manager });
+    expect(escalate.status).toBe(403);
+    expect(escalate.json).toMatchObject({ error: 'insufficient_scope', scope: 'uploads:write' });
+    const plain = await post('/v1/api-keys', { label: 'same' }, { token: manager });
+    expect(plain.json.scopes).toEqual(['keys:manage']);
+    const listed = await getJson(`${stack.url}/v1/api-keys`, manager);
+    const initial = listed.json.data.find((k: { label: string }) => k.label === 'initial');
+    expect(initial.scopes).toEqual([...SCOPES]);
+    for (const bad of [{ scopes: [] }, { scopes: ['uploads:write', 'uploads:write'] }, { scopes: ['root'] }, { scopes: 'uploads:write' }]) {
+      const res = await post('/v1/api-keys', bad, { token: tenant.apiKey });
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.json.error).toBe('body_invalid');
+    }
+    const upload = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${manager}`, 'idempotency-key': `scoped-${randomUUID()}` },
+      body: 'not allowed',
+    });
+    expect(upload.status).toBe(403);
+    expect(await upload.json()).toMatchObject({ error: 'insufficient_scope', scope: 'uploads:write' });
+    expect(await count('SELECT count(*) AS n FROM uploads WHERE tenant_id = $1', [tenant.tenantId])).toBe(0);
   });
 });

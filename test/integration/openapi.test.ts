@@ -21,6 +21,8 @@ import {
   WebhookEndpointList,
 } from '../../src/api/schemas';
 import { catalogue } from '../../src/errors';
+import { SCOPES } from '../../src/credentials';
+import { schemeOf } from '../../src/api/scopes';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import type { z } from 'zod';
@@ -80,8 +82,8 @@ describe('the document', () => {
       for (const op of Object.values(ops)) for (const p of op.parameters ?? []) if (p.in === 'header') documented.add(p.name.toLowerCase());
     }
     for (const h of REQUEST_HEADERS) if (h !== 'Authorization') expect(documented, h).toContain(h.toLowerCase());
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', 'apiKey']);
-    expect(doc.paths['/v1/uploads'].post.security).toEqual([{ apiKey: [] }]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', ...SCOPES.map(schemeOf)].sort());
+    expect(doc.paths['/v1/uploads'].post.security).toEqual([{ 'key.uploads.write': [] }]);
     expect(doc.paths['/v1/uploads'].post.parameters.find((p: any) => p.name === 'idempotency-key').required).toBe(true);
   });
 

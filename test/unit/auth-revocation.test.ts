@@ -2,14 +2,16 @@
 // the answering replica's cache (it used to, for the cache's 30 s).
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
+import { SCOPES, type Credential, type Principal } from '../../src/credentials';
 import type { Pool } from '../../src/db/pool';
 import type { AppEnv } from '../../src/api/env';
-import { ApiKeyCache, bearerAuth } from '../../src/api/middleware/auth';
+import { CredentialCache, bearerAuth } from '../../src/api/middleware/auth';
 import { onError } from '../../src/api/problem-handler';
 
 const TOKEN = 'onc_test_token_0123456789';
+const principal: Principal = { kind: 'key', id: 'k1', scopes: SCOPES };
 
-function appWith(lookup: (token: string) => Promise<{ tenantId: string; keyId: string } | undefined>, cache: ApiKeyCache) {
+function appWith(lookup: (token: string) => Promise<Credential | undefined>, cache: CredentialCache) {
   const app = new Hono<AppEnv>();
   app.use('*', bearerAuth({ pool: {} as Pool, cache, lookup }));
   app.get('/who', (c) => c.text(c.get('tenantId')));
@@ -25,18 +27,18 @@ describe('API key cache and revocation', () => {
     let lookups = 0;
     let releaseFirst!: () => void;
     const firstRead = new Promise<void>((resolve) => (releaseFirst = resolve));
-    const cache = new ApiKeyCache();
+    const cache = new CredentialCache();
     const app = appWith(async () => {
       lookups++;
       const sawRevoked = revoked;
       if (lookups === 1) await firstRead; // the database answered "active"; the answer is slow to come back
-      return sawRevoked ? undefined : { tenantId: 't1', keyId: 'k1' };
+      return sawRevoked ? undefined : { tenantId: 't1', principal };
     }, cache);
 
     const inFlight = call(app);
     await new Promise((r) => setTimeout(r, 10));
     revoked = true; // DELETE /v1/api-keys/k1 commits on this replica ...
-    cache.forgetKey('k1'); // ... and evicts
+    cache.forget('k1'); // ... and evicts
     releaseFirst();
     expect((await inFlight).status).toBe(200); // began before the revocation
 
@@ -49,8 +51,8 @@ describe('API key cache and revocation', () => {
     let lookups = 0;
     const app = appWith(async () => {
       lookups++;
-      return { tenantId: 't1', keyId: 'k1' };
-    }, new ApiKeyCache());
+      return { tenantId: 't1', principal };
+    }, new CredentialCache());
     for (let i = 0; i < 5; i++) expect((await call(app)).status).toBe(200);
     expect(lookups).toBe(1);
   });

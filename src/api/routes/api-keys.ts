@@ -5,24 +5,32 @@ import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../../db/queries/tena
 import { dependency, problem } from '../../errors';
 import { insertWithinQuota } from '../../db/queries/quotas';
 import { createApiKey } from '../../tenants';
+import { heldScopes, SCOPES } from '../../credentials';
 import { withinQuota } from '../quota';
 import { jsonBody } from '../json-body';
-import type { ApiKeyCache } from '../middleware/auth';
+import type { CredentialCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
 import { ApiKeyCreated, ApiKeyList, CreateApiKey, Uuid } from '../schemas';
+import { requires } from '../scopes';
 
 export function apiKeyView(k: ApiKeyRow) {
-  return { id: k.id, label: k.label, createdAt: k.created_at.toISOString(), revokedAt: k.revoked_at?.toISOString() ?? null };
+  return {
+    id: k.id,
+    label: k.label,
+    scopes: [...heldScopes(k.scopes)],
+    createdAt: k.created_at.toISOString(),
+    revokedAt: k.revoked_at?.toISOString() ?? null,
+  };
 }
 
 const createKeyRoute = createRoute({
   method: 'post',
   path: '/',
   tags: ['api keys'],
-  summary: 'Create another API key for the calling tenant',
-  security: apiKeyAuth,
+  summary: 'Create another API key for the calling tenant, with all or some of the scopes the calling key holds',
+  security: requires('keys:manage'),
   request: idempotentJsonRequest(CreateApiKey),
   responses: {
     201: createdResponse('Created; `key` is the new bearer token.', ApiKeyCreated, { location: true }),
@@ -35,7 +43,7 @@ const listKeysRoute = createRoute({
   path: '/',
   tags: ['api keys'],
   summary: "The tenant's API keys (never the tokens)",
-  security: apiKeyAuth,
+  security: requires('keys:manage'),
   responses: {
     200: { description: 'Keys, revoked ones included', content: { 'application/json': { schema: ApiKeyList } } },
     ...problems(...COMMON_V1_PROBLEMS),
@@ -47,20 +55,28 @@ const revokeKeyRoute = createRoute({
   path: '/{id}',
   tags: ['api keys'],
   summary: 'Revoke an API key (at once on this replica; other replicas within their 30 s auth cache)',
-  security: apiKeyAuth,
+  security: requires('keys:manage'),
   request: { params: z.object({ id: Uuid }) },
   responses: { 204: { description: 'Revoked' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
 });
 
-export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCache: ApiKeyCache; maxApiKeys: number }) {
+export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCache: CredentialCache; maxApiKeys: number }) {
   const app = router();
   const { pool } = deps.idempotency;
 
   route(app, createKeyRoute, idempotentRoute(deps.idempotency), async function createTenantApiKey(c) {
-    const body = await jsonBody(c, CreateApiKey, '{"label": "ci uploader"}');
+    const body = await jsonBody(c, CreateApiKey, '{"label": "ci uploader", "scopes": ["uploads:write"]}');
     const tenantId = c.get('tenantId');
+    // A key makes keys with at most its own scopes: keys:manage alone cannot mint more power.
+    const held = c.get('principal').scopes;
+    const missing = (body.scopes ?? []).filter((s) => !held.includes(s));
+    if (missing.length > 0)
+      throw problem('insufficient_scope', `A key can give a new key only scopes it holds itself; it lacks ${missing.join(', ')}.`, {
+        extra: { scope: missing[0] },
+      });
+    const scopes = body.scopes ?? (held.length === SCOPES.length ? null : held);
     const key = await withinQuota(() =>
-      insertWithinQuota(pool, tenantId, 'api_keys', deps.maxApiKeys, (tx) => createApiKey(tx, tenantId, body.label ?? '')),
+      insertWithinQuota(pool, tenantId, 'api_keys', deps.maxApiKeys, (tx) => createApiKey(tx, tenantId, body.label ?? '', scopes)),
     );
     return c.json({ ...apiKeyView(key), key: key.key }, 201, { location: `/v1/api-keys/${key.id}` });
   });
@@ -75,7 +91,7 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
     const revoked =
       Uuid.safeParse(id).success && (await dependency('database_unavailable', () => revokeApiKey(pool, c.get('tenantId'), id)));
     if (!revoked) throw problem('not_found', 'No such active API key.');
-    deps.keyCache.forgetKey(id);
+    deps.keyCache.forget(id);
     return c.body(null, 204);
   });
 

@@ -14,9 +14,10 @@ import type { AppEnv } from '../env';
 import { header } from '../headers';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
 import { parsePrefer } from '../parse/request-headers';
 import { BatchDelete, BatchDeletion, Deletion, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
+import { requires } from '../scopes';
 
 export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config: Config; idempotency: IdempotentRouteOptions }) {
   const { pool, deletions, config } = deps;
@@ -81,7 +82,7 @@ const deleteRoute = createRoute({
     'shares under dedupe stay until the last one goes); the file name and media metadata are scrubbed; `upload.deleted` is sent once. ' +
     'A replay of the original upload request under its key then answers 410 `upload_deleted`. 200 when erased within the wait ' +
     '(`Prefer: wait=N`), else 202: poll the Location.',
-  security: apiKeyAuth,
+  security: requires('uploads:delete'),
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
@@ -101,7 +102,7 @@ const batchDeleteRoute = createRoute({
   path: '/delete',
   tags: ['uploads'],
   summary: 'Delete up to 100 uploads (one deletion workflow each)',
-  security: apiKeyAuth,
+  security: requires('uploads:delete'),
   request: {
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
     body: { required: true, content: { 'application/json': { schema: BatchDelete } } },

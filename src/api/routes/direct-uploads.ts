@@ -15,10 +15,11 @@ import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
 import { replayHeaders } from '../replay-headers';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { renderOutcome } from '../upload-answer';
+import { requires } from '../scopes';
 
 const TAG = 'direct uploads (presigned)';
 
@@ -32,7 +33,7 @@ const createPlanRoute = createRoute({
     'or a multipart plan whose part URLs come from `POST /v1/direct-uploads/{id}/parts/{n}`. The signatures cover the object key, the length and the SHA-256, ' +
     'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits. ' +
     'For a tenant with dedupe `sha256` that already stores these bytes, the plan is an instant upload: committed at once (`committedUpload`), nothing to send.',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: {
     headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }),
     body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } },
@@ -60,7 +61,7 @@ const getPlanRoute = createRoute({
   path: '/{id}',
   tags: [TAG],
   summary: "A direct upload's state, with fresh URLs while it is open",
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: { params: z.object({ id: Uuid }) },
   responses: {
     200: { description: 'The plan', content: { 'application/json': { schema: DirectUploadPlan } } },
@@ -73,7 +74,7 @@ const partRoute = createRoute({
   path: '/{id}/parts/{n}',
   tags: [TAG],
   summary: 'A signed URL for part n of a multipart plan (the store checks the part against its SHA-256)',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: {
     params: z.object({ id: Uuid, n: z.string().regex(/^\d{1,5}$/) }),
     body: { required: true, content: { 'application/json': { schema: DirectPartRequest } } },
@@ -95,7 +96,7 @@ const completeRoute = createRoute({
   description:
     "Idempotent by the session's key: sent again (its answer lost), it answers the same upload. An `Idempotency-Key`, when sent, must be the session's. " +
     '409 `direct_upload_incomplete` while the object (or a part) is not in the store yet; the session stays open.',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),

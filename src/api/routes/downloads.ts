@@ -16,9 +16,10 @@ import type { ObjectStore } from '../../storage/store';
 import type { AppEnv } from '../env';
 import { header } from '../headers';
 import { jsonBody } from '../json-body';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
 import { absoluteUrl } from '../public-url';
 import { CreateDownloadUrl, DispositionQuery, DownloadUrl, Uuid } from '../schemas';
+import { requires } from '../scopes';
 
 const DEFAULT_URL_SECONDS = 900;
 
@@ -180,7 +181,7 @@ function storedBytesRoute(path: string, params: z.ZodObject, summary: string, wh
     description:
       'Streams the stored object. Served with `X-Content-Type-Options: nosniff`; scripts and markup (HTML, SVG, XML, JavaScript) ' +
       'are always attachments with `Content-Security-Policy: sandbox`. HEAD answers the headers alone.',
-    security: apiKeyAuth,
+    security: requires('uploads:read'),
     request: { params, ...contentRequest },
     responses: {
       ...contentResponses(what),
@@ -218,7 +219,7 @@ const downloadUrlRoute = createRoute({
     'On S3 a presigned GetObject with the Content-Disposition and Content-Type in its signature; on the embedded store a URL of this API ' +
     '(`GET /v1/downloads/{id}`) signed with SECRETS_KEY. Neither lets the client change what it names. Each call signs a fresh URL and ' +
     'stores nothing, so it needs no Idempotency-Key. A presigned S3 URL cannot be revoked: it works until it expires or the upload is deleted.',
-  security: apiKeyAuth,
+  security: requires('uploads:read'),
   request: {
     params: z.object({ id: Uuid }),
     body: { required: true, content: { 'application/json': { schema: CreateDownloadUrl } } },

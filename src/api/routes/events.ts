@@ -13,7 +13,7 @@ import type { Redeliveries } from '../../lifecycle/redeliveries';
 import { header } from '../headers';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
 import { encodeCursor, parseEventQuery } from '../parse/list-query';
 import { parsePrefer } from '../parse/request-headers';
 import {
@@ -28,6 +28,7 @@ import {
   Redeliver,
   Uuid,
 } from '../schemas';
+import { requires } from '../scopes';
 
 const EventId = z
   .string()
@@ -145,7 +146,7 @@ const listEventsRoute = createRoute({
   path: '/events',
   tags: ['webhooks'],
   summary: "The tenant's webhook events, newest first, a page at a time",
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: { query: ListEventsQuery },
   responses: {
     200: { description: 'One page', content: { 'application/json': { schema: EventList } } },
@@ -158,7 +159,7 @@ const getEventRoute = createRoute({
   path: '/events/{id}',
   tags: ['webhooks'],
   summary: 'An event with its body, its delivery per endpoint and every attempt',
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: { params: z.object({ id: EventId }) },
   responses: {
     200: { description: 'The event', content: { 'application/json': { schema: EventDetail } } },
@@ -175,7 +176,7 @@ const redeliverRoute = createRoute({
     'To the endpoints it was addressed to, or to the one named (an endpoint added after the event only when named). Sent even when ' +
     'delivered before (receivers dedupe on webhook-id). An automatic retry in flight and a redelivery never send at the same time, so a race ' +
     'adds at most one copy. 200 with each outcome when done within `Prefer: wait=N`, else 202.',
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: {
     params: z.object({ id: EventId }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
@@ -196,7 +197,7 @@ const recoverRoute = createRoute({
   description:
     'Starts (or, while one runs for the same window, attaches to) a recovery workflow that redelivers each undelivered event recorded in ' +
     '[since, until) (until: now) with its original webhook-id. Poll the Location for its progress.',
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
@@ -213,7 +214,7 @@ const recoveryRoute = createRoute({
   path: '/webhook-endpoints/{id}/recoveries/{recoveryId}',
   tags: ['webhooks'],
   summary: "A recovery's progress",
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: { params: z.object({ id: Uuid, recoveryId: z.string() }) },
   responses: {
     200: { description: 'Progress', content: { 'application/json': { schema: Recovery } } },

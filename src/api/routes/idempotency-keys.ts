@@ -9,18 +9,19 @@ import { uploadWorkflowId } from '../../temporal/ids';
 import { searchAttributes } from '../../temporal/names';
 import type { SecretBox } from '../../secret-box';
 import { answerContext } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../openapi';
 import { IdempotencyKey, IdempotencyKeyState } from '../schemas';
 import type { Context } from 'hono';
 import type { AppEnv } from '../env';
 import { redactSecrets } from '../redact';
+import { requires } from '../scopes';
 
 const getKeyRoute = createRoute({
   method: 'get',
   path: '/{key}',
   tags: ['uploads'],
   summary: 'What happened under an Idempotency-Key: the stored answer, or the phase while it runs',
-  security: apiKeyAuth,
+  security: requires('uploads:read'),
   request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
   responses: {
     200: {

@@ -24,10 +24,11 @@ import type { UploadOutcome } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../openapi';
 import { requestBody } from '../request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
 import { replayHeaders } from '../replay-headers';
+import { requires } from '../scopes';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const h = (description: string) => ({ description, schema: { type: 'string' as const } });
@@ -62,7 +63,7 @@ const createSessionRoute = createRoute({
     'tus creation and creation-with-upload. The Idempotency-Key owns the session: the same request again answers the same upload URL with ' +
     '`Idempotent-Replayed: true`; another length, metadata or SHA-256, or a key used by another upload or route, is 422. ' +
     'Metadata `filename` and `filetype` name the file and its media type; `sha256` (hex), like `X-File-Sha256`, is checked against the whole file at the end.',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: {
     headers: z.object({
       'tus-resumable': tusResumable,
@@ -113,7 +114,7 @@ const headSessionRoute = createRoute({
   path: '/{id}',
   tags: ['resumable uploads (tus)'],
   summary: 'The acknowledged offset of a resumable upload (from any replica)',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: { params: z.object({ id: Uuid }), headers: z.object({ 'tus-resumable': tusResumable }) },
   responses: {
     200: {
@@ -140,7 +141,7 @@ const patchSessionRoute = createRoute({
   path: '/{id}',
   tags: ['resumable uploads (tus)'],
   summary: 'Append bytes at Upload-Offset; the last bytes commit the upload (the answer comes after the commit)',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({
@@ -191,7 +192,7 @@ const terminateSessionRoute = createRoute({
   path: '/{id}',
   tags: ['resumable uploads (tus)'],
   summary: 'tus termination: drop an uncommitted upload and free its key',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: { params: z.object({ id: Uuid }), headers: z.object({ 'tus-resumable': tusResumable }) },
   responses: {
     204: { description: 'Terminated', headers: tusAnswer },

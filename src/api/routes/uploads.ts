@@ -28,7 +28,7 @@ import { isFormPost } from '../parse/form-post';
 import { encodeCursor, parseListQuery } from '../parse/list-query';
 import { answerFormPost } from '../form-answer';
 import { oneRequestUpload } from '../../upload/upload-request';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import {
   ContentLengthHeader,
   ExpiresAt,
@@ -43,6 +43,7 @@ import {
   Uuid,
   WaitQuery,
 } from '../schemas';
+import { requires } from '../scopes';
 
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;
@@ -120,7 +121,7 @@ const createUploadRoute = createRoute({
     'Streams the body to object storage and records it once. Copies of the request with the same key attach to the same execution: ' +
     'while it runs they wait with it (or get 202 / 409), afterwards they get the stored answer byte for byte. ' +
     'The same key with a different file (size, type, name or SHA-256) is refused with 422.',
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   request: {
     headers: z.object({
       'idempotency-key': IdempotencyKey,
@@ -190,7 +191,7 @@ const listUploadsRoute = createRoute({
   description:
     'Keyset pagination: pass `nextCursor` as `cursor` for the next page. Pages stay exact while uploads are added (a new upload lands ' +
     'before the first page, never between pages), and each page costs the same however many uploads the tenant has.',
-  security: apiKeyAuth,
+  security: requires('uploads:read'),
   request: { query: ListUploadsQuery },
   responses: {
     200: { description: 'One page', content: { 'application/json': { schema: UploadList } } },
@@ -203,7 +204,7 @@ const getUploadRoute = createRoute({
   path: '/{id}',
   tags: ['uploads'],
   summary: 'An upload with its renditions and webhook deliveries',
-  security: apiKeyAuth,
+  security: requires('uploads:read'),
   request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
   responses: {
     200: {

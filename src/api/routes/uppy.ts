@@ -14,8 +14,9 @@ import type { AppEnv } from '../env';
 import { answerFormPost } from '../form-answer';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
 import { renderOutcome } from '../upload-answer';
+import { requires } from '../scopes';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -28,7 +29,7 @@ const mintRoute = createRoute({
   path: '/',
   tags: [TAG],
   summary: "A companion endpoint for this tenant's Uppy page (`companionEndpoint` of @uppy/aws-s3)",
-  security: apiKeyAuth,
+  security: requires('uploads:write'),
   responses: {
     201: json(
       'Pass `companionEndpoint` (relative to this API) to @uppy/aws-s3; each file needs `meta.idempotencyKey`.',

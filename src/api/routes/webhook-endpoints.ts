@@ -11,9 +11,10 @@ import { insertWithinQuota } from '../../db/queries/quotas';
 import { jsonBody } from '../json-body';
 import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { apiKeyAuth, COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
 import { CreateWebhookEndpoint, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
+import { requires } from '../scopes';
 
 function view(e: EndpointRow) {
   return {
@@ -31,7 +32,7 @@ const createEndpoint = createRoute({
   path: '/',
   tags: ['webhooks'],
   summary: 'Register a webhook endpoint (returns its signing secret once)',
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: idempotentJsonRequest(CreateWebhookEndpoint),
   responses: {
     201: createdResponse('Created (or the replayed answer for the same Idempotency-Key).', WebhookEndpointCreated, { location: true }),
@@ -44,7 +45,7 @@ const listEndpointsRoute = createRoute({
   path: '/',
   tags: ['webhooks'],
   summary: "The tenant's webhook endpoints (without secrets)",
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   responses: {
     200: { description: 'Endpoints', content: { 'application/json': { schema: WebhookEndpointList } } },
     ...problems(...COMMON_V1_PROBLEMS),
@@ -56,7 +57,7 @@ const deleteEndpointRoute = createRoute({
   path: '/{id}',
   tags: ['webhooks'],
   summary: 'Remove a webhook endpoint',
-  security: apiKeyAuth,
+  security: requires('webhooks:manage'),
   request: { params: z.object({ id: Uuid }) },
   responses: { 204: { description: 'Removed' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
 });

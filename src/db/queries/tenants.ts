@@ -13,6 +13,8 @@ export interface TenantRow {
 export interface ApiKeyRow {
   id: string;
   label: string;
+  /** null: every scope. */
+  scopes: string[] | null;
   created_at: Date;
   revoked_at: Date | null;
 }
@@ -38,24 +40,33 @@ export async function setTenantRetention(
   return res.rows[0];
 }
 
-export async function insertApiKey(db: Queryable, keyHash: Buffer, tenantId: string, label: string): Promise<ApiKeyRow> {
+export async function insertApiKey(
+  db: Queryable,
+  keyHash: Buffer,
+  tenantId: string,
+  label: string,
+  scopes: readonly string[] | null = null,
+): Promise<ApiKeyRow> {
   const res = await db.query<ApiKeyRow>(
-    'INSERT INTO api_keys (key_hash, tenant_id, label) VALUES ($1, $2, $3) RETURNING id, label, created_at, revoked_at',
-    [keyHash, tenantId, label],
+    'INSERT INTO api_keys (key_hash, tenant_id, label, scopes) VALUES ($1, $2, $3, $4) RETURNING id, label, scopes, created_at, revoked_at',
+    [keyHash, tenantId, label, scopes],
   );
   return res.rows[0]!;
 }
 
-export async function findActiveKeyByHash(db: Queryable, keyHash: Buffer): Promise<{ tenant_id: string; id: string } | undefined> {
-  const res = await db.query<{ tenant_id: string; id: string }>(
-    statement('find_tenant_by_key_hash', 'SELECT tenant_id, id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]),
+export async function findActiveKeyByHash(
+  db: Queryable,
+  keyHash: Buffer,
+): Promise<{ tenant_id: string; id: string; scopes: string[] | null } | undefined> {
+  const res = await db.query<{ tenant_id: string; id: string; scopes: string[] | null }>(
+    statement('find_key_by_hash', 'SELECT tenant_id, id, scopes FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]),
   );
   return res.rows[0];
 }
 
 export async function listApiKeys(db: Queryable, tenantId: string): Promise<ApiKeyRow[]> {
   const res = await db.query<ApiKeyRow>(
-    'SELECT id, label, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
+    'SELECT id, label, scopes, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
     [tenantId],
   );
   return res.rows;
