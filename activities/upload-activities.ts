@@ -2,7 +2,14 @@
 // injected (never module globals) and every activity is safe to retry.
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
-import { commitUploadRecords, findCommittedAnswer, KeyHeldElsewhere, objectInUse, SharedObjectReleased } from '../src/db/queries/records';
+import {
+  commitUploadRecords,
+  findCommittedAnswer,
+  KeyHeldElsewhere,
+  TokenExhausted,
+  objectInUse,
+  SharedObjectReleased,
+} from '../src/db/queries/records';
 import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
@@ -57,6 +64,9 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
                 content_type: request.contentType,
                 file_name: request.fileName,
                 expires_at: request.expiresAt ?? null,
+                token_id: request.grant?.tokenId ?? null,
+                subject: request.grant?.subject ?? null,
+                token_metadata: request.grant?.metadata ?? null,
               }
             : undefined,
         response: (createdAt, storageKey) =>
@@ -73,6 +83,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
               }),
       }).catch((err: unknown) => {
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
+        if (err instanceof TokenExhausted) throw ApplicationFailure.nonRetryable(err.message, failureTypes.tokenExhausted);
         // The copy is gone with it: the run fails (503 upload_failed) and a retry sends the bytes.
         if (err instanceof SharedObjectReleased) throw ApplicationFailure.nonRetryable(err.message, 'staged_copy_missing');
         throw err;

@@ -104,6 +104,13 @@ export const configSchema = z.object({
     .min(10)
     .max(7 * 24 * 3600)
     .default(24 * 3600),
+  /** The longest an upload token may last (POST /v1/upload-tokens; a token asks for 1 h unless it says). */
+  UPLOAD_TOKEN_MAX_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 24 * 3600)
+    .default(24 * 3600),
   /** Part size of multipart direct uploads (above S3_SINGLE_PUT_MAX_MIB); S3 allows 10,000 parts. */
   DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */

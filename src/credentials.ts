@@ -1,5 +1,8 @@
 // What a credential may do. An API key holds scopes; one made without a list holds them
-// all (and any added later). Routes name the scope they need (src/api/scopes.ts).
+// all (and any added later). Routes name the scope they need (src/api/scopes.ts). An
+// upload token holds no scope: routes that take one say so.
+import type { UploadGrant } from './upload/types';
+
 export const SCOPES = [
   'uploads:write',
   'uploads:read',
@@ -11,12 +14,9 @@ export const SCOPES = [
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
-/** Who is calling: an API key (with its scopes). */
-export interface Principal {
-  kind: 'key';
-  id: string;
-  scopes: readonly Scope[];
-}
+/** Who is calling: an API key (with its scopes), or an upload token (no scope; its grant). */
+export type Principal =
+  { kind: 'key'; id: string; scopes: readonly Scope[] } | { kind: 'token'; id: string; scopes: readonly Scope[]; grant: UploadGrant };
 
 /** What a bearer token stands for. */
 export interface Credential {

@@ -42,6 +42,7 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     contentType: input.contentType,
     fileName: input.fileName,
     createdAt: input.createdAt,
+    ...(input.attribution ?? {}),
   };
   setCurrentDetails('announcing upload.completed; transcoding');
   const completed = announce(

@@ -91,13 +91,14 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     await condition(allHandlersFinished);
     return response;
   } catch (err) {
-    const keyReuse = err instanceof ApplicationFailure && err.type === failureTypes.keyReuse;
+    // Refused at the commit (the key held elsewhere, the token used up): nothing was written.
+    const refused = err instanceof ApplicationFailure && (err.type === failureTypes.keyReuse || err.type === failureTypes.tokenExhausted);
     // E.g. the accepted copy is gone because a lost task committed another one.
-    const committed = !keyReuse ? await local.findCommittedAnswer(input) : null;
+    const committed = !refused ? await local.findCommittedAnswer(input) : null;
     if (committed) return adopt(committed);
-    // Waiting offers fail with the run (never hang): the API answers 422 or 500 from them.
+    // Waiting offers fail with the run (never hang): the API answers 422, 403 or 500 from them.
     settled = {
-      failure: keyReuse
+      failure: refused
         ? (err as ApplicationFailure)
         : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed'),
     };
@@ -130,15 +131,19 @@ async function commitAccepted(
   const startedAtMs = workflowInfo().startTime.getTime();
   const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType);
   let response: StoredResponse;
-  // Another route's request (or another upload request) holds the key row: nothing was
-  // written, the copy goes, and the run fails so the API answers 422 (never that row's answer).
+  // Another route's request (or another upload request) holds the key row, or the upload
+  // token's uploads are used up: nothing was written, the copy goes, and the run fails so the
+  // API answers 422 or 403 (never that row's answer) and the key stays free.
   const commit = (records: Parameters<typeof commitRecords>[0]) =>
     commitRecords(records).catch(async (err: unknown) => {
-      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse))
-        throw err;
+      const type = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
+      if (type !== failureTypes.keyReuse && type !== failureTypes.tokenExhausted) throw err;
       await discardCopy(copy.storageKey);
       setPhase('rejected');
-      throw ApplicationFailure.nonRetryable('The Idempotency-Key is held by another request', failureTypes.keyReuse);
+      throw ApplicationFailure.nonRetryable(
+        type === failureTypes.keyReuse ? 'The Idempotency-Key is held by another request' : "The upload token's uploads are used up",
+        type,
+      );
     });
   if (mismatch) {
     response = await commit({
@@ -226,6 +231,9 @@ async function startDownstream(input: UploadWorkflowInput, response: StoredRespo
           createdAt: body.createdAt,
           transcodeQueue: input.downstream.transcodeQueue,
           webhookRetry: input.downstream.webhookRetry,
+          ...(input.grant
+            ? { attribution: { tokenId: input.grant.tokenId, subject: input.grant.subject, metadata: input.grant.metadata } }
+            : {}),
         },
       ],
     });

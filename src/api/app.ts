@@ -19,6 +19,7 @@ import { openApiDocument, router } from './openapi';
 import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
 import { apiKeyRoutes } from './routes/api-keys';
+import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
@@ -121,6 +122,7 @@ export function createApp(deps: AppDeps) {
   );
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
+  app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config }));
   app.onError(onError);
   app.notFound(onNotFound);
   return app;

@@ -11,6 +11,7 @@ import { parsePrefer } from './parse/request-headers';
 import type { AppEnv } from './env';
 import { header, headerValues } from './headers';
 import { renderOutcome } from './upload-answer';
+import { callingToken } from './scopes';
 
 export async function answerFormPost(
   c: Context<AppEnv>,
@@ -18,6 +19,7 @@ export async function answerFormPost(
   tenantId: string,
 ): Promise<Response> {
   const { receiver, config, inFlight } = deps;
+  const grant = callingToken(c)?.grant;
   const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
   const incoming = c.env?.incoming;
   if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
@@ -37,7 +39,8 @@ export async function answerFormPost(
         keyHeader: headerValues(c, 'idempotency-key'),
         body: incoming,
         waitMs,
-        maxBytes: config.MAX_UPLOAD_BYTES,
+        maxBytes: Math.min(config.MAX_UPLOAD_BYTES, grant?.maxBytes ?? Infinity),
+        grant,
       },
       (k) => {
         key = k;

@@ -7,7 +7,7 @@ import type { Handler, MiddlewareHandler } from 'hono';
 import { catalogue, type ErrorCode } from '../errors';
 import type { AppEnv } from './env';
 import { SCOPES } from '../credentials';
-import { assertScope, schemeOf, scopeOf } from './scopes';
+import { accessOf, assertAccess, schemeOf, UPLOAD_TOKEN_SCHEME } from './scopes';
 import { IdempotencyKey, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
 
 export function router(): OpenAPIHono<AppEnv> {
@@ -17,11 +17,11 @@ export function router(): OpenAPIHono<AppEnv> {
 /** Mounts `def` on `app` (`{param}` becomes `:param`) and records it for the document. */
 export function route(app: OpenAPIHono<AppEnv>, def: RouteConfig, ...handlers: (Handler<AppEnv> | MiddlewareHandler<AppEnv>)[]): void {
   app.openAPIRegistry.registerPath(def);
-  const scope = scopeOf(def.security);
-  const guard: MiddlewareHandler<AppEnv>[] = scope
+  const access = accessOf(def.security);
+  const guard: MiddlewareHandler<AppEnv>[] = access
     ? [
         async function scopeGuard(c, next) {
-          assertScope(c, scope);
+          assertAccess(c, access);
           await next();
         },
       ]
@@ -120,6 +120,11 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: n
       description: `A tenant API key (\`onc_…\`) holding the scope \`${scope}\` (a key made without a scope list holds every scope).`,
     });
   }
+  registry.registerComponent('securitySchemes', UPLOAD_TOKEN_SCHEME, {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An upload token (`oup_…`, POST /v1/upload-tokens): uploads within its limits, and reads the uploads it made.',
+  });
   registry.registerComponent('securitySchemes', 'adminToken', {
     type: 'http',
     scheme: 'bearer',

@@ -2,7 +2,7 @@
 // replaced when the answer is shown anywhere but a replay of the request that created it.
 
 /** Names of answer fields that carry a secret, at any depth (see the *Created schemas). */
-const SECRET_FIELDS = new Set(['key', 'secret']);
+const SECRET_FIELDS = new Set(['key', 'secret', 'token']);
 export const REDACTED = '[redacted]';
 
 export function redactSecrets(value: unknown): unknown {

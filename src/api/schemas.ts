@@ -169,6 +169,58 @@ export const CreateWebhookEndpoint = z
   })
   .openapi('CreateWebhookEndpoint');
 
+const MediaRange = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/(\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*)$/, 'a media type (image/png) or family (image/*)');
+export const CreateUploadToken = z
+  .object({
+    expiresInSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .openapi({ description: 'Lifetime, at most UPLOAD_TOKEN_MAX_SECONDS (24 h by default); 3600 unless given.', example: 900 }),
+    maxBytes: z.number().int().min(1).optional().openapi({ description: 'Largest file allowed.', example: 10_000_000 }),
+    allowedTypes: z
+      .array(MediaRange)
+      .min(1)
+      .max(32)
+      .optional()
+      .openapi({ description: 'Types allowed, declared and as the bytes show them.', example: ['image/*', 'application/pdf'] }),
+    maxUploads: z.number().int().min(1).max(1_000_000).optional().openapi({ description: 'Uploads committed under the token at most.' }),
+    subject: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: "Whose uploads these are (the app's user id).", example: 'user-42' }),
+    metadata: z
+      .record(z.string().min(1).max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= 16, 'at most 16 entries')
+      .optional()
+      .openapi({ description: 'Recorded on every upload made with the token.', example: { album: 'holiday' } }),
+  })
+  .strict()
+  .openapi('CreateUploadToken');
+
+export const UploadToken = z
+  .object({
+    id: Uuid,
+    expiresAt: z.string(),
+    maxBytes: z.number().nullable(),
+    allowedTypes: z.array(z.string()).nullable(),
+    maxUploads: z.number().nullable(),
+    uploadsUsed: z.number(),
+    subject: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()).nullable(),
+    createdAt: z.string(),
+    revokedAt: z.string().nullable(),
+  })
+  .openapi('UploadToken');
+export const UploadTokenCreated = UploadToken.extend({
+  token: z.string().openapi({ description: 'The bearer token (`oup_…`); shown in this answer and its replays only.' }),
+}).openapi('UploadTokenCreated');
+
 export const CreateTenant = z
   .object({
     name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }),
@@ -251,6 +303,9 @@ export const Upload = UploadCreated.extend({
     .string()
     .nullable()
     .openapi({ description: 'When it is to be deleted, as sent with it (the tenant retention may come first).' }),
+  tokenId: z.string().nullable().openapi({ description: 'The upload token it was made with (null: an API key).' }),
+  subject: z.string().nullable().openapi({ description: "The upload token's subject: whose upload it is." }),
+  metadata: z.record(z.string(), z.string()).nullable().openapi({ description: "The upload token's metadata." }),
   processing: z.object({
     status: z.enum(['pending', 'ready', 'skipped', 'failed']),
     reason: z.string().nullable(),
@@ -311,6 +366,12 @@ export const ListUploadsQuery = z
       )
       .optional()
       .openapi({ description: 'Only this media type, or `type/*` for every subtype of it.', example: 'image/*' }),
+    subject: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: 'Only uploads made with an upload token naming this subject.', example: 'user-42' }),
     createdAfter: z.iso
       .datetime({ offset: true, error: 'createdAfter must be an RFC 3339 date-time.' })
       .optional()

@@ -13,22 +13,42 @@ export function schemeOf(scope: Scope): string {
 
 const scopeOfScheme = new Map<string, Scope>(SCOPES.map((s) => [schemeOf(s), s]));
 
-/** A route's `security`: an API key holding `scope`. */
-export function requires(scope: Scope): NonNullable<RouteConfig['security']> {
-  return [{ [schemeOf(scope)]: [] }];
+/** The security scheme of an upload token (src/tokens/upload-tokens.ts). */
+export const UPLOAD_TOKEN_SCHEME = 'uploadToken';
+
+/** A route's `security`: an API key holding `scope`, or (`uploadToken`) an upload token too. */
+export function requires(scope: Scope, opts: { uploadToken?: boolean } = {}): NonNullable<RouteConfig['security']> {
+  return [{ [schemeOf(scope)]: [] }, ...(opts.uploadToken ? [{ [UPLOAD_TOKEN_SCHEME]: [] }] : [])];
 }
 
-/** The scope a route's `security` names, if any. */
-export function scopeOf(security: RouteConfig['security']): Scope | undefined {
-  for (const requirement of security ?? [])
-    for (const name of Object.keys(requirement)) if (scopeOfScheme.has(name)) return scopeOfScheme.get(name);
-  return undefined;
+/** The scope a route's `security` names, and whether it takes an upload token. */
+export function accessOf(security: RouteConfig['security']): { scope: Scope; uploadToken: boolean } | undefined {
+  const names = (security ?? []).flatMap((requirement) => Object.keys(requirement));
+  const scope = names.map((n) => scopeOfScheme.get(n)).find((s) => s !== undefined);
+  return scope && { scope, uploadToken: names.includes(UPLOAD_TOKEN_SCHEME) };
 }
 
-/** 403 insufficient_scope unless the caller holds `scope`. */
-export function assertScope(c: Context<AppEnv>, scope: Scope): void {
+/** 403 insufficient_scope unless the caller holds `scope` (or is an upload token where one is taken). */
+export function assertAccess(c: Context<AppEnv>, access: { scope: Scope; uploadToken: boolean }): void {
   const principal = c.get('principal');
   if (!principal) throw problem('unauthorized', 'Send Authorization: Bearer <api key>.');
-  if (!principal.scopes.includes(scope))
-    throw problem('insufficient_scope', `This API key does not hold the scope ${scope}.`, { extra: { scope } });
+  if (principal.kind === 'token') {
+    if (!access.uploadToken)
+      throw problem(
+        'insufficient_scope',
+        `An upload token only uploads (and reads its own uploads); this needs an API key with ${access.scope}.`,
+        {
+          extra: { scope: access.scope },
+        },
+      );
+    return;
+  }
+  if (!principal.scopes.includes(access.scope))
+    throw problem('insufficient_scope', `This API key does not hold the scope ${access.scope}.`, { extra: { scope: access.scope } });
+}
+
+/** The upload token calling, if it is one. */
+export function callingToken(c: Context<AppEnv>) {
+  const principal = c.get('principal');
+  return principal?.kind === 'token' ? principal : undefined;
 }

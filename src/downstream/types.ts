@@ -14,6 +14,8 @@ export interface DownstreamInput {
   /** Task queue of the transcode activity (heavy work scales apart from the API path). */
   transcodeQueue: string;
   webhookRetry: WebhookRetrySchedule;
+  /** Whose upload it is, when made with an upload token: in every event's data. */
+  attribution?: { tokenId: string; subject: string | null; metadata: Record<string, string> | null };
 }
 
 /** Where a page of a list (uploads, events) starts: after this creation time (µs since the epoch) and id. */

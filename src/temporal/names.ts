@@ -23,4 +23,6 @@ export const updates = { offerCopy: 'offerCopy', offerCopyForAnswer: 'offerCopyF
 export const failureTypes = {
   /** The key is held by another route's request or another upload request: answered 422. */
   keyReuse: 'idempotency_key_reuse',
+  /** The upload token's uploads are used up (counted at the commit): answered 403, nothing recorded. */
+  tokenExhausted: 'token_exhausted',
 } as const;

@@ -23,6 +23,7 @@ import type { uploadWorkflow } from '../../workflows/upload';
 import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from './offer';
 import { CopySettler } from './settle';
 import { stageBody } from './stage';
+import { checkArrived } from '../tokens/upload-tokens';
 
 export interface ReceiveDeps {
   pool: Pool;
@@ -112,6 +113,13 @@ export class UploadReceiver {
    */
   async deliver(req: UploadRequest, copy: StagedCopy, waitMs: number, start?: Partial<UploadWorkflowInput>): Promise<UploadOutcome> {
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
+    try {
+      // An upload token's limits on what arrived, whatever was declared: nothing is kept past them.
+      checkArrived(req.grant, { bytes: copy.bytes, sniffedType: copy.sniffedType, contentType: req.contentType });
+    } catch (err) {
+      await this.copies.discard(copy);
+      throw err;
+    }
     let offered: Offered;
     try {
       offered = await this.offers.offer(req, workflowId, copy, waitMs, start);
@@ -219,6 +227,7 @@ export class UploadReceiver {
       }
       if (err instanceof WorkflowUpdateFailedError) {
         if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
+        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.tokenExhausted) throw exhaustedProblem(req);
         throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
       }
       if (isAbort(err)) return this.answerAfterWait(req, workflowId, false);
@@ -239,6 +248,7 @@ export class UploadReceiver {
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
         if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
+        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.tokenExhausted) throw exhaustedProblem(req);
         throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
       }
       if (isAbort(err)) return this.answerAfterWait(req, workflowId, replayed);
@@ -274,4 +284,8 @@ function isAbort(err: unknown): boolean {
     if (e.name === 'AbortError' || e.name === 'TimeoutError' || (e as { code?: number }).code === 1 /* grpc CANCELLED */) return true;
   }
   return false;
+}
+
+function exhaustedProblem(req: UploadRequest) {
+  return problem('token_exhausted', `The upload token allows ${req.grant?.maxUploads ?? 0} uploads and has made them all.`);
 }

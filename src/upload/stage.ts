@@ -32,9 +32,10 @@ export async function stageBody(
   } catch (err) {
     await store.delete(storageKey).catch(() => {});
     if (meter.failure) throw meter.failure;
+    // A refusal the body was destroyed with (a form's file past its limit) is the answer.
+    if (err instanceof Problem) throw err;
     if ((body as { complete?: boolean }).complete === false)
       throw problem('body_incomplete', `Connection closed after ${meter.bytes} of ${req.declaredBytes} bytes.`);
-    if (err instanceof Problem) throw err;
     throw problem('storage_unavailable', undefined, { cause: err });
   } finally {
     stopWatching();

@@ -12,6 +12,21 @@ export interface UploadRequest {
   declaredSha256: string | null;
   /** When the upload is to be deleted (RFC 3339), as sent with it; absent: kept (or by the tenant's retention). */
   expiresAt?: string;
+  /** The upload token it is made with: its limits, checked again on the bytes, and whose upload it is. */
+  grant?: UploadGrant;
+}
+
+/** What an upload token allows and names (src/tokens/upload-tokens.ts). */
+export interface UploadGrant {
+  tokenId: string;
+  /** The app's end user the uploads are for. */
+  subject: string | null;
+  metadata: Record<string, string> | null;
+  maxBytes: number | null;
+  /** Media types (`image/png`) or families (`image/*`); null: any. */
+  allowedTypes: string[] | null;
+  maxUploads: number | null;
+  expiresAt: string;
 }
 
 /** One attempt's complete, verified copy of the body, sitting in the object store. */

@@ -82,8 +82,9 @@ describe('the document', () => {
       for (const op of Object.values(ops)) for (const p of op.parameters ?? []) if (p.in === 'header') documented.add(p.name.toLowerCase());
     }
     for (const h of REQUEST_HEADERS) if (h !== 'Authorization') expect(documented, h).toContain(h.toLowerCase());
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', ...SCOPES.map(schemeOf)].sort());
-    expect(doc.paths['/v1/uploads'].post.security).toEqual([{ 'key.uploads.write': [] }]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', 'uploadToken', ...SCOPES.map(schemeOf)].sort());
+    expect(doc.paths['/v1/uploads'].post.security).toEqual([{ 'key.uploads.write': [] }, { uploadToken: [] }]);
+    expect(doc.paths['/v1/uploads'].get.security).toEqual([{ 'key.uploads.read': [] }]);
     expect(doc.paths['/v1/uploads'].post.parameters.find((p: any) => p.name === 'idempotency-key').required).toBe(true);
   });
 

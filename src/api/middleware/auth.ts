@@ -1,5 +1,5 @@
-// Bearer credential → tenant and principal. Runs before anything else on /v1; API keys are
-// looked up by their SHA-256 hash and the answer cached briefly (the replay path stays one
+// Bearer credential → tenant and principal. Runs before anything else on /v1; API keys and
+// upload tokens are looked up by their SHA-256 hash and the answer cached briefly (the replay path stays one
 // query). Revoking a credential through this process evicts it at once, and a lookup that
 // was in flight while it did cannot put it back (a revocation bumps the cache's generation;
 // lookups begun before it are not cached); other replicas notice within the cache time.
@@ -8,6 +8,7 @@ import type { Credential } from '../../credentials';
 import type { Pool } from '../../db/pool';
 import { dependency, problem } from '../../errors';
 import { lookupApiKey } from '../../tenants';
+import { lookupUploadToken, UPLOAD_TOKEN_PREFIX } from '../../tokens/upload-tokens';
 import type { AppEnv } from '../env';
 import { header } from '../headers';
 
@@ -35,7 +36,9 @@ export class CredentialCache {
   set(token: string, value: Credential, generation: number): void {
     if (generation !== this.revocations) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(token, { ...value, until: Date.now() + this.ttlMs });
+    // An upload token is not served from the cache past its own expiry.
+    const expires = value.principal.kind === 'token' ? Date.parse(value.principal.grant.expiresAt) : Infinity;
+    this.entries.set(token, { ...value, until: Math.min(Date.now() + this.ttlMs, expires) });
   }
 
   /** Evicts the credential (an API key or an upload token) with this id. */
@@ -46,7 +49,9 @@ export class CredentialCache {
 }
 
 export function bearerAuth(opts: { pool: Pool; cache: CredentialCache; lookup?: CredentialLookup }): MiddlewareHandler<AppEnv> {
-  const lookup: CredentialLookup = opts.lookup ?? ((token) => lookupApiKey(opts.pool, token));
+  const lookup: CredentialLookup =
+    opts.lookup ??
+    ((token) => (token.startsWith(UPLOAD_TOKEN_PREFIX) ? lookupUploadToken(opts.pool, token) : lookupApiKey(opts.pool, token)));
   return async function bearerAuth(c, next) {
     const authorization = header(c, 'authorization');
     const m = authorization ? /^Bearer\s+([A-Za-z0-9._~+/=-]{16,512})\s*$/i.exec(authorization) : null;
@@ -56,7 +61,7 @@ export function bearerAuth(opts: { pool: Pool; cache: CredentialCache; lookup?: 
     if (!found) {
       const generation = opts.cache.generation();
       found = await dependency('database_unavailable', () => lookup(token));
-      if (!found) throw problem('unauthorized', 'The API key is not valid.');
+      if (!found) throw problem('unauthorized', 'The API key or upload token is not valid (unknown, revoked or expired).');
       opts.cache.set(token, found, generation);
     }
     c.set('tenantId', found.tenantId);

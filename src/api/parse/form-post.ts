@@ -13,7 +13,8 @@ import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from './idempotency-key';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from './request-headers';
-import type { UploadRequest } from '../../upload/types';
+import type { UploadGrant, UploadRequest } from '../../upload/types';
+import { checkDeclared } from '../../tokens/upload-tokens';
 
 /** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
 export const FORM_ROUTE = '/v1/uploads#form';
@@ -26,6 +27,8 @@ export interface FormPost {
   body: Readable;
   waitMs: number;
   maxBytes: number;
+  /** The upload token it is made with. */
+  grant?: UploadGrant;
 }
 
 export function isFormPost(contentType: string | undefined): boolean {
@@ -79,6 +82,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
       let contentType: string;
       try {
         contentType = parseContentType(info.mimeType);
+        checkDeclared(f.grant, { contentType });
       } catch (err) {
         fail(err as Problem);
         stream.resume();
@@ -94,12 +98,15 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         fileName: null,
         declaredBytes: f.maxBytes,
         declaredSha256: null,
+        ...(f.grant ? { grant: f.grant } : {}),
       };
-      stream.once('limit', () =>
-        stream.destroy(
-          problem('payload_too_large', `The file is larger than the maximum of ${f.maxBytes} bytes.`, { extra: { maxBytes: f.maxBytes } }),
-        ),
-      );
+      stream.once('limit', () => {
+        const tooLarge = problem('payload_too_large', `The file is larger than the maximum of ${f.maxBytes} bytes.`, {
+          extra: { maxBytes: f.maxBytes },
+        });
+        fail(tooLarge);
+        stream.destroy(tooLarge);
+      });
       // Fields after the file part still count: the request is identified once the form is read.
       staged = receiver.receiveUnsized(base, stream, f.waitMs, async (bytes, sha256) => {
         await formDone;

@@ -39,6 +39,7 @@ export function parseListQuery(query: Record<string, string>): { filter: UploadF
       createdAfter: q.createdAfter ? new Date(q.createdAfter) : undefined,
       createdBefore: q.createdBefore ? new Date(q.createdBefore) : undefined,
       idempotencyKey: q.idempotencyKey,
+      subject: q.subject,
     },
     after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, UPLOAD_ID),
     limit: q.limit ?? 50,

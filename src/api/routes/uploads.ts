@@ -43,7 +43,8 @@ import {
   Uuid,
   WaitQuery,
 } from '../schemas';
-import { requires } from '../scopes';
+import { callingToken, requires } from '../scopes';
+import { checkDeclared } from '../../tokens/upload-tokens';
 
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;
@@ -68,10 +69,16 @@ export function uploadRoutes(deps: {
     const contentType = parseContentType(header(c, 'content-type'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const expiresAt = parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid');
-    const req = oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt });
+    const grant = callingToken(c)?.grant;
+    const req = {
+      ...oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt }),
+      grant,
+    };
     c.set('idempotencyKey', key);
+    // The key rule first: a replay answers whatever credential asks for it.
     const replay = await receiver.replay(req);
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
+    checkDeclared(grant, { bytes: declaredBytes, contentType });
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
     if (!release) {
@@ -102,7 +109,8 @@ export function uploadRoutes(deps: {
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
     const row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
-    if (!row) throw problem('not_found', 'No such upload.');
+    // An upload token sees only the uploads it made.
+    if (!row || (callingToken(c) && row.token_id !== callingToken(c)!.id)) throw problem('not_found', 'No such upload.');
     const [renditions, deliveries] = await dependency('database_unavailable', () =>
       Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]),
     );
@@ -121,7 +129,7 @@ const createUploadRoute = createRoute({
     'Streams the body to object storage and records it once. Copies of the request with the same key attach to the same execution: ' +
     'while it runs they wait with it (or get 202 / 409), afterwards they get the stored answer byte for byte. ' +
     'The same key with a different file (size, type, name or SHA-256) is refused with 422.',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: true }),
   request: {
     headers: z.object({
       'idempotency-key': IdempotencyKey,
@@ -174,6 +182,8 @@ const createUploadRoute = createRoute({
       'request_timeout',
       'headers_too_large',
       'content_type_mismatch',
+      'type_not_allowed',
+      'token_exhausted',
       'too_many_uploads',
       'form_invalid',
       'upload_failed',
@@ -204,7 +214,7 @@ const getUploadRoute = createRoute({
   path: '/{id}',
   tags: ['uploads'],
   summary: 'An upload with its renditions and webhook deliveries',
-  security: requires('uploads:read'),
+  security: requires('uploads:read', { uploadToken: true }),
   request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
   responses: {
     200: {
@@ -223,6 +233,9 @@ export function uploadView(row: UploadRow) {
     deletedAt: row.deleted_at?.toISOString() ?? null,
     erasedAt: row.erased_at?.toISOString() ?? null,
     expiresAt: row.expires_at?.toISOString() ?? null,
+    tokenId: row.token_id,
+    subject: row.subject,
+    metadata: row.token_metadata,
     storageKey: row.storage_key,
     bytes: Number(row.bytes),
     sha256: row.sha256,

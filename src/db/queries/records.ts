@@ -5,6 +5,7 @@ import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
 import { findKeyHolder, insertKeyIfAbsent, UPLOAD_ROUTE, type KeyHolder } from './idempotency-keys';
 import { insertUploadIfAbsent, type NewUpload } from './uploads';
+import { countTokenUpload } from './upload-tokens';
 import type { StoredResponse } from '../../upload/types';
 import { keyStoragePrefix } from '../../temporal/ids';
 
@@ -38,6 +39,14 @@ export class KeyHeldElsewhere extends Error {
   }
 }
 
+/** The upload token's uploads are used up: nothing was written. */
+export class TokenExhausted extends Error {
+  constructor(readonly tokenId: string) {
+    super(`upload token ${tokenId} has no uploads left`);
+    this.name = 'TokenExhausted';
+  }
+}
+
 export async function commitUploadRecords(pool: Pool, input: RecordsInput): Promise<StoredResponse> {
   return withTransaction(pool, async (tx) => {
     const existing = await findKeyHolder(tx, input.tenantId, input.key);
@@ -45,6 +54,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
     let createdAt = new Date();
     let storageKey: string | null = null;
     if (input.upload) {
+      if (input.upload.token_id && !(await countTokenUpload(tx, input.upload.token_id))) throw new TokenExhausted(input.upload.token_id);
       // Under the tenant's dedupe, identical bytes already stored become this upload's object.
       storageKey = await shareObject(tx, input.upload);
       await insertUploadIfAbsent(tx, { ...input.upload, storage_key: storageKey });

@@ -22,18 +22,28 @@ export interface UploadRow {
   object_released: boolean;
   erased_at: Date | null;
   expires_at: Date | null;
+  token_id: string | null;
+  subject: string | null;
+  token_metadata: Record<string, string> | null;
 }
 
 export type NewUpload = Pick<
   UploadRow,
   'id' | 'tenant_id' | 'idempotency_key' | 'workflow_id' | 'storage_key' | 'sha256' | 'content_type' | 'file_name'
-> & { bytes: number; expires_at?: string | null };
+> & {
+  bytes: number;
+  expires_at?: string | null;
+  token_id?: string | null;
+  subject?: string | null;
+  token_metadata?: Record<string, string> | null;
+};
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {
   await db.query(
-    `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
+                          token_id, subject, token_metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT DO NOTHING`,
     [
       u.id,
@@ -46,6 +56,9 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.content_type,
       u.file_name,
       u.expires_at ?? null,
+      u.token_id ?? null,
+      u.subject ?? null,
+      u.token_metadata ?? null,
     ],
   );
 }
@@ -73,6 +86,8 @@ export interface UploadFilter {
   createdAfter?: Date;
   createdBefore?: Date;
   idempotencyKey?: string;
+  /** Uploads made with an upload token naming this subject. */
+  subject?: string;
 }
 
 /**
@@ -100,6 +115,7 @@ export async function listUploads(
   if (filter.createdAfter) add((n) => `created_at > ${n}`, filter.createdAfter);
   if (filter.createdBefore) add((n) => `created_at < ${n}`, filter.createdBefore);
   if (filter.idempotencyKey) add((n) => `idempotency_key = ${n}`, filter.idempotencyKey);
+  if (filter.subject) add((n) => `subject = ${n}`, filter.subject);
   values.push(limit);
   const res = await db.query<UploadRow & { created_micros: string }>(
     `SELECT *, ${positionColumn()} FROM uploads

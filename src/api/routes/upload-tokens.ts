@@ -1,0 +1,101 @@
+// /v1/upload-tokens: an app's backend mints a token for one end user and one purpose, hands
+// it to the browser, and revokes it when it likes. The token is shown in the creation answer
+// (and its idempotent replays, stored sealed); only its hash is kept.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Config } from '../../config';
+import { findUploadToken, revokeUploadToken, type UploadTokenRow } from '../../db/queries/upload-tokens';
+import { dependency, problem } from '../../errors';
+import { mintUploadToken } from '../../tokens/upload-tokens';
+import { jsonBody } from '../json-body';
+import type { CredentialCache } from '../middleware/auth';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { CreateUploadToken, UploadToken, UploadTokenCreated, Uuid } from '../schemas';
+import { requires } from '../scopes';
+
+export function uploadTokenView(t: UploadTokenRow) {
+  return {
+    id: t.id,
+    expiresAt: t.expires_at.toISOString(),
+    maxBytes: t.max_bytes === null ? null : Number(t.max_bytes),
+    allowedTypes: t.allowed_types,
+    maxUploads: t.max_uploads,
+    uploadsUsed: t.uploads_used,
+    subject: t.subject,
+    metadata: t.metadata,
+    createdAt: t.created_at.toISOString(),
+    revokedAt: t.revoked_at?.toISOString() ?? null,
+  };
+}
+
+const createTokenRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['upload tokens'],
+  summary: 'Mint an upload token: a bearer a browser may hold, that only uploads within its limits',
+  security: requires('tokens:mint'),
+  request: idempotentJsonRequest(CreateUploadToken),
+  responses: {
+    201: createdResponse('Created; `token` is the bearer.', UploadTokenCreated, { location: true }),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
+  },
+});
+
+const getTokenRoute = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['upload tokens'],
+  summary: 'An upload token: its limits and how many uploads it has made (never the token)',
+  security: requires('tokens:mint'),
+  request: { params: z.object({ id: Uuid }) },
+  responses: {
+    200: { description: 'The token', content: { 'application/json': { schema: UploadToken } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found'),
+  },
+});
+
+const revokeTokenRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: ['upload tokens'],
+  summary: 'Revoke an upload token (at once on this replica; other replicas within their 30 s credential cache)',
+  security: requires('tokens:mint'),
+  request: { params: z.object({ id: Uuid }) },
+  responses: { 204: { description: 'Revoked' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
+});
+
+export function uploadTokenRoutes(deps: { idempotency: IdempotentRouteOptions; cache: CredentialCache; config: Config }) {
+  const app = router();
+  const { pool } = deps.idempotency;
+  const max = deps.config.UPLOAD_TOKEN_MAX_SECONDS;
+
+  route(app, createTokenRoute, idempotentRoute(deps.idempotency), async function createUploadToken(c) {
+    const body = await jsonBody(c, CreateUploadToken, '{"expiresInSeconds": 900, "maxBytes": 10000000, "allowedTypes": ["image/*"]}');
+    const expiresInSeconds = body.expiresInSeconds ?? Math.min(3600, max);
+    if (expiresInSeconds > max) throw problem('body_invalid', `expiresInSeconds must be at most ${max} (UPLOAD_TOKEN_MAX_SECONDS).`);
+    const { token, row } = await dependency('database_unavailable', () =>
+      mintUploadToken(pool, c.get('tenantId'), { ...body, expiresInSeconds }),
+    );
+    return c.json({ ...uploadTokenView(row), token }, 201, { location: `/v1/upload-tokens/${row.id}` });
+  });
+
+  route(app, getTokenRoute, async function getUploadToken(c) {
+    const id = c.req.param('id')!;
+    const row = Uuid.safeParse(id).success
+      ? await dependency('database_unavailable', () => findUploadToken(pool, c.get('tenantId'), id))
+      : undefined;
+    if (!row) throw problem('not_found', 'No such upload token.');
+    return c.json(uploadTokenView(row), 200);
+  });
+
+  route(app, revokeTokenRoute, async function revokeTenantUploadToken(c) {
+    const id = c.req.param('id')!;
+    const revoked =
+      Uuid.safeParse(id).success && (await dependency('database_unavailable', () => revokeUploadToken(pool, c.get('tenantId'), id)));
+    if (!revoked) throw problem('not_found', 'No such active upload token.');
+    deps.cache.forget(id);
+    return c.body(null, 204);
+  });
+
+  return app;
+}

@@ -1,0 +1,225 @@
+// Upload tokens on both stores: minted under the key rule, a bearer that only uploads within
+// its limits (declared length and type before a byte is read, the bytes' real length and
+// type before anything is kept, maxUploads counted at the commit under a lock), sees only
+// its own uploads, and names whose upload it is in the row, the list and the webhook body.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { postUpload } from '../helpers/http';
+import { eventually, listKeys } from '../helpers/inspect';
+import { png } from '../helpers/media';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) => {
+  let stack: TestStack;
+  let tenant: { tenantId: string; apiKey: string };
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    stack = await startStackOnStore(kind, `tokens_${kind}`, { env: { UPLOAD_TOKEN_MAX_SECONDS: '7200' } });
+    tenant = await stack.createTenant('tokens');
+    receiver = await new WebhookReceiver().start();
+    const res = await call('POST', '/v1/webhook-endpoints', tenant.apiKey, { url: receiver.url });
+    receiver.secret = res.json.secret;
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await receiver?.stop();
+  });
+
+  async function call(method: string, path: string, token: string, json?: unknown, headers: Record<string, string> = {}) {
+    const res = await fetch(`${stack.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: json !== undefined ? JSON.stringify(json) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
+  }
+  const mint = async (limits: Record<string, unknown>, key?: string) => {
+    const res = await call('POST', '/v1/upload-tokens', tenant.apiKey, limits, key ? { 'idempotency-key': key } : {});
+    expect(res.status, res.text).toBe(201);
+    return res.json as { token: string; id: string; expiresAt: string };
+  };
+  const uploadRows = async (key: string) =>
+    (await stack.runtime.pool.query('SELECT id FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenant.tenantId, key]))
+      .rowCount;
+  const keyRows = async (key: string) =>
+    (await stack.runtime.pool.query('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [tenant.tenantId, key])).rowCount;
+  const stagedUnder = async (key: string) => {
+    const { createHash } = await import('node:crypto');
+    const hashed = createHash('sha256').update(key).digest('hex').slice(0, 32);
+    return listKeys(stack.runtime.store, `tenants/${tenant.tenantId}/keys/${hashed}/`);
+  };
+
+  it('mints under the key rule, uploads with attribution, and sees only its own uploads', async () => {
+    const mintKey = `mint-${randomUUID()}`;
+    const limits = {
+      expiresInSeconds: 900,
+      maxBytes: 1_000_000,
+      allowedTypes: ['image/*'],
+      subject: 'user-42',
+      metadata: { album: 'trip' },
+    };
+    const minted = await mint(limits, mintKey);
+    expect(minted.token).toMatch(/^oup_/);
+    expect(await mint(limits, mintKey)).toEqual(minted);
+    expect(
+      (await call('POST', '/v1/upload-tokens', tenant.apiKey, { ...limits, maxBytes: 5 }, { 'idempotency-key': mintKey })).status,
+    ).toBe(422);
+    const key = `tok-${randomUUID()}`;
+    const up = await postUpload(stack.url, {
+      apiKey: minted.token,
+      key,
+      body: await png(64, 48),
+      contentType: 'image/png',
+      fileName: 'me.png',
+    });
+    expect(up.status, up.text).toBe(201);
+    const own = await call('GET', `/v1/uploads/${up.json.uploadId}`, minted.token);
+    expect(own.status).toBe(200);
+    expect(own.json).toMatchObject({ tokenId: minted.id, subject: 'user-42', metadata: { album: 'trip' } });
+    const listed = await call('GET', '/v1/uploads?subject=user-42', tenant.apiKey);
+    expect(listed.json.items.map((u: { uploadId: string }) => u.uploadId)).toEqual([up.json.uploadId]);
+    expect((await call('GET', '/v1/uploads?subject=nobody', tenant.apiKey)).json.items).toEqual([]);
+    expect((await call('GET', `/v1/upload-tokens/${minted.id}`, tenant.apiKey)).json).toMatchObject({ uploadsUsed: 1, subject: 'user-42' });
+    // The webhook names whose upload it is.
+    await eventually(async () => receiver.received.find((r) => r.json.data.uploadId === up.json.uploadId), 60_000);
+    const event = receiver.received.find((r) => r.json.data.uploadId === up.json.uploadId)!;
+    expect(event.json.data).toMatchObject({ tokenId: minted.id, subject: 'user-42', metadata: { album: 'trip' } });
+
+    // Another upload of the tenant (made with the API key) is not the token's to see.
+    const other = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `key-${randomUUID()}`, body: Buffer.from('not yours') });
+    expect((await call('GET', `/v1/uploads/${other.json.uploadId}`, minted.token)).status).toBe(404);
+    // Everything but uploading and reading its own uploads is refused.
+    for (const [method, path, json] of [
+      ['GET', '/v1/uploads', undefined],
+      ['DELETE', `/v1/uploads/${up.json.uploadId}`, undefined],
+      ['GET', `/v1/uploads/${up.json.uploadId}/content`, undefined],
+      ['POST', '/v1/api-keys', {}],
+      ['POST', '/v1/webhook-endpoints', { url: 'https://example.com/h' }],
+      ['GET', '/v1/events', undefined],
+      ['POST', '/v1/upload-tokens', {}],
+    ] as const) {
+      const res = await call(method, path, minted.token, json);
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(res.json.error).toBe('insufficient_scope');
+    }
+    expect((await call('GET', `/v1/uploads/${up.json.uploadId}`, tenant.apiKey)).json.status).not.toBe('deleted');
+  }, 120_000);
+
+  it('refuses what the limits do not allow, and keeps nothing of it', async () => {
+    const { token } = await mint({ maxBytes: 20_000, allowedTypes: ['image/png', 'application/pdf'] });
+    // Declared: refused before a byte is read.
+    const typeKey = `type-${randomUUID()}`;
+    const wrongType = await postUpload(stack.url, {
+      apiKey: token,
+      key: typeKey,
+      body: Buffer.from('<html></html>'),
+      contentType: 'text/html',
+    });
+    expect(wrongType.status).toBe(415);
+    expect(wrongType.json.error).toBe('type_not_allowed');
+    const sizeKey = `size-${randomUUID()}`;
+    const tooBig = await postUpload(stack.url, { apiKey: token, key: sizeKey, body: Buffer.alloc(20_001, 1), contentType: 'image/png' });
+    expect(tooBig.status).toBe(413);
+    // Arrived: a "PNG" that is HTML is refused once its first bytes are in; the copy is deleted.
+    const fakeKey = `fake-${randomUUID()}`;
+    const html = Buffer.from('<!doctype html><script>alert(1)</script>');
+    const fake = await postUpload(stack.url, { apiKey: token, key: fakeKey, body: html, contentType: 'image/png' });
+    expect(fake.status).toBe(415);
+    expect(fake.json.error).toBe('type_not_allowed');
+    // A form post past maxBytes (its length unknown until it streams).
+    const formKey = `form-${randomUUID()}`;
+    const form = new FormData();
+    form.set('idempotencyKey', formKey);
+    form.set('file', new Blob([Buffer.alloc(30_000, 2)], { type: 'image/png' }), 'big.png');
+    const formRes = await fetch(`${stack.url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+    expect(formRes.status, await formRes.clone().text()).toBe(413);
+    for (const key of [typeKey, sizeKey, fakeKey, formKey]) {
+      expect(await uploadRows(key), key).toBe(0);
+      expect(await keyRows(key), key).toBe(0);
+      await eventually(async () => (await stagedUnder(key)).length === 0, 30_000);
+    }
+    // Nothing was recorded under the key: the real file under it commits.
+    const real = await postUpload(stack.url, { apiKey: token, key: fakeKey, body: await png(16, 16), contentType: 'image/png' });
+    expect(real.status, real.text).toBe(201);
+  }, 120_000);
+
+  it('maxUploads 7: of 10 concurrent uploads exactly 7 commit; the rest are 403 and keep nothing', async () => {
+    const { token, id } = await mint({ maxUploads: 7 });
+    const keys = Array.from({ length: 10 }, () => `many-${randomUUID()}`);
+    const results = await Promise.all(
+      keys.map((key, i) =>
+        postUpload(stack.url, { apiKey: token, key, body: Buffer.from(`file number ${i} ${key}`), contentType: 'text/plain' }),
+      ),
+    );
+    expect(results.map((r) => r.status).sort(), results.map((r) => r.text).join('\n')).toEqual([
+      201, 201, 201, 201, 201, 201, 201, 403, 403, 403,
+    ]);
+    for (const r of results.filter((x) => x.status === 403)) expect(r.json.error).toBe('token_exhausted');
+    expect((await call('GET', `/v1/upload-tokens/${id}`, tenant.apiKey)).json.uploadsUsed).toBe(7);
+    const refused = keys.filter((_, i) => results[i]!.status === 403);
+    for (const key of refused) {
+      expect(await uploadRows(key)).toBe(0);
+      expect(await keyRows(key)).toBe(0);
+      await eventually(async () => (await stagedUnder(key)).length === 0, 30_000);
+    }
+    // A committed one replays; a refused one stays refused (the token is used up).
+    const first = keys.find((_, i) => results[i]!.status === 201)!;
+    const again = await postUpload(stack.url, {
+      apiKey: token,
+      key: first,
+      body: Buffer.from(`file number ${keys.indexOf(first)} ${first}`),
+      contentType: 'text/plain',
+    });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+  }, 120_000);
+
+  it('an expired or revoked token is 401 (revoked: at once); a retry under a new token replays the answer', async () => {
+    const short = await mint({ expiresInSeconds: 2 });
+    const key = `exp-${randomUUID()}`;
+    const body = Buffer.from('made before the token expired');
+    const first = await postUpload(stack.url, { apiKey: short.token, key, body, contentType: 'text/plain' });
+    expect(first.status).toBe(201);
+    await eventually(async () => Date.now() > Date.parse(short.expiresAt) + 200, 10_000);
+    const late = await postUpload(stack.url, { apiKey: short.token, key, body, contentType: 'text/plain' });
+    expect(late.status).toBe(401);
+    const fresh = await mint({});
+    const replay = await postUpload(stack.url, { apiKey: fresh.token, key, body, contentType: 'text/plain' });
+    expect(replay.status).toBe(201);
+    expect(replay.text).toBe(first.text);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+
+    const revoked = await mint({});
+    expect((await postUpload(stack.url, { apiKey: revoked.token, key: `rev-${randomUUID()}`, body })).status).toBe(201);
+    expect((await call('DELETE', `/v1/upload-tokens/${revoked.id}`, tenant.apiKey)).status).toBe(204);
+    const after = await postUpload(stack.url, { apiKey: revoked.token, key: `rev-${randomUUID()}`, body });
+    expect(after.status).toBe(401);
+    expect((await call('DELETE', `/v1/upload-tokens/${revoked.id}`, tenant.apiKey)).status).toBe(404);
+  }, 60_000);
+
+  it('refuses bad token requests with 400 and mints nothing', async () => {
+    const before = (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n;
+    for (const bad of [
+      { expiresInSeconds: 7201 },
+      { expiresInSeconds: 0 },
+      { maxBytes: -1 },
+      { allowedTypes: [] },
+      { allowedTypes: ['images'] },
+      { maxUploads: 0 },
+      { subject: '' },
+      { metadata: { k: 5 } },
+      { pipeline: 'photos' },
+    ]) {
+      const res = await call('POST', '/v1/upload-tokens', tenant.apiKey, bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.json.error).toBe('body_invalid');
+    }
+    expect((await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n).toBe(before);
+    const limited = await call('POST', '/v1/api-keys', tenant.apiKey, { scopes: ['uploads:read'] });
+    expect((await call('POST', '/v1/upload-tokens', limited.json.key, {})).json).toMatchObject({
+      error: 'insufficient_scope',
+      scope: 'tokens:mint',
+    });
+  });
+});
