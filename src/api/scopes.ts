@@ -16,20 +16,36 @@ const scopeOfScheme = new Map<string, Scope>(SCOPES.map((s) => [schemeOf(s), s])
 /** The security scheme of an upload token (src/tokens/upload-tokens.ts). */
 export const UPLOAD_TOKEN_SCHEME = 'uploadToken';
 
-/** A route's `security`: an API key holding `scope`, or (`uploadToken`) an upload token too. */
-export function requires(scope: Scope, opts: { uploadToken?: boolean } = {}): NonNullable<RouteConfig['security']> {
-  return [{ [schemeOf(scope)]: [] }, ...(opts.uploadToken ? [{ [UPLOAD_TOKEN_SCHEME]: [] }] : [])];
+/** Where an expired upload token is still taken: its own open sessions finish until they expire. */
+const outlivingTokens = new WeakSet<object>();
+
+/**
+ * A route's `security`: an API key holding `scope`, or (`uploadToken`) an upload token too;
+ * `'own-sessions'`: also one past its expiry (the handler confines it to its own sessions).
+ */
+export function requires(scope: Scope, opts: { uploadToken?: boolean | 'own-sessions' } = {}): NonNullable<RouteConfig['security']> {
+  const security = [{ [schemeOf(scope)]: [] }, ...(opts.uploadToken ? [{ [UPLOAD_TOKEN_SCHEME]: [] }] : [])];
+  if (opts.uploadToken === 'own-sessions') outlivingTokens.add(security);
+  return security;
 }
 
 /** The scope a route's `security` names, and whether it takes an upload token. */
-export function accessOf(security: RouteConfig['security']): { scope: Scope; uploadToken: boolean } | undefined {
+export function accessOf(security: RouteConfig['security']): Access | undefined {
   const names = (security ?? []).flatMap((requirement) => Object.keys(requirement));
   const scope = names.map((n) => scopeOfScheme.get(n)).find((s) => s !== undefined);
-  return scope && { scope, uploadToken: names.includes(UPLOAD_TOKEN_SCHEME) };
+  return (
+    scope && { scope, uploadToken: names.includes(UPLOAD_TOKEN_SCHEME), tokenExpiryWaived: !!security && outlivingTokens.has(security) }
+  );
+}
+
+interface Access {
+  scope: Scope;
+  uploadToken: boolean;
+  tokenExpiryWaived: boolean;
 }
 
 /** 403 insufficient_scope unless the caller holds `scope` (or is an upload token where one is taken). */
-export function assertAccess(c: Context<AppEnv>, access: { scope: Scope; uploadToken: boolean }): void {
+export function assertAccess(c: Context<AppEnv>, access: Access): void {
   const principal = c.get('principal');
   if (!principal) throw problem('unauthorized', 'Send Authorization: Bearer <api key>.');
   if (principal.kind === 'token') {
@@ -37,10 +53,10 @@ export function assertAccess(c: Context<AppEnv>, access: { scope: Scope; uploadT
       throw problem(
         'insufficient_scope',
         `An upload token only uploads (and reads its own uploads); this needs an API key with ${access.scope}.`,
-        {
-          extra: { scope: access.scope },
-        },
+        { extra: { scope: access.scope } },
       );
+    if (!access.tokenExpiryWaived && Date.parse(principal.grant.expiresAt) <= Date.now())
+      throw problem('unauthorized', `The upload token expired at ${principal.grant.expiresAt}; get a new one.`);
     return;
   }
   if (!principal.scopes.includes(access.scope))

@@ -4,11 +4,11 @@
 // StagedCopy, and the copy is delivered to the key's workflow like any upload's.
 import type { Pool } from '../db/pool';
 import { moveSession, type SessionMode, type SessionRow } from '../db/queries/sessions';
-import { dependency } from '../errors';
+import { dependency, Problem } from '../errors';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { StagedCopy } from '../upload/types';
 import { withLease } from './lease';
-import { uploadRequest } from './registry';
+import { uploadRequest, type SessionRegistry } from './registry';
 
 /** A completion holds the lease this long (assembling or checking GiBs takes a while). */
 const COMPLETE_LEASE_SECONDS = 120;
@@ -18,6 +18,7 @@ const COMPLETE_WAIT_MS = 60_000;
 export interface CompleteDeps {
   pool: Pool;
   receiver: UploadReceiver;
+  registry: SessionRegistry;
 }
 
 export async function completeSession(
@@ -43,7 +44,14 @@ export async function completeSession(
       await moveSession(db, s.id, ['completing'], 'open').catch(() => {});
       throw err;
     }
-    const outcome = await receiver.deliver(req, copy, waitMs, { resumable: { sessionId: s.id, idleSeconds: target.idleSeconds } });
+    const outcome = await receiver
+      .deliver(req, copy, waitMs, { resumable: { sessionId: s.id, idleSeconds: target.idleSeconds } })
+      .catch(async (err: unknown) => {
+        // Bytes past the upload token's limits: the session goes with them, and the key is free.
+        if (s.upload_grant && err instanceof Problem && (err.code === 'type_not_allowed' || err.code === 'payload_too_large'))
+          await deps.registry.discard(s, { object: true });
+        throw err;
+      });
     if (outcome.kind === 'answer') await moveSession(db, s.id, ['completing'], 'committed').catch(() => {});
     return outcome;
   });

@@ -22,7 +22,7 @@ import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
-import type { UploadRequest } from '../upload/types';
+import type { UploadGrant, UploadRequest } from '../upload/types';
 import { UPLOAD_WORKFLOW_TYPE } from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
 import { discardSessionObjects } from './cleanup';
@@ -48,6 +48,8 @@ export interface NewSessionRequest {
   declaredSha256: string | null;
   /** The upload's own expiry (RFC 3339), when sent. */
   expiresAt?: string;
+  /** The upload token creating it. */
+  grant?: UploadGrant;
 }
 
 /** What a mode decides at creation. */
@@ -110,6 +112,7 @@ export class SessionRegistry {
           file_name: r.fileName,
           declared_sha256: r.declaredSha256,
           expires_at: r.expiresAt ?? null,
+          upload_grant: r.grant ?? null,
           storage_key: storageKey,
           multipart_id: multipartId,
           mode: kind.mode,
@@ -170,9 +173,10 @@ export class SessionRegistry {
     return typeof sessionId === 'string' && !(await sessionExists(this.deps.pool, sessionId));
   }
 
-  async find(tenantId: string, id: string, mode: SessionMode): Promise<SessionRow> {
+  /** The session; with `tokenId`, only one that upload token created. */
+  async find(tenantId: string, id: string, mode: SessionMode, tokenId?: string): Promise<SessionRow> {
     const s = await dependency('database_unavailable', () => findSession(this.deps.pool, tenantId, id, mode));
-    if (!s) throw noSuchSession();
+    if (!s || (tokenId !== undefined && s.upload_grant?.tokenId !== tokenId)) throw noSuchSession();
     return s;
   }
 
@@ -221,5 +225,6 @@ export function uploadRequest(s: SessionRow): UploadRequest {
     declaredBytes: Number(s.upload_length),
     declaredSha256: s.declared_sha256,
     ...(s.expires_at ? { expiresAt: s.expires_at.toISOString() } : {}),
+    ...(s.upload_grant ? { grant: s.upload_grant } : {}),
   };
 }

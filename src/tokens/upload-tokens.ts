@@ -5,7 +5,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Credential } from '../credentials';
 import type { Queryable } from '../db/pool';
-import { findLiveUploadToken, insertUploadToken, type UploadTokenRow } from '../db/queries/upload-tokens';
+import { findUnrevokedUploadToken, insertUploadToken, type UploadTokenRow } from '../db/queries/upload-tokens';
 import { problem } from '../errors';
 import type { UploadGrant } from '../upload/types';
 import { CHECKED_TYPES } from '../upload/sniff';
@@ -54,9 +54,9 @@ export function grantOf(row: UploadTokenRow): UploadGrant {
   };
 }
 
-/** The tenant and grant of a live upload token. */
+/** The tenant and grant of an unrevoked upload token (its expiry is the route guard's to check). */
 export async function lookupUploadToken(db: Queryable, token: string): Promise<Credential | undefined> {
-  const row = await findLiveUploadToken(db, hash(token));
+  const row = await findUnrevokedUploadToken(db, hash(token));
   return row && { tenantId: row.tenant_id, principal: { kind: 'token', id: row.id, scopes: [], grant: grantOf(row) } };
 }
 

@@ -9,6 +9,7 @@ import { postUpload } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import * as tus from 'tus-js-client';
 
 describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) => {
   let stack: TestStack;
@@ -197,6 +198,113 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     expect(after.status).toBe(401);
     expect((await call('DELETE', `/v1/upload-tokens/${revoked.id}`, tenant.apiKey)).status).toBe(404);
   }, 60_000);
+
+  it('tus with a token (tus-js-client): limits at creation and at the commit, only its own sessions, and it outlives the token', async () => {
+    const { token, id } = await mint({ expiresInSeconds: 3, maxBytes: 100_000, allowedTypes: ['image/png'], subject: 'user-7' });
+    const tusHeaders = (t: string) => ({ authorization: `Bearer ${t}`, 'tus-resumable': '1.0.0' });
+    const b64 = (v: string) => Buffer.from(v).toString('base64');
+    const file = await png(120, 80);
+    const key = `tus-tok-${randomUUID()}`;
+    const uploadUrl = await new Promise<string>((resolve, reject) => {
+      const upload: tus.Upload = new tus.Upload(file, {
+        endpoint: `${stack.url}/v1/tus`,
+        headers: { authorization: `Bearer ${token}`, 'idempotency-key': key },
+        metadata: { filename: 'photo.png', filetype: 'image/png' },
+        chunkSize: Math.ceil(file.length / 2),
+        onChunkComplete: () => {
+          // After the first chunk: stop, let the token expire, then finish below.
+          upload.abort().then(() => resolve(upload.url!), reject);
+        },
+        onError: reject,
+      });
+      upload.start();
+    });
+    const sessionPath = new URL(uploadUrl).pathname;
+    // Another token of the tenant cannot see, write to or end this session.
+    const stranger = await mint({});
+    for (const method of ['HEAD', 'DELETE'] as const) {
+      expect((await fetch(`${stack.url}${sessionPath}`, { method, headers: tusHeaders(stranger.token) })).status, method).toBe(404);
+    }
+    await eventually(async () => (await call('POST', '/v1/uploads', token)).status === 401, 10_000);
+    // Past the token's expiry its own session still finishes.
+    const head = await fetch(`${stack.url}${sessionPath}`, { method: 'HEAD', headers: tusHeaders(token) });
+    expect(head.status).toBe(200);
+    const offset = Number(head.headers.get('upload-offset'));
+    const done = await fetch(`${stack.url}${sessionPath}`, {
+      method: 'PATCH',
+      headers: {
+        ...tusHeaders(token),
+        'upload-offset': String(offset),
+        'content-type': 'application/offset+octet-stream',
+        prefer: 'wait=30',
+      },
+      body: file.subarray(offset),
+    });
+    expect(done.status).toBe(204);
+    const uploadId = done.headers.get('location')!.split('/').pop()!;
+    expect((await call('GET', `/v1/uploads/${uploadId}`, tenant.apiKey)).json).toMatchObject({
+      tokenId: id,
+      subject: 'user-7',
+      bytes: file.length,
+    });
+
+    // Creation past the limits: refused before a session exists.
+    const fresh = await mint({ maxBytes: 1000, allowedTypes: ['image/png'] });
+    for (const [length, type, status] of [
+      ['1001', 'image/png', 413],
+      ['10', 'text/html', 415],
+    ] as const) {
+      const k = `tus-bad-${randomUUID()}`;
+      const res = await fetch(`${stack.url}/v1/tus`, {
+        method: 'POST',
+        headers: { ...tusHeaders(fresh.token), 'idempotency-key': k, 'upload-length': length, 'upload-metadata': `filetype ${b64(type)}` },
+      });
+      expect(res.status, `${length} ${type}`).toBe(status);
+      expect((await stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE idempotency_key = $1', [k])).rowCount).toBe(0);
+    }
+    // A "PNG" that is HTML, found at the commit: refused, and nothing kept under its key.
+    const fakeKey = `tus-fake-${randomUUID()}`;
+    const html = Buffer.from('<html><body>not a picture</body></html>');
+    const created = await fetch(`${stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        ...tusHeaders(fresh.token),
+        'idempotency-key': fakeKey,
+        'upload-length': String(html.length),
+        'upload-metadata': `filetype ${b64('image/png')}`,
+      },
+    });
+    expect(created.status).toBe(201);
+    const patched = await fetch(`${stack.url}${created.headers.get('location')}`, {
+      method: 'PATCH',
+      headers: { ...tusHeaders(fresh.token), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', prefer: 'wait=30' },
+      body: html,
+    });
+    expect(patched.status).toBe(415);
+    expect(await uploadRows(fakeKey)).toBe(0);
+    expect(await keyRows(fakeKey)).toBe(0);
+    expect((await stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE idempotency_key = $1', [fakeKey])).rowCount).toBe(0);
+    await eventually(async () => (await stagedUnder(fakeKey)).length === 0, 30_000);
+    // The key is free: the real picture under it commits.
+    const real = await png(20, 20);
+    const again = await fetch(`${stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        ...tusHeaders(fresh.token),
+        'idempotency-key': fakeKey,
+        'upload-length': String(real.length),
+        'upload-metadata': `filetype ${b64('image/png')}`,
+      },
+    });
+    expect(again.status).toBe(201);
+    const committed = await fetch(`${stack.url}${again.headers.get('location')}`, {
+      method: 'PATCH',
+      headers: { ...tusHeaders(fresh.token), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', prefer: 'wait=30' },
+      body: real,
+    });
+    expect(committed.status).toBe(204);
+    expect(await uploadRows(fakeKey)).toBe(1);
+  }, 120_000);
 
   it('refuses bad token requests with 400 and mints nothing', async () => {
     const before = (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n;

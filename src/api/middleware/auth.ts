@@ -36,9 +36,7 @@ export class CredentialCache {
   set(token: string, value: Credential, generation: number): void {
     if (generation !== this.revocations) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    // An upload token is not served from the cache past its own expiry.
-    const expires = value.principal.kind === 'token' ? Date.parse(value.principal.grant.expiresAt) : Infinity;
-    this.entries.set(token, { ...value, until: Math.min(Date.now() + this.ttlMs, expires) });
+    this.entries.set(token, { ...value, until: Date.now() + this.ttlMs });
   }
 
   /** Evicts the credential (an API key or an upload token) with this id. */

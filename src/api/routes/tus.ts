@@ -28,7 +28,8 @@ import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLE
 import { requestBody } from '../request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
 import { replayHeaders } from '../replay-headers';
-import { requires } from '../scopes';
+import { callingToken, requires } from '../scopes';
+import { checkDeclared } from '../../tokens/upload-tokens';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const h = (description: string) => ({ description, schema: { type: 'string' as const } });
@@ -63,7 +64,7 @@ const createSessionRoute = createRoute({
     'tus creation and creation-with-upload. The Idempotency-Key owns the session: the same request again answers the same upload URL with ' +
     '`Idempotent-Replayed: true`; another length, metadata or SHA-256, or a key used by another upload or route, is 422. ' +
     'Metadata `filename` and `filetype` name the file and its media type; `sha256` (hex), like `X-File-Sha256`, is checked against the whole file at the end.',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: true }),
   request: {
     headers: z.object({
       'tus-resumable': tusResumable,
@@ -114,7 +115,7 @@ const headSessionRoute = createRoute({
   path: '/{id}',
   tags: ['resumable uploads (tus)'],
   summary: 'The acknowledged offset of a resumable upload (from any replica)',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: { params: z.object({ id: Uuid }), headers: z.object({ 'tus-resumable': tusResumable }) },
   responses: {
     200: {
@@ -141,7 +142,7 @@ const patchSessionRoute = createRoute({
   path: '/{id}',
   tags: ['resumable uploads (tus)'],
   summary: 'Append bytes at Upload-Offset; the last bytes commit the upload (the answer comes after the commit)',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({
@@ -192,7 +193,7 @@ const terminateSessionRoute = createRoute({
   path: '/{id}',
   tags: ['resumable uploads (tus)'],
   summary: 'tus termination: drop an uncommitted upload and free its key',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: { params: z.object({ id: Uuid }), headers: z.object({ 'tus-resumable': tusResumable }) },
   responses: {
     204: { description: 'Terminated', headers: tusAnswer },
@@ -229,6 +230,12 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
   const app = router();
   app.use('*', tusAnswers());
 
+  /** An upload token reaches only the sessions it created (an API key, any of its tenant's). */
+  const ownSession = async (c: Context<AppEnv>) => {
+    const token = callingToken(c);
+    if (token) await sessions.find(c.get('tenantId'), sessionId(c), token.id);
+  };
+
   route(app, createSessionRoute, async function createResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
@@ -240,13 +247,17 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
     const metaSha = metadata.sha256 === undefined ? null : parseSha256(metadata.sha256);
     if (headerSha && metaSha && headerSha !== metaSha) throw problem('checksum_invalid', 'X-File-Sha256 and the sha256 metadata differ.');
     const name = metadata.filename ?? metadata.name;
+    const grant = callingToken(c)?.grant;
+    const contentType = parseContentType(metadata.filetype ?? metadata.type);
+    checkDeclared(grant, { bytes: uploadLength, contentType });
     const { session, replayed } = await sessions.create({
+      grant,
       tenantId: c.get('tenantId'),
       key,
       uploadLength,
       uploadMetadata,
       metadata,
-      contentType: parseContentType(metadata.filetype ?? metadata.type),
+      contentType,
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
       declaredSha256: headerSha ?? metaSha,
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
@@ -271,7 +282,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
   app.openAPIRegistry.registerPath(headSessionRoute);
   route(app, getSessionRoute, async function headResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
-    const s = await sessions.find(c.get('tenantId'), sessionId(c));
+    const s = await sessions.find(c.get('tenantId'), sessionId(c), callingToken(c)?.id);
     return c.body(null, 200, {
       ...sessionHeaders(s, sessions.expiresAt(s)),
       'upload-length': s.upload_length,
@@ -289,6 +300,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
     const bodyBytes = declared !== undefined && /^\d+$/.test(declared.trim()) ? Number(declared) : undefined;
     const checksum = parseUploadChecksum(header(c, 'upload-checksum'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    await ownSession(c);
     const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), checksum, waitMs, bodyBytes);
     const answer: Record<string, string> = {
       ...sessionHeaders(
@@ -313,6 +325,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
 
   route(app, terminateSessionRoute, async function terminateResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
+    await ownSession(c);
     await sessions.terminate(c.get('tenantId'), sessionId(c));
     return c.body(null, 204);
   });

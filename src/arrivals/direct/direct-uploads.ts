@@ -165,7 +165,7 @@ export class DirectUploads {
     verify: (s: SessionRow) => Promise<StagedCopy> = (s) => this.verify(s),
   ): Promise<UploadOutcome> {
     return completeSession(
-      { pool: this.deps.pool, receiver: this.deps.receiver },
+      { pool: this.deps.pool, receiver: this.deps.receiver, registry: this.deps.sessions },
       { tenantId, id, mode: 'direct', idleSeconds: this.deps.expirySeconds },
       waitMs,
       verify,

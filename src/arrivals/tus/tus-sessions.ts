@@ -52,8 +52,9 @@ export class TusSessions {
     return this.deps.registry.create(r, this.kind);
   }
 
-  find(tenantId: string, id: string): Promise<SessionRow> {
-    return this.deps.registry.find(tenantId, id, 'tus');
+  /** The session; with `tokenId`, only one that upload token created. */
+  find(tenantId: string, id: string, tokenId?: string): Promise<SessionRow> {
+    return this.deps.registry.find(tenantId, id, 'tus', tokenId);
   }
 
   /**
@@ -95,7 +96,7 @@ export class TusSessions {
   /** The session core's completion, with the parts assembled and the saved hash checked. */
   complete(tenantId: string, id: string, waitMs: number): Promise<UploadOutcome> {
     return completeSession(
-      { pool: this.deps.pool, receiver: this.deps.receiver },
+      { pool: this.deps.pool, receiver: this.deps.receiver, registry: this.deps.registry },
       { tenantId, id, mode: 'tus', idleSeconds: this.deps.idleSeconds },
       waitMs,
       (s) => this.assemble(s),

@@ -108,7 +108,7 @@ export class UppyCompanion {
     const s = await this.session(tenantId, uploadId, objectKey);
     const list = parseParts(parts);
     return completeSession(
-      { pool: this.deps.pool, receiver: this.deps.receiver },
+      { pool: this.deps.pool, receiver: this.deps.receiver, registry: this.deps.sessions },
       { tenantId, id: s.id, mode: 'uppy', idleSeconds: this.deps.expirySeconds },
       waitMs,
       (leased) => this.verify(leased, list),

@@ -1,6 +1,7 @@
 // Sessions of every resumable or signed mode (tus, direct, Uppy), in the resumable_sessions
 // table. Every write is one statement guarded by the writer's lease and the offset it
 // started from, so two replicas never both advance a session.
+import type { UploadGrant } from '../../upload/types';
 import { statement, type Pool, type Queryable } from '../pool';
 import { insertWithinQuota } from './quotas';
 
@@ -35,6 +36,8 @@ export interface SessionRow {
   mode: SessionMode;
   part_bytes: string | null; // bigint
   expires_at: Date | null;
+  /** The upload token it was created with, as of then. */
+  upload_grant: UploadGrant | null;
   lease_owner: string | null;
   updated_at: Date;
   created_at: Date;
@@ -65,6 +68,7 @@ const COLUMN_NAMES = [
   'mode',
   'part_bytes',
   'expires_at',
+  'upload_grant',
 ];
 const COLUMNS = COLUMN_NAMES.join(', ');
 
@@ -85,6 +89,7 @@ export type NewSession = Pick<
   mode?: SessionMode;
   part_bytes?: number | null;
   expires_at?: string | null;
+  upload_grant?: UploadGrant | null;
 };
 
 /**
@@ -99,8 +104,8 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
     maxOpen,
     async (tx) => {
       const inserted = await tx.query<SessionRow>(
-        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${COLUMNS}`,
+        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
         [
           s.id,
           s.tenant_id,
@@ -116,6 +121,7 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
           s.mode ?? 'tus',
           s.part_bytes ?? null,
           s.expires_at ?? null,
+          s.upload_grant ?? null,
         ],
       );
       return { row: inserted.rows[0]!, created: true };

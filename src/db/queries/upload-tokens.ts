@@ -34,14 +34,10 @@ export async function insertUploadToken(db: Queryable, hash: Buffer, t: NewUploa
   return res.rows[0]!;
 }
 
-/** The live (unexpired, unrevoked) token with this hash. */
-export async function findLiveUploadToken(db: Queryable, hash: Buffer): Promise<UploadTokenRow | undefined> {
+/** The unrevoked token with this hash (expired too: its open sessions may still finish). */
+export async function findUnrevokedUploadToken(db: Queryable, hash: Buffer): Promise<UploadTokenRow | undefined> {
   const res = await db.query<UploadTokenRow>(
-    statement(
-      'find_upload_token',
-      `SELECT ${COLUMNS} FROM upload_tokens WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > now()`,
-      [hash],
-    ),
+    statement('find_upload_token', `SELECT ${COLUMNS} FROM upload_tokens WHERE token_hash = $1 AND revoked_at IS NULL`, [hash]),
   );
   return res.rows[0];
 }
