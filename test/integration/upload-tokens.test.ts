@@ -306,6 +306,49 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     expect(await uploadRows(fakeKey)).toBe(1);
   }, 120_000);
 
+  it('direct uploads with a token: limits on the plan and at completion, only its own plans', async () => {
+    const { token, id } = await mint({ maxBytes: 50_000, allowedTypes: ['image/png'], subject: 'user-9' });
+    const { createHash } = await import('node:crypto');
+    const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+    const plan = async (file: Buffer, contentType: string, key = `direct-tok-${randomUUID()}`) => {
+      const res = await call(
+        'POST',
+        '/v1/direct-uploads',
+        token,
+        { bytes: file.length, sha256: hex(file), contentType },
+        { 'idempotency-key': key },
+      );
+      return { ...res, key };
+    };
+    const send = async (planned: { json: { id: string; upload: { url: string; headers: Record<string, string> } } }, file: Buffer) => {
+      const { 'content-length': _length, ...headers } = planned.json.upload.headers;
+      expect((await fetch(planned.json.upload.url, { method: 'PUT', headers, body: file })).status).toBe(200);
+      return call('POST', `/v1/direct-uploads/${planned.json.id}/complete`, token, undefined, { prefer: 'wait=30' });
+    };
+    const file = await png(90, 60);
+    const planned = await plan(file, 'image/png');
+    expect(planned.status, planned.text).toBe(201);
+    const stranger = await mint({});
+    expect((await call('GET', `/v1/direct-uploads/${planned.json.id}`, stranger.token)).status).toBe(404);
+    expect((await call('POST', `/v1/direct-uploads/${planned.json.id}/complete`, stranger.token)).status).toBe(404);
+    const done = await send(planned, file);
+    expect(done.status, done.text).toBe(201);
+    expect((await call('GET', `/v1/uploads/${done.json.uploadId}`, token)).json).toMatchObject({ tokenId: id, subject: 'user-9' });
+    // The plan's declared size and type.
+    expect((await plan(Buffer.alloc(50_001), 'image/png')).status).toBe(413);
+    expect((await plan(Buffer.from('x'), 'text/plain')).status).toBe(415);
+    // A "PNG" that is HTML: refused at completion, the plan and its bytes gone.
+    const html = Buffer.from('<html>not a png</html>');
+    const fake = await plan(html, 'image/png');
+    expect(fake.status).toBe(201);
+    const refused = await send(fake, html);
+    expect(refused.status).toBe(415);
+    expect(refused.json.error).toBe('type_not_allowed');
+    expect(await uploadRows(fake.key)).toBe(0);
+    expect((await stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE idempotency_key = $1', [fake.key])).rowCount).toBe(0);
+    await eventually(async () => (await stagedUnder(fake.key)).length === 0, 30_000);
+  }, 120_000);
+
   it('refuses bad token requests with 400 and mints nothing', async () => {
     const before = (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n;
     for (const bad of [

@@ -19,7 +19,8 @@ import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnsw
 import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { renderOutcome } from '../upload-answer';
-import { requires } from '../scopes';
+import { callingToken, requires } from '../scopes';
+import { checkDeclared } from '../../tokens/upload-tokens';
 
 const TAG = 'direct uploads (presigned)';
 
@@ -33,7 +34,7 @@ const createPlanRoute = createRoute({
     'or a multipart plan whose part URLs come from `POST /v1/direct-uploads/{id}/parts/{n}`. The signatures cover the object key, the length and the SHA-256, ' +
     'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits. ' +
     'For a tenant with dedupe `sha256` that already stores these bytes, the plan is an instant upload: committed at once (`committedUpload`), nothing to send.',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: true }),
   request: {
     headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }),
     body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } },
@@ -61,7 +62,7 @@ const getPlanRoute = createRoute({
   path: '/{id}',
   tags: [TAG],
   summary: "A direct upload's state, with fresh URLs while it is open",
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: { params: z.object({ id: Uuid }) },
   responses: {
     200: { description: 'The plan', content: { 'application/json': { schema: DirectUploadPlan } } },
@@ -74,7 +75,7 @@ const partRoute = createRoute({
   path: '/{id}/parts/{n}',
   tags: [TAG],
   summary: 'A signed URL for part n of a multipart plan (the store checks the part against its SHA-256)',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: {
     params: z.object({ id: Uuid, n: z.string().regex(/^\d{1,5}$/) }),
     body: { required: true, content: { 'application/json': { schema: DirectPartRequest } } },
@@ -96,7 +97,7 @@ const completeRoute = createRoute({
   description:
     "Idempotent by the session's key: sent again (its answer lost), it answers the same upload. An `Idempotency-Key`, when sent, must be the session's. " +
     '409 `direct_upload_incomplete` while the object (or a part) is not in the store yet; the session stays open.',
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
@@ -173,8 +174,11 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, {
         extra: { maxBytes: config.MAX_UPLOAD_BYTES },
       });
+    const grant = callingToken(c)?.grant;
+    checkDeclared(grant, { bytes: body.bytes, contentType: body.contentType ?? 'application/octet-stream' });
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const { plan, replayed } = await direct.plan({
+      grant,
       tenantId: c.get('tenantId'),
       waitMs,
       key,
@@ -189,12 +193,15 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
   });
 
   route(app, getPlanRoute, async function getDirectUpload(c) {
-    return c.json(withAbsoluteUrl(c, await direct.find(c.get('tenantId'), planId(c))), 200, { 'cache-control': 'no-store' });
+    const plan = await direct.find(c.get('tenantId'), planId(c), callingToken(c)?.id);
+    return c.json(withAbsoluteUrl(c, plan), 200, { 'cache-control': 'no-store' });
   });
 
   route(app, partRoute, async function presignDirectPart(c) {
     const body = await jsonBody(c, DirectPartRequest, '{"sha256": "<hex or base64 of the part>"}');
     const sha = /^[0-9a-f]{64}$/.test(body.sha256) ? Buffer.from(body.sha256, 'hex').toString('base64') : body.sha256;
+    const token = callingToken(c);
+    if (token) await direct.find(c.get('tenantId'), planId(c), token.id);
     const signed = await direct.partRequest(c.get('tenantId'), planId(c), Number(c.req.param('n')), sha);
     return c.json({ ...signed, expiresAt: signed.expiresAt.toISOString() }, 200);
   });
@@ -203,7 +210,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
     const tenantId = c.get('tenantId');
     const id = planId(c);
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const plan = await direct.find(tenantId, id);
+    const plan = await direct.find(tenantId, id, callingToken(c)?.id);
     const sent = headerValues(c, 'idempotency-key');
     if (sent && sent.length > 0 && parseIdempotencyKey(sent) !== plan.idempotencyKey)
       throw problem('idempotency_key_reuse', 'This direct upload belongs to another Idempotency-Key.');

@@ -12,7 +12,7 @@ import { completeSession } from '../../sessions/complete';
 import type { SessionKind } from '../../sessions/registry';
 import type { SignedRequest } from '../../storage/store';
 import type { UploadOutcome } from '../../upload/receive';
-import type { StagedCopy } from '../../upload/types';
+import type { StagedCopy, UploadGrant } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
 import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget } from './targets';
@@ -35,6 +35,8 @@ export interface DirectPlanRequest {
   contentType: string;
   fileName: string | null;
   expiresAt?: string;
+  /** The upload token planning it. */
+  grant?: UploadGrant;
 }
 
 export interface DirectPlan {
@@ -79,6 +81,7 @@ export class DirectUploads {
         fileName: r.fileName,
         declaredSha256: r.sha256,
         expiresAt: r.expiresAt,
+        grant: r.grant,
       },
       kind,
     );
@@ -115,8 +118,9 @@ export class DirectUploads {
     });
   }
 
-  async find(tenantId: string, id: string): Promise<DirectPlan> {
-    return this.view(await this.deps.sessions.find(tenantId, id, 'direct'));
+  /** The plan; with `tokenId`, only one that upload token made. */
+  async find(tenantId: string, id: string, tokenId?: string): Promise<DirectPlan> {
+    return this.view(await this.deps.sessions.find(tenantId, id, 'direct', tokenId));
   }
 
   /** A signed URL for part `n` of a multipart plan; the store checks the part against `sha256Base64`. */
