@@ -101,7 +101,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/tus', tusDiscoveryRoutes(config));
   // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.
   app.route('/v1/direct-uploads', directObjectRoutes({ direct }));
-  app.route('/uppy', uppyCompanionRoutes({ uppy, receiver, config, inFlight }));
+  app.route('/uppy', uppyCompanionRoutes({ uppy, receiver, config, inFlight, pool }));
   const downloads = { pool, store, links, config };
   app.route('/v1/downloads', signedDownloadRoutes(downloads));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));

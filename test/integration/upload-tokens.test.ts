@@ -349,6 +349,44 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     await eventually(async () => (await stagedUnder(fake.key)).length === 0, 30_000);
   }, 120_000);
 
+  it('the Uppy companion through a token: its endpoint carries the limits and the attribution, and dies with the token', async () => {
+    const { token, id } = await mint({ maxBytes: 50_000, allowedTypes: ['image/png'], subject: 'user-uppy' });
+    const minted = await call('POST', '/v1/uppy-endpoints', token);
+    expect(minted.status).toBe(201);
+    const endpoint = minted.json.companionEndpoint as string;
+    const form = async (file: Buffer, type: string, key: string) => {
+      const params = await fetch(`${stack.url}${endpoint}/s3/params?filename=f.png&type=${type}&metadata%5BidempotencyKey%5D=${key}`);
+      expect(params.status).toBe(200);
+      const { url, fields } = (await params.json()) as { url: string; fields: Record<string, string> };
+      const body = new FormData();
+      for (const [k, v] of Object.entries(fields)) body.append(k, v);
+      body.append('file', new Blob([file], { type }), 'f.png');
+      const res = await fetch(url, { method: 'POST', body });
+      return { status: res.status, json: (await res.json()) as any };
+    };
+    const ok = await form(await png(40, 30), 'image/png', `uppy-tok-${randomUUID()}`);
+    expect(ok.status).toBe(201);
+    expect((await call('GET', `/v1/uploads/${ok.json.uploadId}`, tenant.apiKey)).json).toMatchObject({ tokenId: id, subject: 'user-uppy' });
+    const wrong = await form(Buffer.from('hello'), 'text/plain', `uppy-tok-${randomUUID()}`);
+    expect(wrong.status).toBe(415);
+    const big = await form(Buffer.alloc(60_000, 7), 'image/png', `uppy-tok-${randomUUID()}`);
+    expect(big.status).toBe(413);
+    const multipart = await fetch(`${stack.url}${endpoint}/s3/multipart`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ filename: 'x.html', type: 'text/html', metadata: { idempotencyKey: `uppy-tok-${randomUUID()}` } }),
+    });
+    expect(multipart.status).toBe(415);
+    // Revoked: the endpoint stops at once.
+    expect((await call('DELETE', `/v1/upload-tokens/${id}`, tenant.apiKey)).status).toBe(204);
+    const after = await fetch(`${stack.url}${endpoint}/s3/params?filename=f.png&metadata%5BidempotencyKey%5D=uppy-tok-${randomUUID()}`);
+    expect(after.status).toBe(401);
+    // A forged endpoint (the token id swapped for another) is not one the server minted.
+    const other = await mint({});
+    const forged = endpoint.replace(id, other.id);
+    expect((await fetch(`${stack.url}${forged}/s3/params?filename=f.png&metadata%5BidempotencyKey%5D=k-${randomUUID()}`)).status).toBe(403);
+  }, 60_000);
+
   it('refuses bad token requests with 400 and mints nothing', async () => {
     const before = (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n;
     for (const bad of [

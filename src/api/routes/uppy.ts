@@ -4,10 +4,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { UppyCompanion, UppyFile } from '../../arrivals/uppy/uppy-companion';
+import type { CompanionOwner, UppyCompanion, UppyFile } from '../../arrivals/uppy/uppy-companion';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../parse/request-headers';
-import { problem } from '../../errors';
+import { dependency, problem } from '../../errors';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadReceiver } from '../../upload/receive';
 import type { AppEnv } from '../env';
@@ -16,7 +16,10 @@ import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
 import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
 import { renderOutcome } from '../upload-answer';
-import { requires } from '../scopes';
+import { callingToken, requires } from '../scopes';
+import { findUploadToken } from '../../db/queries/upload-tokens';
+import type { Pool } from '../../db/pool';
+import { checkDeclared, grantOf } from '../../tokens/upload-tokens';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -29,7 +32,7 @@ const mintRoute = createRoute({
   path: '/',
   tags: [TAG],
   summary: "A companion endpoint for this tenant's Uppy page (`companionEndpoint` of @uppy/aws-s3)",
-  security: requires('uploads:write'),
+  security: requires('uploads:write', { uploadToken: true }),
   responses: {
     201: json(
       'Pass `companionEndpoint` (relative to this API) to @uppy/aws-s3; each file needs `meta.idempotencyKey`.',
@@ -169,21 +172,44 @@ const abortRouteDef = createRoute({
 export function uppyEndpointRoutes(deps: { uppy: UppyCompanion }) {
   const app = router();
   route(app, mintRoute, async function mintUppyEndpoint(c) {
-    const { companionEndpoint, expiresAt } = deps.uppy.mintEndpoint(c.get('tenantId'));
+    const token = callingToken(c);
+    const { companionEndpoint, expiresAt } = deps.uppy.mintEndpoint({
+      tenantId: c.get('tenantId'),
+      ...(token ? { tokenId: token.id } : {}),
+    });
     return c.json({ companionEndpoint, expiresAt: expiresAt.toISOString() }, 201);
   });
   return app;
 }
 
 /** /uppy/{token}/s3/… (the token is the credential; mounted outside /v1's API-key check). */
-export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: UploadReceiver; config: Config; inFlight: InFlightUploads }) {
-  const { uppy, config } = deps;
+export function uppyCompanionRoutes(deps: {
+  uppy: UppyCompanion;
+  receiver: UploadReceiver;
+  config: Config;
+  inFlight: InFlightUploads;
+  pool: Pool;
+}) {
+  const { uppy, config, pool } = deps;
   const app = router();
-  const tenant = (c: Context<AppEnv>) => {
-    const tenantId = uppy.tenantOf(c.req.param('token') ?? '');
-    c.set('tenantId', tenantId);
-    return tenantId;
+  /**
+   * Whom the endpoint serves. One minted with an upload token carries its limits: the token
+   * must be unrevoked, and unexpired to start a file (`starting`); a file started before it
+   * expired may finish, as a tus session does.
+   */
+  const owner = async (c: Context<AppEnv>, starting: boolean): Promise<CompanionOwner> => {
+    const o = uppy.ownerOf(c.req.param('token') ?? '');
+    c.set('tenantId', o.tenantId);
+    if (o.tokenId) {
+      const row = await dependency('database_unavailable', () => findUploadToken(pool, o.tenantId, o.tokenId!));
+      if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
+      if (starting && row.expires_at.getTime() <= Date.now())
+        throw problem('unauthorized', `The upload token of this companion endpoint expired at ${row.expires_at.toISOString()}.`);
+      c.set('principal', { kind: 'token', id: row.id, scopes: [], grant: grantOf(row) });
+    }
+    return o;
   };
+  const tenant = async (c: Context<AppEnv>) => (await owner(c, true)).tenantId;
   const objectKeyOf = (c: Context<AppEnv>) => {
     const key = c.req.query('key');
     if (!key) throw problem('not_found', 'Send ?key= (the object key of the upload).');
@@ -193,7 +219,7 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   const waitMs = config.MAX_WAIT_SECONDS * 1000;
 
   route(app, paramsRoute, async function uppyParams(c) {
-    tenant(c);
+    await tenant(c);
     const key = keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
@@ -207,31 +233,33 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   });
 
   route(app, formRoute, async function uppyForm(c) {
-    return answerFormPost(c, deps, tenant(c));
+    return answerFormPost(c, deps, await tenant(c));
   });
 
   route(app, createRouteDef, async function uppyCreateMultipart(c) {
-    const tenantId = tenant(c);
+    const tenantId = await tenant(c);
     const body = await jsonBody(c, UppyCreate, '{"filename": "clip.mp4", "type": "video/mp4", "metadata": {"idempotencyKey": "…"}}');
-    const file = uppyFile(body);
+    const grant = callingToken(c)?.grant;
+    const file = { ...uppyFile(body), ...(grant ? { grant } : {}) };
+    checkDeclared(grant, { contentType: file.contentType });
     c.set('idempotencyKey', file.key);
     return c.json(await uppy.createMultipart(tenantId, file), 200);
   });
 
   route(app, partRouteDef, async function uppySignPart(c) {
-    const signed = await uppy.partUrl(tenant(c), uploadIdOf(c), objectKeyOf(c), Number(c.req.param('n')));
+    const signed = await uppy.partUrl(await owner(c, false), uploadIdOf(c), objectKeyOf(c), Number(c.req.param('n')));
     return c.json(signed, 200);
   });
 
   route(app, listRouteDef, async function uppyListParts(c) {
-    return c.json(await uppy.listParts(tenant(c), uploadIdOf(c), objectKeyOf(c)), 200);
+    return c.json(await uppy.listParts(await owner(c, false), uploadIdOf(c), objectKeyOf(c)), 200);
   });
 
   route(app, completeRouteDef, async function uppyComplete(c) {
-    const tenantId = tenant(c);
+    const o = await owner(c, false);
     const key = objectKeyOf(c);
     const body = await jsonBody(c, UppyComplete, '{"parts": [{"PartNumber": 1, "ETag": "…"}]}');
-    const outcome = await uppy.complete(tenantId, uploadIdOf(c), key, body.parts, waitMs);
+    const outcome = await uppy.complete(o, uploadIdOf(c), key, body.parts, waitMs);
     if (outcome.kind === 'answer' && outcome.response.status < 300 && outcome.response.uploadId) {
       return c.json(
         { location: `/v1/uploads/${outcome.response.uploadId}`, key, bucket: '', upload: JSON.parse(outcome.response.body) as object },
@@ -243,7 +271,7 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   });
 
   route(app, abortRouteDef, async function uppyAbort(c) {
-    await uppy.abort(tenant(c), uploadIdOf(c), objectKeyOf(c));
+    await uppy.abort(await owner(c, false), uploadIdOf(c), objectKeyOf(c));
     return c.body(null, 204);
   });
 

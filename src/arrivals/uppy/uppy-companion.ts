@@ -14,7 +14,7 @@ import { findSessionByUploadId, type SessionRow } from '../../db/queries/session
 import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
 import type { UploadOutcome } from '../../upload/receive';
-import type { StagedCopy } from '../../upload/types';
+import type { StagedCopy, UploadGrant } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
 
@@ -32,25 +32,37 @@ export interface UppyFile {
   metadata: Record<string, string>;
   /** The upload's own expiry (metadata `expiresAt`). */
   expiresAt?: string;
+  /** The upload token whose companion endpoint it came through. */
+  grant?: UploadGrant;
+}
+
+/** Whom a companion endpoint serves: a tenant, through an API key or one of its upload tokens. */
+export interface CompanionOwner {
+  tenantId: string;
+  tokenId?: string;
 }
 
 export class UppyCompanion {
   constructor(private readonly deps: UppyCompanionDeps) {}
 
-  /** A companion endpoint for one tenant, valid for the session expiry. */
-  mintEndpoint(tenantId: string): { companionEndpoint: string; expiresAt: Date } {
-    const { expires, signature } = this.deps.box.signUntil(TOKEN_PURPOSE, tenantId, this.deps.expirySeconds);
-    return { companionEndpoint: `/uppy/${tenantId}.${expires}.${signature}`, expiresAt: new Date(expires * 1000) };
+  /** A companion endpoint for one tenant (and the upload token minting it), valid for the session expiry. */
+  mintEndpoint(owner: CompanionOwner): { companionEndpoint: string; expiresAt: Date } {
+    const subject = owner.tokenId ? `${owner.tenantId}.${owner.tokenId}` : owner.tenantId;
+    const { expires, signature } = this.deps.box.signUntil(TOKEN_PURPOSE, subject, this.deps.expirySeconds);
+    return { companionEndpoint: `/uppy/${subject}.${expires}.${signature}`, expiresAt: new Date(expires * 1000) };
   }
 
-  /** The tenant a companion token was minted for; 403 when forged or expired. */
-  tenantOf(token: string): string {
-    const [tenantId = '', exp, sig] = token.split('.');
-    const check = this.deps.box.checkUntil(TOKEN_PURPOSE, tenantId, exp, sig);
+  /** Whom a companion token was minted for; 403 when forged or expired. */
+  ownerOf(token: string): CompanionOwner {
+    const parts = token.split('.');
+    const [exp, sig] = parts.slice(-2);
+    const subject = parts.slice(0, -2);
+    const [tenantId = '', tokenId] = subject;
+    const check = subject.length <= 2 ? this.deps.box.checkUntil(TOKEN_PURPOSE, subject.join('.'), exp, sig) : 'invalid';
     if (check === 'invalid') throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
     if (check === 'expired')
       throw problem('signature_invalid', 'This companion endpoint has expired; get a new one from POST /v1/uppy-endpoints.');
-    return tenantId;
+    return { tenantId, ...(tokenId ? { tokenId } : {}) };
   }
 
   /** POST /s3/multipart: the key's session (the same file again gets the same upload id). */
@@ -58,6 +70,7 @@ export class UppyCompanion {
     this.needsPresigner();
     const { session } = await this.deps.sessions.create(
       {
+        grant: file.grant,
         tenantId,
         key: file.key,
         uploadLength: 0,
@@ -81,12 +94,12 @@ export class UppyCompanion {
   }
 
   async partUrl(
-    tenantId: string,
+    owner: CompanionOwner,
     uploadId: string,
     objectKey: string,
     n: number,
   ): Promise<{ url: string; expires: number; headers: Record<string, string> }> {
-    const s = await this.session(tenantId, uploadId, objectKey);
+    const s = await this.session(owner, uploadId, objectKey);
     if (!Number.isInteger(n) || n < 1 || n > 10_000) throw problem('not_found', 'Part numbers run from 1 to 10000.');
     if (s.state !== 'open') throw problem('upload_committed', 'This upload is completing or complete; no more parts are taken.');
     const expiresSeconds = this.deps.urlSeconds;
@@ -96,28 +109,32 @@ export class UppyCompanion {
     return { url: signed.url, expires: expiresSeconds, headers: signed.headers };
   }
 
-  async listParts(tenantId: string, uploadId: string, objectKey: string): Promise<{ PartNumber: number; ETag: string; Size: number }[]> {
-    const s = await this.session(tenantId, uploadId, objectKey);
+  async listParts(
+    owner: CompanionOwner,
+    uploadId: string,
+    objectKey: string,
+  ): Promise<{ PartNumber: number; ETag: string; Size: number }[]> {
+    const s = await this.session(owner, uploadId, objectKey);
     if (s.state !== 'open') return [];
     const parts = await dependency('storage_unavailable', () => this.needsPresigner().listParts(s.storage_key, s.multipart_id));
     return parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag, Size: p.bytes }));
   }
 
   /** Completes the multipart with Uppy's part list, then the same commit as any upload. */
-  async complete(tenantId: string, uploadId: string, objectKey: string, parts: unknown, waitMs: number): Promise<UploadOutcome> {
-    const s = await this.session(tenantId, uploadId, objectKey);
+  async complete(owner: CompanionOwner, uploadId: string, objectKey: string, parts: unknown, waitMs: number): Promise<UploadOutcome> {
+    const s = await this.session(owner, uploadId, objectKey);
     const list = parseParts(parts);
     return completeSession(
       { pool: this.deps.pool, receiver: this.deps.receiver, registry: this.deps.sessions },
-      { tenantId, id: s.id, mode: 'uppy', idleSeconds: this.deps.expirySeconds },
+      { tenantId: owner.tenantId, id: s.id, mode: 'uppy', idleSeconds: this.deps.expirySeconds },
       waitMs,
       (leased) => this.verify(leased, list),
     );
   }
 
   /** DELETE: Uppy cancelled the file; the session, its parts and its run go, and the key is free. */
-  async abort(tenantId: string, uploadId: string, objectKey: string): Promise<void> {
-    const s = await this.session(tenantId, uploadId, objectKey);
+  async abort(owner: CompanionOwner, uploadId: string, objectKey: string): Promise<void> {
+    const s = await this.session(owner, uploadId, objectKey);
     if (s.state !== 'open') throw problem('upload_committed', 'This upload is complete; it is not aborted.');
     await this.deps.sessions.discard(s);
   }
@@ -148,10 +165,12 @@ export class UppyCompanion {
     });
   }
 
-  private async session(tenantId: string, uploadId: string, objectKey: string): Promise<SessionRow> {
-    const s = await dependency('database_unavailable', () => findSessionByUploadId(this.deps.pool, tenantId, uploadId, 'uppy'));
-    // The object key must be the session's own: a client cannot point at another object.
-    if (!s || s.storage_key !== objectKey) throw problem('not_found', 'No such upload (it may have expired or been aborted).');
+  private async session(owner: CompanionOwner, uploadId: string, objectKey: string): Promise<SessionRow> {
+    const s = await dependency('database_unavailable', () => findSessionByUploadId(this.deps.pool, owner.tenantId, uploadId, 'uppy'));
+    // The object key must be the session's own: a client cannot point at another object; an
+    // upload token's endpoint reaches only the sessions it created.
+    if (!s || s.storage_key !== objectKey || (owner.tokenId !== undefined && s.upload_grant?.tokenId !== owner.tokenId))
+      throw problem('not_found', 'No such upload (it may have expired or been aborted).');
     return s;
   }
 
