@@ -12,9 +12,18 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { createEmbeddedPool, startPglite } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
-import { eventsCommand, getCommand, listCommand, redeliverCommand, removeCommand, runLifecycle } from './client/cli-lifecycle';
+import {
+  createTokenCommand,
+  eventsCommand,
+  getCommand,
+  listCommand,
+  redeliverCommand,
+  removeCommand,
+  revokeTokenCommand,
+  runLifecycle,
+} from './client/cli-lifecycle';
 import { setTenantRetention } from './db/queries/tenants';
-import { defaultOutboxPath, EXIT, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
+import { defaultOutboxPath, EXIT, parseDuration, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
@@ -145,7 +154,7 @@ program
   .option('--resume', 'first send every upload still pending in the outbox (from interrupted runs)', false)
   .addOption(new Option('--server <url>', 'Oncely API URL').env('ONCELY_URL').default('http://127.0.0.1:3000'))
   // Read from the environment by commander, so --help names the variable, never its value.
-  .addOption(new Option('--token <key>', 'API key').env('ONCELY_TOKEN'))
+  .addOption(new Option('--token <key>', 'API key or upload token (oup_…)').env('ONCELY_TOKEN'))
   .option('--wait', 'also wait until renditions and webhooks are done', false)
   .option('--json', 'print results as JSON on stdout', false)
   .option('--content-type <type>', 'override the media type guessed from the file name')
@@ -164,7 +173,7 @@ program
       return;
     }
     if (!opts.token) {
-      console.error('oncely upload: an API key is needed (--token or ONCELY_TOKEN)');
+      console.error('oncely upload: an API key or upload token is needed (--token or ONCELY_TOKEN)');
       process.exitCode = EXIT.usage;
       return;
     }
@@ -218,6 +227,32 @@ apiCommand('redeliver', 'send a webhook event again, with its original webhook-i
   .option('--endpoint <id>', 'only this endpoint (one added after the event must be named)')
   .action(async (eventId: string, opts) => {
     process.exitCode = await runLifecycle(() => redeliverCommand(eventId, opts));
+  });
+
+const token = program.command('token').description('upload tokens: credentials a browser may hold');
+token
+  .command('create')
+  .description('mint an upload token (prints it; the API key needs tokens:mint)')
+  .addOption(new Option('--server <url>', 'Oncely API URL').env('ONCELY_URL').default('http://127.0.0.1:3000'))
+  .addOption(new Option('--token <key>', 'API key').env('ONCELY_TOKEN').makeOptionMandatory())
+  .option('--max-bytes <size>', 'largest file (10MB, 500k, …)', parseSize)
+  .option('--types <types...>', "allowed media types or families ('image/*' application/pdf)")
+  .option('--max-uploads <n>', 'uploads at most', (v) => Number(v))
+  .option('--expires <duration>', 'lifetime (15m, 1h, 900)', parseDuration)
+  .option('--subject <id>', "whose uploads these are (your app's user id)")
+  .option('--json', 'print JSON on stdout', false)
+  .action(async (opts) => {
+    process.exitCode = await runLifecycle(() => createTokenCommand(opts));
+  });
+token
+  .command('revoke')
+  .description('revoke an upload token at once')
+  .argument('<id>', 'upload token id')
+  .addOption(new Option('--server <url>', 'Oncely API URL').env('ONCELY_URL').default('http://127.0.0.1:3000'))
+  .addOption(new Option('--token <key>', 'API key').env('ONCELY_TOKEN').makeOptionMandatory())
+  .option('--json', 'print JSON on stdout', false)
+  .action(async (id: string, opts) => {
+    process.exitCode = await runLifecycle(() => revokeTokenCommand(id, opts));
   });
 
 await program.parseAsync();

@@ -112,3 +112,24 @@ export async function redeliverCommand(eventId: string, o: ServerOptions & { end
   const outcomes = (r.outcomes ?? {}) as Record<string, string>;
   for (const endpointId of r.endpointIds as string[]) console.log(`${endpointId} ${outcomes[endpointId] ?? 'started'}`);
 }
+
+export async function createTokenCommand(
+  o: ServerOptions & { maxBytes?: number; types?: string[]; maxUploads?: number; expires?: number; subject?: string },
+) {
+  const minted = await clientFor(o).createUploadToken({
+    ...(o.expires !== undefined ? { expiresInSeconds: o.expires } : {}),
+    ...(o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}),
+    ...(o.types ? { allowedTypes: o.types } : {}),
+    ...(o.maxUploads !== undefined ? { maxUploads: o.maxUploads } : {}),
+    ...(o.subject ? { subject: o.subject } : {}),
+  });
+  if (o.json) return void console.log(JSON.stringify(minted));
+  // The token alone on stdout (for $(oncely token create …)); what it allows on stderr.
+  console.log(minted.token);
+  console.error(`oncely: upload token ${minted.id}, valid until ${minted.expiresAt}`);
+}
+
+export async function revokeTokenCommand(id: string, o: ServerOptions) {
+  await clientFor(o).revokeUploadToken(id);
+  if (!o.json) console.error(`oncely: upload token ${id} revoked`);
+}

@@ -22,12 +22,20 @@ export interface UploadCommandOptions {
   resumableFrom: number;
 }
 
-/** `64MiB`, `500k`, `1G`, `1048576` → bytes (binary multiples). */
+/** `64MiB`, `500k`, `1G`, `1048576` → bytes (binary multiples); `10MB`, `1GB` are decimal ones. */
 export function parseSize(value: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(k|kib|m|mib|g|gib)?\s*$/i.exec(value);
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(k|kib|kb|m|mib|mb|g|gib|gb)?\s*$/i.exec(value);
   if (!m) throw new Error(`not a size: ${value} (for example 64MiB)`);
-  const unit = { k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 }[(m[2] ?? '').toLowerCase() as 'k'] ?? 1;
+  const units = { k: 1024, kib: 1024, kb: 1e3, m: 1024 ** 2, mib: 1024 ** 2, mb: 1e6, g: 1024 ** 3, gib: 1024 ** 3, gb: 1e9 };
+  const unit = units[(m[2] ?? '').toLowerCase() as keyof typeof units] ?? 1;
   return Math.round(Number(m[1]) * unit);
+}
+
+/** `15m`, `1h`, `90s`, `900` (seconds) → seconds. */
+export function parseDuration(value: string): number {
+  const m = /^\s*(\d+)\s*(s|m|h|d)?\s*$/i.exec(value);
+  if (!m) throw new Error(`not a duration: ${value} (for example 15m)`);
+  return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[(m[2] ?? 's').toLowerCase() as 's'];
 }
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, gaveUp: 3, interrupted: 130 } as const;

@@ -122,6 +122,22 @@ export class LifecycleClient {
     });
   }
 
+  /** Mints an upload token (a key holding tokens:mint): the bearer for one user's uploads, within limits. */
+  createUploadToken(limits: {
+    expiresInSeconds?: number;
+    maxBytes?: number;
+    allowedTypes?: string[];
+    maxUploads?: number;
+    subject?: string;
+    metadata?: Record<string, string>;
+  }): Promise<{ token: string; id: string; expiresAt: string } & Record<string, any>> {
+    return this.json('POST', '/v1/upload-tokens', { body: limits, idempotent: true });
+  }
+
+  async revokeUploadToken(id: string): Promise<void> {
+    await this.send('DELETE', `/v1/upload-tokens/${encodeURIComponent(id)}`);
+  }
+
   recover(endpointId: string, since: string, until?: string): Promise<Record<string, any>> {
     return this.json('POST', `/v1/webhook-endpoints/${encodeURIComponent(endpointId)}/recover`, {
       body: until ? { since, until } : { since },

@@ -9,6 +9,8 @@ export const searchAttributes = {
   phase: defineSearchAttributeKey('OncelyPhase', SearchAttributeType.KEYWORD),
   contentType: defineSearchAttributeKey('OncelyContentType', SearchAttributeType.KEYWORD),
   bytes: defineSearchAttributeKey('OncelyBytes', SearchAttributeType.INT),
+  /** An upload token's subject (the app's end user), when the upload was made with one. */
+  subject: defineSearchAttributeKey('OncelySubject', SearchAttributeType.KEYWORD),
 } as const;
 
 /** `--search-attribute` flags for the dev server, derived from the keys above. */

@@ -198,6 +198,7 @@ export class UploadReceiver {
         { key: searchAttributes.phase, value: 'receiving' },
         { key: searchAttributes.contentType, value: req.contentType },
         { key: searchAttributes.bytes, value: req.declaredBytes },
+        ...(req.grant?.subject ? [{ key: searchAttributes.subject, value: req.grant.subject }] : []),
       ],
     };
   }

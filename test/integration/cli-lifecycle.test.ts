@@ -119,3 +119,36 @@ it('events --failed and redeliver', async () => {
   expect(gone.code).toBe(1);
   expect(gone.stderr).toMatch(/404 not_found/);
 }, 120_000);
+
+it('token create prints an upload token; upload --token sends with it; token revoke stops it', async () => {
+  const minted = await oncely('token', 'create', '--max-bytes', '10MB', '--types', 'text/*', '--expires', '15m', '--subject', 'user-42');
+  expect(minted.code, minted.stderr).toBe(0);
+  const token = minted.stdout.trim();
+  expect(token).toMatch(/^oup_[A-Za-z0-9_-]+$/);
+  const id = /upload token ([0-9a-f-]{36})/.exec(minted.stderr)![1]!;
+  const detail = (await (
+    await fetch(`${stack.url}/v1/upload-tokens/${id}`, { headers: { authorization: `Bearer ${tenant.apiKey}` } })
+  ).json()) as { expiresAt: string };
+  expect(detail).toMatchObject({ maxBytes: 10_000_000, allowedTypes: ['text/*'], subject: 'user-42' });
+  expect(Date.parse(detail.expiresAt) - Date.now()).toBeGreaterThan(14 * 60_000);
+
+  const file = path.join(dir, 'note.txt');
+  writeFileSync(file, `a note ${randomUUID()}`);
+  const up = await run(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'upload', file, '--json', '--token', token, '--outbox', path.join(dir, 'tok.json')],
+    {
+      env: { ...process.env, ONCELY_URL: stack.url, ONCELY_TOKEN: '' },
+    },
+  );
+  const [result] = JSON.parse(up.stdout) as { status: number; body: { uploadId: string } }[];
+  expect(result!.status).toBe(201);
+  const uploadId = result!.body.uploadId;
+  const row = await stack.runtime.pool.query('SELECT subject, token_id FROM uploads WHERE id = $1', [uploadId]);
+  expect(row.rows[0]).toEqual({ subject: 'user-42', token_id: id });
+
+  expect((await oncely('token', 'revoke', id)).code).toBe(0);
+  const refused = await fetch(`${stack.url}/v1/uploads/${uploadId}`, { headers: { authorization: `Bearer ${token}` } });
+  expect(refused.status).toBe(401);
+  expect((await oncely('token', 'create', '--expires', 'soon')).code).not.toBe(0);
+});

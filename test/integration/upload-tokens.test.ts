@@ -10,6 +10,7 @@ import { eventually, listKeys } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import * as tus from 'tus-js-client';
+import { searchAttributes } from '../../src/temporal/names';
 
 describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) => {
   let stack: TestStack;
@@ -76,6 +77,8 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
       fileName: 'me.png',
     });
     expect(up.status, up.text).toBe(201);
+    const run = await stack.temporal.workflow.getHandle(`upload/${tenant.tenantId}/${key}`).describe();
+    expect(run.typedSearchAttributes.get(searchAttributes.subject)).toBe('user-42');
     const own = await call('GET', `/v1/uploads/${up.json.uploadId}`, minted.token);
     expect(own.status).toBe(200);
     expect(own.json).toMatchObject({ tokenId: minted.id, subject: 'user-42', metadata: { album: 'trip' } });

@@ -14,7 +14,7 @@ describe('oncely CLI help', () => {
         env: { ...process.env, ONCELY_TOKEN: SECRET, ONCELY_URL: 'http://127.0.0.1:3999' },
       });
       expect(stdout + stderr).not.toContain(SECRET);
-      if (args[0] === 'upload') expect(stdout).toMatch(/--token <key>\s+API key \(env: ONCELY_TOKEN\)/);
+      if (args[0] === 'upload') expect(stdout).toMatch(/--token <key>\s+API key or upload token \(oup_…\) \(env: ONCELY_TOKEN\)/);
     },
     30_000,
   );
@@ -37,7 +37,7 @@ describe('oncely CLI help', () => {
         env: { ...process.env, ONCELY_TOKEN: SECRET, ONCELY_URL: 'http://127.0.0.1:9' },
       },
     ).catch((e: { stderr: string; stdout: string }) => e);
-    expect(String((err as { stderr: string }).stderr)).not.toMatch(/an API key is needed/);
+    expect(String((err as { stderr: string }).stderr)).not.toMatch(/an API key or upload token is needed/);
     expect(String((err as { stderr: string }).stderr) + String((err as { stdout: string }).stdout)).not.toContain(SECRET);
   }, 30_000);
 });
