@@ -1,10 +1,10 @@
 // The upload pages: an Uppy Dashboard sending over tus to /v1/tus (`/`), or straight to
 // the object store with @uppy/aws-s3 through Oncely's companion routes (`/direct`; the
-// body's data-uploader says which). Each file gets its Idempotency-Key once, when it is
-// added; Golden Retriever keeps files, their metadata (the key with them) and progress
-// across reloads. Committed uploads are listed with their thumbnail once processed; below,
-// the tenant's stored uploads (GET /v1/uploads) with a download link (a signed download URL)
-// and a delete button (DELETE, erased within the wait).
+// body's data-uploader says which). The page holds an upload token, never the API key
+// (src/web/upload-token.ts; the key is entered once on /setup). Each file gets its
+// Idempotency-Key once, when it is added; Golden Retriever keeps files, their metadata (the
+// key with them) and progress across reloads. Committed uploads are listed with their
+// thumbnail once processed.
 import Uppy, { type Meta, type UppyFile } from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import GoldenRetriever from '@uppy/golden-retriever';
@@ -12,14 +12,25 @@ import Tus from '@uppy/tus';
 import AwsS3 from '@uppy/aws-s3';
 import '@uppy/core/css/style.min.css';
 import '@uppy/dashboard/css/style.min.css';
+import { currentUploadToken, type UploadToken } from './upload-token';
 
 type FileMeta = Meta & { idempotencyKey?: string };
 
-const tokenInput = document.querySelector<HTMLInputElement>('#token')!;
 const done = document.querySelector<HTMLUListElement>('#done')!;
-tokenInput.value = localStorage.getItem('oncely.token') ?? '';
-tokenInput.addEventListener('change', () => localStorage.setItem('oncely.token', tokenInput.value.trim()));
-const token = () => tokenInput.value.trim();
+const who = document.querySelector<HTMLParagraphElement>('#who')!;
+let held: UploadToken | null = null;
+/** Keeps a live token (renewed a minute before it expires) and says which one on the page. */
+async function refreshToken(): Promise<void> {
+  held = await currentUploadToken();
+  who.dataset.tokenId = held?.id ?? '';
+  who.innerHTML = held
+    ? `Uploading with upload token <code></code>, valid until ${new Date(held.expiresAt).toLocaleTimeString()}. The API key stays on <a href="/setup">/setup</a>.`
+    : 'No upload token: enter an API key once on <a href="/setup">/setup</a>.';
+  if (held) who.querySelector('code')!.textContent = held.id;
+}
+await refreshToken();
+setInterval(() => void refreshToken(), 30_000);
+const token = () => held?.token ?? '';
 
 // Golden Retriever's service worker keeps large files' bytes across a reload.
 const worker =
@@ -73,7 +84,6 @@ if (!direct) {
       allowedMetaFields: ['name', 'type', 'idempotencyKey'],
     });
   };
-  tokenInput.addEventListener('change', () => void installS3());
   await installS3();
 }
 
@@ -87,72 +97,8 @@ uppy.on('restored', () => {
 });
 
 uppy.on('upload-success', (file) => {
-  if (file?.meta.idempotencyKey) void showCommitted(file.name ?? 'file', file.meta.idempotencyKey).then(listStored);
+  if (file?.meta.idempotencyKey) void showCommitted(file.name ?? 'file', file.meta.idempotencyKey);
 });
-
-const stored = document.querySelector<HTMLUListElement>('#stored')!;
-document.querySelector('#refresh')!.addEventListener('click', () => void listStored());
-tokenInput.addEventListener('change', () => void listStored());
-if (token()) void listStored();
-
-interface StoredUpload {
-  uploadId: string;
-  status: string;
-  bytes: number;
-  fileName: string | null;
-  contentType: string;
-}
-
-/** The newest 20 uploads of the tenant, each with a download link and a delete button. */
-async function listStored(): Promise<void> {
-  const res = await api('/v1/uploads?limit=20');
-  if (!res.ok) return;
-  const { items } = (await res.json()) as { items: StoredUpload[] };
-  stored.replaceChildren(...items.map(storedItem));
-}
-
-function storedItem(u: StoredUpload): HTMLLIElement {
-  const li = document.createElement('li');
-  li.dataset.uploadId = u.uploadId;
-  li.dataset.status = u.status;
-  const name = document.createElement('span');
-  name.className = 'name';
-  name.textContent = `${u.fileName ?? u.uploadId} · ${u.bytes} bytes · ${u.status}`;
-  li.append(name);
-  if (u.status === 'deleted') return li;
-  const download = document.createElement('a');
-  download.textContent = 'Download';
-  download.className = 'download';
-  download.href = '#';
-  download.addEventListener('click', (e) => {
-    e.preventDefault();
-    void (async () => {
-      const r = await fetch(`/v1/uploads/${u.uploadId}/download-urls`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token()}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ expiresInSeconds: 300 }),
-      });
-      if (r.ok) window.location.assign(((await r.json()) as { url: string }).url);
-    })();
-  });
-  const remove = document.createElement('button');
-  remove.type = 'button';
-  remove.className = 'delete';
-  remove.textContent = 'Delete';
-  remove.addEventListener('click', () => {
-    remove.disabled = true;
-    void (async () => {
-      const r = await fetch(`/v1/uploads/${u.uploadId}`, {
-        method: 'DELETE',
-        headers: { authorization: `Bearer ${token()}`, prefer: 'wait=30' },
-      });
-      if (r.ok || r.status === 202) await listStored();
-      else remove.disabled = false;
-    })();
-  });
-  li.append(download, remove);
-  return li;
-}
 
 async function api(path: string): Promise<Response> {
   return fetch(path, { headers: { authorization: `Bearer ${token()}` } });

@@ -94,12 +94,20 @@ describe('the Uppy page at /', () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
     if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
-    await page.goto(`${origin}/`);
+    // The operator enters the key once on /setup; the upload page holds only an upload token.
+    await page.goto(`${origin}/setup`);
+    await page.fill('#key', tenant.apiKey);
+    await page.dispatchEvent('#key', 'change');
+    await page.waitForSelector('#state:has-text("A key is set")');
     if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
-    await page.fill('#token', tenant.apiKey);
-    await page.dispatchEvent('#token', 'change');
+    page.on('request', (r) => {
+      if (r.headers().authorization?.includes(tenant.apiKey)) keyRequests.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
+    await page.goto(`${origin}/`);
+    await page.waitForSelector('#who[data-token-id]:not([data-token-id=""])');
     return page;
   }
+  const keyRequests: string[] = [];
 
   it('uploads a picture over tus and shows it committed with its thumbnail', async () => {
     proxy.mode = 'forward';
@@ -113,12 +121,17 @@ describe('the Uppy page at /', () => {
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(1);
     expect(rows.uploads[0].content_type).toBe('image/png');
-    // The stored list: a download through a signed URL, then a delete that erases it.
+    expect(rows.uploads[0].token_id).toBe(await page.getAttribute('#who', 'data-token-id'));
+    // The API key went out only to mint the page's upload token, never with an upload.
+    expect(keyRequests).toEqual(['POST /v1/upload-tokens']);
+    // The operator screen's list: a download through a signed URL, then a delete that erases it.
     const uploadId = rows.uploads[0].id as string;
+    await page.screenshot({ path: path.join(artifacts, 'uppy-page.png'), fullPage: true });
+    await page.goto(`${origin}/setup`);
     await page.click('#refresh');
     const item = page.locator(`#stored li[data-upload-id="${uploadId}"]`);
     await item.waitFor({ timeout: 30_000 });
-    await page.screenshot({ path: path.join(artifacts, 'uppy-page.png'), fullPage: true });
+    await page.screenshot({ path: path.join(artifacts, 'setup-page.png'), fullPage: true });
     const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), item.locator('a.download').click()]);
     expect(download.suggestedFilename()).toBe('picture.png');
     await item.locator('button.delete').click();

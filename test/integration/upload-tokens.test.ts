@@ -92,13 +92,26 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     expect(event.json.data).toMatchObject({ tokenId: minted.id, subject: 'user-42', metadata: { album: 'trip' } });
 
     // Another upload of the tenant (made with the API key) is not the token's to see.
-    const other = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `key-${randomUUID()}`, body: Buffer.from('not yours') });
+    const otherKey = `key-${randomUUID()}`;
+    const other = await postUpload(stack.url, { apiKey: tenant.apiKey, key: otherKey, body: Buffer.from('not yours') });
     expect((await call('GET', `/v1/uploads/${other.json.uploadId}`, minted.token)).status).toBe(404);
+    // Its own upload's bytes and key state; not another's.
+    expect(
+      (await fetch(`${stack.url}/v1/uploads/${up.json.uploadId}/content`, { headers: { authorization: `Bearer ${minted.token}` } })).status,
+    ).toBe(200);
+    expect(
+      (await fetch(`${stack.url}/v1/uploads/${other.json.uploadId}/content`, { headers: { authorization: `Bearer ${minted.token}` } }))
+        .status,
+    ).toBe(404);
+    expect((await call('GET', `/v1/idempotency-keys/${key}`, minted.token)).json).toMatchObject({
+      state: 'completed',
+      uploadId: up.json.uploadId,
+    });
+    expect((await call('GET', `/v1/idempotency-keys/${otherKey}`, minted.token)).status).toBe(404);
     // Everything but uploading and reading its own uploads is refused.
     for (const [method, path, json] of [
       ['GET', '/v1/uploads', undefined],
       ['DELETE', `/v1/uploads/${up.json.uploadId}`, undefined],
-      ['GET', `/v1/uploads/${up.json.uploadId}/content`, undefined],
       ['POST', '/v1/api-keys', {}],
       ['POST', '/v1/webhook-endpoints', { url: 'https://example.com/h' }],
       ['GET', '/v1/events', undefined],

@@ -285,14 +285,19 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     const tenant = await stack.createTenant('uppy-page');
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
-    await page.goto(`${stack.url}/direct`);
+    // The key is entered once on /setup; /direct holds only the upload token minted with it.
+    await page.goto(`${stack.url}/setup`);
+    await page.fill('#key', tenant.apiKey);
+    await page.dispatchEvent('#key', 'change');
     if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
     if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
-    // The plugin is installed once the page has its companion endpoint (listened for before
-    // the token changes: the answer can come before a later listener is in place).
+    const keyRequests: string[] = [];
+    page.on('request', (r) => {
+      if (r.headers().authorization?.includes(tenant.apiKey)) keyRequests.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
+    // The plugin is installed once the page has its companion endpoint (minted with the token).
     const endpoint = page.waitForResponse((r) => r.url().endsWith('/v1/uppy-endpoints') && r.status() === 201);
-    await page.fill('#token', tenant.apiKey);
-    await page.dispatchEvent('#token', 'change');
+    await page.goto(`${stack.url}/direct`);
     await endpoint;
     const big = randomBytes(12 * MiB + 5);
     const small = randomBytes(30_000);
@@ -315,6 +320,11 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     const sessions = await stack.runtime.pool.query(`SELECT mode, state FROM resumable_sessions WHERE tenant_id = $1`, [tenant.tenantId]);
     expect(sessions.rows).toEqual([{ mode: 'uppy', state: 'committed' }]);
     expect(rows.rows.every((r) => r.idempotency_key.startsWith('web-'))).toBe(true);
+    // Both uploads are the page token's; the key went out only to mint it.
+    const owners = await stack.runtime.pool.query('SELECT DISTINCT token_id FROM uploads WHERE tenant_id = $1', [tenant.tenantId]);
+    expect(owners.rows).toHaveLength(1);
+    expect(owners.rows[0].token_id).not.toBeNull();
+    expect(keyRequests).toEqual(['POST /v1/upload-tokens']);
     await page.screenshot({ path: path.join(process.cwd(), 'test-artifacts', 'uppy-direct-page.png'), fullPage: true }).catch(() => {});
     await context.close();
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);

@@ -19,7 +19,7 @@ import { jsonBody } from '../json-body';
 import { COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
 import { absoluteUrl } from '../public-url';
 import { CreateDownloadUrl, DispositionQuery, DownloadUrl, Uuid } from '../schemas';
-import { requires } from '../scopes';
+import { callingToken, requires } from '../scopes';
 
 const DEFAULT_URL_SECONDS = 900;
 
@@ -36,12 +36,12 @@ export function uploadContentRoutes(deps: DownloadDeps) {
   const app = router();
 
   route(app, contentRoute, async function getContent(c) {
-    const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!);
+    const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id);
     return serveObject(store, original(upload), serveRequest(c), parseDisposition(c.req.query('disposition')));
   });
 
   route(app, renditionRoute, async function getRendition(c) {
-    const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!);
+    const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id);
     const rendition = await findRendition(pool, upload, c.req.param('name')!);
     return serveObject(store, renditionOf(upload, rendition), serveRequest(c), parseDisposition(c.req.query('disposition')));
   });
@@ -90,9 +90,10 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
   return app;
 }
 
-async function tenantUpload(pool: Pool, tenantId: string, id: string): Promise<UploadRow> {
+/** The tenant's upload (with `tokenId`, only one that upload token made). */
+async function tenantUpload(pool: Pool, tenantId: string, id: string, tokenId?: string): Promise<UploadRow> {
   const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUpload(pool, tenantId, id)) : undefined;
-  if (!upload) throw problem('not_found', 'No such upload.');
+  if (!upload || (tokenId !== undefined && upload.token_id !== tokenId)) throw problem('not_found', 'No such upload.');
   return servable(upload);
 }
 
@@ -181,7 +182,7 @@ function storedBytesRoute(path: string, params: z.ZodObject, summary: string, wh
     description:
       'Streams the stored object. Served with `X-Content-Type-Options: nosniff`; scripts and markup (HTML, SVG, XML, JavaScript) ' +
       'are always attachments with `Content-Security-Policy: sandbox`. HEAD answers the headers alone.',
-    security: requires('uploads:read'),
+    security: requires('uploads:read', { uploadToken: true }),
     request: { params, ...contentRequest },
     responses: {
       ...contentResponses(what),

@@ -14,14 +14,15 @@ import { IdempotencyKey, IdempotencyKeyState } from '../schemas';
 import type { Context } from 'hono';
 import type { AppEnv } from '../env';
 import { redactSecrets } from '../redact';
-import { requires } from '../scopes';
+import { callingToken, requires } from '../scopes';
+import { findUpload } from '../../db/queries/uploads';
 
 const getKeyRoute = createRoute({
   method: 'get',
   path: '/{key}',
   tags: ['uploads'],
   summary: 'What happened under an Idempotency-Key: the stored answer, or the phase while it runs',
-  security: requires('uploads:read'),
+  security: requires('uploads:read', { uploadToken: true }),
   request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
   responses: {
     200: {
@@ -45,6 +46,16 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
   async function keyState(c: Context<AppEnv>, key: string) {
     const tenantId = c.get('tenantId');
     const row = await dependency('database_unavailable', () => findKey(deps.pool, tenantId, key));
+    // An upload token sees the keys of the uploads it made, once committed.
+    const token = callingToken(c);
+    if (
+      token &&
+      !(
+        row?.upload_id &&
+        (await dependency('database_unavailable', () => findUpload(deps.pool, tenantId, row.upload_id!)))?.token_id === token.id
+      )
+    )
+      throw problem('not_found', 'No upload of this upload token uses this Idempotency-Key (or it is still being committed).');
     // A claim by another route's request that is still running has no answer yet.
     if (row && (row.response_body as string | null) === null) {
       return c.json({ idempotencyKey: key, state: 'processing', phase: null, workflowId: null }, 200, { 'retry-after': '1' });
