@@ -9,7 +9,7 @@ import { commitUploadRecords, SharedObjectReleased } from '../../src/db/queries/
 import { createTenant } from '../../src/tenants';
 import { eventually, listKeys } from '../helpers/inspect';
 import { postUpload } from '../helpers/http';
-import { png, video } from '../helpers/media';
+import { audio, png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -196,8 +196,9 @@ describe.each(['s3', 'local'] as const)('deleting uploads on the %s store', (kin
 
   it('a delete while the transcode runs leaves no rendition behind', async () => {
     const tenant = await tenantWithReceiver();
-    const clip = await video(20, '1280x720');
-    const { uploadId } = await upload(tenant, clip, { contentType: 'video/mp4', fileName: 'clip.mp4' });
+    // Five minutes of audio: its MP3 takes seconds to encode (a video's poster is too quick to catch).
+    const clip = await audio(300);
+    const { uploadId } = await upload(tenant, clip, { contentType: 'audio/wav', fileName: 'long.wav' });
     // Delete once the transcode activity is running.
     const child = stack.temporal.workflow.getHandle(`downstream/${uploadId}`);
     await eventually(async () => {
