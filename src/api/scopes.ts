@@ -16,17 +16,29 @@ const scopeOfScheme = new Map<string, Scope>(SCOPES.map((s) => [schemeOf(s), s])
 /** The security scheme of an upload token (src/tokens/upload-tokens.ts). */
 export const UPLOAD_TOKEN_SCHEME = 'uploadToken';
 
-/** Where an expired upload token is still taken: its own open sessions finish until they expire. */
+/** Where an expired upload token is still taken (its handler confines it; see requires). */
 const outlivingTokens = new WeakSet<object>();
 
 /**
- * A route's `security`: an API key holding `scope`, or (`uploadToken`) an upload token too;
- * `'own-sessions'`: also one past its expiry (the handler confines it to its own sessions).
+ * A route's `security`: an API key holding `scope`, or (`uploadToken`) an upload token too.
+ * Past its expiry a token is refused (401), except: `'own-sessions'`, where its own open
+ * sessions finish until they expire, and `'replays'`, where the stored answer of its key is
+ * replayed (the handler refuses anything new with `assertTokenLive`).
  */
-export function requires(scope: Scope, opts: { uploadToken?: boolean | 'own-sessions' } = {}): NonNullable<RouteConfig['security']> {
+export function requires(
+  scope: Scope,
+  opts: { uploadToken?: boolean | 'own-sessions' | 'replays' } = {},
+): NonNullable<RouteConfig['security']> {
   const security = [{ [schemeOf(scope)]: [] }, ...(opts.uploadToken ? [{ [UPLOAD_TOKEN_SCHEME]: [] }] : [])];
-  if (opts.uploadToken === 'own-sessions') outlivingTokens.add(security);
+  if (opts.uploadToken === 'own-sessions' || opts.uploadToken === 'replays') outlivingTokens.add(security);
   return security;
+}
+
+/** 401 when the caller is an upload token past its expiry. */
+export function assertTokenLive(c: Context<AppEnv>): void {
+  const principal = c.get('principal');
+  if (principal?.kind === 'token' && Date.parse(principal.grant.expiresAt) <= Date.now())
+    throw problem('unauthorized', `The upload token expired at ${principal.grant.expiresAt}; get a new one.`);
 }
 
 /** The scope a route's `security` names, and whether it takes an upload token. */
@@ -55,8 +67,7 @@ export function assertAccess(c: Context<AppEnv>, access: Access): void {
         `An upload token only uploads (and reads its own uploads); this needs an API key with ${access.scope}.`,
         { extra: { scope: access.scope } },
       );
-    if (!access.tokenExpiryWaived && Date.parse(principal.grant.expiresAt) <= Date.now())
-      throw problem('unauthorized', `The upload token expired at ${principal.grant.expiresAt}; get a new one.`);
+    if (!access.tokenExpiryWaived) assertTokenLive(c);
     return;
   }
   if (!principal.scopes.includes(access.scope))

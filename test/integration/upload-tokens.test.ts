@@ -192,15 +192,23 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     expect(again.headers.get('idempotent-replayed')).toBe('true');
   }, 120_000);
 
-  it('an expired or revoked token is 401 (revoked: at once); a retry under a new token replays the answer', async () => {
+  it('an expired token replays its uploads but starts none (401); a new token replays them too; revoked: 401 at once', async () => {
     const short = await mint({ expiresInSeconds: 2 });
     const key = `exp-${randomUUID()}`;
     const body = Buffer.from('made before the token expired');
     const first = await postUpload(stack.url, { apiKey: short.token, key, body, contentType: 'text/plain' });
     expect(first.status).toBe(201);
     await eventually(async () => Date.now() > Date.parse(short.expiresAt) + 200, 10_000);
+    // The key rule wins: the retry of the committed request gets its stored answer.
     const late = await postUpload(stack.url, { apiKey: short.token, key, body, contentType: 'text/plain' });
-    expect(late.status).toBe(401);
+    expect(late.status).toBe(201);
+    expect(late.text).toBe(first.text);
+    expect(late.headers.get('idempotent-replayed')).toBe('true');
+    // Anything new is refused, before a byte is read.
+    const newKey = `exp-new-${randomUUID()}`;
+    expect((await postUpload(stack.url, { apiKey: short.token, key: newKey, body, contentType: 'text/plain' })).status).toBe(401);
+    expect(await uploadRows(newKey)).toBe(0);
+    expect((await call('GET', `/v1/uploads/${first.json.uploadId}`, short.token)).status).toBe(401);
     const fresh = await mint({});
     const replay = await postUpload(stack.url, { apiKey: fresh.token, key, body, contentType: 'text/plain' });
     expect(replay.status).toBe(201);
@@ -241,7 +249,7 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     for (const method of ['HEAD', 'DELETE'] as const) {
       expect((await fetch(`${stack.url}${sessionPath}`, { method, headers: tusHeaders(stranger.token) })).status, method).toBe(404);
     }
-    await eventually(async () => (await call('POST', '/v1/uploads', token)).status === 401, 10_000);
+    await eventually(async () => (await call('GET', `/v1/uploads/${randomUUID()}`, token)).status === 401, 10_000);
     // Past the token's expiry its own session still finishes.
     const head = await fetch(`${stack.url}${sessionPath}`, { method: 'HEAD', headers: tusHeaders(token) });
     expect(head.status).toBe(200);
@@ -278,6 +286,25 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
       expect(res.status, `${length} ${type}`).toBe(status);
       expect((await stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE idempotency_key = $1', [k])).rowCount).toBe(0);
     }
+    // A PATCH past the length the token allowed at creation: 413, nothing committed.
+    const pastKey = `tus-past-${randomUUID()}`;
+    const small = await fetch(`${stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        ...tusHeaders(fresh.token),
+        'idempotency-key': pastKey,
+        'upload-length': '1000',
+        'upload-metadata': `filetype ${b64('image/png')}`,
+      },
+    });
+    expect(small.status).toBe(201);
+    const past = await fetch(`${stack.url}${small.headers.get('location')}`, {
+      method: 'PATCH',
+      headers: { ...tusHeaders(fresh.token), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+      body: Buffer.alloc(1500, 3),
+    });
+    expect(past.status).toBe(413);
+    expect(await uploadRows(pastKey)).toBe(0);
     // A "PNG" that is HTML, found at the commit: refused, and nothing kept under its key.
     const fakeKey = `tus-fake-${randomUUID()}`;
     const html = Buffer.from('<html><body>not a picture</body></html>');

@@ -43,7 +43,7 @@ import {
   Uuid,
   WaitQuery,
 } from '../schemas';
-import { callingToken, requires } from '../scopes';
+import { assertTokenLive, callingToken, requires } from '../scopes';
 import { checkDeclared } from '../../tokens/upload-tokens';
 
 export function uploadRoutes(deps: {
@@ -58,7 +58,11 @@ export function uploadRoutes(deps: {
 
   route(app, createUploadRoute, async function createUpload(c) {
     const tenantId = c.get('tenantId');
-    if (isFormPost(header(c, 'content-type'))) return answerFormPost(c, { receiver, config, inFlight }, tenantId);
+    if (isFormPost(header(c, 'content-type'))) {
+      // A form's key may be a field, after bytes: an expired token sends no form at all.
+      assertTokenLive(c);
+      return answerFormPost(c, { receiver, config, inFlight }, tenantId);
+    }
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
       throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
@@ -78,6 +82,7 @@ export function uploadRoutes(deps: {
     // The key rule first: a replay answers whatever credential asks for it.
     const replay = await receiver.replay(req);
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
+    assertTokenLive(c);
     checkDeclared(grant, { bytes: declaredBytes, contentType });
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
@@ -129,7 +134,7 @@ const createUploadRoute = createRoute({
     'Streams the body to object storage and records it once. Copies of the request with the same key attach to the same execution: ' +
     'while it runs they wait with it (or get 202 / 409), afterwards they get the stored answer byte for byte. ' +
     'The same key with a different file (size, type, name or SHA-256) is refused with 422.',
-  security: requires('uploads:write', { uploadToken: true }),
+  security: requires('uploads:write', { uploadToken: 'replays' }),
   request: {
     headers: z.object({
       'idempotency-key': IdempotencyKey,
