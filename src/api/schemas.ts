@@ -169,17 +169,15 @@ export const CreateWebhookEndpoint = z
   })
   .openapi('CreateWebhookEndpoint');
 
+/** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
+const lifetimeSeconds = (description: string) => z.number().int().min(1).optional().openapi({ description, example: 900 });
+
 const MediaRange = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/(\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*)$/, 'a media type (image/png) or family (image/*)');
 export const CreateUploadToken = z
   .object({
-    expiresInSeconds: z
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .openapi({ description: 'Lifetime, at most UPLOAD_TOKEN_MAX_SECONDS (24 h by default); 3600 unless given.', example: 900 }),
+    expiresInSeconds: lifetimeSeconds('Lifetime, at most UPLOAD_TOKEN_MAX_SECONDS (24 h by default); 3600 unless given.'),
     maxBytes: z.number().int().min(1).optional().openapi({ description: 'Largest file allowed.', example: 10_000_000 }),
     allowedTypes: z
       .array(MediaRange)
@@ -480,12 +478,7 @@ export const DispositionQuery = z.enum(['inline', 'attachment'], { error: 'dispo
 
 export const CreateDownloadUrl = z
   .object({
-    expiresInSeconds: z
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .openapi({ description: 'How long the URL works (default 900 s, at most DOWNLOAD_URL_MAX_SECONDS).', example: 900 }),
+    expiresInSeconds: lifetimeSeconds('How long the URL works (default 900 s, at most DOWNLOAD_URL_MAX_SECONDS).'),
     disposition: DispositionQuery.optional(),
     rendition: z
       .string()

@@ -306,45 +306,33 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     expect(past.status).toBe(413);
     expect(await uploadRows(pastKey)).toBe(0);
     // A "PNG" that is HTML, found at the commit: refused, and nothing kept under its key.
+    /** One tus upload of `body` (declared a PNG) in one PATCH under `k`: the PATCH's answer. */
+    const tusOnce = async (k: string, body: Buffer) => {
+      const created = await fetch(`${stack.url}/v1/tus`, {
+        method: 'POST',
+        headers: {
+          ...tusHeaders(fresh.token),
+          'idempotency-key': k,
+          'upload-length': String(body.length),
+          'upload-metadata': `filetype ${b64('image/png')}`,
+        },
+      });
+      expect(created.status).toBe(201);
+      return fetch(`${stack.url}${created.headers.get('location')}`, {
+        method: 'PATCH',
+        headers: { ...tusHeaders(fresh.token), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', prefer: 'wait=30' },
+        body,
+      });
+    };
     const fakeKey = `tus-fake-${randomUUID()}`;
-    const html = Buffer.from('<html><body>not a picture</body></html>');
-    const created = await fetch(`${stack.url}/v1/tus`, {
-      method: 'POST',
-      headers: {
-        ...tusHeaders(fresh.token),
-        'idempotency-key': fakeKey,
-        'upload-length': String(html.length),
-        'upload-metadata': `filetype ${b64('image/png')}`,
-      },
-    });
-    expect(created.status).toBe(201);
-    const patched = await fetch(`${stack.url}${created.headers.get('location')}`, {
-      method: 'PATCH',
-      headers: { ...tusHeaders(fresh.token), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', prefer: 'wait=30' },
-      body: html,
-    });
+    const patched = await tusOnce(fakeKey, Buffer.from('<html><body>not a picture</body></html>'));
     expect(patched.status).toBe(415);
     expect(await uploadRows(fakeKey)).toBe(0);
     expect(await keyRows(fakeKey)).toBe(0);
     expect((await stack.runtime.pool.query('SELECT 1 FROM resumable_sessions WHERE idempotency_key = $1', [fakeKey])).rowCount).toBe(0);
     await eventually(async () => (await stagedUnder(fakeKey)).length === 0, 30_000);
     // The key is free: the real picture under it commits.
-    const real = await png(20, 20);
-    const again = await fetch(`${stack.url}/v1/tus`, {
-      method: 'POST',
-      headers: {
-        ...tusHeaders(fresh.token),
-        'idempotency-key': fakeKey,
-        'upload-length': String(real.length),
-        'upload-metadata': `filetype ${b64('image/png')}`,
-      },
-    });
-    expect(again.status).toBe(201);
-    const committed = await fetch(`${stack.url}${again.headers.get('location')}`, {
-      method: 'PATCH',
-      headers: { ...tusHeaders(fresh.token), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', prefer: 'wait=30' },
-      body: real,
-    });
+    const committed = await tusOnce(fakeKey, await png(20, 20));
     expect(committed.status).toBe(204);
     expect(await uploadRows(fakeKey)).toBe(1);
   }, 120_000);
