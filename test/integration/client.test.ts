@@ -198,6 +198,6 @@ describe('oncely upload (CLI)', () => {
     const [cmd, args] = nodeTs(path.join(root, 'src/cli.ts'), 'upload', 'nothing.bin');
     const res = await run(cmd, args, { env: { ...process.env, ONCELY_TOKEN: '' }, cwd: root }).catch((e) => e);
     expect(res.code).toBe(2);
-    expect(res.stderr).toMatch(/API key is needed/);
+    expect(res.stderr).toMatch(/API key or upload token is needed/);
   });
 });
