@@ -68,7 +68,7 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   const erased: { id: string; tenant_id: string; storage_key: string }[] = [];
   for await (const u of allUploads(pool)) {
     if (u.erased) {
-      if (u.personal) violations.push(`erasure: deleted upload ${u.id} keeps its file name or media metadata`);
+      if (u.personal) violations.push(`erasure: deleted upload ${u.id} keeps its file name, media metadata, subject or token metadata`);
       if (u.renditions > 0) violations.push(`erasure: deleted upload ${u.id} keeps ${u.renditions} rendition rows`);
       if (!u.released) violations.push(`erasure: deleted upload ${u.id} still claims its object`);
       erased.push(u);

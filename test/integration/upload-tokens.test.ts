@@ -11,6 +11,7 @@ import { png } from '../helpers/media';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import * as tus from 'tus-js-client';
 import { searchAttributes } from '../../src/temporal/names';
+import { audit } from '../../src/audit';
 
 describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) => {
   let stack: TestStack;
@@ -122,6 +123,15 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
       expect(res.json.error).toBe('insufficient_scope');
     }
     expect((await call('GET', `/v1/uploads/${up.json.uploadId}`, tenant.apiKey)).json.status).not.toBe('deleted');
+    // Erasure scrubs whose it was too (the token id stays: it names no one).
+    expect((await call('DELETE', `/v1/uploads/${up.json.uploadId}`, tenant.apiKey, undefined, { prefer: 'wait=60' })).status).toBe(200);
+    expect((await call('GET', `/v1/uploads/${up.json.uploadId}`, tenant.apiKey)).json).toMatchObject({
+      status: 'deleted',
+      tokenId: minted.id,
+      subject: null,
+      metadata: null,
+    });
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   }, 120_000);
 
   it('refuses what the limits do not allow, and keeps nothing of it', async () => {

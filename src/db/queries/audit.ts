@@ -69,7 +69,7 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
       `SELECT u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256,
               EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared,
               u.deleted_at IS NOT NULL AS deleted, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
-              (u.file_name IS NOT NULL OR u.media IS NOT NULL) AS personal,
+              (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL) AS personal,
               (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS renditions
          FROM uploads u WHERE u.id > $1 ORDER BY u.id LIMIT 500`,
       [after],

@@ -79,7 +79,8 @@ export async function releaseObject(pool: Pool, uploadId: string): Promise<{ sto
 }
 
 /**
- * Removes the personal metadata (the file name, probed media) and marks the upload erased;
+ * Removes the personal metadata (the file name, probed media, the upload token's subject and
+ * metadata) and marks the upload erased;
  * the key's stored answer becomes `gone` (410), so a replay of the original request under
  * its key no longer carries the name, or a Location to bytes that are gone.
  */
@@ -91,7 +92,8 @@ export async function scrubUpload(
   return withTransaction(pool, async (tx) => {
     const before = await tx.query<{ erased_at: Date | null }>('SELECT erased_at FROM uploads WHERE id = $1 FOR UPDATE', [uploadId]);
     const res = await tx.query<{ deleted_at: Date; erased_at: Date }>(
-      `UPDATE uploads SET file_name = NULL, media = NULL, processing_reason = NULL, erased_at = coalesce(erased_at, now())
+      `UPDATE uploads SET file_name = NULL, media = NULL, processing_reason = NULL, subject = NULL, token_metadata = NULL,
+                          erased_at = coalesce(erased_at, now())
         WHERE id = $1 RETURNING deleted_at, erased_at`,
       [uploadId],
     );
