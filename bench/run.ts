@@ -13,6 +13,7 @@ import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
 import { waitWakeup } from './wait-wakeup';
 import { embeddedMemory } from './embedded-memory';
 import { deleteRate, downloadLarge, listLatency } from './lifecycle';
+import { historyCost } from './history';
 
 const { values } = parseArgs({
   options: {
@@ -32,7 +33,7 @@ const { values } = parseArgs({
   },
 });
 
-const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait', 'embedded', 'download', 'list', 'delete'];
+const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait', 'embedded', 'download', 'list', 'delete', 'history'];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -54,6 +55,7 @@ try {
     results.push(await listLatency(services, { sizes: values['list-sizes']!.split(',').map(Number), requests: 2000 }));
   if (wanted.has('delete'))
     results.push(await deleteRate(services, { uploads: Number(values['delete-uploads']), connections: Math.max(1, connections / 2) }));
+  if (wanted.has('history')) results.push(await historyCost(services));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {
