@@ -4,7 +4,8 @@
 // StagedCopy, and the copy is delivered to the key's workflow like any upload's.
 import type { Pool } from '../db/pool';
 import { moveSession, type SessionMode, type SessionRow } from '../db/queries/sessions';
-import { dependency, Problem } from '../errors';
+import { dependency } from '../errors';
+import { isLimitRefusal } from '../tokens/upload-tokens';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { StagedCopy } from '../upload/types';
 import { withLease } from './lease';
@@ -48,8 +49,7 @@ export async function completeSession(
       .deliver(req, copy, waitMs, { resumable: { sessionId: s.id, idleSeconds: target.idleSeconds } })
       .catch(async (err: unknown) => {
         // Bytes past the upload token's limits: the session goes with them, and the key is free.
-        if (s.upload_grant && err instanceof Problem && (err.code === 'type_not_allowed' || err.code === 'payload_too_large'))
-          await deps.registry.discard(s, { object: true });
+        if (s.upload_grant && isLimitRefusal(err)) await deps.registry.discard(s, { object: true });
         throw err;
       });
     if (outcome.kind === 'answer') await moveSession(db, s.id, ['completing'], 'committed').catch(() => {});

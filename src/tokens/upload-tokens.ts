@@ -6,7 +6,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Credential } from '../credentials';
 import type { Queryable } from '../db/pool';
 import { findUnrevokedUploadToken, insertUploadToken, type UploadTokenRow } from '../db/queries/upload-tokens';
-import { problem } from '../errors';
+import { problem, Problem } from '../errors';
 import type { UploadGrant } from '../upload/types';
 import { CHECKED_TYPES } from '../upload/sniff';
 
@@ -57,7 +57,12 @@ export function grantOf(row: UploadTokenRow): UploadGrant {
 /** The tenant and grant of an unrevoked upload token (its expiry is the route guard's to check). */
 export async function lookupUploadToken(db: Queryable, token: string): Promise<Credential | undefined> {
   const row = await findUnrevokedUploadToken(db, hash(token));
-  return row && { tenantId: row.tenant_id, principal: { kind: 'token', id: row.id, scopes: [], grant: grantOf(row) } };
+  return row && credentialOf(row);
+}
+
+/** What a token's row stands for as a caller. */
+export function credentialOf(row: UploadTokenRow): Credential {
+  return { tenantId: row.tenant_id, principal: { kind: 'token', id: row.id, scopes: [], grant: grantOf(row) } };
 }
 
 /** Whether `type` is one of `allowed` (exact, or its `family/*`); any type when null. */
@@ -77,6 +82,11 @@ export function checkDeclared(grant: UploadGrant | undefined, declared: { bytes?
       'type_not_allowed',
       `The upload token does not allow ${declared.contentType}; it allows ${grant.allowedTypes!.join(', ')}.`,
     );
+}
+
+/** Whether `err` is checkArrived's refusal: the bytes broke the token's limits. */
+export function isLimitRefusal(err: unknown): boolean {
+  return err instanceof Problem && (err.code === 'type_not_allowed' || err.code === 'payload_too_large');
 }
 
 /**

@@ -418,6 +418,23 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
       body: JSON.stringify({ filename: 'x.html', type: 'text/html', metadata: { idempotencyKey: `uppy-tok-${randomUUID()}` } }),
     });
     expect(multipart.status).toBe(415);
+    // Another token's endpoint cannot reach this endpoint's multipart session.
+    const started = await fetch(`${stack.url}${endpoint}/s3/multipart`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ filename: 'p.png', type: 'image/png', metadata: { idempotencyKey: `uppy-tok-${randomUUID()}` } }),
+    });
+    // (Multipart needs a store that presigns parts: the embedded one answers 501, as without a token.)
+    expect(started.status).toBe(kind === 's3' ? 200 : 501);
+    if (kind === 's3') {
+      const { uploadId: multipartId, key: objectKey } = (await started.json()) as { uploadId: string; key: string };
+      const otherToken = await mint({});
+      const otherEndpoint = (await call('POST', '/v1/uppy-endpoints', otherToken.token)).json.companionEndpoint as string;
+      const session = `s3/multipart/${encodeURIComponent(multipartId)}?key=${encodeURIComponent(objectKey)}`;
+      expect((await fetch(`${stack.url}${otherEndpoint}/${session}`)).status).toBe(404);
+      expect((await fetch(`${stack.url}${otherEndpoint}/${session}`, { method: 'DELETE' })).status).toBe(404);
+      expect((await fetch(`${stack.url}${endpoint}/${session}`)).status).toBe(200);
+    }
     // Revoked: the endpoint stops at once.
     expect((await call('DELETE', `/v1/upload-tokens/${id}`, tenant.apiKey)).status).toBe(204);
     const after = await fetch(`${stack.url}${endpoint}/s3/params?filename=f.png&metadata%5BidempotencyKey%5D=uppy-tok-${randomUUID()}`);

@@ -16,10 +16,10 @@ import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
 import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
 import { renderOutcome } from '../upload-answer';
-import { callingToken, requires } from '../scopes';
+import { assertTokenLive, callingToken, requires } from '../scopes';
 import { findUploadToken } from '../../db/queries/upload-tokens';
 import type { Pool } from '../../db/pool';
-import { checkDeclared, grantOf } from '../../tokens/upload-tokens';
+import { checkDeclared, credentialOf } from '../../tokens/upload-tokens';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -203,9 +203,8 @@ export function uppyCompanionRoutes(deps: {
     if (o.tokenId) {
       const row = await dependency('database_unavailable', () => findUploadToken(pool, o.tenantId, o.tokenId!));
       if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
-      if (starting && row.expires_at.getTime() <= Date.now())
-        throw problem('unauthorized', `The upload token of this companion endpoint expired at ${row.expires_at.toISOString()}.`);
-      c.set('principal', { kind: 'token', id: row.id, scopes: [], grant: grantOf(row) });
+      c.set('principal', credentialOf(row).principal);
+      if (starting) assertTokenLive(c);
     }
     return o;
   };
