@@ -8,6 +8,9 @@ import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { uploadWorkflowId } from '../../src/temporal/ids';
+import { downstreamWorkflowId } from '../../src/downstream/types';
+import { png } from '../helpers/media';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
@@ -91,15 +94,44 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
   };
   const tusAuth = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'tus-resumable': '1.0.0' });
   const histories: { workflowId: string; history: unknown }[] = [];
+  const record = (file: string, history: unknown) => {
+    if (!process.env.RECORD_HISTORIES) return;
+    mkdirSync(fixtures, { recursive: true });
+    writeFileSync(path.join(fixtures, file), JSON.stringify(history, null, 1));
+  };
   for (const [name, run] of Object.entries(scenarios)) {
     const key = await run();
     const workflowId = uploadWorkflowId(tenant.tenantId, key);
     const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
     histories.push({ workflowId, history });
-    if (process.env.RECORD_HISTORIES) {
-      mkdirSync(fixtures, { recursive: true });
-      writeFileSync(path.join(fixtures, `upload-${name}.json`), JSON.stringify(history, null, 1));
+    record(`upload-${name}.json`, history);
+  }
+  // The downstream child of a transcoded picture, and of a file with nothing to transcode,
+  // both announced to an endpoint.
+  const receiver = await new WebhookReceiver().start();
+  try {
+    const withEndpoint = await stack.createTenant();
+    const created = await fetch(`${stack.url}/v1/webhook-endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${withEndpoint.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: receiver.url }),
+    });
+    expect(created.status).toBe(201);
+    receiver.secret = ((await created.json()) as { secret: string }).secret;
+    for (const [name, body, contentType] of [
+      ['picture', await png(64, 48), 'image/png'],
+      ['announced', Buffer.from('plain text'), 'text/plain'],
+    ] as const) {
+      const res = await postUpload(stack.url, { apiKey: withEndpoint.apiKey, key: `replay-down-${randomUUID()}`, body, contentType });
+      expect(res.status).toBe(201);
+      const handle = stack.temporal.workflow.getHandle(downstreamWorkflowId(res.json.uploadId as string));
+      await eventually(async () => (await handle.describe()).status.name === 'COMPLETED', 60_000);
+      const history = await handle.fetchHistory();
+      histories.push({ workflowId: handle.workflowId, history });
+      record(`downstream-${name}.json`, history);
     }
+  } finally {
+    await receiver.stop();
   }
   for (const file of readdirSync(fixtures).filter((f) => f.endsWith('.json'))) {
     histories.push({
