@@ -96,6 +96,18 @@ uppy.on('restored', () => {
   for (const uploadID of Object.keys(uppy.getState().currentUploads)) void uppy.restore(uploadID);
 });
 
+// A file whose retries ran out (a long outage, a session busy past the retry delays) is
+// tried again by itself, from its server-side offset: at most 20 times, 10 s apart, and at
+// once when the browser comes back online.
+const autoRetries = new Map<string, number>();
+uppy.on('upload-error', (file) => {
+  if (!file) return;
+  const n = (autoRetries.get(file.id) ?? 0) + 1;
+  autoRetries.set(file.id, n);
+  if (n <= 20) setTimeout(() => navigator.onLine && uppy.getFile(file.id)?.error && void uppy.retryUpload(file.id), 10_000);
+});
+uppy.on('back-online', () => void uppy.retryAll());
+
 uppy.on('upload-success', (file) => {
   if (file?.meta.idempotencyKey) void showCommitted(file.name ?? 'file', file.meta.idempotencyKey);
 });

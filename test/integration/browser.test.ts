@@ -169,10 +169,24 @@ describe('the Uppy page at /', () => {
     await page.reload();
 
     const key = session.idempotency_key;
+    // What the page did after the reload, for the failure message.
+    const seen: string[] = [];
+    page.on('response', (r) => r.url().includes('/v1/tus') && seen.push(`${r.request().method()} ${r.status()}`));
+    page.on('requestfailed', (r) => seen.push(`${r.method()} ${new URL(r.url()).pathname} failed: ${r.failure()?.errorText}`));
+    page.on('console', (m) => m.type() === 'error' && seen.push(`console: ${m.text().slice(0, 200)}`));
     await eventually(
       async () => ((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads.length === 1 ? true : undefined),
       120_000,
-    );
+    ).catch(async (err) => {
+      const row = await stack.runtime.pool.query(
+        'SELECT upload_offset, lease_owner, lease_until FROM resumable_sessions WHERE idempotency_key = $1',
+        [key],
+      );
+      const files = await page.$$eval('.uppy-Dashboard-Item', (items) => items.map((i) => `${i.className}: ${i.textContent}`));
+      throw new Error(
+        `${(err as Error).message}; session ${JSON.stringify(row.rows[0])}; files ${JSON.stringify(files)}; page: ${seen.slice(-30).join(' | ')}`,
+      );
+    });
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(1);
     expect(Number(rows.uploads[0].bytes)).toBe(file.length);
