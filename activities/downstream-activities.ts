@@ -1,4 +1,4 @@
-// Side effects of the downstream workflow: transcode (on its own task queue), webhook
+// Side effects of the downstream workflow: the pipeline's steps (on their own task queue), webhook
 // delivery with the ledger, and the final status. Each is safe to run more than once:
 // renditions go to deterministic keys with conflict-free rows, deliveries carry the same
 // webhook-id every time and stop once the ledger says delivered.
@@ -22,11 +22,21 @@ import {
 } from '../src/db/queries/events';
 import type { ListPosition } from '../src/db/queries/keyset';
 import { disableEndpoint, findEndpoint, listEndpoints } from '../src/db/queries/webhooks';
-import type { DownstreamInput, EventType, RenditionSummary, TranscodeResult, WebhookEvent } from '../src/downstream/types';
+import type {
+  DownstreamInput,
+  EventType,
+  RenditionSummary,
+  StepRef,
+  StepResult,
+  TranscodeResult,
+  WebhookEvent,
+} from '../src/downstream/types';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
-import { transcodeFile, type Presets } from '../src/media/transcode';
+import { runMediaStep, transcodeFile, type Presets, type ProcessingStep, type StepOutcome } from '../src/media/transcode';
+import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
+import { builtinPipeline, type PipelineVersion } from '../src/pipelines/steps';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
 import { webhookSecretContext, type SecretBox } from '../src/secret-box';
@@ -41,8 +51,14 @@ export interface DownstreamActivityDeps {
   secrets: SecretBox;
 }
 
-export function renditionKey(tenantId: string, uploadId: string, name: string, file: string): string {
-  return `tenants/${tenantId}/renditions/${uploadId}/${name}${path.extname(file)}`;
+/**
+ * Where a rendition is stored: under its upload, and — for a declared pipeline — under the
+ * pipeline version, so a re-run of the same version overwrites its own objects and another
+ * version never touches them. The built-in default keeps the layout uploads always had.
+ */
+export function renditionKey(tenantId: string, uploadId: string, name: string, file: string, ref?: Omit<StepRef, 'index'>): string {
+  const version = ref && ref.version > 0 ? `${ref.pipeline}/v${ref.version}/` : '';
+  return `tenants/${tenantId}/renditions/${uploadId}/${version}${name}${path.extname(file)}`;
 }
 
 /** What one delivery activity ended with (a failure to send is a thrown, retried error). */
@@ -50,58 +66,108 @@ export type DeliveryOutcome = 'delivered' | 'already_delivered' | 'endpoint_gone
 
 export function createDownstreamActivities({ pool, store, presets, webhook, secrets }: DownstreamActivityDeps) {
   const http = new WebhookHttp(webhook);
-  const activities = {
-    async transcode(input: DownstreamInput): Promise<TranscodeResult> {
-      const ctx = Context.current();
-      // Heartbeats prove liveness; a worker that dies mid-transcode is noticed within the
-      // heartbeat timeout and the work retried elsewhere (same keys, same rows).
-      ctx.heartbeat('starting');
-      const beat = setInterval(() => ctx.heartbeat('working'), 1_000);
-      const dir = await newScratchDir();
-      try {
-        const source = await store.get(input.storageKey);
-        if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
-        const local = path.join(dir, 'source');
-        await pipeline(source, createWriteStream(local));
-        const outDir = await mkdtemp(path.join(dir, 'out-'));
-        const outcome = await transcodeFile(local, input.contentType, outDir, presets, ctx.cancellationSignal);
-        const renditions: RenditionSummary[] = [];
-        for (const r of outcome.renditions) {
-          const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file);
-          const bytes = (await stat(r.file)).size;
-          await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
-          const kept = await insertRenditionIfAbsent(pool, {
-            upload_id: input.uploadId,
-            name: r.name,
-            storage_key: storageKey,
-            content_type: r.contentType,
-            bytes,
-            width: r.width,
-            height: r.height,
-            duration_ms: r.durationMs,
-          });
-          if (!kept) {
-            // Deleted meanwhile: nothing of it may stay, this rendition included.
-            await store.delete(storageKey);
-            return { status: 'skipped', reason: 'upload deleted', media: null, renditions: [] };
-          }
-          renditions.push({
-            name: r.name,
-            storageKey,
-            contentType: r.contentType,
-            bytes,
-            width: r.width,
-            height: r.height,
-            durationMs: r.durationMs,
-          });
+
+  /**
+   * Runs `work` on a local copy of the upload's object with heartbeats, then stores and
+   * records what it made. Heartbeats prove liveness: a worker that dies mid-step is noticed
+   * within the heartbeat timeout and the step retried elsewhere (same keys, same rows).
+   * Answers null when the upload was deleted meanwhile (nothing of it stays).
+   */
+  async function processObject(
+    input: DownstreamInput,
+    ref: Omit<StepRef, 'index'> | undefined,
+    work: (local: string, outDir: string, signal: AbortSignal) => Promise<StepOutcome>,
+  ): Promise<StepResult | null> {
+    const ctx = Context.current();
+    ctx.heartbeat('starting');
+    const beat = setInterval(() => ctx.heartbeat('working'), 1_000);
+    const dir = await newScratchDir();
+    try {
+      const source = await store.get(input.storageKey);
+      if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
+      const local = path.join(dir, 'source');
+      await pipeline(source, createWriteStream(local));
+      const outDir = await mkdtemp(path.join(dir, 'out-'));
+      const outcome = await work(local, outDir, ctx.cancellationSignal);
+      const renditions: RenditionSummary[] = [];
+      for (const r of outcome.renditions) {
+        const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file, ref);
+        const bytes = (await stat(r.file)).size;
+        await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
+        const rendition = { storageKey, contentType: r.contentType, bytes, width: r.width, height: r.height, durationMs: r.durationMs };
+        const kept = await insertRenditionIfAbsent(pool, {
+          upload_id: input.uploadId,
+          name: r.name,
+          storage_key: storageKey,
+          content_type: r.contentType,
+          bytes,
+          width: r.width,
+          height: r.height,
+          duration_ms: r.durationMs,
+        });
+        if (!kept) {
+          // Deleted meanwhile: nothing of it may stay, this rendition included.
+          await store.delete(storageKey);
+          return null;
         }
-        const reason = outcome.status === 'ready' ? null : outcome.reason;
-        await setProcessingOutcome(pool, input.uploadId, { status: outcome.status, reason, media: outcome.media });
-        return { status: outcome.status, reason, media: outcome.media, renditions };
-      } finally {
-        clearInterval(beat);
-        await rm(dir, { recursive: true, force: true });
+        renditions.push({ name: r.name, ...rendition });
       }
+      return { status: outcome.status, reason: outcome.reason, media: outcome.media, renditions };
+    } finally {
+      clearInterval(beat);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  const activities = {
+    /** The first revision's one processing step (children started before pipelines): the built-in default. */
+    async transcode(input: DownstreamInput): Promise<TranscodeResult> {
+      const result = await processObject(input, undefined, (local, outDir, signal) =>
+        transcodeFile(local, input.contentType, outDir, presets, signal),
+      );
+      if (!result) return { status: 'skipped', reason: 'upload deleted', media: null, renditions: [] };
+      const status = result.status === 'succeeded' ? 'ready' : result.status;
+      await setProcessingOutcome(pool, input.uploadId, { status, reason: result.reason, media: result.media });
+      return { ...result, status };
+    },
+
+    /** One processing step of the upload's pipeline version; its outcome is recorded once. */
+    async runStep({ upload, step, ref }: { upload: DownstreamInput; step: ProcessingStep; ref: StepRef }): Promise<StepResult> {
+      const result = (await processObject(upload, ref, (local, outDir, signal) =>
+        runMediaStep(step, local, upload.contentType, outDir, presets, signal),
+      )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] };
+      await recordStepOutcome(pool, {
+        uploadId: upload.uploadId,
+        pipeline: ref.pipeline,
+        version: ref.version,
+        index: ref.index,
+        type: step.type,
+        status: result.status,
+        reason: result.reason,
+        output: { media: result.media, renditions: result.renditions.map((r) => r.name) },
+      });
+      return result;
+    },
+
+    /**
+     * What the child of an upload runs: the pipeline version its row records, and the
+     * endpoints to announce to (none without a webhook step). Recorded in history, so
+     * replay-stable.
+     */
+    async planDownstream({
+      tenantId,
+      uploadId,
+    }: {
+      tenantId: string;
+      uploadId: string;
+    }): Promise<{ pipeline: PipelineVersion; endpoints: string[] }> {
+      const recorded = await uploadPipeline(pool, uploadId);
+      const builtin = builtinPipeline(presets);
+      const row =
+        recorded?.name && recorded.version ? await findPipelineVersion(pool, tenantId, recorded.name, recorded.version) : undefined;
+      const pipeline = row ? { name: row.name, version: row.version, steps: row.steps } : builtin;
+      const announces = pipeline.steps.some((s) => s.type === 'webhook');
+      return { pipeline, endpoints: announces ? await activities.listWebhookEndpoints(tenantId) : [] };
     },
 
     /**

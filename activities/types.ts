@@ -12,8 +12,6 @@ export interface CommitRecordsInput {
   startedAtMs: number;
   /** Present when the upload is accepted. */
   copy?: StagedCopy;
-  /** Media no transcoder handles: settle it in the transaction when no webhook would fire. */
-  settleIfIdle?: { reason: string };
   /** Present when the upload is deterministically rejected. */
   rejection?: { code: 'content_type_mismatch'; detail: string };
 }

@@ -9,7 +9,9 @@ import {
   TokenExhausted,
   objectInUse,
   SharedObjectReleased,
+  PipelineUnknown,
 } from '../src/db/queries/records';
+import { builtinPipeline, type DefaultPresets } from '../src/pipelines/steps';
 import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
@@ -20,9 +22,12 @@ export interface UploadActivityDeps {
   pool: Pool;
   store: ObjectStore;
   ttlSeconds: number;
+  /** The built-in default pipeline's sizes. */
+  presets: DefaultPresets;
 }
 
-export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivityDeps) {
+export function createUploadActivities({ pool, store, ttlSeconds, presets }: UploadActivityDeps) {
+  const builtin = builtinPipeline(presets);
   return {
     /**
      * Makes the accepted attempt's object the upload's object. The copy was written at its
@@ -50,7 +55,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
         workflowId: input.workflowId,
         startedAt: new Date(input.startedAtMs),
         ttlSeconds,
-        settleIfIdle: input.settleIfIdle,
+        pipeline: { ...(request.pipeline ? { requested: request.pipeline } : {}), builtin },
         upload:
           copy && !rejection
             ? {
@@ -85,6 +90,7 @@ export function createUploadActivities({ pool, store, ttlSeconds }: UploadActivi
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
         if (err instanceof TokenExhausted) throw ApplicationFailure.nonRetryable(err.message, failureTypes.tokenExhausted);
         // The copy is gone with it: the run fails (503 upload_failed) and a retry sends the bytes.
+        if (err instanceof PipelineUnknown) throw ApplicationFailure.nonRetryable(err.message, 'pipeline_unknown');
         if (err instanceof SharedObjectReleased) throw ApplicationFailure.nonRetryable(err.message, 'staged_copy_missing');
         throw err;
       });

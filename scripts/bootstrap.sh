@@ -21,7 +21,9 @@ apt_need() {
 tools=""
 for arg in "$@"; do
   case "$arg" in
-    --media) apt_need ffprobe ffmpeg "audio/video renditions and their tests" ;;
+    --media)
+      apt_need ffprobe ffmpeg "audio/video renditions and their tests"
+      apt_need pdftoppm poppler-utils "PDF previews and their tests" ;;
     --browser) apt_need "${CHROMIUM_PATH:-chromium}" chromium "the browser tests (driven by playwright-core)" ;;
     *) tools="$tools $arg" ;;
   esac

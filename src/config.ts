@@ -115,9 +115,11 @@ export const configSchema = z.object({
   DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
-  /** Rendition presets (pixels / ffmpeg bitrate). */
-  /** ffmpeg/ffprobe runs longer than this are killed and the outcome is 'failed'. */
+  /** The built-in default pipeline's sizes (pixels / ffmpeg bitrate). */
+  /** ffmpeg/ffprobe/pdftoppm runs longer than this are killed and the step is 'failed'. */
   TRANSCODE_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
+  /** Pictures with more pixels than this fail their image step (decompression bombs); sharp's own default. */
+  IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(268_402_689),
   THUMBNAIL_SIZE: z.coerce.number().int().min(16).max(4096).default(256),
   DISPLAY_SIZE: z.coerce.number().int().min(16).max(8192).default(1280),
   POSTER_WIDTH: z.coerce.number().int().min(16).max(8192).default(1280),

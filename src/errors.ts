@@ -42,6 +42,7 @@ export const catalogue = {
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   too_many_sessions: { status: 429, title: 'Too many open upload sessions for this tenant', retryAfter: 10 },
+  pipeline_unknown: { status: 422, title: 'The upload names a pipeline the tenant has not declared' },
   content_type_mismatch: { status: 415, title: 'File content does not match its Content-Type' },
   database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
   storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },

@@ -19,7 +19,7 @@ import { noProgress, type StartProgress } from './start-watchdog';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
-import { downstreamSettings } from './services';
+import { downstreamSettings, mediaPresets } from './services';
 
 function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -157,13 +157,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
         pool,
         store,
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
-        presets: {
-          thumbnailSize: config.THUMBNAIL_SIZE,
-          displaySize: config.DISPLAY_SIZE,
-          posterWidth: config.POSTER_WIDTH,
-          audioBitrate: config.AUDIO_BITRATE,
-          timeoutSeconds: config.TRANSCODE_TIMEOUT_SECONDS,
-        },
+        presets: mediaPresets(config),
         webhook: {
           allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
           timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000,

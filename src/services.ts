@@ -3,6 +3,7 @@
 // these; tests that drive the upload path below HTTP build them the same way.
 import type { Client } from '@temporalio/client';
 import type { Config } from './config';
+import type { Presets } from './media/transcode';
 import type { Pool } from './db/pool';
 import type { SecretBox } from './secret-box';
 import type { ObjectStore } from './storage/store';
@@ -15,6 +16,7 @@ import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
 import { Redeliveries } from './lifecycle/redeliveries';
 import { AnswerCache } from './upload/answer-cache';
+import { DeclaredPipelines } from './pipelines/declared';
 import { InFlightUploads } from './upload/in-flight';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
 import type { UploadWorkflowInput } from '../workflows/definitions';
@@ -43,6 +45,18 @@ export function downstreamSettings(config: Config): UploadWorkflowInput['downstr
   };
 }
 
+/** The built-in default pipeline's sizes and the limits every step runs under. */
+export function mediaPresets(config: Config): Presets {
+  return {
+    thumbnailSize: config.THUMBNAIL_SIZE,
+    displaySize: config.DISPLAY_SIZE,
+    posterWidth: config.POSTER_WIDTH,
+    audioBitrate: config.AUDIO_BITRATE,
+    timeoutSeconds: config.TRANSCODE_TIMEOUT_SECONDS,
+    maxPixels: config.IMAGE_MAX_PIXELS,
+  };
+}
+
 /** `receiver` overrides the receiver's own settings (a test's downstream or cache). */
 export function createServices(deps: ServiceDeps, overrides: { receiver?: Partial<ReceiveDeps> } = {}) {
   const { config, pool, store, temporal, box } = deps;
@@ -56,6 +70,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers,
+    pipelines: new DeclaredPipelines(pool),
     downstream: downstreamSettings(config),
     ...overrides.receiver,
   });

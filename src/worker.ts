@@ -24,7 +24,7 @@ export interface WorkerSetup {
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   // Leftovers of workers killed mid-transcode on this machine.
   await removeOrphanedScratchDirs();
-  const { transcode, ...shortActivities } = createActivities(setup.activities);
+  const { transcode, runStep, ...shortActivities } = createActivities(setup.activities);
   const workers: Worker[] = [];
   if (setup.taskQueues.uploads) {
     workers.push(
@@ -44,7 +44,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         connection: setup.connection,
         namespace: setup.namespace,
         taskQueue: setup.taskQueues.transcode,
-        activities: { transcode },
+        activities: { transcode, runStep },
         // Transcoding is CPU-bound: a couple at a time per process on a small machine.
         maxConcurrentActivityTaskExecutions: 2,
       }),

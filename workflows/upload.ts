@@ -20,7 +20,7 @@ import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, searchAttributes } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
-import { downstreamWorkflowId, mediaKind } from '../src/downstream/types';
+import { downstreamWorkflowId } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
@@ -158,11 +158,10 @@ async function commitAccepted(
     setPhase('rejected');
   } else {
     await commitObject({ copy });
-    const idle = mediaKind(input.contentType) === 'other' ? { reason: `no transcoder for ${input.contentType}` } : undefined;
-    response = await commit({ request: input, workflowId, uploadId, startedAtMs, copy, settleIfIdle: idle });
+    response = await commit({ request: input, workflowId, uploadId, startedAtMs, copy });
     answered(response);
     setPhase('completed');
-    // Nothing to transcode and no endpoint to notify (settled in the transaction) needs no child.
+    // No step for the file and no endpoint to notify (settled in the transaction) needs no child.
     if (response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
   }
   return response;
@@ -218,7 +217,7 @@ async function startDownstream(input: UploadWorkflowInput, response: StoredRespo
       workflowId: downstreamWorkflowId(body.uploadId),
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      staticSummary: `Downstream of upload ${body.uploadId}: transcode, webhooks`,
+      staticSummary: `Downstream of upload ${body.uploadId}: its pipeline's steps, webhooks`,
       args: [
         {
           uploadId: body.uploadId,
@@ -231,6 +230,7 @@ async function startDownstream(input: UploadWorkflowInput, response: StoredRespo
           createdAt: body.createdAt,
           transcodeQueue: input.downstream.transcodeQueue,
           webhookRetry: input.downstream.webhookRetry,
+          pipelines: true,
           ...(input.grant
             ? { attribution: { tokenId: input.grant.tokenId, subject: input.grant.subject, metadata: input.grant.metadata } }
             : {}),

@@ -9,7 +9,7 @@ import type { ProcessedSignal } from '../db/upload-processed';
 import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
 import { uploadRunningCheck } from '../upload/upload-running';
-import { createServices } from '../services';
+import { createServices, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
 import { adminAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
@@ -19,6 +19,8 @@ import { openApiDocument, router } from './openapi';
 import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
 import { apiKeyRoutes } from './routes/api-keys';
+import { pipelineRoutes } from './routes/pipelines';
+import { builtinPipeline } from '../pipelines/steps';
 import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
@@ -42,6 +44,7 @@ export const REQUEST_HEADERS = [
   'X-File-Sha256',
   'X-File-Name',
   'X-Expires-At',
+  'X-Pipeline',
   'Prefer',
   'Range',
   'If-Range',
@@ -123,6 +126,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config }));
+  app.route('/v1/pipelines', pipelineRoutes({ idempotency, builtin: builtinPipeline(mediaPresets(config)) }));
   app.onError(onError);
   app.notFound(onNotFound);
   return app;

@@ -107,6 +107,10 @@ export const CreateDirectUpload = z
       .optional()
       .openapi({ example: 'talk.mp4' }),
     expiresAt: ExpiresAt.optional(),
+    pipeline: z
+      .string()
+      .optional()
+      .openapi({ description: "The pipeline to run once it is committed; absent: the tenant's `default`.", example: 'photos' }),
   })
   .strict()
   .openapi('CreateDirectUpload');
@@ -310,9 +314,27 @@ export const Upload = UploadCreated.extend({
     media: z.record(z.string(), z.unknown()).nullable(),
     processedAt: z.string().nullable(),
   }),
+  pipeline: z
+    .object({ name: z.string(), version: z.number().int() })
+    .openapi({ description: 'The pipeline version it was committed with (version 0: the built-in default).' }),
 }).openapi('Upload');
 
 export const UploadDetail = Upload.extend({
+  pipeline: z.object({
+    name: z.string(),
+    version: z.number().int(),
+    steps: z
+      .array(
+        z.object({
+          index: z.number().int().openapi({ description: "The step's place in the declaration, from 0." }),
+          type: z.string(),
+          status: z.enum(['succeeded', 'skipped', 'failed']),
+          reason: z.string().nullable(),
+          finishedAt: z.string(),
+        }),
+      )
+      .openapi({ description: 'The outcome of each step that ran (steps that do not apply to the file do not run).' }),
+  }),
   renditions: z.array(
     z.object({
       name: z.string(),

@@ -1,4 +1,5 @@
 // Types and pure helpers of the downstream steps, shared by workflows and activities.
+import { mediaKind as pipelineMediaKind } from '../pipelines/steps';
 
 export type EventType = 'upload.completed' | 'upload.processed' | 'upload.deleted';
 
@@ -16,6 +17,34 @@ export interface DownstreamInput {
   webhookRetry: WebhookRetrySchedule;
   /** Whose upload it is, when made with an upload token: in every event's data. */
   attribution?: { tokenId: string; subject: string | null; metadata: Record<string, string> | null };
+  /**
+   * Present on children started since pipelines: the run follows the pipeline version the
+   * upload was committed with (the records transaction chose it). Children without it run
+   * the frozen first revision (workflows/downstream-v1.ts).
+   */
+  pipelines?: true;
+}
+
+/** What a downstream child returns. */
+export interface DownstreamResult {
+  processing: 'ready' | 'skipped' | 'failed';
+  renditions: string[];
+  deliveries: Record<string, string>;
+}
+
+/** One step of the pipeline version an upload runs (the step's index in the declaration). */
+export interface StepRef {
+  pipeline: string;
+  version: number;
+  index: number;
+}
+
+/** What one processing step ended with; its renditions are stored and recorded. */
+export interface StepResult {
+  status: 'succeeded' | 'skipped' | 'failed';
+  reason: string | null;
+  media: Record<string, unknown> | null;
+  renditions: RenditionSummary[];
 }
 
 /** Where a page of a list (uploads, events) starts: after this creation time (µs since the epoch) and id. */
@@ -92,12 +121,8 @@ export function eventId(uploadId: string, type: EventType): string {
   return `evt_${uploadId.replaceAll('-', '')}_${type.split('.')[1]}`;
 }
 
-const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/avif', 'image/tiff']);
-
-/** Which transcoder handles a media type ('other': none, recorded as skipped). */
+/** Which transcoder of the first revision handles a media type ('other': none, recorded as skipped). */
 export function mediaKind(contentType: string): 'image' | 'audio' | 'video' | 'other' {
-  if (IMAGE_TYPES.has(contentType)) return 'image';
-  if (contentType.startsWith('audio/')) return 'audio';
-  if (contentType.startsWith('video/')) return 'video';
-  return 'other';
+  const kind = pipelineMediaKind(contentType);
+  return kind === 'document' ? 'other' : kind;
 }

@@ -1,10 +1,12 @@
-// Turns one local media file into renditions: images with sharp, audio and video with
-// ffmpeg/ffprobe. Pure file-in, files-out; the activity around it owns storage and rows.
+// Runs one processing step of a pipeline on a local file: pictures with sharp, audio and
+// video with ffmpeg/ffprobe, PDF pages with poppler. Pure file-in, files-out; the activity
+// around it owns storage and rows.
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import sharp from 'sharp';
-import { mediaKind } from '../downstream/types';
+import type { PipelineStep, StepOf } from '../pipelines/catalogue';
+import { builtinPipeline, mediaKind, stepApplies, type DefaultPresets } from '../pipelines/steps';
 import { reportMemory } from '../metrics';
 
 const run = promisify(execFile);
@@ -14,14 +16,15 @@ const run = promisify(execFile);
 sharp.cache(false);
 reportMemory('libvips_cache', () => sharp.cache().memory.current * 1024 * 1024);
 
-export interface Presets {
-  thumbnailSize: number;
-  displaySize: number;
-  posterWidth: number;
-  audioBitrate: string;
-  /** Each ffprobe/ffmpeg run is killed after this long; the outcome is then 'failed'. */
+export interface MediaLimits {
+  /** Each ffprobe/ffmpeg/pdftoppm run is killed after this long; the step is then 'failed'. */
   timeoutSeconds: number;
+  /** Pictures with more pixels than this fail the step (decompression bombs), never the worker. */
+  maxPixels: number;
 }
+
+/** The built-in default's sizes and the limits every step runs under (the worker's config). */
+export type Presets = DefaultPresets & MediaLimits;
 
 /**
  * The ffmpeg demuxer for each media type we transcode. Input formats are never probed from
@@ -68,9 +71,21 @@ export interface ProducedRendition {
   durationMs: number | null;
 }
 
-export type TranscodeOutcome =
-  | { status: 'ready'; media: Record<string, unknown>; renditions: ProducedRendition[] }
-  | { status: 'skipped' | 'failed'; reason: string; media: Record<string, unknown> | null; renditions: [] };
+export interface StepOutcome {
+  status: 'succeeded' | 'skipped' | 'failed';
+  reason: string | null;
+  /** What the step learnt of the file (dimensions, duration, codecs), when it looked. */
+  media: Record<string, unknown> | null;
+  renditions: ProducedRendition[];
+}
+
+const skipped = (reason: string): StepOutcome => ({ status: 'skipped', reason, media: null, renditions: [] });
+const failed = (reason: string, media: Record<string, unknown> | null = null): StepOutcome => ({
+  status: 'failed',
+  reason,
+  media,
+  renditions: [],
+});
 
 let ffmpegAvailable: Promise<boolean> | undefined;
 export function hasFfmpeg(): Promise<boolean> {
@@ -81,62 +96,104 @@ export function hasFfmpeg(): Promise<boolean> {
   return ffmpegAvailable;
 }
 
+export type ProcessingStep = Exclude<PipelineStep, { type: 'webhook' }>;
+
+/** Runs one processing step on `input` (a file of `contentType`), writing renditions into `outDir`. */
+export async function runMediaStep(
+  step: ProcessingStep,
+  input: string,
+  contentType: string,
+  outDir: string,
+  limits: MediaLimits,
+  signal?: AbortSignal,
+): Promise<StepOutcome> {
+  if (!stepApplies(step, contentType)) return skipped(`${step.type} does not apply to ${contentType}`);
+  if (step.type === 'image.variants') return imageVariants(step, input, outDir, limits);
+  // One deadline for the whole step: a file that makes a tool hang ends as 'failed'.
+  const deadline = AbortSignal.timeout(limits.timeoutSeconds * 1000);
+  const both = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  try {
+    if (step.type === 'document.preview') return await documentPreview(step, input, outDir, limits, both);
+    if (!(await hasFfmpeg())) return skipped('ffmpeg is not installed on this worker');
+    const demuxer = DEMUXERS[contentType];
+    if (!demuxer) return skipped(`no transcoder for ${contentType}`);
+    return await audioVideo(step, input, demuxer, outDir, both);
+  } catch (err) {
+    if (deadline.aborted && !signal?.aborted) return failed(`${step.type} took longer than ${limits.timeoutSeconds} s`);
+    throw err;
+  }
+}
+
+/** What the built-in default makes of a file (the renditions uploads always had). */
 export async function transcodeFile(
   input: string,
   contentType: string,
   outDir: string,
   presets: Presets,
   signal?: AbortSignal,
-): Promise<TranscodeOutcome> {
-  const kind = mediaKind(contentType);
-  if (kind === 'other') return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
-  if (kind === 'image') return transcodeImage(input, outDir, presets);
-  if (!(await hasFfmpeg())) return { status: 'skipped', reason: 'ffmpeg is not installed on this worker', media: null, renditions: [] };
-  const demuxer = DEMUXERS[contentType];
-  if (!demuxer) return { status: 'skipped', reason: `no transcoder for ${contentType}`, media: null, renditions: [] };
-  // One deadline for the whole job: a file that makes ffmpeg hang ends as 'failed'.
-  const deadline = AbortSignal.timeout(presets.timeoutSeconds * 1000);
-  const both = signal ? AbortSignal.any([signal, deadline]) : deadline;
+): Promise<StepOutcome> {
+  const step = builtinPipeline(presets).steps.find((s): s is ProcessingStep => s.type !== 'webhook' && stepApplies(s, contentType));
+  if (!step || mediaKind(contentType) === 'document') return skipped(`no transcoder for ${contentType}`);
+  return runMediaStep(step, input, contentType, outDir, presets, signal);
+}
+
+const FORMATS = { webp: 'image/webp', avif: 'image/avif', jpeg: 'image/jpeg', png: 'image/png' } as const;
+const EXTENSIONS = { webp: '.webp', avif: '.avif', jpeg: '.jpg', png: '.png' } as const;
+
+async function imageVariants(step: StepOf<'image.variants'>, input: string, outDir: string, limits: MediaLimits): Promise<StepOutcome> {
+  // failOn 'error' makes truncated or corrupt files fail instead of half-decoding.
+  const open = () => sharp(input, { failOn: 'error', animated: false, limitInputPixels: limits.maxPixels });
+  let meta: sharp.Metadata;
   try {
-    return await transcodeAv(input, kind, demuxer, outDir, presets, both);
+    meta = await open().metadata();
   } catch (err) {
-    if (deadline.aborted && !signal?.aborted)
-      return { status: 'failed', reason: `transcoding took longer than ${presets.timeoutSeconds} s`, media: null, renditions: [] };
-    throw err;
+    return failed(`image could not be decoded: ${(err as Error).message}`);
+  }
+  const pixels = (meta.width ?? 0) * (meta.height ?? 0);
+  if (pixels > limits.maxPixels) return failed(`image has ${pixels} pixels, more than the limit of ${limits.maxPixels}`);
+  // Width and height as displayed, i.e. after EXIF orientation.
+  const swapped = step.autoOrient && (meta.orientation ?? 1) >= 5;
+  const media = {
+    kind: 'image',
+    format: meta.format,
+    width: swapped ? meta.height : meta.width,
+    height: swapped ? meta.width : meta.height,
+    orientation: meta.orientation ?? 1,
+  };
+  const copyright = step.metadata === 'keep-copyright' ? await copyrightTags(meta.exif) : undefined;
+  try {
+    const renditions: ProducedRendition[] = [];
+    for (const v of step.variants) {
+      const file = path.join(outDir, `${v.name}${EXTENSIONS[v.format]}`);
+      let image = open();
+      if (step.autoOrient) image = image.rotate(); // applies EXIF orientation
+      image = image.resize({ width: v.width, height: v.height, fit: v.fit, withoutEnlargement: true });
+      // sharp writes no metadata unless asked: `strip` is the default (GPS included).
+      if (step.metadata === 'keep') image = image.keepMetadata();
+      else if (copyright) image = image.keepIccProfile().withExif({ IFD0: copyright });
+      const options = v.quality === undefined ? {} : { quality: v.quality };
+      const info = await image.toFormat(v.format, options).toFile(file);
+      renditions.push({ name: v.name, file, contentType: FORMATS[v.format], width: info.width, height: info.height, durationMs: null });
+    }
+    return { status: 'succeeded', reason: null, media, renditions };
+  } catch (err) {
+    return failed(`image could not be converted: ${(err as Error).message}`, media);
   }
 }
 
-async function transcodeImage(input: string, outDir: string, p: Presets): Promise<TranscodeOutcome> {
-  let meta: sharp.Metadata;
+/** The copyright and artist of an EXIF block, as sharp's withExif wants them (undefined: none). */
+async function copyrightTags(exif: Buffer | undefined): Promise<Record<string, string> | undefined> {
+  if (!exif) return undefined;
+  const { default: exifReader } = await import('exif-reader');
+  let tags: Record<string, unknown> | undefined;
   try {
-    // failOn 'error' makes truncated or corrupt files fail instead of half-decoding.
-    meta = await sharp(input, { failOn: 'error' }).metadata();
-    const renditions: ProducedRendition[] = [];
-    for (const [name, size] of [
-      ['thumbnail', p.thumbnailSize],
-      ['display', p.displaySize],
-    ] as const) {
-      const file = path.join(outDir, `${name}.webp`);
-      const info = await sharp(input, { failOn: 'error', animated: false })
-        .rotate() // applies EXIF orientation
-        .resize({ width: size, height: size, fit: 'inside', withoutEnlargement: true })
-        .webp({ quality: 82 })
-        .toFile(file);
-      renditions.push({ name, file, contentType: 'image/webp', width: info.width, height: info.height, durationMs: null });
-    }
-    // Width and height as displayed, i.e. after EXIF orientation.
-    const swapped = (meta.orientation ?? 1) >= 5;
-    const media = {
-      kind: 'image',
-      format: meta.format,
-      width: swapped ? meta.height : meta.width,
-      height: swapped ? meta.width : meta.height,
-      orientation: meta.orientation ?? 1,
-    };
-    return { status: 'ready', media, renditions };
-  } catch (err) {
-    return { status: 'failed', reason: `image could not be decoded: ${(err as Error).message}`, media: null, renditions: [] };
+    tags = exifReader(exif).Image as Record<string, unknown> | undefined;
+  } catch {
+    return undefined;
   }
+  const kept: Record<string, string> = {};
+  for (const name of ['Copyright', 'Artist'] as const) if (typeof tags?.[name] === 'string') kept[name] = tags[name] as string;
+  return Object.keys(kept).length ? kept : undefined;
 }
 
 interface Probe {
@@ -144,14 +201,14 @@ interface Probe {
   streams?: { codec_type?: string; codec_name?: string; width?: number; height?: number; duration?: string }[];
 }
 
-async function transcodeAv(
+async function audioVideo(
+  step: StepOf<'video.poster'> | StepOf<'audio.transcode'>,
   input: string,
-  kind: 'audio' | 'video',
   demuxer: string,
   outDir: string,
-  p: Presets,
   signal: AbortSignal,
-): Promise<TranscodeOutcome> {
+): Promise<StepOutcome> {
+  const kind = step.type === 'video.poster' ? 'video' : 'audio';
   let probe: Probe;
   try {
     const { stdout } = await run(
@@ -161,8 +218,8 @@ async function transcodeAv(
     );
     probe = JSON.parse(stdout) as Probe;
   } catch (err) {
-    if (signal?.aborted) throw err;
-    return { status: 'failed', reason: `media could not be probed: ${firstLine(err)}`, media: null, renditions: [] };
+    if (signal.aborted) throw err;
+    return failed(`media could not be probed: ${firstLine(err)}`);
   }
   const video = probe.streams?.find((s) => s.codec_type === 'video');
   const audio = probe.streams?.find((s) => s.codec_type === 'audio');
@@ -176,11 +233,11 @@ async function transcodeAv(
     videoCodec: video?.codec_name ?? null,
     audioCodec: audio?.codec_name ?? null,
   };
-  if (kind === 'video' && !video) return { status: 'failed', reason: 'no video stream found', media, renditions: [] };
-  if (kind === 'audio' && !audio) return { status: 'failed', reason: 'no audio stream found', media, renditions: [] };
+  if (kind === 'video' && !video) return failed('no video stream found', media);
+  if (kind === 'audio' && !audio) return failed('no audio stream found', media);
   try {
-    if (kind === 'video') {
-      const file = path.join(outDir, 'poster.jpg');
+    if (step.type === 'video.poster') {
+      const file = path.join(outDir, `${step.name}.jpg`);
       const at = durationMs && durationMs > 2000 ? 1 : 0;
       await ffmpeg(
         [
@@ -192,7 +249,7 @@ async function transcodeAv(
           '-frames:v',
           '1',
           '-vf',
-          `scale='min(${p.posterWidth},iw)':-2`,
+          `scale='min(${step.width},iw)':-2`,
           '-q:v',
           '3',
           file,
@@ -201,34 +258,71 @@ async function transcodeAv(
       );
       const info = await sharp(file).metadata();
       return {
-        status: 'ready',
+        status: 'succeeded',
+        reason: null,
         media,
         renditions: [
-          { name: 'poster', file, contentType: 'image/jpeg', width: info.width ?? null, height: info.height ?? null, durationMs: null },
+          { name: step.name, file, contentType: 'image/jpeg', width: info.width ?? null, height: info.height ?? null, durationMs: null },
         ],
       };
     }
-    const file = path.join(outDir, 'audio.m4a');
-    await ffmpeg(
-      [...inputFlags(demuxer), '-i', input, '-vn', '-c:a', 'aac', '-b:a', p.audioBitrate, '-movflags', '+faststart', file],
-      signal,
-    );
+    const { codec, extension, contentType, container } = AUDIO_FORMATS[step.format];
+    const file = path.join(outDir, `${step.name}${extension}`);
+    await ffmpeg([...inputFlags(demuxer), '-i', input, '-vn', '-c:a', codec, '-b:a', step.bitrate, ...container, file], signal);
     const { stdout } = await run(
       'ffprobe',
-      ['-v', 'error', ...inputFlags('mov'), '-show_entries', 'format=duration', '-of', 'csv=p=0', file],
+      ['-v', 'error', ...inputFlags(AUDIO_FORMATS[step.format].demuxer), '-show_entries', 'format=duration', '-of', 'csv=p=0', file],
       { signal, killSignal: 'SIGKILL' },
     );
     return {
-      status: 'ready',
+      status: 'succeeded',
+      reason: null,
       media,
-      renditions: [
-        { name: 'audio', file, contentType: 'audio/mp4', width: null, height: null, durationMs: Math.round(Number(stdout.trim()) * 1000) },
-      ],
+      renditions: [{ name: step.name, file, contentType, width: null, height: null, durationMs: Math.round(Number(stdout.trim()) * 1000) }],
     };
   } catch (err) {
-    if (signal?.aborted) throw err;
-    return { status: 'failed', reason: `transcoding failed: ${firstLine(err)}`, media, renditions: [] };
+    if (signal.aborted) throw err;
+    return failed(`transcoding failed: ${firstLine(err)}`, media);
   }
+}
+
+const AUDIO_FORMATS = {
+  aac: { codec: 'aac', extension: '.m4a', contentType: 'audio/mp4', container: ['-movflags', '+faststart'], demuxer: 'mov' },
+  mp3: { codec: 'libmp3lame', extension: '.mp3', contentType: 'audio/mpeg', container: [], demuxer: 'mp3' },
+  opus: { codec: 'libopus', extension: '.ogg', contentType: 'audio/ogg', container: [], demuxer: 'ogg' },
+} as const;
+
+/** The first page of a PDF (pdftoppm, this file only), scaled to the step's width. */
+async function documentPreview(
+  step: StepOf<'document.preview'>,
+  input: string,
+  outDir: string,
+  limits: MediaLimits,
+  signal: AbortSignal,
+): Promise<StepOutcome> {
+  const page = path.join(outDir, 'page');
+  try {
+    await run(
+      'pdftoppm',
+      ['-f', '1', '-l', '1', '-singlefile', '-png', '-scale-to-x', String(step.width), '-scale-to-y', '-1', input, page],
+      {
+        signal,
+        killSignal: 'SIGKILL',
+      },
+    );
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if ((err as { code?: unknown }).code === 'ENOENT') return skipped('pdftoppm (poppler-utils) is not installed on this worker');
+    return failed(`document could not be rendered: ${firstLine(err)}`);
+  }
+  const file = path.join(outDir, `${step.name}${EXTENSIONS[step.format]}`);
+  const info = await sharp(`${page}.png`, { limitInputPixels: limits.maxPixels }).toFormat(step.format).toFile(file);
+  return {
+    status: 'succeeded',
+    reason: null,
+    media: { kind: 'document' },
+    renditions: [{ name: step.name, file, contentType: FORMATS[step.format], width: info.width, height: info.height, durationMs: null }],
+  };
 }
 
 function ffmpeg(args: string[], signal?: AbortSignal): Promise<void> {

@@ -50,6 +50,8 @@ export interface NewSessionRequest {
   expiresAt?: string;
   /** The upload token creating it. */
   grant?: UploadGrant;
+  /** The pipeline it names (checked to exist); absent: the tenant's default. */
+  pipeline?: string;
 }
 
 /** What a mode decides at creation. */
@@ -80,6 +82,7 @@ export class SessionRegistry {
       fileName: r.fileName,
       extra,
       expiresAt: r.expiresAt,
+      pipeline: r.pipeline,
     });
     const db = this.deps.pool;
     const existing = await dependency('database_unavailable', () => findSessionByKey(db, r.tenantId, r.key));
@@ -90,6 +93,7 @@ export class SessionRegistry {
         extra: { uploadId: held.upload_id },
       });
     if (held) throw reuse();
+    await this.deps.receiver.checkPipeline(r);
     // Checked again under the tenant's lock at insert; this one spares the store a multipart.
     if ((await dependency('database_unavailable', () => countLive(db, r.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions)
       throw tooManySessions(this.deps.maxOpenSessions);
@@ -113,6 +117,7 @@ export class SessionRegistry {
           declared_sha256: r.declaredSha256,
           expires_at: r.expiresAt ?? null,
           upload_grant: r.grant ?? null,
+          pipeline: r.pipeline ?? null,
           storage_key: storageKey,
           multipart_id: multipartId,
           mode: kind.mode,
@@ -226,5 +231,6 @@ export function uploadRequest(s: SessionRow): UploadRequest {
     declaredSha256: s.declared_sha256,
     ...(s.expires_at ? { expiresAt: s.expires_at.toISOString() } : {}),
     ...(s.upload_grant ? { grant: s.upload_grant } : {}),
+    ...(s.pipeline ? { pipeline: s.pipeline } : {}),
   };
 }

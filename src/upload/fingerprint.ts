@@ -15,12 +15,15 @@ export interface FingerprintParts {
   extra?: string;
   /** The upload's own expiry, when sent: the same key with another expiry is another request. */
   expiresAt?: string;
+  /** The pipeline it names, when it names one: the same key with another pipeline is another request. */
+  pipeline?: string;
 }
 
 export function fingerprint(p: FingerprintParts): string {
   const parts: unknown[] = [p.method.toUpperCase(), p.route, p.tenantId, p.contentLength, p.contentType, p.sha256, p.fileName];
   if (p.extra !== undefined) parts.push(p.extra);
   if (p.expiresAt !== undefined) parts.push({ expiresAt: p.expiresAt });
+  if (p.pipeline !== undefined) parts.push({ pipeline: p.pipeline });
   const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('hex');
 }

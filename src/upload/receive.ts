@@ -24,6 +24,7 @@ import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from
 import { CopySettler } from './settle';
 import { stageBody } from './stage';
 import { checkArrived } from '../tokens/upload-tokens';
+import type { DeclaredPipelines } from '../pipelines/declared';
 
 export interface ReceiveDeps {
   pool: Pool;
@@ -35,6 +36,8 @@ export interface ReceiveDeps {
   downstream: UploadWorkflowInput['downstream'];
   /** Recently replayed answers (see AnswerCache: a deleted upload's is forgotten). */
   answers: AnswerCache;
+  /** Which pipelines an upload may name. */
+  pipelines: DeclaredPipelines;
 }
 
 export type UploadOutcome =
@@ -61,6 +64,11 @@ export class UploadReceiver {
     // Only complete answers are immutable (a claim by another route has none yet).
     if (!row.expired && row.response_status !== null) this.deps.answers.remember(req.tenantId, req.idempotencyKey, row);
     return answerFromRow(row, req);
+  }
+
+  /** Refuses (422 pipeline_unknown) a new upload naming a pipeline its tenant has not declared. */
+  async checkPipeline(req: Pick<UploadRequest, 'tenantId' | 'pipeline'>): Promise<void> {
+    await this.deps.pipelines.assertDeclared(req.tenantId, req.pipeline);
   }
 
   async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {
@@ -96,6 +104,8 @@ export class UploadReceiver {
     let replay: UploadOutcome | undefined;
     try {
       replay = await this.replay(req);
+      // A replay answers whatever it names; a new upload must name a declared pipeline.
+      if (!replay) await this.checkPipeline(req);
     } catch (err) {
       await this.copies.discard(copy);
       throw err;

@@ -14,6 +14,8 @@ export interface UploadRequest {
   expiresAt?: string;
   /** The upload token it is made with: its limits, checked again on the bytes, and whose upload it is. */
   grant?: UploadGrant;
+  /** The pipeline it names (X-Pipeline, tus metadata, plan or form field); absent: the tenant's `default`. */
+  pipeline?: string;
 }
 
 /** What an upload token allows and names (src/tokens/upload-tokens.ts). */

@@ -12,6 +12,7 @@ export function oneRequestUpload(r: {
   sha256: string | null;
   fileName: string | null;
   expiresAt?: string;
+  pipeline?: string;
 }): UploadRequest {
   return {
     tenantId: r.tenantId,
@@ -25,11 +26,13 @@ export function oneRequestUpload(r: {
       sha256: r.sha256,
       fileName: r.fileName,
       expiresAt: r.expiresAt,
+      pipeline: r.pipeline,
     }),
     contentType: r.contentType,
     fileName: r.fileName,
     declaredBytes: r.bytes,
     declaredSha256: r.sha256,
     ...(r.expiresAt ? { expiresAt: r.expiresAt } : {}),
+    ...(r.pipeline ? { pipeline: r.pipeline } : {}),
   };
 }

@@ -78,7 +78,7 @@ it('killed right after the tombstone, while the deletion waits for a cancelled t
   expect(up.status).toBe(201);
   const id = up.json.uploadId as string;
   const child = stack.temporal.workflow.getHandle(`downstream/${id}`);
-  await eventually(async () => (await child.describe()).raw.pendingActivities?.some((a) => a.activityType?.name === 'transcode'), 60_000);
+  await eventually(async () => (await child.describe()).raw.pendingActivities?.some((a) => a.activityType?.name === 'runStep'), 60_000);
   await startDelete(id);
   await eventually(
     async () => (await stack.runtime.pool.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NOT NULL', [id])).rowCount === 1,

@@ -203,7 +203,7 @@ describe.each(['s3', 'local'] as const)('deleting uploads on the %s store', (kin
     const child = stack.temporal.workflow.getHandle(`downstream/${uploadId}`);
     await eventually(async () => {
       const d = await child.describe().catch(() => undefined);
-      return d?.raw.pendingActivities?.some((p) => p.activityType?.name === 'transcode');
+      return d?.raw.pendingActivities?.some((p) => p.activityType?.name === 'runStep');
     }, 30_000);
     const res = await call(tenant, 'DELETE', `/v1/uploads/${uploadId}`, { headers: { prefer: 'wait=60' } });
     expect(res.status).toBe(200);

@@ -74,7 +74,7 @@ it('keeps one rendition set and one event id per event across worker kills', asy
   // transcode is running with heartbeats (mid-transcode).
   await eventually(async () => {
     const desc = await child.describe();
-    const transcode = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'transcode');
+    const transcode = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'runStep');
     return receiver.received.length >= 1 && transcode?.lastHeartbeatTime ? true : undefined;
   }, 60_000);
   receiver.delayMs = 0;
@@ -83,7 +83,7 @@ it('keeps one rendition set and one event id per event across worker kills', asy
   // Kill 2: the transcode retried on the new worker, killed again mid-way.
   await eventually(async () => {
     const desc = await child.describe();
-    const transcode = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'transcode');
+    const transcode = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'runStep');
     if (process.env.DEBUG_CRASH)
       console.log(
         JSON.stringify({

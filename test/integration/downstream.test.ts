@@ -73,9 +73,17 @@ describe('transcode', () => {
     expect(rows.rowCount).toBe(2);
     // The run reads well in the UI: the transcode step carries a summary.
     const events = (await stack.temporal.workflow.getHandle(`downstream/${processed.uploadId}`).fetchHistory()).events ?? [];
-    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'transcode');
+    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runStep');
     const summary = scheduled?.userMetadata?.summary?.data;
-    expect(summary ? JSON.parse(Buffer.from(summary).toString()) : undefined).toBe('Transcode image/jpeg (' + processed.bytes + ' bytes)');
+    expect(summary ? JSON.parse(Buffer.from(summary).toString()) : undefined).toBe(
+      'Step 1: image.variants of image/jpeg (' + processed.bytes + ' bytes)',
+    );
+    // The built-in default ran (version 0), and its image step's outcome is on record.
+    expect(processed.pipeline).toMatchObject({
+      name: 'default',
+      version: 0,
+      steps: [{ index: 0, type: 'image.variants', status: 'succeeded' }],
+    });
   });
 
   it('never enlarges a small image', async () => {
@@ -110,7 +118,10 @@ describe('transcode', () => {
   it('records unsupported media as skipped and corrupt media as failed; the upload stays completed', async () => {
     const { tenant } = await tenantWithReceiver();
     const text = await uploadAndProcess(tenant.apiKey, Buffer.from('just text'), 'text/plain');
-    expect(text.processed.processing).toMatchObject({ status: 'skipped', reason: 'no transcoder for text/plain' });
+    expect(text.processed.processing).toMatchObject({
+      status: 'skipped',
+      reason: 'no step applies to text/plain (pipeline default, version 0)',
+    });
     expect(text.processed.renditions).toEqual([]);
 
     const jpeg = await orientedJpeg(800, 600);

@@ -8,6 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { mediaPresets } from '../../src/services';
+import { loadConfig } from '../../src/config';
 import { createUploadActivities } from '../../activities/upload-activities';
 import { startRuntime, type Runtime } from '../../src/runtime';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
@@ -53,7 +55,12 @@ it('keeps the copy the records transaction committed, whichever copy the run acc
 
   // The lost task's commit: the real records activity, on the first copy for even keys and
   // the second for odd ones (which copy the run accepts is up to arrival order).
-  const records = createUploadActivities({ pool: stack.runtime.pool, store: stack.s3, ttlSeconds: 3600 });
+  const records = createUploadActivities({
+    pool: stack.runtime.pool,
+    store: stack.s3,
+    ttlSeconds: 3600,
+    presets: mediaPresets(loadConfig({})),
+  });
   const committed = await Promise.all(
     keys.map(async (key, i) => {
       const workflowId = uploadWorkflowId(tenant.tenantId, key);

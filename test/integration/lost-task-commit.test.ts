@@ -12,6 +12,8 @@
 // With RECORD_HISTORIES=1 both runs' histories become replay fixtures (replay.test.ts).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { mediaPresets } from '../../src/services';
+import { loadConfig } from '../../src/config';
 import { createUploadActivities } from '../../activities/upload-activities';
 import { startRuntime, type Runtime } from '../../src/runtime';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
@@ -79,7 +81,12 @@ async function committedByLostTask(key: string) {
   };
   await stack.s3.put(copy.storageKey, Readable.from([image]), { contentType: 'image/png', contentLength: image.length });
   const workflowId = uploadWorkflowId(tenant.tenantId, key);
-  const records = createUploadActivities({ pool: stack.runtime.pool, store: stack.s3, ttlSeconds: 3600 });
+  const records = createUploadActivities({
+    pool: stack.runtime.pool,
+    store: stack.s3,
+    ttlSeconds: 3600,
+    presets: mediaPresets(loadConfig({})),
+  });
   const committed = await records.commitRecords({ request: req, workflowId, uploadId: randomUUID(), startedAtMs: Date.now(), copy });
   expect(committed.downstreamNeeded).toBe(true); // a PNG: renditions to make
   return { req, copy, workflowId, committed };

@@ -105,7 +105,7 @@ describe('POST /v1/uploads walk-through', () => {
       sha256: sha256(file),
       bytes: file.length,
       idempotencyKey: key,
-      processing: { status: 'skipped', reason: 'no transcoder for application/octet-stream' },
+      processing: { status: 'skipped', reason: 'no step applies to application/octet-stream (pipeline default, version 0)' },
       renditions: [],
       deliveries: [],
     });

@@ -13,6 +13,7 @@ import { fingerprint } from '../../upload/fingerprint';
 import { parseIdempotencyKey } from './idempotency-key';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from './request-headers';
+import { parsePipelineName } from '../../pipelines/declared';
 import type { UploadGrant, UploadRequest } from '../../upload/types';
 import { checkDeclared } from '../../tokens/upload-tokens';
 
@@ -68,7 +69,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         if (key !== undefined && key !== fromField)
           return fail(problem('idempotency_key_invalid', 'The Idempotency-Key header and the idempotencyKey field differ.'));
         key = fromField;
-      } else if (name === 'fileName' || name === 'sha256' || name === 'expiresAt') fields[name] = value;
+      } else if (name === 'fileName' || name === 'sha256' || name === 'expiresAt' || name === 'pipeline') fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
       if (fileSeen || failure || key === undefined) {
@@ -114,12 +115,14 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
         const declaredSha256 = parseSha256(fields.sha256);
         const expiresAt = parseExpiresAt(fields.expiresAt, 'form_invalid');
-        return {
+        const pipeline = parsePipelineName(fields.pipeline, 'form_invalid');
+        const req: UploadRequest = {
           ...base,
           fileName,
           declaredBytes: bytes,
           declaredSha256,
           ...(expiresAt ? { expiresAt } : {}),
+          ...(pipeline ? { pipeline } : {}),
           fingerprint: fingerprint({
             method: 'POST',
             route: FORM_ROUTE,
@@ -129,8 +132,10 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
             sha256,
             fileName,
             expiresAt,
+            pipeline,
           }),
         };
+        return req;
       });
       // A file that could not be staged ends the request at once (the form is not read on).
       staged.catch((err: unknown) => {

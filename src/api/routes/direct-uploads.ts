@@ -10,6 +10,7 @@ import type { DirectPlan, DirectUploads } from '../../arrivals/direct/direct-upl
 import { problem } from '../../errors';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
 import { parseExpiresAt, parsePrefer } from '../parse/request-headers';
+import { parsePipelineName } from '../../pipelines/declared';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
@@ -50,6 +51,7 @@ const createPlanRoute = createRoute({
       ...KEY_PROBLEMS,
       'body_invalid',
       'payload_too_large',
+      'pipeline_unknown',
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -187,6 +189,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       contentType: body.contentType ?? 'application/octet-stream',
       fileName: body.fileName ?? null,
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
+      pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));

@@ -22,6 +22,7 @@ import {
 import { parseIdempotencyKey } from '../parse/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
+import { parsePipelineName } from '../../pipelines/declared';
 import type { AppEnv } from '../env';
 import { header, headerValues } from '../headers';
 import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../openapi';
@@ -63,7 +64,7 @@ const createSessionRoute = createRoute({
   description:
     'tus creation and creation-with-upload. The Idempotency-Key owns the session: the same request again answers the same upload URL with ' +
     '`Idempotent-Replayed: true`; another length, metadata or SHA-256, or a key used by another upload or route, is 422. ' +
-    'Metadata `filename` and `filetype` name the file and its media type; `sha256` (hex), like `X-File-Sha256`, is checked against the whole file at the end.',
+    'Metadata `filename` and `filetype` name the file and its media type; `sha256` (hex), like `X-File-Sha256`, is checked against the whole file at the end; `pipeline` names the pipeline to run once it commits.',
   security: requires('uploads:write', { uploadToken: true }),
   request: {
     headers: z.object({
@@ -72,10 +73,9 @@ const createSessionRoute = createRoute({
       'upload-length': z
         .string()
         .openapi({ description: 'Size of the whole file in bytes (deferred lengths are not supported).', example: '1073741824' }),
-      'upload-metadata': z
-        .string()
-        .optional()
-        .openapi({ description: 'tus metadata: comma-separated `key base64value` pairs (`filename`, `filetype`, `sha256`).' }),
+      'upload-metadata': z.string().optional().openapi({
+        description: 'tus metadata: comma-separated `key base64value` pairs (`filename`, `filetype`, `sha256`, `expiresAt`, `pipeline`).',
+      }),
       'x-file-sha256': Sha256Header.optional(),
       prefer: PreferHeader.optional(),
     }),
@@ -103,6 +103,7 @@ const createSessionRoute = createRoute({
       'header_invalid',
       'checksum_invalid',
       'payload_too_large',
+      'pipeline_unknown',
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -261,6 +262,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
       declaredSha256: headerSha ?? metaSha,
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
+      pipeline: parsePipelineName(metadata.pipeline, 'header_invalid'),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     const answer: Record<string, string> = {

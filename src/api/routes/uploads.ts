@@ -28,6 +28,10 @@ import { isFormPost } from '../parse/form-post';
 import { encodeCursor, parseListQuery } from '../parse/list-query';
 import { answerFormPost } from '../form-answer';
 import { oneRequestUpload } from '../../upload/upload-request';
+import { parsePipelineName } from '../../pipelines/declared';
+import { PipelineName } from '../../pipelines/catalogue';
+import { DEFAULT_PIPELINE } from '../../pipelines/steps';
+import { listStepOutcomes, type StepOutcomeRow } from '../../db/queries/pipelines';
 import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
 import {
   ContentLengthHeader,
@@ -73,9 +77,10 @@ export function uploadRoutes(deps: {
     const contentType = parseContentType(header(c, 'content-type'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const expiresAt = parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid');
+    const pipeline = parsePipelineName(header(c, 'x-pipeline'), 'header_invalid');
     const grant = callingToken(c)?.grant;
     const req = {
-      ...oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt }),
+      ...oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt, pipeline }),
       grant,
     };
     c.set('idempotencyKey', key);
@@ -84,6 +89,7 @@ export function uploadRoutes(deps: {
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
     assertTokenLive(c);
     checkDeclared(grant, { bytes: declaredBytes, contentType });
+    await receiver.checkPipeline(req);
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
     if (!release) {
@@ -116,10 +122,20 @@ export function uploadRoutes(deps: {
     const row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
     // An upload token sees only the uploads it made.
     if (!row || (callingToken(c) && row.token_id !== callingToken(c)!.id)) throw problem('not_found', 'No such upload.');
-    const [renditions, deliveries] = await dependency('database_unavailable', () =>
-      Promise.all([listRenditions(pool, row.id), listDeliveries(pool, row.id)]),
+    const view = uploadView(row);
+    const [renditions, deliveries, steps] = await dependency('database_unavailable', () =>
+      Promise.all([
+        listRenditions(pool, row.id),
+        listDeliveries(pool, row.id),
+        listStepOutcomes(pool, row.id, view.pipeline.name, view.pipeline.version),
+      ]),
     );
-    return c.json({ ...uploadView(row), renditions: renditions.map(renditionView), deliveries: deliveries.map(deliveryView) });
+    return c.json({
+      ...view,
+      pipeline: { ...view.pipeline, steps: steps.map(stepView) },
+      renditions: renditions.map(renditionView),
+      deliveries: deliveries.map(deliveryView),
+    });
   });
 
   return app;
@@ -143,6 +159,9 @@ const createUploadRoute = createRoute({
       'x-file-sha256': Sha256Header.optional(),
       'x-file-name': FileName.optional(),
       'x-expires-at': ExpiresAt.optional(),
+      'x-pipeline': PipelineName.optional().openapi({
+        description: "The pipeline to run once the upload commits (its latest version then); absent: the tenant's `default`.",
+      }),
       prefer: PreferHeader.optional(),
     }),
     body: {
@@ -160,6 +179,7 @@ const createUploadRoute = createRoute({
               idempotencyKey: { type: 'string' },
               fileName: { type: 'string' },
               expiresAt: { type: 'string', format: 'date-time' },
+              pipeline: { type: 'string' },
               sha256: { type: 'string' },
               file: { type: 'string', format: 'binary' },
             },
@@ -189,6 +209,7 @@ const createUploadRoute = createRoute({
       'content_type_mismatch',
       'type_not_allowed',
       'token_exhausted',
+      'pipeline_unknown',
       'too_many_uploads',
       'form_invalid',
       'upload_failed',
@@ -253,7 +274,13 @@ export function uploadView(row: UploadRow) {
       media: row.media,
       processedAt: row.processed_at?.toISOString() ?? null,
     },
+    // Uploads committed before pipelines ran the built-in default.
+    pipeline: { name: row.pipeline ?? DEFAULT_PIPELINE, version: row.pipeline_version ?? 0 },
   };
+}
+
+function stepView(s: StepOutcomeRow) {
+  return { index: s.step_index, type: s.type, status: s.status, reason: s.reason, finishedAt: s.finished_at.toISOString() };
 }
 
 function renditionView(r: RenditionRow) {

@@ -7,6 +7,7 @@ import type { Config } from '../../config';
 import type { CompanionOwner, UppyCompanion, UppyFile } from '../../arrivals/uppy/uppy-companion';
 import { parseIdempotencyKey } from '../parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../parse/request-headers';
+import { parsePipelineName } from '../../pipelines/declared';
 import { dependency, problem } from '../../errors';
 import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadReceiver } from '../../upload/receive';
@@ -224,6 +225,8 @@ export function uppyCompanionRoutes(deps: {
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
     const expiresAt = parseExpiresAt(c.req.query('metadata[expiresAt]'), 'query_invalid');
     if (expiresAt) fields.expiresAt = expiresAt;
+    const pipeline = parsePipelineName(c.req.query('metadata[pipeline]'), 'query_invalid');
+    if (pipeline) fields.pipeline = pipeline;
     // Absolute: Uppy builds the object's location from it with new URL().
     return c.json(
       { method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields },
@@ -288,8 +291,10 @@ function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown
   const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
   const name = typeof body.filename === 'string' ? body.filename : undefined;
   const expiresAt = typeof metadata.expiresAt === 'string' ? parseExpiresAt(metadata.expiresAt, 'body_invalid') : undefined;
+  const pipeline = typeof metadata.pipeline === 'string' ? parsePipelineName(metadata.pipeline, 'body_invalid') : undefined;
   return {
     ...(expiresAt ? { expiresAt } : {}),
+    ...(pipeline ? { pipeline } : {}),
     key: keyOf(metadata),
     contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
     fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),

@@ -37,6 +37,7 @@ export interface DirectPlanRequest {
   expiresAt?: string;
   /** The upload token planning it. */
   grant?: UploadGrant;
+  pipeline?: string;
 }
 
 export interface DirectPlan {
@@ -82,6 +83,7 @@ export class DirectUploads {
         declaredSha256: r.sha256,
         expiresAt: r.expiresAt,
         grant: r.grant,
+        pipeline: r.pipeline,
       },
       kind,
     );

@@ -34,6 +34,8 @@ export interface UppyFile {
   expiresAt?: string;
   /** The upload token whose companion endpoint it came through. */
   grant?: UploadGrant;
+  /** The pipeline it names (metadata `pipeline`). */
+  pipeline?: string;
 }
 
 /** Whom a companion endpoint serves: a tenant, through an API key or one of its upload tokens. */
@@ -80,6 +82,7 @@ export class UppyCompanion {
         fileName: file.fileName,
         declaredSha256: null,
         expiresAt: file.expiresAt,
+        pipeline: file.pipeline,
       },
       {
         mode: 'uppy',

@@ -38,9 +38,10 @@ export async function dueUploads(db: Queryable, limit: number): Promise<{ id: st
   return res.rows;
 }
 
-/** The upload's rendition rows, removed once their objects are gone. */
+/** The upload's rendition rows and step outcomes (their outputs describe the content), removed once the objects are gone. */
 export async function deleteRenditionRows(db: Queryable, uploadId: string): Promise<void> {
   await db.query('DELETE FROM renditions WHERE upload_id = $1', [uploadId]);
+  await db.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
 }
 
 /**

@@ -8,6 +8,8 @@ import { insertUploadIfAbsent, type NewUpload } from './uploads';
 import { countTokenUpload } from './upload-tokens';
 import type { StoredResponse } from '../../upload/types';
 import { keyStoragePrefix } from '../../temporal/ids';
+import { DEFAULT_PIPELINE, idleReason, type PipelineVersion } from '../../pipelines/steps';
+import { latestPipelineVersion } from './pipelines';
 
 export interface RecordsInput {
   tenantId: string;
@@ -19,10 +21,12 @@ export interface RecordsInput {
   /** Present for an accepted upload; absent for a recorded rejection. */
   upload?: NewUpload;
   /**
-   * When set, and the tenant has no webhook endpoints, the upload is marked processed
-   * (with this reason) in the same transaction: there is no downstream work to start.
+   * The pipeline the upload asked for (absent: `default`) and the built-in default. Its
+   * latest version is recorded on the row; when none of its steps applies to the file and
+   * no webhook would fire, the upload is marked processed in the same transaction: there is
+   * no downstream work to start.
    */
-  settleIfIdle?: { reason: string };
+  pipeline?: { requested?: string; builtin: PipelineVersion };
   /** Builds the response body from the committed row's creation time and object (shared, under dedupe). */
   response: (createdAt: Date, storageKey: string | null) => { status: number; body: string };
 }
@@ -57,7 +61,12 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       if (input.upload.token_id && !(await countTokenUpload(tx, input.upload.token_id))) throw new TokenExhausted(input.upload.token_id);
       // Under the tenant's dedupe, identical bytes already stored become this upload's object.
       storageKey = await shareObject(tx, input.upload);
-      await insertUploadIfAbsent(tx, { ...input.upload, storage_key: storageKey });
+      const pipeline = input.pipeline && (await resolvePipeline(tx, input.tenantId, input.pipeline.requested, input.pipeline.builtin));
+      await insertUploadIfAbsent(tx, {
+        ...input.upload,
+        storage_key: storageKey,
+        ...(pipeline ? { pipeline: pipeline.name, pipeline_version: pipeline.version } : {}),
+      });
       const row = await tx.query<{ id: string; created_at: Date }>(
         'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
         [input.tenantId, input.key],
@@ -69,7 +78,15 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
         throw new Error(`key ${input.key} already belongs to upload ${stored?.id}`);
       }
       createdAt = stored.created_at;
-      if (input.settleIfIdle) await settleIfNoEndpoints(tx, input.tenantId, input.upload.id, input.settleIfIdle.reason);
+      const idle = pipeline && idleReason(pipeline, input.upload.content_type);
+      if (pipeline && idle)
+        await settleIfQuiet(
+          tx,
+          input.tenantId,
+          input.upload.id,
+          idle,
+          pipeline.steps.some((s) => s.type === 'webhook'),
+        );
     }
     const { status, body } = input.response(createdAt, storageKey);
     await insertKeyIfAbsent(tx, {
@@ -180,13 +197,36 @@ export async function objectInUse(db: Queryable, storageKey: string): Promise<bo
   return (res.rowCount ?? 0) > 0;
 }
 
-async function settleIfNoEndpoints(tx: Queryable, tenantId: string, uploadId: string, reason: string): Promise<void> {
+/** Settles an upload no step works on, unless a webhook step has an endpoint to announce it to. */
+async function settleIfQuiet(tx: Queryable, tenantId: string, uploadId: string, reason: string, announces: boolean): Promise<void> {
   await tx.query(
     `UPDATE uploads SET status = 'processed', processing_status = 'skipped', processing_reason = $3, processed_at = now()
       WHERE id = $1 AND status = 'committed'
-        AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = $2 AND enabled AND deleted_at IS NULL)`,
-    [uploadId, tenantId, reason],
+        AND (NOT $4 OR NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = $2 AND enabled AND deleted_at IS NULL))`,
+    [uploadId, tenantId, reason, announces],
   );
+}
+
+/** The pipeline was never declared (the API checks names first; versions are never removed). */
+export class PipelineUnknown extends Error {
+  constructor(readonly pipeline: string) {
+    super(`no pipeline named ${pipeline}`);
+    this.name = 'PipelineUnknown';
+  }
+}
+
+/** The latest version of the named pipeline (absent: `default`, the built-in unless the tenant declared one). */
+export async function resolvePipeline(
+  db: Queryable,
+  tenantId: string,
+  requested: string | undefined,
+  builtin: PipelineVersion,
+): Promise<PipelineVersion> {
+  const name = requested ?? DEFAULT_PIPELINE;
+  const latest = await latestPipelineVersion(db, tenantId, name);
+  if (latest) return { name: latest.name, version: latest.version, steps: latest.steps };
+  if (name === DEFAULT_PIPELINE) return builtin;
+  throw new PipelineUnknown(name);
 }
 
 async function downstreamPending(tx: Queryable, uploadId: string | null): Promise<boolean> {

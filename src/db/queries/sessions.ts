@@ -36,6 +36,8 @@ export interface SessionRow {
   mode: SessionMode;
   part_bytes: string | null; // bigint
   expires_at: Date | null;
+  /** The pipeline the upload names; null: the tenant's default. */
+  pipeline: string | null;
   /** The upload token it was created with, as of then. */
   upload_grant: UploadGrant | null;
   lease_owner: string | null;
@@ -69,6 +71,7 @@ const COLUMN_NAMES = [
   'part_bytes',
   'expires_at',
   'upload_grant',
+  'pipeline',
 ];
 const COLUMNS = COLUMN_NAMES.join(', ');
 
@@ -90,6 +93,7 @@ export type NewSession = Pick<
   part_bytes?: number | null;
   expires_at?: string | null;
   upload_grant?: UploadGrant | null;
+  pipeline?: string | null;
 };
 
 /**
@@ -104,8 +108,8 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
     maxOpen,
     async (tx) => {
       const inserted = await tx.query<SessionRow>(
-        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
+        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant, pipeline)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
         [
           s.id,
           s.tenant_id,
@@ -122,6 +126,7 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
           s.part_bytes ?? null,
           s.expires_at ?? null,
           s.upload_grant ?? null,
+          s.pipeline ?? null,
         ],
       );
       return { row: inserted.rows[0]!, created: true };

@@ -25,6 +25,9 @@ export interface UploadRow {
   token_id: string | null;
   subject: string | null;
   token_metadata: Record<string, string> | null;
+  /** The pipeline version it was committed with (NULL: before pipelines, the built-in default). */
+  pipeline: string | null;
+  pipeline_version: number | null;
 }
 
 export type NewUpload = Pick<
@@ -36,14 +39,16 @@ export type NewUpload = Pick<
   token_id?: string | null;
   subject?: string | null;
   token_metadata?: Record<string, string> | null;
+  pipeline?: string;
+  pipeline_version?: number;
 };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {
   await db.query(
     `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
-                          token_id, subject, token_metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                          token_id, subject, token_metadata, pipeline, pipeline_version)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT DO NOTHING`,
     [
       u.id,
@@ -59,6 +64,8 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.token_id ?? null,
       u.subject ?? null,
       u.token_metadata ?? null,
+      u.pipeline ?? null,
+      u.pipeline_version ?? null,
     ],
   );
 }

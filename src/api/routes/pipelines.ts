@@ -1,0 +1,147 @@
+// /v1/pipelines: what runs after a tenant's uploads commit. A declaration is validated
+// against the step catalogue (src/pipelines/catalogue.ts) and kept as the name's next
+// immutable version; an upload records the version it ran. `default` is the built-in
+// (version 0) until the tenant declares its own.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Pool } from '../../db/pool';
+import {
+  declarePipeline,
+  findPipelineVersion,
+  latestPipelineVersion,
+  listPipelines,
+  type PipelineVersionRow,
+} from '../../db/queries/pipelines';
+import { dependency, problem } from '../../errors';
+import { PipelineDeclaration, PipelineName, PipelineStep } from '../../pipelines/catalogue';
+import { DEFAULT_PIPELINE, type PipelineVersion } from '../../pipelines/steps';
+import { jsonBody } from '../json-body';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { requires } from '../scopes';
+
+export const Pipeline = z
+  .object({
+    name: z.string(),
+    version: z.number().int().openapi({ description: 'Versions count from 1; 0 is the built-in default.' }),
+    steps: z.array(PipelineStep),
+    builtin: z.boolean().openapi({ description: 'The built-in default (no declaration of the tenant).' }),
+    createdAt: z.string().nullable(),
+  })
+  .openapi('Pipeline');
+
+function view(p: PipelineVersion & { createdAt?: Date }) {
+  return { name: p.name, version: p.version, steps: p.steps, builtin: p.version === 0, createdAt: p.createdAt?.toISOString() ?? null };
+}
+
+const nameParam = z.object({ name: PipelineName });
+
+const declareRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['pipelines'],
+  summary: 'Declare a pipeline, or a new version of one (the same steps as the latest version answer that version, 200)',
+  security: requires('pipelines:manage'),
+  request: idempotentJsonRequest(PipelineDeclaration),
+  responses: {
+    201: createdResponse('Created: the new version.', Pipeline, { location: true }),
+    200: { description: 'The steps equal the latest version: that version.', content: { 'application/json': { schema: Pipeline } } },
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'body_invalid'),
+  },
+});
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['pipelines'],
+  summary: "The tenant's pipelines, each at its latest version (with the built-in default unless declared)",
+  security: requires('pipelines:manage'),
+  responses: {
+    200: {
+      description: 'Pipelines',
+      content: { 'application/json': { schema: z.object({ data: z.array(Pipeline) }).openapi('PipelineList') } },
+    },
+    ...problems(...COMMON_V1_PROBLEMS),
+  },
+});
+
+const getRoute = createRoute({
+  method: 'get',
+  path: '/{name}',
+  tags: ['pipelines'],
+  summary: 'A pipeline at its latest version: what new uploads naming it run',
+  security: requires('pipelines:manage'),
+  request: { params: nameParam },
+  responses: {
+    200: { description: 'The latest version', content: { 'application/json': { schema: Pipeline } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found'),
+  },
+});
+
+const versionRoute = createRoute({
+  method: 'get',
+  path: '/{name}/versions/{version}',
+  tags: ['pipelines'],
+  summary: 'One version of a pipeline, as uploads that recorded it ran it',
+  security: requires('pipelines:manage'),
+  request: {
+    params: nameParam.extend({
+      version: z
+        .string()
+        .regex(/^\d{1,9}$/)
+        .openapi({ example: '2' }),
+    }),
+  },
+  responses: {
+    200: { description: 'The version', content: { 'application/json': { schema: Pipeline } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found'),
+  },
+});
+
+export function pipelineRoutes(deps: { idempotency: IdempotentRouteOptions; builtin: PipelineVersion }) {
+  const app = router();
+  const pool: Pool = deps.idempotency.pool;
+  const db = <T>(fn: () => Promise<T>) => dependency('database_unavailable', fn);
+  /** The latest version of a name: the tenant's, or the built-in default. */
+  const latest = async (tenantId: string, name: string): Promise<PipelineVersionRow | PipelineVersion | undefined> =>
+    (await db(() => latestPipelineVersion(pool, tenantId, name))) ?? (name === DEFAULT_PIPELINE ? deps.builtin : undefined);
+  const nameOf = (raw: string | undefined) => {
+    if (!PipelineName.safeParse(raw).success) throw problem('not_found', 'No such pipeline.');
+    return raw!;
+  };
+
+  route(app, declareRoute, idempotentRoute(deps.idempotency), async function declareTenantPipeline(c) {
+    const body = await jsonBody(c, PipelineDeclaration, '{"name": "photos", "steps": [{"type": "webhook"}]}');
+    const { row, created } = await db(() => declarePipeline(pool, c.get('tenantId'), body.name, body.steps));
+    const location = `/v1/pipelines/${row.name}/versions/${row.version}`;
+    return created ? c.json(view(row), 201, { location }) : c.json(view(row), 200);
+  });
+
+  route(app, listRoute, async function listTenantPipelines(c) {
+    const rows: (PipelineVersion & { createdAt?: Date })[] = await db(() => listPipelines(pool, c.get('tenantId')));
+    if (!rows.some((r) => r.name === DEFAULT_PIPELINE)) rows.unshift(deps.builtin);
+    return c.json({ data: rows.map(view) }, 200);
+  });
+
+  route(app, getRoute, async function getTenantPipeline(c) {
+    const found = await latest(c.get('tenantId'), nameOf(c.req.param('name')));
+    if (!found) throw problem('not_found', 'No such pipeline.');
+    return c.json(view(found), 200);
+  });
+
+  route(app, versionRoute, async function getTenantPipelineVersion(c) {
+    const name = nameOf(c.req.param('name'));
+    const version = Number(c.req.param('version'));
+    const found =
+      version === 0
+        ? name === DEFAULT_PIPELINE
+          ? deps.builtin
+          : undefined
+        : Number.isSafeInteger(version)
+          ? await db(() => findPipelineVersion(pool, c.get('tenantId'), name, version))
+          : undefined;
+    if (!found) throw problem('not_found', `No version ${c.req.param('version')} of pipeline ${name}.`);
+    return c.json(view(found), 200);
+  });
+
+  return app;
+}

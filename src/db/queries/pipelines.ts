@@ -1,0 +1,123 @@
+// Pipeline versions per tenant, and each upload's step outcomes.
+import { isDeepStrictEqual } from 'node:util';
+import type { Pool, Queryable } from '../pool';
+import { withTransaction } from '../pool';
+import type { PipelineStep } from '../../pipelines/catalogue';
+import type { PipelineVersion } from '../../pipelines/steps';
+
+export interface PipelineVersionRow extends PipelineVersion {
+  createdAt: Date;
+}
+
+const COLUMNS = 'name, version, steps, created_at AS "createdAt"';
+
+/**
+ * Records the declaration as the name's next version, unless its steps equal the latest
+ * version's (then that one is answered, `created` false). Versions of one name are
+ * numbered under a lock on the name, so two declarations at once get 1 and 2.
+ */
+export async function declarePipeline(
+  pool: Pool,
+  tenantId: string,
+  name: string,
+  steps: PipelineStep[],
+): Promise<{ row: PipelineVersionRow; created: boolean }> {
+  return withTransaction(pool, async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`pipeline:${tenantId}:${name}`]);
+    const latest = await latestPipelineVersion(tx, tenantId, name);
+    if (latest && isDeepStrictEqual(latest.steps, steps)) return { row: latest, created: false };
+    const res = await tx.query<PipelineVersionRow>(
+      `INSERT INTO pipeline_versions (tenant_id, name, version, steps) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+      [tenantId, name, (latest?.version ?? 0) + 1, JSON.stringify(steps)],
+    );
+    return { row: res.rows[0]!, created: true };
+  });
+}
+
+export async function latestPipelineVersion(db: Queryable, tenantId: string, name: string): Promise<PipelineVersionRow | undefined> {
+  const res = await db.query<PipelineVersionRow>(
+    `SELECT ${COLUMNS} FROM pipeline_versions WHERE tenant_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1`,
+    [tenantId, name],
+  );
+  return res.rows[0];
+}
+
+export async function findPipelineVersion(
+  db: Queryable,
+  tenantId: string,
+  name: string,
+  version: number,
+): Promise<PipelineVersionRow | undefined> {
+  const res = await db.query<PipelineVersionRow>(
+    `SELECT ${COLUMNS} FROM pipeline_versions WHERE tenant_id = $1 AND name = $2 AND version = $3`,
+    [tenantId, name, version],
+  );
+  return res.rows[0];
+}
+
+/** The latest version of each of the tenant's pipelines, by name. */
+export async function listPipelines(db: Queryable, tenantId: string): Promise<PipelineVersionRow[]> {
+  const res = await db.query<PipelineVersionRow>(
+    `SELECT DISTINCT ON (name) ${COLUMNS} FROM pipeline_versions WHERE tenant_id = $1 ORDER BY name, version DESC`,
+    [tenantId],
+  );
+  return res.rows;
+}
+
+/** Whether the tenant declared a pipeline of this name. */
+export async function pipelineExists(db: Queryable, tenantId: string, name: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM pipeline_versions WHERE tenant_id = $1 AND name = $2 LIMIT 1', [tenantId, name]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** The pipeline version an upload was committed with (NULL columns: the built-in default). */
+export async function uploadPipeline(
+  db: Queryable,
+  uploadId: string,
+): Promise<{ name: string | null; version: number | null } | undefined> {
+  const res = await db.query<{ name: string | null; version: number | null }>(
+    'SELECT pipeline AS name, pipeline_version AS version FROM uploads WHERE id = $1',
+    [uploadId],
+  );
+  return res.rows[0];
+}
+
+export interface StepOutcomeRow {
+  step_index: number;
+  type: string;
+  status: 'succeeded' | 'skipped' | 'failed';
+  reason: string | null;
+  output: Record<string, unknown> | null;
+  finished_at: Date;
+}
+
+/** Records a step's outcome once (a retry keeps the first); nothing for a deleted upload. */
+export async function recordStepOutcome(
+  db: Queryable,
+  o: {
+    uploadId: string;
+    pipeline: string;
+    version: number;
+    index: number;
+    type: string;
+    status: StepOutcomeRow['status'];
+    reason: string | null;
+    output: unknown;
+  },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO upload_steps (upload_id, pipeline, pipeline_version, step_index, type, status, reason, output)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM uploads WHERE id = $1 AND deleted_at IS NULL
+     ON CONFLICT DO NOTHING`,
+    [o.uploadId, o.pipeline, o.version, o.index, o.type, o.status, o.reason, JSON.stringify(o.output ?? null)],
+  );
+}
+
+export async function listStepOutcomes(db: Queryable, uploadId: string, pipeline: string, version: number): Promise<StepOutcomeRow[]> {
+  const res = await db.query<StepOutcomeRow>(
+    `SELECT step_index, type, status, reason, output, finished_at FROM upload_steps
+      WHERE upload_id = $1 AND pipeline = $2 AND pipeline_version = $3 ORDER BY step_index`,
+    [uploadId, pipeline, version],
+  );
+  return res.rows;
+}

@@ -1,0 +1,131 @@
+// The step catalogue: what a pipeline declaration may contain, validated with zod (the
+// same schemas describe it in /openapi.json). A declaration is plain JSON:
+//   { "name": "photos", "steps": [{ "type": "image.variants", "variants": [...] }, { "type": "webhook" }] }
+// The API validates with it; workflows import only its types (src/pipelines/steps.ts).
+import { z } from '@hono/zod-openapi';
+import { renditionNames } from './steps';
+
+const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const PipelineName = z
+  .string()
+  .regex(NAME, 'lower-case letters, digits, "-" and "_", at most 63, starting with a letter or digit')
+  .openapi({ example: 'photos' });
+const RenditionName = z
+  .string()
+  .regex(NAME, 'lower-case letters, digits, "-" and "_", at most 63, starting with a letter or digit')
+  .openapi({ example: 'w400' });
+
+export const ImageVariant = z
+  .object({
+    name: RenditionName,
+    width: z.number().int().min(1).max(16_384).optional(),
+    height: z.number().int().min(1).max(16_384).optional(),
+    fit: z
+      .enum(['inside', 'outside', 'cover', 'contain', 'fill'])
+      .default('inside')
+      .openapi({ description: 'How the picture fits the box (sharp `fit`); never enlarged past the source.' }),
+    format: z.enum(['webp', 'avif', 'jpeg', 'png']),
+    quality: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: "The encoder's quality (1-100); its default unless given." }),
+  })
+  .strict()
+  .refine((v) => v.width !== undefined || v.height !== undefined, 'give a width, a height or both')
+  .openapi('ImageVariant');
+
+const ImageVariantsStep = z
+  .object({
+    type: z.literal('image.variants'),
+    variants: z.array(ImageVariant).min(1).max(16),
+    metadata: z
+      .enum(['strip', 'keep-copyright', 'keep'])
+      .default('strip')
+      .openapi({ description: '`strip`: no metadata (GPS gone); `keep-copyright`: only the copyright and artist; `keep`: all of it.' }),
+    autoOrient: z.boolean().default(true).openapi({ description: 'Apply the EXIF orientation, so the variant is upright.' }),
+  })
+  .strict()
+  .openapi({ description: 'Resized, re-encoded pictures of an image.' });
+
+const VideoPosterStep = z
+  .object({
+    type: z.literal('video.poster'),
+    name: RenditionName.default('poster'),
+    width: z.number().int().min(16).max(8192).default(1280).openapi({ description: 'At most this wide; never upscaled.' }),
+  })
+  .strict()
+  .openapi({ description: 'A JPEG frame of a video (1 s in, or the first frame of a short one).' });
+
+const AudioTranscodeStep = z
+  .object({
+    type: z.literal('audio.transcode'),
+    name: RenditionName.default('audio'),
+    format: z.enum(['aac', 'mp3', 'opus']).default('aac').openapi({ description: 'aac → audio/mp4, mp3 → audio/mpeg, opus → audio/ogg.' }),
+    bitrate: z
+      .string()
+      .regex(/^\d{2,3}k$/, 'kilobits per second, for example "128k"')
+      .default('128k'),
+  })
+  .strict()
+  .openapi({ description: 'The sound of an audio (or video) file, re-encoded.' });
+
+const DocumentPreviewStep = z
+  .object({
+    type: z.literal('document.preview'),
+    name: RenditionName.default('preview'),
+    width: z.number().int().min(16).max(8192).default(1024),
+    format: z.enum(['webp', 'png', 'jpeg']).default('webp'),
+  })
+  .strict()
+  .openapi({ description: 'The first page of a PDF as a picture (poppler).' });
+
+const WebhookStep = z
+  .object({ type: z.literal('webhook') })
+  .strict()
+  .openapi({ description: "Announce `upload.completed` and `upload.processed` to the tenant's webhook endpoints." });
+
+export const PipelineStep = z
+  .discriminatedUnion('type', [ImageVariantsStep, VideoPosterStep, AudioTranscodeStep, DocumentPreviewStep, WebhookStep])
+  .openapi('PipelineStep');
+export type PipelineStep = z.output<typeof PipelineStep>;
+export type StepType = PipelineStep['type'];
+export type StepOf<T extends StepType> = Extract<PipelineStep, { type: T }>;
+
+export const PipelineDeclaration = z
+  .object({
+    name: PipelineName,
+    steps: z.array(PipelineStep).max(16),
+  })
+  .strict()
+  .superRefine((p, ctx) => {
+    const seen = new Set<string>();
+    for (const [i, step] of p.steps.entries()) {
+      for (const name of renditionNames(step)) {
+        if (seen.has(name)) ctx.addIssue({ code: 'custom', path: ['steps', i], message: `rendition name "${name}" is used twice` });
+        seen.add(name);
+      }
+      if (step.type === 'webhook' && p.steps.findIndex((s) => s.type === 'webhook') !== i)
+        ctx.addIssue({ code: 'custom', path: ['steps', i], message: 'at most one webhook step' });
+    }
+  })
+  .openapi('PipelineDeclaration', {
+    example: {
+      name: 'photos',
+      steps: [
+        {
+          type: 'image.variants',
+          metadata: 'strip',
+          autoOrient: true,
+          variants: [
+            { name: 'w400', width: 400, fit: 'inside', format: 'webp' },
+            { name: 'w400-avif', width: 400, fit: 'inside', format: 'avif' },
+          ],
+        },
+        { type: 'webhook' },
+      ],
+    },
+  });
+export type PipelineDeclaration = z.output<typeof PipelineDeclaration>;
