@@ -11,6 +11,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
+import { openUploadGate, rejectUpload } from '../src/db/queries/gates';
+import { problem } from '../src/errors';
 import {
   claimDelivery,
   failedDeliveries,
@@ -26,6 +28,7 @@ import type {
   DownstreamInput,
   EventType,
   RenditionSummary,
+  ScanVerdict,
   StepRef,
   StepResult,
   TranscodeResult,
@@ -34,9 +37,11 @@ import type {
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
-import { runMediaStep, transcodeFile, type Presets, type ProcessingStep, type StepOutcome } from '../src/media/transcode';
+import { runMediaStep, transcodeFile, type Presets, type StepOutcome } from '../src/media/transcode';
+import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/scan/clamd';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
-import { builtinPipeline, type PipelineVersion } from '../src/pipelines/steps';
+import { builtinPipeline, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
+import type { StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
 import { webhookSecretContext, type SecretBox } from '../src/secret-box';
@@ -49,6 +54,8 @@ export interface DownstreamActivityDeps {
   webhook: { allowPrivateNetworks: boolean; timeoutMs: number; maxEndpoints: number; resolve?: Resolver };
   /** Opens endpoints' signing secrets, stored sealed. */
   secrets: SecretBox;
+  /** clamd, for scan.clamav steps (no address: every verdict is not_scanned). */
+  scanner: ScannerSettings;
 }
 
 /**
@@ -64,8 +71,47 @@ export function renditionKey(tenantId: string, uploadId: string, name: string, f
 /** What one delivery activity ended with (a failure to send is a thrown, retried error). */
 export type DeliveryOutcome = 'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled' | 'upload_deleted' | 'in_flight';
 
-export function createDownstreamActivities({ pool, store, presets, webhook, secrets }: DownstreamActivityDeps) {
+/** Tries of a scan while clamd is unreachable before the verdict is not_scanned (the step's retry policy spaces them). */
+export const SCAN_TRIES = 4;
+
+export function createDownstreamActivities({ pool, store, presets, webhook, secrets, scanner }: DownstreamActivityDeps) {
   const http = new WebhookHttp(webhook);
+  const clamd = new ClamdScanner(scanner);
+
+  /** Streams the upload's object to clamd and applies the step's policy to the verdict. */
+  async function scanObject(input: DownstreamInput, step: StepOf<'scan.clamav'>): Promise<StepResult> {
+    const ctx = Context.current();
+    const beat = setInterval(() => ctx.heartbeat('scanning'), 1_000);
+    let scan: ScanVerdict;
+    try {
+      const source = await store.get(input.storageKey);
+      if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
+      scan = await clamd.scan(source, input.bytes);
+    } catch (err) {
+      if (!(err instanceof ScannerUnavailable)) throw err;
+      if (ctx.info.attempt < SCAN_TRIES) throw ApplicationFailure.retryable(err.message, 'scanner_unavailable');
+      scan = { verdict: 'not_scanned', viruses: [], reason: err.reason };
+    } finally {
+      clearInterval(beat);
+    }
+    metrics.scans.inc({ verdict: scan.verdict });
+    const result = (status: StepResult['status'], reason: string | null): StepResult => ({
+      status,
+      reason,
+      media: null,
+      renditions: [],
+      scan,
+    });
+    if (scan.verdict === 'infected') {
+      const found = `infected: ${scan.viruses.join(', ')}`;
+      return step.policy === 'block' ? result('rejected', found) : result('succeeded', `${found} (flagged)`);
+    }
+    if (scan.verdict === 'not_scanned')
+      return step.unscanned === 'reject'
+        ? result('rejected', `not scanned: ${scan.reason}`)
+        : result('succeeded', `not scanned: ${scan.reason}`);
+    return result('succeeded', null);
+  }
 
   /**
    * Runs `work` on a local copy of the upload's object with heartbeats, then stores and
@@ -126,16 +172,19 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         transcodeFile(local, input.contentType, outDir, presets, signal),
       );
       if (!result) return { status: 'skipped', reason: 'upload deleted', media: null, renditions: [] };
-      const status = result.status === 'succeeded' ? 'ready' : result.status;
+      const status = result.status === 'succeeded' ? 'ready' : (result.status as 'skipped' | 'failed');
       await setProcessingOutcome(pool, input.uploadId, { status, reason: result.reason, media: result.media });
       return { ...result, status };
     },
 
     /** One processing step of the upload's pipeline version; its outcome is recorded once. */
     async runStep({ upload, step, ref }: { upload: DownstreamInput; step: ProcessingStep; ref: StepRef }): Promise<StepResult> {
-      const result = (await processObject(upload, ref, (local, outDir, signal) =>
-        runMediaStep(step, local, upload.contentType, outDir, presets, signal),
-      )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] };
+      const result =
+        step.type === 'scan.clamav'
+          ? await scanObject(upload, step)
+          : ((await processObject(upload, ref, (local, outDir, signal) =>
+              runMediaStep(step, local, upload.contentType, outDir, presets, signal),
+            )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] });
       await recordStepOutcome(pool, {
         uploadId: upload.uploadId,
         pipeline: ref.pipeline,
@@ -144,7 +193,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         type: step.type,
         status: result.status,
         reason: result.reason,
-        output: { media: result.media, renditions: result.renditions.map((r) => r.name) },
+        output: { media: result.media, renditions: result.renditions.map((r) => r.name), ...(result.scan ? { scan: result.scan } : {}) },
       });
       return result;
     },
@@ -308,6 +357,21 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
     }): Promise<void> {
       await setProcessingOutcome(pool, uploadId, outcome);
       await markProcessed(pool, uploadId);
+    },
+
+    /** The gates passed: the upload's content is served from now on. */
+    async openGate({ uploadId }: { uploadId: string }): Promise<void> {
+      await openUploadGate(pool, uploadId);
+    },
+
+    /**
+     * A step rejected the upload: from this transaction on nothing of it is served and its
+     * key answers the rejection (409 upload_rejected); the workflow then deletes its bytes
+     * and marks it processed.
+     */
+    async markRejected({ uploadId, reason }: { uploadId: string; reason: string }): Promise<void> {
+      const answer = problem('upload_rejected', `The upload was rejected by its pipeline: ${reason}.`, { extra: { uploadId, reason } });
+      await rejectUpload(pool, uploadId, reason, { status: answer.status, body: JSON.stringify(answer.toJSON()) });
     },
 
     /**

@@ -24,6 +24,7 @@ for arg in "$@"; do
     --media)
       apt_need ffprobe ffmpeg "audio/video renditions and their tests"
       apt_need pdftoppm poppler-utils "PDF previews and their tests" ;;
+    --scan) apt_need clamd clamav-daemon "the virus-scan tests (a clamd they start with their own signatures)" ;;
     --browser) apt_need "${CHROMIUM_PATH:-chromium}" chromium "the browser tests (driven by playwright-core)" ;;
     *) tools="$tools $arg" ;;
   esac

@@ -76,6 +76,13 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
     }
     // A deletion under way: its bytes are being erased.
     if (u.deleted) continue;
+    // Rejected by its pipeline (an infected file): nothing of it may stay.
+    if (u.rejected) {
+      if (!u.released) violations.push(`rejection: rejected upload ${u.id} still claims its object`);
+      if (u.renditions > 0) violations.push(`rejection: rejected upload ${u.id} keeps ${u.renditions} rendition rows`);
+      erased.push(u);
+      continue;
+    }
     // A shared object (dedupe) lies under the key of the upload that first stored it: same tenant.
     const prefix = u.shared ? `tenants/${u.tenant_id}/keys/` : keyStoragePrefix(u.tenant_id, u.idempotency_key);
     if (!u.storage_key.startsWith(prefix)) violations.push(`tenancy: upload ${u.id} object ${u.storage_key} is outside ${prefix}`);
@@ -93,12 +100,12 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
     objectsVerified++;
     referenced.add(u.storage_key);
   }
-  // An erased upload's bytes are gone unless a live upload still shares them.
+  // An erased (or rejected) upload's bytes are gone unless a live upload still shares them.
   for (const u of erased) {
     if (!referenced.has(u.storage_key) && (await store.head(u.storage_key)))
-      violations.push(`erasure: deleted upload ${u.id} object ${u.storage_key} is still stored`);
+      violations.push(`erasure: deleted or rejected upload ${u.id} object ${u.storage_key} is still stored`);
     for await (const o of store.list(`tenants/${u.tenant_id}/renditions/${u.id}/`))
-      violations.push(`erasure: deleted upload ${u.id} rendition object ${o.key} is still stored`);
+      violations.push(`erasure: deleted or rejected upload ${u.id} rendition object ${o.key} is still stored`);
   }
   const renditions = await allRenditions(pool);
   for (const r of renditions) {

@@ -137,6 +137,22 @@ export const configSchema = z.object({
   /** Per tenant, all replicas: tus, direct and Uppy sessions not yet committed (429 past it). */
   TENANT_MAX_OPEN_SESSIONS: z.coerce.number().int().min(1).max(1_000_000).default(256),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().default(15),
+  /**
+   * Where clamd listens, for scan.clamav steps: `tcp://host:port` or a unix socket path.
+   * Unset: no scanner, and every scan's verdict is `not_scanned`.
+   */
+  CLAMD_ADDRESS: z
+    .string()
+    .regex(/^(tcp:\/\/[^:/\s]+:\d{1,5}|\/\S+)$/, 'CLAMD_ADDRESS is tcp://host:port or an absolute unix socket path')
+    .optional(),
+  /** A scan taking longer than this (connecting and streaming) counts as the scanner being down. */
+  CLAMD_TIMEOUT_SECONDS: z.coerce.number().positive().default(60),
+  /** clamd's StreamMaxLength (its default, 25 MiB): larger files are not_scanned without a try. */
+  CLAMD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(25 * 1024 * 1024),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().default(5),
   WEBHOOK_RETRY_COEFFICIENT: z.coerce.number().min(1).default(6),
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().default(36_000),

@@ -38,6 +38,8 @@ export const catalogue = {
   direct_upload_unsupported: { status: 501, title: 'This store takes no uploads straight from clients in this mode' },
   signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
   upload_deleted: { status: 410, title: 'The upload has been deleted' },
+  upload_gated: { status: 423, title: 'The upload is held until its pipeline gates pass', retryAfter: 5 },
+  upload_rejected: { status: 409, title: 'The upload was rejected by its pipeline' },
   range_not_satisfiable: { status: 416, title: 'The requested range starts past the end of the file' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },

@@ -36,6 +36,12 @@ export const metrics = {
     labelNames: ['result'] as const,
     registers: [registry],
   }),
+  scans: new Counter({
+    name: 'oncely_scans_total',
+    help: 'Virus scans of scan.clamav steps by verdict (clean, infected, not_scanned)',
+    labelNames: ['verdict'] as const,
+    registers: [registry],
+  }),
   webhookDeliveries: new Counter({
     name: 'oncely_webhook_deliveries_total',
     help: 'Webhook delivery attempts by result',

@@ -164,6 +164,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
           maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS,
         },
         secrets: box,
+        scanner: { address: config.CLAMD_ADDRESS, timeoutSeconds: config.CLAMD_TIMEOUT_SECONDS, maxBytes: config.CLAMD_MAX_BYTES },
         webhookRetry: downstreamSettings(config).webhookRetry,
         housekeeping: {
           tombstoneSeconds: config.TOMBSTONE_TTL_HOURS * 3600,

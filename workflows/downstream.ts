@@ -7,14 +7,18 @@ import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@tempo
 import { announcer } from './announce';
 import { downstreamV1 } from './downstream-v1';
 import type { Activities } from '../activities';
-import type { ProcessingStep } from '../src/media/transcode';
-import { eventId, type DownstreamInput, type DownstreamResult, type StepResult } from '../src/downstream/types';
-import { idleReason, processingOutcome, stepApplies } from '../src/pipelines/steps';
+import { eventId, type DownstreamInput, type DownstreamResult, type EventType, type StepResult } from '../src/downstream/types';
+import { idleReason, isGate, processingOutcome, stepApplies, type ProcessingStep } from '../src/pipelines/steps';
 
 // Short database steps run as local activities: no task-queue round trip each.
-const { planDownstream, markUploadProcessed } = proxyLocalActivities<Activities>({
+const { planDownstream, markUploadProcessed, openGate, markRejected } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+// A rejected upload's bytes go as a deleted one's do (the same activities, retry-safe).
+const cleanup = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
 export async function downstreamWorkflow(input: DownstreamInput): Promise<DownstreamResult> {
@@ -22,6 +26,12 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
   const { pipeline, endpoints } = await planDownstream({ tenantId: input.tenantId, uploadId: input.uploadId });
   const deliveries: Record<string, string> = {};
   const announce = announcer(endpoints, input.webhookRetry, deliveries);
+  const announced: Promise<void>[] = [];
+  const event = (type: EventType, data: Record<string, unknown>, timestamp: string) =>
+    announced.push(
+      announce({ id: eventId(input.uploadId, type), type, tenantId: input.tenantId, uploadId: input.uploadId, data }, timestamp),
+    );
+  const label = `pipeline ${pipeline.name} v${pipeline.version}`;
 
   const uploadData = {
     uploadId: input.uploadId,
@@ -34,48 +44,62 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     pipeline: { name: pipeline.name, version: pipeline.version },
     ...(input.attribution ?? {}),
   };
-  setCurrentDetails(`pipeline ${pipeline.name} v${pipeline.version}: announcing upload.completed`);
-  const completed = announce(
-    {
-      id: eventId(input.uploadId, 'upload.completed'),
-      type: 'upload.completed',
-      tenantId: input.tenantId,
-      uploadId: input.uploadId,
-      data: uploadData,
-    },
-    input.createdAt,
-  );
-  // One step at a time, in the declared order; steps that do not apply to the file never
+  // The steps that apply to the file, in the declared order, gates first; the others never
   // leave the workflow (no task-queue trip).
+  const applying = [...pipeline.steps.entries()].filter(
+    (entry): entry is [number, ProcessingStep] => entry[1].type !== 'webhook' && stepApplies(entry[1], input.contentType),
+  );
+  const gates = applying.filter(([, step]) => isGate(step));
   const results: StepResult[] = [];
-  for (const [index, step] of pipeline.steps.entries()) {
-    if (step.type === 'webhook' || !stepApplies(step, input.contentType)) continue;
-    setCurrentDetails(`pipeline ${pipeline.name} v${pipeline.version}: step ${index + 1} of ${pipeline.steps.length}, ${step.type}`);
-    results.push(
-      await stepActivity(input, step, index).runStep({
+  /** Runs the steps one at a time; the first that rejects the upload ends the pipeline. */
+  const runSteps = async (steps: [number, ProcessingStep][]): Promise<StepResult | undefined> => {
+    for (const [index, step] of steps) {
+      setCurrentDetails(`${label}: step ${index + 1} of ${pipeline.steps.length}, ${step.type}`);
+      const result = await stepActivity(input, step, index).runStep({
         upload: input,
         step,
         ref: { pipeline: pipeline.name, version: pipeline.version, index },
-      }),
-    );
-  }
+      });
+      results.push(result);
+      if (result.status === 'rejected') return result;
+    }
+    return undefined;
+  };
+
+  const heldBack = await runSteps(gates);
+  if (heldBack) return reject(heldBack);
+  if (gates.length) await openGate({ uploadId: input.uploadId });
+  setCurrentDetails(`${label}: announcing upload.completed`);
+  // Announced once the upload is available: at its commit, or once its gates passed.
+  event('upload.completed', uploadData, gates.length ? new Date().toISOString() : input.createdAt);
+  const rejection = await runSteps(applying.filter(([, step]) => !isGate(step)));
+  if (rejection) return reject(rejection);
+
   const outcome = processingOutcome(results, idleReason(pipeline, input.contentType));
   const renditions = results.flatMap((r) => r.renditions);
   await markUploadProcessed({ uploadId: input.uploadId, outcome });
   setCurrentDetails(`processing ${outcome.status}; announcing upload.processed`);
-  const processed = announce(
-    {
-      id: eventId(input.uploadId, 'upload.processed'),
-      type: 'upload.processed',
-      tenantId: input.tenantId,
-      uploadId: input.uploadId,
-      data: { ...uploadData, processing: outcome, renditions },
-    },
-    new Date().toISOString(),
-  );
-  await Promise.all([completed, processed]);
+  event('upload.processed', { ...uploadData, processing: outcome, renditions }, new Date().toISOString());
+  await Promise.all(announced);
   setCurrentDetails(`done: processing ${outcome.status}, ${Object.keys(deliveries).length} deliveries`);
   return { processing: outcome.status, renditions: renditions.map((x) => x.name), deliveries };
+
+  /** Rejects the upload for good: no longer served, its key answers the rejection, its bytes deleted, upload.rejected sent. */
+  async function reject(result: StepResult): Promise<DownstreamResult> {
+    const reason = result.reason ?? 'rejected by a step';
+    setCurrentDetails(`${label}: rejected (${reason}); deleting its bytes`);
+    await markRejected({ uploadId: input.uploadId, reason });
+    await cleanup.eraseRenditions({ tenantId: input.tenantId, uploadId: input.uploadId });
+    await cleanup.releaseOriginal({ uploadId: input.uploadId });
+    await markUploadProcessed({ uploadId: input.uploadId, outcome: { status: 'failed', reason, media: null } });
+    event(
+      'upload.rejected',
+      { ...uploadData, rejection: { reason, ...(result.scan ? { scan: result.scan } : {}) } },
+      new Date().toISOString(),
+    );
+    await Promise.all(announced);
+    return { processing: 'failed', renditions: [], deliveries, rejected: reason };
+  }
 }
 
 /** A step's activity: on the transcode queue, with a summary the Temporal UI shows. */
@@ -87,6 +111,7 @@ function stepActivity(input: DownstreamInput, step: ProcessingStep, index: numbe
     heartbeatTimeout: '10 seconds',
     // Bounded: a step that keeps failing (a crashing worker, a poisoned file) ends, and the
     // upload stays committed; media that defeats the tools is a 'failed' outcome, not a retry.
+    // A scan whose clamd is down is retried on this schedule (SCAN_TRIES) before it is not_scanned.
     retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['object_missing'] },
   });
 }

@@ -130,7 +130,7 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: n
     scheme: 'bearer',
     description: 'The operator token (ADMIN_TOKEN).',
   });
-  for (const type of ['upload.completed', 'upload.processed', 'upload.deleted'] as const) {
+  for (const type of ['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted'] as const) {
     registry.registerWebhook({
       method: 'post',
       path: type,

@@ -317,6 +317,11 @@ export const Upload = UploadCreated.extend({
   pipeline: z
     .object({ name: z.string(), version: z.number().int() })
     .openapi({ description: 'The pipeline version it was committed with (version 0: the built-in default).' }),
+  availability: z.enum(['available', 'gated', 'rejected']).openapi({
+    description:
+      '`gated`: its pipeline gates (a virus scan) have not passed, nothing of it is served yet (423); `rejected`: a gate refused it, its bytes are deleted (409).',
+  }),
+  rejectionReason: z.string().nullable(),
 }).openapi('Upload');
 
 export const UploadDetail = Upload.extend({
@@ -328,8 +333,12 @@ export const UploadDetail = Upload.extend({
         z.object({
           index: z.number().int().openapi({ description: "The step's place in the declaration, from 0." }),
           type: z.string(),
-          status: z.enum(['succeeded', 'skipped', 'failed']),
+          status: z.enum(['succeeded', 'skipped', 'failed', 'rejected']),
           reason: z.string().nullable(),
+          scan: z
+            .object({ verdict: z.enum(['clean', 'infected', 'not_scanned']), viruses: z.array(z.string()), reason: z.string().nullable() })
+            .optional()
+            .openapi({ description: "A scan step's verdict." }),
           finishedAt: z.string(),
         }),
       )
@@ -409,8 +418,8 @@ export const ListEventsQuery = z
     cursor: ListUploadsQuery.shape.cursor,
     limit: ListUploadsQuery.shape.limit,
     type: z
-      .enum(['upload.completed', 'upload.processed', 'upload.deleted'], {
-        error: 'type must be upload.completed, upload.processed or upload.deleted.',
+      .enum(['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted'], {
+        error: 'type must be upload.completed, upload.processed, upload.rejected or upload.deleted.',
       })
       .optional(),
     uploadId: Uuid.optional().openapi({ description: "Only this upload's events." }),

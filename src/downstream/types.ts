@@ -1,7 +1,7 @@
 // Types and pure helpers of the downstream steps, shared by workflows and activities.
 import { mediaKind as pipelineMediaKind } from '../pipelines/steps';
 
-export type EventType = 'upload.completed' | 'upload.processed' | 'upload.deleted';
+export type EventType = 'upload.completed' | 'upload.processed' | 'upload.rejected' | 'upload.deleted';
 
 export interface DownstreamInput {
   uploadId: string;
@@ -30,6 +30,8 @@ export interface DownstreamResult {
   processing: 'ready' | 'skipped' | 'failed';
   renditions: string[];
   deliveries: Record<string, string>;
+  /** Why a step rejected the upload, when one did. */
+  rejected?: string;
 }
 
 /** One step of the pipeline version an upload runs (the step's index in the declaration). */
@@ -41,10 +43,22 @@ export interface StepRef {
 
 /** What one processing step ended with; its renditions are stored and recorded. */
 export interface StepResult {
-  status: 'succeeded' | 'skipped' | 'failed';
+  /** `rejected`: the upload may not stay (an infected file under `block`). */
+  status: 'succeeded' | 'skipped' | 'failed' | 'rejected';
   reason: string | null;
   media: Record<string, unknown> | null;
   renditions: RenditionSummary[];
+  /** A scan's verdict. */
+  scan?: ScanVerdict;
+}
+
+/** What a virus scan found; `not_scanned` is its own verdict, never taken for clean. */
+export interface ScanVerdict {
+  verdict: 'clean' | 'infected' | 'not_scanned';
+  /** Signature names, when infected. */
+  viruses: string[];
+  /** Why it was not scanned. */
+  reason: string | null;
 }
 
 /** Where a page of a list (uploads, events) starts: after this creation time (µs since the epoch) and id. */

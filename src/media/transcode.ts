@@ -96,11 +96,12 @@ export function hasFfmpeg(): Promise<boolean> {
   return ffmpegAvailable;
 }
 
-export type ProcessingStep = Exclude<PipelineStep, { type: 'webhook' }>;
+/** The steps that turn the file into renditions (the others scan it or announce it). */
+export type MediaStep = Exclude<PipelineStep, { type: 'webhook' | 'scan.clamav' }>;
 
 /** Runs one processing step on `input` (a file of `contentType`), writing renditions into `outDir`. */
 export async function runMediaStep(
-  step: ProcessingStep,
+  step: MediaStep,
   input: string,
   contentType: string,
   outDir: string,
@@ -132,7 +133,9 @@ export async function transcodeFile(
   presets: Presets,
   signal?: AbortSignal,
 ): Promise<StepOutcome> {
-  const step = builtinPipeline(presets).steps.find((s): s is ProcessingStep => s.type !== 'webhook' && stepApplies(s, contentType));
+  const step = builtinPipeline(presets).steps.find(
+    (s): s is MediaStep => s.type !== 'webhook' && s.type !== 'scan.clamav' && stepApplies(s, contentType),
+  );
   if (!step || mediaKind(contentType) === 'document') return skipped(`no transcoder for ${contentType}`);
   return runMediaStep(step, input, contentType, outDir, presets, signal);
 }

@@ -82,13 +82,32 @@ const DocumentPreviewStep = z
   .strict()
   .openapi({ description: 'The first page of a PDF as a picture (poppler).' });
 
+const ScanStep = z
+  .object({
+    type: z.literal('scan.clamav'),
+    gate: z
+      .boolean()
+      .default(true)
+      .openapi({ description: 'Hold the upload (content 423, no upload.completed) until the scan has passed.' }),
+    policy: z
+      .enum(['block', 'flag'])
+      .default('block')
+      .openapi({ description: '`block`: an infected upload is rejected and its bytes deleted; `flag`: only recorded.' }),
+    unscanned: z
+      .enum(['allow', 'reject'])
+      .default('allow')
+      .openapi({ description: 'What a file the scanner could not scan (none configured, down, over its size limit) becomes.' }),
+  })
+  .strict()
+  .openapi({ description: 'Stream the file to clamd (INSTREAM); the verdict is `clean`, `infected` or `not_scanned`, never assumed.' });
+
 const WebhookStep = z
   .object({ type: z.literal('webhook') })
   .strict()
   .openapi({ description: "Announce `upload.completed` and `upload.processed` to the tenant's webhook endpoints." });
 
 export const PipelineStep = z
-  .discriminatedUnion('type', [ImageVariantsStep, VideoPosterStep, AudioTranscodeStep, DocumentPreviewStep, WebhookStep])
+  .discriminatedUnion('type', [ImageVariantsStep, VideoPosterStep, AudioTranscodeStep, DocumentPreviewStep, ScanStep, WebhookStep])
   .openapi('PipelineStep');
 export type PipelineStep = z.output<typeof PipelineStep>;
 export type StepType = PipelineStep['type'];
@@ -107,8 +126,8 @@ export const PipelineDeclaration = z
         if (seen.has(name)) ctx.addIssue({ code: 'custom', path: ['steps', i], message: `rendition name "${name}" is used twice` });
         seen.add(name);
       }
-      if (step.type === 'webhook' && p.steps.findIndex((s) => s.type === 'webhook') !== i)
-        ctx.addIssue({ code: 'custom', path: ['steps', i], message: 'at most one webhook step' });
+      if ((step.type === 'webhook' || step.type === 'scan.clamav') && p.steps.findIndex((s) => s.type === step.type) !== i)
+        ctx.addIssue({ code: 'custom', path: ['steps', i], message: `at most one ${step.type} step` });
     }
   })
   .openapi('PipelineDeclaration', {

@@ -3,6 +3,9 @@
 import type { PipelineStep } from './catalogue';
 import type { StepResult } from '../downstream/types';
 
+/** The steps a downstream child runs as activities (the webhook step is the child's own announcements). */
+export type ProcessingStep = Exclude<PipelineStep, { type: 'webhook' }>;
+
 /** The names of the renditions a step makes. */
 export function renditionNames(step: PipelineStep): string[] {
   switch (step.type) {
@@ -12,6 +15,7 @@ export function renditionNames(step: PipelineStep): string[] {
     case 'audio.transcode':
     case 'document.preview':
       return [step.name];
+    case 'scan.clamav':
     case 'webhook':
       return [];
   }
@@ -51,9 +55,21 @@ export function stepApplies(step: PipelineStep, contentType: string): boolean {
       return kind === 'audio';
     case 'document.preview':
       return kind === 'document';
+    case 'scan.clamav':
+      return true;
     case 'webhook':
       return false;
   }
+}
+
+/** Whether the step must pass before the upload is available (its content served, upload.completed sent). */
+export function isGate(step: PipelineStep): boolean {
+  return step.type === 'scan.clamav' && step.gate;
+}
+
+/** Whether an upload of this type starts held: some gate of the pipeline applies to it. */
+export function startsGated(p: PipelineVersion, contentType: string): boolean {
+  return p.steps.some((s) => isGate(s) && stepApplies(s, contentType));
 }
 
 /** Why nothing runs for this file, or null when some step does. */

@@ -188,6 +188,10 @@ describe('uploads naming a pipeline', () => {
       expect(r).toMatchObject({ contentType, width: 400, height: 600 });
       expect(meta.exif).toBeUndefined();
     }
+    // Served by name, like the built-in renditions.
+    const served = await fetch(`${stack.url}/v1/uploads/${detail.uploadId}/renditions/w400-avif`, { headers: auth() });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toBe('image/avif');
     const row = (await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads[0];
     expect(row).toMatchObject({ pipeline: 'photos', pipeline_version: declared.json.version });
     // The list shows the version too.
@@ -255,6 +259,27 @@ describe('uploads naming a pipeline', () => {
     expect(preview).toMatchObject({ name: 'preview', contentType: 'image/webp', width: 300 });
     const meta = await sharp(await readObject(stack.s3, preview.storageKey)).metadata();
     expect({ format: meta.format, width: meta.width }).toEqual({ format: 'webp', width: 300 });
+  });
+
+  it('without a scanner configured, a scan step records not_scanned (never clean) and the upload stays available', async () => {
+    await declare({ name: 'unscanned', steps: [{ type: 'scan.clamav' }] });
+    const created = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `noscan-${randomUUID()}`,
+      body: Buffer.from('no scanner here'),
+      contentType: 'text/plain',
+      headers: { 'x-pipeline': 'unscanned' },
+    });
+    expect(created.status).toBe(201);
+    const detail = await processed(created.json.uploadId);
+    expect(detail.availability).toBe('available');
+    expect(detail.pipeline.steps).toMatchObject([
+      {
+        type: 'scan.clamav',
+        status: 'succeeded',
+        scan: { verdict: 'not_scanned', reason: 'no virus scanner is configured (CLAMD_ADDRESS)' },
+      },
+    ]);
   });
 
   it('settles a file no step applies to in the commit, with the reason', async () => {

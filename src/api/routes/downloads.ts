@@ -97,9 +97,20 @@ async function tenantUpload(pool: Pool, tenantId: string, id: string, tokenId?: 
   return servable(upload);
 }
 
-/** The upload unless it is deleted: from its tombstone on, its bytes are gone for every reader. */
+/**
+ * The upload unless it is deleted (from its tombstone on, its bytes are gone for every
+ * reader), held by its pipeline's gates, or rejected by them.
+ */
 function servable(upload: UploadRow): UploadRow {
   if (upload.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId: upload.id } });
+  if (upload.availability === 'gated')
+    throw problem('upload_gated', "The upload's pipeline gates (a virus scan) have not passed yet; try again shortly.", {
+      extra: { uploadId: upload.id, availability: 'gated' },
+    });
+  if (upload.availability === 'rejected')
+    throw problem('upload_rejected', `The upload was rejected by its pipeline: ${upload.rejection_reason}.`, {
+      extra: { uploadId: upload.id, availability: 'rejected', reason: upload.rejection_reason },
+    });
   return upload;
 }
 
@@ -186,7 +197,16 @@ function storedBytesRoute(path: string, params: z.ZodObject, summary: string, wh
     request: { params, ...contentRequest },
     responses: {
       ...contentResponses(what),
-      ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'upload_deleted', 'query_invalid', 'range_not_satisfiable', 'storage_unavailable'),
+      ...problems(
+        ...COMMON_V1_PROBLEMS,
+        'not_found',
+        'upload_deleted',
+        'upload_gated',
+        'upload_rejected',
+        'query_invalid',
+        'range_not_satisfiable',
+        'storage_unavailable',
+      ),
     },
   });
 }
@@ -204,10 +224,10 @@ const renditionRoute = storedBytesRoute(
     id: Uuid,
     name: z
       .string()
-      .regex(/^[a-z]{1,32}$/)
+      .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
       .openapi({ example: 'thumbnail' }),
   }),
-  "One rendition's bytes (thumbnail, display, poster, audio), served like the original",
+  "One rendition's bytes (the built-in thumbnail, display, poster, audio, or a pipeline's own names), served like the original",
   'The rendition, with its media type.',
 );
 
@@ -227,7 +247,16 @@ const downloadUrlRoute = createRoute({
   },
   responses: {
     201: { description: 'The URL', content: { 'application/json': { schema: DownloadUrl } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'upload_deleted', 'body_invalid', 'payload_too_large', 'storage_unavailable'),
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'not_found',
+      'upload_deleted',
+      'upload_gated',
+      'upload_rejected',
+      'body_invalid',
+      'payload_too_large',
+      'storage_unavailable',
+    ),
   },
 });
 
@@ -252,6 +281,8 @@ const signedDownloadRoute = createRoute({
       'signature_invalid',
       'not_found',
       'upload_deleted',
+      'upload_gated',
+      'upload_rejected',
       'query_invalid',
       'range_not_satisfiable',
       'database_unavailable',

@@ -276,11 +276,21 @@ export function uploadView(row: UploadRow) {
     },
     // Uploads committed before pipelines ran the built-in default.
     pipeline: { name: row.pipeline ?? DEFAULT_PIPELINE, version: row.pipeline_version ?? 0 },
+    availability: row.availability,
+    rejectionReason: row.rejection_reason,
   };
 }
 
 function stepView(s: StepOutcomeRow) {
-  return { index: s.step_index, type: s.type, status: s.status, reason: s.reason, finishedAt: s.finished_at.toISOString() };
+  const scan = s.output?.scan as Record<string, unknown> | undefined;
+  return {
+    index: s.step_index,
+    type: s.type,
+    status: s.status,
+    reason: s.reason,
+    ...(scan ? { scan } : {}),
+    finishedAt: s.finished_at.toISOString(),
+  };
 }
 
 function renditionView(r: RenditionRow) {

@@ -10,9 +10,13 @@ CREATE TABLE pipeline_versions (
 );
 
 -- NULL on uploads committed before pipelines existed: they ran the built-in default (version 0).
+-- `gated` until the pipeline's gates (a virus scan) pass: nothing of it is served meanwhile;
+-- `rejected` is final (its bytes are deleted, its key answers the rejection).
 ALTER TABLE uploads
   ADD COLUMN pipeline text,
-  ADD COLUMN pipeline_version integer;
+  ADD COLUMN pipeline_version integer,
+  ADD COLUMN availability text NOT NULL DEFAULT 'available' CHECK (availability IN ('available', 'gated', 'rejected')),
+  ADD COLUMN rejection_reason text;
 
 -- Each step's outcome for an upload, once per (upload, pipeline version, step): a retried
 -- step finds its row and keeps the first outcome.
@@ -22,7 +26,7 @@ CREATE TABLE upload_steps (
   pipeline_version  integer NOT NULL,
   step_index        integer NOT NULL,
   type              text NOT NULL,
-  status            text NOT NULL CHECK (status IN ('succeeded', 'skipped', 'failed')),
+  status            text NOT NULL CHECK (status IN ('succeeded', 'skipped', 'failed', 'rejected')),
   reason            text,
   output            jsonb,
   finished_at       timestamptz NOT NULL DEFAULT now(),

@@ -41,6 +41,10 @@ export async function mismatchedKeyRows(
       WHERE k.key IS NULL AND t.key IS NULL
         AND ($1::float8 IS NULL OR u.created_at > now() - make_interval(secs => $1::float8))
      UNION ALL
+     SELECT k.tenant_id, k.key, 'rejected upload whose key still answers success'
+       FROM idempotency_keys k JOIN uploads u ON u.id = k.upload_id
+      WHERE u.availability = 'rejected' AND u.status = 'processed' AND k.response_status BETWEEN 200 AND 299
+     UNION ALL
      SELECT k.tenant_id, k.key, 'successful key row without an upload'
        FROM idempotency_keys k WHERE k.route = '/v1/uploads' AND k.response_status BETWEEN 200 AND 299 AND k.upload_id IS NULL`,
     [keyRetentionSeconds],
@@ -60,6 +64,8 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
   deleted: boolean;
   released: boolean;
   erased: boolean;
+  /** Rejected by its pipeline, and done with (its bytes should be gone). */
+  rejected: boolean;
   personal: boolean;
   renditions: number;
 }> {
@@ -69,6 +75,7 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
       `SELECT u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256,
               EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared,
               u.deleted_at IS NOT NULL AS deleted, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
+              (u.availability = 'rejected' AND u.status = 'processed') AS rejected,
               (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL) AS personal,
               (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS renditions
          FROM uploads u WHERE u.id > $1 ORDER BY u.id LIMIT 500`,

@@ -38,10 +38,9 @@ export async function dueUploads(db: Queryable, limit: number): Promise<{ id: st
   return res.rows;
 }
 
-/** The upload's rendition rows and step outcomes (their outputs describe the content), removed once the objects are gone. */
+/** The upload's rendition rows, removed once their objects are gone. */
 export async function deleteRenditionRows(db: Queryable, uploadId: string): Promise<void> {
   await db.query('DELETE FROM renditions WHERE upload_id = $1', [uploadId]);
-  await db.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
 }
 
 /**
@@ -80,8 +79,8 @@ export async function releaseObject(pool: Pool, uploadId: string): Promise<{ sto
 }
 
 /**
- * Removes the personal metadata (the file name, probed media, the upload token's subject and
- * metadata) and marks the upload erased;
+ * Removes the personal metadata (the file name, probed media, the steps' outcomes, the upload
+ * token's subject and metadata) and marks the upload erased;
  * the key's stored answer becomes `gone` (410), so a replay of the original request under
  * its key no longer carries the name, or a Location to bytes that are gone.
  */
@@ -98,6 +97,7 @@ export async function scrubUpload(
         WHERE id = $1 RETURNING deleted_at, erased_at`,
       [uploadId],
     );
+    await tx.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
     await tx.query('UPDATE idempotency_keys SET response_status = $2, response_body = $3 WHERE upload_id = $1', [
       uploadId,
       gone.status,

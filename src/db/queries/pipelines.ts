@@ -85,7 +85,7 @@ export async function uploadPipeline(
 export interface StepOutcomeRow {
   step_index: number;
   type: string;
-  status: 'succeeded' | 'skipped' | 'failed';
+  status: 'succeeded' | 'skipped' | 'failed' | 'rejected';
   reason: string | null;
   output: Record<string, unknown> | null;
   finished_at: Date;

@@ -8,7 +8,7 @@ import { insertUploadIfAbsent, type NewUpload } from './uploads';
 import { countTokenUpload } from './upload-tokens';
 import type { StoredResponse } from '../../upload/types';
 import { keyStoragePrefix } from '../../temporal/ids';
-import { DEFAULT_PIPELINE, idleReason, type PipelineVersion } from '../../pipelines/steps';
+import { DEFAULT_PIPELINE, idleReason, startsGated, type PipelineVersion } from '../../pipelines/steps';
 import { latestPipelineVersion } from './pipelines';
 
 export interface RecordsInput {
@@ -66,6 +66,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
         ...input.upload,
         storage_key: storageKey,
         ...(pipeline ? { pipeline: pipeline.name, pipeline_version: pipeline.version } : {}),
+        ...(pipeline && startsGated(pipeline, input.upload.content_type) ? { availability: 'gated' as const } : {}),
       });
       const row = await tx.query<{ id: string; created_at: Date }>(
         'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',

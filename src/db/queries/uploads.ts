@@ -28,6 +28,8 @@ export interface UploadRow {
   /** The pipeline version it was committed with (NULL: before pipelines, the built-in default). */
   pipeline: string | null;
   pipeline_version: number | null;
+  availability: 'available' | 'gated' | 'rejected';
+  rejection_reason: string | null;
 }
 
 export type NewUpload = Pick<
@@ -41,14 +43,16 @@ export type NewUpload = Pick<
   token_metadata?: Record<string, string> | null;
   pipeline?: string;
   pipeline_version?: number;
+  /** `gated`: held until the pipeline's gates pass. */
+  availability?: 'available' | 'gated';
 };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {
   await db.query(
     `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
-                          token_id, subject, token_metadata, pipeline, pipeline_version)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                          token_id, subject, token_metadata, pipeline, pipeline_version, availability)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
      ON CONFLICT DO NOTHING`,
     [
       u.id,
@@ -66,6 +70,7 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.token_metadata ?? null,
       u.pipeline ?? null,
       u.pipeline_version ?? null,
+      u.availability ?? 'available',
     ],
   );
 }
