@@ -7,6 +7,7 @@ export const catalogue = {
   insufficient_scope: { status: 403, title: 'The credential does not allow this request' },
   type_not_allowed: { status: 415, title: 'The upload token does not allow this type' },
   token_exhausted: { status: 403, title: 'The upload token has no uploads left' },
+  pipeline_not_allowed: { status: 403, title: 'The upload token does not allow this pipeline' },
   not_found: { status: 404, title: 'Not found' },
   idempotency_key_required: { status: 400, title: 'Idempotency-Key header is required' },
   idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is invalid' },

@@ -62,6 +62,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   const { config, pool, store, temporal, box } = deps;
   const MiB = 1024 * 1024;
   const answers = new AnswerCache(config.REPLAY_CACHE_MIB * MiB, config.REPLAY_CACHE_SECONDS * 1000);
+  const pipelines = new DeclaredPipelines(pool);
   const receiver = new UploadReceiver({
     pool,
     store,
@@ -70,7 +71,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers,
-    pipelines: new DeclaredPipelines(pool),
+    pipelines,
     downstream: downstreamSettings(config),
     ...overrides.receiver,
   });
@@ -115,5 +116,5 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     answers: overrides.receiver?.answers ?? answers,
   });
   const redeliveries = new Redeliveries({ temporal, taskQueue: config.TASK_QUEUE_UPLOADS });
-  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries };
+  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries, pipelines };
 }

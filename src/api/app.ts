@@ -75,6 +75,7 @@ export function createApp(deps: AppDeps) {
     links,
     deletions,
     redeliveries,
+    pipelines,
   } = createServices({ config, pool, store, temporal, box });
 
   const app = router();
@@ -125,7 +126,7 @@ export function createApp(deps: AppDeps) {
   );
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
-  app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config }));
+  app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines }));
   app.route('/v1/pipelines', pipelineRoutes({ idempotency, builtin: builtinPipeline(mediaPresets(config)) }));
   app.onError(onError);
   app.notFound(onNotFound);

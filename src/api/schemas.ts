@@ -5,6 +5,7 @@
 import { z } from '@hono/zod-openapi';
 import { SCOPES } from '../credentials';
 import { catalogue, type ErrorCode } from '../errors';
+import { PipelineName } from '../pipelines/catalogue';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -201,6 +202,9 @@ export const CreateUploadToken = z
       .refine((m) => Object.keys(m).length <= 16, 'at most 16 entries')
       .optional()
       .openapi({ description: 'Recorded on every upload made with the token.', example: { album: 'holiday' } }),
+    pipeline: PipelineName.optional().openapi({
+      description: 'The pipeline every upload made with the token runs (it must be declared; an upload naming another is refused, 403).',
+    }),
   })
   .strict()
   .openapi('CreateUploadToken');
@@ -215,6 +219,7 @@ export const UploadToken = z
     uploadsUsed: z.number(),
     subject: z.string().nullable(),
     metadata: z.record(z.string(), z.string()).nullable(),
+    pipeline: z.string().nullable(),
     createdAt: z.string(),
     revokedAt: z.string().nullable(),
   })

@@ -9,6 +9,7 @@ import { findUnrevokedUploadToken, insertUploadToken, type UploadTokenRow } from
 import { problem, Problem } from '../errors';
 import type { UploadGrant } from '../upload/types';
 import { CHECKED_TYPES } from '../upload/sniff';
+import { DEFAULT_PIPELINE } from '../pipelines/steps';
 
 export const UPLOAD_TOKEN_PREFIX = 'oup_';
 
@@ -21,6 +22,8 @@ export interface UploadTokenLimits {
   maxUploads?: number;
   subject?: string;
   metadata?: Record<string, string>;
+  /** The pipeline its uploads run (checked to be declared). */
+  pipeline?: string;
 }
 
 export async function mintUploadToken(
@@ -38,6 +41,7 @@ export async function mintUploadToken(
     max_uploads: limits.maxUploads ?? null,
     subject: limits.subject ?? null,
     metadata: limits.metadata ?? null,
+    pipeline: limits.pipeline ?? null,
   });
   return { token, row };
 }
@@ -51,7 +55,23 @@ export function grantOf(row: UploadTokenRow): UploadGrant {
     allowedTypes: row.allowed_types,
     maxUploads: row.max_uploads,
     expiresAt: row.expires_at.toISOString(),
+    ...(row.pipeline ? { pipeline: row.pipeline } : {}),
   };
+}
+
+/**
+ * The pipeline an upload runs: the one it names (undefined: the tenant's default), which,
+ * with a token made for one pipeline, must be that one (403 otherwise); naming none is
+ * naming the token's.
+ */
+export function grantedPipeline(grant: UploadGrant | undefined, requested: string | undefined): string | undefined {
+  if (!grant?.pipeline) return requested;
+  const pinned = grant.pipeline === DEFAULT_PIPELINE ? undefined : grant.pipeline;
+  if (requested !== undefined && requested !== pinned)
+    throw problem('pipeline_not_allowed', `This upload token uploads with pipeline "${grant.pipeline}" only.`, {
+      extra: { pipeline: grant.pipeline },
+    });
+  return pinned;
 }
 
 /** The tenant and grant of an unrevoked upload token (its expiry is the route guard's to check). */

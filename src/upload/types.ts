@@ -29,6 +29,8 @@ export interface UploadGrant {
   allowedTypes: string[] | null;
   maxUploads: number | null;
   expiresAt: string;
+  /** The pipeline every upload made with it runs. */
+  pipeline?: string;
 }
 
 /** One attempt's complete, verified copy of the body, sitting in the object store. */

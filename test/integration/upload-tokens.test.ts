@@ -445,6 +445,55 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     expect((await fetch(`${stack.url}${forged}/s3/params?filename=f.png&metadata%5BidempotencyKey%5D=k-${randomUUID()}`)).status).toBe(403);
   }, 60_000);
 
+  it('a token made for a pipeline: its uploads run it, and one naming another is 403 and keeps nothing', async () => {
+    for (const name of ['avatars', 'others']) {
+      const declared = await call('POST', '/v1/pipelines', tenant.apiKey, {
+        name,
+        steps: [{ type: 'image.variants', variants: [{ name: `${name}-small`, width: 16, format: 'png' }] }],
+      });
+      expect(declared.status).toBe(201);
+    }
+    const t = await mint({ pipeline: 'avatars' });
+    expect((await call('GET', `/v1/upload-tokens/${t.id}`, tenant.apiKey)).json.pipeline).toBe('avatars');
+    const body = await png(32, 32);
+    const named = `tok-pipe-${randomUUID()}`;
+    const implicit = `tok-pipe-${randomUUID()}`;
+    for (const [key, headers] of [
+      [named, { 'x-pipeline': 'avatars' }],
+      [implicit, {}],
+    ] as const) {
+      const res = await postUpload(stack.url, { apiKey: t.token, key, body, contentType: 'image/png', headers });
+      expect(res.status, res.text).toBe(201);
+      const detail = await eventually(async () => {
+        const d = await call('GET', `/v1/uploads/${res.json.uploadId}?wait=20`, t.token);
+        return d.json.status === 'processed' ? d.json : undefined;
+      }, 60_000);
+      expect(detail.pipeline).toMatchObject({ name: 'avatars' });
+      expect(detail.renditions.map((r: { name: string }) => r.name)).toEqual(['avatars-small']);
+    }
+    const other = `tok-pipe-${randomUUID()}`;
+    const refused = await postUpload(stack.url, {
+      apiKey: t.token,
+      key: other,
+      body,
+      contentType: 'image/png',
+      headers: { 'x-pipeline': 'others' },
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.json).toMatchObject({ error: 'pipeline_not_allowed', pipeline: 'avatars' });
+    const b64 = (v: string) => Buffer.from(v).toString('base64');
+    const session = await call('POST', '/v1/tus', t.token, undefined, {
+      'tus-resumable': '1.0.0',
+      'idempotency-key': other,
+      'upload-length': String(body.length),
+      'upload-metadata': `filetype ${b64('image/png')},pipeline ${b64('others')}`,
+    });
+    expect(session.status).toBe(403);
+    expect(await uploadRows(other)).toBe(0);
+    expect(await keyRows(other)).toBe(0);
+    expect(await stagedUnder(other)).toEqual([]);
+  });
+
   it('refuses bad token requests with 400 and mints nothing', async () => {
     const before = (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n;
     for (const bad of [
@@ -456,12 +505,16 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
       { maxUploads: 0 },
       { subject: '' },
       { metadata: { k: 5 } },
-      { pipeline: 'photos' },
+      { pipeline: 'Not A Name' },
     ]) {
       const res = await call('POST', '/v1/upload-tokens', tenant.apiKey, bad);
       expect(res.status, JSON.stringify(bad)).toBe(400);
       expect(res.json.error).toBe('body_invalid');
     }
+    // A pipeline the tenant never declared would refuse every upload: no token for it.
+    const unknown = await call('POST', '/v1/upload-tokens', tenant.apiKey, { pipeline: 'nosuch' });
+    expect(unknown.status).toBe(422);
+    expect(unknown.json.error).toBe('pipeline_unknown');
     expect((await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens')).rows[0].n).toBe(before);
     const limited = await call('POST', '/v1/api-keys', tenant.apiKey, { scopes: ['uploads:read'] });
     expect((await call('POST', '/v1/upload-tokens', limited.json.key, {})).json).toMatchObject({

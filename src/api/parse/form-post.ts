@@ -15,7 +15,7 @@ import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from './request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
 import type { UploadGrant, UploadRequest } from '../../upload/types';
-import { checkDeclared } from '../../tokens/upload-tokens';
+import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 /** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
 export const FORM_ROUTE = '/v1/uploads#form';
@@ -115,7 +115,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
         const declaredSha256 = parseSha256(fields.sha256);
         const expiresAt = parseExpiresAt(fields.expiresAt, 'form_invalid');
-        const pipeline = parsePipelineName(fields.pipeline, 'form_invalid');
+        const pipeline = grantedPipeline(f.grant, parsePipelineName(fields.pipeline, 'form_invalid'));
         const req: UploadRequest = {
           ...base,
           fileName,

@@ -21,7 +21,7 @@ import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { renderOutcome } from '../upload-answer';
 import { callingToken, requires } from '../scopes';
-import { checkDeclared } from '../../tokens/upload-tokens';
+import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 const TAG = 'direct uploads (presigned)';
 
@@ -52,6 +52,7 @@ const createPlanRoute = createRoute({
       'body_invalid',
       'payload_too_large',
       'pipeline_unknown',
+      'pipeline_not_allowed',
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -189,7 +190,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       contentType: body.contentType ?? 'application/octet-stream',
       fileName: body.fileName ?? null,
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
-      pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
+      pipeline: grantedPipeline(grant, parsePipelineName(body.pipeline, 'body_invalid')),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));

@@ -30,7 +30,7 @@ import { requestBody } from '../request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
 import { replayHeaders } from '../replay-headers';
 import { callingToken, requires } from '../scopes';
-import { checkDeclared } from '../../tokens/upload-tokens';
+import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const h = (description: string) => ({ description, schema: { type: 'string' as const } });
@@ -104,6 +104,7 @@ const createSessionRoute = createRoute({
       'checksum_invalid',
       'payload_too_large',
       'pipeline_unknown',
+      'pipeline_not_allowed',
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -262,7 +263,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
       declaredSha256: headerSha ?? metaSha,
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
-      pipeline: parsePipelineName(metadata.pipeline, 'header_invalid'),
+      pipeline: grantedPipeline(grant, parsePipelineName(metadata.pipeline, 'header_invalid')),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     const answer: Record<string, string> = {

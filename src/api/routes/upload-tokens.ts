@@ -12,6 +12,7 @@ import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idem
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
 import { CreateUploadToken, UploadToken, UploadTokenCreated, Uuid } from '../schemas';
 import { requires } from '../scopes';
+import { parsePipelineName, type DeclaredPipelines } from '../../pipelines/declared';
 
 export function uploadTokenView(t: UploadTokenRow) {
   return {
@@ -23,6 +24,7 @@ export function uploadTokenView(t: UploadTokenRow) {
     uploadsUsed: t.uploads_used,
     subject: t.subject,
     metadata: t.metadata,
+    pipeline: t.pipeline,
     createdAt: t.created_at.toISOString(),
     revokedAt: t.revoked_at?.toISOString() ?? null,
   };
@@ -37,7 +39,7 @@ const createTokenRoute = createRoute({
   request: idempotentJsonRequest(CreateUploadToken),
   responses: {
     201: createdResponse('Created; `token` is the bearer.', UploadTokenCreated, { location: true }),
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'pipeline_unknown'),
   },
 });
 
@@ -64,7 +66,12 @@ const revokeTokenRoute = createRoute({
   responses: { 204: { description: 'Revoked' }, ...problems(...COMMON_V1_PROBLEMS, 'not_found') },
 });
 
-export function uploadTokenRoutes(deps: { idempotency: IdempotentRouteOptions; cache: CredentialCache; config: Config }) {
+export function uploadTokenRoutes(deps: {
+  idempotency: IdempotentRouteOptions;
+  cache: CredentialCache;
+  config: Config;
+  pipelines: DeclaredPipelines;
+}) {
   const app = router();
   const { pool } = deps.idempotency;
   const max = deps.config.UPLOAD_TOKEN_MAX_SECONDS;
@@ -73,6 +80,8 @@ export function uploadTokenRoutes(deps: { idempotency: IdempotentRouteOptions; c
     const body = await jsonBody(c, CreateUploadToken, '{"expiresInSeconds": 900, "maxBytes": 10000000, "allowedTypes": ["image/*"]}');
     const expiresInSeconds = body.expiresInSeconds ?? Math.min(3600, max);
     if (expiresInSeconds > max) throw problem('body_invalid', `expiresInSeconds must be at most ${max} (UPLOAD_TOKEN_MAX_SECONDS).`);
+    // A token for a pipeline the tenant has not declared would refuse every upload.
+    await deps.pipelines.assertDeclared(c.get('tenantId'), parsePipelineName(body.pipeline, 'body_invalid'));
     const { token, row } = await dependency('database_unavailable', () =>
       mintUploadToken(pool, c.get('tenantId'), { ...body, expiresInSeconds }),
     );

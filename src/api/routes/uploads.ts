@@ -48,7 +48,7 @@ import {
   WaitQuery,
 } from '../schemas';
 import { assertTokenLive, callingToken, requires } from '../scopes';
-import { checkDeclared } from '../../tokens/upload-tokens';
+import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;
@@ -77,8 +77,8 @@ export function uploadRoutes(deps: {
     const contentType = parseContentType(header(c, 'content-type'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const expiresAt = parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid');
-    const pipeline = parsePipelineName(header(c, 'x-pipeline'), 'header_invalid');
     const grant = callingToken(c)?.grant;
+    const pipeline = grantedPipeline(grant, parsePipelineName(header(c, 'x-pipeline'), 'header_invalid'));
     const req = {
       ...oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt, pipeline }),
       grant,
@@ -210,6 +210,7 @@ const createUploadRoute = createRoute({
       'type_not_allowed',
       'token_exhausted',
       'pipeline_unknown',
+      'pipeline_not_allowed',
       'too_many_uploads',
       'form_invalid',
       'upload_failed',

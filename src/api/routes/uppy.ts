@@ -20,7 +20,7 @@ import { renderOutcome } from '../upload-answer';
 import { assertTokenLive, callingToken, requires } from '../scopes';
 import { findUploadToken } from '../../db/queries/upload-tokens';
 import type { Pool } from '../../db/pool';
-import { checkDeclared, credentialOf } from '../../tokens/upload-tokens';
+import { checkDeclared, credentialOf, grantedPipeline } from '../../tokens/upload-tokens';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -242,7 +242,9 @@ export function uppyCompanionRoutes(deps: {
     const tenantId = await tenant(c);
     const body = await jsonBody(c, UppyCreate, '{"filename": "clip.mp4", "type": "video/mp4", "metadata": {"idempotencyKey": "…"}}');
     const grant = callingToken(c)?.grant;
-    const file = { ...uppyFile(body), ...(grant ? { grant } : {}) };
+    const { pipeline: named, ...parsed } = uppyFile(body);
+    const pipeline = grantedPipeline(grant, named);
+    const file = { ...parsed, ...(pipeline ? { pipeline } : {}), ...(grant ? { grant } : {}) };
     checkDeclared(grant, { contentType: file.contentType });
     c.set('idempotencyKey', file.key);
     return c.json(await uppy.createMultipart(tenantId, file), 200);

@@ -35,3 +35,6 @@ CREATE TABLE upload_steps (
 
 -- The pipeline a resumable session's upload names (tus metadata, a plan, Uppy metadata).
 ALTER TABLE resumable_sessions ADD COLUMN pipeline text;
+
+-- The pipeline every upload of an upload token runs (NULL: whichever the upload names).
+ALTER TABLE upload_tokens ADD COLUMN pipeline text;

@@ -12,24 +12,26 @@ export interface UploadTokenRow {
   uploads_used: number;
   subject: string | null;
   metadata: Record<string, string> | null;
+  pipeline: string | null;
   created_at: Date;
   revoked_at: Date | null;
 }
 
 export type NewUploadToken = Pick<
   UploadTokenRow,
-  'id' | 'tenant_id' | 'expires_at' | 'allowed_types' | 'max_uploads' | 'subject' | 'metadata'
+  'id' | 'tenant_id' | 'expires_at' | 'allowed_types' | 'max_uploads' | 'subject' | 'metadata' | 'pipeline'
 > & {
   max_bytes: number | null;
 };
 
-const COLUMNS = 'id, tenant_id, expires_at, max_bytes, allowed_types, max_uploads, uploads_used, subject, metadata, created_at, revoked_at';
+const COLUMNS =
+  'id, tenant_id, expires_at, max_bytes, allowed_types, max_uploads, uploads_used, subject, metadata, pipeline, created_at, revoked_at';
 
 export async function insertUploadToken(db: Queryable, hash: Buffer, t: NewUploadToken): Promise<UploadTokenRow> {
   const res = await db.query<UploadTokenRow>(
-    `INSERT INTO upload_tokens (id, tenant_id, token_hash, expires_at, max_bytes, allowed_types, max_uploads, subject, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-    [t.id, t.tenant_id, hash, t.expires_at, t.max_bytes, t.allowed_types, t.max_uploads, t.subject, t.metadata],
+    `INSERT INTO upload_tokens (id, tenant_id, token_hash, expires_at, max_bytes, allowed_types, max_uploads, subject, metadata, pipeline)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
+    [t.id, t.tenant_id, hash, t.expires_at, t.max_bytes, t.allowed_types, t.max_uploads, t.subject, t.metadata, t.pipeline],
   );
   return res.rows[0]!;
 }
