@@ -37,6 +37,11 @@ export default tseslint.config(
   layer(['src/sessions/**/*.ts'], [...API, ...ARRIVALS], 'The session core'),
   layer(['src/downloads/**/*.ts', 'src/lifecycle/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS], 'downloads and lifecycle'),
   layer(['src/db/**/*.ts', 'src/storage/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS, '**/upload/receive', '**/runtime'], 'db and storage'),
+  layer(
+    ['src/pipelines/**/*.ts', 'src/media/**/*.ts', 'src/scan/**/*.ts'],
+    [...API, ...ARRIVALS, ...SESSIONS, '**/upload/receive'],
+    'pipelines, media and scan',
+  ),
   layer(['activities/**/*.ts'], [...API, ...ARRIVALS], 'Activities'),
   {
     files: ['workflows/**/*.ts'],
