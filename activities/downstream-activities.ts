@@ -39,6 +39,8 @@ import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http'
 import { newScratchDir } from '../src/media/scratch';
 import { runMediaStep, transcodeFile, type Presets, type StepOutcome } from '../src/media/transcode';
 import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/scan/clamd';
+import { TenantCalls } from '../src/downstream/tenant-calls';
+import { stepCallId } from '../src/downstream/types';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
 import { builtinPipeline, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
 import type { StepOf } from '../src/pipelines/catalogue';
@@ -77,6 +79,59 @@ export const SCAN_TRIES = 4;
 export function createDownstreamActivities({ pool, store, presets, webhook, secrets, scanner }: DownstreamActivityDeps) {
   const http = new WebhookHttp(webhook);
   const clamd = new ClamdScanner(scanner);
+  const calls = new TenantCalls({ pool, secrets, http, guard: webhook });
+
+  /**
+   * POSTs the upload to the tenant's URL (signed, with the step's own Idempotency-Key): 2xx
+   * continues, 4xx rejects with the tenant's message, 202 on an async step waits for the
+   * tenant's decision; 5xx and no answer are retried on the step's schedule.
+   */
+  async function callTenant(input: DownstreamInput, step: StepOf<'http.call'>, ref: StepRef): Promise<StepResult> {
+    const result = (status: StepResult['status'], reason: string | null, data?: unknown): StepResult => ({
+      status,
+      reason,
+      media: null,
+      renditions: [],
+      ...(data !== undefined && data !== null ? { data } : {}),
+    });
+    let answer;
+    try {
+      answer = await calls.call({
+        url: step.url,
+        tenantId: input.tenantId,
+        pipeline: ref.pipeline,
+        id: stepCallId(input.uploadId, ref),
+        type: 'pipeline.step',
+        data: {
+          uploadId: input.uploadId,
+          bytes: input.bytes,
+          sha256: input.sha256,
+          contentType: input.contentType,
+          fileName: input.fileName,
+          createdAt: input.createdAt,
+          ...(input.attribution ?? {}),
+          pipeline: { name: ref.pipeline, version: ref.version },
+          step: { index: ref.index, type: step.type, async: step.async },
+        },
+        timeoutMs: step.timeoutSeconds * 1000,
+      });
+    } catch (err) {
+      if (err instanceof DisallowedUrlError) return result('failed', `http.call target not allowed: ${err.message}`);
+      throw ApplicationFailure.retryable(
+        `http.call to the tenant got no answer: ${deliveryErrorMessage(err, step.timeoutSeconds * 1000)}`,
+        'tenant_unreachable',
+      );
+    }
+    if (answer.status === 202 && step.async) return result('waiting', null);
+    if (answer.status >= 200 && answer.status < 300) return result('succeeded', null, answer.data);
+    if (answer.status >= 400 && answer.status < 500)
+      return result('rejected', `refused by the tenant (HTTP ${answer.status})${answer.message ? `: ${answer.message}` : ''}`, answer.data);
+    throw ApplicationFailure.create({
+      message: `http.call: the tenant answered ${answer.status}`,
+      type: 'tenant_error',
+      nextRetryDelay: retryAfterMs(answer.retryAfter),
+    });
+  }
 
   /** Streams the upload's object to clamd and applies the step's policy to the verdict. */
   async function scanObject(input: DownstreamInput, step: StepOf<'scan.clamav'>): Promise<StepResult> {
@@ -177,25 +232,40 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       return { ...result, status };
     },
 
-    /** One processing step of the upload's pipeline version; its outcome is recorded once. */
+    /**
+     * One processing step of the upload's pipeline version; its outcome is recorded once (an
+     * async http.call waiting for the tenant's decision is recorded when it is decided).
+     */
     async runStep({ upload, step, ref }: { upload: DownstreamInput; step: ProcessingStep; ref: StepRef }): Promise<StepResult> {
       const result =
         step.type === 'scan.clamav'
           ? await scanObject(upload, step)
-          : ((await processObject(upload, ref, (local, outDir, signal) =>
-              runMediaStep(step, local, upload.contentType, outDir, presets, signal),
-            )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] });
+          : step.type === 'http.call'
+            ? await callTenant(upload, step, ref)
+            : ((await processObject(upload, ref, (local, outDir, signal) =>
+                runMediaStep(step, local, upload.contentType, outDir, presets, signal),
+              )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] });
+      if (result.status !== 'waiting') await activities.recordStep({ uploadId: upload.uploadId, ref, type: step.type, result });
+      return result;
+    },
+
+    /** Records a step's outcome (once): from runStep, or from the workflow for a decision or a step it gave up on. */
+    async recordStep({ uploadId, ref, type, result }: { uploadId: string; ref: StepRef; type: string; result: StepResult }): Promise<void> {
       await recordStepOutcome(pool, {
-        uploadId: upload.uploadId,
+        uploadId,
         pipeline: ref.pipeline,
         version: ref.version,
         index: ref.index,
-        type: step.type,
-        status: result.status,
+        type,
+        status: result.status === 'waiting' ? 'failed' : result.status,
         reason: result.reason,
-        output: { media: result.media, renditions: result.renditions.map((r) => r.name), ...(result.scan ? { scan: result.scan } : {}) },
+        output: {
+          media: result.media,
+          renditions: result.renditions.map((r) => r.name),
+          ...(result.scan ? { scan: result.scan } : {}),
+          ...(result.data !== undefined ? { data: result.data } : {}),
+        },
       });
-      return result;
     },
 
     /**

@@ -16,7 +16,8 @@ export type Scope = (typeof SCOPES)[number];
 
 /** Who is calling: an API key (with its scopes), or an upload token (no scope; its grant). */
 export type Principal =
-  { kind: 'key'; id: string; scopes: readonly Scope[] } | { kind: 'token'; id: string; scopes: readonly Scope[]; grant: UploadGrant };
+  | { kind: 'key'; id: string; label: string; scopes: readonly Scope[] }
+  | { kind: 'token'; id: string; scopes: readonly Scope[]; grant: UploadGrant };
 
 /** What a bearer token stands for. */
 export interface Credential {

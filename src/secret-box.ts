@@ -9,6 +9,11 @@ import path from 'node:path';
 const PREFIX = 'sealed:v1:';
 
 /** Associated data for a webhook endpoint's signing secret: it opens only for that endpoint. */
+/** The context a pipeline's signing secret is sealed under. */
+export function pipelineSecretContext(tenantId: string, name: string): string {
+  return `pipeline\n${tenantId}\n${name}`;
+}
+
 export function webhookSecretContext(endpointId: string): string {
   return `webhook-endpoint\n${endpointId}`;
 }

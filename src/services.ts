@@ -15,8 +15,12 @@ import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
 import { Redeliveries } from './lifecycle/redeliveries';
+import { StepDecisions } from './lifecycle/step-decisions';
 import { AnswerCache } from './upload/answer-cache';
 import { DeclaredPipelines } from './pipelines/declared';
+import { Admission } from './upload/admission';
+import { TenantCalls } from './downstream/tenant-calls';
+import { WebhookHttp } from './downstream/webhook-http';
 import { InFlightUploads } from './upload/in-flight';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
 import type { UploadWorkflowInput } from '../workflows/definitions';
@@ -63,6 +67,8 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   const MiB = 1024 * 1024;
   const answers = new AnswerCache(config.REPLAY_CACHE_MIB * MiB, config.REPLAY_CACHE_SECONDS * 1000);
   const pipelines = new DeclaredPipelines(pool);
+  const guard = { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS };
+  const calls = new TenantCalls({ pool, secrets: box, http: new WebhookHttp(guard), guard });
   const receiver = new UploadReceiver({
     pool,
     store,
@@ -71,7 +77,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers,
-    pipelines,
+    admission: new Admission({ pipelines, calls }),
     downstream: downstreamSettings(config),
     ...overrides.receiver,
   });
@@ -116,5 +122,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     answers: overrides.receiver?.answers ?? answers,
   });
   const redeliveries = new Redeliveries({ temporal, taskQueue: config.TASK_QUEUE_UPLOADS });
-  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries, pipelines };
+  const decisions = new StepDecisions({ temporal, pool });
+  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries, pipelines, decisions };
 }

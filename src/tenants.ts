@@ -13,11 +13,10 @@ export function hashApiKey(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-/** The tenant (and key id) an active API key belongs to. */
-/** The tenant and the key's principal (its id and scopes) of an active API key. */
+/** The tenant and the key's principal (its id, label and scopes) of an active API key. */
 export async function lookupApiKey(db: Queryable, token: string): Promise<Credential | undefined> {
   const row = await findActiveKeyByHash(db, hashApiKey(token));
-  return row && { tenantId: row.tenant_id, principal: { kind: 'key', id: row.id, scopes: heldScopes(row.scopes) } };
+  return row && { tenantId: row.tenant_id, principal: { kind: 'key', id: row.id, label: row.label, scopes: heldScopes(row.scopes) } };
 }
 
 export async function tenantForApiKey(db: Queryable, token: string): Promise<string | undefined> {

@@ -3,7 +3,7 @@
 // this module, never the workflow code itself.
 import { defineUpdate } from '@temporalio/workflow';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
-import type { WebhookRetrySchedule } from '../src/downstream/types';
+import type { StepDecision, WebhookRetrySchedule } from '../src/downstream/types';
 import { updates } from '../src/temporal/names';
 
 /** The upload workflow's type (its function's name in workflows/upload.ts). */
@@ -55,6 +55,13 @@ export interface OfferAnswer {
  * does. Registered on every run (a handler is no command), so runs of any revision take it.
  */
 export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(updates.offerCopyForAnswer);
+
+/**
+ * A tenant's decision on an async http.call step of an upload's downstream child. Refused
+ * (`step_not_waiting`) before it is recorded unless the step is an async http.call of the
+ * upload's pipeline not yet decided otherwise; the same decision again is accepted.
+ */
+export const completeStepUpdate = defineUpdate<{ step: number; outcome: StepDecision['outcome'] }, [StepDecision]>(updates.completeStep);
 
 /** The deletion workflow's type (its function's name in workflows/deletion.ts); input and result in src/downstream/types.ts. */
 export const DELETION_WORKFLOW_TYPE = 'deletionWorkflow';

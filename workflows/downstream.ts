@@ -3,15 +3,34 @@
 // applies to the file on the transcode task queue, record the outcome, announce the
 // renditions. Webhook event ids are derived from the upload, so every retry of a delivery
 // carries the same `webhook-id`.
-import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+import { completeStepUpdate } from './definitions';
+import { failureTypes } from '../src/temporal/names';
 import { announcer } from './announce';
 import { downstreamV1 } from './downstream-v1';
 import type { Activities } from '../activities';
-import { eventId, type DownstreamInput, type DownstreamResult, type EventType, type StepResult } from '../src/downstream/types';
+import {
+  eventId,
+  type DownstreamInput,
+  type DownstreamResult,
+  type EventType,
+  type StepDecision,
+  type StepResult,
+} from '../src/downstream/types';
+import type { PipelineVersion } from '../src/pipelines/steps';
 import { idleReason, isGate, processingOutcome, stepApplies, type ProcessingStep } from '../src/pipelines/steps';
 
 // Short database steps run as local activities: no task-queue round trip each.
-const { planDownstream, markUploadProcessed, openGate, markRejected } = proxyLocalActivities<Activities>({
+const { planDownstream, markUploadProcessed, openGate, markRejected, recordStep } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
@@ -23,7 +42,32 @@ const cleanup = proxyActivities<Activities>({
 
 export async function downstreamWorkflow(input: DownstreamInput): Promise<DownstreamResult> {
   if (!input.pipelines) return downstreamV1(input);
+  // The tenant's decisions on async http.call steps; one may come before the step's call is
+  // even recorded here, and is kept until the step asks for it.
+  const plan: { pipeline?: PipelineVersion } = {};
+  const decisions = new Map<number, StepDecision>();
+  const undecidable = new Set<number>();
+  setHandler(
+    completeStepUpdate,
+    (d) => {
+      if (!decisions.has(d.step)) decisions.set(d.step, d);
+      return { step: d.step, outcome: d.outcome };
+    },
+    {
+      validator: (d) => {
+        const step = plan.pipeline?.steps[d.step];
+        const refuse = (why: string) => {
+          throw ApplicationFailure.nonRetryable(why, failureTypes.stepNotWaiting);
+        };
+        if (step?.type !== 'http.call' || !step.async) refuse(`step ${d.step} is not an async http.call of this upload's pipeline`);
+        if (undecidable.has(d.step)) refuse(`step ${d.step} passed its deadline`);
+        const prior = decisions.get(d.step);
+        if (prior && prior.outcome !== d.outcome) refuse(`step ${d.step} was already decided: ${prior.outcome}`);
+      },
+    },
+  );
   const { pipeline, endpoints } = await planDownstream({ tenantId: input.tenantId, uploadId: input.uploadId });
+  plan.pipeline = pipeline;
   const deliveries: Record<string, string> = {};
   const announce = announcer(endpoints, input.webhookRetry, deliveries);
   const announced: Promise<void>[] = [];
@@ -51,15 +95,44 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
   );
   const gates = applying.filter(([, step]) => isGate(step));
   const results: StepResult[] = [];
+  /**
+   * Runs one step. A step whose activity gives up is `failed` — a gate `rejected`: one that
+   * cannot be decided fails closed — and an async http.call waits for the tenant's decision
+   * until its deadline.
+   */
+  const runStep = async (index: number, step: ProcessingStep): Promise<StepResult> => {
+    const ref = { pipeline: pipeline.name, version: pipeline.version, index };
+    const settle = async (result: StepResult) => {
+      await recordStep({ uploadId: input.uploadId, ref, type: step.type, result });
+      return result;
+    };
+    const none = { media: null, renditions: [] };
+    let result: StepResult;
+    try {
+      result = await stepActivity(input, step, index).runStep({ upload: input, step, ref });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const why = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      return settle({ status: isGate(step) ? 'rejected' : 'failed', reason: `${step.type} gave up: ${why}`, ...none });
+    }
+    if (result.status !== 'waiting' || step.type !== 'http.call') return result;
+    setCurrentDetails(`${label}: step ${index + 1} waits for the tenant's decision (at most ${step.deadlineSeconds} s)`);
+    if (!(await condition(() => decisions.has(index), step.deadlineSeconds * 1000))) {
+      undecidable.add(index);
+      return settle({ status: step.gate ? 'rejected' : 'failed', reason: `no decision within ${step.deadlineSeconds} s`, ...none });
+    }
+    const d = decisions.get(index)!;
+    return settle(
+      d.outcome === 'accept'
+        ? { status: 'succeeded', reason: d.message, ...none, ...(d.data != null ? { data: d.data } : {}) }
+        : { status: 'rejected', reason: `refused by the tenant${d.message ? `: ${d.message}` : ''}`, ...none },
+    );
+  };
   /** Runs the steps one at a time; the first that rejects the upload ends the pipeline. */
   const runSteps = async (steps: [number, ProcessingStep][]): Promise<StepResult | undefined> => {
     for (const [index, step] of steps) {
       setCurrentDetails(`${label}: step ${index + 1} of ${pipeline.steps.length}, ${step.type}`);
-      const result = await stepActivity(input, step, index).runStep({
-        upload: input,
-        step,
-        ref: { pipeline: pipeline.name, version: pipeline.version, index },
-      });
+      const result = await runStep(index, step);
       results.push(result);
       if (result.status === 'rejected') return result;
     }

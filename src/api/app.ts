@@ -20,6 +20,7 @@ import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
 import { apiKeyRoutes } from './routes/api-keys';
 import { pipelineRoutes } from './routes/pipelines';
+import { uploadStepRoutes } from './routes/upload-steps';
 import { builtinPipeline } from '../pipelines/steps';
 import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
@@ -76,6 +77,7 @@ export function createApp(deps: AppDeps) {
     deletions,
     redeliveries,
     pipelines,
+    decisions,
   } = createServices({ config, pool, store, temporal, box });
 
   const app = router();
@@ -115,6 +117,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
+  app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',
@@ -127,7 +130,15 @@ export function createApp(deps: AppDeps) {
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines }));
-  app.route('/v1/pipelines', pipelineRoutes({ idempotency, builtin: builtinPipeline(mediaPresets(config)) }));
+  app.route(
+    '/v1/pipelines',
+    pipelineRoutes({
+      idempotency,
+      builtin: builtinPipeline(mediaPresets(config)),
+      allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      pipelines,
+    }),
+  );
   app.onError(onError);
   app.notFound(onNotFound);
   return app;

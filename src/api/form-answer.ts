@@ -11,12 +11,13 @@ import { parsePrefer } from './parse/request-headers';
 import type { AppEnv } from './env';
 import { header, headerValues } from './headers';
 import { renderOutcome } from './upload-answer';
-import { callingToken } from './scopes';
+import { callerOf, callingToken } from './scopes';
 
 export async function answerFormPost(
   c: Context<AppEnv>,
   deps: { receiver: UploadReceiver; config: Config; inFlight: InFlightUploads },
   tenantId: string,
+  mode: 'form' | 'uppy' = 'form',
 ): Promise<Response> {
   const { receiver, config, inFlight } = deps;
   const grant = callingToken(c)?.grant;
@@ -41,6 +42,7 @@ export async function answerFormPost(
         waitMs,
         maxBytes: Math.min(config.MAX_UPLOAD_BYTES, grant?.maxBytes ?? Infinity),
         grant,
+        arrival: { mode, caller: callerOf(c) },
       },
       (k) => {
         key = k;

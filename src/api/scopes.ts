@@ -5,6 +5,7 @@ import type { Context } from 'hono';
 import { SCOPES, type Scope } from '../credentials';
 import { problem } from '../errors';
 import type { AppEnv } from './env';
+import type { Caller } from '../upload/admission';
 
 /** The OpenAPI security scheme of an API key holding `scope` (component names allow no colon). */
 export function schemeOf(scope: Scope): string {
@@ -72,6 +73,14 @@ export function assertAccess(c: Context<AppEnv>, access: Access): void {
   }
   if (!principal.scopes.includes(access.scope))
     throw problem('insufficient_scope', `This API key does not hold the scope ${access.scope}.`, { extra: { scope: access.scope } });
+}
+
+/** Who is uploading, as a pipeline's validation hook is told (a companion endpoint minted by a key names no key). */
+export function callerOf(c: Context<AppEnv>): Caller {
+  const principal = c.get('principal');
+  if (principal?.kind === 'key') return { kind: 'key', id: principal.id, label: principal.label };
+  if (principal?.kind === 'token') return { kind: 'token', id: principal.id, subject: principal.grant.subject };
+  return { kind: 'companion' };
 }
 
 /** The upload token calling, if it is one. */

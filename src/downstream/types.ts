@@ -43,13 +43,31 @@ export interface StepRef {
 
 /** What one processing step ended with; its renditions are stored and recorded. */
 export interface StepResult {
-  /** `rejected`: the upload may not stay (an infected file under `block`). */
-  status: 'succeeded' | 'skipped' | 'failed' | 'rejected';
+  /**
+   * `rejected`: the upload may not stay (an infected file under `block`, a tenant's 4xx);
+   * `waiting`: an async http.call the tenant answered 202 (its decision comes by callback).
+   */
+  status: 'succeeded' | 'skipped' | 'failed' | 'rejected' | 'waiting';
   reason: string | null;
   media: Record<string, unknown> | null;
   renditions: RenditionSummary[];
   /** A scan's verdict. */
   scan?: ScanVerdict;
+  /** What the tenant answered an http.call with (its JSON `data`). */
+  data?: unknown;
+}
+
+/** The Idempotency-Key (and webhook-id) of an http.call step's calls: the same on every retry. */
+export function stepCallId(uploadId: string, ref: StepRef): string {
+  return `step_${uploadId.replaceAll('-', '')}_${ref.pipeline}_v${ref.version}_${ref.index}`;
+}
+
+/** The decision a tenant sends for an async http.call step (POST /v1/uploads/{id}/steps/{step}/complete). */
+export interface StepDecision {
+  step: number;
+  outcome: 'accept' | 'reject';
+  message: string | null;
+  data: unknown;
 }
 
 /** What a virus scan found; `not_scanned` is its own verdict, never taken for clean. */

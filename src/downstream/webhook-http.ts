@@ -10,11 +10,15 @@ export interface WebhookPost {
   headers: Record<string, string>;
   body: string;
   timeoutMs: number;
+  /** Read up to this many bytes of the answer's body (else it is discarded). */
+  readBody?: number;
 }
 
 export interface WebhookAnswer {
   status: number;
   retryAfter: string | null;
+  /** The start of the answer's body, when asked for. */
+  body?: string;
 }
 
 export class WebhookHttp {
@@ -34,9 +38,14 @@ export class WebhookHttp {
         dispatcher: this.agent,
         signal: AbortSignal.timeout(p.timeoutMs),
       });
+      const body = p.readBody ? await readStart(res.body, p.readBody) : undefined;
       await res.body.dump().catch(() => {});
       const retryAfter = res.headers['retry-after'];
-      return { status: res.statusCode, retryAfter: Array.isArray(retryAfter) ? (retryAfter[0] ?? null) : (retryAfter ?? null) };
+      return {
+        status: res.statusCode,
+        retryAfter: Array.isArray(retryAfter) ? (retryAfter[0] ?? null) : (retryAfter ?? null),
+        ...(body !== undefined ? { body } : {}),
+      };
     } catch (err) {
       const disallowed = findCause(err, DisallowedUrlError);
       if (disallowed) throw disallowed;
@@ -47,6 +56,18 @@ export class WebhookHttp {
   close(): Promise<void> {
     return this.agent.close();
   }
+}
+
+/** At most `limit` bytes of a body, as text. */
+async function readStart(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= limit) break;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }
 
 function findCause<T>(err: unknown, type: new (...args: never[]) => T): T | undefined {

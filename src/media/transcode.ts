@@ -97,7 +97,7 @@ export function hasFfmpeg(): Promise<boolean> {
 }
 
 /** The steps that turn the file into renditions (the others scan it or announce it). */
-export type MediaStep = Exclude<PipelineStep, { type: 'webhook' | 'scan.clamav' }>;
+export type MediaStep = Exclude<PipelineStep, { type: 'webhook' | 'scan.clamav' | 'http.call' }>;
 
 /** Runs one processing step on `input` (a file of `contentType`), writing renditions into `outDir`. */
 export async function runMediaStep(

@@ -101,13 +101,65 @@ const ScanStep = z
   .strict()
   .openapi({ description: 'Stream the file to clamd (INSTREAM); the verdict is `clean`, `infected` or `not_scanned`, never assumed.' });
 
+const TenantUrl = z
+  .string()
+  .url()
+  .max(2000)
+  .refine((u) => /^https?:\/\//i.test(u), 'http(s) only')
+  .openapi({
+    description: "The tenant's URL: called signed like webhooks (the pipeline's signing secret), from allowed addresses only.",
+    example: 'https://app.example.com/oncely/check',
+  });
+
+const HttpCallStep = z
+  .object({
+    type: z.literal('http.call'),
+    url: TenantUrl,
+    gate: z.boolean().default(true).openapi({ description: 'Hold the upload until the call accepts it.' }),
+    async: z.boolean().default(false).openapi({
+      description:
+        'The tenant may answer 202 and decide later with `POST /v1/uploads/{id}/steps/{step}/complete`; past `deadlineSeconds` the step fails.',
+    }),
+    deadlineSeconds: z.number().int().min(1).max(604_800).default(3600),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(60)
+      .default(10)
+      .openapi({ description: 'Per attempt; 5xx and timeouts are retried with backoff.' }),
+  })
+  .strict()
+  .openapi({
+    description:
+      "POST the upload to the tenant's URL with a deterministic Idempotency-Key: 2xx continues, 4xx rejects the upload with the tenant's message.",
+  });
+
+/** Called before a body byte is read: 2xx accepts, 4xx refuses the upload (nothing stored), unreachable is 503. */
+export const ValidationHookSpec = z
+  .object({
+    url: TenantUrl,
+    timeoutSeconds: z.number().int().min(1).max(30).default(5),
+  })
+  .strict()
+  .openapi('ValidationHook');
+export type ValidationHookSpec = z.output<typeof ValidationHookSpec>;
+
 const WebhookStep = z
   .object({ type: z.literal('webhook') })
   .strict()
   .openapi({ description: "Announce `upload.completed` and `upload.processed` to the tenant's webhook endpoints." });
 
 export const PipelineStep = z
-  .discriminatedUnion('type', [ImageVariantsStep, VideoPosterStep, AudioTranscodeStep, DocumentPreviewStep, ScanStep, WebhookStep])
+  .discriminatedUnion('type', [
+    ImageVariantsStep,
+    VideoPosterStep,
+    AudioTranscodeStep,
+    DocumentPreviewStep,
+    ScanStep,
+    HttpCallStep,
+    WebhookStep,
+  ])
   .openapi('PipelineStep');
 export type PipelineStep = z.output<typeof PipelineStep>;
 export type StepType = PipelineStep['type'];
@@ -117,6 +169,9 @@ export const PipelineDeclaration = z
   .object({
     name: PipelineName,
     steps: z.array(PipelineStep).max(16),
+    validate: ValidationHookSpec.optional().openapi({
+      description: 'A hook asked before any byte of an upload naming this pipeline is read.',
+    }),
   })
   .strict()
   .superRefine((p, ctx) => {

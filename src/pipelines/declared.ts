@@ -1,11 +1,13 @@
-// Whether a pipeline an upload names is declared, asked before a body byte is read (a name
-// with no declaration answers 422 and nothing is stored). Versions are never removed, so a
-// name once found stays found: each replica asks the database once per (tenant, name).
+// What the API asks of a pipeline an upload names, before a body byte is read: that it is
+// declared (422 `pipeline_unknown` otherwise, nothing stored) and whether it has a
+// validation hook. Each replica keeps the latest version's answer for 5 s (the declaring
+// replica forgets it at once), so an upload costs no query for it; a name not (yet)
+// declared is asked again every time.
 import { LRUCache } from 'lru-cache';
 import type { Pool } from '../db/pool';
-import { pipelineExists } from '../db/queries/pipelines';
+import { latestPipelineVersion } from '../db/queries/pipelines';
 import { dependency, problem, type ErrorCode } from '../errors';
-import { PipelineName } from './catalogue';
+import { PipelineName, type ValidationHookSpec } from './catalogue';
 import { DEFAULT_PIPELINE } from './steps';
 
 /**
@@ -20,18 +22,41 @@ export function parsePipelineName(value: string | undefined, code: ErrorCode): s
   return name === DEFAULT_PIPELINE ? undefined : name;
 }
 
+/** What an upload naming the pipeline is checked against before it is read. */
+export interface PipelineAdmission {
+  name: string;
+  validate: ValidationHookSpec | null;
+}
+
 export class DeclaredPipelines {
-  private readonly known = new LRUCache<string, true>({ max: 10_000 });
+  private readonly latest = new LRUCache<string, PipelineAdmission>({ max: 10_000, ttl: 5_000 });
 
   constructor(private readonly pool: Pool) {}
 
+  /**
+   * The named pipeline's admission (undefined: the tenant's default, declared or built in);
+   * throws `pipeline_unknown` when the tenant never declared the name.
+   */
+  async admission(tenantId: string, name: string | undefined): Promise<PipelineAdmission> {
+    const wanted = name ?? DEFAULT_PIPELINE;
+    const id = `${tenantId}/${wanted}`;
+    const cached = this.latest.get(id);
+    if (cached) return cached;
+    const row = await dependency('database_unavailable', () => latestPipelineVersion(this.pool, tenantId, wanted));
+    if (!row && name !== undefined)
+      throw problem('pipeline_unknown', `No pipeline named "${name}": declare it with POST /v1/pipelines first.`);
+    const admission = { name: wanted, validate: row?.validate ?? null };
+    this.latest.set(id, admission);
+    return admission;
+  }
+
   /** Throws `pipeline_unknown` unless the tenant declared `name` (absent: the default, always there). */
   async assertDeclared(tenantId: string, name: string | undefined): Promise<void> {
-    if (name === undefined) return;
-    const id = `${tenantId}/${name}`;
-    if (this.known.has(id)) return;
-    if (!(await dependency('database_unavailable', () => pipelineExists(this.pool, tenantId, name))))
-      throw problem('pipeline_unknown', `No pipeline named "${name}": declare it with POST /v1/pipelines first.`);
-    this.known.set(id, true);
+    await this.admission(tenantId, name);
+  }
+
+  /** A new version was declared here: the next upload naming it reads it. */
+  forget(tenantId: string, name: string): void {
+    this.latest.delete(`${tenantId}/${name}`);
   }
 }

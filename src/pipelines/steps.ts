@@ -1,6 +1,6 @@
 // Pure functions over pipeline declarations, shared by the API, workflows and activities
 // (workflows import this module: no runtime imports beyond types).
-import type { PipelineStep } from './catalogue';
+import type { PipelineStep, ValidationHookSpec } from './catalogue';
 import type { StepResult } from '../downstream/types';
 
 /** The steps a downstream child runs as activities (the webhook step is the child's own announcements). */
@@ -16,6 +16,7 @@ export function renditionNames(step: PipelineStep): string[] {
     case 'document.preview':
       return [step.name];
     case 'scan.clamav':
+    case 'http.call':
     case 'webhook':
       return [];
   }
@@ -26,6 +27,8 @@ export interface PipelineVersion {
   name: string;
   version: number;
   steps: PipelineStep[];
+  /** The hook asked before an upload naming it is read. */
+  validate?: ValidationHookSpec | null;
 }
 
 /** The pipeline an upload runs when it names none and its tenant declared no `default`. */
@@ -56,6 +59,7 @@ export function stepApplies(step: PipelineStep, contentType: string): boolean {
     case 'document.preview':
       return kind === 'document';
     case 'scan.clamav':
+    case 'http.call':
       return true;
     case 'webhook':
       return false;
@@ -64,7 +68,7 @@ export function stepApplies(step: PipelineStep, contentType: string): boolean {
 
 /** Whether the step must pass before the upload is available (its content served, upload.completed sent). */
 export function isGate(step: PipelineStep): boolean {
-  return step.type === 'scan.clamav' && step.gate;
+  return (step.type === 'scan.clamav' || step.type === 'http.call') && step.gate;
 }
 
 /** Whether an upload of this type starts held: some gate of the pipeline applies to it. */

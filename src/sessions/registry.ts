@@ -27,6 +27,7 @@ import { UPLOAD_WORKFLOW_TYPE } from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
 import { discardSessionObjects } from './cleanup';
 import { noSuchSession } from './lease';
+import type { Caller } from '../upload/admission';
 
 export interface RegistryDeps {
   pool: Pool;
@@ -52,6 +53,8 @@ export interface NewSessionRequest {
   grant?: UploadGrant;
   /** The pipeline it names (checked to exist); absent: the tenant's default. */
   pipeline?: string;
+  /** Who creates it, as the pipeline's validation hook is told. */
+  caller: Caller;
 }
 
 /** What a mode decides at creation. */
@@ -93,7 +96,10 @@ export class SessionRegistry {
         extra: { uploadId: held.upload_id },
       });
     if (held) throw reuse();
-    await this.deps.receiver.checkPipeline(r);
+    await this.deps.receiver.admit(
+      { tenantId: r.tenantId, idempotencyKey: r.key, pipeline: r.pipeline, fileName: r.fileName, contentType: r.contentType },
+      { mode: kind.mode, caller: r.caller, bytes: kind.mode === 'uppy' ? null : r.uploadLength },
+    );
     // Checked again under the tenant's lock at insert; this one spares the store a multipart.
     if ((await dependency('database_unavailable', () => countLive(db, r.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions)
       throw tooManySessions(this.deps.maxOpenSessions);

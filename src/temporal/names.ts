@@ -19,7 +19,7 @@ export function searchAttributeFlags(): string[] {
   return Object.values(searchAttributes).flatMap((k) => ['--search-attribute', `${k.name}=${cliType[k.type as keyof typeof cliType]}`]);
 }
 
-export const updates = { offerCopy: 'offerCopy', offerCopyForAnswer: 'offerCopyForAnswer' } as const;
+export const updates = { offerCopy: 'offerCopy', offerCopyForAnswer: 'offerCopyForAnswer', completeStep: 'completeStep' } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
 export const failureTypes = {
@@ -27,4 +27,6 @@ export const failureTypes = {
   keyReuse: 'idempotency_key_reuse',
   /** The upload token's uploads are used up (counted at the commit): answered 403, nothing recorded. */
   tokenExhausted: 'token_exhausted',
+  /** A step decision for a step that is not an undecided async http.call of the upload: answered 409. */
+  stepNotWaiting: 'step_not_waiting',
 } as const;

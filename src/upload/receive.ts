@@ -24,7 +24,7 @@ import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from
 import { CopySettler } from './settle';
 import { stageBody } from './stage';
 import { checkArrived } from '../tokens/upload-tokens';
-import type { DeclaredPipelines } from '../pipelines/declared';
+import type { Admission, Arrival } from './admission';
 
 export interface ReceiveDeps {
   pool: Pool;
@@ -36,8 +36,8 @@ export interface ReceiveDeps {
   downstream: UploadWorkflowInput['downstream'];
   /** Recently replayed answers (see AnswerCache: a deleted upload's is forgotten). */
   answers: AnswerCache;
-  /** Which pipelines an upload may name. */
-  pipelines: DeclaredPipelines;
+  /** What a new upload must pass before it is read (its pipeline, the pipeline's validation hook). */
+  admission: Admission;
 }
 
 export type UploadOutcome =
@@ -66,9 +66,9 @@ export class UploadReceiver {
     return answerFromRow(row, req);
   }
 
-  /** Refuses (422 pipeline_unknown) a new upload naming a pipeline its tenant has not declared. */
-  async checkPipeline(req: Pick<UploadRequest, 'tenantId' | 'pipeline'>): Promise<void> {
-    await this.deps.pipelines.assertDeclared(req.tenantId, req.pipeline);
+  /** Refuses a new upload its pipeline does not admit (src/upload/admission.ts); nothing is stored. */
+  async admit(req: Parameters<Admission['admit']>[0], arrival: Arrival): Promise<void> {
+    await this.deps.admission.admit(req, arrival);
   }
 
   async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {
@@ -86,6 +86,7 @@ export class UploadReceiver {
     body: Readable,
     waitMs: number,
     identify: (bytes: number, sha256: string) => Promise<UploadRequest>,
+    arrival: Omit<Arrival, 'bytes'>,
   ): Promise<UploadOutcome> {
     const staged = await stageBody(this.deps.store, base, body, { exact: false });
     let req: UploadRequest;
@@ -105,7 +106,7 @@ export class UploadReceiver {
     try {
       replay = await this.replay(req);
       // A replay answers whatever it names; a new upload must name a declared pipeline.
-      if (!replay) await this.checkPipeline(req);
+      if (!replay) await this.admit(req, { ...arrival, bytes: req.declaredBytes });
     } catch (err) {
       await this.copies.discard(copy);
       throw err;

@@ -14,6 +14,8 @@ export interface ReceivedWebhook {
   json: any;
   /** What the receiver answered. */
   answered: number;
+  /** The request's Idempotency-Key header (pipeline calls send one). */
+  idempotencyKey: string | undefined;
 }
 
 export class WebhookReceiver {
@@ -25,6 +27,8 @@ export class WebhookReceiver {
   retryAfter: string | undefined;
   /** Delay before answering (to catch a sender mid-delivery). */
   delayMs = 0;
+  /** A JSON body to answer with, per event type (e.g. a hook's `{ message }`). */
+  answerBody: Record<string, unknown> = {};
   private server?: http.Server;
   url = '';
 
@@ -56,10 +60,15 @@ export class WebhookReceiver {
           body,
           verified,
           json,
+          idempotencyKey: req.headers['idempotency-key'] as string | undefined,
         });
+        const answer = this.answerBody[json.type];
         setTimeout(() => {
-          res.writeHead(status, this.retryAfter && status >= 400 ? { 'retry-after': this.retryAfter } : {});
-          res.end();
+          res.writeHead(status, {
+            ...(this.retryAfter && status >= 400 ? { 'retry-after': this.retryAfter } : {}),
+            ...(answer !== undefined ? { 'content-type': 'application/json' } : {}),
+          });
+          res.end(answer !== undefined ? JSON.stringify(answer) : undefined);
         }, this.delayMs);
       });
     });

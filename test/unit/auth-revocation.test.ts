@@ -9,7 +9,7 @@ import { CredentialCache, bearerAuth } from '../../src/api/middleware/auth';
 import { onError } from '../../src/api/problem-handler';
 
 const TOKEN = 'onc_test_token_0123456789';
-const principal: Principal = { kind: 'key', id: 'k1', scopes: SCOPES };
+const principal: Principal = { kind: 'key', id: 'k1', label: 'test', scopes: SCOPES };
 
 function appWith(lookup: (token: string) => Promise<Credential | undefined>, cache: CredentialCache) {
   const app = new Hono<AppEnv>();

@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { expect, it } from 'vitest';
 import { UploadReceiver } from '../../src/upload/receive';
-import { DeclaredPipelines } from '../../src/pipelines/declared';
+import type { Admission } from '../../src/upload/admission';
 import { AnswerCache } from '../../src/upload/answer-cache';
 import type { StagedCopy, StoredResponse, UploadRequest } from '../../src/upload/types';
 import type { ObjectStore } from '../../src/storage/store';
@@ -69,7 +69,7 @@ function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: 
       webhookRetry: { attemptTimeoutSeconds: 1, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 1, maxAttempts: 1 },
     },
     answers: new AnswerCache(0),
-    pipelines: new DeclaredPipelines(pool),
+    admission: { admit: async () => {} } as unknown as Admission,
   });
   return { receiver, sent, deleted };
 }

@@ -14,6 +14,7 @@ import { parseIdempotencyKey } from './idempotency-key';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from './request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
+import type { Arrival } from '../../upload/admission';
 import type { UploadGrant, UploadRequest } from '../../upload/types';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
@@ -30,6 +31,8 @@ export interface FormPost {
   maxBytes: number;
   /** The upload token it is made with. */
   grant?: UploadGrant;
+  /** How it arrives (a form of the API, or of Uppy's companion), for the validation hook. */
+  arrival: Omit<Arrival, 'bytes'>;
 }
 
 export function isFormPost(contentType: string | undefined): boolean {
@@ -109,34 +112,40 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         stream.destroy(tooLarge);
       });
       // Fields after the file part still count: the request is identified once the form is read.
-      staged = receiver.receiveUnsized(base, stream, f.waitMs, async (bytes, sha256) => {
-        await formDone;
-        if (failure) throw failure;
-        const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
-        const declaredSha256 = parseSha256(fields.sha256);
-        const expiresAt = parseExpiresAt(fields.expiresAt, 'form_invalid');
-        const pipeline = grantedPipeline(f.grant, parsePipelineName(fields.pipeline, 'form_invalid'));
-        const req: UploadRequest = {
-          ...base,
-          fileName,
-          declaredBytes: bytes,
-          declaredSha256,
-          ...(expiresAt ? { expiresAt } : {}),
-          ...(pipeline ? { pipeline } : {}),
-          fingerprint: fingerprint({
-            method: 'POST',
-            route: FORM_ROUTE,
-            tenantId,
-            contentLength: bytes,
-            contentType,
-            sha256,
+      staged = receiver.receiveUnsized(
+        base,
+        stream,
+        f.waitMs,
+        async (bytes, sha256) => {
+          await formDone;
+          if (failure) throw failure;
+          const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
+          const declaredSha256 = parseSha256(fields.sha256);
+          const expiresAt = parseExpiresAt(fields.expiresAt, 'form_invalid');
+          const pipeline = grantedPipeline(f.grant, parsePipelineName(fields.pipeline, 'form_invalid'));
+          const req: UploadRequest = {
+            ...base,
             fileName,
-            expiresAt,
-            pipeline,
-          }),
-        };
-        return req;
-      });
+            declaredBytes: bytes,
+            declaredSha256,
+            ...(expiresAt ? { expiresAt } : {}),
+            ...(pipeline ? { pipeline } : {}),
+            fingerprint: fingerprint({
+              method: 'POST',
+              route: FORM_ROUTE,
+              tenantId,
+              contentLength: bytes,
+              contentType,
+              sha256,
+              fileName,
+              expiresAt,
+              pipeline,
+            }),
+          };
+          return req;
+        },
+        f.arrival,
+      );
       // A file that could not be staged ends the request at once (the form is not read on).
       staged.catch((err: unknown) => {
         reject(failure ?? err);

@@ -20,7 +20,7 @@ import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnsw
 import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { renderOutcome } from '../upload-answer';
-import { callingToken, requires } from '../scopes';
+import { callerOf, callingToken, requires } from '../scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 const TAG = 'direct uploads (presigned)';
@@ -53,6 +53,9 @@ const createPlanRoute = createRoute({
       'payload_too_large',
       'pipeline_unknown',
       'pipeline_not_allowed',
+      'upload_forbidden',
+      'upload_refused',
+      'validation_unavailable',
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -191,6 +194,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       fileName: body.fileName ?? null,
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: grantedPipeline(grant, parsePipelineName(body.pipeline, 'body_invalid')),
+      caller: callerOf(c),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));

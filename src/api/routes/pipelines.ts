@@ -12,7 +12,11 @@ import {
   type PipelineVersionRow,
 } from '../../db/queries/pipelines';
 import { dependency, problem } from '../../errors';
-import { PipelineDeclaration, PipelineName, PipelineStep } from '../../pipelines/catalogue';
+import { randomBytes } from 'node:crypto';
+import { PipelineDeclaration, PipelineName, PipelineStep, ValidationHookSpec } from '../../pipelines/catalogue';
+import type { DeclaredPipelines } from '../../pipelines/declared';
+import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
+import { pipelineSecretContext } from '../../secret-box';
 import { DEFAULT_PIPELINE, type PipelineVersion } from '../../pipelines/steps';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
@@ -24,14 +28,29 @@ export const Pipeline = z
     name: z.string(),
     version: z.number().int().openapi({ description: 'Versions count from 1; 0 is the built-in default.' }),
     steps: z.array(PipelineStep),
+    validate: ValidationHookSpec.nullable(),
     builtin: z.boolean().openapi({ description: 'The built-in default (no declaration of the tenant).' }),
     createdAt: z.string().nullable(),
   })
   .openapi('Pipeline');
 
 function view(p: PipelineVersion & { createdAt?: Date }) {
-  return { name: p.name, version: p.version, steps: p.steps, builtin: p.version === 0, createdAt: p.createdAt?.toISOString() ?? null };
+  return {
+    name: p.name,
+    version: p.version,
+    steps: p.steps,
+    validate: p.validate ?? null,
+    builtin: p.version === 0,
+    createdAt: p.createdAt?.toISOString() ?? null,
+  };
 }
+
+const PipelineDeclared = Pipeline.extend({
+  signingSecret: z.string().optional().openapi({
+    description:
+      "Only in the answer that declared the name's first version (and its replays): the `whsec_` secret its validation hook and http.call steps are signed with, as webhooks are.",
+  }),
+}).openapi('PipelineDeclared');
 
 const nameParam = z.object({ name: PipelineName });
 
@@ -43,7 +62,7 @@ const declareRoute = createRoute({
   security: requires('pipelines:manage'),
   request: idempotentJsonRequest(PipelineDeclaration),
   responses: {
-    201: createdResponse('Created: the new version.', Pipeline, { location: true }),
+    201: createdResponse('Created: the new version.', PipelineDeclared, { location: true }),
     200: { description: 'The steps equal the latest version: that version.', content: { 'application/json': { schema: Pipeline } } },
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'body_invalid'),
   },
@@ -97,7 +116,13 @@ const versionRoute = createRoute({
   },
 });
 
-export function pipelineRoutes(deps: { idempotency: IdempotentRouteOptions; builtin: PipelineVersion }) {
+export function pipelineRoutes(deps: {
+  idempotency: IdempotentRouteOptions;
+  builtin: PipelineVersion;
+  /** Tenant URLs must be public addresses unless allowed (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+  allowPrivateNetworks: boolean;
+  pipelines: DeclaredPipelines;
+}) {
   const app = router();
   const pool: Pool = deps.idempotency.pool;
   const db = <T>(fn: () => Promise<T>) => dependency('database_unavailable', fn);
@@ -111,9 +136,23 @@ export function pipelineRoutes(deps: { idempotency: IdempotentRouteOptions; buil
 
   route(app, declareRoute, idempotentRoute(deps.idempotency), async function declareTenantPipeline(c) {
     const body = await jsonBody(c, PipelineDeclaration, '{"name": "photos", "steps": [{"type": "webhook"}]}');
-    const { row, created } = await db(() => declarePipeline(pool, c.get('tenantId'), body.name, body.steps));
+    const urls = [body.validate?.url, ...body.steps.map((s) => (s.type === 'http.call' ? s.url : undefined))];
+    for (const url of urls.filter((u) => u !== undefined)) {
+      try {
+        await assertDeliverableUrl(url, { allowPrivateNetworks: deps.allowPrivateNetworks });
+      } catch (err) {
+        if (err instanceof DisallowedUrlError) throw problem('body_invalid', `The URL ${url} is not allowed: ${err.message}.`);
+        throw err;
+      }
+    }
+    const tenantId = c.get('tenantId');
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    const sealed = deps.idempotency.box.seal(secret, pipelineSecretContext(tenantId, body.name));
+    const { row, created, secretCreated } = await db(() => declarePipeline(pool, tenantId, body, sealed));
+    deps.pipelines.forget(tenantId, row.name);
     const location = `/v1/pipelines/${row.name}/versions/${row.version}`;
-    return created ? c.json(view(row), 201, { location }) : c.json(view(row), 200);
+    const answer = { ...view(row), ...(secretCreated ? { signingSecret: secret } : {}) };
+    return created ? c.json(answer, 201, { location }) : c.json(answer, 200);
   });
 
   route(app, listRoute, async function listTenantPipelines(c) {

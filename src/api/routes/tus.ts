@@ -29,7 +29,7 @@ import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLE
 import { requestBody } from '../request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
 import { replayHeaders } from '../replay-headers';
-import { callingToken, requires } from '../scopes';
+import { callerOf, callingToken, requires } from '../scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
@@ -105,6 +105,9 @@ const createSessionRoute = createRoute({
       'payload_too_large',
       'pipeline_unknown',
       'pipeline_not_allowed',
+      'upload_forbidden',
+      'upload_refused',
+      'validation_unavailable',
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -264,6 +267,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
       declaredSha256: headerSha ?? metaSha,
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
       pipeline: grantedPipeline(grant, parsePipelineName(metadata.pipeline, 'header_invalid')),
+      caller: callerOf(c),
     });
     c.set('outcome', replayed ? 'replayed' : 'created');
     const answer: Record<string, string> = {

@@ -47,7 +47,7 @@ import {
   Uuid,
   WaitQuery,
 } from '../schemas';
-import { assertTokenLive, callingToken, requires } from '../scopes';
+import { assertTokenLive, callerOf, callingToken, requires } from '../scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 export function uploadRoutes(deps: {
@@ -89,7 +89,7 @@ export function uploadRoutes(deps: {
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
     assertTokenLive(c);
     checkDeclared(grant, { bytes: declaredBytes, contentType });
-    await receiver.checkPipeline(req);
+    await receiver.admit(req, { mode: 'upload', caller: callerOf(c), bytes: declaredBytes });
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
     const release = inFlight.tryAcquire(tenantId);
     if (!release) {
@@ -211,6 +211,9 @@ const createUploadRoute = createRoute({
       'token_exhausted',
       'pipeline_unknown',
       'pipeline_not_allowed',
+      'upload_forbidden',
+      'upload_refused',
+      'validation_unavailable',
       'too_many_uploads',
       'form_invalid',
       'upload_failed',

@@ -17,7 +17,7 @@ import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
 import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
 import { renderOutcome } from '../upload-answer';
-import { assertTokenLive, callingToken, requires } from '../scopes';
+import { assertTokenLive, callerOf, callingToken, requires } from '../scopes';
 import { findUploadToken } from '../../db/queries/upload-tokens';
 import type { Pool } from '../../db/pool';
 import { checkDeclared, credentialOf, grantedPipeline } from '../../tokens/upload-tokens';
@@ -235,7 +235,7 @@ export function uppyCompanionRoutes(deps: {
   });
 
   route(app, formRoute, async function uppyForm(c) {
-    return answerFormPost(c, deps, await tenant(c));
+    return answerFormPost(c, deps, await tenant(c), 'uppy');
   });
 
   route(app, createRouteDef, async function uppyCreateMultipart(c) {
@@ -244,7 +244,7 @@ export function uppyCompanionRoutes(deps: {
     const grant = callingToken(c)?.grant;
     const { pipeline: named, ...parsed } = uppyFile(body);
     const pipeline = grantedPipeline(grant, named);
-    const file = { ...parsed, ...(pipeline ? { pipeline } : {}), ...(grant ? { grant } : {}) };
+    const file = { ...parsed, ...(pipeline ? { pipeline } : {}), ...(grant ? { grant } : {}), caller: callerOf(c) };
     checkDeclared(grant, { contentType: file.contentType });
     c.set('idempotencyKey', file.key);
     return c.json(await uppy.createMultipart(tenantId, file), 200);
@@ -289,7 +289,7 @@ function keyOf(metadata: unknown): string {
 }
 
 /** What identifies the file Uppy creates: its key, type, name and string metadata. */
-function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown }): UppyFile {
+function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown }): Omit<UppyFile, 'caller'> {
   const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
   const name = typeof body.filename === 'string' ? body.filename : undefined;
   const expiresAt = typeof metadata.expiresAt === 'string' ? parseExpiresAt(metadata.expiresAt, 'body_invalid') : undefined;

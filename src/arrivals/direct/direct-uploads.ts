@@ -16,6 +16,7 @@ import type { StagedCopy, UploadGrant } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
 import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget } from './targets';
+import type { Caller } from '../../upload/admission';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -38,6 +39,7 @@ export interface DirectPlanRequest {
   /** The upload token planning it. */
   grant?: UploadGrant;
   pipeline?: string;
+  caller: Caller;
 }
 
 export interface DirectPlan {
@@ -84,6 +86,7 @@ export class DirectUploads {
         expiresAt: r.expiresAt,
         grant: r.grant,
         pipeline: r.pipeline,
+        caller: r.caller,
       },
       kind,
     );

@@ -17,6 +17,7 @@ import type { UploadOutcome } from '../../upload/receive';
 import type { StagedCopy, UploadGrant } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
+import type { Caller } from '../../upload/admission';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
@@ -36,6 +37,7 @@ export interface UppyFile {
   grant?: UploadGrant;
   /** The pipeline it names (metadata `pipeline`). */
   pipeline?: string;
+  caller: Caller;
 }
 
 /** Whom a companion endpoint serves: a tenant, through an API key or one of its upload tokens. */
@@ -83,6 +85,7 @@ export class UppyCompanion {
         declaredSha256: null,
         expiresAt: file.expiresAt,
         pipeline: file.pipeline,
+        caller: file.caller,
       },
       {
         mode: 'uppy',

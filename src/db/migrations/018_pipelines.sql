@@ -5,8 +5,19 @@ CREATE TABLE pipeline_versions (
   name        text NOT NULL,
   version     integer NOT NULL CHECK (version > 0),
   steps       jsonb NOT NULL,
+  validate    jsonb,
   created_at  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (tenant_id, name, version)
+);
+
+-- What a pipeline's calls to the tenant (its validation hook, http.call steps) are signed
+-- with: made with the name's first version and shown once, sealed under SECRETS_KEY.
+CREATE TABLE pipeline_secrets (
+  tenant_id   uuid NOT NULL REFERENCES tenants (id),
+  name        text NOT NULL,
+  secret      text NOT NULL,
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (tenant_id, name)
 );
 
 -- NULL on uploads committed before pipelines existed: they ran the built-in default (version 0).

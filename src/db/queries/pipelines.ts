@@ -2,36 +2,53 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import type { PipelineStep } from '../../pipelines/catalogue';
+import type { PipelineStep, ValidationHookSpec } from '../../pipelines/catalogue';
 import type { PipelineVersion } from '../../pipelines/steps';
 
 export interface PipelineVersionRow extends PipelineVersion {
   createdAt: Date;
 }
 
-const COLUMNS = 'name, version, steps, created_at AS "createdAt"';
+const COLUMNS = 'name, version, steps, validate, created_at AS "createdAt"';
 
 /**
- * Records the declaration as the name's next version, unless its steps equal the latest
- * version's (then that one is answered, `created` false). Versions of one name are
- * numbered under a lock on the name, so two declarations at once get 1 and 2.
+ * Records the declaration as the name's next version, unless it equals the latest version
+ * (then that one is answered, `created` false). Versions of one name are numbered under a
+ * lock on the name, so two declarations at once get 1 and 2. The name's signing secret is
+ * stored with its first version (`secretCreated`: this call stored `sealedSecret`).
  */
 export async function declarePipeline(
   pool: Pool,
   tenantId: string,
-  name: string,
-  steps: PipelineStep[],
-): Promise<{ row: PipelineVersionRow; created: boolean }> {
+  d: { name: string; steps: PipelineStep[]; validate?: ValidationHookSpec },
+  sealedSecret: string,
+): Promise<{ row: PipelineVersionRow; created: boolean; secretCreated: boolean }> {
   return withTransaction(pool, async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`pipeline:${tenantId}:${name}`]);
-    const latest = await latestPipelineVersion(tx, tenantId, name);
-    if (latest && isDeepStrictEqual(latest.steps, steps)) return { row: latest, created: false };
+    await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`pipeline:${tenantId}:${d.name}`]);
+    const secret = await tx.query('INSERT INTO pipeline_secrets (tenant_id, name, secret) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+      tenantId,
+      d.name,
+      sealedSecret,
+    ]);
+    const secretCreated = (secret.rowCount ?? 0) > 0;
+    const latest = await latestPipelineVersion(tx, tenantId, d.name);
+    if (latest && isDeepStrictEqual(latest.steps, d.steps) && isDeepStrictEqual(latest.validate ?? null, d.validate ?? null))
+      return { row: latest, created: false, secretCreated };
     const res = await tx.query<PipelineVersionRow>(
-      `INSERT INTO pipeline_versions (tenant_id, name, version, steps) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
-      [tenantId, name, (latest?.version ?? 0) + 1, JSON.stringify(steps)],
+      `INSERT INTO pipeline_versions (tenant_id, name, version, steps, validate) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
+      [tenantId, d.name, (latest?.version ?? 0) + 1, JSON.stringify(d.steps), d.validate ? JSON.stringify(d.validate) : null],
     );
-    return { row: res.rows[0]!, created: true };
+    return { row: res.rows[0]!, created: true, secretCreated };
   });
+}
+
+/** The sealed signing secret of a tenant's pipeline. */
+export async function pipelineSecret(db: Queryable, tenantId: string, name: string): Promise<string | undefined> {
+  const res = await db.query<{ secret: string }>('SELECT secret FROM pipeline_secrets WHERE tenant_id = $1 AND name = $2', [
+    tenantId,
+    name,
+  ]);
+  return res.rows[0]?.secret;
 }
 
 export async function latestPipelineVersion(db: Queryable, tenantId: string, name: string): Promise<PipelineVersionRow | undefined> {

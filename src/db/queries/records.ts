@@ -225,7 +225,7 @@ export async function resolvePipeline(
 ): Promise<PipelineVersion> {
   const name = requested ?? DEFAULT_PIPELINE;
   const latest = await latestPipelineVersion(db, tenantId, name);
-  if (latest) return { name: latest.name, version: latest.version, steps: latest.steps };
+  if (latest) return { name: latest.name, version: latest.version, steps: latest.steps, validate: latest.validate };
   if (name === DEFAULT_PIPELINE) return builtin;
   throw new PipelineUnknown(name);
 }

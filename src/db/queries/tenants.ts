@@ -57,9 +57,11 @@ export async function insertApiKey(
 export async function findActiveKeyByHash(
   db: Queryable,
   keyHash: Buffer,
-): Promise<{ tenant_id: string; id: string; scopes: string[] | null } | undefined> {
-  const res = await db.query<{ tenant_id: string; id: string; scopes: string[] | null }>(
-    statement('find_key_by_hash', 'SELECT tenant_id, id, scopes FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]),
+): Promise<{ tenant_id: string; id: string; label: string; scopes: string[] | null } | undefined> {
+  const res = await db.query<{ tenant_id: string; id: string; label: string; scopes: string[] | null }>(
+    statement('find_key_by_hash', 'SELECT tenant_id, id, label, scopes FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [
+      keyHash,
+    ]),
   );
   return res.rows[0];
 }
