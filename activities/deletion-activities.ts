@@ -8,7 +8,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Pool } from '../src/db/pool';
 import { deleteRenditionRows, dueUploads, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
 import { Deletions } from '../src/lifecycle/deletions';
-import { listRenditions } from '../src/db/queries/renditions';
+import { allRenditionKeys } from '../src/db/queries/renditions';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
@@ -93,7 +93,7 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
 
     /** Deletes every rendition (the rows' objects, and any object under the upload's rendition prefix). */
     async eraseRenditions(a: { tenantId: string; uploadId: string }): Promise<{ deleted: number; bytes: number }> {
-      const keys = new Set((await listRenditions(pool, a.uploadId)).map((r) => r.storage_key));
+      const keys = new Set(await allRenditionKeys(pool, a.uploadId));
       for await (const o of store.list(`tenants/${a.tenantId}/renditions/${a.uploadId}/`)) keys.add(o.key);
       let bytes = 0;
       for (const key of keys) bytes += await deleteObject(key);

@@ -42,7 +42,7 @@ import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/s
 import { TenantCalls } from '../src/downstream/tenant-calls';
 import { stepCallId } from '../src/downstream/types';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
-import { builtinPipeline, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
+import { builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
 import type { StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
@@ -205,6 +205,8 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           width: r.width,
           height: r.height,
           duration_ms: r.durationMs,
+          pipeline: ref?.pipeline ?? DEFAULT_PIPELINE,
+          pipeline_version: ref?.version ?? 0,
         });
         if (!kept) {
           // Deleted meanwhile: nothing of it may stay, this rendition included.

@@ -4,6 +4,7 @@ import { createDeletionActivities, type DeletionActivityDeps } from './deletion-
 import { createHousekeepingActivities, type HousekeepingDeps } from './housekeeping-activities';
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
+import { createReprocessActivities } from './reprocess-activities';
 
 export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps & HousekeepingDeps & DeletionActivityDeps;
 
@@ -14,6 +15,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createHousekeepingActivities(deps),
     ...createResumableActivities(deps),
     ...createDeletionActivities(deps),
+    ...createReprocessActivities(deps),
   };
 }
 

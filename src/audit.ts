@@ -18,6 +18,7 @@ import {
   miscountedObjects,
   mismatchedKeyRows,
   suspiciousDeliveries,
+  unservedRenditionRows,
 } from './db/queries/audit';
 import { eventId, type EventType } from './downstream/types';
 import type { ObjectStore } from './storage/store';
@@ -118,6 +119,10 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
       violations.push(`loss: rendition ${r.upload_id}/${r.name} has ${head.bytes} bytes, recorded ${r.bytes}`);
     referenced.add(r.storage_key);
   }
+  for (const r of await unservedRenditionRows(pool))
+    violations.push(
+      `renditions: upload ${r.upload_id} keeps ${r.name} of ${r.pipeline} v${r.pipeline_version}, a version it does not serve`,
+    );
   for (const d of await suspiciousDeliveries(pool)) violations.push(`webhook: ${d.event_id} (upload ${d.upload_id}): ${d.problem}`);
   const deliveries = await allDeliveries(pool);
   for (const d of deliveries) {

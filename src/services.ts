@@ -16,6 +16,7 @@ import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
 import { Redeliveries } from './lifecycle/redeliveries';
 import { StepDecisions } from './lifecycle/step-decisions';
+import { Reprocessing } from './lifecycle/reprocessing';
 import { AnswerCache } from './upload/answer-cache';
 import { DeclaredPipelines } from './pipelines/declared';
 import { Admission } from './upload/admission';
@@ -123,5 +124,12 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   });
   const redeliveries = new Redeliveries({ temporal, taskQueue: config.TASK_QUEUE_UPLOADS });
   const decisions = new StepDecisions({ temporal, pool });
-  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries, pipelines, decisions };
+  const reprocessing = new Reprocessing({
+    pool,
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    transcodeQueue: config.TASK_QUEUE_TRANSCODE,
+    webhookRetry: downstreamSettings(config).webhookRetry,
+  });
+  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries, pipelines, decisions, reprocessing };
 }

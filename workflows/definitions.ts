@@ -69,3 +69,6 @@ export const DELETION_WORKFLOW_TYPE = 'deletionWorkflow';
 /** The workflows that send recorded webhook events again (workflows/redelivery.ts). */
 export const REDELIVERY_WORKFLOW_TYPE = 'redeliveryWorkflow';
 export const RECOVERY_WORKFLOW_TYPE = 'recoveryWorkflow';
+
+/** A re-processing job (workflows/reprocess.ts), ID `reprocess-job/{jobId}`. */
+export const REPROCESS_JOB_WORKFLOW_TYPE = 'reprocessJobWorkflow';

@@ -176,7 +176,7 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
 }
 
 /** A step's activity: on the transcode queue, with a summary the Temporal UI shows. */
-function stepActivity(input: DownstreamInput, step: ProcessingStep, index: number) {
+export function stepActivity(input: DownstreamInput, step: ProcessingStep, index: number) {
   return proxyActivities<Activities>({
     summary: `Step ${index + 1}: ${step.type} of ${input.contentType} (${input.bytes} bytes)`,
     taskQueue: input.transcodeQueue,

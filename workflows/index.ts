@@ -4,3 +4,4 @@ export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';
 export { deletionWorkflow } from './deletion';
 export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';
+export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';

@@ -21,6 +21,7 @@ import { adminTenantRoutes } from './routes/admin-tenants';
 import { apiKeyRoutes } from './routes/api-keys';
 import { pipelineRoutes } from './routes/pipelines';
 import { uploadStepRoutes } from './routes/upload-steps';
+import { reprocessRoutes } from './routes/reprocess';
 import { builtinPipeline } from '../pipelines/steps';
 import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
@@ -78,6 +79,7 @@ export function createApp(deps: AppDeps) {
     redeliveries,
     pipelines,
     decisions,
+    reprocessing,
   } = createServices({ config, pool, store, temporal, box });
 
   const app = router();
@@ -118,6 +120,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
+  app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',

@@ -177,7 +177,7 @@ export const CreateWebhookEndpoint = z
 /** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
 const lifetimeSeconds = (description: string) => z.number().int().min(1).optional().openapi({ description, example: 900 });
 
-const MediaRange = z
+export const MediaRange = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/(\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*)$/, 'a media type (image/png) or family (image/*)');
 export const CreateUploadToken = z

@@ -62,6 +62,13 @@ export function stepCallId(uploadId: string, ref: StepRef): string {
   return `step_${uploadId.replaceAll('-', '')}_${ref.pipeline}_v${ref.version}_${ref.index}`;
 }
 
+/** What re-processing did with one upload (one row per job and upload). */
+export interface ReprocessOutcome {
+  uploadId: string;
+  outcome: 'done' | 'skipped' | 'failed';
+  reason: string | null;
+}
+
 /** The decision a tenant sends for an async http.call step (POST /v1/uploads/{id}/steps/{step}/complete). */
 export interface StepDecision {
   step: number;

@@ -49,3 +49,35 @@ ALTER TABLE resumable_sessions ADD COLUMN pipeline text;
 
 -- The pipeline every upload of an upload token runs (NULL: whichever the upload names).
 ALTER TABLE upload_tokens ADD COLUMN pipeline text;
+
+-- Renditions per pipeline version: a re-run under another version writes its own set beside
+-- the one served (the upload's pipeline and version), and the switch replaces it.
+ALTER TABLE renditions
+  ADD COLUMN pipeline text NOT NULL DEFAULT 'default',
+  ADD COLUMN pipeline_version integer NOT NULL DEFAULT 0;
+ALTER TABLE renditions DROP CONSTRAINT renditions_pkey;
+ALTER TABLE renditions ADD PRIMARY KEY (upload_id, pipeline, pipeline_version, name);
+
+-- Re-processing: a job runs one pipeline version over a fixed set of a tenant's uploads
+-- (those of the pipeline matching its filter, committed before the job); each upload's
+-- outcome is one row, so counting is exact whatever a job's workflow repeats.
+CREATE TABLE reprocess_jobs (
+  id                uuid PRIMARY KEY,
+  tenant_id         uuid NOT NULL REFERENCES tenants (id),
+  pipeline          text NOT NULL,
+  pipeline_version  integer NOT NULL,
+  filter            jsonb NOT NULL,
+  state             text NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'completed', 'cancelled')),
+  total             integer NOT NULL,
+  created_at        timestamptz NOT NULL DEFAULT now(),
+  finished_at       timestamptz
+);
+CREATE INDEX reprocess_jobs_tenant_idx ON reprocess_jobs (tenant_id, created_at);
+
+CREATE TABLE reprocess_items (
+  job_id     uuid NOT NULL REFERENCES reprocess_jobs (id),
+  upload_id  uuid NOT NULL REFERENCES uploads (id),
+  outcome    text NOT NULL CHECK (outcome IN ('done', 'skipped', 'failed')),
+  reason     text,
+  PRIMARY KEY (job_id, upload_id)
+);

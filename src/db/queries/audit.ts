@@ -98,6 +98,18 @@ export async function allRenditions(
 }
 
 /** Deliveries whose event id, tenant or multiplicity break "one event id per upload and type". */
+/** Rendition rows of a version their upload does not serve (a re-run's leftovers, once none is under way). */
+export async function unservedRenditionRows(
+  db: Queryable,
+): Promise<{ upload_id: string; pipeline: string; pipeline_version: number; name: string }[]> {
+  const res = await db.query(
+    `SELECT r.upload_id, r.pipeline, r.pipeline_version, r.name FROM renditions r JOIN uploads u ON u.id = r.upload_id
+      WHERE NOT (r.pipeline = coalesce(u.pipeline, 'default') AND r.pipeline_version = coalesce(u.pipeline_version, 0))
+      ORDER BY r.upload_id, r.name`,
+  );
+  return res.rows;
+}
+
 export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: string; upload_id: string; problem: string }[]> {
   const res = await db.query(
     `SELECT d.event_id, d.upload_id, 'delivery tenant differs from the upload''s' AS problem

@@ -10,10 +10,16 @@ export interface RenditionRow {
   width: number | null;
   height: number | null;
   duration_ms: number | null;
+  /** The pipeline version that made it. */
+  pipeline: string;
+  pipeline_version: number;
   created_at: Date;
 }
 
 export type NewRendition = Omit<RenditionRow, 'bytes' | 'created_at'> & { bytes: number };
+
+/** The rows served: those of the upload's own pipeline version (NULL on the upload: the built-in default). */
+const SERVED = `r.pipeline = coalesce(u.pipeline, 'default') AND r.pipeline_version = coalesce(u.pipeline_version, 0)`;
 
 /**
  * Records a rendition unless one is there; false when the upload has been deleted (its
@@ -21,20 +27,55 @@ export type NewRendition = Omit<RenditionRow, 'bytes' | 'created_at'> & { bytes:
  */
 export async function insertRenditionIfAbsent(db: Queryable, r: NewRendition): Promise<boolean> {
   const res = await db.query(
-    `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, width, height, duration_ms)
-     SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM uploads WHERE id = $1 AND deleted_at IS NULL
-     ON CONFLICT (upload_id, name) DO NOTHING
+    `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, width, height, duration_ms, pipeline, pipeline_version)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM uploads WHERE id = $1 AND deleted_at IS NULL
+     ON CONFLICT (upload_id, pipeline, pipeline_version, name) DO NOTHING
      RETURNING 1`,
-    [r.upload_id, r.name, r.storage_key, r.content_type, r.bytes, r.width, r.height, r.duration_ms],
+    [r.upload_id, r.name, r.storage_key, r.content_type, r.bytes, r.width, r.height, r.duration_ms, r.pipeline, r.pipeline_version],
   );
   if (res.rowCount) return true;
   const kept = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL', [r.upload_id]);
   return kept.rowCount !== 0;
 }
 
+/** The renditions served for the upload: its own pipeline version's. */
 export async function listRenditions(db: Queryable, uploadId: string): Promise<RenditionRow[]> {
-  const res = await db.query<RenditionRow>('SELECT * FROM renditions WHERE upload_id = $1 ORDER BY name', [uploadId]);
+  const res = await db.query<RenditionRow>(
+    `SELECT r.* FROM renditions r JOIN uploads u ON u.id = r.upload_id WHERE r.upload_id = $1 AND ${SERVED} ORDER BY r.name`,
+    [uploadId],
+  );
   return res.rows;
+}
+
+/** Every rendition of the upload, of any version (erasure removes them all). */
+export async function allRenditionKeys(db: Queryable, uploadId: string): Promise<string[]> {
+  const res = await db.query<{ storage_key: string }>('SELECT storage_key FROM renditions WHERE upload_id = $1', [uploadId]);
+  return res.rows.map((r) => r.storage_key);
+}
+
+/** Renditions of versions the upload no longer serves (left by a switch that has not finished removing them). */
+export async function unservedRenditions(
+  db: Queryable,
+  uploadId: string,
+): Promise<{ name: string; storage_key: string; pipeline: string; pipeline_version: number }[]> {
+  const res = await db.query<{ name: string; storage_key: string; pipeline: string; pipeline_version: number }>(
+    `SELECT r.name, r.storage_key, r.pipeline, r.pipeline_version FROM renditions r JOIN uploads u ON u.id = r.upload_id
+      WHERE r.upload_id = $1 AND NOT (${SERVED})`,
+    [uploadId],
+  );
+  return res.rows;
+}
+
+export async function deleteRenditionRow(
+  db: Queryable,
+  r: { upload_id: string; pipeline: string; pipeline_version: number; name: string },
+): Promise<void> {
+  await db.query('DELETE FROM renditions WHERE upload_id = $1 AND pipeline = $2 AND pipeline_version = $3 AND name = $4', [
+    r.upload_id,
+    r.pipeline,
+    r.pipeline_version,
+    r.name,
+  ]);
 }
 
 /** Records the processing outcome once; later calls (retries) leave the first one. */

@@ -1,0 +1,149 @@
+// Re-processing jobs: the job row (what runs over which uploads), one outcome row per upload,
+// and the switch of an upload's served renditions to the new version.
+import type { Pool, Queryable } from '../pool';
+import { withTransaction } from '../pool';
+import type { ReprocessOutcome } from '../../downstream/types';
+
+export type { ReprocessOutcome };
+
+/** Which of the pipeline's uploads a job takes (all of them when empty). */
+export interface ReprocessFilter {
+  createdAfter?: string;
+  createdBefore?: string;
+  /** A media type (`image/png`) or a family (`image/*`). */
+  contentType?: string;
+}
+
+export interface ReprocessJobRow {
+  id: string;
+  tenant_id: string;
+  pipeline: string;
+  pipeline_version: number;
+  filter: ReprocessFilter;
+  state: 'running' | 'completed' | 'cancelled';
+  total: number;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+/** The uploads a job takes: live, not rejected, of the pipeline, matching the filter, committed before the job. */
+const JOB_UPLOADS = `FROM uploads u, reprocess_jobs j
+  WHERE j.id = $1 AND u.tenant_id = j.tenant_id AND u.deleted_at IS NULL AND u.availability <> 'rejected'
+    AND coalesce(u.pipeline, 'default') = j.pipeline AND u.created_at <= j.created_at
+    AND (j.filter->>'createdAfter' IS NULL OR u.created_at >= (j.filter->>'createdAfter')::timestamptz)
+    AND (j.filter->>'createdBefore' IS NULL OR u.created_at < (j.filter->>'createdBefore')::timestamptz)
+    AND (j.filter->>'contentType' IS NULL OR u.content_type = j.filter->>'contentType'
+         OR (right(j.filter->>'contentType', 2) = '/*' AND u.content_type LIKE left(j.filter->>'contentType', -1) || '%'))`;
+
+/** Records a new job with its total (the uploads it will take, counted in the same transaction). */
+export async function insertReprocessJob(
+  pool: Pool,
+  j: { id: string; tenantId: string; pipeline: string; version: number; filter: ReprocessFilter },
+): Promise<ReprocessJobRow> {
+  return withTransaction(pool, async (tx) => {
+    await tx.query(`INSERT INTO reprocess_jobs (id, tenant_id, pipeline, pipeline_version, filter, total) VALUES ($1, $2, $3, $4, $5, 0)`, [
+      j.id,
+      j.tenantId,
+      j.pipeline,
+      j.version,
+      JSON.stringify(j.filter),
+    ]);
+    const res = await tx.query<ReprocessJobRow>(
+      `UPDATE reprocess_jobs SET total = (SELECT count(*)::int ${JOB_UPLOADS}) WHERE id = $1 RETURNING *`,
+      [j.id],
+    );
+    return res.rows[0]!;
+  });
+}
+
+export async function findReprocessJob(db: Queryable, tenantId: string, id: string): Promise<ReprocessJobRow | undefined> {
+  const res = await db.query<ReprocessJobRow>('SELECT * FROM reprocess_jobs WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  return res.rows[0];
+}
+
+/** The next page of the job's uploads after `after` (by id). */
+export async function reprocessPage(db: Queryable, jobId: string, after: string | null, limit: number): Promise<string[]> {
+  const res = await db.query<{ id: string }>(
+    `SELECT u.id ${JOB_UPLOADS} AND ($2::uuid IS NULL OR u.id > $2::uuid) ORDER BY u.id LIMIT $3`,
+    [jobId, after, limit],
+  );
+  return res.rows.map((r) => r.id);
+}
+
+/** Records upload outcomes once each (a repeated page changes nothing). */
+export async function recordReprocessItems(db: Queryable, jobId: string, items: ReprocessOutcome[]): Promise<void> {
+  if (!items.length) return;
+  await db.query(
+    `INSERT INTO reprocess_items (job_id, upload_id, outcome, reason)
+     SELECT $1, x.upload_id, x.outcome, x.reason FROM jsonb_to_recordset($2::jsonb) AS x(upload_id uuid, outcome text, reason text)
+     ON CONFLICT DO NOTHING`,
+    [jobId, JSON.stringify(items.map((i) => ({ upload_id: i.uploadId, outcome: i.outcome, reason: i.reason })))],
+  );
+}
+
+export async function finishReprocessJob(db: Queryable, jobId: string, state: 'completed' | 'cancelled'): Promise<void> {
+  await db.query(`UPDATE reprocess_jobs SET state = $2, finished_at = now() WHERE id = $1 AND state = 'running'`, [jobId, state]);
+}
+
+/** A job's progress: outcome counts and the first failures. */
+export async function reprocessProgress(
+  db: Queryable,
+  jobId: string,
+): Promise<{ done: number; skipped: number; failed: number; failures: { uploadId: string; reason: string | null }[] }> {
+  const counts = await db.query<{ done: number; skipped: number; failed: number }>(
+    `SELECT count(*) FILTER (WHERE outcome = 'done')::int AS done, count(*) FILTER (WHERE outcome = 'skipped')::int AS skipped,
+            count(*) FILTER (WHERE outcome = 'failed')::int AS failed
+       FROM reprocess_items WHERE job_id = $1`,
+    [jobId],
+  );
+  const failures = await db.query<{ uploadId: string; reason: string | null }>(
+    `SELECT upload_id AS "uploadId", reason FROM reprocess_items WHERE job_id = $1 AND outcome = 'failed' ORDER BY upload_id LIMIT 100`,
+    [jobId],
+  );
+  return { ...counts.rows[0]!, failures: failures.rows };
+}
+
+/**
+ * Makes a pipeline version the one the upload serves, in one transaction with its outcome;
+ * false when the upload is deleted (nothing switched). The other versions' renditions are
+ * then removed by the caller (unservedRenditions), object first, then row.
+ */
+export async function switchServedVersion(
+  pool: Pool,
+  uploadId: string,
+  to: { pipeline: string; version: number },
+  outcome: { status: 'ready' | 'skipped' | 'failed'; reason: string | null; media: unknown },
+): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE uploads SET pipeline = $2, pipeline_version = $3, processing_status = $4, processing_reason = $5,
+                        media = coalesce($6::jsonb, media)
+      WHERE id = $1 AND deleted_at IS NULL`,
+    [uploadId, to.pipeline, to.version, outcome.status, outcome.reason, outcome.media === null ? null : JSON.stringify(outcome.media)],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** What a re-run needs of the upload: null when it is deleted or rejected. */
+export async function reprocessTarget(
+  db: Queryable,
+  uploadId: string,
+): Promise<
+  | {
+      storage_key: string;
+      content_type: string;
+      bytes: string;
+      sha256: string;
+      file_name: string | null;
+      created_at: Date;
+      pipeline: string | null;
+      pipeline_version: number | null;
+    }
+  | undefined
+> {
+  const res = await db.query(
+    `SELECT storage_key, content_type, bytes, sha256, file_name, created_at, pipeline, pipeline_version FROM uploads
+      WHERE id = $1 AND deleted_at IS NULL AND availability <> 'rejected'`,
+    [uploadId],
+  );
+  return res.rows[0];
+}

@@ -1,0 +1,249 @@
+// Re-processing against the real stack, with the worker in its own process: a new version
+// run over 1,000 uploads while the worker is SIGKILLed mid-run and restarted — every upload
+// ends with exactly one rendition set, of the new version, the old objects gone, the audit
+// clean — and a job's progress, filter, cancel and refusals.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { audit } from '../../src/audit';
+import type { ManagedProcess } from '../../src/devstack/process';
+import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
+import { getJson, postUpload } from '../helpers/http';
+import { eventually, listKeys, readObject } from '../helpers/inspect';
+import { startWorkerProcess } from '../helpers/worker-process';
+
+let stack: TestStack;
+let worker: ManagedProcess | undefined;
+let workerEnv: Record<string, string>;
+let logFile: string;
+let tenant: { tenantId: string; apiKey: string };
+
+beforeAll(async () => {
+  stack = await startTestStack('reproc', { role: 'api' });
+  workerEnv = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
+  logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
+  worker = await startWorkerProcess(workerEnv, logFile);
+  tenant = await stack.createTenant();
+});
+afterAll(async () => {
+  await worker?.stop('SIGKILL');
+  await stack?.stop();
+});
+
+const auth = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' });
+
+async function post(pathname: string, body: unknown, key = `rp-${randomUUID()}`) {
+  const res = await fetch(`${stack.url}${pathname}`, {
+    method: 'POST',
+    headers: { ...auth(), 'idempotency-key': key },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as any, location: res.headers.get('location') };
+}
+
+/** A tiny PNG of its own colour, so every upload has bytes of its own. */
+const tinyPng = (i: number) =>
+  sharp({ create: { width: 24, height: 16, channels: 3, background: { r: i % 256, g: (i >> 8) % 256, b: 77 } } })
+    .png()
+    .toBuffer();
+
+/** Uploads `n` pictures under the pipeline, `width` at a time; their ids. */
+async function uploadMany(n: number, pipeline: string, width = 16): Promise<string[]> {
+  const ids: string[] = new Array(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) {
+        const i = next++;
+        const res = await postUpload(stack.url, {
+          apiKey: tenant.apiKey,
+          key: `many-${pipeline}-${i}-${randomUUID()}`,
+          body: await tinyPng(i),
+          contentType: 'image/png',
+          headers: { 'x-pipeline': pipeline },
+        });
+        expect(res.status, res.text).toBe(201);
+        ids[i] = res.json.uploadId;
+      }
+    }),
+  );
+  return ids;
+}
+
+async function job(id: string) {
+  return (await getJson(`${stack.url}/v1/reprocess-jobs/${id}`, tenant.apiKey)).json;
+}
+
+const processedCount = async (ids: string[]) =>
+  (await stack.runtime.pool.query(`SELECT count(*)::int AS n FROM uploads WHERE id = ANY($1) AND status = 'processed'`, [ids])).rows[0]
+    .n as number;
+
+describe('re-processing 1,000 uploads', () => {
+  it('ends with one rendition set of the new version per upload, across a worker SIGKILL, the old objects gone', async () => {
+    expect(
+      (
+        await post('/v1/pipelines', {
+          name: 'gallery',
+          steps: [{ type: 'image.variants', variants: [{ name: 'old', width: 8, format: 'png' }] }],
+        })
+      ).status,
+    ).toBe(201);
+    const ids = await uploadMany(1000, 'gallery');
+    await eventually(async () => ((await processedCount(ids)) === ids.length ? true : undefined), 300_000);
+    const oldKeys = (await stack.runtime.pool.query(`SELECT storage_key FROM renditions WHERE upload_id = ANY($1)`, [ids])).rows.map(
+      (r) => r.storage_key as string,
+    );
+    expect(oldKeys).toHaveLength(1000);
+
+    const v2 = await post('/v1/pipelines', {
+      name: 'gallery',
+      steps: [
+        {
+          type: 'image.variants',
+          variants: [
+            { name: 'small', width: 12, format: 'webp' },
+            { name: 'medium', width: 16, format: 'png' },
+            { name: 'large', width: 20, format: 'jpeg' },
+          ],
+        },
+      ],
+    });
+    expect(v2.json.version).toBe(2);
+    const started = await post('/v1/pipelines/gallery/reprocess', { concurrency: 8 });
+    expect(started.status).toBe(202);
+    expect(started.json).toMatchObject({ pipeline: 'gallery', version: 2, state: 'running', total: 1000 });
+    const jobId = started.json.id as string;
+    expect(started.location).toBe(`/v1/reprocess-jobs/${jobId}`);
+
+    // Kill the worker a good way in, then bring it back.
+    await eventually(async () => ((await job(jobId)).done >= 150 ? true : undefined), 300_000);
+    await worker!.stop('SIGKILL');
+    worker = await startWorkerProcess(workerEnv, logFile);
+    const finished = await eventually(async () => {
+      const j = await job(jobId);
+      return j.state === 'completed' ? j : undefined;
+    }, 600_000);
+    expect(finished).toMatchObject({ total: 1000, done: 1000, skipped: 0, failed: 0, failures: [] });
+
+    // Exactly one rendition set per upload, of version 2, served; nothing of version 1 left.
+    const sets = await stack.runtime.pool.query(
+      `SELECT u.id, u.pipeline_version, array_agg(r.name ORDER BY r.name) AS names, count(DISTINCT r.pipeline_version)::int AS versions
+         FROM uploads u JOIN renditions r ON r.upload_id = u.id WHERE u.id = ANY($1) GROUP BY u.id, u.pipeline_version`,
+      [ids],
+    );
+    expect(sets.rowCount).toBe(1000);
+    for (const s of sets.rows)
+      expect({ version: s.pipeline_version, names: s.names, versions: s.versions }).toEqual({
+        version: 2,
+        names: ['large', 'medium', 'small'],
+        versions: 1,
+      });
+    for (const key of oldKeys.slice(0, 50)) expect(await listKeys(stack.s3, key)).toEqual([]);
+    expect(await listKeys(stack.s3, `tenants/${tenant.tenantId}/renditions/${ids[0]}/gallery/v1/`)).toEqual([]);
+    const detail = (await getJson(`${stack.url}/v1/uploads/${ids[0]}`, tenant.apiKey)).json;
+    expect(detail.pipeline).toMatchObject({ name: 'gallery', version: 2 });
+    const large = detail.renditions.find((r: any) => r.name === 'large');
+    expect((await sharp(await readObject(stack.s3, large.storageKey)).metadata()).format).toBe('jpeg');
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+
+    // The same version again re-runs nothing: every upload is already at it.
+    const again = await post('/v1/pipelines/gallery/reprocess', {});
+    const repeat = await eventually(async () => {
+      const j = await job(again.json.id);
+      return j.state === 'completed' ? j : undefined;
+    }, 300_000);
+    expect(repeat).toMatchObject({ total: 1000, done: 0, skipped: 1000 });
+  }, 1_200_000);
+});
+
+describe('re-processing jobs', () => {
+  it('takes only what the filter names, skips what no step applies to, and refuses bad requests', async () => {
+    expect(
+      (
+        await post('/v1/pipelines', {
+          name: 'mixed',
+          steps: [{ type: 'image.variants', variants: [{ name: 'a', width: 8, format: 'png' }] }],
+        })
+      ).status,
+    ).toBe(201);
+    const [picture] = await uploadMany(1, 'mixed');
+    const text = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `txt-${randomUUID()}`,
+      body: Buffer.from('words'),
+      contentType: 'text/plain',
+      headers: { 'x-pipeline': 'mixed' },
+    });
+    expect(text.status).toBe(201);
+    await eventually(async () => ((await processedCount([picture!, text.json.uploadId])) === 2 ? true : undefined), 60_000);
+    await post('/v1/pipelines', { name: 'mixed', steps: [{ type: 'image.variants', variants: [{ name: 'b', width: 9, format: 'png' }] }] });
+
+    const images = await post('/v1/pipelines/mixed/reprocess', { filter: { contentType: 'image/*' } });
+    expect(images.json.total).toBe(1);
+    const all = await post('/v1/pipelines/mixed/reprocess', { version: 2, filter: { createdAfter: '2020-01-01T00:00:00Z' } });
+    expect(all.json.total).toBe(2);
+    const done = await eventually(async () => {
+      const j = await job(all.json.id);
+      return j.state === 'completed' ? j : undefined;
+    }, 120_000);
+    // The picture was re-run by the first job or this one (once per version either way); the text file has no step.
+    expect(done.done + done.skipped).toBe(2);
+    expect(done.skipped).toBeGreaterThanOrEqual(1);
+    const none = await post('/v1/pipelines/mixed/reprocess', { filter: { createdBefore: '2020-01-01T00:00:00Z' } });
+    expect(none.json.total).toBe(0);
+    await eventually(async () => ((await job(none.json.id)).state === 'completed' ? true : undefined), 60_000);
+
+    expect((await post('/v1/pipelines/nosuch/reprocess', {})).status).toBe(404);
+    expect((await post('/v1/pipelines/mixed/reprocess', { version: 9 })).status).toBe(404);
+    for (const bad of [
+      { version: 0 },
+      { concurrency: 100 },
+      { filter: { contentType: 'images' } },
+      { filter: { createdAfter: 'yesterday' } },
+      { extra: 1 },
+    ]) {
+      const res = await post('/v1/pipelines/mixed/reprocess', bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+    }
+    expect((await getJson(`${stack.url}/v1/reprocess-jobs/${randomUUID()}`, tenant.apiKey)).status).toBe(404);
+    const other = await stack.createTenant();
+    expect((await getJson(`${stack.url}/v1/reprocess-jobs/${all.json.id}`, other.apiKey)).status).toBe(404);
+  }, 300_000);
+
+  it('a cancelled job stops, and every upload serves one complete set (the old or the new)', async () => {
+    expect((await post('/v1/pipelines', { name: 'halted', steps: [] })).status).toBe(201);
+    const ids = await uploadMany(60, 'halted');
+    await post('/v1/pipelines', {
+      name: 'halted',
+      steps: [
+        {
+          type: 'image.variants',
+          variants: [
+            { name: 'x', width: 10, format: 'png' },
+            { name: 'y', width: 12, format: 'png' },
+          ],
+        },
+      ],
+    });
+    const started = await post('/v1/pipelines/halted/reprocess', { concurrency: 2 });
+    await eventually(async () => ((await job(started.json.id)).done >= 4 ? true : undefined), 120_000);
+    const cancelled = await fetch(`${stack.url}/v1/reprocess-jobs/${started.json.id}/cancel`, { method: 'POST', headers: auth() });
+    expect(cancelled.status).toBe(202);
+    const j = await eventually(async () => {
+      const r = await job(started.json.id);
+      return r.state === 'cancelled' ? r : undefined;
+    }, 120_000);
+    expect(j.done).toBeLessThan(60);
+    // No upload is left half-switched: each has both new renditions or none, and nothing unserved stays.
+    await eventually(
+      async () => ((await audit(stack.runtime.pool, stack.runtime.store)).violations.length === 0 ? true : undefined),
+      60_000,
+    );
+    const counts = await stack.runtime.pool.query(
+      `SELECT (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS n FROM uploads u WHERE u.id = ANY($1)`,
+      [ids],
+    );
+    for (const c of counts.rows) expect([0, 2]).toContain(c.n);
+  }, 300_000);
+});
