@@ -14,6 +14,7 @@ import { waitWakeup } from './wait-wakeup';
 import { embeddedMemory } from './embedded-memory';
 import { deleteRate, downloadLarge, listLatency } from './lifecycle';
 import { historyCost } from './history';
+import { gateLatency, reprocessThroughput } from './pipelines';
 
 const { values } = parseArgs({
   options: {
@@ -28,12 +29,29 @@ const { values } = parseArgs({
     // Scenario "list": how many uploads are seeded, smaller then larger (comma-separated).
     'list-sizes': { type: 'string', default: '10000,1000000' },
     'delete-uploads': { type: 'string', default: '200' },
+    'reprocess-uploads': { type: 'string', default: '1000' },
+    'gate-uploads': { type: 'string', default: '200' },
     // Scenario "embedded": other checkouts to measure beside this one (comma-separated).
     'embedded-trees': { type: 'string' },
   },
 });
 
-const all = ['large', 'resumable', 'direct', 'replay', 'small', 'storm', 'wait', 'embedded', 'download', 'list', 'delete', 'history'];
+const all = [
+  'large',
+  'resumable',
+  'direct',
+  'replay',
+  'small',
+  'storm',
+  'wait',
+  'embedded',
+  'download',
+  'list',
+  'delete',
+  'history',
+  'reprocess',
+  'gate',
+];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
@@ -56,6 +74,9 @@ try {
   if (wanted.has('delete'))
     results.push(await deleteRate(services, { uploads: Number(values['delete-uploads']), connections: Math.max(1, connections / 2) }));
   if (wanted.has('history')) results.push(await historyCost(services));
+  if (wanted.has('reprocess'))
+    results.push(await reprocessThroughput(services, { uploads: Number(values['reprocess-uploads']), concurrency: 8 }));
+  if (wanted.has('gate')) results.push(await gateLatency(services, { uploads: Number(values['gate-uploads']) }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {
