@@ -40,7 +40,7 @@ import { newScratchDir } from '../src/media/scratch';
 import { runMediaStep, transcodeFile, type Presets, type StepOutcome } from '../src/media/transcode';
 import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/scan/clamd';
 import { TenantCalls } from '../src/downstream/tenant-calls';
-import { stepCallId } from '../src/downstream/types';
+import { stepCallId, uploadEventData } from '../src/downstream/types';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
 import { builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
 import type { StepOf } from '../src/pipelines/catalogue';
@@ -103,13 +103,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         id: stepCallId(input.uploadId, ref),
         type: 'pipeline.step',
         data: {
-          uploadId: input.uploadId,
-          bytes: input.bytes,
-          sha256: input.sha256,
-          contentType: input.contentType,
-          fileName: input.fileName,
-          createdAt: input.createdAt,
-          ...(input.attribution ?? {}),
+          ...uploadEventData(input),
           pipeline: { name: ref.pipeline, version: ref.version },
           step: { index: ref.index, type: step.type, async: step.async },
         },

@@ -71,13 +71,13 @@ export async function reprocessThroughput(services: BenchServices, opts: { uploa
             method: 'POST',
             headers: {
               authorization: `Bearer ${tenant.apiKey}`,
-              'idempotency-key': `bench-img-${i}`,
+              'idempotency-key': `bench-reprocess-image-${i}-${randomUUID()}`,
               'content-type': 'image/jpeg',
               'x-pipeline': 'bench',
             },
             body: images[i],
           });
-          if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
+          if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${await res.text()}`);
         }
       }),
     );

@@ -5,7 +5,14 @@
 import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import { announcer } from './announce';
 import type { Activities } from '../activities';
-import { eventId, mediaKind, type DownstreamInput, type DownstreamResult, type TranscodeResult } from '../src/downstream/types';
+import {
+  eventId,
+  mediaKind,
+  uploadEventData,
+  type DownstreamInput,
+  type DownstreamResult,
+  type TranscodeResult,
+} from '../src/downstream/types';
 
 // Short database steps run as local activities: no task-queue round trip each.
 const { listWebhookEndpoints, markUploadProcessed } = proxyLocalActivities<Activities>({
@@ -28,16 +35,7 @@ export async function downstreamV1(input: DownstreamInput): Promise<DownstreamRe
   const endpoints = await listWebhookEndpoints(input.tenantId);
   const announce = announcer(endpoints, input.webhookRetry, deliveries);
 
-  const uploadData = {
-    uploadId: input.uploadId,
-    storageKey: input.storageKey,
-    bytes: input.bytes,
-    sha256: input.sha256,
-    contentType: input.contentType,
-    fileName: input.fileName,
-    createdAt: input.createdAt,
-    ...(input.attribution ?? {}),
-  };
+  const uploadData = uploadEventData(input);
   setCurrentDetails('announcing upload.completed; transcoding');
   const completed = announce(
     {

@@ -20,6 +20,7 @@ import { downstreamV1 } from './downstream-v1';
 import type { Activities } from '../activities';
 import {
   eventId,
+  uploadEventData,
   type DownstreamInput,
   type DownstreamResult,
   type EventType,
@@ -77,17 +78,7 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
     );
   const label = `pipeline ${pipeline.name} v${pipeline.version}`;
 
-  const uploadData = {
-    uploadId: input.uploadId,
-    storageKey: input.storageKey,
-    bytes: input.bytes,
-    sha256: input.sha256,
-    contentType: input.contentType,
-    fileName: input.fileName,
-    createdAt: input.createdAt,
-    pipeline: { name: pipeline.name, version: pipeline.version },
-    ...(input.attribution ?? {}),
-  };
+  const uploadData = { ...uploadEventData(input), pipeline: { name: pipeline.name, version: pipeline.version } };
   // The steps that apply to the file, in the declared order, gates first; the others never
   // leave the workflow (no task-queue trip).
   const applying = [...pipeline.steps.entries()].filter(

@@ -155,6 +155,20 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
+/** What every event (and a pipeline's call) says of the upload. */
+export function uploadEventData(input: DownstreamInput): Record<string, unknown> {
+  return {
+    uploadId: input.uploadId,
+    storageKey: input.storageKey,
+    bytes: input.bytes,
+    sha256: input.sha256,
+    contentType: input.contentType,
+    fileName: input.fileName,
+    createdAt: input.createdAt,
+    ...(input.attribution ?? {}),
+  };
+}
+
 /** Deterministic per upload and event type: every retry and replay sends the same id. */
 export function eventId(uploadId: string, type: EventType): string {
   return `evt_${uploadId.replaceAll('-', '')}_${type.split('.')[1]}`;

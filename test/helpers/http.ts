@@ -13,6 +13,8 @@ export interface UploadArgs {
   sha?: string | null;
   fileName?: string;
   prefer?: string;
+  /** Sent as X-Pipeline. */
+  pipeline?: string;
   headers?: Record<string, string>;
 }
 
@@ -23,6 +25,7 @@ export async function postUpload(baseUrl: string, a: UploadArgs): Promise<{ stat
   if (a.sha !== null) headers['x-file-sha256'] = a.sha ?? sha256(a.body);
   if (a.fileName) headers['x-file-name'] = a.fileName;
   if (a.prefer) headers.prefer = a.prefer;
+  if (a.pipeline) headers['x-pipeline'] = a.pipeline;
   const res = await fetch(`${baseUrl}/v1/uploads`, { method: 'POST', headers, body: a.body });
   const text = await res.text();
   let json: any;

@@ -84,7 +84,7 @@ describe('the validation hook', () => {
       body,
       contentType: 'image/png',
       fileName: 'cat.png',
-      headers: { 'x-pipeline': 'checked' },
+      pipeline: 'checked',
     });
     expect(forbidden.status).toBe(403);
     expect(forbidden.json).toMatchObject({ error: 'upload_forbidden', hookStatus: 403 });
@@ -109,7 +109,7 @@ describe('the validation hook', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'checked' },
+      pipeline: 'checked',
     });
     expect(refused.status).toBe(422);
     expect(refused.json).toMatchObject({ error: 'upload_refused', hookStatus: 400 });
@@ -123,7 +123,7 @@ describe('the validation hook', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'checked' },
+      pipeline: 'checked',
     });
     expect(ok.status).toBe(201);
     // A replay is answered from the key: the hook is not asked again.
@@ -133,7 +133,7 @@ describe('the validation hook', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'checked' },
+      pipeline: 'checked',
     });
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -177,14 +177,14 @@ describe('the validation hook', () => {
       apiKey: tenant.apiKey,
       key,
       body: Buffer.from('x'),
-      headers: { 'x-pipeline': 'unreachable' },
+      pipeline: 'unreachable',
     });
     expect(res.status).toBe(503);
     expect(res.json).toMatchObject({ error: 'validation_unavailable' });
     expect(res.headers.get('retry-after')).toBe('5');
     // A hook answering 500 is the same.
     hook.script['upload.validate'] = [500];
-    const five = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('x'), headers: { 'x-pipeline': 'checked' } });
+    const five = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('x'), pipeline: 'checked' });
     expect(five.status).toBe(503);
     await nothingKept(key);
   });
@@ -232,7 +232,7 @@ describe('http.call steps', () => {
       key: `call-${randomUUID()}`,
       body: await png(30, 30),
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'reviewed' },
+      pipeline: 'reviewed',
     });
     expect(created.status).toBe(201);
     const detail = await settled(created.json.uploadId);
@@ -258,7 +258,7 @@ describe('http.call steps', () => {
       key,
       body: await png(30, 30),
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'reviewed' },
+      pipeline: 'reviewed',
     });
     const detail = await settled(created.json.uploadId);
     delete apps.reviewed.answerBody['pipeline.step'];
@@ -271,7 +271,7 @@ describe('http.call steps', () => {
       key,
       body: await png(30, 30),
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'reviewed' },
+      pipeline: 'reviewed',
     });
     expect(again.status).toBe(409);
   });
@@ -282,7 +282,7 @@ describe('http.call steps', () => {
       apiKey: tenant.apiKey,
       key: `async-${randomUUID()}`,
       body: Buffer.from('to review'),
-      headers: { 'x-pipeline': 'moderated' },
+      pipeline: 'moderated',
     });
     const uploadId = created.json.uploadId as string;
     await eventually(async () => (callsFor(uploadId).length ? true : undefined), 30_000);
@@ -325,7 +325,7 @@ describe('http.call steps', () => {
       apiKey: tenant.apiKey,
       key: `late-${randomUUID()}`,
       body: Buffer.from('never reviewed'),
-      headers: { 'x-pipeline': 'hurried' },
+      pipeline: 'hurried',
     });
     const detail = await settled(created.json.uploadId);
     expect(detail.availability).toBe('rejected');

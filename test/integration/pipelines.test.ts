@@ -161,7 +161,7 @@ describe('uploads naming a pipeline', () => {
       key,
       body: await geotaggedPhoto(),
       contentType: 'image/jpeg',
-      headers: { 'x-pipeline': 'photos' },
+      pipeline: 'photos',
     });
     expect(created.status, created.text).toBe(201);
     const detail = await processed(created.json.uploadId);
@@ -216,7 +216,7 @@ describe('uploads naming a pipeline', () => {
         key: `meta-${randomUUID()}`,
         body: photo,
         contentType: 'image/jpeg',
-        headers: { 'x-pipeline': pipeline },
+        pipeline: pipeline,
       });
       expect(created.status).toBe(201);
       const detail = await processed(created.json.uploadId);
@@ -250,7 +250,7 @@ describe('uploads naming a pipeline', () => {
       key: `pdf-${randomUUID()}`,
       body: minimalPdf(),
       contentType: 'application/pdf',
-      headers: { 'x-pipeline': 'docs' },
+      pipeline: 'docs',
     });
     expect(created.status, created.text).toBe(201);
     const detail = await processed(created.json.uploadId);
@@ -268,7 +268,7 @@ describe('uploads naming a pipeline', () => {
       key: `noscan-${randomUUID()}`,
       body: Buffer.from('no scanner here'),
       contentType: 'text/plain',
-      headers: { 'x-pipeline': 'unscanned' },
+      pipeline: 'unscanned',
     });
     expect(created.status).toBe(201);
     const detail = await processed(created.json.uploadId);
@@ -288,7 +288,7 @@ describe('uploads naming a pipeline', () => {
       key: `txt-${randomUUID()}`,
       body: Buffer.from('plain'),
       contentType: 'text/plain',
-      headers: { 'x-pipeline': 'photos' },
+      pipeline: 'photos',
     });
     expect(created.status).toBe(201);
     const detail = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}`, tenant.apiKey);
@@ -377,7 +377,7 @@ describe('uploads naming a pipeline', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'nosuch' },
+      pipeline: 'nosuch',
     });
     expect(unknown.status).toBe(422);
     expect(unknown.json).toMatchObject({ error: 'pipeline_unknown' });
@@ -387,7 +387,7 @@ describe('uploads naming a pipeline', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'Not Valid!' },
+      pipeline: 'Not Valid!',
     });
     expect(malformed.status).toBe(400);
     expect(malformed.json).toMatchObject({ error: 'header_invalid' });
@@ -427,7 +427,7 @@ describe('uploads naming a pipeline', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'photos' },
+      pipeline: 'photos',
     });
     expect(ok.status).toBe(201);
     const other = await postUpload(stack.url, {
@@ -435,7 +435,7 @@ describe('uploads naming a pipeline', () => {
       key,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'albums' },
+      pipeline: 'albums',
     });
     expect(other.status).toBe(422);
     expect(other.json).toMatchObject({ error: 'idempotency_key_reuse' });
@@ -447,7 +447,7 @@ describe('uploads naming a pipeline', () => {
       key: implicit,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'default' },
+      pipeline: 'default',
     });
     expect(explicit.status).toBe(201);
     expect(explicit.headers.get('idempotent-replayed')).toBe('true');

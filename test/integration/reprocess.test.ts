@@ -61,7 +61,7 @@ async function uploadMany(n: number, pipeline: string, width = 16): Promise<stri
           key: `many-${pipeline}-${i}-${randomUUID()}`,
           body: await tinyPng(i),
           contentType: 'image/png',
-          headers: { 'x-pipeline': pipeline },
+          pipeline: pipeline,
         });
         expect(res.status, res.text).toBe(201);
         ids[i] = res.json.uploadId;
@@ -173,7 +173,7 @@ describe('re-processing jobs', () => {
       key: `txt-${randomUUID()}`,
       body: Buffer.from('words'),
       contentType: 'text/plain',
-      headers: { 'x-pipeline': 'mixed' },
+      pipeline: 'mixed',
     });
     expect(text.status).toBe(201);
     await eventually(async () => ((await processedCount([picture!, text.json.uploadId])) === 2 ? true : undefined), 60_000);

@@ -63,7 +63,7 @@ afterAll(async () => {
 const auth = () => ({ authorization: `Bearer ${tenant.apiKey}` });
 
 async function upload(body: Buffer, pipeline: string, contentType = 'application/octet-stream', key = `scan-${randomUUID()}`) {
-  const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType, headers: { 'x-pipeline': pipeline } });
+  const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType, pipeline: pipeline });
   expect(res.status, res.text).toBe(201);
   return { key, uploadId: res.json.uploadId as string, storageKey: res.json.storageKey as string };
 }
@@ -100,7 +100,7 @@ it('rejects an infected upload for good: bytes gone, upload.rejected once and no
     key,
     body: EICAR,
     contentType: 'text/plain',
-    headers: { 'x-pipeline': 'scanned' },
+    pipeline: 'scanned',
   });
   expect(again.status).toBe(409);
   expect(again.json).toMatchObject({ error: 'upload_rejected', uploadId });

@@ -477,7 +477,7 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
       key: other,
       body,
       contentType: 'image/png',
-      headers: { 'x-pipeline': 'others' },
+      pipeline: 'others',
     });
     expect(refused.status).toBe(403);
     expect(refused.json).toMatchObject({ error: 'pipeline_not_allowed', pipeline: 'avatars' });
