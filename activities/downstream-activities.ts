@@ -10,7 +10,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
-import { insertRenditionIfAbsent, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
+import { insertRenditionIfAbsent, listRenditionsOf, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
 import { openUploadGate, rejectUpload } from '../src/db/queries/gates';
 import { problem } from '../src/errors';
 import {
@@ -37,12 +37,19 @@ import type {
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
-import { runMediaStep, transcodeFile, type Presets, type StepOutcome } from '../src/media/transcode';
+import {
+  runMediaStep,
+  transcodeFile,
+  type Presets,
+  type ProducedRendition,
+  type StepOutcome,
+  type StepProgress,
+} from '../src/media/transcode';
 import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/scan/clamd';
 import { TenantCalls } from '../src/downstream/tenant-calls';
 import { stepCallId, uploadEventData } from '../src/downstream/types';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
-import { builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
+import { builtinPipeline, DEFAULT_PIPELINE, renditionNames, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
 import type { StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
@@ -163,55 +170,92 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
   }
 
   /**
-   * Runs `work` on a local copy of the upload's object with heartbeats, then stores and
-   * records what it made. Heartbeats prove liveness: a worker that dies mid-step is noticed
-   * within the heartbeat timeout and the step retried elsewhere (same keys, same rows).
-   * Answers null when the upload was deleted meanwhile (nothing of it stays).
+   * Runs `work` on a local copy of the upload's object with heartbeats, storing and
+   * recording each rendition as it is handed over (`keep`), so a long step keeps what it
+   * finished: a retry after a worker died finds those renditions recorded (`kept`, read
+   * from their rows) and skips them. Heartbeats prove liveness: a worker that dies
+   * mid-step is noticed within the heartbeat timeout and the step retried elsewhere (same
+   * keys, same rows). Answers null when the upload was deleted meanwhile (nothing of it stays).
    */
   async function processObject(
     input: DownstreamInput,
     ref: Omit<StepRef, 'index'> | undefined,
-    work: (local: string, outDir: string, signal: AbortSignal) => Promise<StepOutcome>,
+    names: readonly string[],
+    work: (local: string, outDir: string, signal: AbortSignal, progress: StepProgress) => Promise<StepOutcome>,
   ): Promise<StepResult | null> {
     const ctx = Context.current();
-    ctx.heartbeat('starting');
-    const beat = setInterval(() => ctx.heartbeat('working'), 1_000);
+    const recorded = await listRenditionsOf(pool, input.uploadId, ref?.pipeline ?? DEFAULT_PIPELINE, ref?.version ?? 0);
+    const kept: RenditionSummary[] = recorded
+      .filter((r) => names.includes(r.name))
+      .map((r) => ({
+        name: r.name,
+        storageKey: r.storage_key,
+        contentType: r.content_type,
+        bytes: Number(r.bytes),
+        width: r.width,
+        height: r.height,
+        durationMs: r.duration_ms,
+      }));
+    const beat = () => ctx.heartbeat(kept.map((k) => k.name));
+    beat();
+    const timer = setInterval(beat, 1_000);
     const dir = await newScratchDir();
+    let deleted = false;
+    /** Stores a rendition (its companions first, then itself) and records its row. */
+    const keep = async (r: ProducedRendition): Promise<void> => {
+      if (deleted) return;
+      const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file, ref);
+      const companionPrefix = `${storageKey.slice(0, storageKey.lastIndexOf('/') + 1)}${r.name}/`;
+      for (const c of r.companions ?? [])
+        await store.put(`${companionPrefix}${path.basename(c.file)}`, createReadStream(c.file), {
+          contentType: c.contentType,
+          contentLength: (await stat(c.file)).size,
+        });
+      const bytes = (await stat(r.file)).size;
+      await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
+      const rendition = {
+        name: r.name,
+        storageKey,
+        contentType: r.contentType,
+        bytes,
+        width: r.width,
+        height: r.height,
+        durationMs: r.durationMs,
+      };
+      const inserted = await insertRenditionIfAbsent(pool, {
+        upload_id: input.uploadId,
+        name: r.name,
+        storage_key: storageKey,
+        content_type: r.contentType,
+        bytes,
+        width: r.width,
+        height: r.height,
+        duration_ms: r.durationMs,
+        pipeline: ref?.pipeline ?? DEFAULT_PIPELINE,
+        pipeline_version: ref?.version ?? 0,
+      });
+      if (!inserted) {
+        // Deleted meanwhile: nothing of it may stay, this rendition included.
+        deleted = true;
+        await store.delete(storageKey);
+        for (const c of r.companions ?? []) await store.delete(`${companionPrefix}${path.basename(c.file)}`);
+        return;
+      }
+      if (!kept.some((k) => k.name === r.name)) kept.push(rendition);
+      beat();
+    };
     try {
       const source = await store.get(input.storageKey);
       if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
       const local = path.join(dir, 'source');
       await pipeline(source, createWriteStream(local));
       const outDir = await mkdtemp(path.join(dir, 'out-'));
-      const outcome = await work(local, outDir, ctx.cancellationSignal);
-      const renditions: RenditionSummary[] = [];
-      for (const r of outcome.renditions) {
-        const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file, ref);
-        const bytes = (await stat(r.file)).size;
-        await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
-        const rendition = { storageKey, contentType: r.contentType, bytes, width: r.width, height: r.height, durationMs: r.durationMs };
-        const kept = await insertRenditionIfAbsent(pool, {
-          upload_id: input.uploadId,
-          name: r.name,
-          storage_key: storageKey,
-          content_type: r.contentType,
-          bytes,
-          width: r.width,
-          height: r.height,
-          duration_ms: r.durationMs,
-          pipeline: ref?.pipeline ?? DEFAULT_PIPELINE,
-          pipeline_version: ref?.version ?? 0,
-        });
-        if (!kept) {
-          // Deleted meanwhile: nothing of it may stay, this rendition included.
-          await store.delete(storageKey);
-          return null;
-        }
-        renditions.push({ name: r.name, ...rendition });
-      }
-      return { status: outcome.status, reason: outcome.reason, media: outcome.media, renditions };
+      const outcome = await work(local, outDir, ctx.cancellationSignal, { kept: new Set(kept.map((k) => k.name)), keep });
+      for (const r of outcome.renditions) if (!kept.some((k) => k.name === r.name)) await keep(r);
+      if (deleted) return null;
+      return { status: outcome.status, reason: outcome.reason, media: outcome.media, renditions: kept };
     } finally {
-      clearInterval(beat);
+      clearInterval(timer);
       await rm(dir, { recursive: true, force: true });
     }
   }
@@ -219,7 +263,8 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
   const activities = {
     /** The first revision's one processing step (children started before pipelines): the built-in default. */
     async transcode(input: DownstreamInput): Promise<TranscodeResult> {
-      const result = await processObject(input, undefined, (local, outDir, signal) =>
+      // Nothing is skipped: the first revision made its renditions in one go.
+      const result = await processObject(input, undefined, [], (local, outDir, signal) =>
         transcodeFile(local, input.contentType, outDir, presets, signal),
       );
       if (!result) return { status: 'skipped', reason: 'upload deleted', media: null, renditions: [] };
@@ -238,8 +283,8 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           ? await scanObject(upload, step)
           : step.type === 'http.call'
             ? await callTenant(upload, step, ref)
-            : ((await processObject(upload, ref, (local, outDir, signal) =>
-                runMediaStep(step, local, upload.contentType, outDir, presets, signal),
+            : ((await processObject(upload, ref, renditionNames(step), (local, outDir, signal, progress) =>
+                runMediaStep(step, local, upload.contentType, outDir, presets, signal, progress),
               )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] });
       if (result.status !== 'waiting') await activities.recordStep({ uploadId: upload.uploadId, ref, type: step.type, result });
       return result;

@@ -64,7 +64,7 @@ export function createReprocessActivities({ pool, store }: ReprocessActivityDeps
       // Re-processing remakes renditions; scans, calls and announcements ran when the upload came.
       const steps = [...version.steps.entries()].filter(
         (e): e is [number, ProcessingStep] =>
-          ['image.variants', 'video.poster', 'audio.transcode', 'document.preview'].includes(e[1].type) &&
+          ['image.variants', 'video.poster', 'video.hls', 'audio.transcode', 'document.preview'].includes(e[1].type) &&
           stepApplies(e[1], u.content_type),
       );
       if (!steps.length) return { skip: `no rendition step of version ${a.version} applies to ${u.content_type}` };

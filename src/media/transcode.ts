@@ -1,15 +1,13 @@
 // Runs one processing step of a pipeline on a local file: pictures with sharp, audio and
 // video with ffmpeg/ffprobe, PDF pages with poppler. Pure file-in, files-out; the activity
 // around it owns storage and rows.
-import { execFile, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
+import { DEMUXERS, ffmpeg, firstLine, hasFfmpeg, inputFlags, run, type Probe } from './ffmpeg';
+import { hlsLadder } from './hls';
 import path from 'node:path';
 import sharp from 'sharp';
 import type { PipelineStep, StepOf } from '../pipelines/catalogue';
 import { builtinPipeline, mediaKind, stepApplies, type DefaultPresets } from '../pipelines/steps';
 import { reportMemory } from '../metrics';
-
-const run = promisify(execFile);
 
 // libvips caches recent operations (up to 50 MB) for reuse on the same input; every upload
 // is a new input, so the cache only held memory (bench/README.md, embedded memory).
@@ -26,49 +24,24 @@ export interface MediaLimits {
 /** The built-in default's sizes and the limits every step runs under (the worker's config). */
 export type Presets = DefaultPresets & MediaLimits;
 
-/**
- * The ffmpeg demuxer for each media type we transcode. Input formats are never probed from
- * content: an upload named video/mp4 that is really an ffconcat or HLS playlist would
- * otherwise make ffmpeg open other files or URLs. Types without an entry are skipped.
- */
-const DEMUXERS: Record<string, string> = {
-  'video/mp4': 'mov',
-  'video/quicktime': 'mov',
-  'video/x-m4v': 'mov',
-  'video/3gpp': 'mov',
-  'audio/mp4': 'mov',
-  'audio/x-m4a': 'mov',
-  'video/webm': 'matroska',
-  'audio/webm': 'matroska',
-  'video/x-matroska': 'matroska',
-  'audio/x-matroska': 'matroska',
-  'video/x-msvideo': 'avi',
-  'video/mpeg': 'mpeg',
-  'video/mp2t': 'mpegts',
-  'video/ogg': 'ogg',
-  'audio/ogg': 'ogg',
-  'audio/mpeg': 'mp3',
-  'audio/mp3': 'mp3',
-  'audio/wav': 'wav',
-  'audio/x-wav': 'wav',
-  'audio/wave': 'wav',
-  'audio/flac': 'flac',
-  'audio/x-flac': 'flac',
-  'audio/aac': 'aac',
-};
-
-/** Flags that pin how ffmpeg/ffprobe read the input: local file only, fixed demuxer. */
-function inputFlags(demuxer: string): string[] {
-  return ['-protocol_whitelist', 'file', '-f', demuxer];
-}
-
 export interface ProducedRendition {
   name: string;
   file: string;
+  /** Files it refers to (an HLS playlist's segments), stored before it under `{name}/`. */
+  companions?: { file: string; contentType: string }[];
   contentType: string;
   width: number | null;
   height: number | null;
   durationMs: number | null;
+}
+
+/**
+ * What a long step hands over as it goes: `keep` stores a finished rendition at once, and
+ * `kept` names the ones an earlier attempt already stored (a retry skips them).
+ */
+export interface StepProgress {
+  kept: ReadonlySet<string>;
+  keep: (r: ProducedRendition) => Promise<void>;
 }
 
 export interface StepOutcome {
@@ -87,15 +60,6 @@ const failed = (reason: string, media: Record<string, unknown> | null = null): S
   renditions: [],
 });
 
-let ffmpegAvailable: Promise<boolean> | undefined;
-export function hasFfmpeg(): Promise<boolean> {
-  ffmpegAvailable ??= run('ffprobe', ['-version']).then(
-    () => true,
-    () => false,
-  );
-  return ffmpegAvailable;
-}
-
 /** The steps that turn the file into renditions (the others scan it or announce it). */
 export type MediaStep = Exclude<PipelineStep, { type: 'webhook' | 'scan.clamav' | 'http.call' }>;
 
@@ -107,6 +71,7 @@ export async function runMediaStep(
   outDir: string,
   limits: MediaLimits,
   signal?: AbortSignal,
+  progress?: StepProgress,
 ): Promise<StepOutcome> {
   if (!stepApplies(step, contentType)) return skipped(`${step.type} does not apply to ${contentType}`);
   if (step.type === 'image.variants') return imageVariants(step, input, outDir, limits);
@@ -118,6 +83,7 @@ export async function runMediaStep(
     if (!(await hasFfmpeg())) return skipped('ffmpeg is not installed on this worker');
     const demuxer = DEMUXERS[contentType];
     if (!demuxer) return skipped(`no transcoder for ${contentType}`);
+    if (step.type === 'video.hls') return await hlsLadder(step, input, demuxer, outDir, both, progress);
     return await audioVideo(step, input, demuxer, outDir, both);
   } catch (err) {
     if (deadline.aborted && !signal?.aborted) return failed(`${step.type} took longer than ${limits.timeoutSeconds} s`);
@@ -197,11 +163,6 @@ async function copyrightTags(exif: Buffer | undefined): Promise<Record<string, s
   const kept: Record<string, string> = {};
   for (const name of ['Copyright', 'Artist'] as const) if (typeof tags?.[name] === 'string') kept[name] = tags[name] as string;
   return Object.keys(kept).length ? kept : undefined;
-}
-
-interface Probe {
-  format?: { duration?: string; format_name?: string };
-  streams?: { codec_type?: string; codec_name?: string; width?: number; height?: number; duration?: string }[];
 }
 
 async function audioVideo(
@@ -326,23 +287,4 @@ async function documentPreview(
     media: { kind: 'document' },
     renditions: [{ name: step.name, file, contentType: FORMATS[step.format], width: info.width, height: info.height, durationMs: null }],
   };
-}
-
-function ffmpeg(args: string[], signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      signal,
-      killSignal: 'SIGKILL',
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(stderr.trim() || `ffmpeg exited with ${code}`))));
-  });
-}
-
-function firstLine(err: unknown): string {
-  const e = err as { stderr?: string; message?: string };
-  return (e.stderr?.trim() || e.message || String(err)).split('\n')[0]!.slice(0, 300);
 }

@@ -59,6 +59,35 @@ const VideoPosterStep = z
   .strict()
   .openapi({ description: 'A JPEG frame of a video (1 s in, or the first frame of a short one).' });
 
+const VideoHlsStep = z
+  .object({
+    type: z.literal('video.hls'),
+    name: RenditionName.default('hls'),
+    ladder: z
+      .array(
+        z
+          .object({
+            height: z.number().int().min(144).max(2160),
+            bitrate: z.string().regex(/^\d{2,5}k$/, 'kilobits per second, for example "2500k"'),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(6)
+      .default([
+        { height: 360, bitrate: '800k' },
+        { height: 720, bitrate: '2500k' },
+      ])
+      .openapi({ description: 'Rungs above the source height are left out (never upscaled); with none left, one at the source height.' }),
+    segmentSeconds: z.number().int().min(1).max(30).default(6),
+    poster: z.boolean().default(true),
+  })
+  .strict()
+  .openapi({
+    description:
+      'An HLS ladder (H.264/AAC): one media playlist per rung (`{name}-{height}p`, its segments under it), then the master playlist `{name}`, written only once every rung is stored; a poster `{name}-poster`.',
+  });
+
 const AudioTranscodeStep = z
   .object({
     type: z.literal('audio.transcode'),
@@ -154,6 +183,7 @@ export const PipelineStep = z
   .discriminatedUnion('type', [
     ImageVariantsStep,
     VideoPosterStep,
+    VideoHlsStep,
     AudioTranscodeStep,
     DocumentPreviewStep,
     ScanStep,

@@ -30,6 +30,8 @@ export interface PipelineAdmission {
 
 export class DeclaredPipelines {
   private readonly latest = new LRUCache<string, PipelineAdmission>({ max: 10_000, ttl: 5_000 });
+  /** Lookups under way: concurrent uploads of one tenant share one query. */
+  private readonly asking = new Map<string, Promise<PipelineAdmission>>();
 
   constructor(private readonly pool: Pool) {}
 
@@ -42,11 +44,19 @@ export class DeclaredPipelines {
     const id = `${tenantId}/${wanted}`;
     const cached = this.latest.get(id);
     if (cached) return cached;
+    let asked = this.asking.get(id);
+    if (!asked) {
+      asked = this.ask(tenantId, wanted, name !== undefined).finally(() => this.asking.delete(id));
+      this.asking.set(id, asked);
+    }
+    return asked;
+  }
+
+  private async ask(tenantId: string, wanted: string, named: boolean): Promise<PipelineAdmission> {
     const row = await dependency('database_unavailable', () => latestPipelineVersion(this.pool, tenantId, wanted));
-    if (!row && name !== undefined)
-      throw problem('pipeline_unknown', `No pipeline named "${name}": declare it with POST /v1/pipelines first.`);
+    if (!row && named) throw problem('pipeline_unknown', `No pipeline named "${wanted}": declare it with POST /v1/pipelines first.`);
     const admission = { name: wanted, validate: row?.validate ?? null };
-    this.latest.set(id, admission);
+    this.latest.set(`${tenantId}/${wanted}`, admission);
     return admission;
   }
 

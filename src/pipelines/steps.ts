@@ -15,6 +15,8 @@ export function renditionNames(step: PipelineStep): string[] {
     case 'audio.transcode':
     case 'document.preview':
       return [step.name];
+    case 'video.hls':
+      return [step.name, ...step.ladder.map((r) => `${step.name}-${r.height}p`), ...(step.poster ? [`${step.name}-poster`] : [])];
     case 'scan.clamav':
     case 'http.call':
     case 'webhook':
@@ -53,6 +55,7 @@ export function stepApplies(step: PipelineStep, contentType: string): boolean {
     case 'image.variants':
       return kind === 'image';
     case 'video.poster':
+    case 'video.hls':
       return kind === 'video';
     case 'audio.transcode':
       return kind === 'audio';

@@ -26,7 +26,10 @@ it('50 concurrent requests with one key make exactly one upload', async () => {
   const statuses = answers.map((a) => a.status);
   expect(
     statuses.every((s) => s === 201 || s === 202 || s === 409),
-    `statuses: ${statuses.join(',')}`,
+    `statuses: ${statuses.join(',')}; refusals: ${answers
+      .filter((a) => a.status >= 500)
+      .map((a) => a.text)
+      .join(' | ')}`,
   ).toBe(true);
   const created = answers.filter((a) => a.status === 201);
   expect(created.length).toBeGreaterThan(0);

@@ -47,6 +47,15 @@ export async function listRenditions(db: Queryable, uploadId: string): Promise<R
   return res.rows;
 }
 
+/** The upload's renditions of one pipeline version (served or not). */
+export async function listRenditionsOf(db: Queryable, uploadId: string, pipeline: string, version: number): Promise<RenditionRow[]> {
+  const res = await db.query<RenditionRow>(
+    'SELECT * FROM renditions WHERE upload_id = $1 AND pipeline = $2 AND pipeline_version = $3 ORDER BY created_at, name',
+    [uploadId, pipeline, version],
+  );
+  return res.rows;
+}
+
 /** Every rendition of the upload, of any version (erasure removes them all). */
 export async function allRenditionKeys(db: Queryable, uploadId: string): Promise<string[]> {
   const res = await db.query<{ storage_key: string }>('SELECT storage_key FROM renditions WHERE upload_id = $1', [uploadId]);

@@ -1,0 +1,137 @@
+// The video.hls step with the worker in its own process: a ladder ffprobe can play, never
+// upscaled, the master written only after every rung; the worker SIGKILLed mid-ladder and
+// restarted goes on from the rung it was encoding, leaving the finished ones untouched.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { audit } from '../../src/audit';
+import type { ManagedProcess } from '../../src/devstack/process';
+import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
+import { getJson, postUpload } from '../helpers/http';
+import { eventually, listKeys, readObject } from '../helpers/inspect';
+import { startWorkerProcess } from '../helpers/worker-process';
+
+const run = promisify(execFile);
+let stack: TestStack;
+let worker: ManagedProcess | undefined;
+let workerEnv: Record<string, string>;
+let logFile: string;
+let tenant: { tenantId: string; apiKey: string };
+
+beforeAll(async () => {
+  stack = await startTestStack('hls', { role: 'api' });
+  workerEnv = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
+  logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
+  worker = await startWorkerProcess(workerEnv, logFile);
+  tenant = await stack.createTenant();
+});
+afterAll(async () => {
+  await worker?.stop('SIGKILL');
+  await stack?.stop();
+});
+
+/** A 640×480 clip with sound, made by ffmpeg's own sources. */
+async function clip(seconds: number): Promise<Buffer> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'oncely-hls-'));
+  try {
+    const out = path.join(dir, 'clip.mp4');
+    await run('ffmpeg', [
+      ...['-hide_banner', '-loglevel', 'error', '-y'],
+      ...['-f', 'lavfi', '-i', `testsrc=duration=${seconds}:size=640x480:rate=25`],
+      ...['-f', 'lavfi', '-i', `sine=frequency=330:duration=${seconds}`],
+      ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', out],
+    ]);
+    const { readFile } = await import('node:fs/promises');
+    return await readFile(out);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const renditionRows = async (uploadId: string) =>
+  (await stack.runtime.pool.query('SELECT name FROM renditions WHERE upload_id = $1 ORDER BY name', [uploadId])).rows.map(
+    (r) => r.name as string,
+  );
+
+it('makes a playable ladder across a worker SIGKILL mid-encode, re-encoding no finished rung and writing the master last', async () => {
+  const declared = await fetch(`${stack.url}/v1/pipelines`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'streams',
+      steps: [
+        {
+          type: 'video.hls',
+          segmentSeconds: 2,
+          ladder: [
+            { height: 240, bitrate: '400k' },
+            { height: 360, bitrate: '800k' },
+            { height: 720, bitrate: '2500k' },
+          ],
+        },
+      ],
+    }),
+  });
+  expect(declared.status).toBe(201);
+  const created = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `hls-${randomUUID()}`,
+    body: await clip(40),
+    contentType: 'video/mp4',
+    pipeline: 'streams',
+  });
+  expect(created.status, created.text).toBe(201);
+  const uploadId = created.json.uploadId as string;
+  const prefix = `tenants/${tenant.tenantId}/renditions/${uploadId}/streams/v1/`;
+
+  // The first rung is stored while the second is being encoded: kill the worker there.
+  await eventually(async () => ((await renditionRows(uploadId)).includes('hls-240p') ? true : undefined), 180_000);
+  const rows = await renditionRows(uploadId);
+  expect(rows).toEqual(['hls-240p']);
+  expect(await stack.s3.head(`${prefix}hls.m3u8`)).toBeUndefined();
+  const first = await stack.s3.head(`${prefix}hls-240p.m3u8`);
+  expect(first).toBeDefined();
+  await worker!.stop('SIGKILL');
+  await new Promise((r) => setTimeout(r, 1500)); // a rewrite would show a later LastModified
+  worker = await startWorkerProcess(workerEnv, logFile);
+
+  const detail = await eventually(async () => {
+    const r = await getJson(`${stack.url}/v1/uploads/${uploadId}?wait=20`, tenant.apiKey);
+    return r.json.status === 'processed' ? r.json : undefined;
+  }, 300_000);
+  expect(detail.processing.status).toBe('ready');
+  // Never upscaled: the 480-line source gets no 720p rung.
+  expect(detail.renditions.map((r: any) => r.name).sort()).toEqual(['hls', 'hls-240p', 'hls-360p', 'hls-poster']);
+  expect((await stack.s3.head(`${prefix}hls-240p.m3u8`))!.lastModified).toEqual(first!.lastModified);
+  const segments = await listKeys(stack.s3, `${prefix}hls-240p/`);
+  expect(segments.length).toBeGreaterThanOrEqual(15);
+
+  // ffprobe plays the ladder from the stored objects.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'oncely-hls-play-'));
+  try {
+    for (const key of await listKeys(stack.s3, prefix)) {
+      const file = path.join(dir, key.slice(prefix.length));
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(file, await readObject(stack.s3, key));
+    }
+    const { stdout } = await run('ffprobe', [
+      '-v',
+      'error',
+      '-show_entries',
+      'stream=codec_type,height',
+      '-of',
+      'json',
+      path.join(dir, 'hls.m3u8'),
+    ]);
+    const streams = (JSON.parse(stdout) as { streams: { codec_type: string; height?: number }[] }).streams;
+    expect(new Set(streams.filter((s) => s.codec_type === 'video').map((s) => s.height))).toEqual(new Set([240, 360]));
+    expect(streams.some((s) => s.codec_type === 'audio')).toBe(true);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+}, 600_000);
