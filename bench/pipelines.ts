@@ -1,10 +1,13 @@
-// Pipelines (#24), against an API and a worker process on the production bundle:
+// Pipelines (#24), against an API and a worker process on the production bundle (hls: a
+// ladder through the pipeline vs the same ffmpeg commands run directly):
 //  - reprocess: a 3-variant image version re-run over N small images by a job, against the
 //    same sharp calls in a plain loop in this process (the orchestration's overhead ratio);
 //  - gate: time from an upload's 201 to its scan gate opening (clamd, the tests' signatures),
 //    p50/p99, against a direct INSTREAM of the same bytes from this process.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +16,7 @@ import sharp from 'sharp';
 import { createPool } from '../src/db/pool';
 import { createTenant } from '../src/tenants';
 import { ClamdScanner } from '../src/scan/clamd';
+import { rungArgs } from '../src/media/hls';
 import { startClamd } from '../test/support/clamd';
 import { startOncelyProcess, type BenchServices } from './lib/services';
 
@@ -26,6 +30,8 @@ const picture = (i: number) =>
   sharp({ create: { width: 640, height: 480, channels: 3, background: { r: i % 256, g: (i * 7) % 256, b: 90 } } })
     .jpeg({ quality: 80 })
     .toBuffer();
+
+const run = promisify(execFile);
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -174,6 +180,96 @@ export async function gateLatency(services: BenchServices, opts: { uploads: numb
     await api.proc.stop();
     await worker.proc.stop();
     await clamd.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const LADDER = [
+  { height: 360, bitrate: '800k' },
+  { height: 720, bitrate: '2500k' },
+];
+
+/** A 30 s 1280×720 clip with sound, encoded once for both sides. */
+async function clip720(dir: string): Promise<string> {
+  const out = path.join(dir, 'clip.mp4');
+  await run('ffmpeg', [
+    ...['-hide_banner', '-loglevel', 'error', '-y'],
+    ...['-f', 'lavfi', '-i', 'testsrc2=duration=30:size=1280x720:rate=30', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=30'],
+    ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', out],
+  ]);
+  return out;
+}
+
+export async function hlsOverhead(services: BenchServices, opts: { rounds: number }) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-bench-hls-'));
+  const api = await startOncelyProcess(services, 'api');
+  const worker = await startOncelyProcess(services, 'worker');
+  const pool = createPool(services.databaseUrl, 1);
+  try {
+    const source = await clip720(dir);
+    const bytes = readFileSync(source);
+    const tenant = await createTenant(pool, 'bench-hls');
+    const auth = { authorization: `Bearer ${tenant.apiKey}` };
+    const declared = await fetch(`${api.url}/v1/pipelines`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ladder', steps: [{ type: 'video.hls', ladder: LADDER, segmentSeconds: 6, poster: false }] }),
+    });
+    if (declared.status !== 201) throw new Error(`declaring answered ${declared.status}`);
+    const pipelineSeconds: number[] = [];
+    const directSeconds: number[] = [];
+    for (let round = 0; round < opts.rounds; round++) {
+      // Direct: the same ffmpeg command per rung, one after another.
+      const out = mkdtempSync(path.join(dir, 'direct-'));
+      const d0 = performance.now();
+      for (const rung of LADDER) {
+        const name = `hls-${rung.height}p`;
+        const rungDir = path.join(out, name);
+        mkdirSync(rungDir, { recursive: true });
+        await run('ffmpeg', [
+          '-hide_banner',
+          '-loglevel',
+          'error',
+          '-nostdin',
+          '-y',
+          ...rungArgs({
+            input: source,
+            demuxer: 'mov',
+            rung,
+            name,
+            dir: rungDir,
+            playlist: path.join(out, `${name}.m3u8`),
+            segmentSeconds: 6,
+            audio: true,
+          }),
+        ]);
+      }
+      directSeconds.push((performance.now() - d0) / 1000);
+      // Through the pipeline: from the 201 to processed (the upload itself is not counted).
+      const res = await fetch(`${api.url}/v1/uploads`, {
+        method: 'POST',
+        headers: { ...auth, 'idempotency-key': `bench-hls-${randomUUID()}`, 'content-type': 'video/mp4', 'x-pipeline': 'ladder' },
+        body: bytes,
+      });
+      const t0 = performance.now();
+      const { uploadId } = (await res.json()) as { uploadId: string };
+      await within(600_000, 'hls', async () => {
+        const r = await fetch(`${api.url}/v1/uploads/${uploadId}?wait=30`, { headers: auth });
+        return ((await r.json()) as { status: string }).status === 'processed' ? true : undefined;
+      });
+      pipelineSeconds.push((performance.now() - t0) / 1000);
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    return {
+      scenario: `hls: a 30 s 720p clip to a 360p + 720p ladder through the pipeline (201 → processed) vs the same ffmpeg commands run directly (median of ${opts.rounds})`,
+      pipelineSeconds: Number(median(pipelineSeconds).toFixed(2)),
+      directSeconds: Number(median(directSeconds).toFixed(2)),
+      overheadRatio: Number((median(pipelineSeconds) / median(directSeconds)).toFixed(3)),
+    };
+  } finally {
+    await pool.end();
+    await api.proc.stop();
+    await worker.proc.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

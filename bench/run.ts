@@ -14,7 +14,7 @@ import { waitWakeup } from './wait-wakeup';
 import { embeddedMemory } from './embedded-memory';
 import { deleteRate, downloadLarge, listLatency } from './lifecycle';
 import { historyCost } from './history';
-import { gateLatency, reprocessThroughput } from './pipelines';
+import { gateLatency, hlsOverhead, reprocessThroughput } from './pipelines';
 
 const { values } = parseArgs({
   options: {
@@ -51,6 +51,7 @@ const all = [
   'history',
   'reprocess',
   'gate',
+  'hls',
 ];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
@@ -77,6 +78,7 @@ try {
   if (wanted.has('reprocess'))
     results.push(await reprocessThroughput(services, { uploads: Number(values['reprocess-uploads']), concurrency: 8 }));
   if (wanted.has('gate')) results.push(await gateLatency(services, { uploads: Number(values['gate-uploads']) }));
+  if (wanted.has('hls')) results.push(await hlsOverhead(services, { rounds }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {

@@ -72,41 +72,9 @@ export async function hlsLadder(
       if (progress?.kept.has(name)) continue;
       const dir = path.join(outDir, name);
       const playlist = path.join(outDir, `${name}.m3u8`);
+      await mkdir(dir, { recursive: true });
       await ffmpeg(
-        [
-          ...inputFlags(demuxer),
-          '-i',
-          input,
-          '-map',
-          '0:v:0',
-          ...(audio ? ['-map', '0:a:0', '-c:a', 'aac', '-b:a', '128k', '-ac', '2'] : []),
-          '-vf',
-          `scale=-2:${rung.height}`,
-          '-c:v',
-          'libx264',
-          '-preset',
-          'veryfast',
-          '-b:v',
-          rung.bitrate,
-          '-maxrate',
-          rung.bitrate,
-          '-bufsize',
-          `${parseInt(rung.bitrate, 10) * 2}k`,
-          // Keyframes on segment boundaries, so every segment starts cleanly.
-          '-force_key_frames',
-          `expr:gte(t,n_forced*${step.segmentSeconds})`,
-          '-f',
-          'hls',
-          '-hls_time',
-          String(step.segmentSeconds),
-          '-hls_playlist_type',
-          'vod',
-          '-hls_base_url',
-          `${name}/`,
-          '-hls_segment_filename',
-          await segmentPattern(dir),
-          playlist,
-        ],
+        rungArgs({ input, demuxer, rung, name, dir, playlist, segmentSeconds: step.segmentSeconds, audio: audio !== undefined }),
         signal,
       );
       const segments = (await readdir(dir)).sort().map((f) => ({ file: path.join(dir, f), contentType: SEGMENT }));
@@ -146,8 +114,27 @@ export async function hlsLadder(
   return { status: 'succeeded', reason: null, media, renditions: done };
 }
 
-/** The segment file pattern in a rung's own directory (made here). */
-async function segmentPattern(dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  return path.join(dir, '%03d.ts');
+/** The ffmpeg arguments of one rung: its playlist, its segments in `dir` (the benchmark runs the same). */
+export function rungArgs(r: {
+  input: string;
+  demuxer: string;
+  rung: { height: number; bitrate: string };
+  name: string;
+  dir: string;
+  playlist: string;
+  segmentSeconds: number;
+  audio: boolean;
+}): string[] {
+  const kbps = parseInt(r.rung.bitrate, 10);
+  return [
+    ...inputFlags(r.demuxer),
+    ...['-i', r.input, '-map', '0:v:0'],
+    ...(r.audio ? ['-map', '0:a:0', '-c:a', 'aac', '-b:a', '128k', '-ac', '2'] : []),
+    ...['-vf', `scale=-2:${r.rung.height}`, '-c:v', 'libx264', '-preset', 'veryfast'],
+    ...['-b:v', r.rung.bitrate, '-maxrate', r.rung.bitrate, '-bufsize', `${kbps * 2}k`],
+    // Keyframes on segment boundaries, so every segment starts cleanly.
+    ...['-force_key_frames', `expr:gte(t,n_forced*${r.segmentSeconds})`],
+    ...['-f', 'hls', '-hls_time', String(r.segmentSeconds), '-hls_playlist_type', 'vod', '-hls_base_url', `${r.name}/`],
+    ...['-hls_segment_filename', path.join(r.dir, '%03d.ts'), r.playlist],
+  ];
 }
