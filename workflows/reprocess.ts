@@ -145,7 +145,8 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
     }
     const failed = results.find((r) => r.status !== 'succeeded');
     if (failed) throw ApplicationFailure.nonRetryable(failed.reason ?? `a step ended ${failed.status}`, 'step_failed');
-    const { switched } = await cleanup.switchRenditions({ ...version, outcome: processingOutcome(results, null) });
+    // Local: one transaction and a few deletes, without another trip through the task queue.
+    const { switched } = await local.switchRenditions({ ...version, outcome: processingOutcome(results, null) });
     return switched ? { outcome: 'done', reason: null } : { outcome: 'skipped', reason: 'upload deleted' };
   } catch (err) {
     // What this run made goes; the served renditions stay as they were.
