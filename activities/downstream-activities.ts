@@ -10,7 +10,13 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
-import { insertRenditionIfAbsent, listRenditionsOf, markProcessed, setProcessingOutcome } from '../src/db/queries/renditions';
+import {
+  insertRenditionIfAbsent,
+  listRenditionsOf,
+  markProcessed,
+  renditionSummary,
+  setProcessingOutcome,
+} from '../src/db/queries/renditions';
 import { openUploadGate, rejectUpload } from '../src/db/queries/gates';
 import { problem } from '../src/errors';
 import {
@@ -185,17 +191,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
   ): Promise<StepResult | null> {
     const ctx = Context.current();
     const recorded = await listRenditionsOf(pool, input.uploadId, ref?.pipeline ?? DEFAULT_PIPELINE, ref?.version ?? 0);
-    const kept: RenditionSummary[] = recorded
-      .filter((r) => names.includes(r.name))
-      .map((r) => ({
-        name: r.name,
-        storageKey: r.storage_key,
-        contentType: r.content_type,
-        bytes: Number(r.bytes),
-        width: r.width,
-        height: r.height,
-        durationMs: r.duration_ms,
-      }));
+    const kept: RenditionSummary[] = recorded.filter((r) => names.includes(r.name)).map(renditionSummary);
     const beat = () => ctx.heartbeat(kept.map((k) => k.name));
     beat();
     const timer = setInterval(beat, 1_000);

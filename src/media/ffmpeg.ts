@@ -73,3 +73,42 @@ export function firstLine(err: unknown): string {
   const e = err as { stderr?: string; message?: string };
   return (e.stderr?.trim() || e.message || String(err)).split('\n')[0]!.slice(0, 300);
 }
+
+/** What ffprobe says of a file (its first video and audio streams), or why it could not tell. */
+export async function probeMedia(
+  input: string,
+  demuxer: string,
+  signal: AbortSignal,
+): Promise<
+  | {
+      ok: true;
+      probe: Probe;
+      video: NonNullable<Probe['streams']>[number] | undefined;
+      audio: NonNullable<Probe['streams']>[number] | undefined;
+      durationMs: number | null;
+    }
+  | { ok: false; reason: string }
+> {
+  let probe: Probe;
+  try {
+    const { stdout } = await run(
+      'ffprobe',
+      ['-v', 'error', ...inputFlags(demuxer), '-print_format', 'json', '-show_format', '-show_streams', input],
+      {
+        signal,
+        killSignal: 'SIGKILL',
+      },
+    );
+    probe = JSON.parse(stdout) as Probe;
+  } catch (err) {
+    if (signal.aborted) throw err;
+    return { ok: false, reason: `media could not be probed: ${firstLine(err)}` };
+  }
+  return {
+    ok: true,
+    probe,
+    video: probe.streams?.find((s) => s.codec_type === 'video'),
+    audio: probe.streams?.find((s) => s.codec_type === 'audio'),
+    durationMs: probe.format?.duration ? Math.round(Number(probe.format.duration) * 1000) : null,
+  };
+}

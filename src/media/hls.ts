@@ -6,7 +6,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import type { StepOf } from '../pipelines/catalogue';
-import { ffmpeg, firstLine, inputFlags, run, type Probe } from './ffmpeg';
+import { ffmpeg, firstLine, inputFlags, probeMedia } from './ffmpeg';
 import type { ProducedRendition, StepOutcome, StepProgress } from './transcode';
 
 const PLAYLIST = 'application/vnd.apple.mpegurl';
@@ -34,24 +34,9 @@ export async function hlsLadder(
     media,
     renditions: [],
   });
-  let probe: Probe;
-  try {
-    const { stdout } = await run(
-      'ffprobe',
-      ['-v', 'error', ...inputFlags(demuxer), '-print_format', 'json', '-show_format', '-show_streams', input],
-      {
-        signal,
-        killSignal: 'SIGKILL',
-      },
-    );
-    probe = JSON.parse(stdout) as Probe;
-  } catch (err) {
-    if (signal.aborted) throw err;
-    return failed(`media could not be probed: ${firstLine(err)}`);
-  }
-  const video = probe.streams?.find((s) => s.codec_type === 'video');
-  const audio = probe.streams?.find((s) => s.codec_type === 'audio');
-  const durationMs = probe.format?.duration ? Math.round(Number(probe.format.duration) * 1000) : null;
+  const probed = await probeMedia(input, demuxer, signal);
+  if (!probed.ok) return failed(probed.reason);
+  const { video, audio, durationMs } = probed;
   const media = {
     kind: 'video',
     durationMs,

@@ -1,7 +1,7 @@
 // Runs one processing step of a pipeline on a local file: pictures with sharp, audio and
 // video with ffmpeg/ffprobe, PDF pages with poppler. Pure file-in, files-out; the activity
 // around it owns storage and rows.
-import { DEMUXERS, ffmpeg, firstLine, hasFfmpeg, inputFlags, run, type Probe } from './ffmpeg';
+import { DEMUXERS, ffmpeg, firstLine, hasFfmpeg, inputFlags, probeMedia, run } from './ffmpeg';
 import { hlsLadder } from './hls';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -173,21 +173,9 @@ async function audioVideo(
   signal: AbortSignal,
 ): Promise<StepOutcome> {
   const kind = step.type === 'video.poster' ? 'video' : 'audio';
-  let probe: Probe;
-  try {
-    const { stdout } = await run(
-      'ffprobe',
-      ['-v', 'error', ...inputFlags(demuxer), '-print_format', 'json', '-show_format', '-show_streams', input],
-      { signal, killSignal: 'SIGKILL' },
-    );
-    probe = JSON.parse(stdout) as Probe;
-  } catch (err) {
-    if (signal.aborted) throw err;
-    return failed(`media could not be probed: ${firstLine(err)}`);
-  }
-  const video = probe.streams?.find((s) => s.codec_type === 'video');
-  const audio = probe.streams?.find((s) => s.codec_type === 'audio');
-  const durationMs = probe.format?.duration ? Math.round(Number(probe.format.duration) * 1000) : null;
+  const probed = await probeMedia(input, demuxer, signal);
+  if (!probed.ok) return failed(probed.reason);
+  const { probe, video, audio, durationMs } = probed;
   const media = {
     kind,
     container: probe.format?.format_name ?? null,

@@ -20,3 +20,27 @@ export async function startWorkerProcess(env: Record<string, string>, logFile: s
   await waitUntil('worker process', async () => startedLines() > before, { proc, timeoutMs: 60_000 });
   return proc;
 }
+
+/** A test stack that serves the API here and runs its worker in a process of its own, to SIGKILL and start again. */
+export async function stackWithWorkerProcess(prefix: string) {
+  const { startTestStack, stackEnv } = await import('./stack');
+  const stack = await startTestStack(prefix, { role: 'api' });
+  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
+  const logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
+  let worker: ManagedProcess | undefined = await startWorkerProcess(env, logFile);
+  return {
+    stack,
+    /** SIGKILLs the worker. */
+    async kill() {
+      await worker?.stop('SIGKILL');
+      worker = undefined;
+    },
+    async start() {
+      worker = await startWorkerProcess(env, logFile);
+    },
+    async stop() {
+      await worker?.stop('SIGKILL');
+      await stack.stop();
+    },
+  };
+}

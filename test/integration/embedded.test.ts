@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { getJson, postUpload, sha256, writeAllThenRead } from '../helpers/http';
 import { launchChromium } from '../helpers/browser';
+import { png } from '../helpers/media';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -180,6 +181,29 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const d2 = await postUpload(url, { apiKey: deduping.apiKey, key: `${key}-d2`, body: file, contentType: 'text/plain' });
   expect([d1.status, d2.status]).toEqual([201, 201]);
   expect(d2.json.storageKey).toBe(d1.json.storageKey);
+
+  // A declared pipeline on the embedded default: no clamd here, so the scan says not_scanned.
+  const declared = await fetch(`${url}/v1/pipelines`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'embedded',
+      steps: [{ type: 'scan.clamav' }, { type: 'image.variants', variants: [{ name: 'small', width: 32, format: 'webp' }] }],
+    }),
+  });
+  expect(declared.status).toBe(201);
+  const picture = await postUpload(url, {
+    apiKey,
+    key: `${key}-pipeline`,
+    body: await png(64, 48),
+    contentType: 'image/png',
+    pipeline: 'embedded',
+  });
+  expect(picture.status, picture.text).toBe(201);
+  const processed = await getJson(`${url}/v1/uploads/${picture.json.uploadId}?wait=60`, apiKey);
+  expect(processed.json).toMatchObject({ status: 'processed', availability: 'available', pipeline: { name: 'embedded', version: 1 } });
+  expect(processed.json.pipeline.steps[0].scan).toMatchObject({ verdict: 'not_scanned', reason: expect.stringContaining('CLAMD_ADDRESS') });
+  expect(processed.json.renditions.map((r: { name: string }) => r.name)).toEqual(['small']);
 
   await proc!.stop();
   expect(existsSync(path.join(dataDir, 'temporal.db'))).toBe(true);

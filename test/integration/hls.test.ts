@@ -7,32 +7,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import type { ManagedProcess } from '../../src/devstack/process';
-import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
+import type { TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, listKeys, readObject } from '../helpers/inspect';
-import { startWorkerProcess } from '../helpers/worker-process';
+import { stackWithWorkerProcess } from '../helpers/worker-process';
 
 const run = promisify(execFile);
 let stack: TestStack;
-let worker: ManagedProcess | undefined;
-let workerEnv: Record<string, string>;
-let logFile: string;
+let harness: Awaited<ReturnType<typeof stackWithWorkerProcess>>;
 let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
-  stack = await startTestStack('hls', { role: 'api' });
-  workerEnv = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
-  logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
-  worker = await startWorkerProcess(workerEnv, logFile);
+  harness = await stackWithWorkerProcess('hls');
+  stack = harness.stack;
   tenant = await stack.createTenant();
 });
-afterAll(async () => {
-  await worker?.stop('SIGKILL');
-  await stack?.stop();
-});
+afterAll(() => harness?.stop());
 
 /** A 640×480 clip with sound, made by ffmpeg's own sources. */
 async function clip(seconds: number): Promise<Buffer> {
@@ -95,9 +87,9 @@ it('makes a playable ladder across a worker SIGKILL mid-encode, re-encoding no f
   expect(await stack.s3.head(`${prefix}hls.m3u8`)).toBeUndefined();
   const first = await stack.s3.head(`${prefix}hls-240p.m3u8`);
   expect(first).toBeDefined();
-  await worker!.stop('SIGKILL');
+  await harness.kill();
   await new Promise((r) => setTimeout(r, 1500)); // a rewrite would show a later LastModified
-  worker = await startWorkerProcess(workerEnv, logFile);
+  await harness.start();
 
   const detail = await eventually(async () => {
     const r = await getJson(`${stack.url}/v1/uploads/${uploadId}?wait=20`, tenant.apiKey);

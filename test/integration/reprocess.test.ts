@@ -3,33 +3,24 @@
 // ends with exactly one rendition set, of the new version, the old objects gone, the audit
 // clean — and a job's progress, filter, cancel and refusals.
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import type { ManagedProcess } from '../../src/devstack/process';
-import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
+import type { TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, listKeys, readObject } from '../helpers/inspect';
-import { startWorkerProcess } from '../helpers/worker-process';
+import { stackWithWorkerProcess } from '../helpers/worker-process';
 
 let stack: TestStack;
-let worker: ManagedProcess | undefined;
-let workerEnv: Record<string, string>;
-let logFile: string;
+let harness: Awaited<ReturnType<typeof stackWithWorkerProcess>>;
 let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
-  stack = await startTestStack('reproc', { role: 'api' });
-  workerEnv = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
-  logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
-  worker = await startWorkerProcess(workerEnv, logFile);
+  harness = await stackWithWorkerProcess('reproc');
+  stack = harness.stack;
   tenant = await stack.createTenant();
 });
-afterAll(async () => {
-  await worker?.stop('SIGKILL');
-  await stack?.stop();
-});
+afterAll(() => harness?.stop());
 
 const auth = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' });
 
@@ -118,8 +109,8 @@ describe('re-processing 1,000 uploads', () => {
 
     // Kill the worker a good way in, then bring it back.
     await eventually(async () => ((await job(jobId)).done >= 150 ? true : undefined), 300_000);
-    await worker!.stop('SIGKILL');
-    worker = await startWorkerProcess(workerEnv, logFile);
+    await harness.kill();
+    await harness.start();
     const finished = await eventually(async () => {
       const j = await job(jobId);
       return j.state === 'completed' ? j : undefined;

@@ -4,7 +4,7 @@ import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import type { ProcessedSignal } from '../../db/upload-processed';
 import { listUploads, type UploadRow } from '../../db/queries/uploads';
-import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
+import { listRenditions, renditionSummary } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
@@ -133,7 +133,7 @@ export function uploadRoutes(deps: {
     return c.json({
       ...view,
       pipeline: { ...view.pipeline, steps: steps.map(stepView) },
-      renditions: renditions.map(renditionView),
+      renditions: renditions.map(renditionSummary),
       deliveries: deliveries.map(deliveryView),
     });
   });
@@ -294,18 +294,6 @@ function stepView(s: StepOutcomeRow) {
     reason: s.reason,
     ...(scan ? { scan } : {}),
     finishedAt: s.finished_at.toISOString(),
-  };
-}
-
-function renditionView(r: RenditionRow) {
-  return {
-    name: r.name,
-    storageKey: r.storage_key,
-    contentType: r.content_type,
-    bytes: Number(r.bytes),
-    width: r.width,
-    height: r.height,
-    durationMs: r.duration_ms,
   };
 }
 

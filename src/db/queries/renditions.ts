@@ -18,6 +18,19 @@ export interface RenditionRow {
 
 export type NewRendition = Omit<RenditionRow, 'bytes' | 'created_at'> & { bytes: number };
 
+/** A rendition as the API and the workflows describe it. */
+export function renditionSummary(r: RenditionRow) {
+  return {
+    name: r.name,
+    storageKey: r.storage_key,
+    contentType: r.content_type,
+    bytes: Number(r.bytes),
+    width: r.width,
+    height: r.height,
+    durationMs: r.duration_ms,
+  };
+}
+
 /** The rows served: those of the upload's own pipeline version (NULL on the upload: the built-in default). */
 const SERVED = `r.pipeline = coalesce(u.pipeline, 'default') AND r.pipeline_version = coalesce(u.pipeline_version, 0)`;
 
