@@ -125,5 +125,25 @@ it('makes a playable ladder across a worker SIGKILL mid-encode, re-encoding no f
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+  // And through the API: the master, a rung by the master's relative URL, a segment by the rung's.
+  const base = `${stack.url}/v1/uploads/${uploadId}/renditions/`;
+  const auth = { authorization: `Bearer ${tenant.apiKey}` };
+  const masterText = await (await fetch(`${base}hls`, { headers: auth })).text();
+  const rungUrl = masterText.split('\n').find((l) => l.endsWith('.m3u8'))!;
+  const rung = await fetch(new URL(rungUrl, `${base}hls`), { headers: auth });
+  expect(rung.headers.get('content-type')).toContain('mpegurl');
+  const segmentUrl = (await rung.text()).split('\n').find((l) => l.endsWith('.ts'))!;
+  const segment = await fetch(new URL(segmentUrl, new URL(rungUrl, `${base}hls`)), { headers: auth });
+  expect(segment.status).toBe(200);
+  expect(segment.headers.get('content-type')).toBe('video/mp2t');
+  expect(Buffer.from(await segment.arrayBuffer())).toEqual(await readObject(stack.s3, `${prefix}${segmentUrl}`));
+  expect((await fetch(`${base}hls-240p/999.ts`, { headers: auth })).status).toBe(404);
+  expect((await fetch(`${base}hls-poster/000.ts`, { headers: auth })).status).toBe(404);
+  const { stdout: overHttp } = await run('ffprobe', [
+    ...['-v', 'error', '-headers', `Authorization: Bearer ${tenant.apiKey}\r\n`],
+    ...['-show_entries', 'stream=codec_type,height', '-of', 'json', `${base}hls`],
+  ]);
+  const httpStreams = (JSON.parse(overHttp) as { streams: { codec_type: string; height?: number }[] }).streams;
+  expect(new Set(httpStreams.filter((s) => s.codec_type === 'video').map((s) => s.height))).toEqual(new Set([240, 360]));
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
 }, 600_000);

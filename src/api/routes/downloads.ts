@@ -42,8 +42,29 @@ export function uploadContentRoutes(deps: DownloadDeps) {
 
   route(app, renditionRoute, async function getRendition(c) {
     const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id);
-    const rendition = await findRendition(pool, upload, c.req.param('name')!);
+    const rendition = await findRendition(pool, upload, c.req.param('name')!.replace(/\.m3u8$/, ''));
     return serveObject(store, renditionOf(upload, rendition), serveRequest(c), parseDisposition(c.req.query('disposition')));
+  });
+
+  route(app, segmentRoute, async function getSegment(c) {
+    const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id);
+    const playlist = await findRendition(pool, upload, c.req.param('name')!);
+    const file = c.req.param('file')!;
+    if (!/^\d{3,5}\.ts$/.test(file) || playlist.content_type !== 'application/vnd.apple.mpegurl')
+      throw problem('not_found', 'No such segment.');
+    // A playlist's segments are stored beside it, under its name.
+    const storageKey = `${playlist.storage_key.slice(0, playlist.storage_key.lastIndexOf('/') + 1)}${playlist.name}/${file}`;
+    const head = await dependency('storage_unavailable', () => store.head(storageKey));
+    if (!head) throw problem('not_found', 'No such segment.');
+    const segment = {
+      storageKey,
+      bytes: head.bytes,
+      etag: `${upload.sha256}.${playlist.name}.${file}`,
+      contentType: 'video/mp2t',
+      fileName: null,
+      lastModified: playlist.created_at,
+    };
+    return serveObject(store, segment, serveRequest(c), parseDisposition(c.req.query('disposition')));
   });
 
   route(app, downloadUrlRoute, async function createDownloadUrl(c) {
@@ -224,11 +245,25 @@ const renditionRoute = storedBytesRoute(
     id: Uuid,
     name: z
       .string()
-      .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
-      .openapi({ example: 'thumbnail' }),
+      .regex(/^[a-z0-9][a-z0-9_-]{0,62}(\.m3u8)?$/)
+      .openapi({ example: 'thumbnail', description: 'A playlist may be named with `.m3u8`, as its master playlist refers to it.' }),
   }),
   "One rendition's bytes (the built-in thumbnail, display, poster, audio, or a pipeline's own names), served like the original",
   'The rendition, with its media type.',
+);
+
+const segmentRoute = storedBytesRoute(
+  '/{id}/renditions/{name}/{file}',
+  z.object({
+    id: Uuid,
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/),
+    file: z
+      .string()
+      .regex(/^\d{3,5}\.ts$/)
+      .openapi({ example: '000.ts' }),
+  }),
+  "A segment of an HLS rendition's playlist (the playlist's relative URLs point here)",
+  'The segment (video/mp2t).',
 );
 
 const downloadUrlRoute = createRoute({
