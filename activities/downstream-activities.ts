@@ -35,6 +35,7 @@ import type {
   EventType,
   RenditionSummary,
   ScanVerdict,
+  SettledStep,
   StepRef,
   StepResult,
   TranscodeResult,
@@ -282,19 +283,21 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
             : ((await processObject(upload, ref, renditionNames(step), (local, outDir, signal, progress) =>
                 runMediaStep(step, local, upload.contentType, outDir, presets, signal, progress),
               )) ?? { status: 'skipped' as const, reason: 'upload deleted', media: null, renditions: [] });
-      if (result.status !== 'waiting') await activities.recordStep({ uploadId: upload.uploadId, ref, type: step.type, result });
+      if (result.status !== 'waiting')
+        await activities.recordStep({ uploadId: upload.uploadId, ref, type: step.type, result: { ...result, status: result.status } });
       return result;
     },
 
     /** Records a step's outcome (once): from runStep, or from the workflow for a decision or a step it gave up on. */
-    async recordStep({ uploadId, ref, type, result }: { uploadId: string; ref: StepRef; type: string; result: StepResult }): Promise<void> {
+    async recordStep(a: { uploadId: string; ref: StepRef; type: string; result: SettledStep }): Promise<void> {
+      const { uploadId, ref, type, result } = a;
       await recordStepOutcome(pool, {
         uploadId,
         pipeline: ref.pipeline,
         version: ref.version,
         index: ref.index,
         type,
-        status: result.status === 'waiting' ? 'failed' : result.status,
+        status: result.status,
         reason: result.reason,
         output: {
           media: result.media,

@@ -24,6 +24,7 @@ import {
   type DownstreamInput,
   type DownstreamResult,
   type EventType,
+  type SettledStep,
   type StepDecision,
   type StepResult,
 } from '../src/downstream/types';
@@ -93,7 +94,7 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
    */
   const runStep = async (index: number, step: ProcessingStep): Promise<StepResult> => {
     const ref = { pipeline: pipeline.name, version: pipeline.version, index };
-    const settle = async (result: StepResult) => {
+    const settle = async (result: SettledStep) => {
       await recordStep({ uploadId: input.uploadId, ref, type: step.type, result });
       return result;
     };

@@ -77,6 +77,9 @@ export interface StepDecision {
   data: unknown;
 }
 
+/** A step's result once decided (an async call waiting for the tenant is not yet one). */
+export type SettledStep = StepResult & { status: Exclude<StepResult['status'], 'waiting'> };
+
 /** What a virus scan found; `not_scanned` is its own verdict, never taken for clean. */
 export interface ScanVerdict {
   verdict: 'clean' | 'infected' | 'not_scanned';

@@ -6,7 +6,7 @@ import { hlsLadder } from './hls';
 import path from 'node:path';
 import sharp from 'sharp';
 import type { PipelineStep, StepOf } from '../pipelines/catalogue';
-import { builtinPipeline, mediaKind, stepApplies, type DefaultPresets } from '../pipelines/steps';
+import { builtinPipeline, stepApplies, type DefaultPresets } from '../pipelines/steps';
 import { reportMemory } from '../metrics';
 
 // libvips caches recent operations (up to 50 MB) for reuse on the same input; every upload
@@ -102,7 +102,7 @@ export async function transcodeFile(
   const step = builtinPipeline(presets).steps.find(
     (s): s is MediaStep => s.type !== 'webhook' && s.type !== 'scan.clamav' && stepApplies(s, contentType),
   );
-  if (!step || mediaKind(contentType) === 'document') return skipped(`no transcoder for ${contentType}`);
+  if (!step) return skipped(`no transcoder for ${contentType}`);
   return runMediaStep(step, input, contentType, outDir, presets, signal);
 }
 

@@ -11,6 +11,7 @@ import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { audit } from '../../src/audit';
+import { keyStoragePrefix } from '../../src/temporal/ids';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -166,6 +167,24 @@ describe('the validation hook', () => {
     expect(hook.received.at(-1)!.json.data).toMatchObject({ mode: 'direct', bytes: 3 });
     await nothingKept(tusKey);
     await nothingKept(directKey);
+  });
+
+  it("asks once a form's file is in, and a refusal keeps neither the file nor the key", async () => {
+    hook.script['upload.validate'] = [403];
+    const key = `val-form-${randomUUID()}`;
+    const form = new FormData();
+    form.set('pipeline', 'checked');
+    form.set('file', new Blob([Buffer.from('a form file')], { type: 'text/plain' }), 'note.txt');
+    const res = await fetch(`${stack.url}/v1/uploads`, { method: 'POST', headers: { ...auth(), 'idempotency-key': key }, body: form });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as any).error).toBe('upload_forbidden');
+    expect(hook.received.at(-1)!.json.data).toMatchObject({ mode: 'form', fileName: 'note.txt', bytes: 11, contentType: 'text/plain' });
+    await nothingKept(key);
+    // The staged file went with the refusal.
+    await eventually(
+      async () => ((await listKeys(stack.s3, keyStoragePrefix(tenant.tenantId, key))).length === 0 ? true : undefined),
+      30_000,
+    );
   });
 
   it('a hook that cannot be asked is 503 with Retry-After, and nothing is kept', async () => {

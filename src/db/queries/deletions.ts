@@ -1,6 +1,7 @@
 // Deletion with erasure, step by step; each statement is safe to run again (a retried
 // activity finds its work done and does nothing more).
 import { withTransaction, type Pool, type Queryable } from '../pool';
+import { replaceUploadAnswer } from './idempotency-keys';
 import { objectInUse } from './records';
 import type { UploadRow } from './uploads';
 
@@ -98,11 +99,7 @@ export async function scrubUpload(
       [uploadId],
     );
     await tx.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
-    await tx.query('UPDATE idempotency_keys SET response_status = $2, response_body = $3 WHERE upload_id = $1', [
-      uploadId,
-      gone.status,
-      gone.body,
-    ]);
+    await replaceUploadAnswer(tx, uploadId, gone);
     return { deletedAt: res.rows[0]!.deleted_at, erasedAt: res.rows[0]!.erased_at, first: !before.rows[0]?.erased_at };
   });
 }

@@ -2,6 +2,7 @@
 // `available` once they pass, or `rejected` for good.
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
+import { replaceUploadAnswer } from './idempotency-keys';
 
 export async function openUploadGate(db: Queryable, uploadId: string): Promise<void> {
   await db.query(`UPDATE uploads SET availability = 'available' WHERE id = $1 AND availability = 'gated'`, [uploadId]);
@@ -19,10 +20,6 @@ export async function rejectUpload(pool: Pool, uploadId: string, reason: string,
       [uploadId, reason],
     );
     if (!res.rowCount) return;
-    await tx.query('UPDATE idempotency_keys SET response_status = $2, response_body = $3 WHERE upload_id = $1', [
-      uploadId,
-      answer.status,
-      answer.body,
-    ]);
+    await replaceUploadAnswer(tx, uploadId, answer);
   });
 }

@@ -108,3 +108,15 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
   );
   return res.rows[0];
 }
+
+/**
+ * Replaces the stored answer of the upload's key (an erased upload answers 410, a rejected one
+ * 409): a replay of the original request then gets that, never the 201 with its Location.
+ */
+export async function replaceUploadAnswer(db: Queryable, uploadId: string, answer: { status: number; body: string }): Promise<void> {
+  await db.query('UPDATE idempotency_keys SET response_status = $2, response_body = $3 WHERE upload_id = $1', [
+    uploadId,
+    answer.status,
+    answer.body,
+  ]);
+}
