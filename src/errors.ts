@@ -34,6 +34,18 @@ export const catalogue = {
   checksum_algorithm_unsupported: { status: 400, title: 'Upload-Checksum algorithm is not supported' },
   media_type_unsupported: { status: 415, title: 'Request Content-Type is not supported here' },
   upload_committed: { status: 409, title: 'The upload is committed and cannot be terminated' },
+  mismatching_upload_offset: {
+    status: 409,
+    title: 'offset from request does not match offset of resource',
+    type: 'https://iana.org/assignments/http-problem-types#mismatching-upload-offset',
+  },
+  inconsistent_upload_length: {
+    status: 400,
+    title: 'inconsistent length values for upload',
+    type: 'https://iana.org/assignments/http-problem-types#inconsistent-upload-length',
+  },
+  interop_version_unsupported: { status: 400, title: 'Upload-Draft-Interop-Version is not served' },
+  content_digest_mismatch: { status: 400, title: 'The body does not match its Content-Digest' },
   form_invalid: { status: 400, title: 'The multipart/form-data body is not a valid upload form' },
   direct_upload_incomplete: { status: 409, title: 'The direct upload has not been sent to the store in full yet' },
   direct_upload_unsupported: { status: 501, title: 'This store takes no uploads straight from clients in this mode' },
@@ -55,7 +67,7 @@ export const catalogue = {
   storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },
   temporal_unavailable: { status: 503, title: 'Workflow service is unavailable', retryAfter: 5 },
   internal_error: { status: 500, title: 'Internal server error' },
-} as const satisfies Record<string, { status: number; title: string; retryAfter?: number }>;
+} as const satisfies Record<string, { status: number; title: string; retryAfter?: number; type?: string }>;
 
 export type ErrorCode = keyof typeof catalogue;
 
@@ -89,7 +101,7 @@ export class Problem extends Error {
   /** The RFC 9457 body, with the `error` and `message` extension members. */
   toJSON(): Record<string, unknown> {
     return {
-      type: `https://oncely.dev/problems/${this.code.replaceAll('_', '-')}`,
+      type: problemType(this.code),
       title: this.title,
       status: this.status,
       detail: this.detail,
@@ -98,6 +110,12 @@ export class Problem extends Error {
       ...this.extra,
     };
   }
+}
+
+/** A problem's type URI: the registered one where a standard defines it (IANA's problem types), else Oncely's. */
+export function problemType(code: ErrorCode): string {
+  const entry = catalogue[code];
+  return 'type' in entry ? entry.type : `https://oncely.dev/problems/${code.replaceAll('_', '-')}`;
 }
 
 export function problem(code: ErrorCode, detail?: string, opts?: ConstructorParameters<typeof Problem>[2]): Problem {

@@ -9,7 +9,9 @@ import type { SecretBox } from './secret-box';
 import type { ObjectStore } from './storage/store';
 import { DirectUploads } from './arrivals/direct/direct-uploads';
 import { PresignedTarget, SelfSignedTarget } from './arrivals/direct/targets';
-import { TusSessions } from './arrivals/tus/tus-sessions';
+import { AppendedSessions } from './sessions/appended';
+import { TUS_ROUTE } from './arrivals/tus/protocol';
+import { RUFH_ROUTE } from './arrivals/rufh/protocol';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
@@ -84,7 +86,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   });
   // The session core every resumable or signed mode creates its sessions in, then the modes.
   const registry = new SessionRegistry({ pool, store, temporal, receiver, maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS });
-  const tus = new TusSessions({
+  const appended = {
     pool,
     store,
     registry,
@@ -93,7 +95,9 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     partBytes: Math.round(config.RESUMABLE_PART_MIB * MiB),
     leaseSeconds: config.RESUMABLE_LEASE_SECONDS,
     stallSeconds: config.RESUMABLE_STALL_SECONDS,
-  });
+  };
+  const tus = new AppendedSessions({ ...appended, mode: 'tus', route: TUS_ROUTE });
+  const rufh = new AppendedSessions({ ...appended, mode: 'rufh', route: RUFH_ROUTE });
   const signed = {
     pool,
     store,
@@ -131,5 +135,5 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     transcodeQueue: config.TASK_QUEUE_TRANSCODE,
     webhookRetry: downstreamSettings(config).webhookRetry,
   });
-  return { receiver, registry, tus, direct, uppy, inFlight, links, deletions, redeliveries, pipelines, decisions, reprocessing };
+  return { receiver, registry, tus, rufh, direct, uppy, inFlight, links, deletions, redeliveries, pipelines, decisions, reprocessing };
 }

@@ -37,6 +37,8 @@ import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
 import { directObjectRoutes, directUploadRoutes } from './routes/direct-uploads';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './routes/uppy';
 import { TUS_REQUEST_HEADERS } from '../arrivals/tus/protocol';
+import { RUFH_PATH, RUFH_REQUEST_HEADERS } from '../arrivals/rufh/protocol';
+import { resumableDiscoveryRoutes, resumableUploadRoutes } from './routes/resumable-uploads';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
 export const REQUEST_HEADERS = [
@@ -51,7 +53,7 @@ export const REQUEST_HEADERS = [
   'Range',
   'If-Range',
   'If-None-Match',
-  ...TUS_REQUEST_HEADERS,
+  ...new Set([...TUS_REQUEST_HEADERS, ...RUFH_REQUEST_HEADERS]),
 ] as const;
 
 export interface AppDeps {
@@ -71,6 +73,7 @@ export function createApp(deps: AppDeps) {
   const {
     receiver,
     tus: sessions,
+    rufh,
     direct,
     uppy,
     inFlight,
@@ -107,6 +110,8 @@ export function createApp(deps: AppDeps) {
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new CredentialCache();
   app.route('/v1/tus', tusDiscoveryRoutes(config));
+  app.route('/v1/uploads', resumableDiscoveryRoutes(config));
+  app.route(RUFH_PATH, resumableDiscoveryRoutes(config));
   // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.
   app.route('/v1/direct-uploads', directObjectRoutes({ direct }));
   app.route('/uppy', uppyCompanionRoutes({ uppy, receiver, config, inFlight, pool }));
@@ -116,7 +121,9 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/tus', tusRoutes({ sessions, config }));
   app.route('/v1/direct-uploads', directUploadRoutes({ direct, config }));
   app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
-  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight }));
+  const resumable = { sessions: rufh, config };
+  app.route(RUFH_PATH, resumableUploadRoutes(resumable));
+  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight, resumable }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));

@@ -11,9 +11,14 @@ export async function discardSessionObjects(
 ): Promise<void> {
   // A direct upload of one PUT has no multipart; its object is the client's uncommitted bytes.
   if (session.multipart_id) await store.abortParts(session.storage_key, session.multipart_id);
-  if (session.mode !== 'tus') return void (await store.delete(session.storage_key));
+  if (!isAppended(session.mode)) return void (await store.delete(session.storage_key));
   await deleteTails(store, session.storage_key);
   if (opts.object) await store.delete(session.storage_key);
+}
+
+/** Modes whose bytes arrive through the API as appends (parts and tails of their own). */
+export function isAppended(mode: SessionRow['mode']): boolean {
+  return mode === 'tus' || mode === 'rufh';
 }
 
 /** The session's tail objects (…/{sessionId}.tail.{offset}); none is needed once it ends. */

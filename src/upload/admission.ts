@@ -16,7 +16,7 @@ export type Caller =
 
 /** How the upload arrives: its mode, its caller, its size when declared. */
 export interface Arrival {
-  mode: 'upload' | 'form' | 'tus' | 'direct' | 'uppy';
+  mode: 'upload' | 'form' | 'tus' | 'rufh' | 'direct' | 'uppy';
   caller: Caller;
   bytes: number | null;
 }

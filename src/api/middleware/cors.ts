@@ -8,6 +8,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { header } from '../headers';
 import { TUS_RESPONSE_HEADERS } from '../../arrivals/tus/protocol';
+import { RUFH_RESPONSE_HEADERS } from '../../arrivals/rufh/protocol';
 
 export interface CorsOptions {
   allowHeaders: string[];
@@ -16,14 +17,17 @@ export interface CorsOptions {
 }
 
 export const EXPOSED_HEADERS = [
-  'Location',
-  'Retry-After',
-  'Idempotent-Replayed',
-  'Idempotent-Replay',
-  'ETag',
-  'Content-Range',
-  'Content-Disposition',
-  ...TUS_RESPONSE_HEADERS,
+  ...new Set([
+    'Location',
+    'Retry-After',
+    'Idempotent-Replayed',
+    'Idempotent-Replay',
+    'ETag',
+    'Content-Range',
+    'Content-Disposition',
+    ...TUS_RESPONSE_HEADERS,
+    ...RUFH_RESPONSE_HEADERS,
+  ]),
 ];
 
 /** Headers every simple CORS response carries; handlers may spread them in themselves. */

@@ -2,12 +2,12 @@
 // expiration, checksum) at /v1/tus, under the same key rule and the same commit as
 // POST /v1/uploads: the Idempotency-Key owns the session (the same creation again gets the
 // same upload URL), and the final PATCH answers after the commit. Protocol details are in
-// src/arrivals/tus/protocol.ts; sessions and their commit in src/arrivals/tus/tus-sessions.ts.
+// src/arrivals/tus/protocol.ts; sessions and their commit in the session core (src/sessions/appended.ts).
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
 import { problem } from '../../errors';
-import type { TusSessions } from '../../arrivals/tus/tus-sessions';
+import type { AppendedSessions } from '../../sessions/appended';
 import type { SessionRow } from '../../db/queries/sessions';
 import {
   checkTusResumable,
@@ -230,7 +230,7 @@ export function tusDiscoveryRoutes(config: Config) {
   return app;
 }
 
-export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
+export function tusRoutes(deps: { sessions: AppendedSessions; config: Config }) {
   const { sessions, config } = deps;
   const app = router();
   app.use('*', tusAnswers());
@@ -280,7 +280,7 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
     // session may have moved on; the client then HEADs and PATCHes as usual).
     if (!replayed && header(c, 'content-type')?.split(';')[0]?.trim() === OFFSET_STREAM) {
       const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-      const result = await sessions.write(c.get('tenantId'), session.id, 0, requestBody(c), undefined, waitMs);
+      const result = await sessions.write(c.get('tenantId'), session.id, 0, requestBody(c), waitMs, { completes: 'when-full' });
       offset = result.write.offset;
     } else if (replayed) answer.connection = 'close';
     return c.body(null, 201, { ...answer, 'upload-offset': String(offset) });
@@ -308,7 +308,11 @@ export function tusRoutes(deps: { sessions: TusSessions; config: Config }) {
     const checksum = parseUploadChecksum(header(c, 'upload-checksum'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     await ownSession(c);
-    const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), checksum, waitMs, bodyBytes);
+    const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), waitMs, {
+      completes: 'when-full',
+      checksum,
+      bodyBytes,
+    });
     const answer: Record<string, string> = {
       ...sessionHeaders(
         { ...result.session, upload_offset: String(result.write.offset) },

@@ -49,6 +49,8 @@ import {
 } from '../schemas';
 import { assertTokenLive, callerOf, callingToken, requires } from '../scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import { dialectOf } from '../../arrivals/rufh/protocol';
+import { createResumableUpload, RUFH_CREATION_HEADERS, type ResumableDeps } from './resumable-uploads';
 
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;
@@ -56,6 +58,8 @@ export function uploadRoutes(deps: {
   config: Config;
   processed: ProcessedSignal;
   inFlight: InFlightUploads;
+  /** A request that speaks the resumable-upload draft is upgraded to it. */
+  resumable: ResumableDeps;
 }) {
   const { receiver, pool, config, processed: signal, inFlight } = deps;
   const app = router();
@@ -67,6 +71,8 @@ export function uploadRoutes(deps: {
       assertTokenLive(c);
       return answerFormPost(c, { receiver, config, inFlight }, tenantId);
     }
+    const resumable = dialectOf((name) => header(c, name));
+    if (resumable) return createResumableUpload(c, deps.resumable, resumable);
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
       throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
@@ -149,7 +155,8 @@ const createUploadRoute = createRoute({
   description:
     'Streams the body to object storage and records it once. Copies of the request with the same key attach to the same execution: ' +
     'while it runs they wait with it (or get 202 / 409), afterwards they get the stored answer byte for byte. ' +
-    'The same key with a different file (size, type, name or SHA-256) is refused with 422.',
+    'The same key with a different file (size, type, name or SHA-256) is refused with 422. ' +
+    'With `Upload-Complete` (draft-ietf-httpbis-resumable-upload) the upload becomes resumable: see the resumable uploads (IETF draft) routes.',
   security: requires('uploads:write', { uploadToken: 'replays' }),
   request: {
     headers: z.object({
@@ -163,6 +170,7 @@ const createUploadRoute = createRoute({
         description: "The pipeline to run once the upload commits (its latest version then); absent: the tenant's `default`.",
       }),
       prefer: PreferHeader.optional(),
+      ...RUFH_CREATION_HEADERS,
     }),
     body: {
       required: true,

@@ -1,6 +1,10 @@
 // tus 1.0.0 protocol details: the headers every answer carries, and parsers for the
 // request headers the server reads. Pure functions; the routes use them.
 import { problem } from '../../errors';
+import type { BodyChecksum } from '../../sessions/append-writer';
+
+/** The route recorded in a tus session's fingerprint: a key first used here is refused elsewhere. */
+export const TUS_ROUTE = '/v1/tus';
 
 export const TUS_VERSION = '1.0.0';
 export const TUS_EXTENSIONS = ['creation', 'creation-with-upload', 'termination', 'expiration', 'checksum'];
@@ -55,8 +59,8 @@ export function parseUploadOffset(value: string | undefined): number {
   return Number(value.trim());
 }
 
-/** Upload-Checksum: `<algorithm> <base64 digest>`. */
-export function parseUploadChecksum(value: string | undefined): { algorithm: ChecksumAlgorithm; digest: Buffer } | undefined {
+/** Upload-Checksum: `<algorithm> <base64 digest>` (a mismatch is tus's 460). */
+export function parseUploadChecksum(value: string | undefined): BodyChecksum | undefined {
   if (value === undefined) return undefined;
   const [algorithm, encoded, extra] = value.trim().split(' ');
   if (!TUS_CHECKSUM_ALGORITHMS.includes(algorithm as ChecksumAlgorithm)) {
@@ -64,7 +68,11 @@ export function parseUploadChecksum(value: string | undefined): { algorithm: Che
   }
   if (!encoded || extra !== undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded))
     throw problem('header_invalid', 'Upload-Checksum must be "<algorithm> <base64 digest>".');
-  return { algorithm: algorithm as ChecksumAlgorithm, digest: Buffer.from(encoded, 'base64') };
+  return {
+    algorithm: algorithm as ChecksumAlgorithm,
+    digest: Buffer.from(encoded, 'base64'),
+    mismatch: () => problem('upload_checksum_mismatch', `The body does not match Upload-Checksum (${algorithm}); nothing of it is kept.`),
+  };
 }
 
 /** The version check every request but OPTIONS must pass (412 names the versions served). */

@@ -11,8 +11,8 @@ export interface SessionPart {
   bytes: number;
 }
 
-/** tus sessions (bytes through the API) and direct uploads (bytes straight to the store). */
-export type SessionMode = 'tus' | 'direct' | 'uppy';
+/** Bytes through the API (tus, rufh: the IETF resumable-upload draft) or straight to the store (direct, uppy). */
+export type SessionMode = 'tus' | 'rufh' | 'direct' | 'uppy';
 
 export interface SessionRow {
   id: string;

@@ -1,27 +1,27 @@
-// tus sessions: created in the session registry with the tus route and expiry and a
-// multipart in the store; written by PATCHes under the session's lease (./session-writer.ts);
-// completed by the session core once the last byte is acknowledged (the parts assembled,
-// the whole-file SHA-256 taken from the saved hash state); terminated by DELETE.
+// Sessions whose bytes arrive through the API as appends at an offset (tus, and the IETF
+// resumable-upload draft): created in the registry with the mode's route and expiry and a
+// multipart in the store; written under the session's lease (./append-writer.ts);
+// completed by ./complete.ts once the last byte is acknowledged (the parts assembled, the
+// whole-file SHA-256 taken from the saved hash state); terminated by the client.
 import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
-import type { Pool } from '../../db/pool';
-import { idleExpiry, type SessionRow } from '../../db/queries/sessions';
-import { dependency, problem } from '../../errors';
-import { deleteTails } from '../../sessions/cleanup';
-import { completeSession } from '../../sessions/complete';
-import { withLease } from '../../sessions/lease';
-import type { NewSessionRequest, SessionKind, SessionRegistry } from '../../sessions/registry';
-import type { ObjectStore } from '../../storage/store';
-import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
-import { stagedCopy } from '../../upload/staged-copy';
-import type { StagedCopy } from '../../upload/types';
-import type { ChecksumAlgorithm } from './protocol';
-import { writeChunk, type WriteResult } from './session-writer';
+import type { Pool } from '../db/pool';
+import { idleExpiry, type SessionRow } from '../db/queries/sessions';
+import { dependency, problem } from '../errors';
+import type { ObjectStore } from '../storage/store';
+import type { UploadOutcome, UploadReceiver } from '../upload/receive';
+import { stagedCopy } from '../upload/staged-copy';
+import type { StagedCopy } from '../upload/types';
+import { writeChunk, type BodyChecksum, type OnAcknowledged, type WriteResult } from './append-writer';
+import { deleteTails } from './cleanup';
+import { completeSession } from './complete';
+import { withLease } from './lease';
+import type { NewSessionRequest, SessionKind, SessionRegistry } from './registry';
 
-/** The route recorded in a tus session's fingerprint: a key first used here is refused elsewhere. */
-export const TUS_ROUTE = '/v1/tus';
-
-export interface TusSessionsDeps {
+export interface AppendedSessionsDeps {
+  mode: 'tus' | 'rufh';
+  /** Recorded in the fingerprint: a key first used by this mode is refused by another. */
+  route: string;
   pool: Pool;
   store: ObjectStore;
   registry: SessionRegistry;
@@ -33,14 +33,28 @@ export interface TusSessionsDeps {
   stallSeconds: number;
 }
 
-export class TusSessions {
-  constructor(private readonly deps: TusSessionsDeps) {}
+/** How one append ends the upload: tus completes when the last byte is in; RUFH when the client says so. */
+export interface AppendOptions {
+  /** 'when-full': once every byte is acknowledged; true: this append ends the upload; false: it does not. */
+  completes: 'when-full' | boolean;
+  checksum?: BodyChecksum;
+  /** The body's declared length, when sent: one that would pass the upload's length is refused unread. */
+  bodyBytes?: number;
+  onAcknowledged?: OnAcknowledged;
+}
 
-  /** How tus sessions are made: a multipart in the store, the tus route, the tus expiry. */
+export class AppendedSessions {
+  constructor(private readonly deps: AppendedSessionsDeps) {}
+
+  get mode(): 'tus' | 'rufh' {
+    return this.deps.mode;
+  }
+
+  /** How these sessions are made: a multipart in the store, the mode's route and expiry. */
   private get kind(): SessionKind {
     return {
-      mode: 'tus',
-      route: TUS_ROUTE,
+      mode: this.deps.mode,
+      route: this.deps.route,
       begin: (key, contentType) => this.deps.store.beginParts(key, contentType),
       idleSeconds: this.deps.idleSeconds,
       partBytes: null,
@@ -54,28 +68,28 @@ export class TusSessions {
 
   /** The session; with `tokenId`, only one that upload token created. */
   find(tenantId: string, id: string, tokenId?: string): Promise<SessionRow> {
-    return this.deps.registry.find(tenantId, id, 'tus', tokenId);
+    return this.deps.registry.find(tenantId, id, this.deps.mode, tokenId);
   }
 
   /**
-   * One PATCH: under the session's lease, from the acknowledged offset; the final bytes
-   * complete the session and commit it (answered within `waitMs`, else "processing").
+   * One append: under the session's lease, from the acknowledged offset; the append that
+   * ends the upload completes the session and commits it (answered within `waitMs`, else
+   * "processing").
    */
   async write(
     tenantId: string,
     id: string,
     offset: number,
     body: Readable,
-    checksum: { algorithm: ChecksumAlgorithm; digest: Buffer } | undefined,
     waitMs: number,
-    /** The body's declared length, when sent: one that would pass Upload-Length is refused unread. */
-    bodyBytes?: number,
+    opts: AppendOptions,
   ): Promise<{ write: WriteResult; outcome?: UploadOutcome; session: SessionRow }> {
+    const { bodyBytes, checksum, onAcknowledged } = opts;
     const { write, session } = await withLease(
       this.deps.pool,
       tenantId,
       id,
-      'tus',
+      this.deps.mode,
       { ...this.lease, renew: true },
       async (leased, lease) => {
         if (offset !== Number(leased.upload_offset))
@@ -85,11 +99,15 @@ export class TusSessions {
         if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
           throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
         }
-        const written = leased.state === 'open' ? await writeChunk(this.deps, leased, lease, body, checksum) : { offset, complete: true };
+        const written =
+          leased.state === 'open'
+            ? await writeChunk(this.deps, leased, lease, body, checksum, onAcknowledged)
+            : { offset, complete: true, cut: false };
         return { write: written, session: leased };
       },
     );
-    if (!write.complete) return { write, session };
+    const ends = opts.completes === 'when-full' ? write.complete : opts.completes && write.complete && !write.cut;
+    if (!ends) return { write, session };
     return { write, outcome: await this.complete(tenantId, id, waitMs), session };
   }
 
@@ -97,7 +115,7 @@ export class TusSessions {
   complete(tenantId: string, id: string, waitMs: number): Promise<UploadOutcome> {
     return completeSession(
       { pool: this.deps.pool, receiver: this.deps.receiver, registry: this.deps.registry },
-      { tenantId, id, mode: 'tus', idleSeconds: this.deps.idleSeconds },
+      { tenantId, id, mode: this.deps.mode, idleSeconds: this.deps.idleSeconds },
       waitMs,
       (s) => this.assemble(s),
     );
@@ -139,9 +157,9 @@ export class TusSessions {
     });
   }
 
-  /** tus termination: the session, its bytes and its run go, and the key is free. */
+  /** Termination by the client: the session, its bytes and its run go, and the key is free. */
   async terminate(tenantId: string, id: string): Promise<void> {
-    await withLease(this.deps.pool, tenantId, id, 'tus', this.lease, async (leased) => {
+    await withLease(this.deps.pool, tenantId, id, this.deps.mode, this.lease, async (leased) => {
       if (leased.state !== 'open') throw problem('upload_committed', 'This upload is complete; it is not terminated.');
       await this.deps.registry.discard(leased);
     });

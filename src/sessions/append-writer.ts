@@ -1,4 +1,4 @@
-// Writes one PATCH body into a resumable session. Bytes are hashed (running SHA-256 whose
+// Writes one append (a tus or RUFH PATCH, or the bytes of a creation) into a session. Bytes are hashed (running SHA-256 whose
 // state is saved) and gathered into whole parts of `partBytes`; each part is sent to the
 // store and then acknowledged in Postgres in one statement (offset, part list, SHA-256
 // state). Bytes left below a whole part when the body ends — S3 refuses parts under 5 MiB
@@ -6,20 +6,19 @@
 // next PATCH, on any replica, reads the tail back into its first part. So an acknowledged
 // byte is always in the store and named by the row, and a PATCH killed mid-way loses only
 // what it had not yet acknowledged. With Upload-Checksum nothing is acknowledged until the
-// whole body is in and verified (460 and the offset unchanged otherwise). Two part buffers
+// whole body is in and verified (refused, the offset unchanged, otherwise). Two part buffers
 // take turns: while one part goes to the store, the body keeps arriving into the other.
 import { createHash, type Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
-import type { Pool } from '../../db/pool';
-import { acknowledge, type SessionPart, type SessionRow } from '../../db/queries/sessions';
-import { leaseLost, type Lease } from '../../sessions/lease';
-import { Problem, problem } from '../../errors';
-import { HeadBytes } from '../../upload/staged-copy';
-import { onClientGone } from '../../upload/client-gone';
-import type { ObjectStore } from '../../storage/store';
-import { noteAcknowledgedBytes, noteStreamedBytes } from '../../upload/gc-pacer';
-import type { ChecksumAlgorithm } from './protocol';
+import type { Pool } from '../db/pool';
+import { acknowledge, type SessionPart, type SessionRow } from '../db/queries/sessions';
+import { leaseLost, type Lease } from './lease';
+import { Problem, problem } from '../errors';
+import { HeadBytes } from '../upload/staged-copy';
+import { onClientGone } from '../upload/client-gone';
+import type { ObjectStore } from '../storage/store';
+import { noteAcknowledgedBytes, noteStreamedBytes } from '../upload/gc-pacer';
 
 export interface WriterDeps {
   pool: Pool;
@@ -31,17 +30,32 @@ export interface WriterDeps {
 
 export interface WriteResult {
   offset: number;
+  /** Every byte of the upload is acknowledged. */
   complete: boolean;
+  /** The client cut the body off (what arrived before is kept). */
+  cut: boolean;
 }
+
+/** A digest of one append's body, checked before any of it is acknowledged. */
+export interface BodyChecksum {
+  algorithm: 'sha1' | 'sha256' | 'sha512';
+  digest: Buffer;
+  /** Answered when the body does not match. */
+  mismatch: () => Problem;
+}
+
+/** Told each newly acknowledged offset (a mode may report progress to its client). */
+export type OnAcknowledged = (offset: number) => void;
 
 export async function writeChunk(
   deps: WriterDeps,
   session: SessionRow,
   lease: Lease,
   body: Readable,
-  checksum?: { algorithm: ChecksumAlgorithm; digest: Buffer },
+  checksum?: BodyChecksum,
+  onAcknowledged?: OnAcknowledged,
 ): Promise<WriteResult> {
-  const writer = await PatchWriter.open(deps, session, lease, checksum);
+  const writer = await PatchWriter.open(deps, session, lease, checksum, onAcknowledged);
   // Losing the lease (taken over after a stall) or the client ends the body's iteration.
   const cut = () => {
     if (!body.destroyed) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
@@ -79,9 +93,10 @@ class PatchWriter {
     private readonly deps: WriterDeps,
     private readonly session: SessionRow,
     private readonly lease: Lease,
-    private readonly checksum: { algorithm: ChecksumAlgorithm; digest: Buffer } | undefined,
+    private readonly checksum: BodyChecksum | undefined,
     private readonly pooled: readonly [Buffer, Buffer],
     private readonly sha: Hasher,
+    private readonly onAcknowledged: OnAcknowledged | undefined,
   ) {
     this.length = Number(session.upload_length);
     this.acked = Number(session.upload_offset);
@@ -99,12 +114,21 @@ class PatchWriter {
     deps: WriterDeps,
     session: SessionRow,
     lease: Lease,
-    checksum?: { algorithm: ChecksumAlgorithm; digest: Buffer },
+    checksum?: BodyChecksum,
+    onAcknowledged?: OnAcknowledged,
   ): Promise<PatchWriter> {
     const sha = freeHashers.pop() ?? (await createSHA256());
     if (session.sha256_state) sha.load(session.sha256_state);
     else sha.init();
-    const w = new PatchWriter(deps, session, lease, checksum, [takePartBuffer(deps.partBytes), takePartBuffer(deps.partBytes)], sha);
+    const w = new PatchWriter(
+      deps,
+      session,
+      lease,
+      checksum,
+      [takePartBuffer(deps.partBytes), takePartBuffer(deps.partBytes)],
+      sha,
+      onAcknowledged,
+    );
     if (w.tailBytes > 0) w.filled = await readTail(deps.store, w.tailKey!, w.buf, w.tailBytes);
     return w;
   }
@@ -147,14 +171,9 @@ class PatchWriter {
   async finish(ended: boolean): Promise<WriteResult> {
     if (this.sending) await this.sending;
     if (this.check) {
-      // Unverifiable (cut off) or wrong: nothing of this PATCH is acknowledged.
-      if (!ended) return this.result();
-      if (!this.check.digest().equals(this.checksum!.digest)) {
-        throw problem(
-          'upload_checksum_mismatch',
-          `The body does not match Upload-Checksum (${this.checksum!.algorithm}); the offset stays ${this.acked}.`,
-        );
-      }
+      // Unverifiable (cut off) or wrong: nothing of this append is acknowledged.
+      if (!ended) return this.result(true);
+      if (!this.check.digest().equals(this.checksum!.digest)) throw this.checksum!.mismatch();
     }
     const end = this.bufStart + this.filled;
     if (this.filled > 0 && end === this.length) {
@@ -163,7 +182,7 @@ class PatchWriter {
     } else if (this.filled > 0 && end > this.acked) await this.storeTail(end);
     if (this.bufStart + this.filled > this.acked) await this.ackAt(this.bufStart + this.filled, this.sha.save());
     noteAcknowledgedBytes(this.acked - Number(this.session.upload_offset));
-    return this.result();
+    return this.result(!ended);
   }
 
   /** Step 4: the buffers and the hasher go back, once no part being stored reads them. */
@@ -173,8 +192,8 @@ class PatchWriter {
     if (freeHashers.length < MAX_FREE_BUFFERS) freeHashers.push(this.sha);
   }
 
-  private result(): WriteResult {
-    return { offset: this.acked, complete: this.acked === this.length };
+  private result(cut: boolean): WriteResult {
+    return { offset: this.acked, complete: this.acked === this.length, cut };
   }
 
   private cap(): number {
@@ -238,6 +257,7 @@ class PatchWriter {
     // Our lease ran out and another request moved the session: this one stops here.
     if (!ok) throw leaseLost();
     this.acked = toOffset;
+    this.onAcknowledged?.(toOffset);
     for (const key of this.staleTails.splice(0)) await this.deps.store.delete(key).catch(() => {});
   }
 }

@@ -1,0 +1,498 @@
+// Resumable Uploads for HTTP (draft-ietf-httpbis-resumable-upload), under the same key
+// rule and the same commit as every upload. A POST /v1/uploads that says Upload-Complete
+// (or an interop version Oncely speaks) is upgraded: its Idempotency-Key owns an upload
+// resource at /v1/resumable-uploads/{id}, announced in a 104 while the body streams in;
+// HEAD tells the offset, PATCH appends, DELETE cancels; the request that completes the
+// upload answers with the upload's own 201 (and Upload-Complete: ?1), and any later append
+// or retried creation replays it. Version rules live in src/arrivals/rufh/protocol.ts; the
+// sessions are the core's appended sessions (src/sessions/appended.ts).
+import { createRoute, z } from '@hono/zod-openapi';
+import { parse as parseDisposition } from 'content-disposition';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Config } from '../../config';
+import { Problem, problem } from '../../errors';
+import type { SessionRow } from '../../db/queries/sessions';
+import type { AppendedSessions } from '../../sessions/appended';
+import type { UploadOutcome } from '../../upload/receive';
+import {
+  completeHeader,
+  dialectOf,
+  discoveryHeaders,
+  PARTIAL_UPLOAD,
+  parseComplete,
+  parseContentDigest,
+  parseReprDigest,
+  parseSfInteger,
+  NEWEST_DIALECT,
+  RUFH_PATH,
+  uploadLimit,
+  type Dialect,
+} from '../../arrivals/rufh/protocol';
+import { parseUploadMetadata } from '../../arrivals/tus/protocol';
+import { parsePipelineName } from '../../pipelines/declared';
+import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import type { AppEnv } from '../env';
+import { header, headerValues } from '../headers';
+import { sendInformational } from '../informational';
+import { COMMON_V1_PROBLEMS, KEY_PROBLEMS, problems, route, router, uploadAnswers } from '../openapi';
+import { parseIdempotencyKey } from '../parse/idempotency-key';
+import { parseContentLength, parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
+import { absoluteUrl } from '../public-url';
+import { requestBody } from '../request-body';
+import { replayHeaders } from '../replay-headers';
+import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
+import { callerOf, callingToken, requires } from '../scopes';
+import { renderOutcome } from '../upload-answer';
+
+export interface ResumableDeps {
+  sessions: AppendedSessions;
+  config: Config;
+}
+
+const h = (description: string) => ({ description, schema: { type: 'string' as const } });
+const TAG = 'resumable uploads (IETF draft)';
+const sf = (description: string) => z.string().optional().openapi({ description });
+
+/** The draft's request fields, shared by the creation routes' documents. */
+export const RUFH_CREATION_HEADERS = {
+  'upload-complete': sf('`?1`: this request carries the whole file; `?0`: more appends follow. Sending it makes the upload resumable.'),
+  'upload-incomplete': sf('Interop version 3 (iOS 17): the inverse of Upload-Complete.'),
+  'upload-draft-interop-version': sf('The draft interop version the client speaks (3, 4, 5, 6, 7 or 8); only a known one is sent 104s.'),
+  'upload-length': sf('The whole file in bytes (sf-integer); required unless `Upload-Complete: ?1` with Content-Length.'),
+  'repr-digest': sf('`sha-256=:base64:` of the whole file (RFC 9530); checked at completion.'),
+  'content-disposition': sf('The file name (`filename`, `filename*`).'),
+};
+
+const discoverRoute = createRoute({
+  method: 'options',
+  path: '/',
+  tags: [TAG],
+  summary: 'The limits of resumable uploads, and the draft interop versions served (no authentication)',
+  responses: {
+    204: {
+      description: 'Limits and versions',
+      headers: {
+        'Upload-Limit': h('max-size (MAX_UPLOAD_BYTES), min-size=0, max-age (idle lifetime); `expires` for interop version 6'),
+        'Upload-Draft-Interop-Versions': h('3, 4, 5, 6, 7, 8'),
+      },
+    },
+  },
+});
+
+const createRouteDef = createRoute({
+  method: 'post',
+  path: '/',
+  tags: [TAG],
+  summary: 'Create the resumable upload of an Idempotency-Key (the same as POST /v1/uploads with Upload-Complete)',
+  description:
+    'The request may carry none, some or all of the file. A client speaking a known interop version is sent `104 Upload Resumption Supported` ' +
+    "with the upload resource's Location before the body is read, and 104s with `Upload-Offset` as parts are stored. The same creation again (same key, " +
+    'same length, name, type, digest) answers the same Location and offset without reading its body (`Idempotent-Replayed: true`); once the upload is ' +
+    'complete it replays the final answer. Another request under the key is 422.',
+  security: requires('uploads:write', { uploadToken: true }),
+  request: {
+    headers: z.object({
+      'idempotency-key': IdempotencyKey,
+      ...RUFH_CREATION_HEADERS,
+      'x-file-sha256': Sha256Header.optional(),
+      prefer: PreferHeader.optional(),
+    }),
+    body: { required: false, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+  },
+  responses: {
+    ...uploadAnswers(
+      "Complete: the upload's own answer, with `Upload-Complete: ?1`.",
+      'Complete, and the commit outlived the wait: poll Location.',
+    ),
+    ...problems(...creationProblems()),
+  },
+});
+
+const headRouteDef = createRoute({
+  method: 'head',
+  path: '/{id}',
+  tags: [TAG],
+  summary: 'Offset retrieval: how much of the upload is stored (from any replica)',
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
+  request: { params: z.object({ id: Uuid }) },
+  responses: {
+    204: {
+      description: 'The state of the upload resource',
+      headers: {
+        'Upload-Offset': h('Bytes stored'),
+        'Upload-Complete': h('?1 once the upload is complete (interop version 3: Upload-Incomplete, inverted)'),
+        'Upload-Length': h('Size of the file'),
+        'Upload-Limit': h('The limits, with max-age: the seconds left before an idle upload expires'),
+        'Cache-Control': h('no-store'),
+      },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'interop_version_unsupported'),
+  },
+});
+// Hono answers HEAD with the GET handler (body dropped).
+const getRouteDef = createRoute({ ...headRouteDef, method: 'get', summary: 'The same as HEAD' });
+
+const appendRouteDef = createRoute({
+  method: 'patch',
+  path: '/{id}',
+  tags: [TAG],
+  summary: 'Append at Upload-Offset; with Upload-Complete: ?1 the upload ends and commits (the answer comes after the commit)',
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
+  request: {
+    params: z.object({ id: Uuid }),
+    headers: z.object({
+      'upload-offset': z
+        .string()
+        .openapi({ description: 'Where these bytes start; must equal the stored offset (409 with the right one otherwise).' }),
+      'upload-complete': z.string().openapi({ description: '`?1` when this append ends the upload.' }),
+      'upload-draft-interop-version': sf('As at creation.'),
+      'content-digest': sf('`sha-256=:…:` or `sha-512=:…:` of this body; a mismatch is 400 and nothing of it is kept.'),
+      prefer: PreferHeader.optional(),
+    }),
+    body: { required: true, content: { [PARTIAL_UPLOAD]: { schema: { type: 'string', format: 'binary' } } } },
+  },
+  responses: {
+    204: {
+      description: 'Appended; the upload is not complete (Upload-Complete: ?0, Upload-Offset).',
+      headers: { 'Upload-Offset': h('Bytes stored'), 'Upload-Complete': h('?0') },
+    },
+    ...uploadAnswers(
+      "Complete: the upload's own answer, with `Upload-Complete: ?1` (also replayed to appends after completion).",
+      'Complete, and the commit outlived the wait: poll Location.',
+    ),
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'not_found',
+      'header_invalid',
+      'interop_version_unsupported',
+      'media_type_unsupported',
+      'mismatching_upload_offset',
+      'inconsistent_upload_length',
+      'content_digest_mismatch',
+      'upload_locked',
+      'checksum_mismatch',
+      'payload_too_large',
+      'content_type_mismatch',
+      'upload_failed',
+      'storage_unavailable',
+      'temporal_unavailable',
+    ),
+  },
+});
+
+const cancelRouteDef = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: [TAG],
+  summary: 'Upload cancellation: drop an uncommitted upload and free its key',
+  security: requires('uploads:write', { uploadToken: 'own-sessions' }),
+  request: { params: z.object({ id: Uuid }) },
+  responses: {
+    204: { description: 'Cancelled' },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'upload_locked', 'upload_committed', 'temporal_unavailable'),
+  },
+});
+
+export function creationProblems() {
+  return [
+    ...COMMON_V1_PROBLEMS,
+    ...KEY_PROBLEMS,
+    'header_invalid',
+    'interop_version_unsupported',
+    'inconsistent_upload_length',
+    'content_digest_mismatch',
+    'checksum_invalid',
+    'checksum_mismatch',
+    'payload_too_large',
+    'content_type_mismatch',
+    'pipeline_unknown',
+    'pipeline_not_allowed',
+    'upload_forbidden',
+    'upload_refused',
+    'validation_unavailable',
+    'too_many_sessions',
+    'storage_unavailable',
+    'temporal_unavailable',
+  ] as const;
+}
+
+/** OPTIONS on the creation paths: mounted before authentication (clients discover without credentials). */
+export function resumableDiscoveryRoutes(config: Config) {
+  const app = router();
+  route(app, discoverRoute, async function discoverResumableUploads(c) {
+    const d = dialectOf((n) => header(c, n));
+    return c.body(null, 204, discoveryHeaders(d, config.MAX_UPLOAD_BYTES, config.RESUMABLE_EXPIRY_HOURS * 3600));
+  });
+  return app;
+}
+
+/** The upload resources, and a dedicated creation route beside the upgrade of POST /v1/uploads. */
+export function resumableUploadRoutes(deps: ResumableDeps) {
+  const { sessions, config } = deps;
+  const app = router();
+  app.use('*', completenessOnProblems());
+
+  route(app, createRouteDef, async function createResumableUploadRoute(c) {
+    return createResumableUpload(c, deps, requestDialect(c));
+  });
+
+  app.openAPIRegistry.registerPath(headRouteDef);
+  route(app, getRouteDef, async function retrieveResumableOffset(c) {
+    const d = requestDialect(c);
+    const s = await sessions.find(c.get('tenantId'), sessionId(c), callingToken(c)?.id);
+    const committed = s.state === 'committed';
+    return c.body(null, 204, {
+      'upload-offset': String(s.upload_offset),
+      ...completeHeader(d, committed),
+      'upload-length': String(s.upload_length),
+      ...limitOf(d, sessions, config, s),
+      'cache-control': 'no-store',
+    });
+  });
+
+  route(app, appendRouteDef, async function appendResumableUpload(c) {
+    const d = requestDialect(c);
+    const tenantId = c.get('tenantId');
+    const id = sessionId(c);
+    const complete = parseComplete((n) => header(c, n), d);
+    const offset = parseSfInteger(header(c, 'upload-offset'), 'Upload-Offset');
+    if (offset === undefined) throw problem('header_invalid', 'Send Upload-Offset.');
+    const mediaType = header(c, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+    if (d.v.partialUploadType && mediaType !== PARTIAL_UPLOAD)
+      throw problem('media_type_unsupported', `Send Content-Type: ${PARTIAL_UPLOAD}.`);
+    const lengthField = parseSfInteger(header(c, 'upload-length'), 'Upload-Length');
+    const contentLength = declaredBodyBytes(c);
+    const checksum = parseContentDigest(header(c, 'content-digest'));
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const s = await sessions.find(tenantId, id, callingToken(c)?.id);
+    c.set('idempotencyKey', s.idempotency_key);
+    const length = Number(s.upload_length);
+    // An append after completion (its answer was lost) gets that answer again; its body is not read.
+    if (s.state === 'committed') return finalAnswer(c, d, await sessions.complete(tenantId, id, waitMs), s.idempotency_key, length, true);
+    if (offset !== Number(s.upload_offset)) throw mismatchingOffset(Number(s.upload_offset), offset);
+    if (lengthField !== undefined && lengthField !== length)
+      throw inconsistentLength(`Upload-Length ${lengthField} differs from the upload's ${length}.`);
+    if (contentLength !== undefined && complete && offset + contentLength !== length)
+      throw inconsistentLength(`This append ends at ${offset + contentLength}, but the upload has ${length} bytes.`);
+    const result = await sessions
+      .write(tenantId, id, offset, requestBody(c), waitMs, {
+        completes: complete,
+        checksum,
+        bodyBytes: contentLength,
+        onAcknowledged: progressReporter(c, d),
+      })
+      .catch((err: unknown) => {
+        if (err instanceof Problem && err.code === 'upload_offset_mismatch')
+          throw mismatchingOffset(Number(err.extra.uploadOffset), offset);
+        throw err;
+      });
+    if (result.outcome) return finalAnswer(c, d, result.outcome, s.idempotency_key, length);
+    if (complete && !result.write.cut)
+      throw inconsistentLength(`The body ended at ${result.write.offset}, but the upload has ${length} bytes.`, result.write.offset);
+    return c.body(null, 204, { 'upload-offset': String(result.write.offset), ...completeHeader(d, false) });
+  });
+
+  route(app, cancelRouteDef, async function cancelResumableUpload(c) {
+    const tenantId = c.get('tenantId');
+    const id = sessionId(c);
+    await sessions.find(tenantId, id, callingToken(c)?.id);
+    await sessions.terminate(tenantId, id);
+    return c.body(null, 204);
+  });
+
+  return app;
+}
+
+/**
+ * Upload creation (POST /v1/uploads upgraded, or POST /v1/resumable-uploads): the key's
+ * session, created once; the bytes the request carries are appended as they arrive.
+ */
+export async function createResumableUpload(c: Context<AppEnv>, deps: ResumableDeps, d: Dialect): Promise<Response> {
+  try {
+    return await create(c, deps, d);
+  } catch (err) {
+    if (err instanceof Problem) Object.assign(err.headers, completeHeader(d, false));
+    throw err;
+  }
+}
+
+async function create(c: Context<AppEnv>, deps: ResumableDeps, d: Dialect): Promise<Response> {
+  const { sessions, config } = deps;
+  const tenantId = c.get('tenantId');
+  const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
+  c.set('idempotencyKey', key);
+  const complete = parseComplete((n) => header(c, n), d);
+  const lengthField = parseSfInteger(header(c, 'upload-length'), 'Upload-Length');
+  const contentLength = declaredBodyBytes(c);
+  if (lengthField !== undefined && complete && contentLength !== undefined && lengthField !== contentLength)
+    throw inconsistentLength(`Upload-Length is ${lengthField} but this complete request carries ${contentLength} bytes.`);
+  if (lengthField !== undefined && contentLength !== undefined && contentLength > lengthField)
+    throw inconsistentLength(`This request carries ${contentLength} bytes, more than Upload-Length (${lengthField}).`);
+  const uploadLength = lengthField ?? (complete ? contentLength : undefined);
+  if (uploadLength === undefined)
+    throw problem(
+      'header_invalid',
+      'Send Upload-Length, or Upload-Complete: ?1 with Content-Length (lengths learnt later are not supported).',
+    );
+  if (uploadLength > config.MAX_UPLOAD_BYTES)
+    throw problem('payload_too_large', `The file is ${uploadLength} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, {
+      extra: { maxBytes: config.MAX_UPLOAD_BYTES },
+      headers: uploadLimit(d, { maxSize: config.MAX_UPLOAD_BYTES }),
+    });
+
+  // tus-js-client sends tus's Upload-Metadata on the draft too; the draft's own fields win.
+  const uploadMetadata = header(c, 'upload-metadata') ?? '';
+  const metadata = parseUploadMetadata(uploadMetadata);
+  const declaredSha256 = agreeingSha256([
+    parseSha256(header(c, 'x-file-sha256')),
+    parseReprDigest(header(c, 'repr-digest')),
+    metadata.sha256 === undefined ? null : parseSha256(metadata.sha256),
+  ]);
+  const mediaType = header(c, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  const contentType = parseContentType(
+    mediaType && mediaType !== PARTIAL_UPLOAD ? header(c, 'content-type') : (metadata.filetype ?? metadata.type),
+  );
+  const grant = callingToken(c)?.grant;
+  checkDeclared(grant, { bytes: uploadLength, contentType });
+  const { session, replayed } = await sessions.create({
+    grant,
+    tenantId,
+    key,
+    uploadLength,
+    uploadMetadata,
+    metadata: {
+      ...metadata,
+      ...(header(c, 'content-disposition') ? { 'content-disposition': header(c, 'content-disposition')! } : {}),
+    },
+    contentType,
+    fileName: fileNameOf(c, metadata),
+    declaredSha256,
+    expiresAt: parseExpiresAt(header(c, 'x-expires-at') ?? metadata.expiresAt, 'header_invalid'),
+    pipeline: grantedPipeline(grant, parsePipelineName(header(c, 'x-pipeline') ?? metadata.pipeline, 'header_invalid')),
+    caller: callerOf(c),
+  });
+  c.set('outcome', replayed ? 'replayed' : 'created');
+  const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+  const location = absoluteUrl(c, config.PUBLIC_URL, `${RUFH_PATH}/${session.id}`);
+  const limit = limitOf(d, sessions, config, session);
+  const resource = { location, ...limit };
+  if (replayed) {
+    // The same creation again: its body is not read (the client appends what is missing).
+    if (session.state !== 'open') {
+      const outcome = await sessions.complete(tenantId, session.id, waitMs);
+      return finalAnswer(c, d, outcome, key, uploadLength, true);
+    }
+    return c.body(null, 201, {
+      ...resource,
+      'upload-offset': String(session.upload_offset),
+      ...completeHeader(d, false),
+      ...replayHeaders(true),
+      connection: 'close',
+    });
+  }
+  if (d.informational) sendInformational(c, 104, 'Upload Resumption Supported', { ...resource, ...interopField(d) });
+  const carriesBody = (contentLength ?? 0) > 0 || (contentLength === undefined && header(c, 'transfer-encoding') !== undefined);
+  if (!carriesBody && !complete) return c.body(null, 201, { ...resource, 'upload-offset': '0', ...completeHeader(d, false) });
+  const result = await sessions.write(tenantId, session.id, 0, requestBody(c), waitMs, {
+    completes: complete,
+    checksum: parseContentDigest(header(c, 'content-digest')),
+    bodyBytes: contentLength,
+    onAcknowledged: progressReporter(c, d),
+  });
+  if (result.outcome) return finalAnswer(c, d, result.outcome, key, uploadLength);
+  if (complete && !result.write.cut)
+    throw inconsistentLength(`The body ended at ${result.write.offset}, but the upload has ${uploadLength} bytes.`, result.write.offset);
+  return c.body(null, 201, { ...resource, 'upload-offset': String(result.write.offset), ...completeHeader(d, false) });
+}
+
+/** The answer of the request that completed the upload (or of one after it): the upload's own. */
+function finalAnswer(
+  c: Context<AppEnv>,
+  d: Dialect,
+  outcome: UploadOutcome,
+  key: string,
+  length: number,
+  closeConnection = false,
+): Response {
+  const res = renderOutcome(c, outcome, key, closeConnection);
+  for (const [name, value] of Object.entries({ ...completeHeader(d, true), 'upload-offset': String(length) })) res.headers.set(name, value);
+  return res;
+}
+
+/** 104s with the offset as each part is stored (only to a client that named a version Oncely speaks). */
+function progressReporter(c: Context<AppEnv>, d: Dialect): ((offset: number) => void) | undefined {
+  if (!d.informational) return undefined;
+  return (offset) => sendInformational(c, 104, 'Upload Resumption Supported', { 'upload-offset': String(offset), ...interopField(d) });
+}
+
+function interopField(d: Dialect): Record<string, string> {
+  return { 'upload-draft-interop-version': String(d.v.version) };
+}
+
+function limitOf(d: Dialect, sessions: AppendedSessions, config: Config, s: SessionRow): Record<string, string> {
+  return uploadLimit(d, { maxSize: config.MAX_UPLOAD_BYTES, maxAgeSeconds: (sessions.expiresAt(s).getTime() - Date.now()) / 1000 });
+}
+
+/** HEAD, PATCH and DELETE carry the creation's version (or none: the newest rules). */
+function requestDialect(c: Context<AppEnv>): Dialect {
+  return dialectOf((n) => header(c, n)) ?? NEWEST_DIALECT;
+}
+
+/** On an error answer the upload is not complete (the draft's problem examples say so). */
+function completenessOnProblems(): MiddlewareHandler<AppEnv> {
+  return async function completenessOnProblems(c, next) {
+    await next();
+    if (c.res.status < 400 || c.res.headers.has('upload-complete') || c.res.headers.has('upload-incomplete')) return;
+    let d: Dialect;
+    try {
+      d = requestDialect(c);
+    } catch {
+      return;
+    }
+    for (const [name, value] of Object.entries(completeHeader(d, false))) c.res.headers.set(name, value);
+    if (c.req.method === 'PATCH' || c.req.method === 'POST') c.res.headers.set('connection', 'close');
+  };
+}
+
+function mismatchingOffset(expected: number, provided: number): Problem {
+  return problem('mismatching_upload_offset', `Upload-Offset is ${provided} but the upload is at ${expected}.`, {
+    extra: { 'expected-offset': expected, 'provided-offset': provided },
+    headers: { 'upload-offset': String(expected) },
+  });
+}
+
+function inconsistentLength(detail: string, offset?: number): Problem {
+  return problem('inconsistent_upload_length', detail, offset === undefined ? {} : { headers: { 'upload-offset': String(offset) } });
+}
+
+function declaredBodyBytes(c: Context<AppEnv>): number | undefined {
+  const value = header(c, 'content-length');
+  return value === undefined ? undefined : parseContentLength(value, Number.MAX_SAFE_INTEGER);
+}
+
+/** The file name: Content-Disposition's (RFC 6266, filename* first), else the metadata's. */
+function fileNameOf(c: Context<AppEnv>, metadata: Record<string, string>): string | null {
+  const disposition = header(c, 'content-disposition');
+  let name: string | undefined;
+  if (disposition !== undefined) {
+    try {
+      name = parseDisposition(disposition).parameters.filename;
+    } catch {
+      throw problem('header_invalid', 'Content-Disposition is not valid (RFC 6266).');
+    }
+  }
+  name ??= metadata.filename ?? metadata.name;
+  return name === undefined ? null : parseFileName(encodeURIComponent(name));
+}
+
+function agreeingSha256(values: (string | null)[]): string | null {
+  const given = [...new Set(values.filter((v): v is string => v !== null))];
+  if (given.length > 1) throw problem('checksum_invalid', 'X-File-Sha256, Repr-Digest and the sha256 metadata name different SHA-256s.');
+  return given[0] ?? null;
+}
+
+function sessionId(c: Context<AppEnv>): string {
+  const id = c.req.param('id');
+  if (!id || !Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
+  return id;
+}
