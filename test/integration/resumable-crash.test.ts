@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
 import { getJson, openRequest, sha256 } from '../helpers/http';
 import { startApiProcess } from '../helpers/api-process';
+import { exchange, send } from '../helpers/rufh';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 
 const MiB = 1024 * 1024;
@@ -97,6 +98,56 @@ describe('resumable sessions across process death and idleness', () => {
     expect(resumed!.headers.get('upload-offset')).toBe(String(file.length));
     const upload = await getJson(`${base}${resumed!.headers.get('location')}`, tenant.apiKey);
     expect(upload.json).toMatchObject({ bytes: file.length, sha256: sha256(file) });
+    const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
+      tenant.tenantId,
+      key,
+    ]);
+    expect(rows.rows[0].n).toBe(1);
+  }, 120_000);
+
+  it('RUFH: an API killed mid-creation keeps what its 104s reported; HEAD on a new process tells the truth and the rest commits once', async () => {
+    const port = await getPort({ host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${port}`;
+    await api?.stop('SIGKILL');
+    api = await startApiProcess(apiEnv(), port, logFile('rufh-1'));
+    const file = randomBytes(12 * MiB + 9);
+    const key = `rufh-kill-${randomUUID()}`;
+    const draft = { authorization: `Bearer ${tenant.apiKey}`, 'upload-draft-interop-version': '8' };
+    const creation = exchange(`${base}/v1/uploads`, 'POST', {
+      ...draft,
+      'idempotency-key': key,
+      'upload-complete': '?1',
+      'content-length': String(file.length),
+    });
+    const location = (await creation.interim((i) => i.headers.location !== undefined)).headers.location!;
+    await creation.write(file.subarray(0, 7 * MiB));
+    const progress = await creation.interim((i) => i.headers['upload-offset'] !== undefined);
+    expect(progress.headers['upload-offset']).toBe(String(5 * MiB));
+    await api.stop('SIGKILL');
+    creation.cut();
+    expect(await creation.response).toBeUndefined();
+
+    api = await startApiProcess(apiEnv(), port, logFile('rufh-2'));
+    const head = await send(location, 'HEAD', draft);
+    expect(head.status).toBe(204);
+    expect(head.headers).toMatchObject({ 'upload-offset': String(5 * MiB), 'upload-complete': '?0' });
+    let resumed: Awaited<ReturnType<typeof send>> | undefined;
+    await expect
+      .poll(
+        async () => {
+          resumed = await send(
+            location,
+            'PATCH',
+            { ...draft, 'content-type': 'application/partial-upload', 'upload-offset': String(5 * MiB), 'upload-complete': '?1' },
+            file.subarray(5 * MiB),
+          );
+          return resumed.status;
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toBe(201);
+    expect(resumed!.headers['upload-complete']).toBe('?1');
+    expect(resumed!.json).toMatchObject({ bytes: file.length, sha256: sha256(file) });
     const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
       tenant.tenantId,
       key,

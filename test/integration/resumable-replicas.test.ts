@@ -66,3 +66,38 @@ it('uploads with tus-js-client across two replicas (alternate requests on each),
   expect(rows.rows[0].n).toBe(1);
   expect(upload.url).toMatch(/\/v1\/tus\/[0-9a-f-]{36}$/);
 }, 120_000);
+
+it('uploads with tus-js-client speaking the IETF draft (interop 6) across the two replicas, committed once', async () => {
+  const tenant = await stack.createTenant('replicas-rufh');
+  const file = randomBytes(11 * MiB + 21);
+  const key = `rufh-replicas-${randomUUID()}`;
+  const before = [...balancer.perTarget];
+  await new Promise<void>((resolve, reject) => {
+    const u: tus.Upload = new tus.Upload(file, {
+      endpoint: `http://127.0.0.1:${balancer.port}/v1/uploads`,
+      // `protocol` is in tus-js-client 4 but not in its type declarations.
+      ...({ protocol: 'ietf-draft-05' } as Partial<tus.UploadOptions>),
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key },
+      metadata: { filename: 'replicas-draft.bin', filetype: 'application/octet-stream' },
+      chunkSize: 2 * MiB + 5,
+      retryDelays: [200, 1000, 3000],
+      httpStack: new tus.DefaultHttpStack({ agent: new http.Agent({ keepAlive: false }) }),
+      onSuccess: () => resolve(),
+      onError: reject,
+    });
+    u.start();
+  });
+  const served = balancer.perTarget.map((n, i) => n - before[i]!);
+  expect(Math.min(...served)).toBeGreaterThanOrEqual(3); // 1 creation + 6 appends, in turn
+  const answer = await getJson(`http://127.0.0.1:${balancer.port}/v1/idempotency-keys/${key}`, tenant.apiKey);
+  expect(answer.json).toMatchObject({
+    state: 'completed',
+    status: 201,
+    response: { bytes: file.length, sha256: sha256(file), fileName: 'replicas-draft.bin' },
+  });
+  const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
+    tenant.tenantId,
+    key,
+  ]);
+  expect(rows.rows[0].n).toBe(1);
+}, 120_000);
