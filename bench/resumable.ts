@@ -1,7 +1,8 @@
-// Scenario "resumable": a large file through tus (PATCHes of 8 MiB, the connection cut
-// mid-PATCH three times, each time resumed from the server's offset after a HEAD) versus
-// the same bytes in one POST /v1/uploads, in the same run. Reports MiB/s of both, their
-// ratio, the bytes sent again after the cuts, and each API process's peak RSS.
+// Scenario "resumable": a large file through tus and through the IETF resumable-upload
+// draft (appends of 8 MiB, the connection cut mid-append three times, each time resumed from
+// the server's offset after a HEAD) versus the same bytes in one POST /v1/uploads, in the
+// same run. Reports MiB/s of each, the ratios, the bytes sent again after the cuts, CPU per
+// upload and each API process's peak RSS.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { BenchServices } from './lib/services';
@@ -49,15 +50,45 @@ function request(
   });
 }
 
-async function tusUpload(url: string, apiKey: string, bytes: number, cutsAt: number[]): Promise<{ resent: number }> {
-  const auth = { authorization: `Bearer ${apiKey}`, 'tus-resumable': '1.0.0' };
-  const created = await request(`${url}/v1/tus`, 'POST', {
+/** What differs between tus and the IETF draft for this loop: the creation, an append's headers, HEAD. */
+interface AppendProtocol {
+  creation: { path: string; headers: Record<string, string> };
+  append: (offset: number, last: boolean) => Record<string, string>;
+  /** An append's answer that moved the offset (the last one of the draft is the upload's 201). */
+  appended: (status: number) => boolean;
+  head: Record<string, string>;
+}
+
+const TUS: AppendProtocol = {
+  creation: { path: '/v1/tus', headers: { 'tus-resumable': '1.0.0' } },
+  append: (offset) => ({ 'tus-resumable': '1.0.0', 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) }),
+  appended: (status) => status === 204,
+  head: { 'tus-resumable': '1.0.0' },
+};
+
+const DRAFT_VERSION = { 'upload-draft-interop-version': '8' };
+const RUFH: AppendProtocol = {
+  creation: { path: '/v1/uploads', headers: { ...DRAFT_VERSION, 'upload-complete': '?0', 'content-length': '0' } },
+  append: (offset, last) => ({
+    ...DRAFT_VERSION,
+    'content-type': 'application/partial-upload',
+    'upload-offset': String(offset),
+    'upload-complete': last ? '?1' : '?0',
+  }),
+  appended: (status) => status === 204 || status === 201,
+  head: DRAFT_VERSION,
+};
+
+async function appendUpload(p: AppendProtocol, url: string, apiKey: string, bytes: number, cutsAt: number[]): Promise<{ resent: number }> {
+  const auth = { authorization: `Bearer ${apiKey}` };
+  const created = await request(`${url}${p.creation.path}`, 'POST', {
     ...auth,
-    'idempotency-key': `bench-tus-${randomUUID()}`,
+    ...p.creation.headers,
+    'idempotency-key': `bench-resumable-${randomUUID()}`,
     'upload-length': String(bytes),
   });
-  if (created === 'cut' || created.status !== 201) throw new Error(`tus creation failed: ${JSON.stringify(created)}`);
-  const location = `${url}${created.headers.location}`;
+  if (created === 'cut' || created.status !== 201) throw new Error(`creation failed: ${JSON.stringify(created)}`);
+  const location = new URL(created.headers.location!, url).toString();
   let offset = 0;
   let sent = 0;
   const cuts = [...cutsAt];
@@ -65,63 +96,57 @@ async function tusUpload(url: string, apiKey: string, bytes: number, cutsAt: num
     const piece = slice(offset, Math.min(CHUNK, bytes - offset));
     const cut = cuts.length > 0 && offset >= cuts[0]! ? Math.floor(piece.length / 2) : undefined;
     if (cut !== undefined) cuts.shift();
-    const res = await request(
-      location,
-      'PATCH',
-      { ...auth, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) },
-      piece,
-      cut,
-    );
+    const res = await request(location, 'PATCH', { ...auth, ...p.append(offset, offset + piece.length === bytes) }, piece, cut);
     sent += cut ?? piece.length;
-    if (res !== 'cut' && res.status === 204) {
+    if (res !== 'cut' && p.appended(res.status)) {
       offset = Number(res.headers['upload-offset']);
       continue;
     }
     // Cut (or 423 while the server still finishes the cut PATCH): ask where it stands.
     await new Promise((r) => setTimeout(r, 100));
-    const head = await request(location, 'HEAD', auth);
-    if (head === 'cut' || head.status !== 200) throw new Error(`HEAD failed: ${JSON.stringify(head)}`);
+    const head = await request(location, 'HEAD', { ...auth, ...p.head });
+    if (head === 'cut' || head.status >= 300) throw new Error(`HEAD failed: ${JSON.stringify(head)}`);
     offset = Number(head.headers['upload-offset']);
   }
   return { resent: sent - bytes };
 }
 
+/** One resumable upload of `bytes` with 3 cuts on an API process of its own: MiB/s, CPU, bytes re-sent, peak RSS. */
+async function measureAppends(services: BenchServices, worker: { proc: { child: { pid?: number } } }, p: AppendProtocol, bytes: number) {
+  const api = await startOncelyProcess(services, 'api');
+  // What the process peaked at while starting, before any upload: the floor under it.
+  const startupPeak = await peakRssMiB(api.proc.child.pid!);
+  const t = performance.now();
+  let r = { resent: 0 };
+  const cpu = await measureCpu({ api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
+    r = await appendUpload(
+      p,
+      api.url,
+      services.apiKey,
+      bytes,
+      [0.25, 0.5, 0.75].map((f) => Math.floor((bytes * f) / CHUNK) * CHUNK),
+    );
+    return 1;
+  });
+  const mibps = bytes / MiB / ((performance.now() - t) / 1000);
+  const peak = await peakRssMiB(api.proc.child.pid!);
+  await api.proc.stop();
+  return { mibps, cpu, resent: r.resent, peak, startupPeak };
+}
+
 export async function resumableUpload(services: BenchServices, opts: { bytes: number; rounds: number }) {
   const worker = await startOncelyProcess(services, 'worker');
   const sha = expectedSha(opts.bytes);
-  const tusMiBs: number[] = [];
+  const runs = { tus: [] as Awaited<ReturnType<typeof measureAppends>>[], rufh: [] as Awaited<ReturnType<typeof measureAppends>>[] };
   const oneMiBs: number[] = [];
-  let resent = 0;
-  let tusPeak = 0;
   let onePeak = 0;
-  let idlePeak = 0;
-  const cpu: Record<string, number>[] = [];
   try {
     for (let round = 0; round < opts.rounds; round++) {
-      // Each mode on an API process of its own, so each peak RSS is its own.
-      const tusApi = await startOncelyProcess(services, 'api');
-      // What the process peaked at while starting, before any upload: the floor under both.
-      idlePeak = Math.max(idlePeak, await peakRssMiB(tusApi.proc.child.pid!));
-      let t = performance.now();
-      let r = { resent: 0 };
-      cpu.push(
-        await measureCpu({ api: tusApi.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
-          r = await tusUpload(
-            tusApi.url,
-            services.apiKey,
-            opts.bytes,
-            [0.25, 0.5, 0.75].map((f) => Math.floor((opts.bytes * f) / CHUNK) * CHUNK),
-          );
-          return 1;
-        }),
-      );
-      tusMiBs.push(opts.bytes / MiB / ((performance.now() - t) / 1000));
-      resent = r.resent;
-      tusPeak = Math.max(tusPeak, await peakRssMiB(tusApi.proc.child.pid!));
-      await tusApi.proc.stop();
-
+      // Each mode on an API process of its own, so each peak RSS is its own; alternating.
+      runs.tus.push(await measureAppends(services, worker, TUS, opts.bytes));
+      runs.rufh.push(await measureAppends(services, worker, RUFH, opts.bytes));
       const oneApi = await startOncelyProcess(services, 'api');
-      t = performance.now();
+      const t = performance.now();
       const res = await postLarge(oneApi.url, services.apiKey, opts.bytes);
       if (res.status !== 201 || res.json.sha256 !== sha) throw new Error(`one-request upload failed: ${res.status}`);
       oneMiBs.push(opts.bytes / MiB / ((performance.now() - t) / 1000));
@@ -129,19 +154,28 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       await oneApi.proc.stop();
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const round1 = (x: number) => Math.round(x * 10) / 10;
+    const tus = median(runs.tus.map((r) => r.mibps));
+    const rufh = median(runs.rufh.map((r) => r.mibps));
+    const one = median(oneMiBs);
     return {
-      scenario: `resumable (tus, ${CHUNK / MiB} MiB PATCHes, 3 cuts)`,
+      scenario: `resumable (tus and the IETF draft, ${CHUNK / MiB} MiB appends, 3 cuts)`,
       bytes: opts.bytes,
       rounds: opts.rounds,
-      tusMiBps: Math.round(median(tusMiBs) * 10) / 10,
-      oneRequestMiBps: Math.round(median(oneMiBs) * 10) / 10,
-      apiStartupPeakRssMiB: Math.round(idlePeak * 10) / 10,
-      // CPU per tus upload of `bytes` (ms), per component.
-      tusCpuMsPerUpload: JSON.stringify(medianCpu(cpu)),
-      ratio: Math.round((median(tusMiBs) / median(oneMiBs)) * 100) / 100,
-      bytesResent: resent,
-      tusApiPeakRssMiB: Math.round(tusPeak * 10) / 10,
-      oneRequestApiPeakRssMiB: Math.round(onePeak * 10) / 10,
+      tusMiBps: round1(tus),
+      rufhMiBps: round1(rufh),
+      oneRequestMiBps: round1(one),
+      apiStartupPeakRssMiB: round1(Math.max(...runs.tus.map((r) => r.startupPeak), ...runs.rufh.map((r) => r.startupPeak))),
+      // CPU per upload of `bytes` (ms), per component.
+      tusCpuMsPerUpload: JSON.stringify(medianCpu(runs.tus.map((r) => r.cpu))),
+      rufhCpuMsPerUpload: JSON.stringify(medianCpu(runs.rufh.map((r) => r.cpu))),
+      ratio: Math.round((tus / one) * 100) / 100,
+      rufhVsTus: Math.round((rufh / tus) * 100) / 100,
+      bytesResent: runs.tus.at(-1)!.resent,
+      rufhBytesResent: runs.rufh.at(-1)!.resent,
+      tusApiPeakRssMiB: round1(Math.max(...runs.tus.map((r) => r.peak))),
+      rufhApiPeakRssMiB: round1(Math.max(...runs.rufh.map((r) => r.peak))),
+      oneRequestApiPeakRssMiB: round1(onePeak),
     };
   } finally {
     await worker.proc.stop();

@@ -1,4 +1,5 @@
-// The upload pages: an Uppy Dashboard sending over tus to /v1/tus (`/`), or straight to
+// The upload pages: an Uppy Dashboard sending over tus to /v1/tus (`/`; with
+// `?protocol=ietf-draft-05`, over the IETF resumable-upload draft to POST /v1/uploads), or straight to
 // the object store with @uppy/aws-s3 through Oncely's companion routes (`/direct`; the
 // body's data-uploader says which). The page holds an upload token, never the API key
 // (src/web/upload-token.ts; the key is entered once on /setup). Each file gets its
@@ -56,9 +57,12 @@ const uppy = new Uppy<FileMeta, Record<string, never>>({
     showProgressDetails: true,
   })
   .use(GoldenRetriever, { serviceWorker: worker });
+// tus-js-client (under @uppy/tus) also speaks the IETF draft, interop version 6.
+const draft = new URLSearchParams(location.search).get('protocol') === 'ietf-draft-05';
 if (!direct) {
   uppy.use(Tus, {
-    endpoint: '/v1/tus',
+    endpoint: draft ? '/v1/uploads' : '/v1/tus',
+    ...(draft ? { protocol: 'ietf-draft-05' } : {}),
     chunkSize: 8 * 1024 * 1024,
     retryDelays: [0, 1000, 3000, 5000, 10000, 20000],
     // Only the name and type travel as metadata: they (and the length) are what the key's

@@ -90,7 +90,7 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
 
 describe('the Uppy page at /', () => {
   const MiB = 1024 * 1024;
-  async function openUppy(): Promise<Page> {
+  async function openUppy(pagePath = '/'): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
     if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
@@ -103,7 +103,7 @@ describe('the Uppy page at /', () => {
     page.on('request', (r) => {
       if (r.headers().authorization?.includes(tenant.apiKey)) keyRequests.push(`${r.method()} ${new URL(r.url()).pathname}`);
     });
-    await page.goto(`${origin}/`);
+    await page.goto(`${origin}${pagePath}`);
     await page.waitForSelector('#who[data-token-id]:not([data-token-id=""])');
     return page;
   }
@@ -137,6 +137,31 @@ describe('the Uppy page at /', () => {
     await item.locator('button.delete').click();
     await page.waitForSelector(`#stored li[data-upload-id="${uploadId}"][data-status=deleted]`, { timeout: 60_000 });
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads[0]).toMatchObject({ status: 'deleted', file_name: null });
+    await page.context().close();
+  }, 120_000);
+
+  it('with ?protocol=ietf-draft-05 uploads over the IETF resumable-upload draft to POST /v1/uploads, committed once', async () => {
+    proxy.mode = 'forward';
+    const page = await openUppy('/?protocol=ietf-draft-05');
+    const seen: string[] = [];
+    page.on('response', (r) => {
+      const p = new URL(r.url()).pathname;
+      if (p === '/v1/uploads' || p.startsWith('/v1/resumable-uploads/') || p.startsWith('/v1/tus'))
+        seen.push(`${r.request().method()} ${p.replace(/[0-9a-f-]{36}$/, '{id}')} ${r.status()}`);
+    });
+    const file = randomBytes(9 * MiB + 3);
+    await page
+      .locator('input.uppy-Dashboard-input')
+      .first()
+      .setInputFiles({ name: 'draft.bin', mimeType: 'application/octet-stream', buffer: file });
+    await page.waitForSelector('#done li[data-key]', { timeout: 60_000 });
+    const key = (await page.getAttribute('#done li', 'data-key'))!;
+    const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+    expect(rows.uploads).toHaveLength(1);
+    expect(rows.uploads[0].sha256).toBe(createHash('sha256').update(file).digest('hex'));
+    expect(seen[0]).toBe('POST /v1/uploads 201');
+    expect(seen.slice(1).every((s) => s.startsWith('PATCH /v1/resumable-uploads/{id}'))).toBe(true);
+    expect(seen.at(-1)).toBe('PATCH /v1/resumable-uploads/{id} 201');
     await page.context().close();
   }, 120_000);
 

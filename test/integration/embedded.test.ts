@@ -126,6 +126,23 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   const tusAnswer = await getJson(`${url}/v1/idempotency-keys/${tusKey}`, apiKey);
   expect(tusAnswer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: tusFile.length, sha256: sha256(tusFile) } });
   expect(sha256(readFileSync(path.join(dataDir, 'objects', tusAnswer.json.response.storageKey)))).toBe(sha256(tusFile));
+  // And through the IETF draft (tus-js-client's interop 6), on POST /v1/uploads itself.
+  const draftKey = `embedded-rufh-${randomUUID()}`;
+  await new Promise<void>((resolve, reject) =>
+    new tus.Upload(tusFile, {
+      endpoint: `${url}/v1/uploads`,
+      // `protocol` is in tus-js-client 4 but not in its type declarations.
+      ...({ protocol: 'ietf-draft-05' } as Partial<tus.UploadOptions>),
+      headers: { authorization: `Bearer ${apiKey}`, 'idempotency-key': draftKey },
+      metadata: { filename: 'embedded-draft.bin', filetype: 'application/octet-stream' },
+      chunkSize: 4 * 1024 * 1024,
+      onSuccess: () => resolve(),
+      onError: reject,
+    }).start(),
+  );
+  const draftAnswer = await getJson(`${url}/v1/idempotency-keys/${draftKey}`, apiKey);
+  expect(draftAnswer.json).toMatchObject({ state: 'completed', status: 201, response: { bytes: tusFile.length, sha256: sha256(tusFile) } });
+  expect(sha256(readFileSync(path.join(dataDir, 'objects', draftAnswer.json.response.storageKey)))).toBe(sha256(tusFile));
   // A direct upload on the embedded default: the plan's URL is the API's own signed PUT.
   const direct = randomBytes(300_000);
   const plan = await fetch(`${url}/v1/direct-uploads`, {
@@ -166,7 +183,7 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  expect(report).toMatchObject({ uploads: 16, keyRows: 16, objectsVerified: 16, violations: [] });
+  expect(report).toMatchObject({ uploads: 17, keyRows: 17, objectsVerified: 17, violations: [] });
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);
