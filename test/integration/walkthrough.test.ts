@@ -223,7 +223,18 @@ describe('CORS', () => {
     });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-origin')).toBe('*');
-    for (const h of ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-File-Sha256', 'X-File-Name', 'Prefer'])
+    for (const h of [
+      'Authorization',
+      'Content-Type',
+      'Idempotency-Key',
+      'X-File-Sha256',
+      'X-File-Name',
+      'Prefer',
+      'Upload-Complete',
+      'Upload-Draft-Interop-Version',
+      'Content-Digest',
+      'Repr-Digest',
+    ])
       expect(pre.headers.get('access-control-allow-headers')).toContain(h);
     const res = await postUpload(stack.url, {
       apiKey: tenant.apiKey,
@@ -232,7 +243,15 @@ describe('CORS', () => {
       headers: { origin: 'https://app.example' },
     });
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
-    for (const h of ['Location', 'Retry-After', 'Idempotent-Replayed', 'Idempotent-Replay'])
+    for (const h of [
+      'Location',
+      'Retry-After',
+      'Idempotent-Replayed',
+      'Idempotent-Replay',
+      'Upload-Complete',
+      'Upload-Offset',
+      'Upload-Limit',
+    ])
       expect(res.headers.get('access-control-expose-headers')).toContain(h);
     const problem = await fetch(`${stack.url}/v1/uploads/nope`, { headers: { origin: 'https://app.example' } });
     expect(problem.status).toBe(401);
