@@ -219,7 +219,13 @@ describe('restricted keys', () => {
       }
     }
     // Under /v1 only what carries its own credential (a signature) or discovers the protocol is open.
-    expect(open.sort()).toEqual(['GET /v1/downloads/{id}', 'OPTIONS /v1/tus', 'PUT /v1/direct-uploads/{id}/object']);
+    expect(open.sort()).toEqual([
+      'GET /v1/downloads/{id}',
+      'OPTIONS /v1/resumable-uploads',
+      'OPTIONS /v1/tus',
+      'OPTIONS /v1/uploads',
+      'PUT /v1/direct-uploads/{id}/object',
+    ]);
     expect(routes.length).toBeGreaterThanOrEqual(30);
     const keys = new Map<Scope, { only: string; allBut: string }>();
     for (const s of new Set(routes.map((r) => r.scope))) {
