@@ -4,6 +4,7 @@
 // renditions. Webhook event ids are derived from the upload, so every retry of a delivery
 // carries the same `webhook-id`.
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   condition,
@@ -167,9 +168,14 @@ export async function downstreamWorkflow(input: DownstreamInput): Promise<Downst
   }
 }
 
-/** A step's activity: on the transcode queue, with a summary the Temporal UI shows. */
-export function stepActivity(input: DownstreamInput, step: ProcessingStep, index: number) {
+/**
+ * A step's activity: on the transcode queue, with a summary the Temporal UI shows. With
+ * `waitForCancel`, a cancelled run waits until the step has stopped, so what it cleans up
+ * afterwards cannot be written again by a step still running.
+ */
+export function stepActivity(input: DownstreamInput, step: ProcessingStep, index: number, waitForCancel = false) {
   return proxyActivities<Activities>({
+    ...(waitForCancel ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
     summary: `Step ${index + 1}: ${step.type} of ${input.contentType} (${input.bytes} bytes)`,
     taskQueue: input.transcodeQueue,
     startToCloseTimeout: '30 minutes',

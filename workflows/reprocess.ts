@@ -12,6 +12,7 @@ import {
   continueAsNew,
   executeChild,
   isCancellation,
+  patched,
   proxyLocalActivities,
   proxyActivities,
   setCurrentDetails,
@@ -136,11 +137,17 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
   };
   const version = { uploadId: input.uploadId, pipeline: input.pipeline, version: input.version };
   const results: StepResult[] = [];
+  // A cancelled job's step may still be writing: the discard below waits for it to stop.
+  const waitForCancel = patched('reprocess-step-waits-for-cancel');
   try {
     for (const [index, step] of plan.steps) {
       setCurrentDetails(`${input.pipeline} v${input.version}: step ${index + 1}, ${step.type}`);
       results.push(
-        await stepActivity(upload, step, index).runStep({ upload, step, ref: { pipeline: input.pipeline, version: input.version, index } }),
+        await stepActivity(upload, step, index, waitForCancel).runStep({
+          upload,
+          step,
+          ref: { pipeline: input.pipeline, version: input.version, index },
+        }),
       );
     }
     const failed = results.find((r) => r.status !== 'succeeded');

@@ -228,10 +228,11 @@ describe('re-processing jobs', () => {
     }, 120_000);
     expect(j.done).toBeLessThan(60);
     // No upload is left half-switched: each has both new renditions or none, and nothing unserved stays.
-    await eventually(
-      async () => ((await audit(stack.runtime.pool, stack.runtime.store)).violations.length === 0 ? true : undefined),
-      60_000,
-    );
+    await eventually(async () => {
+      const { violations } = await audit(stack.runtime.pool, stack.runtime.store);
+      if (violations.length > 0) throw new Error(JSON.stringify(violations.slice(0, 5)));
+      return true;
+    }, 60_000);
     const counts = await stack.runtime.pool.query(
       `SELECT (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS n FROM uploads u WHERE u.id = ANY($1)`,
       [ids],
