@@ -18,7 +18,7 @@ import { Problem, problem } from '../errors';
 import { HeadBytes } from '../upload/staged-copy';
 import { onClientGone } from '../upload/client-gone';
 import type { ObjectStore } from '../storage/store';
-import { noteAcknowledgedBytes, noteStreamedBytes } from '../upload/gc-pacer';
+import { noteStreamedBytes } from '../upload/gc-pacer';
 
 export interface WriterDeps {
   pool: Pool;
@@ -181,7 +181,6 @@ class PatchWriter {
       await this.sending;
     } else if (this.filled > 0 && end > this.acked) await this.storeTail(end);
     if (this.bufStart + this.filled > this.acked) await this.ackAt(this.bufStart + this.filled, this.sha.save());
-    noteAcknowledgedBytes(this.acked - Number(this.session.upload_offset));
     return this.result(!ended);
   }
 

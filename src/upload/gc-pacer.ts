@@ -22,17 +22,5 @@ export function noteStreamedBytes(n: number): void {
   gc({ type: 'minor' });
 }
 
-// A resumable upload is many requests (PATCHes, part PUTs, acknowledgements), and what
-// they leave promoted to the old generation (and the buffers it holds) waits for a full
-// collection: a 256 MiB upload in 8 MiB PATCHes peaked at 211 MiB RSS. A full collection
-// every 32 MiB acknowledged: 188 MiB at ~2% of throughput (every PATCH: 179 MiB at -25%).
-const MAJOR_EVERY_BYTES = 32 * 1024 * 1024;
-let sinceMajor = 0;
-/** Notes bytes a resumable PATCH acknowledged; a full collection every 32 MiB. */
-export function noteAcknowledgedBytes(n: number): void {
-  if (!gc) return;
-  sinceMajor += n;
-  if (sinceMajor < MAJOR_EVERY_BYTES) return;
-  sinceMajor = 0;
-  gc({ type: 'major' });
-}
+// Appends (tus, the draft) get only these young collections: a full one every 32 MiB
+// acknowledged cost more CPU than the memory it saved (bench/README.md, session 12).
