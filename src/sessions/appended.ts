@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../db/pool';
 import { idleExpiry, type SessionRow } from '../db/queries/sessions';
-import { dependency, problem } from '../errors';
+import { dependency, problem, type Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import { stagedCopy } from '../upload/staged-copy';
@@ -41,7 +41,16 @@ export interface AppendOptions {
   /** The body's declared length, when sent: one that would pass the upload's length is refused unread. */
   bodyBytes?: number;
   onAcknowledged?: OnAcknowledged;
+  /** The mode's answer to an append at the wrong offset (default: 409 upload_offset_mismatch with `uploadOffset`). */
+  offsetMismatch?: (expected: number, provided: number) => Problem;
+  /** The mode's own checks of the append against its session, under the lease before any byte is read. */
+  check?: (session: SessionRow) => void;
 }
+
+const offsetMismatch = (expected: number, provided: number) =>
+  problem('upload_offset_mismatch', `Upload-Offset is ${provided} but the upload is at ${expected}.`, {
+    extra: { uploadOffset: expected },
+  });
 
 export class AppendedSessions {
   constructor(private readonly deps: AppendedSessionsDeps) {}
@@ -92,21 +101,20 @@ export class AppendedSessions {
       this.deps.mode,
       { ...this.lease, renew: true },
       async (leased, lease) => {
-        if (offset !== Number(leased.upload_offset))
-          throw problem('upload_offset_mismatch', `Upload-Offset is ${offset} but the upload is at ${leased.upload_offset}.`, {
-            extra: { uploadOffset: Number(leased.upload_offset) },
-          });
+        // Complete (or completing) already: any append gets the upload's answer, its body unread.
+        if (leased.state !== 'open')
+          return { write: { offset: Number(leased.upload_offset), complete: true, cut: false }, session: leased };
+        const at = Number(leased.upload_offset);
+        if (offset !== at) throw (opts.offsetMismatch ?? offsetMismatch)(at, offset);
+        opts.check?.(leased);
         if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
           throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
         }
-        const written =
-          leased.state === 'open'
-            ? await writeChunk(this.deps, leased, lease, body, checksum, onAcknowledged)
-            : { offset, complete: true, cut: false };
-        return { write: written, session: leased };
+        return { write: await writeChunk(this.deps, leased, lease, body, checksum, onAcknowledged), session: leased };
       },
     );
-    const ends = opts.completes === 'when-full' ? write.complete : opts.completes && write.complete && !write.cut;
+    const ends =
+      session.state !== 'open' || (opts.completes === 'when-full' ? write.complete : opts.completes && write.complete && !write.cut);
     if (!ends) return { write, session };
     return { write, outcome: await this.complete(tenantId, id, waitMs), session };
   }

@@ -430,6 +430,51 @@ describe('the draft over raw HTTP: versions 8 and 3, the key rule, and every err
     expect(whole.headers['upload-complete']).toBeUndefined();
   });
 
+  it('an upload token creates and appends to its own upload resource only; its limits apply at creation; a stale append after completion replays', async () => {
+    const mint = async (maxBytes: number) => {
+      const res = await fetch(url('/v1/upload-tokens'), {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: JSON.stringify({ expiresInSeconds: 600, maxBytes }),
+      });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { token: string }).token;
+    };
+    const [mine, theirs] = [await mint(10_000), await mint(10_000)];
+    const asToken = (t: string) => ({ authorization: `Bearer ${t}`, ...v8 });
+    const tooBig = await send(url('/v1/uploads'), 'POST', {
+      ...asToken(mine),
+      'idempotency-key': `rufh-tok-big-${randomUUID()}`,
+      'upload-complete': '?0',
+      'upload-length': '20000',
+      'content-length': '0',
+    });
+    expect(tooBig.status).toBe(413);
+    const key = `rufh-tok-${randomUUID()}`;
+    const file = randomBytes(4000);
+    const created = await send(
+      url('/v1/uploads'),
+      'POST',
+      { ...asToken(mine), 'idempotency-key': key, 'upload-complete': '?0', 'upload-length': '4000' },
+      file.subarray(0, 1000),
+    );
+    expect(created.status).toBe(201);
+    const location = created.headers.location!;
+    const partial = { 'content-type': 'application/partial-upload', 'upload-offset': '1000', 'upload-complete': '?1' };
+    expect((await send(location, 'HEAD', asToken(theirs))).status).toBe(404);
+    expect((await send(location, 'PATCH', { ...asToken(theirs), ...partial }, file.subarray(1000))).status).toBe(404);
+    expect((await send(location, 'DELETE', asToken(theirs))).status).toBe(404);
+    expect((await send(location, 'HEAD', asToken(mine))).headers['upload-offset']).toBe('1000');
+    const done = await send(location, 'PATCH', { ...asToken(mine), ...partial }, file.subarray(1000));
+    expect(done.status).toBe(201);
+    await committedOnce(ctx, key, file);
+    // An append at an old offset after completion gets the same answer, not a 409.
+    const stale = await send(location, 'PATCH', { ...asToken(mine), ...partial }, file.subarray(1000));
+    expect(stale.status).toBe(201);
+    expect(stale.headers['upload-complete']).toBe('?1');
+    expect(stale.json.uploadId).toBe(done.json.uploadId);
+  });
+
   it('OPTIONS advertises the limits and versions without credentials; DELETE cancels and frees the key; other tenants see nothing', async () => {
     for (const p of ['/v1/uploads', '/v1/resumable-uploads']) {
       const res = await fetch(url(p), { method: 'OPTIONS' });

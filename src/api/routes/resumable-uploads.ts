@@ -264,31 +264,32 @@ export function resumableUploadRoutes(deps: ResumableDeps) {
     const contentLength = declaredBodyBytes(c);
     const checksum = parseContentDigest(header(c, 'content-digest'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const s = await sessions.find(tenantId, id, callingToken(c)?.id);
+    // An upload token reaches only the uploads it created (the write below checks tenant and mode).
+    const token = callingToken(c);
+    if (token) await sessions.find(tenantId, id, token.id);
+    const result = await sessions.write(tenantId, id, offset, requestBody(c), waitMs, {
+      completes: complete,
+      checksum,
+      bodyBytes: contentLength,
+      onAcknowledged: progressReporter(c, d),
+      offsetMismatch: mismatchingOffset,
+      check: (s) => {
+        const length = Number(s.upload_length);
+        if (lengthField !== undefined && lengthField !== length)
+          throw inconsistentLength(`Upload-Length ${lengthField} differs from the upload's ${length}.`);
+        if (contentLength !== undefined && complete && offset + contentLength !== length)
+          throw inconsistentLength(`This append ends at ${offset + contentLength}, but the upload has ${length} bytes.`);
+      },
+    });
+    const s = result.session;
     c.set('idempotencyKey', s.idempotency_key);
-    const length = Number(s.upload_length);
-    // An append after completion (its answer was lost) gets that answer again; its body is not read.
-    if (s.state === 'committed') return finalAnswer(c, d, await sessions.complete(tenantId, id, waitMs), s.idempotency_key, length, true);
-    if (offset !== Number(s.upload_offset)) throw mismatchingOffset(Number(s.upload_offset), offset);
-    if (lengthField !== undefined && lengthField !== length)
-      throw inconsistentLength(`Upload-Length ${lengthField} differs from the upload's ${length}.`);
-    if (contentLength !== undefined && complete && offset + contentLength !== length)
-      throw inconsistentLength(`This append ends at ${offset + contentLength}, but the upload has ${length} bytes.`);
-    const result = await sessions
-      .write(tenantId, id, offset, requestBody(c), waitMs, {
-        completes: complete,
-        checksum,
-        bodyBytes: contentLength,
-        onAcknowledged: progressReporter(c, d),
-      })
-      .catch((err: unknown) => {
-        if (err instanceof Problem && err.code === 'upload_offset_mismatch')
-          throw mismatchingOffset(Number(err.extra.uploadOffset), offset);
-        throw err;
-      });
-    if (result.outcome) return finalAnswer(c, d, result.outcome, s.idempotency_key, length);
+    // After completion (its answer was lost) the append gets that answer again, its body unread.
+    if (result.outcome) return finalAnswer(c, d, result.outcome, s.idempotency_key, Number(s.upload_length), s.state !== 'open');
     if (complete && !result.write.cut)
-      throw inconsistentLength(`The body ended at ${result.write.offset}, but the upload has ${length} bytes.`, result.write.offset);
+      throw inconsistentLength(
+        `The body ended at ${result.write.offset}, but the upload has ${s.upload_length} bytes.`,
+        result.write.offset,
+      );
     return c.body(null, 204, { 'upload-offset': String(result.write.offset), ...completeHeader(d, false) });
   });
 
