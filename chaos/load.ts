@@ -108,7 +108,9 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
         waitSeconds: 20,
       }),
   );
-  const lifecycle = opts.baseUrls.map((baseUrl) => new LifecycleClient({ baseUrl, token: opts.token, maxAttempts: 20 }));
+  // A DELETE whose API was killed holds its key as "in progress" (409, Retry-After: 1) until
+  // the claim is 60 s stale: the client's attempts must outlast that window.
+  const lifecycle = opts.baseUrls.map((baseUrl) => new LifecycleClient({ baseUrl, token: opts.token, maxAttempts: 90 }));
   /** Each pending upload's bytes, by its id (a misuse send is its own pending upload). */
   const bodies = new Map<string, Buffer>();
   const records: UploadRecord[] = [];
