@@ -28,7 +28,7 @@ export interface UploadActivityDeps {
 
 export function createUploadActivities({ pool, store, ttlSeconds, presets }: UploadActivityDeps) {
   const builtin = builtinPipeline(presets);
-  return {
+  const activities = {
     /**
      * Makes the accepted attempt's object the upload's object. The copy was written at its
      * final key by the API, so committing is verifying it is there, whole: no byte copy.
@@ -39,6 +39,16 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
       if (head.bytes !== copy.bytes) {
         throw ApplicationFailure.nonRetryable(`staged copy has ${head.bytes} bytes, expected ${copy.bytes}`, 'staged_copy_corrupt');
       }
+    },
+
+    /**
+     * The whole commit as one step (workflow revision 4): the accepted copy verified, then the
+     * records transaction. A retry after the records committed finds them (first commit
+     * wins), and the object, once named by an upload row, is never deleted by a settle.
+     */
+    async commitUpload(input: CommitRecordsInput): Promise<StoredResponse> {
+      if (input.copy && !input.rejection) await activities.commitObject({ copy: input.copy });
+      return activities.commitRecords(input);
     },
 
     /**
@@ -109,6 +119,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
       await store.delete(storageKey);
     },
   };
+  return activities;
 }
 
 export type UploadActivities = ReturnType<typeof createUploadActivities>;

@@ -20,8 +20,7 @@ export interface UploadWorkflowInput extends UploadRequest {
   resumable?: { sessionId: string; idleSeconds: number };
   /**
    * The workflow revision the run was started for (see UPLOAD_WORKFLOW_REVISION). The code
-   * serves revision 3 only; the number is recorded so that a later revision can dispatch
-   * once, at the top of the workflow, to a frozen module for the runs started before it.
+   * serves revisions 3 and 4, which differ only in how the commit is recorded.
    */
   revision?: number;
   /**
@@ -32,13 +31,15 @@ export interface UploadWorkflowInput extends UploadRequest {
 }
 
 /**
- * The revision new runs are started with. Revision 3: a run adopts an answer a lost workflow
+ * The revision new runs are started with. Revision 4: the commit is one local activity
+ * (`commitUpload`: the copy verified, then the records) and a committed run records no
+ * `completed` phase, so an upload with nothing downstream is 8 history events. Revision 3: a run adopts an answer a lost workflow
  * task already committed — while it waits for a copy (asked every `lostCommitProbeSeconds`)
  * and before it would fail — instead of waiting for a copy that never comes, or failing on
  * one the API has since deleted, with no downstream. Revisions 1 and 2 are no longer
  * replayed: docs/ARCHITECTURE.md ("Workflow revisions") says why and how to upgrade.
  */
-export const UPLOAD_WORKFLOW_REVISION = 3;
+export const UPLOAD_WORKFLOW_REVISION = 4;
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 

@@ -206,7 +206,6 @@ export class UploadReceiver {
       typedSearchAttributes: [
         { key: searchAttributes.tenant, value: req.tenantId },
         { key: searchAttributes.idempotencyKey, value: req.idempotencyKey },
-        { key: searchAttributes.phase, value: 'receiving' },
         { key: searchAttributes.contentType, value: req.contentType },
         { key: searchAttributes.bytes, value: req.declaredBytes },
         ...(req.grant?.subject ? [{ key: searchAttributes.subject, value: req.grant.subject }] : []),

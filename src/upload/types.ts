@@ -56,4 +56,9 @@ export interface StoredResponse {
 }
 
 /** Named phases of an upload, shown in search attributes and the Temporal UI. */
-export type UploadPhase = 'receiving' | 'completed' | 'rejected' | 'abandoned';
+/**
+ * How an upload run ended when its status alone does not tell (the OncelyPhase search
+ * attribute). Runs of revision 4 record only `rejected` and `abandoned`: a running run is
+ * receiving and a completed one committed. `completed` is what revision-3 runs recorded.
+ */
+export type UploadPhase = 'completed' | 'rejected' | 'abandoned';

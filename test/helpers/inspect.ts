@@ -45,8 +45,11 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ti
   throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
 }
 
-/** Whether a run's history shows commitObject done (its local-activity marker) and a retry timer after it: the commit stuck before the records transaction. */
-export function stuckAfterCommitObject(
+/**
+ * Whether a run's commit is retrying on a timer with nothing committed: its local activity
+ * failed past the local retry threshold (a timer started) and no commit marker holds a result.
+ */
+export function commitRetrying(
   events: {
     markerRecordedEventAttributes?: { details?: Record<string, { payloads?: { data?: Uint8Array | null }[] | null }> | null } | null;
     timerStartedEventAttributes?: unknown;
@@ -56,6 +59,6 @@ export function stuckAfterCommitObject(
     const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
     return data ? (JSON.parse(Buffer.from(data).toString()) as { activity_type: string }).activity_type : undefined;
   };
-  const i = events.findIndex((e) => activity(e) === 'commitObject' && e.markerRecordedEventAttributes?.details?.result);
-  return i >= 0 && events.slice(i).some((e) => e.timerStartedEventAttributes);
+  const committed = events.some((e) => activity(e) === 'commitUpload' && e.markerRecordedEventAttributes?.details?.result);
+  return !committed && events.some((e) => e.timerStartedEventAttributes);
 }

@@ -3,6 +3,7 @@
 // runs over a Temporal client whose RPCs are counted, against the real worker.
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { UploadRequest } from '../../src/upload/types';
 import { uploadWorkflowId } from '../../src/temporal/ids';
@@ -61,6 +62,18 @@ it('answers a new upload from the offer, never reading the run history; a second
   const completed = history.events!.find((e) => e.workflowExecutionUpdateCompletedEventAttributes)!;
   const payload = completed.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!;
   expect(JSON.parse(Buffer.from(payload.data!).toString('utf8'))).toEqual({ offer: 'accepted', response: first.response });
+  // Nothing downstream (text, no endpoint): one workflow task, the commit one local activity,
+  // no phase recorded, no child: 8 events in all.
+  expect(history.events!.map((e) => temporal.api.enums.v1.EventType[e.eventType!])).toEqual([
+    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+    'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+    'EVENT_TYPE_MARKER_RECORDED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED',
+  ]);
 
   // A copy offered after the commit is not needed and gets the committed answer (the key's
   // run is complete now, so it is answered from Postgres), byte for byte.
@@ -95,7 +108,7 @@ it('fails the waiting offer with the run: a copy that vanished is upload_failed,
     sha256: req.declaredSha256!,
     sniffedType: null,
   };
-  // commitObject finds no object (non-retryable): the run fails and so does the waiting offer.
+  // The commit finds no object (non-retryable): the run fails and so does the waiting offer.
   await expect(receiver().deliver(req, copy, 30_000)).rejects.toMatchObject({ code: 'upload_failed' });
   const { status } = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).describe();
   expect(status.name).toBe('FAILED');

@@ -10,7 +10,7 @@ import type { ManagedProcess } from '../../src/devstack/process';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { getJson, postUpload, sha256 } from '../helpers/http';
-import { eventually, listKeys, rowsForKey, stuckAfterCommitObject } from '../helpers/inspect';
+import { eventually, listKeys, rowsForKey, commitRetrying } from '../helpers/inspect';
 import { startWorkerProcess } from '../helpers/worker-process';
 
 let stack: TestStack;
@@ -28,7 +28,7 @@ afterAll(async () => {
   await dbProxy?.stop();
 });
 
-it('completes exactly once after the worker dies between commitObject and commitRecords', async () => {
+it('completes exactly once after the worker dies while the commit retries its records transaction', async () => {
   const tenant = await stack.createTenant();
   const workerEnv = { ...stackEnv(stack.name, stack.dbUrl.replace(':5432/', `:${dbProxy.port}/`)), S3_BUCKET: stack.config.S3_BUCKET };
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
@@ -41,7 +41,7 @@ it('completes exactly once after the worker dies between commitObject and commit
   });
   expect(sdkMetrics).toMatch(/temporal_\w+/);
 
-  // The worker loses its database: commitObject (S3 only) succeeds, commitRecords cannot.
+  // The worker loses its database: the commit verifies the object (S3 only) and cannot write the records.
   dbProxy.setMode('refuse');
   const key = `crash-${randomUUID()}`;
   const file = Buffer.from('bytes that must survive a worker crash');
@@ -50,10 +50,10 @@ it('completes exactly once after the worker dies between commitObject and commit
   expect(accepted.headers.get('location')).toBe(`/v1/idempotency-keys/${encodeURIComponent(key)}`);
 
   const handle = stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key));
-  // The commit steps are local activities: commitObject's completion is a marker in the
-  // history, and commitRecords failing past the local retry threshold shows as its backoff timer.
+  // The commit is a local activity: failing past the local retry threshold shows as its
+  // backoff timer in the history, with no commit marker.
   await eventually(async () => {
-    return stuckAfterCommitObject((await handle.fetchHistory()).events ?? []) ? true : undefined;
+    return commitRetrying((await handle.fetchHistory()).events ?? []) ? true : undefined;
   }, 60_000);
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(0);
 

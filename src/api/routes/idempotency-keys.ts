@@ -91,7 +91,7 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
       {
         idempotencyKey: key,
         state: running ? 'processing' : 'failed',
-        phase: description.typedSearchAttributes.get(searchAttributes.phase) ?? null,
+        phase: description.typedSearchAttributes.get(searchAttributes.phase) ?? (running ? 'receiving' : null),
         workflowId: description.workflowId,
       },
       200,
