@@ -30,6 +30,11 @@ export const metrics = {
     help: 'Body bytes received and stored by upload attempts',
     registers: [registry],
   }),
+  resumableHashReadBack: new Counter({
+    name: 'oncely_resumable_hash_read_back_total',
+    help: 'Resumable completions whose SHA-256 was read back from the stored object (their appends changed API processes)',
+    registers: [registry],
+  }),
   uploadsCommitted: new Counter({
     name: 'oncely_uploads_committed_total',
     help: 'Records transactions by result (created, rejected)',

@@ -1,7 +1,6 @@
-// Writes one append (a tus or RUFH PATCH, or the bytes of a creation) into a session. Bytes are hashed (running SHA-256 whose
-// state is saved) and gathered into whole parts of `partBytes`; each part is sent to the
-// store and then acknowledged in Postgres in one statement (offset, part list, SHA-256
-// state). Bytes left below a whole part when the body ends — S3 refuses parts under 5 MiB
+// Writes one append (a tus or RUFH PATCH, or the bytes of a creation) into a session. Bytes are hashed (the running
+// SHA-256 this process holds, ./running-hash.ts) and gathered into whole parts of `partBytes`; each part is sent to the
+// store and then acknowledged in Postgres in one statement (offset, part list, tail). Bytes left below a whole part when the body ends — S3 refuses parts under 5 MiB
 // but the last — are kept as a small "tail" object in the store and acknowledged too; the
 // next PATCH, on any replica, reads the tail back into its first part. So an acknowledged
 // byte is always in the store and named by the row, and a PATCH killed mid-way loses only
@@ -10,7 +9,6 @@
 // take turns: while one part goes to the store, the body keeps arriving into the other.
 import { createHash, type Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../db/pool';
 import { acknowledge, type SessionPart, type SessionRow } from '../db/queries/sessions';
 import { leaseLost, type Lease } from './lease';
@@ -19,6 +17,7 @@ import { HeadBytes } from '../upload/staged-copy';
 import { onClientGone } from '../upload/client-gone';
 import type { ObjectStore } from '../storage/store';
 import { noteStreamedBytes } from '../upload/gc-pacer';
+import { HASH_HELD_IN_PROCESS, type RunningHashes } from './running-hash';
 
 export interface WriterDeps {
   pool: Pool;
@@ -26,6 +25,7 @@ export interface WriterDeps {
   /** Whole-part size (≥ 5 MiB for S3); also the most a PATCH holds in memory. */
   partBytes: number;
   leaseSeconds: number;
+  hashes: RunningHashes;
 }
 
 export interface WriteResult {
@@ -95,7 +95,8 @@ class PatchWriter {
     private readonly lease: Lease,
     private readonly checksum: BodyChecksum | undefined,
     private readonly pooled: readonly [Buffer, Buffer],
-    private readonly sha: Hasher,
+    /** Null when this process does not hold the session's hash at its offset: the digest is read back at completion. */
+    private readonly sha: Hash | null,
     private readonly onAcknowledged: OnAcknowledged | undefined,
   ) {
     this.length = Number(session.upload_length);
@@ -109,7 +110,7 @@ class PatchWriter {
     this.head = session.head ? null : new HeadBytes();
   }
 
-  /** Step 1: pooled buffers, the saved hash state, and the session's tail read back into the first part. */
+  /** Step 1: pooled buffers, the running hash, and the session's tail read back into the first part. */
   static async open(
     deps: WriterDeps,
     session: SessionRow,
@@ -117,9 +118,7 @@ class PatchWriter {
     checksum?: BodyChecksum,
     onAcknowledged?: OnAcknowledged,
   ): Promise<PatchWriter> {
-    const sha = freeHashers.pop() ?? (await createSHA256());
-    if (session.sha256_state) sha.load(session.sha256_state);
-    else sha.init();
+    const sha = deps.hashes.resume(session.id, Number(session.upload_offset));
     const w = new PatchWriter(
       deps,
       session,
@@ -159,7 +158,7 @@ class PatchWriter {
       const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
       this.head?.add(piece, this.bufStart + this.filled);
       piece.copy(this.buf, this.filled);
-      this.sha.update(piece);
+      this.sha?.update(piece);
       this.check?.update(piece);
       this.filled += piece.length;
       pos += piece.length;
@@ -180,15 +179,14 @@ class PatchWriter {
       await this.launchPart();
       await this.sending;
     } else if (this.filled > 0 && end > this.acked) await this.storeTail(end);
-    if (this.bufStart + this.filled > this.acked) await this.ackAt(this.bufStart + this.filled, this.sha.save());
+    if (this.bufStart + this.filled > this.acked) await this.ackAt(this.bufStart + this.filled, this.sha?.copy());
     return this.result(!ended);
   }
 
-  /** Step 4: the buffers and the hasher go back, once no part being stored reads them. */
+  /** Step 4: the buffers go back, once no part being stored reads them. */
   async close(): Promise<void> {
     await this.sending?.catch(() => {});
     for (const b of this.pooled) givePartBuffer(b);
-    if (freeHashers.length < MAX_FREE_BUFFERS) freeHashers.push(this.sha);
   }
 
   private result(cut: boolean): WriteResult {
@@ -205,8 +203,8 @@ class PatchWriter {
     const partNumber = this.parts.length + 1;
     const bytes = this.buf.subarray(0, this.filled);
     const endOffset = this.bufStart + this.filled;
-    // The hash state at the part's end: what its acknowledgement records.
-    const shaState = this.sha.save();
+    // The hash at the part's end: what this process holds once the part is acknowledged.
+    const shaAtEnd = this.sha?.copy();
     const { session, deps } = this;
     this.sending = (async () => {
       const etag = await this.lease.write(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
@@ -214,7 +212,7 @@ class PatchWriter {
       if (this.tailKey) this.staleTails.push(this.tailKey);
       this.tailKey = null;
       this.tailBytes = 0;
-      if (!this.check) await this.ackAt(endOffset, shaState);
+      if (!this.check) await this.ackAt(endOffset, shaAtEnd);
     })();
     this.sending.catch(() => {}); // observed at the next part or at the end
     this.bufStart = endOffset;
@@ -239,8 +237,8 @@ class PatchWriter {
     this.tailBytes = filled;
   }
 
-  /** Offset, parts, tail and hash state in one statement, guarded by the lease and the offset it started from. */
-  private async ackAt(toOffset: number, sha256State: Uint8Array): Promise<void> {
+  /** Offset, parts and tail in one statement, guarded by the lease and the offset it started from; then the hash over them is held. */
+  private async ackAt(toOffset: number, sha: Hash | undefined): Promise<void> {
     const ok = await acknowledge(this.deps.pool, {
       id: this.session.id,
       owner: this.lease.owner,
@@ -249,13 +247,14 @@ class PatchWriter {
       parts: this.parts,
       tailKey: this.tailKey,
       tailBytes: this.tailBytes,
-      sha256State,
+      sha256State: HASH_HELD_IN_PROCESS,
       head: this.head && this.head.value.length > 0 ? this.head.value : null,
       leaseSeconds: this.deps.leaseSeconds,
     });
     // Our lease ran out and another request moved the session: this one stops here.
     if (!ok) throw leaseLost();
     this.acked = toOffset;
+    if (sha) this.deps.hashes.hold(this.session.id, toOffset, sha);
     this.onAcknowledged?.(toOffset);
     for (const key of this.staleTails.splice(0)) await this.deps.store.delete(key).catch(() => {});
   }
@@ -265,9 +264,6 @@ class PatchWriter {
 // when it gets round to it, which showed as tens of MiB of peak RSS over a 1 GiB upload.
 const freeBuffers: Buffer[] = [];
 const MAX_FREE_BUFFERS = 4;
-// Likewise the WebAssembly SHA-256 instances (each holds its own memory).
-type Hasher = Awaited<ReturnType<typeof createSHA256>>;
-const freeHashers: Hasher[] = [];
 
 function takePartBuffer(bytes: number): Buffer {
   const i = freeBuffers.findIndex((b) => b.length === bytes);

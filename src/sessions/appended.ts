@@ -2,9 +2,8 @@
 // resumable-upload draft): created in the registry with the mode's route and expiry and a
 // multipart in the store; written under the session's lease (./append-writer.ts);
 // completed by ./complete.ts once the last byte is acknowledged (the parts assembled, the
-// whole-file SHA-256 taken from the saved hash state); terminated by the client.
+// whole-file SHA-256 from the running hash, ./running-hash.ts); terminated by the client.
 import { Readable } from 'node:stream';
-import { createSHA256 } from 'hash-wasm';
 import type { Pool } from '../db/pool';
 import { idleExpiry, type SessionRow } from '../db/queries/sessions';
 import { dependency, problem, type Problem } from '../errors';
@@ -16,6 +15,7 @@ import { writeChunk, type BodyChecksum, type OnAcknowledged, type WriteResult } 
 import { deleteTails } from './cleanup';
 import { completeSession } from './complete';
 import { withLease } from './lease';
+import { RunningHashes } from './running-hash';
 import type { NewSessionRequest, SessionKind, SessionRegistry } from './registry';
 
 export interface AppendedSessionsDeps {
@@ -53,6 +53,9 @@ const offsetMismatch = (expected: number, provided: number) =>
   });
 
 export class AppendedSessions {
+  /** This process's running hashes of the sessions it appends to. */
+  readonly hashes = new RunningHashes();
+
   constructor(private readonly deps: AppendedSessionsDeps) {}
 
   get mode(): 'tus' | 'rufh' {
@@ -110,7 +113,10 @@ export class AppendedSessions {
         if (bodyBytes !== undefined && offset + bodyBytes > Number(leased.upload_length)) {
           throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
         }
-        return { write: await writeChunk(this.deps, leased, lease, body, checksum, onAcknowledged), session: leased };
+        return {
+          write: await writeChunk({ ...this.deps, hashes: this.hashes }, leased, lease, body, checksum, onAcknowledged),
+          session: leased,
+        };
       },
     );
     const ends =
@@ -119,7 +125,7 @@ export class AppendedSessions {
     return { write, outcome: await this.complete(tenantId, id, waitMs), session };
   }
 
-  /** The session core's completion, with the parts assembled and the saved hash checked. */
+  /** The session core's completion, with the parts assembled and the whole-file hash checked. */
   complete(tenantId: string, id: string, waitMs: number): Promise<UploadOutcome> {
     return completeSession(
       { pool: this.deps.pool, receiver: this.deps.receiver, registry: this.deps.registry },
@@ -146,10 +152,13 @@ export class AppendedSessions {
       if (head?.bytes !== length) throw new Error(`assembled object has ${head?.bytes} bytes, expected ${length}`);
       await deleteTails(this.deps.store, s.storage_key);
     });
-    const sha = await createSHA256();
-    if (s.sha256_state) sha.load(s.sha256_state);
-    else sha.init();
-    const sha256 = sha.digest('hex');
+    const sha256 = await dependency('storage_unavailable', () =>
+      this.hashes.digest(s.id, length, async () => {
+        const stored = await this.deps.store.get(s.storage_key);
+        if (!stored) throw new Error(`assembled object ${s.storage_key} is missing`);
+        return stored;
+      }),
+    );
     if (s.declared_sha256 && s.declared_sha256 !== sha256) {
       // Nothing is recorded and the key is free: the session, its object and its run go.
       await this.deps.registry.discard(s, { object: true });

@@ -1,6 +1,7 @@
 // tus-js-client through a round-robin balancer in front of two API processes: creation,
 // PATCHes and HEADs land on both replicas in turn; the session state in Postgres (offset,
-// parts, tail, SHA-256 state) carries the upload across them, and it commits once.
+// parts, tail) carries the upload across them, the SHA-256 is read back from the assembled
+// object (neither replica saw every append), and it commits once.
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
@@ -17,11 +18,22 @@ const MiB = 1024 * 1024;
 let stack: TestStack;
 const replicas: ManagedProcess[] = [];
 let balancer: TcpProxy;
+let ports: number[] = [];
+
+/** Completions whose SHA-256 the replicas read back from the store, summed over both. */
+async function hashReadBacks(): Promise<number> {
+  let n = 0;
+  for (const port of ports) {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    n += Number(/^oncely_resumable_hash_read_back_total (\d+)/m.exec(text)?.[1] ?? 0);
+  }
+  return n;
+}
 
 beforeAll(async () => {
   stack = await startTestStack('tus_replicas', { role: 'worker', env: { RESUMABLE_PART_MIB: '5' } });
   const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, RESUMABLE_PART_MIB: '5' };
-  const ports = [await getPort({ host: '127.0.0.1' }), await getPort({ host: '127.0.0.1' })];
+  ports = [await getPort({ host: '127.0.0.1' }), await getPort({ host: '127.0.0.1' })];
   for (const [i, port] of ports.entries())
     replicas.push(await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-${i}.log`)));
   balancer = await new TcpProxy(ports.map((port) => ({ host: '127.0.0.1', port }))).start();
@@ -37,6 +49,7 @@ it('uploads with tus-js-client across two replicas (alternate requests on each),
   const file = randomBytes(13 * MiB + 333);
   const key = `tus-replicas-${randomUUID()}`;
   const before = [...balancer.perTarget];
+  const readBacksBefore = await hashReadBacks();
   const upload = await new Promise<tus.Upload>((resolve, reject) => {
     const u: tus.Upload = new tus.Upload(file, {
       endpoint: `http://127.0.0.1:${balancer.port}/v1/tus`,
@@ -59,6 +72,7 @@ it('uploads with tus-js-client across two replicas (alternate requests on each),
     status: 201,
     response: { bytes: file.length, sha256: sha256(file), fileName: 'replicas.bin' },
   });
+  expect(await hashReadBacks()).toBe(readBacksBefore + 1);
   const rows = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
     tenant.tenantId,
     key,

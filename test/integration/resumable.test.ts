@@ -43,6 +43,12 @@ function tusUpload(
   return { upload, done };
 }
 
+/** Completions of this API process whose SHA-256 was read back from the store. */
+async function hashReadBacks(ctx: Ctx): Promise<number> {
+  const text = await (await fetch(`${ctx.stack.url}/metrics`)).text();
+  return Number(/^oncely_resumable_hash_read_back_total (\d+)/m.exec(text)?.[1] ?? NaN);
+}
+
 async function keyAnswer(ctx: Ctx, key: string) {
   return getJson(`${ctx.stack.url}/v1/idempotency-keys/${key}`, ctx.tenant.apiKey);
 }
@@ -65,9 +71,12 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
   it('uploads in chunks below the part size, commits once, and the key answers the same upload JSON', async () => {
     const file = randomBytes(12 * MiB + 12345);
     const key = `tus-${randomUUID()}`;
+    const readBacks = await hashReadBacks(ctx);
     const { upload, done } = tusUpload(ctx, file, key, { chunkSize: 3 * MiB + 7 });
     upload.start();
     await done;
+    // One process served every PATCH: the hash it held is the digest, nothing is read back.
+    expect(await hashReadBacks(ctx)).toBe(readBacks);
     const answer = await keyAnswer(ctx, key);
     expect(answer.json).toMatchObject({
       state: 'completed',
@@ -135,6 +144,7 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
   it('an interrupted upload resumes from the acknowledged offset and sends the rest only', async () => {
     const file = randomBytes(16 * MiB);
     const key = `tus-resume-${randomUUID()}`;
+    const readBacks = await hashReadBacks(ctx);
     let sentBeforeAbort = 0;
     const first = tusUpload(ctx, file, key, {
       onProgress: (sent) => {
@@ -178,6 +188,8 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     expect(rows.rows[0].n).toBe(1);
     // The resume started at (or past) what the server had acknowledged, not at byte 0.
     expect(resentFrom).toBeGreaterThanOrEqual(5 * MiB);
+    // The cut append left the held hash at the acknowledged offset: the resume continued it.
+    expect(await hashReadBacks(ctx)).toBe(readBacks);
   });
 });
 

@@ -30,6 +30,7 @@ export interface SessionRow {
   parts: SessionPart[];
   tail_key: string | null;
   tail_bytes: string; // bigint
+  /** Written as HASH_HELD_IN_PROCESS (src/sessions/running-hash.ts); older builds saved hash-wasm states here. */
   sha256_state: Buffer | null;
   head: Buffer | null;
   state: 'open' | 'completing' | 'committed';
