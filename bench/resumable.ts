@@ -139,6 +139,7 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
   const sha = expectedSha(opts.bytes);
   const runs = { tus: [] as Awaited<ReturnType<typeof measureAppends>>[], rufh: [] as Awaited<ReturnType<typeof measureAppends>>[] };
   const oneMiBs: number[] = [];
+  const oneCpu: Awaited<ReturnType<typeof measureCpu>>[] = [];
   let onePeak = 0;
   try {
     for (let round = 0; round < opts.rounds; round++) {
@@ -147,8 +148,14 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       runs.rufh.push(await measureAppends(services, worker, RUFH, opts.bytes));
       const oneApi = await startOncelyProcess(services, 'api');
       const t = performance.now();
-      const res = await postLarge(oneApi.url, services.apiKey, opts.bytes);
-      if (res.status !== 201 || res.json.sha256 !== sha) throw new Error(`one-request upload failed: ${res.status}`);
+      let res: Awaited<ReturnType<typeof postLarge>> | undefined;
+      oneCpu.push(
+        await measureCpu({ api: oneApi.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
+          res = await postLarge(oneApi.url, services.apiKey, opts.bytes);
+          return 1;
+        }),
+      );
+      if (res!.status !== 201 || res!.json.sha256 !== sha) throw new Error(`one-request upload failed: ${res!.status}`);
       oneMiBs.push(opts.bytes / MiB / ((performance.now() - t) / 1000));
       onePeak = Math.max(onePeak, await peakRssMiB(oneApi.proc.child.pid!));
       await oneApi.proc.stop();
@@ -169,6 +176,10 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       // CPU per upload of `bytes` (ms), per component.
       tusCpuMsPerUpload: JSON.stringify(medianCpu(runs.tus.map((r) => r.cpu))),
       rufhCpuMsPerUpload: JSON.stringify(medianCpu(runs.rufh.map((r) => r.cpu))),
+      oneRequestCpuMsPerUpload: JSON.stringify(medianCpu(oneCpu)),
+      // The API's CPU for the same bytes, tus over one request (#25's target: within 1.5×).
+      tusApiCpuVsOneRequest:
+        Math.round((median(runs.tus.map((r) => r.cpu.api)) / Math.max(1, median(oneCpu.map((c) => c.api)))) * 100) / 100,
       ratio: Math.round((tus / one) * 100) / 100,
       rufhVsTus: Math.round((rufh / tus) * 100) / 100,
       bytesResent: runs.tus.at(-1)!.resent,

@@ -53,13 +53,17 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
   const uncached = await startOncelyProcess(services, 'api', { REPLAY_CACHE_MIB: '0' });
   const worker = await startOncelyProcess(services, 'worker');
   const bare = await startBaseline(services, 'bare-select-server.ts');
+  const dbos = await startBaseline(services, 'dbos-server.ts');
   try {
     const key = `bench-replay-${randomUUID()}`;
     const first = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
     if (first.status !== 201) throw new Error(`setup upload failed: ${first.status} ${await first.text()}`);
+    const dbosFirst = await fetch(`${dbos.url}/uploads`, { method: 'POST', headers: uploadHeaders(services, key), body: BODY });
+    if (dbosFirst.status !== 201) throw new Error(`DBOS setup upload failed: ${dbosFirst.status} ${await dbosFirst.text()}`);
     const oncely: LoadResult[] = [];
     const oncelyUncached: LoadResult[] = [];
     const baseline: LoadResult[] = [];
+    const durable: LoadResult[] = [];
     const cpu: Record<string, number>[] = [];
     const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
     // The same completed key's request, replayed against one API for a load phase.
@@ -90,11 +94,22 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
           duration: opts.seconds,
         }),
       );
+      durable.push(
+        await httpLoad({
+          url: `${dbos.url}/uploads`,
+          method: 'POST',
+          headers: uploadHeaders(services, key),
+          body: BODY,
+          connections: opts.connections,
+          duration: opts.seconds,
+        }),
+      );
     }
     const o = pick(oncely);
     const u = pick(oncelyUncached);
     const b = pick(baseline);
-    for (const r of [o, u])
+    const d = pick(durable);
+    for (const r of [o, u, d])
       if (Object.keys(r.statuses).some((s) => s !== '201')) throw new Error(`replay answered ${JSON.stringify(r.statuses)}`);
     return {
       scenario: 'replay path',
@@ -110,9 +125,13 @@ export async function replayPath(services: BenchServices, opts: { seconds: numbe
       ratioUncached: round2(u.rps / b.rps),
       uncachedP50ms: u.p50ms,
       uncachedP99ms: u.p99ms,
+      durableRps: d.rps,
+      durableP50ms: d.p50ms,
+      durableP99ms: d.p99ms,
+      ratioVsDurable: round2(o.rps / d.rps),
     };
   } finally {
-    await Promise.all([api.proc.stop(), uncached.proc.stop(), worker.proc.stop(), bare.proc.stop()]);
+    await Promise.all([api.proc.stop(), uncached.proc.stop(), worker.proc.stop(), bare.proc.stop(), dbos.proc.stop()]);
   }
 }
 
@@ -120,6 +139,7 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
   const api = await startOncelyProcess(services, 'api');
   const worker = await startOncelyProcess(services, 'worker');
   const pgOnly = await startBaseline(services, 'pg-only-server.ts');
+  const dbos = await startBaseline(services, 'dbos-server.ts');
   const native = await NativeConnection.connect({ address: services.temporalAddress });
   const noopWorker = await Worker.create({
     connection: native,
@@ -133,9 +153,13 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
     const oncely: LoadResult[] = [];
     const temporal: LoadResult[] = [];
     const pg: LoadResult[] = [];
+    const durable: LoadResult[] = [];
     const run = `${Date.now()}`;
     const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
     const cpu: ReturnType<typeof cpuMsPerOp>[] = [];
+    const durableCpu: ReturnType<typeof cpuMsPerOp>[] = [];
+    // The DBOS process counts as its "api" (it is the whole application).
+    const durablePids = { api: dbos.proc.child.pid, s3: services.pids.s3 };
     for (let i = 0; i < opts.rounds; i++) {
       const before = cpuSnapshot(pids);
       oncely.push(
@@ -167,15 +191,31 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
           duration: opts.seconds,
         }),
       );
+      const beforeDurable = cpuSnapshot(durablePids);
+      durable.push(
+        await httpLoad({
+          url: `${dbos.url}/uploads`,
+          method: 'POST',
+          headers: uploadHeaders(services, `bench-dbos-${run}-${i}-[<id>]`),
+          body: BODY,
+          idReplacement: true,
+          connections: opts.connections,
+          duration: opts.seconds,
+        }),
+      );
+      durableCpu.push(cpuMsPerOp(beforeDurable, cpuSnapshot(durablePids), durable.at(-1)!.statuses['201'] ?? 0));
     }
     const o = pick(oncely);
     const t = pick(temporal);
     const p = pick(pg);
+    const d = pick(durable);
     return {
       scenario: 'new small uploads (4 KiB)',
       oncelyRps: o.rps,
       // Median per component over the rounds (ms of CPU per new upload).
       cpuMsPerUpload: JSON.stringify(medianCpu(cpu)),
+      // What the orchestration costs: #25's target is ≤ 20 ms here.
+      apiWorkerTemporalMsPerUpload: median(cpu.map((c) => Math.round((c.api + c.worker + c.temporal) * 10) / 10)),
       oncelyP50ms: o.p50ms,
       oncelyP99ms: o.p99ms,
       oncelyStatuses: JSON.stringify(o.statuses),
@@ -187,13 +227,19 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
       pgOnlyP50ms: p.p50ms,
       pgOnlyP99ms: p.p99ms,
       ratioVsPgOnly: round2(o.rps / p.rps),
+      // DBOS Transact: the same endpoint as a durable workflow on Postgres (bench/baselines/dbos-server.ts).
+      durableRps: d.rps,
+      durableP50ms: d.p50ms,
+      durableP99ms: d.p99ms,
+      durableCpuMsPerUpload: JSON.stringify(medianCpu(durableCpu)),
+      ratioVsDurable: round2(o.rps / d.rps),
     };
   } finally {
     noopWorker.shutdown();
     await noopRun;
     await native.close();
     await connection.close();
-    await Promise.all([api.proc.stop(), worker.proc.stop(), pgOnly.proc.stop()]);
+    await Promise.all([api.proc.stop(), worker.proc.stop(), pgOnly.proc.stop(), dbos.proc.stop()]);
   }
 }
 
