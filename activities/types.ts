@@ -1,5 +1,6 @@
 // Activity inputs shared with workflow code (type-only for workflows).
 import type { StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
+import type { DownstreamRequest } from '../src/downstream/types';
 
 export interface CommitObjectInput {
   copy: StagedCopy;
@@ -14,6 +15,11 @@ export interface CommitRecordsInput {
   copy?: StagedCopy;
   /** Present when the upload is deterministically rejected. */
   rejection?: { code: 'content_type_mismatch'; detail: string };
+}
+
+/** The commit of workflow revision 4: the records, and the settings its downstream run needs. */
+export interface CommitUploadInput extends CommitRecordsInput {
+  request: UploadRequest & DownstreamRequest;
 }
 
 export type { StagedCopy, StoredResponse, UploadRequest };

@@ -1,6 +1,14 @@
 // Side effects of the upload workflow. Built by a factory so pools and stores are
 // injected (never module globals) and every activity is safe to retry.
-import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import {
+  DOWNSTREAM_WORKFLOW_TYPE,
+  downstreamInput,
+  downstreamSummary,
+  downstreamWorkflowId,
+  type DownstreamRequest,
+} from '../src/downstream/types';
 import type { Pool } from '../src/db/pool';
 import {
   commitUploadRecords,
@@ -16,7 +24,7 @@ import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import { failureTypes } from '../src/temporal/names';
-import type { CommitObjectInput, CommitRecordsInput, StoredResponse, UploadRequest } from './types';
+import type { CommitObjectInput, CommitRecordsInput, CommitUploadInput, StoredResponse, UploadRequest } from './types';
 
 export interface UploadActivityDeps {
   pool: Pool;
@@ -42,13 +50,37 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
     },
 
     /**
-     * The whole commit as one step (workflow revision 4): the accepted copy verified, then the
-     * records transaction. A retry after the records committed finds them (first commit
-     * wins), and the object, once named by an upload row, is never deleted by a settle.
+     * The whole commit as one step (workflow revision 4): the accepted copy verified, the
+     * records transaction, then the downstream run started when the transaction says one is
+     * needed. A retry after the records committed finds them (first commit wins) and finds
+     * the downstream run started (its ID is never reused), so each happens once.
      */
-    async commitUpload(input: CommitRecordsInput): Promise<StoredResponse> {
+    async commitUpload(input: CommitUploadInput): Promise<StoredResponse> {
       if (input.copy && !input.rejection) await activities.commitObject({ copy: input.copy });
-      return activities.commitRecords(input);
+      const response = await activities.commitRecords(input);
+      if (!input.rejection && response.uploadId && response.downstreamNeeded !== false)
+        await activities.startDownstream(input.request, response);
+      return response;
+    },
+
+    /**
+     * Starts the upload's downstream run (`downstream/{uploadId}`) on the workflow's task
+     * queue, once: an ID already used means it was started.
+     */
+    async startDownstream(request: DownstreamRequest, response: StoredResponse): Promise<void> {
+      const ctx = Context.current();
+      const args = downstreamInput(request, response.body);
+      try {
+        await ctx.client.workflow.start(DOWNSTREAM_WORKFLOW_TYPE, {
+          taskQueue: ctx.info.taskQueue,
+          workflowId: downstreamWorkflowId(args.uploadId),
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          staticSummary: downstreamSummary(args.uploadId),
+          args: [args],
+        });
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
     },
 
     /**

@@ -32,8 +32,9 @@ export interface UploadWorkflowInput extends UploadRequest {
 
 /**
  * The revision new runs are started with. Revision 4: the commit is one local activity
- * (`commitUpload`: the copy verified, then the records) and a committed run records no
- * `completed` phase, so an upload with nothing downstream is 8 history events. Revision 3: a run adopts an answer a lost workflow
+ * (`commitUpload`: the copy verified, the records, the downstream run started as a workflow
+ * of its own) and a committed run records no `completed` phase, so every committed upload is
+ * one workflow task and 8 history events. Revision 3: a run adopts an answer a lost workflow
  * task already committed — while it waits for a copy (asked every `lostCommitProbeSeconds`)
  * and before it would fail — instead of waiting for a copy that never comes, or failing on
  * one the API has since deleted, with no downstream. Revisions 1 and 2 are no longer

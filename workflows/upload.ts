@@ -20,7 +20,7 @@ import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, searchAttributes } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
-import { downstreamWorkflowId } from '../src/downstream/types';
+import { downstreamInput, downstreamSummary, downstreamWorkflowId } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
@@ -40,7 +40,9 @@ const commitOptions: ActivityOptions = {
 const localStep = (summary: string) => proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds', summary });
 const local = {
   findCommittedAnswer: localStep('Look for an answer a lost workflow task committed').findCommittedAnswer,
-  commitUpload: localStep('Verify the accepted copy, then write the upload row and the key row in one transaction').commitUpload,
+  commitUpload: localStep('Verify the accepted copy, write the upload row and the key row in one transaction, start the downstream run')
+    .commitUpload,
+  startDownstream: localStep('Start the downstream run of an upload a lost workflow task committed').startDownstream,
   // Revision 3 took the commit as these two steps; its runs still replay through them.
   commitObject: localStep('Verify the accepted copy in the object store').commitObject,
   commitRecords: localStep('Write the upload row and the key row in one transaction').commitRecords,
@@ -48,8 +50,10 @@ const local = {
 };
 
 /**
- * Revision 4 commits in one local activity and records no `completed` phase (the run's
- * Completed status says it): 8 history events for an upload with nothing downstream, not 10.
+ * Revision 4 commits in one local activity that also starts the downstream run (a workflow
+ * of its own, not a child: the parent needs no second task to learn it started) and records
+ * no `completed` phase (the run's Completed status says it): every committed upload is one
+ * workflow task and 8 history events; revision 3 took 10 to 15 and two tasks with a child.
  */
 const oneStepCommit = (input: UploadWorkflowInput) => (input.revision ?? 0) >= 4;
 
@@ -118,7 +122,10 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   async function adopt(response: StoredResponse): Promise<StoredResponse> {
     settled = { response };
     if (!oneStepCommit(input)) setPhase('completed');
-    if (response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
+    if (response.uploadId && response.downstreamNeeded !== false) {
+      if (oneStepCommit(input)) await local.startDownstream(input, response);
+      else await startDownstream(input, response);
+    }
     await condition(allHandlersFinished);
     return response;
   }
@@ -143,7 +150,7 @@ async function commitAccepted(
   // Another route's request (or another upload request) holds the key row, or the upload
   // token's uploads are used up: nothing was written, the copy goes, and the run fails so the
   // API answers 422 or 403 (never that row's answer) and the key stays free.
-  const commit = (records: Parameters<typeof commitRecords>[0]) =>
+  const commit = (records: Parameters<typeof commitUpload>[0]) =>
     (oneStep ? commitUpload(records) : commitRecords(records)).catch(async (err: unknown) => {
       const type = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
       if (type !== failureTypes.keyReuse && type !== failureTypes.tokenExhausted) throw err;
@@ -169,7 +176,8 @@ async function commitAccepted(
     if (!oneStep) await commitObject({ copy });
     response = await commit({ request: input, workflowId, uploadId, startedAtMs, copy });
     answered(response);
-    if (!oneStep) setPhase('completed');
+    if (oneStep) return response; // the commit started the downstream run
+    setPhase('completed');
     // No step for the file and no endpoint to notify (settled in the transaction) needs no child.
     if (response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
   }
@@ -218,33 +226,16 @@ async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Pr
 
 const sessionStep = (summary: string) => proxyActivities<Activities>({ ...commitOptions, summary });
 
-/** Fires the downstream child exactly once per upload; the HTTP answer does not wait for it. */
+/** Revision 3: fires the downstream child exactly once per upload; the HTTP answer does not wait for it. */
 async function startDownstream(input: UploadWorkflowInput, response: StoredResponse): Promise<void> {
-  const body = JSON.parse(response.body) as { uploadId: string; storageKey: string; bytes: number; sha256: string; createdAt: string };
+  const args = downstreamInput(input, response.body);
   try {
     await startChild(downstreamWorkflow, {
-      workflowId: downstreamWorkflowId(body.uploadId),
+      workflowId: downstreamWorkflowId(args.uploadId),
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      staticSummary: `Downstream of upload ${body.uploadId}: its pipeline's steps, webhooks`,
-      args: [
-        {
-          uploadId: body.uploadId,
-          tenantId: input.tenantId,
-          storageKey: body.storageKey,
-          contentType: input.contentType,
-          bytes: body.bytes,
-          sha256: body.sha256,
-          fileName: input.fileName,
-          createdAt: body.createdAt,
-          transcodeQueue: input.downstream.transcodeQueue,
-          webhookRetry: input.downstream.webhookRetry,
-          pipelines: true,
-          ...(input.grant
-            ? { attribution: { tokenId: input.grant.tokenId, subject: input.grant.subject, metadata: input.grant.metadata } }
-            : {}),
-        },
-      ],
+      staticSummary: downstreamSummary(args.uploadId),
+      args: [args],
     });
   } catch (err) {
     // Already started means already fired: exactly what we want.

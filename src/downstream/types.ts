@@ -98,6 +98,41 @@ export interface ListPosition {
 /** The downstream child of an upload: one per upload, ever. */
 export const downstreamWorkflowId = (uploadId: string) => `downstream/${uploadId}`;
 
+/** The downstream workflow's type (its function's name in workflows/downstream.ts). */
+export const DOWNSTREAM_WORKFLOW_TYPE = 'downstreamWorkflow';
+
+export const downstreamSummary = (uploadId: string) => `Downstream of upload ${uploadId}: its pipeline's steps, webhooks`;
+
+/** What the upload's run knows that its downstream run needs (the settings travel in the upload run's input). */
+export interface DownstreamRequest {
+  tenantId: string;
+  contentType: string;
+  fileName: string | null;
+  downstream: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
+  grant?: { tokenId: string; subject: string | null; metadata: Record<string, string> | null };
+}
+
+/** The downstream run's input for a committed upload: the request and its stored answer's body. */
+export function downstreamInput(request: DownstreamRequest, answerBody: string): DownstreamInput {
+  const body = JSON.parse(answerBody) as { uploadId: string; storageKey: string; bytes: number; sha256: string; createdAt: string };
+  return {
+    uploadId: body.uploadId,
+    tenantId: request.tenantId,
+    storageKey: body.storageKey,
+    contentType: request.contentType,
+    bytes: body.bytes,
+    sha256: body.sha256,
+    fileName: request.fileName,
+    createdAt: body.createdAt,
+    transcodeQueue: request.downstream.transcodeQueue,
+    webhookRetry: request.downstream.webhookRetry,
+    pipelines: true,
+    ...(request.grant
+      ? { attribution: { tokenId: request.grant.tokenId, subject: request.grant.subject, metadata: request.grant.metadata } }
+      : {}),
+  };
+}
+
 /** The deletion of an upload: one per upload, ever (a repeated delete attaches to it). */
 export const deletionWorkflowId = (uploadId: string) => `delete/${uploadId}`;
 

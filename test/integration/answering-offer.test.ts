@@ -13,6 +13,8 @@ import { stackReceiver } from '../helpers/receiver';
 import { postUpload } from '../helpers/http';
 import { rowsForKey } from '../helpers/inspect';
 import { uploadRequest } from '../helpers/requests';
+import { png } from '../helpers/media';
+import { downstreamWorkflowId } from '../../src/downstream/types';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -79,6 +81,27 @@ it('answers a new upload from the offer, never reading the run history; a second
   // run is complete now, so it is answered from Postgres), byte for byte.
   const again = await receiver().receive(req, Readable.from([body]), 30_000);
   expect(again).toMatchObject({ kind: 'answer', replayed: true, response: { status: 201, body: first.response.body } });
+});
+
+it('an upload with downstream work is one workflow task too: the commit starts downstream/{uploadId}, once, as a workflow of its own', async () => {
+  const key = `answer-png-${randomUUID()}`;
+  const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: await png(64, 48), contentType: 'image/png' });
+  expect(res.status, res.text).toBe(201);
+  const upload = stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key));
+  const events = (await upload.fetchHistory()).events!;
+  expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+  expect(events).toHaveLength(8);
+  expect(events.some((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toBe(false);
+  const downstream = stack.temporal.workflow.getHandle(downstreamWorkflowId(res.json.uploadId));
+  const result = await downstream.result();
+  expect(result).toMatchObject({ processing: 'ready' });
+  const described = await downstream.describe();
+  expect(described.parentExecution).toBeUndefined();
+  expect(described.taskQueue).toBe((await upload.describe()).taskQueue);
+  // A replay starts nothing: the same one downstream run.
+  const again = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: await png(64, 48), contentType: 'image/png' });
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+  expect((await downstream.describe()).runId).toBe(described.runId);
 });
 
 it('answers copies racing into one run from the offer: one upload, every caller the same body', async () => {
