@@ -10,29 +10,45 @@ const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 export type Component = 'api' | 'worker' | 'temporal' | 's3' | 'postgres';
 export type CpuSnapshot = Record<Component, number>;
 
-/** utime + stime of one process, in seconds (0 once it is gone). */
-function processCpuSeconds(pid: number | undefined): number {
+/**
+ * utime + stime of one process, in seconds (0 once it is gone); with `reaped`, also the
+ * time of its children that exited (cutime + cstime).
+ */
+function processCpuSeconds(pid: number | undefined, reaped = false): number {
   if (!pid) return 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which is in parentheses and may contain spaces.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    const own = Number(fields[11]) + Number(fields[12]);
+    return (reaped ? own + Number(fields[13]) + Number(fields[14]) : own) / TICKS_PER_SECOND;
   } catch {
     return 0;
   }
 }
 
+/**
+ * Every PostgreSQL process's CPU. A backend that exits between two snapshots would take its
+ * time with it (negative figures for clients that close connections), so the postmaster's
+ * reaped children's time is counted too: the postmaster is the postgres process whose parent
+ * is not one.
+ */
 function postgresCpuSeconds(): number {
-  let total = 0;
+  const postgres = new Set<number>();
+  const parents = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      postgres.add(Number(entry));
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
       // gone meanwhile
     }
   }
+  let total = 0;
+  for (const pid of postgres) total += processCpuSeconds(pid, !postgres.has(parents.get(pid)!));
   return total;
 }
 

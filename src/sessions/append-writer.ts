@@ -1,8 +1,10 @@
 // Writes one append (a tus or RUFH PATCH, or the bytes of a creation) into a session. Bytes are hashed (the running
 // SHA-256 this process holds, ./running-hash.ts) and gathered into whole parts of `partBytes`; each part is sent to the
-// store and then acknowledged in Postgres in one statement (offset, part list, tail). Bytes left below a whole part when the body ends — S3 refuses parts under 5 MiB
-// but the last — are kept as a small "tail" object in the store and acknowledged too; the
-// next PATCH, on any replica, reads the tail back into its first part. So an acknowledged
+// store and then acknowledged in Postgres in one statement (offset, part list, tail). When the body ends, what is
+// buffered becomes a part too if S3 takes it as one (5 MiB or more), and when the body's length is known its last part
+// grows to take a remainder below that; bytes that still end below a part are kept as a small "tail" object in the store
+// and acknowledged too; the next PATCH, on any replica, reads the tail back into its first part. So appends of any
+// size, and the ones after a cut mid-append, store whole parts and no tail to write and read back. So an acknowledged
 // byte is always in the store and named by the row, and a PATCH killed mid-way loses only
 // what it had not yet acknowledged. With Upload-Checksum nothing is acknowledged until the
 // whole body is in and verified (refused, the offset unchanged, otherwise). Two part buffers
@@ -47,15 +49,22 @@ export interface BodyChecksum {
 /** Told each newly acknowledged offset (a mode may report progress to its client). */
 export type OnAcknowledged = (offset: number) => void;
 
+/** How one append is written: its checksum, who hears of progress, and its length when declared. */
+export interface ChunkOptions {
+  checksum?: BodyChecksum;
+  onAcknowledged?: OnAcknowledged;
+  /** The body's declared length: its last part then takes a remainder too small to be a part. */
+  bodyBytes?: number;
+}
+
 export async function writeChunk(
   deps: WriterDeps,
   session: SessionRow,
   lease: Lease,
   body: Readable,
-  checksum?: BodyChecksum,
-  onAcknowledged?: OnAcknowledged,
+  opts: ChunkOptions,
 ): Promise<WriteResult> {
-  const writer = await PatchWriter.open(deps, session, lease, checksum, onAcknowledged);
+  const writer = await PatchWriter.open(deps, session, lease, opts);
   // Losing the lease (taken over after a stall) or the client ends the body's iteration.
   const cut = () => {
     if (!body.destroyed) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
@@ -86,6 +95,10 @@ class PatchWriter {
   private sending: Promise<void> | undefined;
   private readonly staleTails: string[] = [];
   private readonly check: Hash | undefined;
+  private readonly checksum: BodyChecksum | undefined;
+  private readonly onAcknowledged: OnAcknowledged | undefined;
+  /** The file offset where the body ends, when its length is declared. */
+  private readonly bodyEnd: number | undefined;
   /** The first bytes are kept once, by the PATCH that starts at offset 0. */
   private readonly head: HeadBytes | null;
 
@@ -93,41 +106,31 @@ class PatchWriter {
     private readonly deps: WriterDeps,
     private readonly session: SessionRow,
     private readonly lease: Lease,
-    private readonly checksum: BodyChecksum | undefined,
+    opts: ChunkOptions,
     private readonly pooled: readonly [Buffer, Buffer],
     /** Null when this process does not hold the session's hash at its offset: the digest is read back at completion. */
     private readonly sha: Hash | null,
-    private readonly onAcknowledged: OnAcknowledged | undefined,
   ) {
+    this.checksum = opts.checksum;
+    this.onAcknowledged = opts.onAcknowledged;
     this.length = Number(session.upload_length);
     this.acked = Number(session.upload_offset);
+    this.bodyEnd = opts.bodyBytes !== undefined ? this.acked + opts.bodyBytes : undefined;
     this.tailKey = session.tail_key;
     this.tailBytes = Number(session.tail_bytes);
     this.parts = [...session.parts];
     this.bufStart = this.acked - this.tailBytes;
     this.buf = pooled[0].subarray(0, Math.max(1, this.cap()));
-    this.check = checksum ? createHash(checksum.algorithm) : undefined;
+    this.check = opts.checksum ? createHash(opts.checksum.algorithm) : undefined;
     this.head = session.head ? null : new HeadBytes();
   }
 
   /** Step 1: pooled buffers, the running hash, and the session's tail read back into the first part. */
-  static async open(
-    deps: WriterDeps,
-    session: SessionRow,
-    lease: Lease,
-    checksum?: BodyChecksum,
-    onAcknowledged?: OnAcknowledged,
-  ): Promise<PatchWriter> {
+  static async open(deps: WriterDeps, session: SessionRow, lease: Lease, opts: ChunkOptions): Promise<PatchWriter> {
     const sha = deps.hashes.resume(session.id, Number(session.upload_offset));
-    const w = new PatchWriter(
-      deps,
-      session,
-      lease,
-      checksum,
-      [takePartBuffer(deps.partBytes), takePartBuffer(deps.partBytes)],
-      sha,
-      onAcknowledged,
-    );
+    // A body's last part may be up to MIN_PART_BYTES - 1 over a whole part (see cap()).
+    const size = deps.partBytes + MIN_PART_BYTES;
+    const w = new PatchWriter(deps, session, lease, opts, [takePartBuffer(size), takePartBuffer(size)], sha);
     if (w.tailBytes > 0) w.filled = await readTail(deps.store, w.tailKey!, w.buf, w.tailBytes);
     return w;
   }
@@ -175,7 +178,7 @@ class PatchWriter {
       if (!this.check.digest().equals(this.checksum!.digest)) throw this.checksum!.mismatch();
     }
     const end = this.bufStart + this.filled;
-    if (this.filled > 0 && end === this.length) {
+    if (this.filled > 0 && (end === this.length || (this.filled >= MIN_PART_BYTES && end > this.acked))) {
       await this.launchPart();
       await this.sending;
     } else if (this.filled > 0 && end > this.acked) await this.storeTail(end);
@@ -193,8 +196,12 @@ class PatchWriter {
     return { offset: this.acked, complete: this.acked === this.length, cut };
   }
 
+  /** The size of the part being filled: a whole part, or the rest of a body of known length when less than a part would follow it. */
   private cap(): number {
-    return Math.min(this.deps.partBytes, this.length - this.bufStart);
+    let part = this.deps.partBytes;
+    if (this.bodyEnd !== undefined && this.bodyEnd - (this.bufStart + part) < MIN_PART_BYTES)
+      part = Math.max(part, this.bodyEnd - this.bufStart);
+    return Math.min(part, this.length - this.bufStart);
   }
 
   /** The filled buffer goes to the store as the next part; the other buffer takes the body meanwhile. */
@@ -259,6 +266,9 @@ class PatchWriter {
     for (const key of this.staleTails.splice(0)) await this.deps.store.delete(key).catch(() => {});
   }
 }
+
+/** S3's smallest part but the last. */
+const MIN_PART_BYTES = 5 * 1024 * 1024;
 
 // Part buffers are reused: a fresh 8 MiB buffer per PATCH is external memory V8 frees only
 // when it gets round to it, which showed as tens of MiB of peak RSS over a 1 GiB upload.

@@ -114,7 +114,7 @@ export class AppendedSessions {
           throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
         }
         return {
-          write: await writeChunk({ ...this.deps, hashes: this.hashes }, leased, lease, body, checksum, onAcknowledged),
+          write: await writeChunk({ ...this.deps, hashes: this.hashes }, leased, lease, body, { checksum, onAcknowledged, bodyBytes }),
           session: leased,
         };
       },

@@ -11,7 +11,7 @@ import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { getJson, openRequest, postUpload, sha256 } from '../helpers/http';
-import { readObject } from '../helpers/inspect';
+import { listKeys, readObject } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';
 
 const MiB = 1024 * 1024;
@@ -307,6 +307,37 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     expect(last.headers.get('location')).toMatch(/^\/v1\/uploads\/[0-9a-f-]{36}$/);
     const upload = await getJson(`${ctx.stack.url}${last.headers.get('location')}`, ctx.tenant.apiKey);
     expect(upload.json).toMatchObject({ sha256: sha256(file), bytes: file.length, contentType: 'text/plain', fileName: 'f.txt' });
+  });
+
+  it('a small tail is absorbed by the next append, and an append ending with 5 MiB or more stores a part, not a tail', async () => {
+    const file = randomBytes(2 * MiB + 5 * MiB + 6 * MiB + 1234);
+    const created = await create(`tus-parts-${randomUUID()}`, file.length);
+    const url = created.headers.get('location')!;
+    const id = url.split('/').pop()!;
+    const row = async () =>
+      (
+        await ctx.stack.runtime.pool.query<{ tail_bytes: string; parts: { bytes: number }[] }>(
+          'SELECT tail_bytes, parts FROM resumable_sessions WHERE id = $1',
+          [id],
+        )
+      ).rows[0]!;
+    const tailKeys = async () =>
+      (await listKeys(ctx.stack.runtime.store, `tenants/${ctx.tenant.tenantId}/`)).filter((k) => k.includes('.tail.'));
+    // 2 MiB: below a part, kept as a tail.
+    expect((await patch(url, 0, file.subarray(0, 2 * MiB))).status).toBe(204);
+    expect(await row()).toMatchObject({ tail_bytes: String(2 * MiB), parts: [] });
+    // 5 MiB more: the first part takes the tail and all of them (7 MiB), nothing is left below a part.
+    expect((await patch(url, 2 * MiB, file.subarray(2 * MiB, 7 * MiB))).status).toBe(204);
+    expect(await row()).toMatchObject({ tail_bytes: '0', parts: [{ bytes: 7 * MiB }] });
+    expect(await tailKeys()).toEqual([]);
+    // 6 MiB (its length declared): one part of 6 MiB, not a part of 5 and a tail of 1.
+    expect((await patch(url, 7 * MiB, file.subarray(7 * MiB, 13 * MiB))).status).toBe(204);
+    expect(await row()).toMatchObject({ tail_bytes: '0', parts: [{ bytes: 7 * MiB }, { bytes: 6 * MiB }] });
+    const last = await patch(url, 13 * MiB, file.subarray(13 * MiB));
+    expect(last.status).toBe(204);
+    const upload = await getJson(`${ctx.stack.url}${last.headers.get('location')}`, ctx.tenant.apiKey);
+    expect(upload.json).toMatchObject({ sha256: sha256(file), bytes: file.length });
+    expect(sha256(await readObject(ctx.stack.runtime.store, upload.json.storageKey))).toBe(sha256(file));
   });
 
   it('a second PATCH while one is writing gets 423; the first finishes', async () => {
