@@ -4,23 +4,15 @@
 // starts the workflow, whose two steps promote the staged object (verify it, as Oncely's
 // commit does) and record the upload row; nothing downstream. A key whose workflow has
 // succeeded is answered from DBOS's recorded output without reading the body into S3.
-import { randomUUID, createHash } from 'node:crypto';
-import { Transform } from 'node:stream';
+import { randomUUID } from 'node:crypto';
 import { serve, type HttpBindings } from '@hono/node-server';
-import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { Hono } from 'hono';
 import pg from 'pg';
+import { bucket, s3, stageBody } from './stage-body';
 
-const bucket = process.env.S3_BUCKET!;
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const s3 = new S3Client({
-  endpoint: process.env.S3_ENDPOINT,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
-});
 await pool.query(`CREATE TABLE IF NOT EXISTS dbos_baseline_uploads (
   id uuid PRIMARY KEY, idempotency_key text UNIQUE NOT NULL, storage_key text NOT NULL, bytes bigint NOT NULL,
   sha256 text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
@@ -73,18 +65,8 @@ app.post('/uploads', async (c) => {
     c.env.incoming.resume();
     return c.body((await DBOS.retrieveWorkflow<string>(key).getResult())!, 201, { 'content-type': 'application/json' });
   }
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const meter = new Transform({
-    transform(chunk, _e, cb) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      cb(null, chunk);
-    },
-  });
-  const storageKey = `dbos-baseline/${randomUUID()}`;
-  await new Upload({ client: s3, params: { Bucket: bucket, Key: storageKey, Body: c.env.incoming.pipe(meter) } }).done();
-  const handle = await DBOS.startWorkflow(upload, { workflowID: key })({ key, storageKey, bytes, sha256: hash.digest('hex') });
+  const staged = await stageBody(c.env.incoming, 'dbos-baseline');
+  const handle = await DBOS.startWorkflow(upload, { workflowID: key })({ key, ...staged });
   return c.body(await handle.getResult(), 201, { 'content-type': 'application/json' });
 });
 serve({ fetch: app.fetch, hostname: '127.0.0.1', port: Number(process.env.PORT) }, () => console.log('listening'));

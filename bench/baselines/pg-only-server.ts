@@ -1,21 +1,13 @@
 // Baseline for new uploads, in the style of the first reference article: an idempotency
 // table in Postgres and no workflow engine. Claim the key row, stream the body to the
 // same S3 server, then complete the row with the response, all inside the request.
-import { randomUUID, createHash } from 'node:crypto';
-import { Transform } from 'node:stream';
+import { randomUUID } from 'node:crypto';
 import { serve, type HttpBindings } from '@hono/node-server';
-import { S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { Hono } from 'hono';
 import pg from 'pg';
+import { stageBody } from './stage-body';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const s3 = new S3Client({
-  endpoint: process.env.S3_ENDPOINT,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
-});
 await pool.query(`CREATE TABLE IF NOT EXISTS baseline_keys (
   key text PRIMARY KEY, state text NOT NULL, response text, created_at timestamptz DEFAULT now())`);
 
@@ -29,22 +21,12 @@ app.post('/uploads', async (c) => {
       ? c.body(row.response, 201, { 'content-type': 'application/json' })
       : c.json({ error: 'in_progress' }, 409);
   }
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const meter = new Transform({
-    transform(chunk, _e, cb) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      cb(null, chunk);
-    },
-  });
-  const storageKey = `baseline/${randomUUID()}`;
-  await new Upload({ client: s3, params: { Bucket: process.env.S3_BUCKET!, Key: storageKey, Body: c.env.incoming.pipe(meter) } }).done();
+  const { storageKey, bytes, sha256 } = await stageBody(c.env.incoming, 'baseline');
   const response = JSON.stringify({
     uploadId: randomUUID(),
     storageKey,
     bytes,
-    sha256: hash.digest('hex'),
+    sha256,
     createdAt: new Date().toISOString(),
   });
   await pool.query("UPDATE baseline_keys SET state = 'completed', response = $2 WHERE key = $1", [key, response]);

@@ -8,9 +8,12 @@
 // byte is always in the store and named by the row, and a PATCH killed mid-way loses only
 // what it had not yet acknowledged. With Upload-Checksum nothing is acknowledged until the
 // whole body is in and verified (refused, the offset unchanged, otherwise). Two part buffers
-// take turns: while one part goes to the store, the body keeps arriving into the other.
+// take turns: while one part goes to the store, the body keeps arriving into the other. On
+// a store that takes a part as a stream (S3), a part the body declares it will fill is sent
+// while it arrives, so the PUT overlaps the receiving; the buffer still holds its bytes, and
+// a part cut short or refused is sent again from it.
 import { createHash, type Hash } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import type { Pool } from '../db/pool';
 import { acknowledge, type SessionPart, type SessionRow } from '../db/queries/sessions';
 import { leaseLost, type Lease } from './lease';
@@ -91,6 +94,10 @@ class PatchWriter {
   private current = 0;
   private buf: Buffer;
   private filled = 0;
+  /** The number the part being filled will have. */
+  private nextPart: number;
+  /** The part being filled, already on its way to the store (putPartStreamed). */
+  private streaming: { body: PassThrough; bytes: number; etag: Promise<string> } | undefined;
   /** The part being stored (and, without a checksum, then acknowledged); at most one, so the buffer it reads is never the one being filled. */
   private sending: Promise<void> | undefined;
   private readonly staleTails: string[] = [];
@@ -119,6 +126,7 @@ class PatchWriter {
     this.tailKey = session.tail_key;
     this.tailBytes = Number(session.tail_bytes);
     this.parts = [...session.parts];
+    this.nextPart = this.parts.length + 1;
     this.bufStart = this.acked - this.tailBytes;
     this.buf = pooled[0].subarray(0, Math.max(1, this.cap()));
     this.check = opts.checksum ? createHash(opts.checksum.algorithm) : undefined;
@@ -160,7 +168,9 @@ class PatchWriter {
       if (room <= 0) throw problem('payload_too_large', `The body goes past Upload-Length (${this.length} bytes).`);
       const piece = chunk.subarray(pos, pos + Math.min(room, chunk.length - pos));
       this.head?.add(piece, this.bufStart + this.filled);
+      if (!this.streaming) this.stream();
       piece.copy(this.buf, this.filled);
+      this.streaming?.body.write(this.buf.subarray(this.filled, this.filled + piece.length));
       this.sha?.update(piece);
       this.check?.update(piece);
       this.filled += piece.length;
@@ -188,6 +198,7 @@ class PatchWriter {
 
   /** Step 4: the buffers go back, once no part being stored reads them. */
   async close(): Promise<void> {
+    this.dropStream();
     await this.sending?.catch(() => {});
     for (const b of this.pooled) givePartBuffer(b);
   }
@@ -204,17 +215,49 @@ class PatchWriter {
     return Math.min(part, this.length - this.bufStart);
   }
 
+  /**
+   * Starts sending the part being filled while it arrives, when the store takes a stream and
+   * the body declares it will fill the part; its bytes so far (a tail read back) go first.
+   */
+  private stream(): void {
+    const { store } = this.deps;
+    const bytes = this.cap();
+    if (this.streaming || !store.putPartStreamed || this.bodyEnd === undefined || this.bufStart + bytes > this.bodyEnd) return;
+    const body = new PassThrough();
+    const { storage_key: key, multipart_id: uploadId } = this.session;
+    const partNumber = this.nextPart;
+    const etag = this.lease.begin(() => store.putPartStreamed!(key, uploadId, partNumber, body, bytes));
+    etag.catch(() => {}); // a failed stream is sent again from the buffer
+    this.streaming = { body, bytes, etag };
+    if (this.filled > 0) body.write(this.buf.subarray(0, this.filled));
+  }
+
+  /** The streamed part is not going to be whole: abort it (the store keeps nothing of it). */
+  private dropStream(): void {
+    this.streaming?.body.destroy(new Error('the part was not filled'));
+    this.streaming = undefined;
+  }
+
   /** The filled buffer goes to the store as the next part; the other buffer takes the body meanwhile. */
   private async launchPart(): Promise<void> {
     if (this.sending) await this.sending;
-    const partNumber = this.parts.length + 1;
+    const partNumber = this.nextPart++;
     const bytes = this.buf.subarray(0, this.filled);
     const endOffset = this.bufStart + this.filled;
     // The hash at the part's end: what this process holds once the part is acknowledged.
     const shaAtEnd = this.sha?.copy();
     const { session, deps } = this;
+    const streamed = this.streaming?.bytes === bytes.length ? this.streaming : undefined;
+    if (streamed) {
+      streamed.body.end();
+      this.streaming = undefined;
+    } else this.dropStream();
     this.sending = (async () => {
-      const etag = await this.lease.write(() => deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes));
+      const etag = await this.lease.write(
+        async () =>
+          (streamed && (await streamed.etag.catch(() => undefined))) ??
+          deps.store.putPart(session.storage_key, session.multipart_id, partNumber, bytes),
+      );
       this.parts = [...this.parts, { partNumber, etag, bytes: bytes.length }];
       if (this.tailKey) this.staleTails.push(this.tailKey);
       this.tailKey = null;
@@ -230,6 +273,7 @@ class PatchWriter {
 
   /** Bytes below a whole part, kept as an object of their own (named by the acknowledgement). */
   private async storeTail(end: number): Promise<void> {
+    this.dropStream();
     const key = `${this.session.storage_key}.tail.${end}`;
     const filled = this.filled;
     // No copy: the buffer goes back to the pool only after this write has finished.

@@ -29,6 +29,12 @@ export interface Lease {
   progressed(): void;
   /** Runs a store write under the lease: refused once the lease is lost; progress while in flight. */
   write<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Starts a store write that waits on the client for its bytes (a part streamed while it
+   * arrives): refused once the lease is lost, and not progress while it waits, so a stalled
+   * client is still taken over; the caller aborts it when the lease is lost.
+   */
+  begin<T>(fn: () => T): T;
   /** Called once if another request takes the lease over. */
   onLost(fn: () => void): void;
 }
@@ -75,6 +81,10 @@ export async function withLease<T>(
       } finally {
         writes--;
       }
+    },
+    begin(fn) {
+      if (lost) throw leaseLost();
+      return fn();
     },
     onLost: (fn) => void lostListeners.push(fn),
   };

@@ -181,6 +181,30 @@ export class S3Store implements ObjectStore {
     return res.ETag!;
   }
 
+  async putPartStreamed(key: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string> {
+    // A stream is sent unsigned (UNSIGNED-PAYLOAD) and never retried by the SDK; a body that
+    // fails aborts the request, so the store sees it short and keeps nothing.
+    const abort = new AbortController();
+    const onError = (err: unknown) => abort.abort(err);
+    body.once('error', onError);
+    try {
+      const res = await this.streamingClient.send(
+        new UploadPartCommand({
+          Bucket: this.opts.bucket,
+          Key: key,
+          UploadId: uploadId,
+          PartNumber: partNumber,
+          Body: body,
+          ContentLength: bytes,
+        }),
+        { abortSignal: abort.signal },
+      );
+      return res.ETag!;
+    } finally {
+      body.off('error', onError);
+    }
+  }
+
   async completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
     try {
       await this.client.send(

@@ -32,6 +32,13 @@ export interface ObjectStore {
    */
   beginParts(key: string, contentType: string): Promise<string>;
   putPart(key: string, uploadId: string, partNumber: number, bytes: Buffer): Promise<string>;
+  /**
+   * A part sent while its bytes still arrive: exactly `bytes` bytes from `body`; destroying
+   * `body` aborts it and the store keeps nothing of it. Present where a part's PUT takes
+   * long enough to be worth overlapping with its arrival (S3); the caller keeps the bytes
+   * and falls back to `putPart`.
+   */
+  putPartStreamed?(key: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string>;
   completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
   abortParts(key: string, uploadId: string): Promise<void>;
   /** Aborts multipart uploads started before `olderThan`; returns how many. */
