@@ -9,7 +9,7 @@ import { ratioChart } from './lib/chart';
 import { largeUpload } from './large-upload';
 import { resumableUpload } from './resumable';
 import { directVsThroughApi } from './direct';
-import { duplicateStorm, newSmallUploads, replayPath } from './scenarios';
+import { duplicateStorm, newPngUploads, newSmallUploads, replayPath } from './scenarios';
 import { waitWakeup } from './wait-wakeup';
 import { embeddedMemory } from './embedded-memory';
 import { deleteRate, downloadLarge, listLatency } from './lifecycle';
@@ -42,6 +42,7 @@ const all = [
   'direct',
   'replay',
   'small',
+  'png',
   'storm',
   'wait',
   'embedded',
@@ -67,6 +68,7 @@ try {
   if (wanted.has('direct')) results.push(await directVsThroughApi(services, { bytes: Number(values['direct-bytes']), rounds }));
   if (wanted.has('replay')) results.push(await replayPath(services, { seconds, rounds, connections }));
   if (wanted.has('small')) results.push(await newSmallUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
+  if (wanted.has('png')) results.push(await newPngUploads(services, { seconds, rounds, connections: Math.max(1, connections / 2) }));
   if (wanted.has('storm')) results.push(await duplicateStorm(services, { requests: 200 }));
   if (wanted.has('wait')) results.push(await waitWakeup(services, { rounds }));
   if (wanted.has('download')) results.push(await downloadLarge(services, { bytes: Number(values['large-bytes']), rounds }));

@@ -1,11 +1,15 @@
 // Scenarios 2-4: replay path, new small uploads, duplicate storm. Each runs Oncely and its
 // baseline alternately on the same services and reports medians over rounds.
 import { createHash, randomUUID } from 'node:crypto';
+import http from 'node:http';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import getPort from 'get-port';
+import sharp from 'sharp';
+import { createPool } from '../src/db/pool';
+import { createTenant } from '../src/tenants';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../src/devstack/process';
 import { uploadWorkflowId } from '../src/temporal/ids';
 import { cpuMsPerOp, cpuSnapshot, measureCpu, medianCpu } from './lib/cpu';
@@ -281,3 +285,86 @@ export async function duplicateStorm(services: BenchServices, opts: { requests: 
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/**
+ * New uploads with downstream work (#25's second case): a small PNG from a tenant with one
+ * webhook endpoint, so each upload runs the default pipeline's image step and sends
+ * upload.completed and upload.processed. CPU per upload by component counts everything until
+ * the last upload is processed and every event has reached the receiver.
+ */
+export async function newPngUploads(services: BenchServices, opts: { seconds: number; rounds: number; connections: number }) {
+  // The receiver is on loopback: allowed for this run.
+  const env = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+  const api = await startOncelyProcess(services, 'api', env);
+  const worker = await startOncelyProcess(services, 'worker', env);
+  let received = 0;
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const pool = createPool(services.databaseUrl, 1);
+  try {
+    const tenant = await createTenant(pool, 'bench-png');
+    const endpoint = await fetch(`${api.url}/v1/webhook-endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook` }),
+    });
+    if (endpoint.status !== 201) throw new Error(`webhook endpoint answered ${endpoint.status}`);
+    const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 200, g: 80, b: 40 } } })
+      .png()
+      .toBuffer();
+    const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
+    const rounds: { load: LoadResult; cpu: ReturnType<typeof cpuMsPerOp>; drainMs: number }[] = [];
+    const run = `${Date.now()}`;
+    for (let i = 0; i < opts.rounds; i++) {
+      const before = cpuSnapshot(pids);
+      const receivedBefore = received;
+      // A closed loop of fetches: autocannon's id replacement would rewrite the binary body.
+      const load = await closedLoop(opts.connections, opts.seconds, async (n) => {
+        const res = await fetch(`${api.url}/v1/uploads`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${tenant.apiKey}`,
+            'idempotency-key': `bench-png-${run}-${i}-${n}`,
+            'content-type': 'image/png',
+          },
+          body: png,
+        });
+        await res.arrayBuffer();
+        return res.status;
+      });
+      const created = load.statuses['201'] ?? 0;
+      // Drained: every upload processed and both of its events delivered (bounded).
+      const drainStart = performance.now();
+      for (;;) {
+        const pending = await pool.query("SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1 AND status <> 'processed'", [
+          tenant.tenantId,
+        ]);
+        if (pending.rows[0].n === 0 && received - receivedBefore >= 2 * created) break;
+        if (performance.now() - drainStart > 180_000) throw new Error('png uploads did not drain in 180 s');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      rounds.push({ load, cpu: cpuMsPerOp(before, cpuSnapshot(pids), created), drainMs: Math.round(performance.now() - drainStart) });
+    }
+    const o = pick(rounds.map((r) => r.load));
+    return {
+      scenario: 'new PNG uploads with one webhook endpoint',
+      oncelyRps: o.rps,
+      oncelyP50ms: o.p50ms,
+      oncelyP99ms: o.p99ms,
+      oncelyStatuses: JSON.stringify(o.statuses),
+      // Until processed and announced (median per component over the rounds).
+      cpuMsPerUpload: JSON.stringify(medianCpu(rounds.map((r) => r.cpu))),
+      drainAfterLoadMs: median(rounds.map((r) => r.drainMs)),
+    };
+  } finally {
+    receiver.close();
+    await pool.end();
+    await Promise.all([api.proc.stop(), worker.proc.stop()]);
+  }
+}
