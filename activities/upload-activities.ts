@@ -7,6 +7,7 @@ import {
   downstreamInput,
   downstreamSummary,
   downstreamWorkflowId,
+  needsDownstream,
   type DownstreamRequest,
 } from '../src/downstream/types';
 import type { Pool } from '../src/db/pool';
@@ -58,8 +59,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
     async commitUpload(input: CommitUploadInput): Promise<StoredResponse> {
       if (input.copy && !input.rejection) await activities.commitObject({ copy: input.copy });
       const response = await activities.commitRecords(input);
-      if (!input.rejection && response.uploadId && response.downstreamNeeded !== false)
-        await activities.startDownstream(input.request, response);
+      if (!input.rejection && needsDownstream(response)) await activities.startDownstream(input.request, response);
       return response;
     },
 

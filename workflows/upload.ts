@@ -20,7 +20,7 @@ import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, searchAttributes } from '../src/temporal/names';
 import { contentTypeMismatch } from '../src/upload/sniff';
-import { downstreamInput, downstreamSummary, downstreamWorkflowId } from '../src/downstream/types';
+import { downstreamInput, downstreamSummary, downstreamWorkflowId, needsDownstream } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
@@ -122,7 +122,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   async function adopt(response: StoredResponse): Promise<StoredResponse> {
     settled = { response };
     if (!oneStepCommit(input)) setPhase('completed');
-    if (response.uploadId && response.downstreamNeeded !== false) {
+    if (needsDownstream(response)) {
       if (oneStepCommit(input)) await local.startDownstream(input, response);
       else await startDownstream(input, response);
     }
@@ -179,7 +179,7 @@ async function commitAccepted(
     if (oneStep) return response; // the commit started the downstream run
     setPhase('completed');
     // No step for the file and no endpoint to notify (settled in the transaction) needs no child.
-    if (response.uploadId && response.downstreamNeeded !== false) await startDownstream(input, response);
+    if (needsDownstream(response)) await startDownstream(input, response);
   }
   return response;
 }

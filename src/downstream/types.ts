@@ -1,5 +1,6 @@
 // Types and pure helpers of the downstream steps, shared by workflows and activities.
 import { mediaKind as pipelineMediaKind } from '../pipelines/steps';
+import type { StoredResponse, UploadGrant } from '../upload/types';
 
 export type EventType = 'upload.completed' | 'upload.processed' | 'upload.rejected' | 'upload.deleted';
 
@@ -109,8 +110,11 @@ export interface DownstreamRequest {
   contentType: string;
   fileName: string | null;
   downstream: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
-  grant?: { tokenId: string; subject: string | null; metadata: Record<string, string> | null };
+  grant?: Pick<UploadGrant, 'tokenId' | 'subject' | 'metadata'>;
 }
+
+/** Whether a committed answer needs a downstream run: an upload, with a step or an endpoint (the records transaction decided). */
+export const needsDownstream = (response: StoredResponse): boolean => Boolean(response.uploadId) && response.downstreamNeeded !== false;
 
 /** The downstream run's input for a committed upload: the request and its stored answer's body. */
 export function downstreamInput(request: DownstreamRequest, answerBody: string): DownstreamInput {

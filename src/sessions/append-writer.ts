@@ -27,7 +27,7 @@ import { HASH_HELD_IN_PROCESS, type RunningHashes } from './running-hash';
 export interface WriterDeps {
   pool: Pool;
   store: ObjectStore;
-  /** Whole-part size (≥ 5 MiB for S3); also the most a PATCH holds in memory. */
+  /** Whole-part size (≥ 5 MiB for S3); a PATCH holds two buffers of this plus 5 MiB. */
   partBytes: number;
   leaseSeconds: number;
   hashes: RunningHashes;

@@ -11,7 +11,7 @@ import type { ObjectStore } from '../storage/store';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import { stagedCopy } from '../upload/staged-copy';
 import type { StagedCopy } from '../upload/types';
-import { writeChunk, type BodyChecksum, type OnAcknowledged, type WriteResult } from './append-writer';
+import { writeChunk, type BodyChecksum, type OnAcknowledged, type WriteResult, type WriterDeps } from './append-writer';
 import { deleteTails } from './cleanup';
 import { completeSession } from './complete';
 import { withLease } from './lease';
@@ -53,10 +53,12 @@ const offsetMismatch = (expected: number, provided: number) =>
   });
 
 export class AppendedSessions {
-  /** This process's running hashes of the sessions it appends to. */
-  readonly hashes = new RunningHashes();
+  /** What each append is written with, this process's running hashes included. */
+  private readonly writer: WriterDeps;
 
-  constructor(private readonly deps: AppendedSessionsDeps) {}
+  constructor(private readonly deps: AppendedSessionsDeps) {
+    this.writer = { ...deps, hashes: new RunningHashes() };
+  }
 
   get mode(): 'tus' | 'rufh' {
     return this.deps.mode;
@@ -114,7 +116,7 @@ export class AppendedSessions {
           throw problem('payload_too_large', `${bodyBytes} bytes at offset ${offset} pass Upload-Length (${leased.upload_length}).`);
         }
         return {
-          write: await writeChunk({ ...this.deps, hashes: this.hashes }, leased, lease, body, { checksum, onAcknowledged, bodyBytes }),
+          write: await writeChunk(this.writer, leased, lease, body, { checksum, onAcknowledged, bodyBytes }),
           session: leased,
         };
       },
@@ -153,7 +155,7 @@ export class AppendedSessions {
       await deleteTails(this.deps.store, s.storage_key);
     });
     const sha256 = await dependency('storage_unavailable', () =>
-      this.hashes.digest(s.id, length, async () => {
+      this.writer.hashes.digest(s.id, length, async () => {
         const stored = await this.deps.store.get(s.storage_key);
         if (!stored) throw new Error(`assembled object ${s.storage_key} is missing`);
         return stored;

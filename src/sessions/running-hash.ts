@@ -52,8 +52,4 @@ export class RunningHashes {
     for await (const chunk of await read()) hash.update(chunk as Buffer);
     return hash.digest('hex');
   }
-
-  forget(sessionId: string): void {
-    this.held.delete(sessionId);
-  }
 }

@@ -113,7 +113,22 @@ export class S3Store implements ObjectStore {
   }
 
   private async putStreamed(key: string, body: Readable, contentLength: number, contentType: string): Promise<void> {
-    // A failing source stream aborts the PUT (S3 keeps nothing of a request cut short).
+    const command = new PutObjectCommand({
+      Bucket: this.opts.bucket,
+      Key: key,
+      Body: body,
+      ContentLength: contentLength,
+      ContentType: contentType,
+    });
+    await this.sendStreamed(body, (abortSignal) => this.streamingClient.send(command, { abortSignal }));
+  }
+
+  /**
+   * Sends a request whose body is a stream (unsigned, UNSIGNED-PAYLOAD, and on the client the
+   * SDK never retries), aborted when the stream fails, so the store sees the request short and keeps
+   * nothing of it; the stream's own error is the one thrown.
+   */
+  private async sendStreamed<T>(body: Readable, send: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
     const abort = new AbortController();
     let streamError: unknown;
     const onError = (err: unknown) => {
@@ -122,10 +137,7 @@ export class S3Store implements ObjectStore {
     };
     body.once('error', onError);
     try {
-      await this.streamingClient.send(
-        new PutObjectCommand({ Bucket: this.opts.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }),
-        { abortSignal: abort.signal },
-      );
+      return await send(abort.signal);
     } catch (err) {
       throw streamError ?? err;
     } finally {
@@ -182,27 +194,15 @@ export class S3Store implements ObjectStore {
   }
 
   async putPartStreamed(key: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string> {
-    // A stream is sent unsigned (UNSIGNED-PAYLOAD) and never retried by the SDK; a body that
-    // fails aborts the request, so the store sees it short and keeps nothing.
-    const abort = new AbortController();
-    const onError = (err: unknown) => abort.abort(err);
-    body.once('error', onError);
-    try {
-      const res = await this.streamingClient.send(
-        new UploadPartCommand({
-          Bucket: this.opts.bucket,
-          Key: key,
-          UploadId: uploadId,
-          PartNumber: partNumber,
-          Body: body,
-          ContentLength: bytes,
-        }),
-        { abortSignal: abort.signal },
-      );
-      return res.ETag!;
-    } finally {
-      body.off('error', onError);
-    }
+    const command = new UploadPartCommand({
+      Bucket: this.opts.bucket,
+      Key: key,
+      UploadId: uploadId,
+      PartNumber: partNumber,
+      Body: body,
+      ContentLength: bytes,
+    });
+    return (await this.sendStreamed(body, (abortSignal) => this.streamingClient.send(command, { abortSignal }))).ETag!;
   }
 
   async completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
