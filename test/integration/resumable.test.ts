@@ -365,6 +365,49 @@ describe('tus protocol and the key rule (raw HTTP)', () => {
     expect((await head(url.href)).headers.get('upload-offset')).toBe('10');
   });
 
+  it('a client that stalls mid-part while the part streams to the store is taken over: the new PATCH stores the part, the upload commits whole', async () => {
+    // 6 MiB declared: one part, streamed to the store as it arrives (S3).
+    const file = randomBytes(6 * MiB);
+    const created = await create(`tus-stall-${randomUUID()}`, file.length);
+    const url = new URL(created.headers.get('location')!, ctx.stack.url);
+    const id = url.pathname.split('/').pop();
+    const stalled = openRequest(
+      ctx.stack.url,
+      `PATCH ${url.pathname} HTTP/1.1\nHost: x\nAuthorization: Bearer ${ctx.tenant.apiKey}\nTus-Resumable: 1.0.0\nContent-Type: application/offset+octet-stream\nUpload-Offset: 0\nContent-Length: ${file.length}\n\n`,
+    );
+    // 2 MiB, then nothing: the connection stays open but the client sends no more.
+    expect(await stalled.send(file.subarray(0, 2 * MiB))).toBe(true);
+    await expect
+      .poll(
+        async () =>
+          (await ctx.stack.runtime.pool.query('SELECT lease_owner FROM resumable_sessions WHERE id = $1', [id])).rows[0]?.lease_owner,
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBeTruthy();
+    // The part in flight does not count as progress: after RESUMABLE_STALL_SECONDS without
+    // bytes a new PATCH takes the lease over (423 until then).
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    await expect
+      .poll(
+        async () => {
+          last = await patch(url.href, 0, file);
+          statuses.push(last.status);
+          return last.status;
+        },
+        { timeout: 30_000, interval: 500 },
+      )
+      .toBe(204);
+    expect(statuses[0]).toBe(423);
+    // The stalled PATCH acknowledged nothing and got no success.
+    expect((await stalled.response)?.status).not.toBe(204);
+    const upload = await getJson(`${ctx.stack.url}${last!.headers.get('location')}`, ctx.tenant.apiKey);
+    expect(upload.json).toMatchObject({ sha256: sha256(file), bytes: file.length });
+    expect(sha256(await readObject(ctx.stack.runtime.store, upload.json.storageKey))).toBe(sha256(file));
+  });
+
   it('a declared SHA-256 that the whole file does not match fails the session, records nothing and frees the key', async () => {
     const key = `tus-sha-${randomUUID()}`;
     const file = Buffer.from('the real bytes');
