@@ -11,9 +11,11 @@
 // take turns: while one part goes to the store, the body keeps arriving into the other. On
 // a store that takes a part as a stream (S3), a part the body declares it will fill is sent
 // while it arrives, so the PUT overlaps the receiving; the buffer still holds its bytes, and
-// a part cut short or refused is sent again from it.
+// a part cut short or refused is sent again from it. That stream reads the part buffer
+// itself as it fills (./filling-part.ts), so what waits for the store is bytes in the buffer,
+// not a queue of socket chunks.
 import { createHash, type Hash } from 'node:crypto';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Pool } from '../db/pool';
 import { acknowledge, type SessionPart, type SessionRow } from '../db/queries/sessions';
 import { leaseLost, type Lease } from './lease';
@@ -23,6 +25,7 @@ import { onClientGone } from '../upload/client-gone';
 import type { ObjectStore } from '../storage/store';
 import { noteStreamedBytes } from '../upload/gc-pacer';
 import { HASH_HELD_IN_PROCESS, type RunningHashes } from './running-hash';
+import { FillingPart } from './filling-part';
 
 export interface WriterDeps {
   pool: Pool;
@@ -97,7 +100,7 @@ class PatchWriter {
   /** The number the part being filled will have. */
   private nextPart: number;
   /** The part being filled, already on its way to the store (putPartStreamed). */
-  private streaming: { body: PassThrough; bytes: number; etag: Promise<string> } | undefined;
+  private streaming: { body: FillingPart; etag: Promise<string> } | undefined;
   /** The part being stored (and, without a checksum, then acknowledged); at most one, so the buffer it reads is never the one being filled. */
   private sending: Promise<void> | undefined;
   private readonly staleTails: string[] = [];
@@ -170,10 +173,10 @@ class PatchWriter {
       this.head?.add(piece, this.bufStart + this.filled);
       if (!this.streaming) this.stream();
       piece.copy(this.buf, this.filled);
-      this.streaming?.body.write(this.buf.subarray(this.filled, this.filled + piece.length));
       this.sha?.update(piece);
       this.check?.update(piece);
       this.filled += piece.length;
+      this.streaming?.body.filledTo(this.filled);
       pos += piece.length;
       if (this.filled === this.cap()) await this.launchPart();
     }
@@ -223,13 +226,13 @@ class PatchWriter {
     const { store } = this.deps;
     const bytes = this.cap();
     if (this.streaming || !store.putPartStreamed || this.bodyEnd === undefined || this.bufStart + bytes > this.bodyEnd) return;
-    const body = new PassThrough();
+    const body = new FillingPart(this.buf.subarray(0, bytes));
     const { storage_key: key, multipart_id: uploadId } = this.session;
     const partNumber = this.nextPart;
     const etag = this.lease.begin(() => store.putPartStreamed!(key, uploadId, partNumber, body, bytes));
     etag.catch(() => {}); // a failed stream is sent again from the buffer
-    this.streaming = { body, bytes, etag };
-    if (this.filled > 0) body.write(this.buf.subarray(0, this.filled));
+    this.streaming = { body, etag };
+    body.filledTo(this.filled);
   }
 
   /** The streamed part is not going to be whole: abort it (the store keeps nothing of it). */
@@ -247,11 +250,10 @@ class PatchWriter {
     // The hash at the part's end: what this process holds once the part is acknowledged.
     const shaAtEnd = this.sha?.copy();
     const { session, deps } = this;
-    const streamed = this.streaming?.bytes === bytes.length ? this.streaming : undefined;
-    if (streamed) {
-      streamed.body.end();
-      this.streaming = undefined;
-    } else this.dropStream();
+    // A streamed part of exactly these bytes has all it needs: it ends by itself once sent.
+    const streamed = this.streaming?.body.bytes === bytes.length ? this.streaming : undefined;
+    if (streamed) this.streaming = undefined;
+    else this.dropStream();
     this.sending = (async () => {
       const etag = await this.lease.write(
         async () =>
