@@ -1,8 +1,10 @@
 // Scenario "resumable": a large file through tus and through the IETF resumable-upload
 // draft (appends of 8 MiB, the connection cut mid-append three times, each time resumed from
 // the server's offset after a HEAD) versus the same bytes in one POST /v1/uploads, in the
-// same run. Reports MiB/s of each, the ratios, the bytes sent again after the cuts, CPU per
-// upload and each API process's peak RSS.
+// same run; and tus as tus-js-client sends by default (no chunkSize: the whole rest of the
+// file in one PATCH, cut three times). Reports MiB/s of each, the ratios, how long the store
+// took to assemble the parts (the API's oncely_resumable_assemble_seconds), the bytes sent
+// again after the cuts, CPU per upload and each API process's peak RSS.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { BenchServices } from './lib/services';
@@ -79,7 +81,14 @@ const RUFH: AppendProtocol = {
   head: DRAFT_VERSION,
 };
 
-async function appendUpload(p: AppendProtocol, url: string, apiKey: string, bytes: number, cutsAt: number[]): Promise<{ resent: number }> {
+async function appendUpload(
+  p: AppendProtocol,
+  url: string,
+  apiKey: string,
+  bytes: number,
+  chunk: number,
+  cutsAt: number[],
+): Promise<{ resent: number }> {
   const auth = { authorization: `Bearer ${apiKey}` };
   const created = await request(`${url}${p.creation.path}`, 'POST', {
     ...auth,
@@ -93,7 +102,7 @@ async function appendUpload(p: AppendProtocol, url: string, apiKey: string, byte
   let sent = 0;
   const cuts = [...cutsAt];
   while (offset < bytes) {
-    const piece = slice(offset, Math.min(CHUNK, bytes - offset));
+    const piece = slice(offset, Math.min(chunk, bytes - offset));
     const cut = cuts.length > 0 && offset >= cuts[0]! ? Math.floor(piece.length / 2) : undefined;
     if (cut !== undefined) cuts.shift();
     const res = await request(location, 'PATCH', { ...auth, ...p.append(offset, offset + piece.length === bytes) }, piece, cut);
@@ -111,33 +120,49 @@ async function appendUpload(p: AppendProtocol, url: string, apiKey: string, byte
   return { resent: sent - bytes };
 }
 
-/** One resumable upload of `bytes` with 3 cuts on an API process of its own: MiB/s, CPU, bytes re-sent, peak RSS. */
-async function measureAppends(services: BenchServices, worker: { proc: { child: { pid?: number } } }, p: AppendProtocol, bytes: number) {
+/** One resumable upload of `bytes` in appends of `chunk` with 3 cuts on an API process of its own: MiB/s, CPU, bytes re-sent, peak RSS. */
+async function measureAppends(
+  services: BenchServices,
+  worker: { proc: { child: { pid?: number } } },
+  p: AppendProtocol,
+  bytes: number,
+  chunk = CHUNK,
+) {
   const api = await startOncelyProcess(services, 'api');
   // What the process peaked at while starting, before any upload: the floor under it.
   const startupPeak = await peakRssMiB(api.proc.child.pid!);
   const t = performance.now();
   let r = { resent: 0 };
   const cpu = await measureCpu({ api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids }, async () => {
+    // Cuts in the appends at a quarter, half and three quarters (one PATCH: at a half, three quarters, seven eighths).
     r = await appendUpload(
       p,
       api.url,
       services.apiKey,
       bytes,
-      [0.25, 0.5, 0.75].map((f) => Math.floor((bytes * f) / CHUNK) * CHUNK),
+      chunk,
+      [0.25, 0.5, 0.75].map((f) => Math.floor((bytes * f) / chunk) * chunk),
     );
     return 1;
   });
   const mibps = bytes / MiB / ((performance.now() - t) / 1000);
   const peak = await peakRssMiB(api.proc.child.pid!);
+  const assembleMs = await assembleSeconds(api.url).then((s) => s * 1000);
   await api.proc.stop();
-  return { mibps, cpu, resent: r.resent, peak, startupPeak };
+  return { mibps, cpu, resent: r.resent, assembleMs, peak, startupPeak };
+}
+
+/** What this API process spent waiting for the store to assemble resumable uploads (s). */
+async function assembleSeconds(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return [...text.matchAll(/^oncely_resumable_assemble_seconds_sum\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 export async function resumableUpload(services: BenchServices, opts: { bytes: number; rounds: number }) {
   const worker = await startOncelyProcess(services, 'worker');
   const sha = expectedSha(opts.bytes);
-  const runs = { tus: [] as Awaited<ReturnType<typeof measureAppends>>[], rufh: [] as Awaited<ReturnType<typeof measureAppends>>[] };
+  type Run = Awaited<ReturnType<typeof measureAppends>>;
+  const runs = { tus: [] as Run[], rufh: [] as Run[], tusWhole: [] as Run[] };
   const oneMiBs: number[] = [];
   const oneCpu: Awaited<ReturnType<typeof measureCpu>>[] = [];
   let onePeak = 0;
@@ -146,6 +171,7 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       // Each mode on an API process of its own, so each peak RSS is its own; alternating.
       runs.tus.push(await measureAppends(services, worker, TUS, opts.bytes));
       runs.rufh.push(await measureAppends(services, worker, RUFH, opts.bytes));
+      runs.tusWhole.push(await measureAppends(services, worker, TUS, opts.bytes, opts.bytes));
       const oneApi = await startOncelyProcess(services, 'api');
       const t = performance.now();
       let res: Awaited<ReturnType<typeof postLarge>> | undefined;
@@ -172,6 +198,12 @@ export async function resumableUpload(services: BenchServices, opts: { bytes: nu
       tusMiBps: round1(tus),
       rufhMiBps: round1(rufh),
       oneRequestMiBps: round1(one),
+      // tus-js-client's default: the rest of the file in one PATCH per connection.
+      tusOnePatchMiBps: round1(median(runs.tusWhole.map((r) => r.mibps))),
+      tusOnePatchRatio: Math.round((median(runs.tusWhole.map((r) => r.mibps)) / one) * 100) / 100,
+      // The store assembling the parts at the end (CompleteMultipartUpload), inside the upload's time.
+      tusAssembleMs: Math.round(median(runs.tus.map((r) => r.assembleMs))),
+      tusOnePatchAssembleMs: Math.round(median(runs.tusWhole.map((r) => r.assembleMs))),
       apiStartupPeakRssMiB: round1(Math.max(...runs.tus.map((r) => r.startupPeak), ...runs.rufh.map((r) => r.startupPeak))),
       // CPU per upload of `bytes` (ms), per component.
       tusCpuMsPerUpload: JSON.stringify(medianCpu(runs.tus.map((r) => r.cpu))),

@@ -35,6 +35,13 @@ export const metrics = {
     help: 'Resumable completions whose SHA-256 was read back from the stored object (their appends changed API processes)',
     registers: [registry],
   }),
+  resumableAssembleSeconds: new Histogram({
+    name: 'oncely_resumable_assemble_seconds',
+    help: "Completing a tus or draft upload in the store: its parts assembled into the object (S3's CompleteMultipartUpload) and checked",
+    labelNames: ['mode'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  }),
   uploadsCommitted: new Counter({
     name: 'oncely_uploads_committed_total',
     help: 'Records transactions by result (created, rejected)',

@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import type { Pool } from '../db/pool';
 import { idleExpiry, type SessionRow } from '../db/queries/sessions';
 import { dependency, problem, type Problem } from '../errors';
+import { metrics } from '../metrics';
 import type { ObjectStore } from '../storage/store';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import { stagedCopy } from '../upload/staged-copy';
@@ -140,6 +141,7 @@ export class AppendedSessions {
   /** Assembles the object and checks the whole-file SHA-256 (the session goes when it does not match). */
   private async assemble(s: SessionRow): Promise<StagedCopy> {
     const length = Number(s.upload_length);
+    const assembling = metrics.resumableAssembleSeconds.startTimer({ mode: this.deps.mode });
     await dependency('storage_unavailable', async () => {
       if (s.parts.length === 0) {
         await this.deps.store.put(s.storage_key, Readable.from([]), { contentType: s.content_type, contentLength: 0 });
@@ -153,6 +155,7 @@ export class AppendedSessions {
       const head = await this.deps.store.head(s.storage_key);
       if (head?.bytes !== length) throw new Error(`assembled object has ${head?.bytes} bytes, expected ${length}`);
       await deleteTails(this.deps.store, s.storage_key);
+      assembling();
     });
     const sha256 = await dependency('storage_unavailable', () =>
       this.writer.hashes.digest(s.id, length, async () => {

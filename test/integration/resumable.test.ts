@@ -49,6 +49,12 @@ async function hashReadBacks(ctx: Ctx): Promise<number> {
   return Number(/^oncely_resumable_hash_read_back_total (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
+/** tus uploads this API process had the store assemble (the histogram's count). */
+async function tusAssemblies(ctx: Ctx): Promise<number> {
+  const text = await (await fetch(`${ctx.stack.url}/metrics`)).text();
+  return Number(/^oncely_resumable_assemble_seconds_count\{mode="tus"\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 async function keyAnswer(ctx: Ctx, key: string) {
   return getJson(`${ctx.stack.url}/v1/idempotency-keys/${key}`, ctx.tenant.apiKey);
 }
@@ -72,11 +78,14 @@ describe.each(['s3', 'local'] as const)('tus-js-client against the %s store', (k
     const file = randomBytes(12 * MiB + 12345);
     const key = `tus-${randomUUID()}`;
     const readBacks = await hashReadBacks(ctx);
+    const assemblies = await tusAssemblies(ctx);
     const { upload, done } = tusUpload(ctx, file, key, { chunkSize: 3 * MiB + 7 });
     upload.start();
     await done;
     // One process served every PATCH: the hash it held is the digest, nothing is read back.
     expect(await hashReadBacks(ctx)).toBe(readBacks);
+    // The store assembled the upload once, and the time it took is on /metrics.
+    expect(await tusAssemblies(ctx)).toBe(assemblies + 1);
     const answer = await keyAnswer(ctx, key);
     expect(answer.json).toMatchObject({
       state: 'completed',
