@@ -188,12 +188,21 @@ describe('resumable sessions across process death and idleness', () => {
       return left;
     };
     await expect.poll(tails, { timeout: 30_000, interval: 250 }).toEqual([]);
-    // The key is free: another upload under it is welcome.
-    const again = await fetch(`${base}/v1/tus`, {
-      method: 'POST',
-      headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '5' },
-    });
-    expect(again.status).toBe(201);
-    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    // The key is free once the run has ended, right after its expiry step (until then another
+    // request under it is 422): another upload under it is welcome.
+    let again: Response | undefined;
+    await expect
+      .poll(
+        async () => {
+          again = await fetch(`${base}/v1/tus`, {
+            method: 'POST',
+            headers: { ...tusHeaders(), 'idempotency-key': key, 'upload-length': '5' },
+          });
+          return again.status;
+        },
+        { timeout: 30_000, interval: 250 },
+      )
+      .toBe(201);
+    expect(again!.headers.get('idempotent-replayed')).toBeNull();
   }, 120_000);
 });
