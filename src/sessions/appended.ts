@@ -155,8 +155,8 @@ export class AppendedSessions {
       const head = await this.deps.store.head(s.storage_key);
       if (head?.bytes !== length) throw new Error(`assembled object has ${head?.bytes} bytes, expected ${length}`);
       await deleteTails(this.deps.store, s.storage_key);
-      assembling();
     });
+    assembling();
     const sha256 = await dependency('storage_unavailable', () =>
       this.writer.hashes.digest(s.id, length, async () => {
         const stored = await this.deps.store.get(s.storage_key);

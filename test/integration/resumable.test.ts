@@ -43,17 +43,17 @@ function tusUpload(
   return { upload, done };
 }
 
-/** Completions of this API process whose SHA-256 was read back from the store. */
-async function hashReadBacks(ctx: Ctx): Promise<number> {
+/** A sample of this API process's /metrics; `absent` when it has none (NaN: a missing metric fails any comparison). */
+async function metric(ctx: Ctx, sample: string, absent = NaN): Promise<number> {
   const text = await (await fetch(`${ctx.stack.url}/metrics`)).text();
-  return Number(/^oncely_resumable_hash_read_back_total (\d+)/m.exec(text)?.[1] ?? NaN);
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line ? Number(line.slice(sample.length + 1)) : absent;
 }
 
-/** tus uploads this API process had the store assemble (the histogram's count). */
-async function tusAssemblies(ctx: Ctx): Promise<number> {
-  const text = await (await fetch(`${ctx.stack.url}/metrics`)).text();
-  return Number(/^oncely_resumable_assemble_seconds_count\{mode="tus"\} (\d+)/m.exec(text)?.[1] ?? 0);
-}
+/** Completions of this API process whose SHA-256 was read back from the store. */
+const hashReadBacks = (ctx: Ctx) => metric(ctx, 'oncely_resumable_hash_read_back_total');
+/** tus uploads this API process had the store assemble (the histogram's count; absent before the first). */
+const tusAssemblies = (ctx: Ctx) => metric(ctx, 'oncely_resumable_assemble_seconds_count{mode="tus"}', 0);
 
 async function keyAnswer(ctx: Ctx, key: string) {
   return getJson(`${ctx.stack.url}/v1/idempotency-keys/${key}`, ctx.tenant.apiKey);
