@@ -1,18 +1,38 @@
-# Oncely application image: one image, two roles (api, worker) chosen by the command.
-FROM node:24-bookworm-slim
+# Oncely's images, one build. `app` runs the API, the uploads worker, the migration and the
+# CLI; `transcode` (the default target) adds ffmpeg and poppler for the transcode worker's
+# audio, video and PDF steps, which the other roles never run, so `app` stays the smaller
+# image (sizes: docs/OPERATIONS.md). The role is the command: api | worker, and a worker's
+# queues are WORKER_QUEUES.
+FROM node:24-bookworm-slim AS base
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY bin ./bin
 COPY scripts ./scripts
-RUN node scripts/build.mjs
+# The build's commit for /healthz, oncely_build_info and --version (no .git in the context).
+ARG ONCELY_COMMIT=unknown
+RUN ONCELY_COMMIT=$ONCELY_COMMIT node scripts/build.mjs \
+ && ln -s /app/bin/oncely /usr/local/bin/oncely \
+ && mkdir -p /app/.data && chown node:node /app/.data
 USER node
-EXPOSE 3000
+# API (PORT) and a worker's health and metrics (WORKER_HTTP_PORT).
+EXPOSE 3000 9091
+# Ready when the role in this container answers /readyz (bin/oncely-healthcheck finds which).
+HEALTHCHECK --interval=10s --timeout=4s --start-period=60s --retries=3 CMD ["node", "/app/bin/oncely-healthcheck"]
 # bin/oncely-node picks the node flags each role is measured with.
 ENTRYPOINT ["/app/bin/oncely-node"]
 CMD ["api"]
+
+FROM base AS app
+
+FROM base AS transcode
+USER root
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ffmpeg poppler-utils \
+ && rm -rf /var/lib/apt/lists/*
+USER node

@@ -3,9 +3,23 @@
 // Dependencies stay external (node_modules). The workflow bundle is built here too
 // (dist/workflow-bundle.js): a worker started from dist/ loads it instead of running
 // webpack and swc at every start (start-up peak RSS and time: bench/README.md).
+import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 import { bundleWorkflowCode } from '@temporalio/worker';
+
+// The commit the bundle reports (/healthz, oncely_build_info, --version): git's, or the image
+// build's ONCELY_COMMIT argument where the context has no .git.
+function buildCommit() {
+  if (process.env.ONCELY_COMMIT) return process.env.ONCELY_COMMIT;
+  try {
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return 'unknown';
+  }
+}
 
 await build({
   entryPoints: { main: 'src/main.ts', cli: 'src/cli.ts' },
@@ -21,6 +35,7 @@ await build({
   chunkNames: 'chunks/[name]-[hash]',
   packages: 'external',
   sourcemap: true,
+  define: { __ONCELY_COMMIT__: JSON.stringify(buildCommit()) },
   logLevel: 'warning',
 });
 

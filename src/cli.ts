@@ -25,6 +25,9 @@ import {
 import { setTenantRetention } from './db/queries/tenants';
 import { defaultOutboxPath, EXIT, parseDuration, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
+import { commit, version } from './version';
+import { Connection } from '@temporalio/client';
+import { ensureSearchAttributes } from './temporal/search-attributes';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
@@ -53,18 +56,36 @@ async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Prom
   };
 }
 
-const program = new Command('oncely').description('Oncely: exactly-once uploads').showHelpAfterError();
+const program = new Command('oncely')
+  .description('Oncely: exactly-once uploads')
+  .version(`${version} (${commit})`, '-V, --version', 'print the version and the commit it was built from')
+  .showHelpAfterError();
 
 program
   .command('migrate')
-  .description('apply the SQL migrations')
+  .description("apply the SQL migrations, and register Oncely's search attributes on TEMPORAL_NAMESPACE when TEMPORAL_ADDRESS is set")
   .action(async () => {
-    const db = await openDatabase(loadConfig());
+    const config = loadConfig();
+    const db = await openDatabase(config);
     try {
       const applied = await migrate(db.pool);
       console.log(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
     } finally {
       await db.close();
+    }
+    // The embedded default's dev server is started with them; a cluster gets them here.
+    if (config.TEMPORAL_ADDRESS) {
+      const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, connectTimeout: 10_000 });
+      try {
+        const added = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+        console.log(
+          added.length
+            ? `search attributes added on ${config.TEMPORAL_NAMESPACE}: ${added.join(', ')}`
+            : `search attributes on ${config.TEMPORAL_NAMESPACE}: up to date`,
+        );
+      } finally {
+        await connection.close();
+      }
     }
   });
 

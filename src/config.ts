@@ -115,6 +115,11 @@ export const configSchema = z.object({
   DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** On SIGTERM, how long in-flight requests may take before their connections close. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
+  /**
+   * API role: after SIGTERM, /readyz answers 503 and every request is still served this long
+   * before the listener closes, so a load balancer takes the replica out first.
+   */
+  SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(600).default(5),
   /** The built-in default pipeline's sizes (pixels / ffmpeg bitrate). */
   /** ffmpeg/ffprobe/pdftoppm runs longer than this are killed and the step is 'failed'. */
   TRANSCODE_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
@@ -179,6 +184,8 @@ export const configSchema = z.object({
   MULTIPART_MAX_AGE_SECONDS: z.coerce.number().min(0).default(86_400),
   /** When set, the worker exports the Temporal SDK's metrics for Prometheus on this port. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /** Worker role: /healthz, /readyz and /metrics (Oncely's own) on this port of HOST; 0 takes a free one (logged). */
+  WORKER_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(9091),
   /**
    * 32 random bytes, base64: seals secrets at rest (answers holding new API keys or webhook
    * secrets; endpoints' signing secrets). Unset: generated once under DATA_DIR (fine for one

@@ -11,10 +11,15 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { prebuiltWorkflowBundle } from './paths';
+import { commit, version } from './version';
 
+if (process.argv[2] === '--version') {
+  console.log(`oncely ${version} (${commit})`);
+  process.exit(0);
+}
 const role = (process.argv[2] ?? 'all') as Role;
 if (!['all', 'api', 'worker'].includes(role)) {
-  console.error(`usage: main.ts [all|api|worker]`);
+  console.error(`usage: main.ts [all|api|worker|--version]`);
   process.exit(2);
 }
 
@@ -63,7 +68,10 @@ if (role === 'all' && !config.DATABASE_URL) {
 `);
 } else {
   watchdog.serving();
-  runtime.log.info({ role, api: runtime.apiUrl, temporal: runtime.temporalAddress }, 'oncely started');
+  runtime.log.info(
+    { role, api: runtime.apiUrl, ops: runtime.opsUrl, temporal: runtime.temporalAddress, version, commit },
+    'oncely started',
+  );
 }
 
 let stopping = false;

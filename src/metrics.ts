@@ -2,9 +2,16 @@
 // and latencies, and the worker's upload, webhook and housekeeping outcomes. Served at
 // /metrics by the API (and by the worker's own port when it runs alone).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { commit, version } from './version';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'oncely_' });
+new Gauge({
+  name: 'oncely_build_info',
+  help: 'Always 1; its labels name the build this process runs',
+  labelNames: ['version', 'commit'] as const,
+  registers: [registry],
+}).set({ version, commit }, 1);
 
 export const metrics = {
   requests: new Counter({

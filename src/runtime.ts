@@ -20,6 +20,8 @@ import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { downstreamSettings, mediaPresets } from './services';
+import { dependencyChecks } from './api/routes/health';
+import { serveOps } from './ops-server';
 
 function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -59,6 +61,8 @@ export interface Runtime {
   server?: ServerType;
   /** The HTTP application (API roles): its routes and OpenAPI registry. */
   app?: ReturnType<typeof createApp>;
+  /** The worker role's /healthz, /readyz and /metrics (WORKER_HTTP_PORT). */
+  opsUrl?: string;
   workers: Worker[];
   /** Stops accepting, drains, and releases everything in reverse order. */
   shutdown(): Promise<void>;
@@ -79,6 +83,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   const log = opts.log ?? createLogger(config);
   const progress = opts.progress ?? noProgress;
   const cleanups: (() => Promise<unknown>)[] = [];
+  // Set at the start of shutdown: /readyz answers 503 from then on.
+  let draining = false;
 
   let databaseUrl = config.DATABASE_URL;
   let embeddedPool: Pool | undefined;
@@ -127,6 +133,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR);
 
   let workers: Worker[] = [];
+  let opsUrl: string | undefined;
   if (role !== 'api') {
     progress.step('the Temporal worker (connection, workflow bundle)');
     const { NativeConnection, Runtime: TemporalRuntime } = await import('@temporalio/worker');
@@ -190,6 +197,23 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       }
     }
     const runs = workers.map((w) => w.run());
+    if (role === 'worker') {
+      progress.step(`the worker's health and metrics listener on ${config.HOST}:${config.WORKER_HTTP_PORT}`);
+      const ops = await serveOps(config.HOST, config.WORKER_HTTP_PORT, {
+        role,
+        draining: () => draining,
+        checks: {
+          ...dependencyChecks({ pool, temporal: connection, store }),
+          worker: async () => {
+            const stopped = workers.filter((w) => w.getState() !== 'RUNNING');
+            if (stopped.length) throw new Error(stopped.map((w) => `${w.options.taskQueue}: ${w.getState()}`).join(', '));
+          },
+        },
+      });
+      opsUrl = ops.url;
+      // Closed after the worker has drained (cleanups run in reverse), so it answers meanwhile.
+      cleanups.push(() => ops.close());
+    }
     cleanups.push(async () => {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
@@ -207,7 +231,16 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     const processed =
       config.DATABASE_URL && config.UPLOAD_WAIT_LISTEN ? await UploadProcessedListener.start(config.DATABASE_URL, log) : pollingOnly();
     cleanups.push(() => processed.close());
-    const app = createApp({ config, pool, store, temporal: temporal.client, log, box, processed });
+    const app = createApp({
+      config,
+      pool,
+      store,
+      temporal: temporal.client,
+      log,
+      box,
+      processed,
+      health: { role, draining: () => draining },
+    });
     httpApp = app;
     progress.step(`the HTTP listener on ${config.HOST}:${config.PORT}`);
     const port = await new Promise<number>((resolve) => {
@@ -256,10 +289,16 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     apiUrl,
     server,
     app: httpApp,
+    opsUrl,
     workers,
     async shutdown() {
       if (stopped) return;
       stopped = true;
+      draining = true;
+      if (role === 'api' && config.SHUTDOWN_DRAIN_SECONDS > 0) {
+        log.info({ seconds: config.SHUTDOWN_DRAIN_SECONDS }, 'draining: /readyz answers 503, requests are still served');
+        await new Promise((r) => setTimeout(r, config.SHUTDOWN_DRAIN_SECONDS * 1000));
+      }
       for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => log.warn({ err }, 'shutdown step failed'));
     },
   };

@@ -20,7 +20,8 @@ export interface UploadWorkflowInput extends UploadRequest {
   resumable?: { sessionId: string; idleSeconds: number };
   /**
    * The workflow revision the run was started for (see UPLOAD_WORKFLOW_REVISION). The code
-   * serves revisions 3 and 4, which differ only in how the commit is recorded.
+   * serves revisions 3 to 5: 3 and 4 differ in how the commit is recorded, 5 in which
+   * declared types are checked against the bytes.
    */
   revision?: number;
   /**
@@ -31,7 +32,9 @@ export interface UploadWorkflowInput extends UploadRequest {
 }
 
 /**
- * The revision new runs are started with. Revision 4: the commit is one local activity
+ * The revision new runs are started with. Revision 5: TIFF, AVIF and HEIC declarations are
+ * checked against the file's first bytes too (revision 4 and older runs check PNG, JPEG,
+ * GIF, WebP and PDF only, as they did when they ran). Revision 4: the commit is one local activity
  * (`commitUpload`: the copy verified, the records, the downstream run started as a workflow
  * of its own) and a committed run records no `completed` phase, so every committed upload is
  * one workflow task and 8 history events. Revision 3: a run adopts an answer a lost workflow
@@ -40,7 +43,7 @@ export interface UploadWorkflowInput extends UploadRequest {
  * one the API has since deleted, with no downstream. Revisions 1 and 2 are no longer
  * replayed: docs/ARCHITECTURE.md ("Workflow revisions") says why and how to upgrade.
  */
-export const UPLOAD_WORKFLOW_REVISION = 4;
+export const UPLOAD_WORKFLOW_REVISION = 5;
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 

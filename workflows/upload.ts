@@ -19,7 +19,7 @@ import { WorkflowExecutionAlreadyStartedError, type ActivityOptions } from '@tem
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, searchAttributes } from '../src/temporal/names';
-import { contentTypeMismatch } from '../src/upload/sniff';
+import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { downstreamInput, downstreamSummary, downstreamWorkflowId, needsDownstream } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
@@ -145,7 +145,8 @@ async function commitAccepted(
   const oneStep = oneStepCommit(input);
   const workflowId = workflowInfo().workflowId;
   const startedAtMs = workflowInfo().startTime.getTime();
-  const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType);
+  const checked = (input.revision ?? 0) >= 5 ? CHECKED_TYPES : CHECKED_TYPES_BEFORE_R5;
+  const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType, checked);
   let response: StoredResponse;
   // Another route's request (or another upload request) holds the key row, or the upload
   // token's uploads are used up: nothing was written, the copy goes, and the run fails so the

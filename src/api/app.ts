@@ -25,7 +25,7 @@ import { reprocessRoutes } from './routes/reprocess';
 import { builtinPipeline } from '../pipelines/steps';
 import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
-import { healthRoutes } from './routes/health';
+import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
@@ -66,6 +66,8 @@ export interface AppDeps {
   box: SecretBox;
   /** Wakes `GET /v1/uploads/{id}?wait` when its upload is processed. */
   processed: ProcessedSignal;
+  /** The process's role (on /healthz) and whether it is draining before it stops (/readyz 503). */
+  health?: Pick<HealthDeps, 'role' | 'draining'>;
 }
 
 export function createApp(deps: AppDeps) {
@@ -97,7 +99,14 @@ export function createApp(deps: AppDeps) {
       maxAgeSeconds: 600,
     }),
   );
-  app.route('/', healthRoutes({ pool, temporal, store }));
+  app.route(
+    '/',
+    healthRoutes({
+      role: deps.health?.role ?? 'api',
+      draining: deps.health?.draining ?? (() => false),
+      checks: dependencyChecks({ pool, temporal: temporal.connection, store }),
+    }),
+  );
   app.route('/', webRoutes());
   app.route(
     '/',

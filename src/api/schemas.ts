@@ -624,11 +624,21 @@ export const TenantCreated = z
   .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), createdAt: z.string(), apiKey: ApiKeyCreated })
   .openapi('TenantCreated');
 
-export const Health = z.object({ status: z.literal('ok') }).openapi('Health');
+export const Health = z
+  .object({
+    status: z.literal('ok'),
+    role: z.enum(['all', 'api', 'worker']),
+    version: z.string().openapi({ description: "package.json's version" }),
+    commit: z.string().openapi({ description: 'the commit the build was made from (`unknown` when it was built without git)' }),
+  })
+  .openapi('Health');
 export const Readiness = z
   .object({
-    status: z.enum(['ready', 'unavailable']),
-    checks: z.object({ postgres: z.string(), temporal: z.string(), objectStore: z.string() }),
+    status: z.enum(['ready', 'unavailable', 'draining']),
+    checks: z.record(z.string(), z.string()).openapi({
+      description:
+        "`ok` or why not, per dependency: `postgres`, `temporal`, `objectStore`; a worker adds `worker` (its pollers' state). Empty while the process drains before it stops",
+    }),
   })
   .openapi('Readiness');
 

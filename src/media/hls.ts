@@ -4,7 +4,7 @@
 // is stored, so no master ever names a rendition that is not there; rungs never upscale.
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import sharp from 'sharp';
+import { sharp } from './image-decoders';
 import type { StepOf } from '../pipelines/catalogue';
 import { ffmpeg, firstLine, inputFlags, probeMedia } from './ffmpeg';
 import type { ProducedRendition, StepOutcome, StepProgress } from './transcode';

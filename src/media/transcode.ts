@@ -4,7 +4,8 @@
 import { DEMUXERS, ffmpeg, firstLine, hasFfmpeg, inputFlags, probeMedia, run } from './ffmpeg';
 import { hlsLadder } from './hls';
 import path from 'node:path';
-import sharp from 'sharp';
+import { decodedTypeMismatch, sharp } from './image-decoders';
+import type { Metadata } from 'sharp';
 import type { PipelineStep, StepOf } from '../pipelines/catalogue';
 import { builtinPipeline, stepApplies, type DefaultPresets } from '../pipelines/steps';
 import { reportMemory } from '../metrics';
@@ -74,7 +75,7 @@ export async function runMediaStep(
   progress?: StepProgress,
 ): Promise<StepOutcome> {
   if (!stepApplies(step, contentType)) return skipped(`${step.type} does not apply to ${contentType}`);
-  if (step.type === 'image.variants') return imageVariants(step, input, outDir, limits);
+  if (step.type === 'image.variants') return imageVariants(step, input, contentType, outDir, limits);
   // One deadline for the whole step: a file that makes a tool hang ends as 'failed'.
   const deadline = AbortSignal.timeout(limits.timeoutSeconds * 1000);
   const both = signal ? AbortSignal.any([signal, deadline]) : deadline;
@@ -109,15 +110,23 @@ export async function transcodeFile(
 const FORMATS = { webp: 'image/webp', avif: 'image/avif', jpeg: 'image/jpeg', png: 'image/png' } as const;
 const EXTENSIONS = { webp: '.webp', avif: '.avif', jpeg: '.jpg', png: '.png' } as const;
 
-async function imageVariants(step: StepOf<'image.variants'>, input: string, outDir: string, limits: MediaLimits): Promise<StepOutcome> {
+async function imageVariants(
+  step: StepOf<'image.variants'>,
+  input: string,
+  contentType: string,
+  outDir: string,
+  limits: MediaLimits,
+): Promise<StepOutcome> {
   // failOn 'error' makes truncated or corrupt files fail instead of half-decoding.
   const open = () => sharp(input, { failOn: 'error', animated: false, limitInputPixels: limits.maxPixels });
-  let meta: sharp.Metadata;
+  let meta: Metadata;
   try {
     meta = await open().metadata();
   } catch (err) {
     return failed(`image could not be decoded: ${(err as Error).message}`);
   }
+  const mismatch = decodedTypeMismatch(contentType, meta);
+  if (mismatch) return failed(`image refused: ${mismatch}`);
   const pixels = (meta.width ?? 0) * (meta.height ?? 0);
   if (pixels > limits.maxPixels) return failed(`image has ${pixels} pixels, more than the limit of ${limits.maxPixels}`);
   // Width and height as displayed, i.e. after EXIF orientation.

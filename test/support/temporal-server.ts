@@ -9,11 +9,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import getPort, { portNumbers } from 'get-port';
 import Long from 'long';
 import pg from 'pg';
-import { searchAttributes } from '../../src/temporal/names';
+import { ensureSearchAttributes } from '../../src/temporal/search-attributes';
 import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { toolPath } from '../../src/devstack/tools';
 
@@ -214,21 +213,10 @@ async function registerNamespace(address: string, namespace: string, retentionSe
     } catch (err) {
       if (!/already exists|AlreadyExists/i.test(String(err))) throw err;
     }
-    const IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
-    const types = { KEYWORD: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, INT: IndexedValueType.INDEXED_VALUE_TYPE_INT } as const;
-    const wanted = Object.fromEntries(Object.values(searchAttributes).map((k) => [k.name, types[k.type as keyof typeof types]]));
     // The namespace may take a moment to be visible to the operator service.
-    await waitUntil(
-      'search attributes',
-      async () => {
-        const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-        const missing = Object.fromEntries(Object.entries(wanted).filter(([name]) => !(name in (customAttributes ?? {}))));
-        if (Object.keys(missing).length === 0) return true;
-        await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
-        return false;
-      },
-      { timeoutMs: 60_000 },
-    );
+    await waitUntil('search attributes', async () => (await ensureSearchAttributes(connection, namespace)).length === 0, {
+      timeoutMs: 60_000,
+    });
   } finally {
     await connection.close();
   }

@@ -50,6 +50,7 @@ describe('docker-compose.yml', () => {
   it('has the production-shaped services', () => {
     expect(Object.keys(compose.services).sort()).toEqual([
       'api',
+      'clamd',
       'migrate',
       'postgres',
       's3',
@@ -57,8 +58,46 @@ describe('docker-compose.yml', () => {
       'temporal-schema',
       'temporal-setup',
       'temporal-ui',
+      'transcode-worker',
       'worker',
     ]);
+  });
+
+  it('restarts every long-running service and checks its health; one-shots run once', () => {
+    const oneShots = ['migrate', 'temporal-schema', 'temporal-setup'];
+    for (const [name, svc] of Object.entries<any>(compose.services)) {
+      if (oneShots.includes(name)) {
+        expect(svc.restart, name).toBe('no');
+        continue;
+      }
+      expect(svc.restart, name).toBe('unless-stopped');
+      // The UI's image brings its own HEALTHCHECK; the rest declare one here.
+      if (name !== 'temporal-ui') expect(svc.healthcheck?.test, `${name} healthcheck`).toBeDefined();
+    }
+    for (const role of ['api', 'worker', 'transcode-worker'])
+      expect(compose.services[role].healthcheck.test).toEqual(['CMD', 'node', '/app/bin/oncely-healthcheck']);
+  });
+
+  it('runs each Oncely role from the image that has what it needs', () => {
+    for (const role of ['api', 'worker', 'migrate']) expect(compose.services[role].build.target, role).toBe('app');
+    expect(compose.services['transcode-worker'].build.target).toBe('transcode');
+    expect(compose.services.worker.environment.WORKER_QUEUES).toBe('uploads');
+    expect(compose.services['transcode-worker'].environment.WORKER_QUEUES).toBe('transcode');
+    expect(compose.services['transcode-worker'].environment.CLAMD_ADDRESS).toBe('tcp://clamd:3310');
+    const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^FROM base AS app$/m);
+    expect(dockerfile).toMatch(/^FROM base AS transcode$/m);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK /m);
+    expect(dockerfile).toMatch(/npm ci --omit=dev/);
+  });
+
+  it('.env.example names every variable the file reads', () => {
+    const example = readFileSync(path.join(root, '.env.example'), 'utf8');
+    const listed = new Set([...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]));
+    const used = new Set([...text.matchAll(/\$\{(\w+)/g)].map((m) => m[1]));
+    expect(used.size).toBeGreaterThan(3);
+    for (const name of used) expect(listed.has(name), name).toBe(true);
   });
 
   it("runs Temporal's server image (not the deprecated auto-setup) with its schema set up by the admin tools of the same version", () => {
@@ -106,7 +145,7 @@ describe('docker-compose.yml', () => {
 
   it('passes the app a configuration the schema accepts, with every key known and the secrets from the environment', () => {
     const known = new Set(Object.keys(configSchema.shape));
-    for (const role of ['api', 'worker', 'migrate']) {
+    for (const role of ['api', 'worker', 'transcode-worker', 'migrate']) {
       const env = compose.services[role].environment;
       for (const k of Object.keys(env)) expect(known.has(k), `${role}: ${k}`).toBe(true);
       const config = loadConfig(env);
@@ -118,10 +157,13 @@ describe('docker-compose.yml', () => {
     expect(compose.services.worker.command).toEqual(['worker']);
   });
 
-  it('registers the search attributes the code defines', async () => {
-    const { searchAttributes } = await import('../../src/temporal/names');
-    const setup = compose.services['temporal-setup'].command.join(' ');
-    for (const key of Object.values(searchAttributes)) expect(setup).toContain(`--name ${key.name}`);
+  it("registers the search attributes in Oncely's migration, after the namespace exists", () => {
+    expect(compose.services.migrate.entrypoint).toEqual(['oncely']);
+    expect(compose.services.migrate.command).toEqual(['migrate']);
+    expect(compose.services.migrate.environment.TEMPORAL_ADDRESS).toBe('temporal:7233');
+    expect(compose.services.migrate.depends_on['temporal-setup'].condition).toBe('service_completed_successfully');
+    for (const role of ['api', 'worker', 'transcode-worker'])
+      expect(compose.services[role].depends_on.migrate.condition, role).toBe('service_completed_successfully');
   });
 
   it('the application image runs Node 24', () => {
