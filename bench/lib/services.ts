@@ -52,6 +52,7 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Pro
     TEMPORAL_ADDRESS: temporal.address,
     LOG_LEVEL: 'warn',
     HOST: '127.0.0.1',
+    WORKER_HTTP_PORT: '0',
     ...(process.env.S3_PART_SIZE_MIB ? { S3_PART_SIZE_MIB: process.env.S3_PART_SIZE_MIB } : {}),
     ...(process.env.S3_QUEUE_SIZE ? { S3_QUEUE_SIZE: process.env.S3_QUEUE_SIZE } : {}),
   };

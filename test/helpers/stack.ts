@@ -85,6 +85,7 @@ export function stackEnv(name: string, dbUrl: string): Record<string, string> {
     TASK_QUEUE_TRANSCODE: `transcode-${name}`,
     HOST: '127.0.0.1',
     PORT: '0',
+    WORKER_HTTP_PORT: '0',
     LOG_LEVEL: 'silent',
     DEFAULT_WAIT_SECONDS: '30',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',

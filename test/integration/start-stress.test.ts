@@ -30,6 +30,7 @@ beforeAll(async () => {
     TASK_QUEUE_UPLOADS: `uploads-${dbName}`,
     TASK_QUEUE_TRANSCODE: `transcode-${dbName}`,
     HOUSEKEEPING_SCHEDULES: 'false',
+    WORKER_HTTP_PORT: '0',
   };
 });
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { audit } from '../../src/audit';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
+import { png } from '../helpers/media';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -201,6 +202,18 @@ describe('POST /v1/uploads walk-through', () => {
     const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
     expect(rows.uploads).toHaveLength(0);
     expect(rows.keys).toHaveLength(1);
+  });
+
+  it('refuses a TIFF or AVIF declaration the bytes do not bear out (a PNG) with 415, storing no upload', async () => {
+    const picture = await png(32, 24);
+    for (const contentType of ['image/tiff', 'image/avif']) {
+      const key = newKey();
+      const r = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: picture, contentType });
+      expect(r.status, r.text).toBe(415);
+      expect(r.json.error).toBe('content_type_mismatch');
+      expect(r.json.detail).toContain(`Content-Type is ${contentType} but the file content is image/png`);
+      expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(0);
+    }
   });
 
   it('passes the audit with every upload verified', async () => {

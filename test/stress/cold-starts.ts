@@ -83,6 +83,7 @@ export async function coldStart(role: StartRole, env: Record<string, string>, bo
       DATA_DIR: dataDir,
       HOST: '127.0.0.1',
       PORT: String(port),
+      WORKER_HTTP_PORT: '0',
       TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })),
       LOG_LEVEL: 'info',
     },
