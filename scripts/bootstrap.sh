@@ -26,6 +26,11 @@ for arg in "$@"; do
       apt_need pdftoppm poppler-utils "PDF previews and their tests" ;;
     --scan) apt_need clamd clamav-daemon "the virus-scan tests (a clamd they start with their own signatures)" ;;
     --browser) apt_need "${CHROMIUM_PATH:-chromium}" chromium "the browser tests (driven by playwright-core)" ;;
+    --docker)
+      # The compose smoke: an engine (started by the test when none answers) and mmdebstrap
+      # for the local base-image stand-ins (test/docker/stand-ins.sh).
+      docker info >/dev/null 2>&1 || apt_need dockerd docker.io "the compose smoke test (the engine)"
+      apt_need mmdebstrap mmdebstrap "the compose smoke test (base images built from Debian's packages)" ;;
     *) tools="$tools $arg" ;;
   esac
 done

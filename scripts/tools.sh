@@ -20,11 +20,33 @@ need() { # need NAME MODULE@VERSION: the binary is installed as NAME (go install
   echo "$module" > "$stamp"
 }
 
+# Docker Compose v5 cannot be `go install`ed (its go.mod has exclude directives, which only a
+# main module may have): it is built from a throwaway module that requires it and repeats them.
+need_compose() {
+  version=$1 module=github.com/docker/compose/v5
+  stamp="$TOOLS_DIR/.docker-compose.version"
+  if [ -x "$TOOLS_DIR/docker-compose" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module@$version" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build docker-compose ($module@$version)" >&2; exit 1; }
+  echo "oncely: building docker-compose from $module@$version (first run only) ..." >&2
+  work=$(mktemp -d)
+  (
+    cd "$work"
+    go mod init oncely-tools/compose >/dev/null 2>&1
+    gomod=$(GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+    sed -n '/^exclude (/,/^)/p' "$gomod" >> go.mod
+    GOFLAGS=-mod=mod go get "$module@$version"
+    GOFLAGS=-mod=mod go build -ldflags "-X $module/internal.Version=$version" -o "$TOOLS_DIR/docker-compose" "$module/cmd"
+  ) >&2
+  rm -rf "$work"
+  echo "$module@$version" > "$stamp"
+}
+
 for tool in ${*:-temporal versitygw}; do
   case "$tool" in
     temporal) need temporal github.com/temporalio/cli/cmd/temporal@v1.5.1 ;;
     versitygw) need versitygw github.com/versity/versitygw/cmd/versitygw@v1.7.0 ;;
     toxiproxy) need server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 ;;
+    compose) need_compose v5.6.0 ;;
     # The real Temporal server (on PostgreSQL) and its schema tool, the dev server's version.
     temporal-server) need temporal-server go.temporal.io/server/cmd/server@v1.29.1 ;;
     temporal-sql-tool) need temporal-sql-tool go.temporal.io/server/cmd/tools/sql@v1.29.1 ;;
