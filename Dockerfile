@@ -2,8 +2,9 @@
 # CLI; `transcode` (the default target) adds ffmpeg and poppler for the transcode worker's
 # audio, video and PDF steps, which the other roles never run, so `app` stays the smaller
 # image (sizes: docs/OPERATIONS.md). The role is the command: api | worker, and a worker's
-# queues are WORKER_QUEUES.
-FROM node:24-bookworm-slim AS base
+# queues are WORKER_QUEUES. The media packages are installed before the application is
+# copied in, so a code change rebuilds neither them nor the dependencies.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
@@ -16,9 +17,13 @@ COPY bin ./bin
 COPY scripts ./scripts
 # The build's commit for /healthz, oncely_build_info and --version (no .git in the context).
 ARG ONCELY_COMMIT=unknown
-RUN ONCELY_COMMIT=$ONCELY_COMMIT node scripts/build.mjs \
- && ln -s /app/bin/oncely /usr/local/bin/oncely \
- && mkdir -p /app/.data && chown node:node /app/.data
+RUN ONCELY_COMMIT=$ONCELY_COMMIT node scripts/build.mjs && mkdir -p .data
+
+FROM node:24-bookworm-slim AS app
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app /app
+RUN ln -s /app/bin/oncely /usr/local/bin/oncely && chown node:node /app/.data
 USER node
 # API (PORT) and a worker's health and metrics (WORKER_HTTP_PORT).
 EXPOSE 3000 9091
@@ -28,11 +33,16 @@ HEALTHCHECK --interval=10s --timeout=4s --start-period=60s --retries=3 CMD ["nod
 ENTRYPOINT ["/app/bin/oncely-node"]
 CMD ["api"]
 
-FROM base AS app
-
-FROM base AS transcode
-USER root
+FROM node:24-bookworm-slim AS transcode
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ffmpeg poppler-utils \
  && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app /app
+RUN ln -s /app/bin/oncely /usr/local/bin/oncely && chown node:node /app/.data
 USER node
+EXPOSE 3000 9091
+HEALTHCHECK --interval=10s --timeout=4s --start-period=60s --retries=3 CMD ["node", "/app/bin/oncely-healthcheck"]
+ENTRYPOINT ["/app/bin/oncely-node"]
+CMD ["worker"]

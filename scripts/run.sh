@@ -18,6 +18,7 @@ case "$task" in
     npm run typecheck
     npm run lint
     npx vitest run
+    npx vitest run --config vitest.docker.config.ts
     exec npx vitest run --config vitest.chaos.config.ts ;;
   bench)
     sh scripts/bootstrap.sh

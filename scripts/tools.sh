@@ -7,14 +7,16 @@ set -eu
 TOOLS_DIR="${ONCELY_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oncely/bin}"
 mkdir -p "$TOOLS_DIR"
 
-need() { # need NAME MODULE@VERSION: the binary is installed as NAME (go install names it after its directory)
-  name=$1 module=$2
+need() { # need NAME MODULE@VERSION [GO_TOOLCHAIN]: the binary is installed as NAME (go install names it after its directory)
+  name=$1 module=$2 toolchain=${3:-local}
   stamp="$TOOLS_DIR/.$name.version"
   if [ -x "$TOOLS_DIR/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module" ]; then return 0; fi
   command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build $name ($module)" >&2; exit 1; }
   echo "oncely: building $name from $module (first run only) ..." >&2
   built=$(mktemp -d)
-  (cd /tmp && GOBIN="$built" GOFLAGS=-mod=mod go install "$module") >&2
+  # A module that needs a newer Go than the machine's names the toolchain the Go module
+  # proxy serves for it (fetched once into the module cache).
+  (cd /tmp && GOTOOLCHAIN="$toolchain" GOBIN="$built" GOFLAGS=-mod=mod go install "$module") >&2
   mv "$built/$(basename "${module%@*}")" "$TOOLS_DIR/$name"
   rm -rf "$built"
   echo "$module" > "$stamp"
@@ -47,9 +49,10 @@ for tool in ${*:-temporal versitygw}; do
     versitygw) need versitygw github.com/versity/versitygw/cmd/versitygw@v1.7.0 ;;
     toxiproxy) need server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 ;;
     compose) need_compose v5.6.0 ;;
-    # The real Temporal server (on PostgreSQL) and its schema tool, the dev server's version.
-    temporal-server) need temporal-server go.temporal.io/server/cmd/server@v1.29.1 ;;
-    temporal-sql-tool) need temporal-sql-tool go.temporal.io/server/cmd/tools/sql@v1.29.1 ;;
+    # The real Temporal server (on PostgreSQL) and its schema tool, the compose file's
+    # version; it needs Go >= 1.26.10, so the build takes go1.27.3 from the module proxy.
+    temporal-server) need temporal-server go.temporal.io/server/cmd/server@v1.32.2 go1.27.3 ;;
+    temporal-sql-tool) need temporal-sql-tool go.temporal.io/server/cmd/tools/sql@v1.32.2 go1.27.3 ;;
     *) echo "oncely: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

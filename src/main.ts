@@ -5,7 +5,7 @@ import { loadConfig } from './config';
 import { createLogger, startRuntime, type Role } from './runtime';
 import { StartWatchdog } from './start-watchdog';
 import { createTenant, tenantForApiKey } from './tenants';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -46,7 +46,9 @@ async function devTenantKey(): Promise<string> {
   const existing = await readFile(file, 'utf8').catch(() => undefined);
   if (existing && (await tenantForApiKey(runtime.pool, existing.trim()))) return existing.trim();
   const { apiKey } = await createTenant(runtime.pool, 'dev');
-  await writeFile(file, apiKey, { mode: 0o600 });
+  // Written whole, then renamed into place: a reader never sees part of a key.
+  await writeFile(`${file}.tmp`, apiKey, { mode: 0o600 });
+  await rename(`${file}.tmp`, file);
   return apiKey;
 }
 

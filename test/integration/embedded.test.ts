@@ -42,7 +42,14 @@ async function screenshotTemporalUi(key: string): Promise<void> {
 async function start(): Promise<string> {
   proc = startProcess(...nodeTs(path.join(root, 'src/main.ts')), { logFile: path.join(dataDir, 'main.log'), env, cwd: root });
   await waitUntil('embedded Oncely', async () => (await fetch(`${url}/readyz`)).ok, { proc, timeoutMs: 90_000 });
-  return readFileSync(path.join(dataDir, 'dev-tenant-key'), 'utf8').trim();
+  // The dev tenant is made once the API is up: its key file appears (whole) after /readyz.
+  const keyFile = path.join(dataDir, 'dev-tenant-key');
+  await waitUntil(
+    'the dev tenant key',
+    async () => (await fetch(`${url}/v1/uploads`, { headers: { authorization: `Bearer ${readFileSync(keyFile, 'utf8').trim()}` } })).ok,
+    { proc, timeoutMs: 60_000 },
+  );
+  return readFileSync(keyFile, 'utf8').trim();
 }
 
 beforeAll(async () => {

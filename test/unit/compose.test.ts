@@ -85,8 +85,8 @@ describe('docker-compose.yml', () => {
     expect(compose.services['transcode-worker'].environment.WORKER_QUEUES).toBe('transcode');
     expect(compose.services['transcode-worker'].environment.CLAMD_ADDRESS).toBe('tcp://clamd:3310');
     const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^FROM base AS app$/m);
-    expect(dockerfile).toMatch(/^FROM base AS transcode$/m);
+    expect(dockerfile).toMatch(/^FROM node:24-bookworm-slim AS app$/m);
+    expect(dockerfile).toMatch(/^FROM node:24-bookworm-slim AS transcode$/m);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
