@@ -1,4 +1,4 @@
-// Oncely on the real Temporal server (v1.29.1 on the machine's PostgreSQL, 4 history
+// Oncely on the real Temporal server (v1.32.2 on the machine's PostgreSQL, 4 history
 // shards; test/support/temporal-server.ts) instead of the dev server: an upload commits
 // once and replays, and a worker SIGKILLed mid-commit (its database cut between the object
 // commit and the records transaction) leaves one upload after a new worker takes over.

@@ -1,4 +1,4 @@
-// Starts the real Temporal server (v1.29.1, built by scripts/tools.sh) on the machine's
+// Starts the real Temporal server (v1.32.2, built by scripts/tools.sh) on the machine's
 // PostgreSQL: creates its two databases, sets up / updates their schemas with the server's
 // own SQL tool (schemas embedded in the tool), writes a config with 4 history shards and
 // pools that fit a 100-connection PostgreSQL, starts every service in one process on
