@@ -71,8 +71,7 @@ describe('docker-compose.yml', () => {
         continue;
       }
       expect(svc.restart, name).toBe('unless-stopped');
-      // The UI's image brings its own HEALTHCHECK; the rest declare one here.
-      if (name !== 'temporal-ui') expect(svc.healthcheck?.test, `${name} healthcheck`).toBeDefined();
+      expect(svc.healthcheck?.test, `${name} healthcheck`).toBeDefined();
     }
     for (const role of ['api', 'worker', 'transcode-worker'])
       expect(compose.services[role].healthcheck.test).toEqual(['CMD', 'node', '/app/bin/oncely-healthcheck']);
