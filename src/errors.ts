@@ -26,6 +26,7 @@ export const catalogue = {
   body_invalid: { status: 400, title: 'Request body is invalid' },
   webhook_url_invalid: { status: 400, title: 'Webhook URL is not allowed' },
   query_invalid: { status: 400, title: 'A query parameter is invalid' },
+  value_out_of_range: { status: 400, title: 'A value in the request is out of the range the service stores' },
   upload_failed: { status: 503, title: 'Upload could not be completed', retryAfter: 2 },
   tus_version_unsupported: { status: 412, title: 'Tus-Resumable version is not supported' },
   upload_offset_mismatch: { status: 409, title: 'Upload-Offset does not match the upload' },
@@ -123,8 +124,27 @@ export function problem(code: ErrorCode, detail?: string, opts?: ConstructorPara
 }
 
 /**
+ * A database error caused by the request's values rather than by the database: a data
+ * exception (SQLSTATE class 22: out of range, malformed date, bad encoding) or a CHECK
+ * constraint the value breaks. Such a request is bad input (400): retrying it cannot help.
+ */
+export function inputRefusedByDatabase(err: unknown): Problem | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  if (!code.startsWith('22') && code !== '23514') return undefined;
+  return problem(
+    'value_out_of_range',
+    'A value in the request is outside what the service can store or compare; check dates, numbers and cursors.',
+    {
+      cause: err,
+    },
+  );
+}
+
+/**
  * Runs one call to an infrastructure dependency; any failure that is not already a
- * catalogue error becomes that dependency's 503, so a client retries with the same key.
+ * catalogue error becomes that dependency's 503, so a client retries with the same key
+ * (bad input the database refused is a 400 instead: inputRefusedByDatabase).
  */
 export async function dependency<T>(
   code: 'database_unavailable' | 'storage_unavailable' | 'temporal_unavailable',
@@ -134,6 +154,10 @@ export async function dependency<T>(
     return await fn();
   } catch (err) {
     if (err instanceof Problem) throw err;
+    if (code === 'database_unavailable') {
+      const refused = inputRefusedByDatabase(err);
+      if (refused) throw refused;
+    }
     throw problem(code, undefined, { cause: err });
   }
 }

@@ -4,7 +4,8 @@
 // schemas themselves (so every failure gets its catalogue problem), not a generic hook.
 import { OpenAPIHono, z, type RouteConfig } from '@hono/zod-openapi';
 import type { Handler, MiddlewareHandler } from 'hono';
-import { catalogue, type ErrorCode } from '../errors';
+import { catalogue, problem, type ErrorCode } from '../errors';
+import { jsonBody } from './json-body';
 import type { AppEnv } from './env';
 import { SCOPES } from '../credentials';
 import { accessOf, assertAccess, schemeOf, UPLOAD_TOKEN_SCHEME } from './scopes';
@@ -30,8 +31,36 @@ export function route(app: OpenAPIHono<AppEnv>, def: RouteConfig, ...handlers: (
     def.method.toUpperCase(),
     def.path.replaceAll(/\{(\w+)\}/g, ':$1'),
     ...(guard as [Handler<AppEnv>]),
+    ...(requestGuards(def) as [Handler<AppEnv>]),
     ...(handlers as [Handler<AppEnv>]),
   );
+}
+
+/**
+ * The request as documented, checked before the handler runs: path parameters (a value the
+ * pattern cannot name is no resource: 404) and the JSON body (400 naming the field).
+ */
+function requestGuards(def: RouteConfig): MiddlewareHandler<AppEnv>[] {
+  const guards: MiddlewareHandler<AppEnv>[] = [];
+  const params = def.request?.params;
+  if (params instanceof z.ZodType)
+    guards.push(async function pathGuard(c, next) {
+      const parsed = params.safeParse(c.req.param());
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw problem('not_found', `No such resource: path parameter ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}.`);
+      }
+      await next();
+    });
+  const json = def.request?.body?.content['application/json'];
+  const media = json && 'schema' in json ? json : undefined;
+  const schema = media?.schema;
+  if (schema instanceof z.ZodType)
+    guards.push(async function bodyGuard(c, next) {
+      await jsonBody(c, schema, media?.example);
+      await next();
+    });
+  return guards;
 }
 
 /** Problem answers a route may give, grouped by status, each listing its catalogue codes. */
@@ -85,12 +114,17 @@ export const IDEMPOTENT_PROBLEMS: ErrorCode[] = [
   'payload_too_large',
 ];
 
-/** The request of a JSON POST route: an optional Idempotency-Key and a body `schema`. */
-export function idempotentJsonRequest(schema: z.ZodType) {
+/** The request of a JSON POST route: an optional Idempotency-Key and a body `schema` (`example`: shown in the docs and in a bad body's problem). */
+export function idempotentJsonRequest(schema: z.ZodType, example: unknown) {
   return {
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
-    body: { required: true, content: { 'application/json': { schema } } },
+    body: jsonRequestBody(schema, example),
   };
+}
+
+/** A required JSON request body. */
+export function jsonRequestBody(schema: z.ZodType, example: unknown) {
+  return { required: true, content: { 'application/json': { schema, example } } };
 }
 
 /** A 201 answer (and its replays, marked Idempotent-Replayed), with or without Location. */
@@ -107,6 +141,7 @@ export const COMMON_V1_PROBLEMS: ErrorCode[] = [
   'unauthorized',
   'insufficient_scope',
   'malformed_request',
+  'value_out_of_range',
   'database_unavailable',
   'internal_error',
 ];

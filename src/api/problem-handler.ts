@@ -2,7 +2,7 @@
 // and answered as a bare 500 that leaks no internals.
 import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { Problem, problem } from '../errors';
+import { inputRefusedByDatabase, Problem, problem } from '../errors';
 import type { AppEnv } from './env';
 import { closesUnreadBody } from './unread-body';
 
@@ -23,6 +23,11 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
   }
   if (err instanceof HTTPException && err.status < 500) {
     return problemResponse(problem('header_invalid', err.message || undefined));
+  }
+  const refused = inputRefusedByDatabase(err);
+  if (refused) {
+    c.set('errorCode', refused.code);
+    return problemResponse(refused);
   }
   c.set('errorCode', 'internal_error');
   c.get('log')?.error({ err }, 'unhandled error');

@@ -6,6 +6,7 @@ import { z } from '@hono/zod-openapi';
 import { SCOPES } from '../credentials';
 import { catalogue, type ErrorCode } from '../errors';
 import { PipelineName } from '../pipelines/catalogue';
+import { shownOnce } from './redact';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -66,13 +67,33 @@ export const MediaType = z
     example: 'image/jpeg',
   });
 
-export const ExpiresAt = z.iso
-  .datetime({ offset: true, error: 'expiresAt must be an RFC 3339 date-time with its offset (2027-01-31T00:00:00Z).' })
-  .openapi({
-    description:
-      'When to delete the upload (RFC 3339, in the future): the deletion workflow erases it then, as DELETE would. The tenant retention (retentionDays) may delete it earlier.',
-    example: '2027-01-31T00:00:00Z',
-  });
+/** The largest value of a PostgreSQL integer column. */
+export const INT4_MAX = 2_147_483_647;
+
+/** A declared pipeline version (versions count from 1). */
+export const PipelineVersionNumber = z.number().int().min(1).max(INT4_MAX);
+
+const EARLIEST_INSTANT = Date.UTC(1970, 0, 1);
+const LATEST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * An RFC 3339 date-time with its offset, from 1970 to 9999 in UTC: what both a JavaScript
+ * Date and a PostgreSQL timestamptz hold and print back (year 0000 is neither's).
+ */
+export function instant(name: string) {
+  return z.iso
+    .datetime({ offset: true, error: `${name} must be an RFC 3339 date-time with its offset (2027-01-31T00:00:00Z).` })
+    .refine((v) => {
+      const t = Date.parse(v);
+      return t >= EARLIEST_INSTANT && t <= LATEST_INSTANT;
+    }, `${name} must lie between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z.`);
+}
+
+export const ExpiresAt = instant('expiresAt').openapi({
+  description:
+    'When to delete the upload (RFC 3339, in the future): the deletion workflow erases it then, as DELETE would. The tenant retention (retentionDays) may delete it earlier.',
+  example: '2027-01-31T00:00:00Z',
+});
 
 export const PreferHeader = z.string().openapi({
   description:
@@ -172,6 +193,7 @@ export const CreateWebhookEndpoint = z
     }),
     description: z.string().max(500).optional(),
   })
+  .strict()
   .openapi('CreateWebhookEndpoint');
 
 /** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
@@ -225,7 +247,7 @@ export const UploadToken = z
   })
   .openapi('UploadToken');
 export const UploadTokenCreated = UploadToken.extend({
-  token: z.string().openapi({ description: 'The bearer token (`oup_…`); shown in this answer and its replays only.' }),
+  token: shownOnce({ description: 'The bearer token (`oup_…`); shown in this answer and its replays only.' }),
 }).openapi('UploadTokenCreated');
 
 export const CreateTenant = z
@@ -236,6 +258,7 @@ export const CreateTenant = z
       .optional()
       .openapi({ description: 'sha256: identical bytes under this tenant share one stored object (default off).' }),
   })
+  .strict()
   .openapi('CreateTenant');
 
 export const TenantSettings = z
@@ -267,6 +290,7 @@ export const CreateApiKey = z
         example: ['uploads:write', 'uploads:read'],
       }),
   })
+  .strict()
   .openapi('CreateApiKey');
 
 // ---- responses --------------------------------------------------------------------------
@@ -406,14 +430,10 @@ export const ListUploadsQuery = z
       .max(200)
       .optional()
       .openapi({ description: 'Only uploads made with an upload token naming this subject.', example: 'user-42' }),
-    createdAfter: z.iso
-      .datetime({ offset: true, error: 'createdAfter must be an RFC 3339 date-time.' })
+    createdAfter: instant('createdAfter')
       .optional()
       .openapi({ description: 'Only uploads created after this instant (RFC 3339).', example: '2026-12-01T00:00:00Z' }),
-    createdBefore: z.iso
-      .datetime({ offset: true, error: 'createdBefore must be an RFC 3339 date-time.' })
-      .optional()
-      .openapi({ description: 'Only uploads created before this instant (RFC 3339).' }),
+    createdBefore: instant('createdBefore').optional().openapi({ description: 'Only uploads created before this instant (RFC 3339).' }),
     idempotencyKey: IdempotencyKey.optional().openapi({ description: 'Only the upload made under this key.' }),
   })
   .strict();
@@ -481,8 +501,8 @@ export const RedeliveryStarted = z
 
 export const Recover = z
   .object({
-    since: z.iso.datetime({ offset: true, error: 'since must be an RFC 3339 date-time.' }),
-    until: z.iso.datetime({ offset: true, error: 'until must be an RFC 3339 date-time.' }).optional(),
+    since: instant('since'),
+    until: instant('until').optional(),
   })
   .strict()
   .openapi('Recover');
@@ -605,7 +625,7 @@ export const WebhookEndpoint = z
   })
   .openapi('WebhookEndpoint');
 export const WebhookEndpointCreated = WebhookEndpoint.extend({
-  secret: z.string().openapi({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
+  secret: shownOnce({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
 }).openapi('WebhookEndpointCreated');
 export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint) }).openapi('WebhookEndpointList');
 
@@ -613,7 +633,7 @@ export const ApiKey = z
   .object({ id: Uuid, label: z.string(), scopes: z.array(Scope), createdAt: z.string(), revokedAt: z.string().nullable() })
   .openapi('ApiKey');
 export const ApiKeyCreated = ApiKey.extend({
-  key: z.string().openapi({
+  key: shownOnce({
     description: 'The bearer token. Shown in this answer (and its idempotent replays) only; stored as a hash.',
     example: 'onc_…',
   }),

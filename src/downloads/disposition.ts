@@ -21,6 +21,34 @@ export function isBrowserActive(contentType: string): boolean {
   );
 }
 
+/** What markup is labelled with where no sandbox can be attached (a presigned store URL). */
+export const NEUTRAL_CONTENT_TYPE = 'application/octet-stream';
+
+/** The headers a stored file is handed to a browser with. */
+export interface Presentation {
+  disposition: Disposition;
+  contentDisposition: string;
+  contentType: string;
+  /** `Content-Security-Policy: sandbox` is due (markup served by the API itself). */
+  sandbox: boolean;
+}
+
+/**
+ * The one rule for handing out stored files, whoever serves them: markup and scripts are
+ * always attachments; the API adds a sandbox to them, and a URL served by the store, which
+ * cannot add one (`canSandbox` false), labels them with a neutral type instead.
+ */
+export function presentation(contentType: string, fileName: string | null, wanted: Disposition, canSandbox: boolean): Presentation {
+  const active = isBrowserActive(contentType);
+  const disposition = active ? 'attachment' : wanted;
+  return {
+    disposition,
+    contentDisposition: contentDisposition(disposition, fileName),
+    contentType: active && !canSandbox ? NEUTRAL_CONTENT_TYPE : contentType,
+    sandbox: active && canSandbox,
+  };
+}
+
 /**
  * The header for `fileName` (null: none stored) under `disposition`. Control characters and
  * path separators are removed from the name first, so neither the quoted fallback nor the

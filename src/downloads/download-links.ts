@@ -7,7 +7,7 @@
 import { problem } from '../errors';
 import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
-import { contentDisposition, isBrowserActive, type Disposition } from './disposition';
+import { presentation, type Disposition } from './disposition';
 import type { Servable } from './serve';
 
 const SIGN_PURPOSE = 'download';
@@ -31,16 +31,17 @@ export class DownloadLinks {
 
   /** A URL for `obj` (an upload of `tenantId`); a path of the API when the store signs none itself. */
   async create(tenantId: string, what: SignedDownload, obj: Servable, expiresSeconds: number): Promise<DownloadLink> {
-    const disposition = isBrowserActive(obj.contentType) ? 'attachment' : what.disposition;
     const presigner = this.deps.store.presigner;
     if (presigner) {
+      const shown = presentation(obj.contentType, obj.fileName, what.disposition, false);
       const signed = await presigner.presignGet(obj.storageKey, {
-        contentDisposition: contentDisposition(disposition, obj.fileName),
-        contentType: obj.contentType,
+        contentDisposition: shown.contentDisposition,
+        contentType: shown.contentType,
         expiresSeconds,
       });
-      return { url: signed.url, expiresAt: signed.expiresAt, disposition };
+      return { url: signed.url, expiresAt: signed.expiresAt, disposition: shown.disposition };
     }
+    const { disposition } = presentation(obj.contentType, obj.fileName, what.disposition, true);
     const { expires, signature } = this.deps.box.signUntil(SIGN_PURPOSE, signedData(tenantId, { ...what, disposition }), expiresSeconds);
     const query = new URLSearchParams({
       ...(what.rendition ? { rendition: what.rendition } : {}),

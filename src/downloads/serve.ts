@@ -7,7 +7,7 @@ import { pipeline, Readable, Transform } from 'node:stream';
 import { noteStreamedBytes } from '../upload/gc-pacer';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
-import { contentDisposition, isBrowserActive, type Disposition } from './disposition';
+import { presentation, type Disposition } from './disposition';
 import { resolveRange } from './range';
 
 /** What is served: an upload's original or one of its renditions. */
@@ -31,16 +31,16 @@ export interface ServeRequest {
 
 export async function serveObject(store: ObjectStore, obj: Servable, req: ServeRequest, wanted: Disposition): Promise<Response> {
   const etag = `"${obj.etag}"`;
-  const active = isBrowserActive(obj.contentType);
+  const shown = presentation(obj.contentType, obj.fileName, wanted, true);
   const headers: Record<string, string> = {
     etag,
     'last-modified': obj.lastModified.toUTCString(),
     'cache-control': 'private, no-cache',
     'accept-ranges': 'bytes',
     'x-content-type-options': 'nosniff',
-    'content-type': obj.contentType,
-    'content-disposition': contentDisposition(active ? 'attachment' : wanted, obj.fileName),
-    ...(active ? { 'content-security-policy': 'sandbox' } : {}),
+    'content-type': shown.contentType,
+    'content-disposition': shown.contentDisposition,
+    ...(shown.sandbox ? { 'content-security-policy': 'sandbox' } : {}),
   };
   if (req.ifNoneMatch !== undefined && matchesAny(req.ifNoneMatch, etag)) return new Response(null, { status: 304, headers });
 

@@ -122,24 +122,57 @@ describe('an Idempotency-Key shared by an upload and another route', () => {
 });
 
 describe('secrets are shown once', () => {
-  it('a key poll redacts the new API key token and webhook secret; a replay of the request itself still returns them', async () => {
-    const key = `secret-${randomUUID()}`;
-    const created = await postJson('/v1/api-keys', { label: 'shown once' }, key);
-    expect(created.status).toBe(201);
-    const poll = await getJson(`${stack.url}/v1/idempotency-keys/${key}`, tenant.apiKey);
-    expect(poll.status).toBe(200);
-    expect(poll.json.response).toMatchObject({ id: created.json.id, label: 'shown once', key: '[redacted]' });
-    expect(JSON.stringify(poll.json)).not.toContain(created.json.key);
-    const replay = await postJson('/v1/api-keys', { label: 'shown once' }, key);
-    expect(replay.json.key).toBe(created.json.key);
+  // Each kind of secret an answer shows once, the route that makes it and where it sits.
+  const kinds = [
+    { kind: 'API key', path: '/v1/api-keys', body: () => ({ label: `shown once ${randomUUID()}` }), field: 'key', prefix: 'onc_' },
+    {
+      kind: 'webhook secret',
+      path: '/v1/webhook-endpoints',
+      body: () => ({ url: 'http://127.0.0.1:9/hook' }),
+      field: 'secret',
+      prefix: 'whsec_',
+    },
+    {
+      kind: 'pipeline signing secret',
+      path: '/v1/pipelines',
+      body: () => ({ name: `secret-${randomUUID().slice(0, 8)}`, steps: [] }),
+      field: 'signingSecret',
+      prefix: 'whsec_',
+    },
+    { kind: 'upload token', path: '/v1/upload-tokens', body: () => ({ maxUploads: 1 }), field: 'token', prefix: 'oup_' },
+  ] as const;
 
-    const hookKey = `secret-${randomUUID()}`;
-    const hook = await postJson('/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/hook' }, hookKey);
-    expect(hook.json.secret).toMatch(/^whsec_/);
-    const hookPoll = await getJson(`${stack.url}/v1/idempotency-keys/${hookKey}`, tenant.apiKey);
-    expect(hookPoll.json.response.secret).toBe('[redacted]');
-    expect(JSON.stringify(hookPoll.json)).not.toContain(hook.json.secret);
-  });
+  it.each(kinds)(
+    '$kind: a key poll (even by a read-only key) shows it redacted; a read-only key cannot replay; the replay itself returns it',
+    async (k) => {
+      const key = `secret-${randomUUID()}`;
+      const body = k.body();
+      const created = await postJson(k.path, body, key);
+      expect(created.status, created.text).toBe(201);
+      const secret = created.json[k.field] as string;
+      expect(secret.startsWith(k.prefix)).toBe(true);
+      const readOnly = await postJson('/v1/api-keys', { label: `read-only ${randomUUID()}`, scopes: ['uploads:read'] });
+      expect(readOnly.status).toBe(201);
+
+      for (const reader of [tenant.apiKey, readOnly.json.key as string]) {
+        const poll = await getJson(`${stack.url}/v1/idempotency-keys/${encodeURIComponent(key)}`, reader);
+        expect(poll.status).toBe(200);
+        expect(poll.json.response[k.field]).toBe('[redacted]');
+        expect(JSON.stringify(poll.json)).not.toContain(secret);
+      }
+      // Replaying the request needs the scope of the route it was made on.
+      const replayByReader = await fetch(`${stack.url}${k.path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${readOnly.json.key}`, 'idempotency-key': key },
+        body: JSON.stringify(body),
+      });
+      expect(replayByReader.status).toBe(403);
+      expect(await replayByReader.text()).not.toContain(secret);
+      const replay = await postJson(k.path, body, key);
+      expect(replay.status).toBe(201);
+      expect(replay.json[k.field]).toBe(secret);
+    },
+  );
 });
 
 describe('NUL characters are bad input, not an outage', () => {

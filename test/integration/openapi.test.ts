@@ -21,6 +21,7 @@ import {
   WebhookEndpointList,
 } from '../../src/api/schemas';
 import { catalogue } from '../../src/errors';
+import { SECRET_FIELDS, SHOWN_ONCE } from '../../src/api/redact';
 import { SCOPES } from '../../src/credentials';
 import { schemeOf } from '../../src/api/scopes';
 import { startTestStack, type TestStack } from '../helpers/stack';
@@ -103,6 +104,19 @@ describe('the document', () => {
     }
     expect([...mentioned].sort()).toEqual(Object.keys(catalogue).sort());
     expect(doc.components.schemas.Problem.properties.error.enum.sort()).toEqual(Object.keys(catalogue).sort());
+  });
+
+  it('marks every secret shown once, and the redaction list names exactly those fields', () => {
+    const marked = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(walk);
+      if (node === null || typeof node !== 'object') return;
+      const props = (node as { properties?: Record<string, Record<string, unknown>> }).properties;
+      for (const [name, schema] of Object.entries(props ?? {})) if (schema[SHOWN_ONCE] === true) marked.add(name);
+      Object.values(node).forEach(walk);
+    };
+    walk(doc);
+    expect([...marked].sort()).toEqual([...SECRET_FIELDS].sort());
   });
 
   it('states both key windows and describes the outgoing webhooks', () => {

@@ -10,6 +10,8 @@ import { ListEventsQuery, ListUploadsQuery } from '../schemas';
 
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const EVENT_ID = /^evt_[0-9a-z_]{1,80}$/;
+/** The last microsecond of year 9999: no row is created later. */
+const LATEST_MICROS = 253_402_300_799_999_999n;
 
 export function encodeCursor(p: ListPosition): string {
   return Buffer.from(`${p.createdMicros}.${p.id}`).toString('base64url');
@@ -17,7 +19,7 @@ export function encodeCursor(p: ListPosition): string {
 
 function decodeCursor(cursor: string, id: RegExp): ListPosition {
   const m = /^(\d{1,19})\.(.+)$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (!m || !id.test(m[2]!))
+  if (!m || !id.test(m[2]!) || BigInt(m[1]!) > LATEST_MICROS)
     throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
   return { createdMicros: m[1]!, id: m[2]! };
 }

@@ -8,7 +8,7 @@ import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../openapi';
 import { CreateTenant, Tenant, TenantCreated, TenantSettings, Uuid } from '../schemas';
 import { apiKeyView } from './api-keys';
 
@@ -18,7 +18,7 @@ const createTenantRoute = createRoute({
   tags: ['operators'],
   summary: 'Create a tenant and its first API key',
   security: [{ adminToken: [] }],
-  request: idempotentJsonRequest(CreateTenant),
+  request: idempotentJsonRequest(CreateTenant, { name: 'Acme' }),
   responses: {
     201: createdResponse("Created; `apiKey.key` is the tenant's first bearer token.", TenantCreated, { location: false }),
     ...problems('unauthorized', 'not_found', 'database_unavailable', 'internal_error', ...IDEMPOTENT_PROBLEMS),
@@ -36,7 +36,7 @@ const updateTenantRoute = createRoute({
   security: [{ adminToken: [] }],
   request: {
     params: z.object({ id: Uuid }),
-    body: { required: true, content: { 'application/json': { schema: TenantSettings } } },
+    body: jsonRequestBody(TenantSettings, { retentionDays: 30 }),
   },
   responses: {
     200: { description: 'The tenant with its settings', content: { 'application/json': { schema: Tenant } } },
@@ -48,7 +48,7 @@ export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions })
   const app = router();
   route(app, updateTenantRoute, async function updateTenant(c) {
     const id = c.req.param('id')!;
-    const body = await jsonBody(c, TenantSettings, '{"retentionDays": 30}');
+    const body = await jsonBody(c, TenantSettings);
     const row = Uuid.safeParse(id).success
       ? await dependency('database_unavailable', () => setTenantRetention(deps.idempotency.pool, id, body.retentionDays))
       : undefined;
@@ -56,7 +56,7 @@ export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions })
     return c.json({ tenantId: row.id, name: row.name, dedupe: row.dedupe, retentionDays: row.retention_days });
   });
   route(app, createTenantRoute, idempotentRoute(deps.idempotency), async function createTenant(c) {
-    const body = await jsonBody(c, CreateTenant, '{"name": "Acme"}');
+    const body = await jsonBody(c, CreateTenant);
     const { tenant, apiKey } = await dependency('database_unavailable', () =>
       createTenantWithKey(deps.idempotency.pool, body.name, undefined, body.dedupe),
     );

@@ -31,7 +31,7 @@ const createKeyRoute = createRoute({
   tags: ['api keys'],
   summary: 'Create another API key for the calling tenant, with all or some of the scopes the calling key holds',
   security: requires('keys:manage'),
-  request: idempotentJsonRequest(CreateApiKey),
+  request: idempotentJsonRequest(CreateApiKey, { label: 'ci uploader', scopes: ['uploads:write'] }),
   responses: {
     201: createdResponse('Created; `key` is the new bearer token.', ApiKeyCreated, { location: true }),
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'quota_exceeded'),
@@ -65,7 +65,7 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
   const { pool } = deps.idempotency;
 
   route(app, createKeyRoute, idempotentRoute(deps.idempotency), async function createTenantApiKey(c) {
-    const body = await jsonBody(c, CreateApiKey, '{"label": "ci uploader", "scopes": ["uploads:write"]}');
+    const body = await jsonBody(c, CreateApiKey);
     const tenantId = c.get('tenantId');
     // A key makes keys with at most its own scopes: keys:manage alone cannot mint more power.
     const held = c.get('principal').scopes;

@@ -14,7 +14,7 @@ import type { AppEnv } from '../env';
 import { header } from '../headers';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
 import { parsePrefer } from '../parse/request-headers';
 import { BatchDelete, BatchDeletion, Deletion, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { requires } from '../scopes';
@@ -24,7 +24,7 @@ export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config:
   const app = router();
 
   route(app, batchDeleteRoute, idempotentRoute(deps.idempotency), async function deleteUploads(c) {
-    const { ids } = await jsonBody(c, BatchDelete, '{"ids": ["…"]}');
+    const { ids } = await jsonBody(c, BatchDelete);
     const tenantId = c.get('tenantId');
     const items = await Promise.all(
       ids.map(async (uploadId) => {
@@ -105,7 +105,7 @@ const batchDeleteRoute = createRoute({
   security: requires('uploads:delete'),
   request: {
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
-    body: { required: true, content: { 'application/json': { schema: BatchDelete } } },
+    body: jsonRequestBody(BatchDelete, { ids: ['…'] }),
   },
   responses: {
     202: {

@@ -16,7 +16,7 @@ import { header, headerValues } from '../headers';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
 import { replayHeaders } from '../replay-headers';
-import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnswers, KEY_PROBLEMS, jsonRequestBody } from '../openapi';
 import { requestBody } from '../request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
 import { renderOutcome } from '../upload-answer';
@@ -38,7 +38,7 @@ const createPlanRoute = createRoute({
   security: requires('uploads:write', { uploadToken: true }),
   request: {
     headers: z.object({ 'idempotency-key': IdempotencyKey, prefer: PreferHeader.optional() }),
-    body: { required: true, content: { 'application/json': { schema: CreateDirectUpload } } },
+    body: jsonRequestBody(CreateDirectUpload, { bytes: 1048576, sha256: '<hex>', contentType: 'video/mp4', fileName: 'talk.mp4' }),
   },
   responses: {
     201: {
@@ -84,7 +84,7 @@ const partRoute = createRoute({
   security: requires('uploads:write', { uploadToken: 'own-sessions' }),
   request: {
     params: z.object({ id: Uuid, n: z.string().regex(/^\d{1,5}$/) }),
-    body: { required: true, content: { 'application/json': { schema: DirectPartRequest } } },
+    body: jsonRequestBody(DirectPartRequest, { sha256: '<hex or base64 of the part>' }),
   },
   responses: {
     200: {
@@ -171,11 +171,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
   route(app, createPlanRoute, async function createDirectUpload(c) {
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     c.set('idempotencyKey', key);
-    const body = await jsonBody(
-      c,
-      CreateDirectUpload,
-      '{"bytes": 1048576, "sha256": "<hex>", "contentType": "video/mp4", "fileName": "talk.mp4"}',
-    );
+    const body = await jsonBody(c, CreateDirectUpload);
     if (body.bytes > config.MAX_UPLOAD_BYTES)
       throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, {
         extra: { maxBytes: config.MAX_UPLOAD_BYTES },
@@ -206,7 +202,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
   });
 
   route(app, partRoute, async function presignDirectPart(c) {
-    const body = await jsonBody(c, DirectPartRequest, '{"sha256": "<hex or base64 of the part>"}');
+    const body = await jsonBody(c, DirectPartRequest);
     const sha = /^[0-9a-f]{64}$/.test(body.sha256) ? Buffer.from(body.sha256, 'hex').toString('base64') : body.sha256;
     const token = callingToken(c);
     if (token) await direct.find(c.get('tenantId'), planId(c), token.id);

@@ -16,7 +16,7 @@ import type { ObjectStore } from '../../storage/store';
 import type { AppEnv } from '../env';
 import { header } from '../headers';
 import { jsonBody } from '../json-body';
-import { COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
 import { absoluteUrl } from '../public-url';
 import { CreateDownloadUrl, DispositionQuery, DownloadUrl, Uuid } from '../schemas';
 import { callingToken, requires } from '../scopes';
@@ -69,7 +69,7 @@ export function uploadContentRoutes(deps: DownloadDeps) {
 
   route(app, downloadUrlRoute, async function createDownloadUrl(c) {
     const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!);
-    const body = await jsonBody(c, CreateDownloadUrl, '{"expiresInSeconds": 900, "disposition": "attachment"}');
+    const body = await jsonBody(c, CreateDownloadUrl);
     const seconds = body.expiresInSeconds ?? Math.min(DEFAULT_URL_SECONDS, config.DOWNLOAD_URL_MAX_SECONDS);
     if (seconds > config.DOWNLOAD_URL_MAX_SECONDS) {
       throw problem('body_invalid', `expiresInSeconds may be at most ${config.DOWNLOAD_URL_MAX_SECONDS} (DOWNLOAD_URL_MAX_SECONDS).`);
@@ -278,7 +278,7 @@ const downloadUrlRoute = createRoute({
   security: requires('uploads:read'),
   request: {
     params: z.object({ id: Uuid }),
-    body: { required: true, content: { 'application/json': { schema: CreateDownloadUrl } } },
+    body: jsonRequestBody(CreateDownloadUrl, { expiresInSeconds: 900, disposition: 'attachment' }),
   },
   responses: {
     201: { description: 'The URL', content: { 'application/json': { schema: DownloadUrl } } },

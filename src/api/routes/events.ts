@@ -13,7 +13,7 @@ import type { Redeliveries } from '../../lifecycle/redeliveries';
 import { header } from '../headers';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
 import { encodeCursor, parseEventQuery } from '../parse/list-query';
 import { parsePrefer } from '../parse/request-headers';
 import {
@@ -86,7 +86,7 @@ export function eventRoutes(deps: { pool: Pool; redeliveries: Redeliveries; conf
   route(app, redeliverRoute, idempotentRoute(deps.idempotency), async function redeliverEvent(c) {
     const tenantId = c.get('tenantId');
     const event = await tenantEvent(tenantId, c.req.param('id')!);
-    const body = await jsonBody(c, Redeliver, '{"endpointId": "…"}');
+    const body = await jsonBody(c, Redeliver);
     const { waitMs } = parsePrefer(header(c, 'prefer'), 0, config.MAX_WAIT_SECONDS);
     let endpointIds: string[];
     if (body.endpointId) {
@@ -109,7 +109,7 @@ export function eventRoutes(deps: { pool: Pool; redeliveries: Redeliveries; conf
       ? await dependency('database_unavailable', () => findEndpoint(pool, endpointId))
       : undefined;
     if (!endpoint || endpoint.tenant_id !== tenantId) throw problem('not_found', 'No such webhook endpoint.');
-    const body = await jsonBody(c, Recover, '{"since": "2026-12-01T00:00:00Z"}');
+    const body = await jsonBody(c, Recover);
     const since = new Date(body.since).toISOString();
     const until = new Date(body.until ?? Date.now()).toISOString();
     if (since >= until) throw problem('body_invalid', 'since must be before until.');
@@ -122,7 +122,7 @@ export function eventRoutes(deps: { pool: Pool; redeliveries: Redeliveries; conf
   route(app, recoveryRoute, async function getRecovery(c) {
     const tenantId = c.get('tenantId');
     const endpointId = c.req.param('id')!;
-    const recoveryId = decodeURIComponent(c.req.param('recoveryId')!);
+    const recoveryId = c.req.param('recoveryId')!;
     const endpoint = Uuid.safeParse(endpointId).success
       ? await dependency('database_unavailable', () => findEndpoint(pool, endpointId))
       : undefined;
@@ -180,7 +180,7 @@ const redeliverRoute = createRoute({
   request: {
     params: z.object({ id: EventId }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
-    body: { required: true, content: { 'application/json': { schema: Redeliver } } },
+    body: jsonRequestBody(Redeliver, { endpointId: '…' }),
   },
   responses: {
     200: { description: 'Done', content: { 'application/json': { schema: RedeliveryStarted } } },
@@ -201,7 +201,7 @@ const recoverRoute = createRoute({
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional() }),
-    body: { required: true, content: { 'application/json': { schema: Recover } } },
+    body: jsonRequestBody(Recover, { since: '2026-12-01T00:00:00Z' }),
   },
   responses: {
     202: { description: 'Started', content: { 'application/json': { schema: Recovery } } },

@@ -21,6 +21,8 @@ import { DEFAULT_PIPELINE, type PipelineVersion } from '../../pipelines/steps';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
+import { shownOnce } from '../redact';
+import { INT4_MAX } from '../schemas';
 import { requires } from '../scopes';
 
 export const Pipeline = z
@@ -46,10 +48,10 @@ function view(p: PipelineVersion & { createdAt?: Date }) {
 }
 
 const PipelineDeclared = Pipeline.extend({
-  signingSecret: z.string().optional().openapi({
+  signingSecret: shownOnce({
     description:
       "Only in the answer that declared the name's first version (and its replays): the `whsec_` secret its validation hook and http.call steps are signed with, as webhooks are.",
-  }),
+  }).optional(),
 }).openapi('PipelineDeclared');
 
 const nameParam = z.object({ name: PipelineName });
@@ -60,7 +62,7 @@ const declareRoute = createRoute({
   tags: ['pipelines'],
   summary: 'Declare a pipeline, or a new version of one (the same steps as the latest version answer that version, 200)',
   security: requires('pipelines:manage'),
-  request: idempotentJsonRequest(PipelineDeclaration),
+  request: idempotentJsonRequest(PipelineDeclaration, { name: 'photos', steps: [{ type: 'webhook' }] }),
   responses: {
     201: createdResponse('Created: the new version.', PipelineDeclared, { location: true }),
     200: { description: 'The steps equal the latest version: that version.', content: { 'application/json': { schema: Pipeline } } },
@@ -106,7 +108,8 @@ const versionRoute = createRoute({
     params: nameParam.extend({
       version: z
         .string()
-        .regex(/^\d{1,9}$/)
+        .regex(/^\d{1,10}$/)
+        .refine((v) => Number(v) <= INT4_MAX, 'at most 2147483647')
         .openapi({ example: '2' }),
     }),
   },
@@ -135,7 +138,7 @@ export function pipelineRoutes(deps: {
   };
 
   route(app, declareRoute, idempotentRoute(deps.idempotency), async function declareTenantPipeline(c) {
-    const body = await jsonBody(c, PipelineDeclaration, '{"name": "photos", "steps": [{"type": "webhook"}]}');
+    const body = await jsonBody(c, PipelineDeclaration);
     const urls = [body.validate?.url, ...body.steps.map((s) => (s.type === 'http.call' ? s.url : undefined))];
     for (const url of urls.filter((u) => u !== undefined)) {
       try {
@@ -175,9 +178,7 @@ export function pipelineRoutes(deps: {
         ? name === DEFAULT_PIPELINE
           ? deps.builtin
           : undefined
-        : Number.isSafeInteger(version)
-          ? await db(() => findPipelineVersion(pool, c.get('tenantId'), name, version))
-          : undefined;
+        : await db(() => findPipelineVersion(pool, c.get('tenantId'), name, version));
     if (!found) throw problem('not_found', `No version ${c.req.param('version')} of pipeline ${name}.`);
     return c.json(view(found), 200);
   });

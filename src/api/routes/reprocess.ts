@@ -11,16 +11,16 @@ import { PipelineName } from '../../pipelines/catalogue';
 import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
-import { MediaRange, Uuid } from '../schemas';
+import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../schemas';
 import { requires } from '../scopes';
 
 const ReprocessRequest = z
   .object({
-    version: z.number().int().min(1).optional().openapi({ description: 'The version to run; the latest unless given.' }),
+    version: PipelineVersionNumber.optional().openapi({ description: 'The version to run; the latest unless given.' }),
     filter: z
       .object({
-        createdAfter: z.string().datetime({ offset: true }).optional(),
-        createdBefore: z.string().datetime({ offset: true }).optional(),
+        createdAfter: instant('createdAfter').optional(),
+        createdBefore: instant('createdBefore').optional(),
         contentType: MediaRange.optional().openapi({ example: 'image/*' }),
       })
       .strict()
@@ -69,7 +69,14 @@ const startRoute = createRoute({
   summary:
     'Re-run a version of a pipeline over its uploads: new renditions beside the served ones, switched in one transaction, the old deleted',
   security: requires('pipelines:manage'),
-  request: { params: z.object({ name: PipelineName }), ...idempotentJsonRequest(ReprocessRequest) },
+  request: {
+    params: z.object({ name: PipelineName }),
+    ...idempotentJsonRequest(ReprocessRequest, {
+      version: 2,
+      filter: { createdAfter: '2026-12-01T00:00:00Z', contentType: 'image/*' },
+      concurrency: 4,
+    }),
+  },
   responses: {
     202: createdResponse('Started: poll Location.', ReprocessJob, { location: true }),
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'not_found', 'body_invalid', 'temporal_unavailable'),
@@ -115,7 +122,7 @@ export function reprocessRoutes(deps: { idempotency: IdempotentRouteOptions; rep
   route(app, startRoute, idempotentRoute(deps.idempotency), async function startReprocessing(c) {
     const name = c.req.param('name')!;
     if (!PipelineName.safeParse(name).success) throw problem('not_found', 'No such pipeline.');
-    const body = await jsonBody(c, ReprocessRequest, '{"filter": {"contentType": "image/*"}}');
+    const body = await jsonBody(c, ReprocessRequest);
     const tenantId = c.get('tenantId');
     const version = body.version
       ? await dependency('database_unavailable', () => findPipelineVersion(pool, tenantId, name, body.version!))

@@ -6,7 +6,7 @@ import { findUpload } from '../../db/queries/uploads';
 import { dependency, problem } from '../../errors';
 import type { StepDecisions } from '../../lifecycle/step-decisions';
 import { jsonBody } from '../json-body';
-import { COMMON_V1_PROBLEMS, problems, route, router } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
 import { Uuid } from '../schemas';
 import { requires } from '../scopes';
 
@@ -33,7 +33,7 @@ const completeStepRoute = createRoute({
         .regex(/^\d{1,2}$/)
         .openapi({ description: "The step's index in the pipeline, from 0." }),
     }),
-    body: { required: true, content: { 'application/json': { schema: StepDecisionBody } } },
+    body: jsonRequestBody(StepDecisionBody, { outcome: 'accept' }),
   },
   responses: {
     200: {
@@ -55,7 +55,7 @@ export function uploadStepRoutes(deps: { pool: Pool; decisions: StepDecisions })
       ? await dependency('database_unavailable', () => findUpload(deps.pool, c.get('tenantId'), id))
       : undefined;
     if (!upload || !Number.isInteger(step)) throw problem('not_found', 'No such upload.');
-    const body = await jsonBody(c, StepDecisionBody, '{"outcome": "accept"}');
+    const body = await jsonBody(c, StepDecisionBody);
     await deps.decisions.decide(upload.id, { step, outcome: body.outcome, message: body.message ?? null, data: body.data ?? null });
     return c.json({ uploadId: upload.id, step, outcome: body.outcome }, 200);
   });

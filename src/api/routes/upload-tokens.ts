@@ -36,7 +36,7 @@ const createTokenRoute = createRoute({
   tags: ['upload tokens'],
   summary: 'Mint an upload token: a bearer a browser may hold, that only uploads within its limits',
   security: requires('tokens:mint'),
-  request: idempotentJsonRequest(CreateUploadToken),
+  request: idempotentJsonRequest(CreateUploadToken, { expiresInSeconds: 900, maxBytes: 10000000, allowedTypes: ['image/*'] }),
   responses: {
     201: createdResponse('Created; `token` is the bearer.', UploadTokenCreated, { location: true }),
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'pipeline_unknown'),
@@ -77,7 +77,7 @@ export function uploadTokenRoutes(deps: {
   const max = deps.config.UPLOAD_TOKEN_MAX_SECONDS;
 
   route(app, createTokenRoute, idempotentRoute(deps.idempotency), async function createUploadToken(c) {
-    const body = await jsonBody(c, CreateUploadToken, '{"expiresInSeconds": 900, "maxBytes": 10000000, "allowedTypes": ["image/*"]}');
+    const body = await jsonBody(c, CreateUploadToken);
     const expiresInSeconds = body.expiresInSeconds ?? Math.min(3600, max);
     if (expiresInSeconds > max) throw problem('body_invalid', `expiresInSeconds must be at most ${max} (UPLOAD_TOKEN_MAX_SECONDS).`);
     // A token for a pipeline the tenant has not declared would refuse every upload.

@@ -15,7 +15,7 @@ import type { AppEnv } from '../env';
 import { answerFormPost } from '../form-answer';
 import { jsonBody } from '../json-body';
 import { absoluteUrl } from '../public-url';
-import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS, jsonRequestBody } from '../openapi';
 import { renderOutcome } from '../upload-answer';
 import { assertTokenLive, callerOf, callingToken, requires } from '../scopes';
 import { findUploadToken } from '../../db/queries/upload-tokens';
@@ -49,8 +49,14 @@ const UppyCreate = z
     type: z.string().max(255).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
   })
+  .strict()
   .openapi('UppyCreateMultipart');
-const UppyComplete = z.object({ parts: z.array(z.object({ PartNumber: z.number().int(), ETag: z.string() })) }).openapi('UppyComplete');
+const UppyComplete = z
+  .object({
+    parts: z.array(z.object({ PartNumber: z.number().int().min(1).max(10_000), ETag: z.string().max(1024) }).strict()).max(10_000),
+  })
+  .strict()
+  .openapi('UppyComplete');
 
 const paramsRoute = createRoute({
   method: 'get',
@@ -94,7 +100,10 @@ const createRouteDef = createRoute({
   path: '/{token}/s3/multipart',
   tags: [TAG],
   summary: 'Create (or, for the same key and file, find again) the multipart upload of a file',
-  request: { params: z.object({ token }), body: { required: true, content: { 'application/json': { schema: UppyCreate } } } },
+  request: {
+    params: z.object({ token }),
+    body: jsonRequestBody(UppyCreate, { filename: 'clip.mp4', type: 'video/mp4', metadata: { idempotencyKey: '…' } }),
+  },
   responses: {
     200: json('The object key and upload id', z.object({ key: z.string(), uploadId: z.string() })),
     ...problems(
@@ -141,7 +150,7 @@ const completeRouteDef = createRoute({
   request: {
     params: z.object({ token, uploadId: z.string() }),
     query: objectKey,
-    body: { required: true, content: { 'application/json': { schema: UppyComplete } } },
+    body: jsonRequestBody(UppyComplete, { parts: [{ PartNumber: 1, ETag: '…' }] }),
   },
   responses: {
     200: json(
@@ -240,7 +249,7 @@ export function uppyCompanionRoutes(deps: {
 
   route(app, createRouteDef, async function uppyCreateMultipart(c) {
     const tenantId = await tenant(c);
-    const body = await jsonBody(c, UppyCreate, '{"filename": "clip.mp4", "type": "video/mp4", "metadata": {"idempotencyKey": "…"}}');
+    const body = await jsonBody(c, UppyCreate);
     const grant = callingToken(c)?.grant;
     const { pipeline: named, ...parsed } = uppyFile(body);
     const pipeline = grantedPipeline(grant, named);
@@ -262,7 +271,7 @@ export function uppyCompanionRoutes(deps: {
   route(app, completeRouteDef, async function uppyComplete(c) {
     const o = await owner(c, false);
     const key = objectKeyOf(c);
-    const body = await jsonBody(c, UppyComplete, '{"parts": [{"PartNumber": 1, "ETag": "…"}]}');
+    const body = await jsonBody(c, UppyComplete);
     const outcome = await uppy.complete(o, uploadIdOf(c), key, body.parts, waitMs);
     if (outcome.kind === 'answer' && outcome.response.status < 300 && outcome.response.uploadId) {
       return c.json(

@@ -33,7 +33,7 @@ const createEndpoint = createRoute({
   tags: ['webhooks'],
   summary: 'Register a webhook endpoint (returns its signing secret once)',
   security: requires('webhooks:manage'),
-  request: idempotentJsonRequest(CreateWebhookEndpoint),
+  request: idempotentJsonRequest(CreateWebhookEndpoint, { url: 'https://...' }),
   responses: {
     201: createdResponse('Created (or the replayed answer for the same Idempotency-Key).', WebhookEndpointCreated, { location: true }),
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'quota_exceeded', 'webhook_url_invalid'),
@@ -67,7 +67,7 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
   const pool: Pool = deps.idempotency.pool;
 
   route(app, createEndpoint, idempotentRoute(deps.idempotency), async function createWebhookEndpoint(c) {
-    const body = await jsonBody(c, CreateWebhookEndpoint, '{"url": "https://..."}');
+    const body = await jsonBody(c, CreateWebhookEndpoint);
     try {
       await assertDeliverableUrl(body.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
     } catch (err) {
