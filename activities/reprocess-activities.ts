@@ -1,6 +1,7 @@
 // Side effects of re-processing: paging through a job's uploads, recording each one's
-// outcome once, and switching an upload to the renditions of the new version (the old ones
-// are removed only after the switch, object first, then row, so a retry finds what is left).
+// outcome once, and switching an upload to the renditions of the new version unless it
+// serves a newer one (the older ones are removed only after the switch, object first, then
+// row, so a retry finds what is left; a newer version's are never touched).
 import type { Pool } from '../src/db/pool';
 import { deleteRenditionRow, unservedRenditions } from '../src/db/queries/renditions';
 import {
@@ -23,17 +24,18 @@ export interface ReprocessActivityDeps {
 /** What re-running a version on one upload takes: its file, and the steps that make renditions of it. */
 export type ReprocessPlan =
   | { skip: string }
+  /** The upload serves this newer version already: nothing to run. */
+  | { superseded: number }
   | {
       upload: { storageKey: string; contentType: string; bytes: number; sha256: string; fileName: string | null; createdAt: string };
       steps: [number, ProcessingStep][];
     };
 
 export function createReprocessActivities({ pool, store }: ReprocessActivityDeps) {
-  /** Removes renditions the upload does not serve (other versions'); `only` limits it to one version. */
-  async function removeUnserved(uploadId: string, only?: { pipeline: string; version: number }): Promise<number> {
+  /** Removes renditions the upload does not serve: older versions', or one version's. */
+  async function removeUnserved(uploadId: string, of: 'older' | { pipeline: string; version: number }): Promise<number> {
     let removed = 0;
-    for (const r of await unservedRenditions(pool, uploadId)) {
-      if (only && (r.pipeline !== only.pipeline || r.pipeline_version !== only.version)) continue;
+    for (const r of await unservedRenditions(pool, uploadId, of)) {
       await store.delete(r.storage_key);
       await deleteRenditionRow(pool, { upload_id: uploadId, ...r });
       removed++;
@@ -59,6 +61,7 @@ export function createReprocessActivities({ pool, store }: ReprocessActivityDeps
       const u = await reprocessTarget(pool, a.uploadId);
       if (!u) return { skip: 'upload deleted or rejected' };
       if (u.pipeline === a.pipeline && u.pipeline_version === a.version) return { skip: `already at version ${a.version}` };
+      if (u.pipeline === a.pipeline && (u.pipeline_version ?? 0) > a.version) return { superseded: u.pipeline_version! };
       const version = await findPipelineVersion(pool, a.tenantId, a.pipeline, a.version);
       if (!version) return { skip: `pipeline ${a.pipeline} has no version ${a.version}` };
       // Re-processing remakes renditions; scans, calls and announcements ran when the upload came.
@@ -82,22 +85,24 @@ export function createReprocessActivities({ pool, store }: ReprocessActivityDeps
     },
 
     /**
-     * Serves the new version's renditions from this transaction on, then removes every other
-     * version's; false when the upload was deleted meanwhile (its erasure removes them all).
+     * Serves the new version's renditions from this statement on, then removes the older
+     * versions'. Not switched: the upload was deleted meanwhile (its erasure removes them
+     * all), or it serves a newer version (`servedVersion`; the caller discards this one's).
      */
     async switchRenditions(a: {
       uploadId: string;
       pipeline: string;
       version: number;
       outcome: { status: 'ready' | 'skipped' | 'failed'; reason: string | null; media: Record<string, unknown> | null };
-    }): Promise<{ switched: boolean; removed: number }> {
-      const switched = await switchServedVersion(pool, a.uploadId, { pipeline: a.pipeline, version: a.version }, a.outcome);
-      return { switched, removed: switched ? await removeUnserved(a.uploadId) : 0 };
+    }): Promise<{ switched: boolean; removed: number; servedVersion?: number }> {
+      const r = await switchServedVersion(pool, a.uploadId, { pipeline: a.pipeline, version: a.version }, a.outcome);
+      if (r.switched) return { switched: true, removed: await removeUnserved(a.uploadId, 'older') };
+      return { switched: false, removed: 0, ...('servedVersion' in r ? { servedVersion: r.servedVersion } : {}) };
     },
 
     /** Removes what a re-run that did not finish made (never the served version's). */
     async discardVersion(a: { uploadId: string; pipeline: string; version: number }): Promise<number> {
-      return removeUnserved(a.uploadId, a);
+      return removeUnserved(a.uploadId, { pipeline: a.pipeline, version: a.version });
     },
   };
 }

@@ -4,7 +4,8 @@
 //  4. key rows and upload rows agree (nothing changed under a reused key);
 //  5. every row, object key and workflow id stays inside its tenant;
 // and, for the downstream steps, one rendition set per upload (every rendition row's
-// object present and whole) and one distinct webhook event id per upload and event type;
+// object present and whole, every rendition a succeeded step of the served version made
+// served) and one distinct webhook event id per upload and event type;
 // for deletions, an erased upload has no object of its own, no rendition and no personal
 // metadata, while every live upload (deleted ones' shared bytes included) has all its bytes.
 import { createHash } from 'node:crypto';
@@ -16,6 +17,7 @@ import {
   countRows,
   duplicateUploadsPerKey,
   miscountedObjects,
+  missingServedRenditions,
   mismatchedKeyRows,
   suspiciousDeliveries,
   unservedRenditionRows,
@@ -122,6 +124,10 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   for (const r of await unservedRenditionRows(pool))
     violations.push(
       `renditions: upload ${r.upload_id} keeps ${r.name} of ${r.pipeline} v${r.pipeline_version}, a version it does not serve`,
+    );
+  for (const m of await missingServedRenditions(pool))
+    violations.push(
+      `renditions: upload ${m.upload_id} serves ${m.pipeline} v${m.pipeline_version}, whose step ${m.step_index} made ${m.name}, which is not served`,
     );
   for (const d of await suspiciousDeliveries(pool)) violations.push(`webhook: ${d.event_id} (upload ${d.upload_id}): ${d.problem}`);
   const deliveries = await allDeliveries(pool);

@@ -3,7 +3,9 @@
 // as new every few pages so its history stays short however many uploads it takes. Each
 // upload is its own child, `reprocess/{uploadId}/{pipeline}/v{version}`: one per (upload,
 // version) ever, so a repeated job finds the done ones done. A child writes the new
-// version's renditions beside the served ones and switches to them in one transaction.
+// version's renditions beside the served ones and switches to them in one statement,
+// unless the upload serves a newer version by then (the newest version is served, whichever
+// job ends last): that child is `superseded` and discards what it made.
 import {
   ApplicationFailure,
   CancellationScope,
@@ -127,6 +129,7 @@ export interface ReprocessUploadInput {
 export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Promise<Omit<ReprocessOutcome, 'uploadId'>> {
   const plan = await local.planReprocess(input);
   if ('skip' in plan) return { outcome: 'skipped', reason: plan.skip };
+  if ('superseded' in plan) return superseded(plan.superseded);
   const upload: DownstreamInput = {
     ...plan.upload,
     uploadId: input.uploadId,
@@ -153,8 +156,11 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
     const failed = results.find((r) => r.status !== 'succeeded');
     if (failed) throw ApplicationFailure.nonRetryable(failed.reason ?? `a step ended ${failed.status}`, 'step_failed');
     // Local: one transaction and a few deletes, without another trip through the task queue.
-    const { switched } = await local.switchRenditions({ ...version, outcome: processingOutcome(results, null) });
-    return switched ? { outcome: 'done', reason: null } : { outcome: 'skipped', reason: 'upload deleted' };
+    const switch_ = await local.switchRenditions({ ...version, outcome: processingOutcome(results, null) });
+    if (switch_.switched) return { outcome: 'done', reason: null };
+    if (switch_.servedVersion === undefined) return { outcome: 'skipped', reason: 'upload deleted' };
+    await cleanup.discardVersion(version);
+    return superseded(switch_.servedVersion);
   } catch (err) {
     // What this run made goes; the served renditions stay as they were.
     await CancellationScope.nonCancellable(() => cleanup.discardVersion(version));
@@ -162,4 +168,8 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
     const cause = err instanceof ApplicationFailure ? err : ((err as { cause?: Error }).cause ?? (err as Error));
     return { outcome: 'failed', reason: cause.message };
   }
+}
+
+function superseded(servedVersion: number): Omit<ReprocessOutcome, 'uploadId'> {
+  return { outcome: 'superseded', reason: `the upload serves version ${servedVersion}, newer than this one` };
 }

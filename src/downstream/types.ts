@@ -63,10 +63,13 @@ export function stepCallId(uploadId: string, ref: StepRef): string {
   return `step_${uploadId.replaceAll('-', '')}_${ref.pipeline}_v${ref.version}_${ref.index}`;
 }
 
-/** What re-processing did with one upload (one row per job and upload). */
+/**
+ * What re-processing did with one upload (one row per job and upload); `superseded`: the
+ * upload serves a newer version of the pipeline, so this one was not switched to.
+ */
 export interface ReprocessOutcome {
   uploadId: string;
-  outcome: 'done' | 'skipped' | 'failed';
+  outcome: 'done' | 'skipped' | 'failed' | 'superseded';
   reason: string | null;
 }
 

@@ -1,7 +1,9 @@
 // Re-processing against the real stack, with the worker in its own process: a new version
 // run over 1,000 uploads while the worker is SIGKILLed mid-run and restarted — every upload
 // ends with exactly one rendition set, of the new version, the old objects gone, the audit
-// clean — and a job's progress, filter, cancel and refusals.
+// clean — overlapping jobs of different versions (the newest version ends up served, whole,
+// whichever job ends last, with and without a worker SIGKILL mid-step) — and a job's
+// progress, filter, cancel and refusals.
 import { randomUUID } from 'node:crypto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -239,4 +241,121 @@ describe('re-processing jobs', () => {
     );
     for (const c of counts.rows) expect([0, 2]).toContain(c.n);
   }, 300_000);
+});
+
+describe('overlapping jobs of different versions', () => {
+  /** A noisy photograph: slow to encode as AVIF, so a step on it is still running when the other job ends. */
+  const photo = (i: number) =>
+    sharp({
+      create: {
+        width: 1600,
+        height: 1200,
+        channels: 3,
+        background: { r: 0, g: 0, b: 0 },
+        noise: { type: 'gaussian', mean: 100 + i, sigma: 40 },
+      },
+    })
+      .jpeg({ quality: 85 })
+      .toBuffer();
+  const fast = (name: string) => ({ type: 'image.variants', variants: [{ name, width: 12, format: 'png' }] });
+  const slow = (prefix: string) => [
+    fast(`${prefix}early`),
+    {
+      type: 'image.variants',
+      variants: [
+        { name: `${prefix}late0`, width: 800, format: 'avif' },
+        { name: `${prefix}late1`, width: 700, format: 'avif' },
+      ],
+    },
+  ];
+
+  async function served(ids: string[]) {
+    const rows = await stack.runtime.pool.query(
+      `SELECT u.id, u.pipeline_version AS version,
+              coalesce((SELECT array_agg(r.name ORDER BY r.name) FROM renditions r
+                         WHERE r.upload_id = u.id AND r.pipeline_version = u.pipeline_version), '{}') AS names,
+              (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS all_rows
+         FROM uploads u WHERE u.id = ANY($1) ORDER BY u.id`,
+      [ids],
+    );
+    return rows.rows as { id: string; version: number; names: string[]; all_rows: number }[];
+  }
+
+  /** Rows of `version` named `name` for every upload: the job of that version is past its first step on each. */
+  const pastFirstStep = async (ids: string[], version: number, name: string) =>
+    (
+      await stack.runtime.pool.query(
+        `SELECT count(DISTINCT upload_id)::int AS n FROM renditions WHERE upload_id = ANY($1) AND pipeline_version = $2 AND name = $3`,
+        [ids, version, name],
+      )
+    ).rows[0].n === ids.length;
+
+  async function finished(id: string) {
+    return eventually(async () => {
+      const j = await job(id);
+      return j.state === 'completed' ? j : undefined;
+    }, 600_000);
+  }
+
+  it.each([
+    ['', false],
+    [' and the worker SIGKILLed mid-step', true],
+  ])(
+    'the newest version ends up served, complete, whichever job ends last%s',
+    async (_, kill) => {
+      const name = `race${kill ? 'k' : 'p'}`;
+      const declare = async (steps: unknown[]) => (await post('/v1/pipelines', { name, steps })).json.version as number;
+      expect(await declare([fast('orig')])).toBe(1);
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await postUpload(stack.url, {
+          apiKey: tenant.apiKey,
+          key: `race-${randomUUID()}`,
+          body: await photo(i),
+          contentType: 'image/jpeg',
+          pipeline: name,
+        });
+        expect(res.status, res.text).toBe(201);
+        ids.push(res.json.uploadId);
+      }
+      await eventually(async () => ((await processedCount(ids)) === ids.length ? true : undefined), 120_000);
+      expect(await declare(slow('v2'))).toBe(2);
+      expect(await declare([fast('v3quick')])).toBe(3);
+      expect(await declare([fast('v4quick')])).toBe(4);
+      expect(await declare(slow('v5'))).toBe(5);
+
+      // The older version is slow and ends last: it must not replace the newer one.
+      const v2 = await post(`/v1/pipelines/${name}/reprocess`, { version: 2 });
+      await eventually(async () => ((await pastFirstStep(ids, 2, 'v2early')) ? true : undefined), 120_000);
+      const v3 = await post(`/v1/pipelines/${name}/reprocess`, { version: 3 });
+      if (kill) {
+        await harness.kill();
+        await harness.start();
+      }
+      const [j2, j3] = [await finished(v2.json.id), await finished(v3.json.id)];
+      for (const u of await served(ids)) expect(u, u.id).toMatchObject({ version: 3, names: ['v3quick'], all_rows: 1 });
+      expect(j3).toMatchObject({ done: 3, failed: 0 });
+      expect(j2.failed).toBe(0);
+      expect(j2.done + j2.superseded).toBe(3);
+      for (const u of j2.supersededUploads) expect(u.reason).toContain('version 3');
+      expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+
+      // The newer version is slow and ends last: the older one's switch must not remove what it has made so far.
+      const v5 = await post(`/v1/pipelines/${name}/reprocess`, { version: 5 });
+      await eventually(async () => ((await pastFirstStep(ids, 5, 'v5early')) ? true : undefined), 120_000);
+      const v4 = await post(`/v1/pipelines/${name}/reprocess`, { version: 4 });
+      const [j5, j4] = [await finished(v5.json.id), await finished(v4.json.id)];
+      expect(u, u.id).toMatchObject({ version: 5, names: ['v5early', 'v5late0', 'v5late1'], all_rows: 3 });
+      expect(j5).toMatchObject({ done: 3, failed: 0, superseded: 0 });
+      expect(j4.failed).toBe(0);
+      expect(j4.done + j4.superseded).toBe(3);
+      for (const u of await served(ids)) expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+
+      // Asking for an older version than the one served changes nothing and says so.
+      const back = await finished((await post(`/v1/pipelines/${name}/reprocess`, { version: 1 })).json.id);
+      expect(back, JSON.stringify(back)).toMatchObject({ done: 0, superseded: 3 });
+      expect((await served(ids)).every((u) => u.version === 5)).toBe(true);
+    },
+    900_000,
+  );
 });

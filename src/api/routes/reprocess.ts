@@ -41,7 +41,13 @@ const ReprocessJob = z
     done: z.number().int(),
     skipped: z.number().int().openapi({ description: 'Deleted, rejected, already at the version, or no step applies.' }),
     failed: z.number().int(),
+    superseded: z.number().int().openapi({
+      description: 'Uploads left on a newer version of the pipeline: the newest version is served, whichever job ends last.',
+    }),
     failures: z.array(z.object({ uploadId: Uuid, reason: z.string().nullable() })).openapi({ description: 'The first 100.' }),
+    supersededUploads: z
+      .array(z.object({ uploadId: Uuid, reason: z.string().nullable() }))
+      .openapi({ description: 'The first 100 superseded uploads.' }),
     createdAt: z.string(),
     finishedAt: z.string().nullable(),
   })

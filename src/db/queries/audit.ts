@@ -110,6 +110,24 @@ export async function unservedRenditionRows(
   return res.rows;
 }
 
+/** Renditions a succeeded step of the served version says it made that the upload does not serve (a live upload's). */
+export async function missingServedRenditions(
+  db: Queryable,
+): Promise<{ upload_id: string; pipeline: string; pipeline_version: number; step_index: number; name: string }[]> {
+  const res = await db.query(
+    `SELECT s.upload_id, s.pipeline, s.pipeline_version, s.step_index, n.name
+       FROM upload_steps s JOIN uploads u ON u.id = s.upload_id
+       CROSS JOIN LATERAL jsonb_array_elements_text(
+         CASE WHEN jsonb_typeof(s.output->'renditions') = 'array' THEN s.output->'renditions' ELSE '[]'::jsonb END) AS n(name)
+      WHERE s.status = 'succeeded' AND u.deleted_at IS NULL AND u.availability <> 'rejected'
+        AND s.pipeline = coalesce(u.pipeline, 'default') AND s.pipeline_version = coalesce(u.pipeline_version, 0)
+        AND NOT EXISTS (SELECT 1 FROM renditions r WHERE r.upload_id = s.upload_id AND r.pipeline = s.pipeline
+                          AND r.pipeline_version = s.pipeline_version AND r.name = n.name)
+      ORDER BY s.upload_id, s.step_index, n.name`,
+  );
+  return res.rows;
+}
+
 export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: string; upload_id: string; problem: string }[]> {
   const res = await db.query(
     `SELECT d.event_id, d.upload_id, 'delivery tenant differs from the upload''s' AS problem

@@ -75,15 +75,24 @@ export async function allRenditionKeys(db: Queryable, uploadId: string): Promise
   return res.rows.map((r) => r.storage_key);
 }
 
-/** Renditions of versions the upload no longer serves (left by a switch that has not finished removing them). */
+/**
+ * Renditions the upload does not serve: those of versions older than the served one (which a
+ * switch removes), or those of one given version (which a re-run that did not switch removes).
+ * A newer version's are never listed here: the job making them may still switch to them.
+ */
 export async function unservedRenditions(
   db: Queryable,
   uploadId: string,
+  of: 'older' | { pipeline: string; version: number },
 ): Promise<{ name: string; storage_key: string; pipeline: string; pipeline_version: number }[]> {
+  const one = of === 'older' ? null : of;
   const res = await db.query<{ name: string; storage_key: string; pipeline: string; pipeline_version: number }>(
     `SELECT r.name, r.storage_key, r.pipeline, r.pipeline_version FROM renditions r JOIN uploads u ON u.id = r.upload_id
-      WHERE r.upload_id = $1 AND NOT (${SERVED})`,
-    [uploadId],
+      WHERE r.upload_id = $1 AND NOT (${SERVED})
+        AND CASE WHEN $2::text IS NULL
+                 THEN r.pipeline <> coalesce(u.pipeline, 'default') OR r.pipeline_version < coalesce(u.pipeline_version, 0)
+                 ELSE r.pipeline = $2 AND r.pipeline_version = $3 END`,
+    [uploadId, one?.pipeline ?? null, one?.version ?? null],
   );
   return res.rows;
 }

@@ -89,38 +89,60 @@ export async function finishReprocessJob(db: Queryable, jobId: string, state: 'c
 export async function reprocessProgress(
   db: Queryable,
   jobId: string,
-): Promise<{ done: number; skipped: number; failed: number; failures: { uploadId: string; reason: string | null }[] }> {
-  const counts = await db.query<{ done: number; skipped: number; failed: number }>(
+): Promise<{
+  done: number;
+  skipped: number;
+  failed: number;
+  superseded: number;
+  failures: { uploadId: string; reason: string | null }[];
+  supersededUploads: { uploadId: string; reason: string | null }[];
+}> {
+  const counts = await db.query<{ done: number; skipped: number; failed: number; superseded: number }>(
     `SELECT count(*) FILTER (WHERE outcome = 'done')::int AS done, count(*) FILTER (WHERE outcome = 'skipped')::int AS skipped,
-            count(*) FILTER (WHERE outcome = 'failed')::int AS failed
+            count(*) FILTER (WHERE outcome = 'failed')::int AS failed, count(*) FILTER (WHERE outcome = 'superseded')::int AS superseded
        FROM reprocess_items WHERE job_id = $1`,
     [jobId],
   );
-  const failures = await db.query<{ uploadId: string; reason: string | null }>(
-    `SELECT upload_id AS "uploadId", reason FROM reprocess_items WHERE job_id = $1 AND outcome = 'failed' ORDER BY upload_id LIMIT 100`,
-    [jobId],
-  );
-  return { ...counts.rows[0]!, failures: failures.rows };
+  const listed = (outcome: string) =>
+    db.query<{ uploadId: string; reason: string | null }>(
+      `SELECT upload_id AS "uploadId", reason FROM reprocess_items WHERE job_id = $1 AND outcome = $2 ORDER BY upload_id LIMIT 100`,
+      [jobId, outcome],
+    );
+  return { ...counts.rows[0]!, failures: (await listed('failed')).rows, supersededUploads: (await listed('superseded')).rows };
 }
 
+/** Why a switch did not happen: the upload is gone, or serves a newer version (the number). */
+export type SwitchResult = { switched: true } | { switched: false; deleted: true } | { switched: false; servedVersion: number };
+
 /**
- * Makes a pipeline version the one the upload serves, in one transaction with its outcome;
- * false when the upload is deleted (nothing switched). The other versions' renditions are
- * then removed by the caller (unservedRenditions), object first, then row.
+ * Makes a pipeline version the one the upload serves, in one statement with its outcome,
+ * unless the upload serves a newer version: the newest version wins, whichever job ends
+ * last. The statement locks the upload's row, so switches of one upload run one at a time.
+ * Switching to the version already served repeats harmlessly (a retried activity). The
+ * older versions' renditions are then removed by the caller (unservedRenditions 'older').
  */
 export async function switchServedVersion(
   pool: Pool,
   uploadId: string,
   to: { pipeline: string; version: number },
   outcome: { status: 'ready' | 'skipped' | 'failed'; reason: string | null; media: unknown },
-): Promise<boolean> {
-  const res = await pool.query(
-    `UPDATE uploads SET pipeline = $2, pipeline_version = $3, processing_status = $4, processing_reason = $5,
-                        media = coalesce($6::jsonb, media)
-      WHERE id = $1 AND deleted_at IS NULL`,
+): Promise<SwitchResult> {
+  const res = await pool.query<{ deleted: boolean; served: number; switched: boolean }>(
+    `WITH target AS (
+       SELECT id, deleted_at IS NOT NULL AS deleted, coalesce(pipeline_version, 0) AS served FROM uploads WHERE id = $1 FOR UPDATE
+     ), switched AS (
+       UPDATE uploads u SET pipeline = $2, pipeline_version = $3, processing_status = $4, processing_reason = $5,
+                            media = coalesce($6::jsonb, u.media)
+         FROM target t WHERE u.id = t.id AND NOT t.deleted AND t.served <= $3
+       RETURNING u.id
+     )
+     SELECT t.deleted, t.served, EXISTS (SELECT 1 FROM switched) AS switched FROM target t`,
     [uploadId, to.pipeline, to.version, outcome.status, outcome.reason, outcome.media === null ? null : JSON.stringify(outcome.media)],
   );
-  return (res.rowCount ?? 0) > 0;
+  const row = res.rows[0];
+  if (row?.switched) return { switched: true };
+  if (!row || row.deleted) return { switched: false, deleted: true };
+  return { switched: false, servedVersion: row.served };
 }
 
 /** What a re-run needs of the upload: null when it is deleted or rejected. */
