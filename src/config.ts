@@ -137,6 +137,9 @@ export const configSchema = z.object({
   /** Per-tenant quotas: live webhook endpoints, active API keys (counts, 409 past them). */
   TENANT_MAX_WEBHOOK_ENDPOINTS: z.coerce.number().int().min(1).max(256).default(16),
   TENANT_MAX_API_KEYS: z.coerce.number().int().min(1).max(10_000).default(32),
+  /** Per-tenant quotas on declarations: pipeline names, and versions of one name (409 past them). */
+  TENANT_MAX_PIPELINES: z.coerce.number().int().min(1).max(10_000).default(64),
+  PIPELINE_MAX_VERSIONS: z.coerce.number().int().min(1).max(100_000).default(100),
   /** Per tenant and API process: uploads being received or awaited at once (429 past it). */
   TENANT_MAX_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).default(64),
   /** Per tenant, all replicas: tus, direct and Uppy sessions not yet committed (429 past it). */

@@ -156,6 +156,7 @@ export function createApp(deps: AppDeps) {
       builtin: builtinPipeline(mediaPresets(config)),
       allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       pipelines,
+      limits: { pipelines: config.TENANT_MAX_PIPELINES, versions: config.PIPELINE_MAX_VERSIONS },
     }),
   );
   app.onError(onError);

@@ -397,6 +397,27 @@ export const UploadDetail = Upload.extend({
   ),
 }).openapi('UploadDetail');
 
+/** The query of a list that pages (every list route does): `limit` per page and the opaque `cursor`. */
+export const PageQuery = z
+  .object({
+    cursor: z
+      .string()
+      .max(200)
+      .optional()
+      .openapi({ description: 'Opaque: the `nextCursor` of the previous page. Absent: the first page.' }),
+    limit: z
+      .string()
+      .regex(/^\d{1,3}$/, 'limit must be a whole number from 1 to 100.')
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= 100, 'limit must be a whole number from 1 to 100.')
+      .optional()
+      .openapi({ type: 'string', description: 'Items per page, 1 to 100 (default 50).', example: '100' }),
+  })
+  .strict();
+
+/** The `nextCursor` of a paged list answer. */
+export const NextCursor = z.string().nullable().openapi({ description: 'Pass as `cursor` for the next page; null on the last page.' });
+
 export const ListUploadsQuery = z
   .object({
     cursor: z
@@ -627,7 +648,7 @@ export const WebhookEndpoint = z
 export const WebhookEndpointCreated = WebhookEndpoint.extend({
   secret: shownOnce({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
 }).openapi('WebhookEndpointCreated');
-export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint) }).openapi('WebhookEndpointList');
+export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint), nextCursor: NextCursor }).openapi('WebhookEndpointList');
 
 export const ApiKey = z
   .object({ id: Uuid, label: z.string(), scopes: z.array(Scope), createdAt: z.string(), revokedAt: z.string().nullable() })
@@ -638,7 +659,7 @@ export const ApiKeyCreated = ApiKey.extend({
     example: 'onc_…',
   }),
 }).openapi('ApiKeyCreated');
-export const ApiKeyList = z.object({ data: z.array(ApiKey) }).openapi('ApiKeyList');
+export const ApiKeyList = z.object({ data: z.array(ApiKey), nextCursor: NextCursor }).openapi('ApiKeyList');
 
 export const TenantCreated = z
   .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), createdAt: z.string(), apiKey: ApiKeyCreated })

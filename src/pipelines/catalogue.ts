@@ -5,7 +5,8 @@
 import { z } from '@hono/zod-openapi';
 import { renditionNames } from './steps';
 
-const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** What a pipeline's or a rendition's name may be. */
+export const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const PipelineName = z
   .string()
   .regex(NAME, 'lower-case letters, digits, "-" and "_", at most 63, starting with a letter or digit')

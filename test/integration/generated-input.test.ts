@@ -16,7 +16,7 @@ let tenant: { tenantId: string; apiKey: string };
 let doc: any;
 
 beforeAll(async () => {
-  stack = await startTestStack('generated', { env: { ADMIN_TOKEN } });
+  stack = await startTestStack('generated', { env: { ADMIN_TOKEN, TENANT_MAX_PIPELINES: '6', PIPELINE_MAX_VERSIONS: '3' } });
   tenant = await stack.createTenant('generated');
   // The pipeline the generated paths name, so a request gets past "no such pipeline".
   const declared = await fetch(`${stack.url}/v1/pipelines`, {
@@ -357,5 +357,88 @@ describe('requests generated from /openapi.json', () => {
     await down.end();
     expect((err as Problem).code).toBe('database_unavailable');
     expect((err as Problem).status).toBe(503);
+  });
+
+  it('every list route pages: limit and cursor documented, pages that repeat and skip nothing, a forged cursor refused', async () => {
+    const lister = await stack.createTenant('lister');
+    const as = { authorization: `Bearer ${lister.apiKey}`, 'content-type': 'application/json' };
+    const create = async (path: string, body: unknown) => {
+      const res = await fetch(`${stack.url}${path}`, { method: 'POST', headers: as, body: JSON.stringify(body) });
+      expect(res.status, await res.clone().text()).toBe(201);
+    };
+    for (let i = 0; i < 4; i++) {
+      await create('/v1/pipelines', { name: `p${i}`, steps: [] });
+      await create('/v1/api-keys', { label: `k${i}` });
+      await create('/v1/webhook-endpoints', { url: `http://127.0.0.1:9/hook${i}` });
+    }
+    const lists = Object.entries<any>(doc.paths)
+      .filter(([path, item]) => path.startsWith('/v1/') && !path.includes('{') && item.get)
+      .filter(([, item]) => {
+        const schema = deref(item.get.responses['200']?.content?.['application/json']?.schema);
+        return Object.values<any>(schema.properties ?? {}).some((p) => deref(p).type === 'array');
+      });
+    expect(lists.map(([path]) => path).sort()).toEqual([
+      '/v1/api-keys',
+      '/v1/events',
+      '/v1/pipelines',
+      '/v1/uploads',
+      '/v1/webhook-endpoints',
+    ]);
+    for (const [path, item] of lists) {
+      const query = (item.get.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name);
+      expect(query, path).toEqual(expect.arrayContaining(['limit', 'cursor']));
+      const schema = deref(item.get.responses['200'].content['application/json'].schema);
+      expect(Object.keys(schema.properties), path).toContain('nextCursor');
+      const field = Object.keys(schema.properties).find((k) => deref(schema.properties[k]).type === 'array')!;
+      const idOf = (x: any) => x.id ?? x.name;
+      const whole = (await getJson(`${stack.url}${path}?limit=100`, lister.apiKey)).json;
+      expect(whole.nextCursor, path).toBeNull();
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const page: any = (await getJson(`${stack.url}${path}?limit=2${cursor ? `&cursor=${cursor}` : ''}`, lister.apiKey)).json;
+        expect(page[field].length, path).toBeLessThanOrEqual(2);
+        seen.push(...page[field].map(idOf));
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor && pages < 50);
+      expect(seen, path).toEqual(whole[field].map(idOf));
+      const forged = await getJson(`${stack.url}${path}?cursor=${Buffer.from('Not A Cursor!').toString('base64url')}`, lister.apiKey);
+      expect(forged.status, path).toBe(400);
+      expect(forged.json.error).toBe('query_invalid');
+    }
+  });
+
+  it('pipelines are capped per tenant (names and versions of a name): one more answers 409 and stores nothing', async () => {
+    const capped = await stack.createTenant('capped');
+    const declare = async (body: unknown) => {
+      const res = await fetch(`${stack.url}/v1/pipelines`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${capped.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as any };
+    };
+    const rows = async () =>
+      (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM pipeline_versions WHERE tenant_id = $1', [capped.tenantId])).rows[0]
+        .n;
+    const fast = (width: number) => [{ type: 'image.variants', variants: [{ name: 'a', width, format: 'png' }] }];
+    for (let v = 1; v <= 3; v++) expect((await declare({ name: 'grows', steps: fast(10 + v) })).json.version).toBe(v);
+    const fourth = await declare({ name: 'grows', steps: fast(99) });
+    expect(fourth.status).toBe(409);
+    expect(fourth.json).toMatchObject({ error: 'quota_exceeded', limit: 3 });
+    // The same steps as the latest version are that version, even at the cap.
+    expect((await declare({ name: 'grows', steps: fast(13) })).status).toBe(200);
+    for (let i = 1; i < 6; i++) expect((await declare({ name: `n${i}`, steps: [] })).status).toBe(201);
+    const before = await rows();
+    const seventh = await declare({ name: 'n6', steps: [] });
+    expect(seventh.status).toBe(409);
+    expect(seventh.json).toMatchObject({ error: 'quota_exceeded', limit: 6 });
+    expect(await rows()).toBe(before);
+    expect(
+      (await stack.runtime.pool.query('SELECT 1 FROM pipeline_secrets WHERE tenant_id = $1 AND name = $2', [capped.tenantId, 'n6']))
+        .rowCount,
+    ).toBe(0);
   });
 });

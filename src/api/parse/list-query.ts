@@ -1,12 +1,12 @@
-// The queries of GET /v1/uploads and GET /v1/events: filters validated by the API's
-// schemas, and the opaque cursor (a page's last position: creation time in microseconds and
-// id, base64url-encoded).
+// The queries of the list routes: filters validated by the API's schemas, and the opaque
+// cursor, base64url-encoded: a page's last position (creation time in microseconds and id),
+// or, for lists in name order, the last name.
 import { problem } from '../../errors';
 import type { UploadFilter } from '../../db/queries/uploads';
 import type { z } from 'zod';
 import type { EventFilter } from '../../db/queries/events';
 import type { ListPosition } from '../../downstream/types';
-import { ListEventsQuery, ListUploadsQuery } from '../schemas';
+import { ListEventsQuery, ListUploadsQuery, PageQuery } from '../schemas';
 
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const EVENT_ID = /^evt_[0-9a-z_]{1,80}$/;
@@ -57,4 +57,31 @@ export function parseEventQuery(query: Record<string, string>): { filter: EventF
     after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, EVENT_ID),
     limit: q.limit ?? 50,
   };
+}
+
+const UUID = UPLOAD_ID;
+
+/** A list in creation order of rows with uuid ids (API keys, webhook endpoints). */
+export function parsePageQuery(query: Record<string, string>): { after?: ListPosition; limit: number } {
+  const r = PageQuery.safeParse(query);
+  if (!r.success) throw queryProblem(r.error.issues[0]);
+  return { after: r.data.cursor === undefined ? undefined : decodeCursor(r.data.cursor, UUID), limit: r.data.limit ?? 50 };
+}
+
+/** A list in name order (`name` checks a name is one the list can hold). */
+export function parseNamePageQuery(query: Record<string, string>, name: RegExp): { after?: string; limit: number } {
+  const r = PageQuery.safeParse(query);
+  if (!r.success) throw queryProblem(r.error.issues[0]);
+  const after = r.data.cursor === undefined ? undefined : Buffer.from(r.data.cursor, 'base64url').toString('latin1');
+  if (after !== undefined && !name.test(after))
+    throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
+  return { after, limit: r.data.limit ?? 50 };
+}
+
+export const encodeNameCursor = (name: string) => Buffer.from(name).toString('base64url');
+
+/** The page's items and the cursor of the next one, from `limit + 1` rows read. */
+export function pageOf<T>(rows: T[], limit: number, cursorOf: (last: T) => string): { items: T[]; nextCursor: string | null } {
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: rows.length > limit ? cursorOf(items[items.length - 1]!) : null };
 }

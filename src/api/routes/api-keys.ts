@@ -1,7 +1,7 @@
 // /v1/api-keys: a tenant manages its own API keys. A new key is shown in the creation answer
 // (and in idempotent replays of it, which are stored sealed); only its hash is kept.
 import { createRoute, z } from '@hono/zod-openapi';
-import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../../db/queries/tenants';
+import { pageApiKeys, revokeApiKey, type ApiKeyRow } from '../../db/queries/tenants';
 import { dependency, problem } from '../../errors';
 import { insertWithinQuota } from '../../db/queries/quotas';
 import { createApiKey } from '../../tenants';
@@ -12,7 +12,8 @@ import type { CredentialCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
-import { ApiKeyCreated, ApiKeyList, CreateApiKey, Uuid } from '../schemas';
+import { ApiKeyCreated, ApiKeyList, CreateApiKey, PageQuery, Uuid } from '../schemas';
+import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
 import { requires } from '../scopes';
 
 export function apiKeyView(k: ApiKeyRow) {
@@ -42,11 +43,12 @@ const listKeysRoute = createRoute({
   method: 'get',
   path: '/',
   tags: ['api keys'],
-  summary: "The tenant's API keys (never the tokens)",
+  summary: "The tenant's API keys in creation order (never the tokens)",
   security: requires('keys:manage'),
+  request: { query: PageQuery },
   responses: {
     200: { description: 'Keys, revoked ones included', content: { 'application/json': { schema: ApiKeyList } } },
-    ...problems(...COMMON_V1_PROBLEMS),
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
   },
 });
 
@@ -82,8 +84,10 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
   });
 
   route(app, listKeysRoute, async function listTenantApiKeys(c) {
-    const rows = await dependency('database_unavailable', () => listApiKeys(pool, c.get('tenantId')));
-    return c.json({ data: rows.map(apiKeyView) });
+    const { after, limit } = parsePageQuery(c.req.query());
+    const rows = await dependency('database_unavailable', () => pageApiKeys(pool, c.get('tenantId'), { after, limit: limit + 1 }));
+    const page = pageOf(rows, limit, (last) => encodeCursor({ createdMicros: last.created_micros, id: last.id }));
+    return c.json({ data: page.items.map(apiKeyView), nextCursor: page.nextCursor });
   });
 
   route(app, revokeKeyRoute, async function revokeTenantApiKey(c) {

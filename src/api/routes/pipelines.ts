@@ -8,12 +8,12 @@ import {
   declarePipeline,
   findPipelineVersion,
   latestPipelineVersion,
-  listPipelines,
+  pagePipelines,
   type PipelineVersionRow,
 } from '../../db/queries/pipelines';
 import { dependency, problem } from '../../errors';
 import { randomBytes } from 'node:crypto';
-import { PipelineDeclaration, PipelineName, PipelineStep, ValidationHookSpec } from '../../pipelines/catalogue';
+import { NAME, PipelineDeclaration, PipelineName, PipelineStep, ValidationHookSpec } from '../../pipelines/catalogue';
 import type { DeclaredPipelines } from '../../pipelines/declared';
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { pipelineSecretContext } from '../../secret-box';
@@ -22,7 +22,9 @@ import { jsonBody } from '../json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
 import { shownOnce } from '../redact';
-import { INT4_MAX } from '../schemas';
+import { INT4_MAX, NextCursor, PageQuery } from '../schemas';
+import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
+import { withinQuota } from '../quota';
 import { requires } from '../scopes';
 
 export const Pipeline = z
@@ -66,7 +68,7 @@ const declareRoute = createRoute({
   responses: {
     201: createdResponse('Created: the new version.', PipelineDeclared, { location: true }),
     200: { description: 'The steps equal the latest version: that version.', content: { 'application/json': { schema: Pipeline } } },
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'body_invalid'),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'body_invalid', 'quota_exceeded'),
   },
 });
 
@@ -74,14 +76,15 @@ const listRoute = createRoute({
   method: 'get',
   path: '/',
   tags: ['pipelines'],
-  summary: "The tenant's pipelines, each at its latest version (with the built-in default unless declared)",
+  summary: "The tenant's pipelines in name order, each at its latest version (with the built-in default unless declared)",
   security: requires('pipelines:manage'),
+  request: { query: PageQuery },
   responses: {
     200: {
       description: 'Pipelines',
-      content: { 'application/json': { schema: z.object({ data: z.array(Pipeline) }).openapi('PipelineList') } },
+      content: { 'application/json': { schema: z.object({ data: z.array(Pipeline), nextCursor: NextCursor }).openapi('PipelineList') } },
     },
-    ...problems(...COMMON_V1_PROBLEMS),
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
   },
 });
 
@@ -125,6 +128,8 @@ export function pipelineRoutes(deps: {
   /** Tenant URLs must be public addresses unless allowed (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
   allowPrivateNetworks: boolean;
   pipelines: DeclaredPipelines;
+  /** TENANT_MAX_PIPELINES names per tenant, PIPELINE_MAX_VERSIONS versions per name. */
+  limits: { pipelines: number; versions: number };
 }) {
   const app = router();
   const pool: Pool = deps.idempotency.pool;
@@ -151,7 +156,7 @@ export function pipelineRoutes(deps: {
     const tenantId = c.get('tenantId');
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     const sealed = deps.idempotency.box.seal(secret, pipelineSecretContext(tenantId, body.name));
-    const { row, created, secretCreated } = await db(() => declarePipeline(pool, tenantId, body, sealed));
+    const { row, created, secretCreated } = await withinQuota(() => declarePipeline(pool, tenantId, body, sealed, deps.limits));
     deps.pipelines.forget(tenantId, row.name);
     const location = `/v1/pipelines/${row.name}/versions/${row.version}`;
     const answer = { ...view(row), ...(secretCreated ? { signingSecret: secret } : {}) };
@@ -159,9 +164,17 @@ export function pipelineRoutes(deps: {
   });
 
   route(app, listRoute, async function listTenantPipelines(c) {
-    const rows: (PipelineVersion & { createdAt?: Date })[] = await db(() => listPipelines(pool, c.get('tenantId')));
-    if (!rows.some((r) => r.name === DEFAULT_PIPELINE)) rows.unshift(deps.builtin);
-    return c.json({ data: rows.map(view) }, 200);
+    const { after, limit } = parseNamePageQuery(c.req.query(), NAME);
+    const rows: (PipelineVersion & { createdAt?: Date })[] = await db(() =>
+      pagePipelines(pool, c.get('tenantId'), { after, limit: limit + 1 }),
+    );
+    // The built-in default is listed in its place by name until the tenant declares its own.
+    if ((after === undefined || DEFAULT_PIPELINE > after) && !rows.some((r) => r.name === DEFAULT_PIPELINE)) {
+      rows.push(deps.builtin);
+      rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    }
+    const page = pageOf(rows, limit, (last) => encodeNameCursor(last.name));
+    return c.json({ data: page.items.map(view), nextCursor: page.nextCursor }, 200);
   });
 
   route(app, getRoute, async function getTenantPipeline(c) {

@@ -3,7 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
-import { deleteEndpoint, insertEndpoint, listEndpoints, type EndpointRow } from '../../db/queries/webhooks';
+import { deleteEndpoint, insertEndpoint, pageEndpoints, type EndpointRow } from '../../db/queries/webhooks';
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { dependency, problem } from '../../errors';
 import { webhookSecretContext } from '../../secret-box';
@@ -13,7 +13,8 @@ import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
-import { CreateWebhookEndpoint, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
+import { CreateWebhookEndpoint, PageQuery, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
+import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
 import { requires } from '../scopes';
 
 function view(e: EndpointRow) {
@@ -44,11 +45,12 @@ const listEndpointsRoute = createRoute({
   method: 'get',
   path: '/',
   tags: ['webhooks'],
-  summary: "The tenant's webhook endpoints (without secrets)",
+  summary: "The tenant's webhook endpoints in creation order (without secrets)",
   security: requires('webhooks:manage'),
+  request: { query: PageQuery },
   responses: {
     200: { description: 'Endpoints', content: { 'application/json': { schema: WebhookEndpointList } } },
-    ...problems(...COMMON_V1_PROBLEMS),
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
   },
 });
 
@@ -88,8 +90,10 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
   });
 
   route(app, listEndpointsRoute, async function listWebhookEndpoints(c) {
-    const rows = await dependency('database_unavailable', () => listEndpoints(pool, c.get('tenantId')));
-    return c.json({ data: rows.map(view) });
+    const { after, limit } = parsePageQuery(c.req.query());
+    const rows = await dependency('database_unavailable', () => pageEndpoints(pool, c.get('tenantId'), { after, limit: limit + 1 }));
+    const page = pageOf(rows, limit, (last) => encodeCursor({ createdMicros: last.created_micros, id: last.id }));
+    return c.json({ data: page.items.map(view), nextCursor: page.nextCursor });
   });
 
   route(app, deleteEndpointRoute, async function deleteWebhookEndpoint(c) {

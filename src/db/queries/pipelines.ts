@@ -2,6 +2,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
+import { countLive, lockTenant, QuotaReached } from './quotas';
 import type { PipelineStep, ValidationHookSpec } from '../../pipelines/catalogue';
 import type { PipelineVersion } from '../../pipelines/steps';
 
@@ -13,32 +14,36 @@ const COLUMNS = 'name, version, steps, validate, created_at AS "createdAt"';
 
 /**
  * Records the declaration as the name's next version, unless it equals the latest version
- * (then that one is answered, `created` false). Versions of one name are numbered under a
- * lock on the name, so two declarations at once get 1 and 2. The name's signing secret is
- * stored with its first version (`secretCreated`: this call stored `sealedSecret`).
+ * (then that one is answered, `created` false). Declarations of one tenant run one at a time
+ * (under its row's lock): versions are numbered, and names and versions counted against
+ * `limits` (QuotaReached past them), in turn. The name's signing secret is stored with its
+ * first version (`secretCreated`: this call stored `sealedSecret`).
  */
 export async function declarePipeline(
   pool: Pool,
   tenantId: string,
   d: { name: string; steps: PipelineStep[]; validate?: ValidationHookSpec },
   sealedSecret: string,
+  limits: { pipelines: number; versions: number },
 ): Promise<{ row: PipelineVersionRow; created: boolean; secretCreated: boolean }> {
   return withTransaction(pool, async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`pipeline:${tenantId}:${d.name}`]);
+    await lockTenant(tx, tenantId);
+    const latest = await latestPipelineVersion(tx, tenantId, d.name);
+    if (latest && isDeepStrictEqual(latest.steps, d.steps) && isDeepStrictEqual(latest.validate ?? null, d.validate ?? null))
+      return { row: latest, created: false, secretCreated: false };
+    if (!latest && (await countLive(tx, tenantId, 'pipelines')) >= limits.pipelines) throw new QuotaReached('pipelines', limits.pipelines);
+    if (latest && latest.version >= limits.versions)
+      throw new QuotaReached('pipeline_versions', limits.versions, `pipeline ${d.name} already has ${limits.versions} versions`);
     const secret = await tx.query('INSERT INTO pipeline_secrets (tenant_id, name, secret) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
       tenantId,
       d.name,
       sealedSecret,
     ]);
-    const secretCreated = (secret.rowCount ?? 0) > 0;
-    const latest = await latestPipelineVersion(tx, tenantId, d.name);
-    if (latest && isDeepStrictEqual(latest.steps, d.steps) && isDeepStrictEqual(latest.validate ?? null, d.validate ?? null))
-      return { row: latest, created: false, secretCreated };
     const res = await tx.query<PipelineVersionRow>(
       `INSERT INTO pipeline_versions (tenant_id, name, version, steps, validate) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
       [tenantId, d.name, (latest?.version ?? 0) + 1, JSON.stringify(d.steps), d.validate ? JSON.stringify(d.validate) : null],
     );
-    return { row: res.rows[0]!, created: true, secretCreated };
+    return { row: res.rows[0]!, created: true, secretCreated: (secret.rowCount ?? 0) > 0 };
   });
 }
 
@@ -73,10 +78,16 @@ export async function findPipelineVersion(
 }
 
 /** The latest version of each of the tenant's pipelines, by name. */
-export async function listPipelines(db: Queryable, tenantId: string): Promise<PipelineVersionRow[]> {
+/** A page of the tenant's pipelines, each at its latest version, in name order after `after`; `limit` at most. */
+export async function pagePipelines(
+  db: Queryable,
+  tenantId: string,
+  page: { after?: string; limit: number },
+): Promise<PipelineVersionRow[]> {
   const res = await db.query<PipelineVersionRow>(
-    `SELECT DISTINCT ON (name) ${COLUMNS} FROM pipeline_versions WHERE tenant_id = $1 ORDER BY name, version DESC`,
-    [tenantId],
+    `SELECT DISTINCT ON (name) ${COLUMNS} FROM pipeline_versions
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR name > $2) ORDER BY name, version DESC LIMIT $3`,
+    [tenantId, page.after ?? null, page.limit],
   );
   return res.rows;
 }

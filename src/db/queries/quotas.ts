@@ -8,16 +8,19 @@ const LIVE_ROWS = {
   // Every resumable or signed mode's sessions (tus, direct, Uppy) until they commit; an
   // expired, terminated or failed session's row is deleted, which frees its slot.
   open_sessions: "SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'",
+  // Declared names (a name is never removed: its versions are what uploads recorded).
+  pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
 } as const;
 
 export type QuotaKind = keyof typeof LIVE_ROWS;
 
 export class QuotaReached extends Error {
   constructor(
-    readonly kind: QuotaKind,
+    readonly kind: QuotaKind | 'pipeline_versions',
     readonly limit: number,
+    message = `the tenant already has ${limit} ${kind.replace('_', ' ')}`,
   ) {
-    super(`the tenant already has ${limit} ${kind.replace('_', ' ')}`);
+    super(message);
     this.name = 'QuotaReached';
   }
 }
@@ -32,6 +35,11 @@ export async function countLive(db: Queryable, tenantId: string, kind: QuotaKind
  * QuotaReached. `existing` (read under the same lock) answers a repeated creation without
  * counting it, so a replay is never refused at the limit.
  */
+/** Locks the tenant's row for the transaction: creations counted under it run one after another. */
+export async function lockTenant(tx: Queryable, tenantId: string): Promise<void> {
+  await tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE', [tenantId]);
+}
+
 export async function insertWithinQuota<T>(
   pool: Pool,
   tenantId: string,
@@ -41,7 +49,7 @@ export async function insertWithinQuota<T>(
   existing?: (tx: Queryable) => Promise<T | undefined>,
 ): Promise<T> {
   return withTransaction(pool, async (tx) => {
-    await tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE', [tenantId]);
+    await lockTenant(tx, tenantId);
     const found = existing && (await existing(tx));
     if (found !== undefined) return found;
     if ((await countLive(tx, tenantId, kind)) >= limit) throw new QuotaReached(kind, limit);

@@ -1,5 +1,6 @@
 // Tenants and their API keys. Keys are stored only as SHA-256 hashes.
 import { statement, type Queryable } from '../pool';
+import { pastPosition, positionColumn, type ListPosition } from './keyset';
 
 export type DedupeMode = 'off' | 'sha256';
 
@@ -66,10 +67,19 @@ export async function findActiveKeyByHash(
   return res.rows[0];
 }
 
-export async function listApiKeys(db: Queryable, tenantId: string): Promise<ApiKeyRow[]> {
-  const res = await db.query<ApiKeyRow>(
-    'SELECT id, label, scopes, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
-    [tenantId],
+/** A page of the tenant's keys (revoked ones included) in creation order, after `after`; `limit` rows at most. */
+export async function pageApiKeys(
+  db: Queryable,
+  tenantId: string,
+  page: { after?: ListPosition; limit: number },
+): Promise<(ApiKeyRow & { created_micros: string })[]> {
+  const values: unknown[] = [tenantId];
+  const past = page.after ? `AND ${pastPosition(values, page.after, '>', 'uuid')}` : '';
+  values.push(page.limit);
+  const res = await db.query<ApiKeyRow & { created_micros: string }>(
+    `SELECT id, label, scopes, created_at, revoked_at, ${positionColumn()}
+       FROM api_keys WHERE tenant_id = $1 ${past} ORDER BY created_at, id LIMIT $${values.length}`,
+    values,
   );
   return res.rows;
 }
