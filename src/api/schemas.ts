@@ -420,18 +420,8 @@ export const NextCursor = z.string().nullable().openapi({ description: 'Pass as 
 
 export const ListUploadsQuery = z
   .object({
-    cursor: z
-      .string()
-      .max(200)
-      .optional()
-      .openapi({ description: 'Opaque: the `nextCursor` of the previous page. Absent: the newest uploads.' }),
-    limit: z
-      .string()
-      .regex(/^\d{1,3}$/, 'limit must be a whole number from 1 to 100.')
-      .transform(Number)
-      .refine((n) => n >= 1 && n <= 100, 'limit must be a whole number from 1 to 100.')
-      .optional()
-      .openapi({ type: 'string', description: 'Uploads per page, 1 to 100 (default 50).', example: '100' }),
+    cursor: PageQuery.shape.cursor,
+    limit: PageQuery.shape.limit,
     status: z
       .enum(['committed', 'processed', 'deleted'], { error: 'status must be committed, processed or deleted.' })
       .optional()

@@ -2,6 +2,7 @@
 // position is its last row's creation time in microseconds (exact, where a JavaScript Date
 // holds milliseconds) and id; the next page is the rows strictly past it.
 import type { ListPosition } from '../../downstream/types';
+import type { Queryable } from '../pool';
 
 export type { ListPosition };
 
@@ -18,4 +19,23 @@ export function pastPosition(values: unknown[], after: ListPosition, direction: 
   values.push(after.createdMicros, after.id);
   const [micros, id] = [values.length - 1, values.length];
   return `(${alias}created_at, ${alias}id) ${direction} (timestamptz 'epoch' + $${micros}::bigint * interval '1 microsecond', $${id}::${idType})`;
+}
+
+/**
+ * One page of `from` rows matching `where` (whose values are `values`, $1 on) in creation
+ * order, past `page.after`, `page.limit` at most, each with its position (`created_micros`).
+ */
+export async function pageInCreationOrder<T extends object>(
+  db: Queryable,
+  q: { columns: string; from: string; where: string; values: unknown[] },
+  page: { after?: ListPosition; limit: number },
+): Promise<(T & { created_micros: string; id: string })[]> {
+  const values = [...q.values];
+  const past = page.after ? ` AND ${pastPosition(values, page.after, '>', 'uuid')}` : '';
+  values.push(page.limit);
+  const res = await db.query<T & { created_micros: string; id: string }>(
+    `SELECT ${q.columns}, ${positionColumn()} FROM ${q.from} WHERE ${q.where}${past} ORDER BY created_at, id LIMIT $${values.length}`,
+    values,
+  );
+  return res.rows;
 }

@@ -1,6 +1,6 @@
 // Tenants and their API keys. Keys are stored only as SHA-256 hashes.
 import { statement, type Queryable } from '../pool';
-import { pastPosition, positionColumn, type ListPosition } from './keyset';
+import { pageInCreationOrder, type ListPosition } from './keyset';
 
 export type DedupeMode = 'off' | 'sha256';
 
@@ -68,20 +68,12 @@ export async function findActiveKeyByHash(
 }
 
 /** A page of the tenant's keys (revoked ones included) in creation order, after `after`; `limit` rows at most. */
-export async function pageApiKeys(
-  db: Queryable,
-  tenantId: string,
-  page: { after?: ListPosition; limit: number },
-): Promise<(ApiKeyRow & { created_micros: string })[]> {
-  const values: unknown[] = [tenantId];
-  const past = page.after ? `AND ${pastPosition(values, page.after, '>', 'uuid')}` : '';
-  values.push(page.limit);
-  const res = await db.query<ApiKeyRow & { created_micros: string }>(
-    `SELECT id, label, scopes, created_at, revoked_at, ${positionColumn()}
-       FROM api_keys WHERE tenant_id = $1 ${past} ORDER BY created_at, id LIMIT $${values.length}`,
-    values,
+export function pageApiKeys(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<ApiKeyRow>(
+    db,
+    { columns: 'id, label, scopes, created_at, revoked_at', from: 'api_keys', where: 'tenant_id = $1', values: [tenantId] },
+    page,
   );
-  return res.rows;
 }
 
 /** Revokes one of the tenant's keys; false when the tenant has no such (unrevoked) key. */

@@ -1,6 +1,6 @@
 // Webhook endpoints per tenant and the delivery ledger (one row per event and endpoint).
 import type { Queryable } from '../pool';
-import { pastPosition, positionColumn, type ListPosition } from './keyset';
+import { pageInCreationOrder, type ListPosition } from './keyset';
 
 export interface EndpointRow {
   id: string;
@@ -26,20 +26,17 @@ export async function insertEndpoint(
 }
 
 /** A page of the tenant's endpoints in creation order, after `after`; `limit` rows at most. */
-export async function pageEndpoints(
-  db: Queryable,
-  tenantId: string,
-  page: { after?: ListPosition; limit: number },
-): Promise<(EndpointRow & { created_micros: string })[]> {
-  const values: unknown[] = [tenantId];
-  const past = page.after ? `AND ${pastPosition(values, page.after, '>', 'uuid')}` : '';
-  values.push(page.limit);
-  const res = await db.query<EndpointRow & { created_micros: string }>(
-    `SELECT id, tenant_id, url, description, secret, enabled, disabled_reason, created_at, ${positionColumn()}
-       FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL ${past} ORDER BY created_at, id LIMIT $${values.length}`,
-    values,
+export function pageEndpoints(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<EndpointRow>(
+    db,
+    {
+      columns: 'id, tenant_id, url, description, secret, enabled, disabled_reason, created_at',
+      from: 'webhook_endpoints',
+      where: 'tenant_id = $1 AND deleted_at IS NULL',
+      values: [tenantId],
+    },
+    page,
   );
-  return res.rows;
 }
 
 export async function listEndpoints(db: Queryable, tenantId: string): Promise<EndpointRow[]> {
