@@ -12,7 +12,8 @@ import { allRenditionKeys } from '../src/db/queries/renditions';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
-import { downstreamWorkflowId, type DeletionReason, type WebhookRetrySchedule } from '../src/downstream/types';
+import { type DeletionReason, type WebhookRetrySchedule } from '../src/downstream/types';
+import { workflowIds } from '../src/temporal/names';
 
 export interface DeletionActivityDeps {
   pool: Pool;
@@ -80,7 +81,7 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
         ctx.heartbeat('waiting for the upload run');
         await sleep(POLL_MS, undefined, { signal: ctx.cancellationSignal });
       }
-      const downstream = downstreamWorkflowId(a.uploadId);
+      const downstream = workflowIds.downstream(a.uploadId);
       let downstreamCancelled = false;
       while (await running(downstream)) {
         if (!downstreamCancelled) await client.workflow.getHandle(downstream).cancel();

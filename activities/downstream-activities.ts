@@ -61,6 +61,7 @@ import type { StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
 import { webhookSecretContext, type SecretBox } from '../src/secret-box';
+import { failureTypes } from '../src/temporal/names';
 
 export interface DownstreamActivityDeps {
   pool: Pool;
@@ -127,7 +128,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       if (err instanceof DisallowedUrlError) return result('failed', `http.call target not allowed: ${err.message}`);
       throw ApplicationFailure.retryable(
         `http.call to the tenant got no answer: ${deliveryErrorMessage(err, step.timeoutSeconds * 1000)}`,
-        'tenant_unreachable',
+        failureTypes.tenantUnreachable,
       );
     }
     if (answer.status === 202 && step.async) return result('waiting', null);
@@ -136,7 +137,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       return result('rejected', `refused by the tenant (HTTP ${answer.status})${answer.message ? `: ${answer.message}` : ''}`, answer.data);
     throw ApplicationFailure.create({
       message: `http.call: the tenant answered ${answer.status}`,
-      type: 'tenant_error',
+      type: failureTypes.tenantError,
       nextRetryDelay: retryAfterMs(answer.retryAfter),
     });
   }
@@ -148,11 +149,11 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
     let scan: ScanVerdict;
     try {
       const source = await store.get(input.storageKey);
-      if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
+      if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, failureTypes.objectMissing);
       scan = await clamd.scan(source, input.bytes);
     } catch (err) {
       if (!(err instanceof ScannerUnavailable)) throw err;
-      if (ctx.info.attempt < SCAN_TRIES) throw ApplicationFailure.retryable(err.message, 'scanner_unavailable');
+      if (ctx.info.attempt < SCAN_TRIES) throw ApplicationFailure.retryable(err.message, failureTypes.scannerUnavailable);
       scan = { verdict: 'not_scanned', viruses: [], reason: err.reason };
     } finally {
       clearInterval(beat);
@@ -243,7 +244,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
     };
     try {
       const source = await store.get(input.storageKey);
-      if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, 'object_missing');
+      if (!source) throw ApplicationFailure.nonRetryable(`object ${input.storageKey} is missing`, failureTypes.objectMissing);
       const local = path.join(dir, 'source');
       await pipeline(source, createWriteStream(local));
       const outDir = await mkdtemp(path.join(dir, 'out-'));
@@ -389,7 +390,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       if (!lease.claimed) {
         // Another attempt is sending right now: that copy is the one this one would add.
         if (trigger === 'automatic')
-          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} is in flight`, 'delivery_in_flight');
+          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} is in flight`, failureTypes.deliveryInFlight);
         return 'in_flight';
       }
       const startedAt = Date.now();
@@ -436,7 +437,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
           const message = deliveryErrorMessage(err, webhook.timeoutMs);
           await attempted(null, message, false);
           metrics.webhookDeliveries.inc({ result: 'unreachable' });
-          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, 'webhook_unreachable');
+          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, failureTypes.webhookUnreachable);
         }
         const ok = response.status >= 200 && response.status < 300;
         metrics.webhookDeliveries.inc({ result: ok ? 'delivered' : response.status === 410 ? 'gone' : 'rejected' });
@@ -449,7 +450,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
         }
         throw ApplicationFailure.create({
           message: `endpoint ${endpointId} answered ${response.status}`,
-          type: 'webhook_rejected',
+          type: failureTypes.webhookRejected,
           nextRetryDelay: retryAfterMs(response.retryAfter),
         });
       } finally {

@@ -2,14 +2,7 @@
 // injected (never module globals) and every activity is safe to retry.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import {
-  DOWNSTREAM_WORKFLOW_TYPE,
-  downstreamInput,
-  downstreamSummary,
-  downstreamWorkflowId,
-  needsDownstream,
-  type DownstreamRequest,
-} from '../src/downstream/types';
+import { downstreamInput, downstreamSummary, needsDownstream, type DownstreamRequest } from '../src/downstream/types';
 import type { Pool } from '../src/db/pool';
 import {
   commitUploadRecords,
@@ -24,7 +17,7 @@ import { builtinPipeline, type DefaultPresets } from '../src/pipelines/steps';
 import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
-import { failureTypes } from '../src/temporal/names';
+import { failureTypes, workflowIds, workflowTypes } from '../src/temporal/names';
 import type { CommitObjectInput, CommitRecordsInput, CommitUploadInput, StoredResponse, UploadRequest } from './types';
 
 export interface UploadActivityDeps {
@@ -44,9 +37,12 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
      */
     async commitObject({ copy }: CommitObjectInput): Promise<void> {
       const head = await store.head(copy.storageKey);
-      if (!head) throw ApplicationFailure.nonRetryable(`staged copy ${copy.storageKey} is missing`, 'staged_copy_missing');
+      if (!head) throw ApplicationFailure.nonRetryable(`staged copy ${copy.storageKey} is missing`, failureTypes.stagedCopyMissing);
       if (head.bytes !== copy.bytes) {
-        throw ApplicationFailure.nonRetryable(`staged copy has ${head.bytes} bytes, expected ${copy.bytes}`, 'staged_copy_corrupt');
+        throw ApplicationFailure.nonRetryable(
+          `staged copy has ${head.bytes} bytes, expected ${copy.bytes}`,
+          failureTypes.stagedCopyCorrupt,
+        );
       }
     },
 
@@ -71,9 +67,9 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
       const ctx = Context.current();
       const args = downstreamInput(request, response.body);
       try {
-        await ctx.client.workflow.start(DOWNSTREAM_WORKFLOW_TYPE, {
+        await ctx.client.workflow.start(workflowTypes.downstream, {
           taskQueue: ctx.info.taskQueue,
-          workflowId: downstreamWorkflowId(args.uploadId),
+          workflowId: workflowIds.downstream(args.uploadId),
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           staticSummary: downstreamSummary(args.uploadId),
           args: [args],
@@ -132,8 +128,8 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
         if (err instanceof TokenExhausted) throw ApplicationFailure.nonRetryable(err.message, failureTypes.tokenExhausted);
         // The copy is gone with it: the run fails (503 upload_failed) and a retry sends the bytes.
-        if (err instanceof PipelineUnknown) throw ApplicationFailure.nonRetryable(err.message, 'pipeline_unknown');
-        if (err instanceof SharedObjectReleased) throw ApplicationFailure.nonRetryable(err.message, 'staged_copy_missing');
+        if (err instanceof PipelineUnknown) throw ApplicationFailure.nonRetryable(err.message, failureTypes.pipelineUnknown);
+        if (err instanceof SharedObjectReleased) throw ApplicationFailure.nonRetryable(err.message, failureTypes.stagedCopyMissing);
         throw err;
       });
       metrics.uploadsCommitted.inc({ result: rejection ? 'rejected' : 'created' });

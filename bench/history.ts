@@ -9,8 +9,9 @@ import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../src/db/pool';
 import { createTenant } from '../src/tenants';
 import { uploadWorkflowId } from '../src/temporal/ids';
-import { downstreamWorkflowId } from '../src/downstream/types';
+
 import { startOncelyProcess, type BenchServices } from './lib/services';
+import { workflowIds } from '../src/temporal/names';
 
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 
@@ -65,7 +66,7 @@ export async function historyCost(services: BenchServices) {
       const answer = (await res.json()) as { uploadId: string };
       if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
       const upload = await cost(client, uploadWorkflowId(c.tenant.tenantId, key));
-      const child = await cost(client, downstreamWorkflowId(answer.uploadId));
+      const child = await cost(client, workflowIds.downstream(answer.uploadId));
       out[`${c.kind}Events`] = `${upload.events} + ${child.events} = ${upload.events + child.events}`;
       out[`${c.kind}WorkflowTasks`] = `${upload.workflowTasks} + ${child.workflowTasks} = ${upload.workflowTasks + child.workflowTasks}`;
     }

@@ -1,13 +1,11 @@
 // What the API and the upload workflow share (as the Temporal samples' shared.ts): the
-// workflow's type name and input, its revision, and its update definitions. The API imports
+// workflow's input, its revision, and its update definitions (its type name, with every
+// other workflow type, ID and failure type, is in src/temporal/names.ts). The API imports
 // this module, never the workflow code itself.
 import { defineUpdate } from '@temporalio/workflow';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
 import type { StepDecision, WebhookRetrySchedule } from '../src/downstream/types';
 import { updates } from '../src/temporal/names';
-
-/** The upload workflow's type (its function's name in workflows/upload.ts). */
-export const UPLOAD_WORKFLOW_TYPE = 'uploadWorkflow';
 
 export interface UploadWorkflowInput extends UploadRequest {
   receiveTimeoutSeconds: number;
@@ -67,13 +65,3 @@ export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(
  * upload's pipeline not yet decided otherwise; the same decision again is accepted.
  */
 export const completeStepUpdate = defineUpdate<{ step: number; outcome: StepDecision['outcome'] }, [StepDecision]>(updates.completeStep);
-
-/** The deletion workflow's type (its function's name in workflows/deletion.ts); input and result in src/downstream/types.ts. */
-export const DELETION_WORKFLOW_TYPE = 'deletionWorkflow';
-
-/** The workflows that send recorded webhook events again (workflows/redelivery.ts). */
-export const REDELIVERY_WORKFLOW_TYPE = 'redeliveryWorkflow';
-export const RECOVERY_WORKFLOW_TYPE = 'recoveryWorkflow';
-
-/** A re-processing job (workflows/reprocess.ts), ID `reprocess-job/{jobId}`. */
-export const REPROCESS_JOB_WORKFLOW_TYPE = 'reprocessJobWorkflow';

@@ -3,7 +3,7 @@
 // downstream child), delete the renditions and the original (shared bytes only when no
 // other upload holds them), scrub the personal metadata, and announce upload.deleted once.
 import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { searchAttributes } from '../src/temporal/names';
+import { failureTypes, searchAttributes } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { eventId, type DeletionInput, type DeletionResult } from '../src/downstream/types';
 import { announcer } from './announce';
@@ -25,7 +25,7 @@ const { listWebhookEndpoints } = proxyLocalActivities<Activities>({
 export async function deletionWorkflow(input: DeletionInput): Promise<DeletionResult> {
   const { uploadId, tenantId } = input;
   const tombstone = await step('Tombstone the upload: its bytes are no longer served').tombstoneUpload({ tenantId, uploadId });
-  if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, 'not_found');
+  if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, failureTypes.notFound);
 
   setCurrentDetails('waiting for the upload run and its downstream child');
   await proxyActivities<Activities>({

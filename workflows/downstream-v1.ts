@@ -13,6 +13,7 @@ import {
   type DownstreamResult,
   type TranscodeResult,
 } from '../src/downstream/types';
+import { failureTypes } from '../src/temporal/names';
 
 // Short database steps run as local activities: no task-queue round trip each.
 const { listWebhookEndpoints, markUploadProcessed } = proxyLocalActivities<Activities>({
@@ -28,7 +29,12 @@ export async function downstreamV1(input: DownstreamInput): Promise<DownstreamRe
     heartbeatTimeout: '10 seconds',
     // Bounded: a transcode that keeps failing (a crashing worker, a poisoned file) ends, and
     // the upload stays committed; media that defeats ffmpeg is a 'failed' outcome, not a retry.
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['object_missing'] },
+    retry: {
+      initialInterval: '1 second',
+      maximumInterval: '1 minute',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [failureTypes.objectMissing],
+    },
   });
   const deliveries: Record<string, string> = {};
   // Endpoints enabled when the upload completed; one disabled since is skipped at delivery.

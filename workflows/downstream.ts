@@ -183,6 +183,11 @@ export function stepActivity(input: DownstreamInput, step: ProcessingStep, index
     // Bounded: a step that keeps failing (a crashing worker, a poisoned file) ends, and the
     // upload stays committed; media that defeats the tools is a 'failed' outcome, not a retry.
     // A scan whose clamd is down is retried on this schedule (SCAN_TRIES) before it is not_scanned.
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['object_missing'] },
+    retry: {
+      initialInterval: '1 second',
+      maximumInterval: '1 minute',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [failureTypes.objectMissing],
+    },
   });
 }

@@ -25,6 +25,7 @@ import type { Activities } from '../activities';
 import type { DownstreamInput, ReprocessOutcome, StepResult, WebhookRetrySchedule } from '../src/downstream/types';
 import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
+import { failureTypes, workflowIds } from '../src/temporal/names';
 
 const local = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -90,7 +91,7 @@ async function inWindows<T, R>(items: T[], width: number, fn: (item: T) => Promi
 async function reprocessOne(input: ReprocessJobInput, uploadId: string): Promise<ReprocessOutcome> {
   try {
     const r = await executeChild(reprocessUploadWorkflow, {
-      workflowId: `reprocess/${uploadId}/${input.pipeline}/v${input.version}`,
+      workflowId: workflowIds.reprocessUpload(uploadId, input.pipeline, input.version),
       // One per (upload, version): a failed or cancelled one may run again, a completed one not.
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
@@ -154,7 +155,7 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
       );
     }
     const failed = results.find((r) => r.status !== 'succeeded');
-    if (failed) throw ApplicationFailure.nonRetryable(failed.reason ?? `a step ended ${failed.status}`, 'step_failed');
+    if (failed) throw ApplicationFailure.nonRetryable(failed.reason ?? `a step ended ${failed.status}`, failureTypes.stepFailed);
     // Local: one transaction and a few deletes, without another trip through the task queue.
     const switch_ = await local.switchRenditions({ ...version, outcome: processingOutcome(results, null) });
     if (switch_.switched) return { outcome: 'done', reason: null };

@@ -18,9 +18,9 @@ import {
 import { WorkflowExecutionAlreadyStartedError, type ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
-import { failureTypes, searchAttributes } from '../src/temporal/names';
+import { failureTypes, searchAttributes, workflowIds } from '../src/temporal/names';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
-import { downstreamInput, downstreamSummary, downstreamWorkflowId, needsDownstream } from '../src/downstream/types';
+import { downstreamInput, downstreamSummary, needsDownstream } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
@@ -30,7 +30,7 @@ const commitOptions: ActivityOptions = {
     initialInterval: '500 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: ['staged_copy_missing', 'staged_copy_corrupt'],
+    nonRetryableErrorTypes: [failureTypes.stagedCopyMissing, failureTypes.stagedCopyCorrupt],
   },
 };
 // The commit steps are short (a HEAD, one transaction): as local activities they skip two
@@ -76,7 +76,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   // Rejected before it is written to history: a different request under the same key.
   const validator = (copy: StagedCopy) => {
     if (copy.fingerprint !== input.fingerprint) {
-      throw ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', 'idempotency_key_reuse');
+      throw ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', failureTypes.keyReuse);
     }
   };
   setHandler(offerCopyUpdate, take, { validator });
@@ -95,7 +95,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
   if (waited === 'abandoned') {
     setPhase('abandoned');
     // Failing (not completing) lets a later request with the same key start afresh.
-    throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', 'abandoned');
+    throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', failureTypes.abandoned);
   }
   if (waited !== 'copy') return adopt(waited);
   try {
@@ -112,7 +112,7 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     settled = {
       failure: refused
         ? (err as ApplicationFailure)
-        : ApplicationFailure.nonRetryable('The upload could not be completed', 'upload_failed'),
+        : ApplicationFailure.nonRetryable('The upload could not be completed', failureTypes.uploadFailed),
     };
     await condition(allHandlersFinished);
     throw err;
@@ -232,7 +232,7 @@ async function startDownstream(input: UploadWorkflowInput, response: StoredRespo
   const args = downstreamInput(input, response.body);
   try {
     await startChild(downstreamWorkflow, {
-      workflowId: downstreamWorkflowId(args.uploadId),
+      workflowId: workflowIds.downstream(args.uploadId),
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: downstreamSummary(args.uploadId),

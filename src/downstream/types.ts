@@ -99,12 +99,6 @@ export interface ListPosition {
   id: string;
 }
 
-/** The downstream child of an upload: one per upload, ever. */
-export const downstreamWorkflowId = (uploadId: string) => `downstream/${uploadId}`;
-
-/** The downstream workflow's type (its function's name in workflows/downstream.ts). */
-export const DOWNSTREAM_WORKFLOW_TYPE = 'downstreamWorkflow';
-
 export const downstreamSummary = (uploadId: string) => `Downstream of upload ${uploadId}: its pipeline's steps, webhooks`;
 
 /** What the upload's run knows that its downstream run needs (the settings travel in the upload run's input). */
@@ -139,9 +133,6 @@ export function downstreamInput(request: DownstreamRequest, answerBody: string):
       : {}),
   };
 }
-
-/** The deletion of an upload: one per upload, ever (a repeated delete attaches to it). */
-export const deletionWorkflowId = (uploadId: string) => `delete/${uploadId}`;
 
 /** Why an upload is deleted: its tenant asked, or its retention ran out. */
 export type DeletionReason = 'request' | 'retention';

@@ -3,17 +3,10 @@
 // attaches to the run that exists, or finds the one that finished.
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { dependency } from '../errors';
-import {
-  deletionWorkflowId,
-  type DeletionInput,
-  type DeletionReason,
-  type DeletionResult,
-  type WebhookRetrySchedule,
-} from '../downstream/types';
-import { searchAttributes } from '../temporal/names';
+import { type DeletionInput, type DeletionReason, type DeletionResult, type WebhookRetrySchedule } from '../downstream/types';
+import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { resultWithin } from '../temporal/result-within';
 import type { AnswerCache } from '../upload/answer-cache';
-import { DELETION_WORKFLOW_TYPE } from '../../workflows/definitions';
 
 export class Deletions {
   constructor(
@@ -29,11 +22,11 @@ export class Deletions {
   /** Starts the deletion of an upload made under `key`, or finds the one already started. */
   async start(tenantId: string, uploadId: string, key: string, reason: DeletionReason): Promise<WorkflowHandle> {
     this.deps.answers?.forget(tenantId, key);
-    const workflowId = deletionWorkflowId(uploadId);
+    const workflowId = workflowIds.deletion(uploadId);
     const input: DeletionInput = { tenantId, uploadId, reason, webhookRetry: this.deps.webhookRetry };
     return dependency('temporal_unavailable', async () => {
       try {
-        return await this.deps.temporal.workflow.start(DELETION_WORKFLOW_TYPE, {
+        return await this.deps.temporal.workflow.start(workflowTypes.deletion, {
           workflowId,
           taskQueue: this.deps.taskQueue,
           args: [input],

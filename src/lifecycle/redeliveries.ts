@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { dependency } from '../errors';
-import { searchAttributes } from '../temporal/names';
-import { RECOVERY_WORKFLOW_TYPE, REDELIVERY_WORKFLOW_TYPE } from '../../workflows/definitions';
+import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+
 import type { RecoveryInput, RecoveryProgress, RedeliveryInput } from '../../workflows/redelivery';
 
 export class Redeliveries {
@@ -13,8 +13,8 @@ export class Redeliveries {
 
   redeliver(input: RedeliveryInput): Promise<WorkflowHandle> {
     return dependency('temporal_unavailable', () =>
-      this.deps.temporal.workflow.start(REDELIVERY_WORKFLOW_TYPE, {
-        workflowId: `redeliver/${input.eventId}/${randomUUID()}`,
+      this.deps.temporal.workflow.start(workflowTypes.redelivery, {
+        workflowId: workflowIds.redelivery(input.eventId, randomUUID()),
         taskQueue: this.deps.taskQueue,
         args: [input],
         staticSummary: `Redeliver ${input.eventId} to ${input.endpointIds.length} endpoint(s)`,
@@ -24,12 +24,12 @@ export class Redeliveries {
   }
 
   recoveryId(endpointId: string, since: string, until: string): string {
-    return `recover/${endpointId}/${since}/${until}`;
+    return workflowIds.recovery(endpointId, since, until);
   }
 
   recover(input: RecoveryInput): Promise<WorkflowHandle> {
     return dependency('temporal_unavailable', () =>
-      this.deps.temporal.workflow.start(RECOVERY_WORKFLOW_TYPE, {
+      this.deps.temporal.workflow.start(workflowTypes.recovery, {
         workflowId: this.recoveryId(input.endpointId, input.since, input.until),
         taskQueue: this.deps.taskQueue,
         args: [input],

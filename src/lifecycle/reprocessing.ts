@@ -6,11 +6,8 @@ import type { Pool } from '../db/pool';
 import { finishReprocessJob, insertReprocessJob, type ReprocessFilter, type ReprocessJobRow } from '../db/queries/reprocess';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { dependency } from '../errors';
-import { searchAttributes } from '../temporal/names';
-import { REPROCESS_JOB_WORKFLOW_TYPE } from '../../workflows/definitions';
+import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import type { ReprocessJobInput } from '../../workflows/reprocess';
-
-export const reprocessJobWorkflowId = (jobId: string) => `reprocess-job/${jobId}`;
 
 export class Reprocessing {
   constructor(
@@ -37,8 +34,8 @@ export class Reprocessing {
     };
     try {
       await dependency('temporal_unavailable', () =>
-        this.deps.temporal.workflow.start(REPROCESS_JOB_WORKFLOW_TYPE, {
-          workflowId: reprocessJobWorkflowId(id),
+        this.deps.temporal.workflow.start(workflowTypes.reprocessJob, {
+          workflowId: workflowIds.reprocessJob(id),
           taskQueue: this.deps.taskQueue,
           args: [input],
           staticSummary: `Re-process ${row.total} uploads with ${j.pipeline} v${j.version}`,
@@ -54,6 +51,6 @@ export class Reprocessing {
 
   /** Asks the job to stop: uploads under way are cancelled and keep their served renditions. */
   async cancel(jobId: string): Promise<void> {
-    await dependency('temporal_unavailable', () => this.deps.temporal.workflow.getHandle(reprocessJobWorkflowId(jobId)).cancel());
+    await dependency('temporal_unavailable', () => this.deps.temporal.workflow.getHandle(workflowIds.reprocessJob(jobId)).cancel());
   }
 }

@@ -5,17 +5,17 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import { listStepOutcomes, uploadPipeline } from '../db/queries/pipelines';
-import { downstreamWorkflowId, type StepDecision } from '../downstream/types';
+import { type StepDecision } from '../downstream/types';
 import { dependency, problem } from '../errors';
 import { DEFAULT_PIPELINE } from '../pipelines/steps';
-import { failureTypes } from '../temporal/names';
+import { failureTypes, workflowIds } from '../temporal/names';
 import { completeStepUpdate } from '../../workflows/definitions';
 
 export class StepDecisions {
   constructor(private readonly deps: { temporal: Client; pool: Pool }) {}
 
   async decide(uploadId: string, decision: StepDecision): Promise<void> {
-    const handle = this.deps.temporal.workflow.getHandle(downstreamWorkflowId(uploadId));
+    const handle = this.deps.temporal.workflow.getHandle(workflowIds.downstream(uploadId));
     try {
       await handle.executeUpdate(completeStepUpdate, { args: [decision] });
       return;

@@ -23,11 +23,12 @@ import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
 import type { UploadGrant, UploadRequest } from '../upload/types';
-import { UPLOAD_WORKFLOW_TYPE } from '../../workflows/definitions';
+
 import type { uploadWorkflow } from '../../workflows/upload';
 import { discardSessionObjects } from './cleanup';
 import { noSuchSession } from './lease';
 import type { Caller } from '../upload/admission';
+import { workflowTypes } from '../temporal/names';
 
 export interface RegistryDeps {
   pool: Pool;
@@ -159,7 +160,7 @@ export class SessionRegistry {
     const startOrFind = () =>
       dependency('temporal_unavailable', async () => {
         const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () =>
-          this.deps.temporal.workflow.start<typeof uploadWorkflow>(UPLOAD_WORKFLOW_TYPE, options),
+          this.deps.temporal.workflow.start<typeof uploadWorkflow>(workflowTypes.upload, options),
         );
         return handle.describe();
       });

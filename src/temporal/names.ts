@@ -21,6 +21,32 @@ export function searchAttributeFlags(): string[] {
 
 export const updates = { offerCopy: 'offerCopy', offerCopyForAnswer: 'offerCopyForAnswer', completeStep: 'completeStep' } as const;
 
+/** Every workflow type the worker registers (the names its workflow functions are exported under). */
+export const workflowTypes = {
+  upload: 'uploadWorkflow',
+  downstream: 'downstreamWorkflow',
+  deletion: 'deletionWorkflow',
+  redelivery: 'redeliveryWorkflow',
+  recovery: 'recoveryWorkflow',
+  reprocessJob: 'reprocessJobWorkflow',
+} as const;
+
+/**
+ * Workflow IDs, derived from what they are about so a repeat attaches to the same run. An
+ * upload's is `uploadWorkflowId` (src/temporal/ids.ts: it hashes a long key, which workflow
+ * code cannot); these are pure, so workflows build them too.
+ */
+export const workflowIds = {
+  downstream: (uploadId: string) => `downstream/${uploadId}`,
+  deletion: (uploadId: string) => `delete/${uploadId}`,
+  reprocessJob: (jobId: string) => `reprocess-job/${jobId}`,
+  /** One per (upload, version) ever: a repeated job finds the done ones done. */
+  reprocessUpload: (uploadId: string, pipeline: string, version: number) => `reprocess/${uploadId}/${pipeline}/v${version}`,
+  redelivery: (eventId: string, requestId: string) => `redeliver/${eventId}/${requestId}`,
+  recovery: (endpointId: string, since: string, until: string) => `recover/${endpointId}/${since}/${until}`,
+  housekeeping: (taskQueue: string, task: string) => `housekeeping/${taskQueue}/${task}`,
+} as const;
+
 /** Failure types that cross the activity / workflow / API boundary. */
 export const failureTypes = {
   /** The key is held by another route's request or another upload request: answered 422. */
@@ -29,4 +55,26 @@ export const failureTypes = {
   tokenExhausted: 'token_exhausted',
   /** A step decision for a step that is not an undecided async http.call of the upload: answered 409. */
   stepNotWaiting: 'step_not_waiting',
+  /** No attempt delivered a whole body before the upload workflow gave up. */
+  abandoned: 'abandoned',
+  /** The upload could not be completed (its commit failed for good). */
+  uploadFailed: 'upload_failed',
+  /** The staged copy an upload commits is gone or not what was offered: retrying cannot help. */
+  stagedCopyMissing: 'staged_copy_missing',
+  stagedCopyCorrupt: 'staged_copy_corrupt',
+  /** The upload names a pipeline the tenant has not declared. */
+  pipelineUnknown: 'pipeline_unknown',
+  /** The object a step reads is gone. */
+  objectMissing: 'object_missing',
+  /** A rendition step of a re-run did not succeed. */
+  stepFailed: 'step_failed',
+  /** A deletion of an upload the tenant does not have. */
+  notFound: 'not_found',
+  /** The tenant's endpoint (validation hook, http.call) answered an error. */
+  tenantError: 'tenant_error',
+  tenantUnreachable: 'tenant_unreachable',
+  scannerUnavailable: 'scanner_unavailable',
+  deliveryInFlight: 'delivery_in_flight',
+  webhookUnreachable: 'webhook_unreachable',
+  webhookRejected: 'webhook_rejected',
 } as const;

@@ -2,6 +2,7 @@
 // by the task queue so several deployments can share a namespace.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { HousekeepingTask } from '../../workflows/housekeeping';
+import { workflowIds } from './names';
 
 export const HOUSEKEEPING: Record<HousekeepingTask, string> = {
   'expire-keys': '15 minutes',
@@ -12,7 +13,7 @@ export const HOUSEKEEPING: Record<HousekeepingTask, string> = {
 };
 
 export function scheduleId(taskQueue: string, task: HousekeepingTask): string {
-  return `housekeeping/${taskQueue}/${task}`;
+  return workflowIds.housekeeping(taskQueue, task);
 }
 
 /** `every` overrides a task's interval (the retention sweep's comes from RETENTION_SWEEP_SECONDS). */
@@ -34,7 +35,7 @@ export async function ensureHousekeepingSchedules(
           workflowType: 'housekeepingWorkflow',
           args: [task],
           taskQueue,
-          workflowId: `housekeeping/${taskQueue}/${task}`,
+          workflowId: workflowIds.housekeeping(taskQueue, task),
         },
       });
     } catch (err) {

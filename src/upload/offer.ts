@@ -12,15 +12,10 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { problem, type Problem } from '../errors';
 import { isResourceExhausted } from '../temporal/client';
-import {
-  offerCopyForAnswerUpdate,
-  offerCopyUpdate,
-  UPLOAD_WORKFLOW_TYPE,
-  type OfferAnswer,
-  type UploadWorkflowInput,
-} from '../../workflows/definitions';
+import { offerCopyForAnswerUpdate, offerCopyUpdate, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
 import type { StagedCopy, UploadRequest } from './types';
+import { failureTypes, workflowTypes } from '../temporal/names';
 
 const OFFER_DEADLINE_MS = 8_000;
 
@@ -63,7 +58,7 @@ export class CopyOffer {
         args: [copy],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
         startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(
-          UPLOAD_WORKFLOW_TYPE,
+          workflowTypes.upload,
           this.deps.startOptions(req, workflowId, extra),
         ),
       }),
@@ -89,7 +84,7 @@ export class CopyOffer {
         updateId: `${copy.attemptId}-plain`,
         args: [copy],
         startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(
-          UPLOAD_WORKFLOW_TYPE,
+          workflowTypes.upload,
           this.deps.startOptions(req, workflowId, extra),
         ),
       }),
@@ -103,11 +98,7 @@ export class CopyOffer {
       // caller is better served by a prompt 503 and its own retry with the same key.
       return await this.deps.temporal.withDeadline(Date.now() + OFFER_DEADLINE_MS, call);
     } catch (err) {
-      if (
-        err instanceof WorkflowUpdateFailedError &&
-        err.cause instanceof ApplicationFailure &&
-        err.cause.type === 'idempotency_key_reuse'
-      ) {
+      if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) {
         throw new OfferRefused(reuseProblem(), err);
       }
       if (err instanceof WorkflowExecutionAlreadyStartedError) {

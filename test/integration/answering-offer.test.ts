@@ -7,14 +7,13 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { UploadRequest } from '../../src/upload/types';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { updates } from '../../src/temporal/names';
+import { updates, workflowIds } from '../../src/temporal/names';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { stackReceiver } from '../helpers/receiver';
 import { postUpload } from '../helpers/http';
 import { rowsForKey } from '../helpers/inspect';
 import { uploadRequest } from '../helpers/requests';
 import { png } from '../helpers/media';
-import { downstreamWorkflowId } from '../../src/downstream/types';
 
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
@@ -92,7 +91,7 @@ it('an upload with downstream work is one workflow task too: the commit starts d
   expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
   expect(events).toHaveLength(8);
   expect(events.some((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toBe(false);
-  const downstream = stack.temporal.workflow.getHandle(downstreamWorkflowId(res.json.uploadId));
+  const downstream = stack.temporal.workflow.getHandle(workflowIds.downstream(res.json.uploadId));
   const result = await downstream.result();
   expect(result).toMatchObject({ processing: 'ready' });
   const described = await downstream.describe();

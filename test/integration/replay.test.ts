@@ -8,12 +8,13 @@ import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { downstreamWorkflowId } from '../../src/downstream/types';
+
 import { png } from '../helpers/media';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
+import { workflowIds } from '../../src/temporal/names';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
 let stack: TestStack;
@@ -124,7 +125,7 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
     ] as const) {
       const res = await postUpload(stack.url, { apiKey: withEndpoint.apiKey, key: `replay-down-${randomUUID()}`, body, contentType });
       expect(res.status).toBe(201);
-      const handle = stack.temporal.workflow.getHandle(downstreamWorkflowId(res.json.uploadId as string));
+      const handle = stack.temporal.workflow.getHandle(workflowIds.downstream(res.json.uploadId as string));
       await eventually(async () => (await handle.describe()).status.name === 'COMPLETED', 60_000);
       const history = await handle.fetchHistory();
       histories.push({ workflowId: handle.workflowId, history });
