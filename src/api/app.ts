@@ -15,7 +15,7 @@ import { adminAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
 import { nulGuard } from './middleware/nul-guard';
-import { openApiDocument, router } from './openapi';
+import { openApiDocument, router } from '../http/openapi';
 import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
 import { apiKeyRoutes } from './routes/api-keys';
@@ -33,12 +33,12 @@ import { deletionRoutes } from './routes/deletions';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
-import { tusDiscoveryRoutes, tusRoutes } from './routes/tus';
-import { directObjectRoutes, directUploadRoutes } from './routes/direct-uploads';
-import { uppyCompanionRoutes, uppyEndpointRoutes } from './routes/uppy';
-import { TUS_REQUEST_HEADERS } from '../arrivals/tus/protocol';
-import { RUFH_PATH, RUFH_REQUEST_HEADERS } from '../arrivals/rufh/protocol';
-import { resumableDiscoveryRoutes, resumableUploadRoutes } from './routes/resumable-uploads';
+import { tusDiscoveryRoutes, tusRoutes } from '../arrivals/tus/routes';
+import { directObjectRoutes, directUploadRoutes } from '../arrivals/direct/routes';
+import { uppyCompanionRoutes, uppyEndpointRoutes } from '../arrivals/uppy/routes';
+import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from '../arrivals/tus/protocol';
+import { RUFH_PATH, RUFH_REQUEST_HEADERS, RUFH_RESPONSE_HEADERS } from '../arrivals/rufh/protocol';
+import { resumableDiscoveryRoutes, resumableUploadRoutes } from '../arrivals/rufh/routes';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
 export const REQUEST_HEADERS = [
@@ -55,6 +55,21 @@ export const REQUEST_HEADERS = [
   'If-None-Match',
   ...new Set([...TUS_REQUEST_HEADERS, ...RUFH_REQUEST_HEADERS]),
 ] as const;
+
+/** Response headers a browser script on another origin may read. */
+export const EXPOSED_HEADERS = [
+  ...new Set([
+    'Location',
+    'Retry-After',
+    'Idempotent-Replayed',
+    'Idempotent-Replay',
+    'ETag',
+    'Content-Range',
+    'Content-Disposition',
+    ...TUS_RESPONSE_HEADERS,
+    ...RUFH_RESPONSE_HEADERS,
+  ]),
+];
 
 export interface AppDeps {
   config: Config;
@@ -96,6 +111,7 @@ export function createApp(deps: AppDeps) {
     cors({
       allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
       allowHeaders: [...REQUEST_HEADERS],
+      exposeHeaders: EXPOSED_HEADERS,
       maxAgeSeconds: 600,
     }),
   );

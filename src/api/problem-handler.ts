@@ -3,7 +3,7 @@
 import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { inputRefusedByDatabase, Problem, problem } from '../errors';
-import type { AppEnv } from './env';
+import type { AppEnv } from '../http/env';
 import { closesUnreadBody } from './unread-body';
 
 export function problemResponse(p: Problem, extraHeaders: Record<string, string> = {}): Response {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TENANT_ID } from '../../src/tenants';
 import { SCOPES, type Scope } from '../../src/credentials';
-import { schemeOf } from '../../src/api/scopes';
+import { schemeOf } from '../../src/http/scopes';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson } from '../helpers/http';
 

@@ -19,11 +19,11 @@ import {
   DownloadUrl,
   WebhookEndpointCreated,
   WebhookEndpointList,
-} from '../../src/api/schemas';
+} from '../../src/http/schemas';
 import { catalogue } from '../../src/errors';
-import { SECRET_FIELDS, SHOWN_ONCE } from '../../src/api/redact';
+import { SECRET_FIELDS, SHOWN_ONCE } from '../../src/http/redact';
 import { SCOPES } from '../../src/credentials';
-import { schemeOf } from '../../src/api/scopes';
+import { schemeOf } from '../../src/http/scopes';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import type { z } from 'zod';
@@ -51,6 +51,10 @@ describe('the document', () => {
   it('validates as OpenAPI 3.1', async () => {
     expect(doc.openapi).toBe('3.1.0');
     await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+  });
+
+  it('is the committed document (a change to the API rewrites test/fixtures/openapi.json with vitest -u, and shows in review)', async () => {
+    await expect(`${JSON.stringify(doc, null, 1)}\n`).toMatchFileSnapshot('../fixtures/openapi.json');
   });
 
   it('lists exactly the routes the app serves', () => {

@@ -4,7 +4,7 @@ import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { SCOPES, type Credential, type Principal } from '../../src/credentials';
 import type { Pool } from '../../src/db/pool';
-import type { AppEnv } from '../../src/api/env';
+import type { AppEnv } from '../../src/http/env';
 import { CredentialCache, bearerAuth } from '../../src/api/middleware/auth';
 import { onError } from '../../src/api/problem-handler';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Problem } from '../../src/errors';
-import { parseIdempotencyKey } from '../../src/api/parse/idempotency-key';
+import { parseIdempotencyKey } from '../../src/http/parse/idempotency-key';
 import {
   parseContentLength,
   parseContentType,
@@ -8,7 +8,7 @@ import {
   parsePrefer,
   parseSha256,
   parseWaitQuery,
-} from '../../src/api/parse/request-headers';
+} from '../../src/http/parse/request-headers';
 import { fingerprint, type FingerprintParts } from '../../src/upload/fingerprint';
 
 function code(fn: () => unknown): string {

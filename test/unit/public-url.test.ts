@@ -2,8 +2,8 @@
 // a proxy) when configured, else the origin the request came to.
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { AppEnv } from '../../src/api/env';
-import { absoluteUrl } from '../../src/api/public-url';
+import type { AppEnv } from '../../src/http/env';
+import { absoluteUrl } from '../../src/http/public-url';
 import { loadConfig } from '../../src/config';
 
 function answer(publicUrl: string | undefined, path: string, requestUrl: string) {

@@ -5,7 +5,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import { sha256Hex } from '../../temporal/ids';
 import { metrics, outcomeOf } from '../../metrics';
-import type { AppEnv } from '../env';
+import type { AppEnv } from '../../http/env';
 
 export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
   return async function accessLog(c, next) {

@@ -3,8 +3,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { problem } from '../../errors';
-import type { AppEnv } from '../env';
-import { header } from '../headers';
+import type { AppEnv } from '../../http/env';
+import { header } from '../../http/headers';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

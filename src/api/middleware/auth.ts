@@ -9,8 +9,8 @@ import type { Pool } from '../../db/pool';
 import { dependency, problem } from '../../errors';
 import { lookupApiKey } from '../../tenants';
 import { lookupUploadToken, UPLOAD_TOKEN_PREFIX } from '../../tokens/upload-tokens';
-import type { AppEnv } from '../env';
-import { header } from '../headers';
+import type { AppEnv } from '../../http/env';
+import { header } from '../../http/headers';
 
 type CredentialLookup = (token: string) => Promise<Credential | undefined>;
 

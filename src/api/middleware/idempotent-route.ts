@@ -11,12 +11,11 @@ import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../../db/queri
 import { dependency, problem, Problem } from '../../errors';
 import type { SecretBox } from '../../secret-box';
 import { OPERATOR_TENANT_ID } from '../../tenants';
-import { parseIdempotencyKey } from '../parse/idempotency-key';
-import type { AppEnv } from '../env';
-import { headerValues } from '../headers';
-import { bodyText } from '../json-body';
-import { corsHeaders } from './cors';
-import { REPLAY_HEADERS } from '../replay-headers';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
+import type { AppEnv } from '../../http/env';
+import { headerValues } from '../../http/headers';
+import { bodyText } from '../../http/json-body';
+import { REPLAY_HEADERS } from '../../http/replay-headers';
 
 /**
  * Answers not stored under the key: bad input (400, 413), which changed nothing, and answers
@@ -69,7 +68,7 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
       c.set('outcome', 'replayed');
       c.set('corsApplied', true);
       return c.body(opts.box.open(existing.response_body ?? '', answerContext(tenantId, key)), existing.response_status as 200, {
-        ...corsHeaders,
+        ...c.get('corsHeaders'),
         'content-type': existing.response_status >= 400 ? 'application/problem+json' : 'application/json',
         ...REPLAY_HEADERS,
       });

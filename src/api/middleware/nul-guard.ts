@@ -2,7 +2,7 @@
 // one would fail at the database and look like an outage (503). Refuse it up front.
 import type { MiddlewareHandler } from 'hono';
 import { problem } from '../../errors';
-import type { AppEnv } from '../env';
+import type { AppEnv } from '../../http/env';
 
 export function nulGuard(): MiddlewareHandler<AppEnv> {
   return async function nulGuard(c, next) {

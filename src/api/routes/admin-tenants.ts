@@ -6,10 +6,10 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { setTenantRetention } from '../../db/queries/tenants';
 import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
-import { jsonBody } from '../json-body';
+import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../openapi';
-import { CreateTenant, Tenant, TenantCreated, TenantSettings, Uuid } from '../schemas';
+import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../../http/openapi';
+import { CreateTenant, Tenant, TenantCreated, TenantSettings, Uuid } from '../../http/schemas';
 import { apiKeyView } from './api-keys';
 
 const createTenantRoute = createRoute({

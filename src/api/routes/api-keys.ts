@@ -7,14 +7,14 @@ import { insertWithinQuota } from '../../db/queries/quotas';
 import { createApiKey } from '../../tenants';
 import { heldScopes, SCOPES } from '../../credentials';
 import { withinQuota } from '../quota';
-import { jsonBody } from '../json-body';
+import { jsonBody } from '../../http/json-body';
 import type { CredentialCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
-import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
-import { ApiKeyCreated, ApiKeyList, CreateApiKey, PageQuery, Uuid } from '../schemas';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/openapi';
+import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
+import { ApiKeyCreated, ApiKeyList, CreateApiKey, PageQuery, Uuid } from '../../http/schemas';
 import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
-import { requires } from '../scopes';
+import { requires } from '../../http/scopes';
 
 export function apiKeyView(k: ApiKeyRow) {
   return {

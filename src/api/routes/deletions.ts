@@ -10,14 +10,14 @@ import { findUpload, type UploadRow } from '../../db/queries/uploads';
 import type { DeletionResult } from '../../downstream/types';
 import { dependency, problem } from '../../errors';
 import type { Deletions } from '../../lifecycle/deletions';
-import type { AppEnv } from '../env';
-import { header } from '../headers';
-import { jsonBody } from '../json-body';
+import type { AppEnv } from '../../http/env';
+import { header } from '../../http/headers';
+import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
-import { parsePrefer } from '../parse/request-headers';
-import { BatchDelete, BatchDeletion, Deletion, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
-import { requires } from '../scopes';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
+import { parsePrefer } from '../../http/parse/request-headers';
+import { BatchDelete, BatchDeletion, Deletion, IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
+import { requires } from '../../http/scopes';
 
 export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config: Config; idempotency: IdempotentRouteOptions }) {
   const { pool, deletions, config } = deps;

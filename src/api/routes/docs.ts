@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createRoute, z } from '@hono/zod-openapi';
 import { problem } from '../../errors';
-import { route, router } from '../openapi';
+import { route, router } from '../../http/openapi';
 
 const swaggerDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {

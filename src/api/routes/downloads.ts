@@ -13,13 +13,13 @@ import type { Disposition } from '../../downloads/disposition';
 import { serveObject, type Servable } from '../../downloads/serve';
 import { dependency, problem } from '../../errors';
 import type { ObjectStore } from '../../storage/store';
-import type { AppEnv } from '../env';
-import { header } from '../headers';
-import { jsonBody } from '../json-body';
-import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
-import { absoluteUrl } from '../public-url';
-import { CreateDownloadUrl, DispositionQuery, DownloadUrl, Uuid } from '../schemas';
-import { callingToken, requires } from '../scopes';
+import type { AppEnv } from '../../http/env';
+import { header } from '../../http/headers';
+import { jsonBody } from '../../http/json-body';
+import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
+import { absoluteUrl } from '../../http/public-url';
+import { CreateDownloadUrl, DispositionQuery, DownloadUrl, Uuid } from '../../http/schemas';
+import { callingToken, requires } from '../../http/scopes';
 
 const DEFAULT_URL_SECONDS = 900;
 

@@ -10,12 +10,12 @@ import { findEndpoint } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { resultWithin } from '../../temporal/result-within';
 import type { Redeliveries } from '../../lifecycle/redeliveries';
-import { header } from '../headers';
-import { jsonBody } from '../json-body';
+import { header } from '../../http/headers';
+import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { encodeCursor, parseEventQuery } from '../parse/list-query';
-import { parsePrefer } from '../parse/request-headers';
+import { parsePrefer } from '../../http/parse/request-headers';
 import {
   EventDetail,
   EventList,
@@ -27,8 +27,8 @@ import {
   RedeliveryStarted,
   Redeliver,
   Uuid,
-} from '../schemas';
-import { requires } from '../scopes';
+} from '../../http/schemas';
+import { requires } from '../../http/scopes';
 
 const EventId = z
   .string()

@@ -6,8 +6,8 @@ import type { Pool } from '../../db/pool';
 import type { ObjectStore } from '../../storage/store';
 import { registry } from '../../metrics';
 import { commit, version } from '../../version';
-import { retryAfterHeader, route, router } from '../openapi';
-import { Health, Readiness } from '../schemas';
+import { retryAfterHeader, route, router } from '../../http/openapi';
+import { Health, Readiness } from '../../http/schemas';
 
 const CHECK_TIMEOUT_MS = 2_000;
 

@@ -9,12 +9,12 @@ import { uploadWorkflowId } from '../../temporal/ids';
 import { searchAttributes } from '../../temporal/names';
 import type { SecretBox } from '../../secret-box';
 import { answerContext } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../openapi';
-import { IdempotencyKey, IdempotencyKeyState } from '../schemas';
+import { COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../../http/openapi';
+import { IdempotencyKey, IdempotencyKeyState } from '../../http/schemas';
 import type { Context } from 'hono';
-import type { AppEnv } from '../env';
-import { redactSecrets } from '../redact';
-import { callingToken, requires } from '../scopes';
+import type { AppEnv } from '../../http/env';
+import { redactSecrets } from '../../http/redact';
+import { callingToken, requires } from '../../http/scopes';
 import { findUpload } from '../../db/queries/uploads';
 
 const getKeyRoute = createRoute({

@@ -18,14 +18,22 @@ import type { DeclaredPipelines } from '../../pipelines/declared';
 import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
 import { pipelineSecretContext } from '../../secret-box';
 import { DEFAULT_PIPELINE, type PipelineVersion } from '../../pipelines/steps';
-import { jsonBody } from '../json-body';
+import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
-import { shownOnce } from '../redact';
-import { INT4_MAX, NextCursor, PageQuery } from '../schemas';
+import {
+  COMMON_V1_PROBLEMS,
+  IDEMPOTENT_PROBLEMS,
+  createdResponse,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+} from '../../http/openapi';
+import { shownOnce } from '../../http/redact';
+import { INT4_MAX, NextCursor, PageQuery } from '../../http/schemas';
 import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
 import { withinQuota } from '../quota';
-import { requires } from '../scopes';
+import { requires } from '../../http/scopes';
 
 export const Pipeline = z
   .object({

@@ -8,11 +8,19 @@ import { findReprocessJob, reprocessProgress, type ReprocessJobRow } from '../..
 import { dependency, problem } from '../../errors';
 import type { Reprocessing } from '../../lifecycle/reprocessing';
 import { PipelineName } from '../../pipelines/catalogue';
-import { jsonBody } from '../json-body';
+import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
-import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../schemas';
-import { requires } from '../scopes';
+import {
+  COMMON_V1_PROBLEMS,
+  IDEMPOTENT_PROBLEMS,
+  createdResponse,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+} from '../../http/openapi';
+import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../../http/schemas';
+import { requires } from '../../http/scopes';
 
 const ReprocessRequest = z
   .object({

@@ -5,10 +5,10 @@ import type { Pool } from '../../db/pool';
 import { findUpload } from '../../db/queries/uploads';
 import { dependency, problem } from '../../errors';
 import type { StepDecisions } from '../../lifecycle/step-decisions';
-import { jsonBody } from '../json-body';
-import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../openapi';
-import { Uuid } from '../schemas';
-import { requires } from '../scopes';
+import { jsonBody } from '../../http/json-body';
+import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
+import { Uuid } from '../../http/schemas';
+import { requires } from '../../http/scopes';
 
 const StepDecisionBody = z
   .object({

@@ -6,12 +6,20 @@ import type { Config } from '../../config';
 import { findUploadToken, revokeUploadToken, type UploadTokenRow } from '../../db/queries/upload-tokens';
 import { dependency, problem } from '../../errors';
 import { mintUploadToken } from '../../tokens/upload-tokens';
-import { jsonBody } from '../json-body';
+import { jsonBody } from '../../http/json-body';
 import type { CredentialCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../openapi';
-import { CreateUploadToken, UploadToken, UploadTokenCreated, Uuid } from '../schemas';
-import { requires } from '../scopes';
+import {
+  COMMON_V1_PROBLEMS,
+  IDEMPOTENT_PROBLEMS,
+  createdResponse,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+} from '../../http/openapi';
+import { CreateUploadToken, UploadToken, UploadTokenCreated, Uuid } from '../../http/schemas';
+import { requires } from '../../http/scopes';
 import { parsePipelineName, type DeclaredPipelines } from '../../pipelines/declared';
 
 export function uploadTokenView(t: UploadTokenRow) {

@@ -8,7 +8,7 @@ import { listRenditions, renditionSummary } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
-import { parseIdempotencyKey } from '../parse/idempotency-key';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import {
   parseContentLength,
   parseContentType,
@@ -17,22 +17,22 @@ import {
   parsePrefer,
   parseSha256,
   parseWaitQuery,
-} from '../parse/request-headers';
+} from '../../http/parse/request-headers';
 import type { UploadReceiver } from '../../upload/receive';
 import type { InFlightUploads } from '../../upload/in-flight';
-import { header, headerValues } from '../headers';
-import { requestBody } from '../request-body';
-import { renderOutcome } from '../upload-answer';
+import { header, headerValues } from '../../http/headers';
+import { requestBody } from '../../http/request-body';
+import { renderOutcome } from '../../http/upload-answer';
 import { closesUnreadBody } from '../unread-body';
-import { isFormPost } from '../parse/form-post';
+import { isFormPost } from '../../arrivals/form/form-post';
 import { encodeCursor, parseListQuery } from '../parse/list-query';
-import { answerFormPost } from '../form-answer';
+import { answerFormPost } from '../../arrivals/form/form-answer';
 import { oneRequestUpload } from '../../upload/upload-request';
 import { parsePipelineName } from '../../pipelines/declared';
 import { PipelineName } from '../../pipelines/catalogue';
 import { DEFAULT_PIPELINE } from '../../pipelines/steps';
 import { listStepOutcomes, type StepOutcomeRow } from '../../db/queries/pipelines';
-import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../openapi';
+import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../../http/openapi';
 import {
   ContentLengthHeader,
   ExpiresAt,
@@ -46,11 +46,11 @@ import {
   ListUploadsQuery,
   Uuid,
   WaitQuery,
-} from '../schemas';
-import { assertTokenLive, callerOf, callingToken, requires } from '../scopes';
+} from '../../http/schemas';
+import { assertTokenLive, callerOf, callingToken, requires } from '../../http/scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 import { dialectOf } from '../../arrivals/rufh/protocol';
-import { createResumableUpload, RUFH_CREATION_HEADERS, type ResumableDeps } from './resumable-uploads';
+import { createResumableUpload, RUFH_CREATION_HEADERS, type ResumableDeps } from '../../arrivals/rufh/routes';
 
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;

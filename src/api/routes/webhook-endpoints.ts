@@ -8,14 +8,14 @@ import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-g
 import { dependency, problem } from '../../errors';
 import { webhookSecretContext } from '../../secret-box';
 import { insertWithinQuota } from '../../db/queries/quotas';
-import { jsonBody } from '../json-body';
+import { jsonBody } from '../../http/json-body';
 import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../openapi';
-import { createdResponse, idempotentJsonRequest, route, router } from '../openapi';
-import { CreateWebhookEndpoint, PageQuery, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/openapi';
+import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
+import { CreateWebhookEndpoint, PageQuery, Uuid, WebhookEndpointCreated, WebhookEndpointList } from '../../http/schemas';
 import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
-import { requires } from '../scopes';
+import { requires } from '../../http/scopes';
 
 function view(e: EndpointRow) {
   return {

@@ -18,18 +18,18 @@ import {
   TUS_CHECKSUM_ALGORITHMS,
   TUS_EXTENSIONS,
   TUS_VERSION,
-} from '../../arrivals/tus/protocol';
-import { parseIdempotencyKey } from '../parse/idempotency-key';
+} from './protocol';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
-import { parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
+import { parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
-import type { AppEnv } from '../env';
-import { header, headerValues } from '../headers';
-import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../openapi';
-import { requestBody } from '../request-body';
-import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
-import { replayHeaders } from '../replay-headers';
-import { callerOf, callingToken, requires } from '../scopes';
+import type { AppEnv } from '../../http/env';
+import { header, headerValues } from '../../http/headers';
+import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../../http/openapi';
+import { requestBody } from '../../http/request-body';
+import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../../http/schemas';
+import { replayHeaders } from '../../http/replay-headers';
+import { callerOf, callingToken, requires } from '../../http/scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';

@@ -4,12 +4,11 @@
 import type { Context } from 'hono';
 import type { UploadOutcome } from '../upload/receive';
 import type { AppEnv } from './env';
-import { corsHeaders } from './middleware/cors';
 import { REPLAY_HEADERS } from './replay-headers';
 
 export function renderOutcome(c: Context<AppEnv>, outcome: UploadOutcome, key: string, closeConnection: boolean): Response {
   // One plain header object (CORS included): no Headers instance, no copying.
-  const headers: Record<string, string> = { ...corsHeaders };
+  const headers: Record<string, string> = { ...c.get('corsHeaders') };
   c.set('corsApplied', true);
   if (closeConnection) headers.connection = 'close';
   if (outcome.kind === 'processing') {

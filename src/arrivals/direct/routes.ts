@@ -6,21 +6,38 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { DirectPlan, DirectUploads } from '../../arrivals/direct/direct-uploads';
+import type { DirectPlan, DirectUploads } from './direct-uploads';
 import { problem } from '../../errors';
-import { parseIdempotencyKey } from '../parse/idempotency-key';
-import { parseExpiresAt, parsePrefer } from '../parse/request-headers';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
+import { parseExpiresAt, parsePrefer } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
-import type { AppEnv } from '../env';
-import { header, headerValues } from '../headers';
-import { jsonBody } from '../json-body';
-import { absoluteUrl } from '../public-url';
-import { replayHeaders } from '../replay-headers';
-import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, uploadAnswers, KEY_PROBLEMS, jsonRequestBody } from '../openapi';
-import { requestBody } from '../request-body';
-import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan, IdempotencyKey, PreferHeader, Uuid } from '../schemas';
-import { renderOutcome } from '../upload-answer';
-import { callerOf, callingToken, requires } from '../scopes';
+import type { AppEnv } from '../../http/env';
+import { header, headerValues } from '../../http/headers';
+import { jsonBody } from '../../http/json-body';
+import { absoluteUrl } from '../../http/public-url';
+import { replayHeaders } from '../../http/replay-headers';
+import {
+  COMMON_V1_PROBLEMS,
+  problems,
+  replayedHeader,
+  route,
+  router,
+  uploadAnswers,
+  KEY_PROBLEMS,
+  jsonRequestBody,
+} from '../../http/openapi';
+import { requestBody } from '../../http/request-body';
+import {
+  CreateDirectUpload,
+  DirectPartRequest,
+  DirectPartUrl,
+  DirectUploadPlan,
+  IdempotencyKey,
+  PreferHeader,
+  Uuid,
+} from '../../http/schemas';
+import { renderOutcome } from '../../http/upload-answer';
+import { callerOf, callingToken, requires } from '../../http/scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 
 const TAG = 'direct uploads (presigned)';

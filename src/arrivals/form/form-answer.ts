@@ -2,16 +2,16 @@
 // to its companion): the file part is the upload (src/upload/form-post.ts), under the
 // tenant's in-flight limit (a refusal before the whole form is read closes the connection: src/api/problem-handler.ts).
 import type { Context } from 'hono';
-import type { Config } from '../config';
-import { problem } from '../errors';
-import { receiveFormPost } from './parse/form-post';
-import type { InFlightUploads } from '../upload/in-flight';
-import type { UploadReceiver } from '../upload/receive';
-import { parsePrefer } from './parse/request-headers';
-import type { AppEnv } from './env';
-import { header, headerValues } from './headers';
-import { renderOutcome } from './upload-answer';
-import { callerOf, callingToken } from './scopes';
+import type { Config } from '../../config';
+import { problem } from '../../errors';
+import { receiveFormPost } from './form-post';
+import type { InFlightUploads } from '../../upload/in-flight';
+import type { UploadReceiver } from '../../upload/receive';
+import { parsePrefer } from '../../http/parse/request-headers';
+import type { AppEnv } from '../../http/env';
+import { header, headerValues } from '../../http/headers';
+import { renderOutcome } from '../../http/upload-answer';
+import { callerOf, callingToken } from '../../http/scopes';
 
 export async function answerFormPost(
   c: Context<AppEnv>,

@@ -17,6 +17,8 @@ export interface AppEnv {
     workflowId: string;
     /** The catalogue code of an error answer (for metrics). */
     errorCode: string;
+    /** The CORS headers of a simple response (set by the cors middleware). */
+    corsHeaders: Readonly<Record<string, string>>;
     /** The handler already put the CORS headers into its response. */
     corsApplied: boolean;
   };

@@ -27,22 +27,29 @@ import {
   RUFH_PATH,
   uploadLimit,
   type Dialect,
-} from '../../arrivals/rufh/protocol';
-import { parseUploadMetadata } from '../../arrivals/tus/protocol';
+} from './protocol';
+import { parseUploadMetadata } from '../tus/protocol';
 import { parsePipelineName } from '../../pipelines/declared';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
-import type { AppEnv } from '../env';
-import { header, headerValues } from '../headers';
-import { sendInformational } from '../informational';
-import { COMMON_V1_PROBLEMS, KEY_PROBLEMS, problems, route, router, uploadAnswers } from '../openapi';
-import { parseIdempotencyKey } from '../parse/idempotency-key';
-import { parseContentLength, parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../parse/request-headers';
-import { absoluteUrl } from '../public-url';
-import { requestBody } from '../request-body';
-import { replayHeaders } from '../replay-headers';
-import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../schemas';
-import { callerOf, callingToken, requires } from '../scopes';
-import { renderOutcome } from '../upload-answer';
+import type { AppEnv } from '../../http/env';
+import { header, headerValues } from '../../http/headers';
+import { sendInformational } from '../../http/informational';
+import { COMMON_V1_PROBLEMS, KEY_PROBLEMS, problems, route, router, uploadAnswers } from '../../http/openapi';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
+import {
+  parseContentLength,
+  parseContentType,
+  parseExpiresAt,
+  parseFileName,
+  parsePrefer,
+  parseSha256,
+} from '../../http/parse/request-headers';
+import { absoluteUrl } from '../../http/public-url';
+import { requestBody } from '../../http/request-body';
+import { replayHeaders } from '../../http/replay-headers';
+import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../../http/schemas';
+import { callerOf, callingToken, requires } from '../../http/scopes';
+import { renderOutcome } from '../../http/upload-answer';
 
 export interface ResumableDeps {
   sessions: AppendedSessions;
