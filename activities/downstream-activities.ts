@@ -56,7 +56,14 @@ import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/s
 import { TenantCalls } from '../src/downstream/tenant-calls';
 import { stepCallId, uploadEventData } from '../src/downstream/types';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
-import { builtinPipeline, DEFAULT_PIPELINE, renditionNames, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
+import {
+  announces,
+  builtinPipeline,
+  DEFAULT_PIPELINE,
+  renditionNames,
+  type PipelineVersion,
+  type ProcessingStep,
+} from '../src/pipelines/steps';
 import type { StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
@@ -326,8 +333,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       const row =
         recorded?.name && recorded.version ? await findPipelineVersion(pool, tenantId, recorded.name, recorded.version) : undefined;
       const pipeline = row ? { name: row.name, version: row.version, steps: row.steps } : builtin;
-      const announces = pipeline.steps.some((s) => s.type === 'webhook');
-      return { pipeline, endpoints: announces ? await activities.listWebhookEndpoints(tenantId) : [] };
+      return { pipeline, endpoints: announces(pipeline) ? await activities.listWebhookEndpoints(tenantId) : [] };
     },
 
     /**

@@ -13,7 +13,7 @@ import {
   SharedObjectReleased,
   PipelineUnknown,
 } from '../src/db/queries/records';
-import { builtinPipeline, type DefaultPresets } from '../src/pipelines/steps';
+import { builtinPipeline, pipelineChoice, type DefaultPresets } from '../src/pipelines/steps';
 import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
@@ -93,7 +93,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
         workflowId: input.workflowId,
         startedAt: new Date(input.startedAtMs),
         ttlSeconds,
-        pipeline: { ...(request.pipeline ? { requested: request.pipeline } : {}), builtin },
+        pipeline: pipelineChoice(request.pipeline, builtin),
         upload:
           copy && !rejection
             ? {

@@ -79,6 +79,16 @@ export function startsGated(p: PipelineVersion, contentType: string): boolean {
   return p.steps.some((s) => isGate(s) && stepApplies(s, contentType));
 }
 
+/** Whether the version announces its uploads (has a webhook step). */
+export function announces(p: PipelineVersion): boolean {
+  return p.steps.some((s) => s.type === 'webhook');
+}
+
+/** What the commit needs to know of pipelines (src/db/queries/records.ts records, never decides). */
+export function pipelineChoice(requested: string | undefined, builtin: PipelineVersion) {
+  return { ...(requested ? { requested } : {}), defaultName: DEFAULT_PIPELINE, builtin, startsGated, idleReason, announces };
+}
+
 /** Why nothing runs for this file, or null when some step does. */
 export function idleReason(p: PipelineVersion, contentType: string): string | null {
   if (p.steps.some((s) => stepApplies(s, contentType))) return null;

@@ -8,7 +8,7 @@ import { insertUploadIfAbsent, type NewUpload } from './uploads';
 import { countTokenUpload } from './upload-tokens';
 import type { StoredResponse } from '../../upload/types';
 import { keyStoragePrefix } from '../../temporal/ids';
-import { DEFAULT_PIPELINE, idleReason, startsGated, type PipelineVersion } from '../../pipelines/steps';
+import type { PipelineVersion } from '../../pipelines/steps';
 import { latestPipelineVersion } from './pipelines';
 
 export interface RecordsInput {
@@ -21,14 +21,31 @@ export interface RecordsInput {
   /** Present for an accepted upload; absent for a recorded rejection. */
   upload?: NewUpload;
   /**
-   * The pipeline the upload asked for (absent: `default`) and the built-in default. Its
-   * latest version is recorded on the row; when none of its steps applies to the file and
-   * no webhook would fire, the upload is marked processed in the same transaction: there is
-   * no downstream work to start.
+   * The pipeline the upload asked for. Its latest version is recorded on the row; when none
+   * of its steps applies to the file and no webhook would fire, the upload is marked
+   * processed in the same transaction: there is no downstream work to start.
    */
-  pipeline?: { requested?: string; builtin: PipelineVersion };
+  pipeline?: PipelineChoice;
   /** Builds the response body from the committed row's creation time and object (shared, under dedupe). */
   response: (createdAt: Date, storageKey: string | null) => { status: number; body: string };
+}
+
+/**
+ * The pipeline an upload runs, and what a version makes of a file, as the caller knows
+ * them (src/pipelines/steps.ts): the queries record the outcome, they do not decide it.
+ */
+export interface PipelineChoice {
+  /** The name the upload asked for; absent: `defaultName`. */
+  requested?: string;
+  defaultName: string;
+  /** What `defaultName` runs until the tenant declares its own. */
+  builtin: PipelineVersion;
+  /** Held until its gates (a virus scan) pass. */
+  startsGated(p: PipelineVersion, contentType: string): boolean;
+  /** Why nothing runs for this file, or null when some step does. */
+  idleReason(p: PipelineVersion, contentType: string): string | null;
+  /** Whether the version announces the upload (a webhook step). */
+  announces(p: PipelineVersion): boolean;
 }
 
 /**
@@ -61,12 +78,13 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       if (input.upload.token_id && !(await countTokenUpload(tx, input.upload.token_id))) throw new TokenExhausted(input.upload.token_id);
       // Under the tenant's dedupe, identical bytes already stored become this upload's object.
       storageKey = await shareObject(tx, input.upload);
-      const pipeline = input.pipeline && (await resolvePipeline(tx, input.tenantId, input.pipeline.requested, input.pipeline.builtin));
+      const choice = input.pipeline;
+      const pipeline = choice && (await resolvePipeline(tx, input.tenantId, choice));
       await insertUploadIfAbsent(tx, {
         ...input.upload,
         storage_key: storageKey,
         ...(pipeline ? { pipeline: pipeline.name, pipeline_version: pipeline.version } : {}),
-        ...(pipeline && startsGated(pipeline, input.upload.content_type) ? { availability: 'gated' as const } : {}),
+        ...(pipeline && choice.startsGated(pipeline, input.upload.content_type) ? { availability: 'gated' as const } : {}),
       });
       const row = await tx.query<{ id: string; created_at: Date }>(
         'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
@@ -79,15 +97,8 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
         throw new Error(`key ${input.key} already belongs to upload ${stored?.id}`);
       }
       createdAt = stored.created_at;
-      const idle = pipeline && idleReason(pipeline, input.upload.content_type);
-      if (pipeline && idle)
-        await settleIfQuiet(
-          tx,
-          input.tenantId,
-          input.upload.id,
-          idle,
-          pipeline.steps.some((s) => s.type === 'webhook'),
-        );
+      const idle = pipeline && choice.idleReason(pipeline, input.upload.content_type);
+      if (pipeline && idle) await settleIfQuiet(tx, input.tenantId, input.upload.id, idle, choice.announces(pipeline));
     }
     const { status, body } = input.response(createdAt, storageKey);
     await insertKeyIfAbsent(tx, {
@@ -216,17 +227,16 @@ export class PipelineUnknown extends Error {
   }
 }
 
-/** The latest version of the named pipeline (absent: `default`, the built-in unless the tenant declared one). */
+/** The latest version of the named pipeline (absent: the default, the built-in unless the tenant declared one). */
 export async function resolvePipeline(
   db: Queryable,
   tenantId: string,
-  requested: string | undefined,
-  builtin: PipelineVersion,
+  choice: Pick<PipelineChoice, 'requested' | 'defaultName' | 'builtin'>,
 ): Promise<PipelineVersion> {
-  const name = requested ?? DEFAULT_PIPELINE;
+  const name = choice.requested ?? choice.defaultName;
   const latest = await latestPipelineVersion(db, tenantId, name);
   if (latest) return { name: latest.name, version: latest.version, steps: latest.steps, validate: latest.validate };
-  if (name === DEFAULT_PIPELINE) return builtin;
+  if (name === choice.defaultName) return choice.builtin;
   throw new PipelineUnknown(name);
 }
 
