@@ -10,16 +10,15 @@ import {
   ApiKeyList,
   Health,
   IdempotencyKeyState,
-  ProblemDetails,
   Readiness,
   TenantCreated,
-  UploadCreated,
   UploadDetail,
   UploadList,
   DownloadUrl,
   WebhookEndpointCreated,
   WebhookEndpointList,
-} from '../../src/http/schemas';
+} from '../../src/api/schemas';
+import { ProblemDetails, UploadCreated } from '../../src/http/schemas';
 import { catalogue } from '../../src/errors';
 import { SECRET_FIELDS, SHOWN_ONCE } from '../../src/http/redact';
 import { SCOPES } from '../../src/credentials';

@@ -6,7 +6,8 @@ import type { UploadFilter } from '../../db/queries/uploads';
 import type { z } from 'zod';
 import type { EventFilter } from '../../db/queries/events';
 import type { ListPosition } from '../../downstream/types';
-import { ListEventsQuery, ListUploadsQuery, PageQuery } from '../../http/schemas';
+import { ListEventsQuery, ListUploadsQuery } from '../schemas';
+import { PageQuery } from '../../http/schemas';
 
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const EVENT_ID = /^evt_[0-9a-z_]{1,80}$/;

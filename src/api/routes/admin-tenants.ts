@@ -9,7 +9,8 @@ import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../../http/openapi';
-import { CreateTenant, Tenant, TenantCreated, TenantSettings, Uuid } from '../../http/schemas';
+import { CreateTenant, Tenant, TenantCreated, TenantSettings } from '../schemas';
+import { Uuid } from '../../http/schemas';
 import { apiKeyView } from './api-keys';
 
 const createTenantRoute = createRoute({

@@ -12,7 +12,8 @@ import type { CredentialCache } from '../middleware/auth';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
-import { ApiKeyCreated, ApiKeyList, CreateApiKey, PageQuery, Uuid } from '../../http/schemas';
+import { ApiKeyCreated, ApiKeyList, CreateApiKey } from '../schemas';
+import { PageQuery, Uuid } from '../../http/schemas';
 import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
 import { requires } from '../../http/scopes';
 

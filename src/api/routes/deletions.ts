@@ -16,7 +16,8 @@ import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { parsePrefer } from '../../http/parse/request-headers';
-import { BatchDelete, BatchDeletion, Deletion, IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
+import { BatchDelete, BatchDeletion, Deletion } from '../schemas';
+import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { requires } from '../../http/scopes';
 
 export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config: Config; idempotency: IdempotentRouteOptions }) {

@@ -18,7 +18,8 @@ import { header } from '../../http/headers';
 import { jsonBody } from '../../http/json-body';
 import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { absoluteUrl } from '../../http/public-url';
-import { CreateDownloadUrl, DispositionQuery, DownloadUrl, Uuid } from '../../http/schemas';
+import { CreateDownloadUrl, DispositionQuery, DownloadUrl } from '../schemas';
+import { Uuid } from '../../http/schemas';
 import { callingToken, requires } from '../../http/scopes';
 
 const DEFAULT_URL_SECONDS = 900;

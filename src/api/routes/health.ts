@@ -7,7 +7,7 @@ import type { ObjectStore } from '../../storage/store';
 import { registry } from '../../metrics';
 import { commit, version } from '../../version';
 import { retryAfterHeader, route, router } from '../../http/openapi';
-import { Health, Readiness } from '../../http/schemas';
+import { Health, Readiness } from '../schemas';
 
 const CHECK_TIMEOUT_MS = 2_000;
 

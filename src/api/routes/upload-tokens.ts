@@ -18,7 +18,8 @@ import {
   route,
   router,
 } from '../../http/openapi';
-import { CreateUploadToken, UploadToken, UploadTokenCreated, Uuid } from '../../http/schemas';
+import { CreateUploadToken, UploadToken, UploadTokenCreated } from '../schemas';
+import { Uuid } from '../../http/schemas';
 import { requires } from '../../http/scopes';
 import { parsePipelineName, type DeclaredPipelines } from '../../pipelines/declared';
 

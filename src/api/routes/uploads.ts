@@ -41,12 +41,10 @@ import {
   MediaType,
   PreferHeader,
   Sha256Header,
-  UploadDetail,
-  UploadList,
-  ListUploadsQuery,
   Uuid,
   WaitQuery,
 } from '../../http/schemas';
+import { UploadDetail, UploadList, ListUploadsQuery } from '../schemas';
 import { assertTokenLive, callerOf, callingToken, requires } from '../../http/scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 import { dialectOf } from '../../arrivals/rufh/protocol';

@@ -27,15 +27,8 @@ import {
   jsonRequestBody,
 } from '../../http/openapi';
 import { requestBody } from '../../http/request-body';
-import {
-  CreateDirectUpload,
-  DirectPartRequest,
-  DirectPartUrl,
-  DirectUploadPlan,
-  IdempotencyKey,
-  PreferHeader,
-  Uuid,
-} from '../../http/schemas';
+import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan } from './schemas';
+import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { renderOutcome } from '../../http/upload-answer';
 import { callerOf, callingToken, requires } from '../../http/scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';

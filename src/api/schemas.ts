@@ -1,0 +1,437 @@
+// The schemas of the API's own resources (keys, tokens, endpoints, events, lists, downloads,
+// deletions, tenants, health): the requests their handlers validate and the answers the
+// OpenAPI test checks. What the doors share with them is in src/http/schemas.ts.
+import { z } from '@hono/zod-openapi';
+import { IdempotencyKey, instant, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor } from '../http/schemas';
+import { SCOPES } from '../credentials';
+import { PipelineName } from '../pipelines/catalogue';
+import { shownOnce } from '../http/redact';
+
+export const CreateWebhookEndpoint = z
+  .object({
+    url: z.string().min(1).max(2048).openapi({
+      description: 'http(s) URL; private and loopback addresses are refused unless allowed by configuration.',
+      example: 'https://example.com/hooks/oncely',
+    }),
+    description: z.string().max(500).optional(),
+  })
+  .strict()
+  .openapi('CreateWebhookEndpoint');
+
+/** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
+const lifetimeSeconds = (description: string) => z.number().int().min(1).optional().openapi({ description, example: 900 });
+
+export const CreateUploadToken = z
+  .object({
+    expiresInSeconds: lifetimeSeconds('Lifetime, at most UPLOAD_TOKEN_MAX_SECONDS (24 h by default); 3600 unless given.'),
+    maxBytes: z.number().int().min(1).optional().openapi({ description: 'Largest file allowed.', example: 10_000_000 }),
+    allowedTypes: z
+      .array(MediaRange)
+      .min(1)
+      .max(32)
+      .optional()
+      .openapi({ description: 'Types allowed, declared and as the bytes show them.', example: ['image/*', 'application/pdf'] }),
+    maxUploads: z.number().int().min(1).max(1_000_000).optional().openapi({ description: 'Uploads committed under the token at most.' }),
+    subject: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: "Whose uploads these are (the app's user id).", example: 'user-42' }),
+    metadata: z
+      .record(z.string().min(1).max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= 16, 'at most 16 entries')
+      .optional()
+      .openapi({ description: 'Recorded on every upload made with the token.', example: { album: 'holiday' } }),
+    pipeline: PipelineName.optional().openapi({
+      description: 'The pipeline every upload made with the token runs (it must be declared; an upload naming another is refused, 403).',
+    }),
+  })
+  .strict()
+  .openapi('CreateUploadToken');
+
+export const UploadToken = z
+  .object({
+    id: Uuid,
+    expiresAt: z.string(),
+    maxBytes: z.number().nullable(),
+    allowedTypes: z.array(z.string()).nullable(),
+    maxUploads: z.number().nullable(),
+    uploadsUsed: z.number(),
+    subject: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()).nullable(),
+    pipeline: z.string().nullable(),
+    createdAt: z.string(),
+    revokedAt: z.string().nullable(),
+  })
+  .openapi('UploadToken');
+export const UploadTokenCreated = UploadToken.extend({
+  token: shownOnce({ description: 'The bearer token (`oup_…`); shown in this answer and its replays only.' }),
+}).openapi('UploadTokenCreated');
+
+export const CreateTenant = z
+  .object({
+    name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }),
+    dedupe: z
+      .enum(['off', 'sha256'])
+      .optional()
+      .openapi({ description: 'sha256: identical bytes under this tenant share one stored object (default off).' }),
+  })
+  .strict()
+  .openapi('CreateTenant');
+
+export const TenantSettings = z
+  .object({
+    retentionDays: z.number().int().min(1).max(36500).nullable().openapi({
+      description: "Days the tenant's uploads are kept before the deletion workflow erases them; null keeps them.",
+      example: 30,
+    }),
+  })
+  .strict()
+  .openapi('TenantSettings');
+
+export const Tenant = z
+  .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), retentionDays: z.number().int().nullable() })
+  .openapi('Tenant');
+
+export const Scope = z.enum(SCOPES).openapi('Scope');
+export const CreateApiKey = z
+  .object({
+    label: z.string().trim().max(100).optional().openapi({ example: 'ci uploader' }),
+    scopes: z
+      .array(Scope)
+      .min(1)
+      .refine((list) => new Set(list).size === list.length, 'scopes must not repeat')
+      .optional()
+      .openapi({
+        description:
+          "What the key may do. Without it the new key holds the calling key's scopes (every scope for a key made without a list).",
+        example: ['uploads:write', 'uploads:read'],
+      }),
+  })
+  .strict()
+  .openapi('CreateApiKey');
+
+export const Upload = UploadCreated.extend({
+  status: z.enum(['committed', 'processed', 'deleted']).openapi({
+    description:
+      '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done; `deleted`: erased (the row stays, without its bytes or personal metadata).',
+  }),
+  idempotencyKey: z.string(),
+  deletedAt: z.string().nullable().openapi({ description: 'When the upload was deleted (its bytes stopped being served).' }),
+  erasedAt: z.string().nullable().openapi({ description: 'When its bytes, renditions and personal metadata were gone.' }),
+  expiresAt: z
+    .string()
+    .nullable()
+    .openapi({ description: 'When it is to be deleted, as sent with it (the tenant retention may come first).' }),
+  tokenId: z.string().nullable().openapi({ description: 'The upload token it was made with (null: an API key).' }),
+  subject: z.string().nullable().openapi({ description: "The upload token's subject: whose upload it is." }),
+  metadata: z.record(z.string(), z.string()).nullable().openapi({ description: "The upload token's metadata." }),
+  processing: z.object({
+    status: z.enum(['pending', 'ready', 'skipped', 'failed']),
+    reason: z.string().nullable(),
+    media: z.record(z.string(), z.unknown()).nullable(),
+    processedAt: z.string().nullable(),
+  }),
+  pipeline: z
+    .object({ name: z.string(), version: z.number().int() })
+    .openapi({ description: 'The pipeline version it was committed with (version 0: the built-in default).' }),
+  availability: z.enum(['available', 'gated', 'rejected']).openapi({
+    description:
+      '`gated`: its pipeline gates (a virus scan) have not passed, nothing of it is served yet (423); `rejected`: a gate refused it, its bytes are deleted (409).',
+  }),
+  rejectionReason: z.string().nullable(),
+}).openapi('Upload');
+
+export const UploadDetail = Upload.extend({
+  pipeline: z.object({
+    name: z.string(),
+    version: z.number().int(),
+    steps: z
+      .array(
+        z.object({
+          index: z.number().int().openapi({ description: "The step's place in the declaration, from 0." }),
+          type: z.string(),
+          status: z.enum(['succeeded', 'skipped', 'failed', 'rejected']),
+          reason: z.string().nullable(),
+          scan: z
+            .object({ verdict: z.enum(['clean', 'infected', 'not_scanned']), viruses: z.array(z.string()), reason: z.string().nullable() })
+            .optional()
+            .openapi({ description: "A scan step's verdict." }),
+          finishedAt: z.string(),
+        }),
+      )
+      .openapi({ description: 'The outcome of each step that ran (steps that do not apply to the file do not run).' }),
+  }),
+  renditions: z.array(
+    z.object({
+      name: z.string(),
+      storageKey: z.string(),
+      contentType: z.string(),
+      bytes: z.number().int(),
+      width: z.number().int().nullable(),
+      height: z.number().int().nullable(),
+      durationMs: z.number().int().nullable(),
+    }),
+  ),
+  deliveries: z.array(
+    z.object({
+      eventId: z.string(),
+      eventType: z.string(),
+      endpointId: Uuid,
+      attempts: z.number().int(),
+      lastStatus: z.number().int().nullable(),
+      lastError: z.string().nullable(),
+      deliveredAt: z.string().nullable(),
+    }),
+  ),
+}).openapi('UploadDetail');
+
+export const ListUploadsQuery = z
+  .object({
+    cursor: PageQuery.shape.cursor,
+    limit: PageQuery.shape.limit,
+    status: z
+      .enum(['committed', 'processed', 'deleted'], { error: 'status must be committed, processed or deleted.' })
+      .optional()
+      .openapi({ description: 'Only uploads in this state.' }),
+    contentType: z
+      .string()
+      .toLowerCase()
+      .regex(
+        /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/([a-z0-9][a-z0-9!#$&^_.+-]{0,126}|\*)$/,
+        'contentType must be a media type (image/png) or a type with every subtype (image/*).',
+      )
+      .optional()
+      .openapi({ description: 'Only this media type, or `type/*` for every subtype of it.', example: 'image/*' }),
+    subject: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: 'Only uploads made with an upload token naming this subject.', example: 'user-42' }),
+    createdAfter: instant('createdAfter')
+      .optional()
+      .openapi({ description: 'Only uploads created after this instant (RFC 3339).', example: '2026-12-01T00:00:00Z' }),
+    createdBefore: instant('createdBefore').optional().openapi({ description: 'Only uploads created before this instant (RFC 3339).' }),
+    idempotencyKey: IdempotencyKey.optional().openapi({ description: 'Only the upload made under this key.' }),
+  })
+  .strict();
+
+export const ListEventsQuery = z
+  .object({
+    cursor: ListUploadsQuery.shape.cursor,
+    limit: ListUploadsQuery.shape.limit,
+    type: z
+      .enum(['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted'], {
+        error: 'type must be upload.completed, upload.processed, upload.rejected or upload.deleted.',
+      })
+      .optional(),
+    uploadId: Uuid.optional().openapi({ description: "Only this upload's events." }),
+    deliveryFailed: z
+      .enum(['true', 'false'], { error: 'deliveryFailed must be true or false.' })
+      .optional()
+      .openapi({ description: '`true`: only events some endpoint has not taken (attempted, not delivered).' }),
+  })
+  .strict();
+
+export const WebhookEventSummary = z
+  .object({ id: z.string(), type: z.string(), uploadId: Uuid, createdAt: z.string() })
+  .openapi('WebhookEventSummary');
+
+export const EventList = z.object({ items: z.array(WebhookEventSummary), nextCursor: z.string().nullable() }).openapi('EventList');
+
+export const EventDetail = WebhookEventSummary.extend({
+  payload: z.record(z.string(), z.unknown()).openapi({ description: 'The body every delivery of the event sends, byte for byte.' }),
+  deliveries: z.array(
+    z.object({
+      endpointId: Uuid,
+      attempts: z.number().int(),
+      lastStatus: z.number().int().nullable(),
+      lastError: z.string().nullable(),
+      deliveredAt: z.string().nullable(),
+    }),
+  ),
+  attempts: z.array(
+    z.object({
+      endpointId: Uuid,
+      trigger: z.enum(['automatic', 'manual', 'recover']),
+      attemptedAt: z.string(),
+      durationMs: z.number().int(),
+      status: z.number().int().nullable(),
+      error: z.string().nullable(),
+      delivered: z.boolean(),
+    }),
+  ),
+}).openapi('EventDetail');
+
+export const Redeliver = z
+  .object({ endpointId: Uuid.optional().openapi({ description: 'Only this endpoint (one added after the event must be named).' }) })
+  .strict()
+  .openapi('Redeliver');
+
+export const RedeliveryStarted = z
+  .object({
+    redeliveryId: z.string(),
+    eventId: z.string(),
+    endpointIds: z.array(Uuid),
+    outcomes: z.record(z.string(), z.string()).nullable().openapi({ description: 'Per endpoint, once done within the wait.' }),
+  })
+  .openapi('RedeliveryStarted');
+
+export const Recover = z
+  .object({
+    since: instant('since'),
+    until: instant('until').optional(),
+  })
+  .strict()
+  .openapi('Recover');
+
+export const Recovery = z
+  .object({
+    recoveryId: z.string(),
+    endpointId: Uuid,
+    since: z.string(),
+    until: z.string(),
+    found: z.number().int(),
+    delivered: z.number().int(),
+    failed: z.number().int(),
+    done: z.boolean(),
+  })
+  .openapi('Recovery');
+
+export const UploadList = z
+  .object({
+    items: z.array(Upload),
+    nextCursor: z.string().nullable().openapi({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .openapi('UploadList');
+
+export const DispositionQuery = z.enum(['inline', 'attachment'], { error: 'disposition must be inline or attachment.' }).openapi({
+  description:
+    '`attachment` (default) makes a browser save the file, `inline` lets it show it. Scripts and markup (HTML, SVG, XML, JavaScript) are always attachments.',
+});
+
+export const CreateDownloadUrl = z
+  .object({
+    expiresInSeconds: lifetimeSeconds('How long the URL works (default 900 s, at most DOWNLOAD_URL_MAX_SECONDS).'),
+    disposition: DispositionQuery.optional(),
+    rendition: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'A rendition of the upload instead of the original.', example: 'thumbnail' }),
+  })
+  .strict()
+  .openapi('CreateDownloadUrl');
+
+export const DownloadUrl = z
+  .object({
+    url: z
+      .string()
+      .openapi({ description: 'Fetch it with GET (Range works); no API key. A presigned S3 URL cannot be revoked before it expires.' }),
+    expiresAt: z.string(),
+    disposition: z.enum(['inline', 'attachment']),
+  })
+  .openapi('DownloadUrl');
+
+export const Deletion = z
+  .object({
+    uploadId: Uuid,
+    status: z.enum(['deleting', 'deleted']).openapi({ description: '`deleting`: tombstoned, erasure under way; `deleted`: erased.' }),
+    deletedAt: z.string().nullable(),
+    erasedAt: z.string().nullable(),
+  })
+  .openapi('Deletion');
+
+export const BatchDelete = z
+  .object({
+    ids: z
+      .array(Uuid)
+      .min(1, 'ids must name 1 to 100 uploads.')
+      .max(100, 'ids must name 1 to 100 uploads.')
+      .refine((ids) => new Set(ids).size === ids.length, 'ids must not repeat an upload.'),
+  })
+  .strict()
+  .openapi('BatchDelete');
+
+export const BatchDeletion = z
+  .object({
+    items: z.array(
+      z.object({
+        uploadId: Uuid,
+        status: z.enum(['deleting', 'deleted', 'not_found']),
+      }),
+    ),
+  })
+  .openapi('BatchDeletion');
+
+export const IdempotencyKeyState = z
+  .union([
+    z.object({
+      idempotencyKey: z.string(),
+      state: z.literal('completed'),
+      status: z.number().int(),
+      uploadId: Uuid.nullable(),
+      response: z.unknown(),
+      createdAt: z.string(),
+      completedAt: z.string(),
+      expiresAt: z.string(),
+    }),
+    z.object({
+      idempotencyKey: z.string(),
+      state: z.enum(['processing', 'failed']),
+      phase: z.string().nullable(),
+      workflowId: z.string().nullable(),
+    }),
+  ])
+  .openapi('IdempotencyKeyState');
+
+export const WebhookEndpoint = z
+  .object({
+    id: Uuid,
+    url: z.string(),
+    description: z.string(),
+    enabled: z.boolean(),
+    disabledReason: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .openapi('WebhookEndpoint');
+export const WebhookEndpointCreated = WebhookEndpoint.extend({
+  secret: shownOnce({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
+}).openapi('WebhookEndpointCreated');
+export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint), nextCursor: NextCursor }).openapi('WebhookEndpointList');
+
+export const ApiKey = z
+  .object({ id: Uuid, label: z.string(), scopes: z.array(Scope), createdAt: z.string(), revokedAt: z.string().nullable() })
+  .openapi('ApiKey');
+export const ApiKeyCreated = ApiKey.extend({
+  key: shownOnce({
+    description: 'The bearer token. Shown in this answer (and its idempotent replays) only; stored as a hash.',
+    example: 'onc_…',
+  }),
+}).openapi('ApiKeyCreated');
+export const ApiKeyList = z.object({ data: z.array(ApiKey), nextCursor: NextCursor }).openapi('ApiKeyList');
+
+export const TenantCreated = z
+  .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), createdAt: z.string(), apiKey: ApiKeyCreated })
+  .openapi('TenantCreated');
+
+export const Health = z
+  .object({
+    status: z.literal('ok'),
+    role: z.enum(['all', 'api', 'worker']),
+    version: z.string().openapi({ description: "package.json's version" }),
+    commit: z.string().openapi({ description: 'the commit the build was made from (`unknown` when it was built without git)' }),
+  })
+  .openapi('Health');
+export const Readiness = z
+  .object({
+    status: z.enum(['ready', 'unavailable', 'draining']),
+    checks: z.record(z.string(), z.string()).openapi({
+      description:
+        "`ok` or why not, per dependency: `postgres`, `temporal`, `objectStore`; a worker adds `worker` (its pollers' state). Empty while the process drains before it stops",
+    }),
+  })
+  .openapi('Readiness');
