@@ -48,7 +48,8 @@ import { UploadDetail, UploadList, ListUploadsQuery } from '../schemas';
 import { assertTokenLive, callerOf, callingToken, requires } from '../../http/scopes';
 import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
 import { dialectOf } from '../../arrivals/rufh/protocol';
-import { createResumableUpload, RUFH_CREATION_HEADERS, type ResumableDeps } from '../../arrivals/rufh/routes';
+import { RUFH_CREATION_HEADERS } from '../../arrivals/rufh/contract';
+import { createResumableUpload, type ResumableDeps } from '../../arrivals/rufh/routes';
 
 export function uploadRoutes(deps: {
   receiver: UploadReceiver;
