@@ -7,17 +7,6 @@ import { SCOPES } from '../credentials';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
 
-export const CreateWebhookEndpoint = z
-  .object({
-    url: z.string().min(1).max(2048).openapi({
-      description: 'http(s) URL; private and loopback addresses are refused unless allowed by configuration.',
-      example: 'https://example.com/hooks/oncely',
-    }),
-    description: z.string().max(500).optional(),
-  })
-  .strict()
-  .openapi('CreateWebhookEndpoint');
-
 /** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
 const lifetimeSeconds = (description: string) => z.number().int().min(1).optional().openapi({ description, example: 900 });
 
@@ -218,88 +207,6 @@ export const ListUploadsQuery = z
   })
   .strict();
 
-export const ListEventsQuery = z
-  .object({
-    cursor: ListUploadsQuery.shape.cursor,
-    limit: ListUploadsQuery.shape.limit,
-    type: z
-      .enum(['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted'], {
-        error: 'type must be upload.completed, upload.processed, upload.rejected or upload.deleted.',
-      })
-      .optional(),
-    uploadId: Uuid.optional().openapi({ description: "Only this upload's events." }),
-    deliveryFailed: z
-      .enum(['true', 'false'], { error: 'deliveryFailed must be true or false.' })
-      .optional()
-      .openapi({ description: '`true`: only events some endpoint has not taken (attempted, not delivered).' }),
-  })
-  .strict();
-
-export const WebhookEventSummary = z
-  .object({ id: z.string(), type: z.string(), uploadId: Uuid, createdAt: z.string() })
-  .openapi('WebhookEventSummary');
-
-export const EventList = z.object({ items: z.array(WebhookEventSummary), nextCursor: z.string().nullable() }).openapi('EventList');
-
-export const EventDetail = WebhookEventSummary.extend({
-  payload: z.record(z.string(), z.unknown()).openapi({ description: 'The body every delivery of the event sends, byte for byte.' }),
-  deliveries: z.array(
-    z.object({
-      endpointId: Uuid,
-      attempts: z.number().int(),
-      lastStatus: z.number().int().nullable(),
-      lastError: z.string().nullable(),
-      deliveredAt: z.string().nullable(),
-    }),
-  ),
-  attempts: z.array(
-    z.object({
-      endpointId: Uuid,
-      trigger: z.enum(['automatic', 'manual', 'recover']),
-      attemptedAt: z.string(),
-      durationMs: z.number().int(),
-      status: z.number().int().nullable(),
-      error: z.string().nullable(),
-      delivered: z.boolean(),
-    }),
-  ),
-}).openapi('EventDetail');
-
-export const Redeliver = z
-  .object({ endpointId: Uuid.optional().openapi({ description: 'Only this endpoint (one added after the event must be named).' }) })
-  .strict()
-  .openapi('Redeliver');
-
-export const RedeliveryStarted = z
-  .object({
-    redeliveryId: z.string(),
-    eventId: z.string(),
-    endpointIds: z.array(Uuid),
-    outcomes: z.record(z.string(), z.string()).nullable().openapi({ description: 'Per endpoint, once done within the wait.' }),
-  })
-  .openapi('RedeliveryStarted');
-
-export const Recover = z
-  .object({
-    since: instant('since'),
-    until: instant('until').optional(),
-  })
-  .strict()
-  .openapi('Recover');
-
-export const Recovery = z
-  .object({
-    recoveryId: z.string(),
-    endpointId: Uuid,
-    since: z.string(),
-    until: z.string(),
-    found: z.number().int(),
-    delivered: z.number().int(),
-    failed: z.number().int(),
-    done: z.boolean(),
-  })
-  .openapi('Recovery');
-
 export const UploadList = z
   .object({
     items: z.array(Upload),
@@ -387,21 +294,6 @@ export const IdempotencyKeyState = z
     }),
   ])
   .openapi('IdempotencyKeyState');
-
-export const WebhookEndpoint = z
-  .object({
-    id: Uuid,
-    url: z.string(),
-    description: z.string(),
-    enabled: z.boolean(),
-    disabledReason: z.string().nullable(),
-    createdAt: z.string(),
-  })
-  .openapi('WebhookEndpoint');
-export const WebhookEndpointCreated = WebhookEndpoint.extend({
-  secret: shownOnce({ description: 'Standard Webhooks signing secret (`whsec_…`), shown on creation only.' }),
-}).openapi('WebhookEndpointCreated');
-export const WebhookEndpointList = z.object({ data: z.array(WebhookEndpoint), nextCursor: NextCursor }).openapi('WebhookEndpointList');
 
 export const ApiKey = z
   .object({ id: Uuid, label: z.string(), scopes: z.array(Scope), createdAt: z.string(), revokedAt: z.string().nullable() })

@@ -15,9 +15,8 @@ import {
   UploadDetail,
   UploadList,
   DownloadUrl,
-  WebhookEndpointCreated,
-  WebhookEndpointList,
 } from '../../src/api/schemas';
+import { WebhookEndpointCreated, WebhookEndpointList } from '../../src/api/webhook-schemas';
 import { ProblemDetails, UploadCreated } from '../../src/http/schemas';
 import { catalogue } from '../../src/errors';
 import { SECRET_FIELDS, SHOWN_ONCE } from '../../src/http/redact';

@@ -6,7 +6,8 @@ import type { UploadFilter } from '../../db/queries/uploads';
 import type { z } from 'zod';
 import type { EventFilter } from '../../db/queries/events';
 import type { ListPosition } from '../../downstream/types';
-import { ListEventsQuery, ListUploadsQuery } from '../schemas';
+import { ListUploadsQuery } from '../schemas';
+import { ListEventsQuery } from '../webhook-schemas';
 import { PageQuery } from '../../http/schemas';
 
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

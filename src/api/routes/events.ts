@@ -16,7 +16,7 @@ import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idem
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { encodeCursor, parseEventQuery } from '../parse/list-query';
 import { parsePrefer } from '../../http/parse/request-headers';
-import { EventDetail, EventList, ListEventsQuery, Recover, Recovery, RedeliveryStarted, Redeliver } from '../schemas';
+import { EventDetail, EventList, ListEventsQuery, Recover, Recovery, RedeliveryStarted, Redeliver } from '../webhook-schemas';
 import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { requires } from '../../http/scopes';
 

@@ -13,7 +13,7 @@ import { withinQuota } from '../quota';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
-import { CreateWebhookEndpoint, WebhookEndpointCreated, WebhookEndpointList } from '../schemas';
+import { CreateWebhookEndpoint, WebhookEndpointCreated, WebhookEndpointList } from '../webhook-schemas';
 import { PageQuery, Uuid } from '../../http/schemas';
 import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
 import { requires } from '../../http/scopes';
