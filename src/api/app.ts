@@ -28,6 +28,7 @@ import { docsRoutes } from './routes/docs';
 import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
+import { oneRequestRoutes } from '../arrivals/one-request/routes';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { deletionRoutes } from './routes/deletions';
 import { eventRoutes } from './routes/events';
@@ -148,7 +149,8 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
   const resumable = { sessions: rufh, config };
   app.route(RUFH_PATH, resumableUploadRoutes(resumable));
-  app.route('/v1/uploads', uploadRoutes({ receiver, pool, config, processed, inFlight, resumable }));
+  app.route('/v1/uploads', oneRequestRoutes({ receiver, config, inFlight, resumable }));
+  app.route('/v1/uploads', uploadRoutes({ pool, config, processed }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));

@@ -4,7 +4,7 @@ import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { inputRefusedByDatabase, Problem, problem } from '../errors';
 import type { AppEnv } from '../http/env';
-import { closesUnreadBody } from './unread-body';
+import { closesUnreadBody } from '../http/unread-body';
 
 export function problemResponse(p: Problem, extraHeaders: Record<string, string> = {}): Response {
   const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...p.headers, ...extraHeaders };

@@ -3,7 +3,7 @@
 // keep-alive connection before the next request; a few KiB are cheaper to drain than to
 // reconnect for, so small bodies keep the connection.
 import type { Context } from 'hono';
-import type { AppEnv } from '../http/env';
+import type { AppEnv } from './env';
 
 const DRAIN_LIMIT = 64 * 1024;
 

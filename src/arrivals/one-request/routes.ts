@@ -1,0 +1,177 @@
+// POST /v1/uploads, the one-request door: the raw file as the body (or a form post), under the
+// key rule; a request that speaks the resumable-upload draft is upgraded to it.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Config } from '../../config';
+import { problem } from '../../errors';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
+import {
+  parseContentLength,
+  parseContentType,
+  parseExpiresAt,
+  parseFileName,
+  parsePrefer,
+  parseSha256,
+} from '../../http/parse/request-headers';
+import type { UploadReceiver } from '../../upload/receive';
+import type { InFlightUploads } from '../../upload/in-flight';
+import { header, headerValues } from '../../http/headers';
+import { requestBody } from '../../http/request-body';
+import { renderOutcome } from '../../http/upload-answer';
+import { closesUnreadBody } from '../../http/unread-body';
+import { isFormPost } from '../form/form-post';
+import { answerFormPost } from '../form/form-answer';
+import { oneRequestUpload } from '../../upload/upload-request';
+import { parsePipelineName } from '../../pipelines/declared';
+import { PipelineName } from '../../pipelines/catalogue';
+import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../../http/openapi';
+import { ContentLengthHeader, ExpiresAt, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header } from '../../http/schemas';
+import { assertTokenLive, callerOf, callingToken, requires } from '../../http/scopes';
+import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import { dialectOf } from '../rufh/protocol';
+import { RUFH_CREATION_HEADERS } from '../rufh/contract';
+import { createResumableUpload, type ResumableDeps } from '../rufh/routes';
+
+export function oneRequestRoutes(deps: {
+  receiver: UploadReceiver;
+  config: Config;
+  inFlight: InFlightUploads;
+  /** A request that speaks the resumable-upload draft is upgraded to it. */
+  resumable: ResumableDeps;
+}) {
+  const { receiver, config, inFlight } = deps;
+  const app = router();
+
+  route(app, createUploadRoute, async function createUpload(c) {
+    const tenantId = c.get('tenantId');
+    if (isFormPost(header(c, 'content-type'))) {
+      // A form's key may be a field, after bytes: an expired token sends no form at all.
+      assertTokenLive(c);
+      return answerFormPost(c, { receiver, config, inFlight }, tenantId);
+    }
+    const resumable = dialectOf((name) => header(c, name));
+    if (resumable) return createResumableUpload(c, deps.resumable, resumable);
+    const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
+    if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
+      throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
+    }
+    const declaredBytes = parseContentLength(header(c, 'content-length'), config.MAX_UPLOAD_BYTES);
+    const declaredSha256 = parseSha256(header(c, 'x-file-sha256'));
+    const fileName = parseFileName(header(c, 'x-file-name'));
+    const contentType = parseContentType(header(c, 'content-type'));
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const expiresAt = parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid');
+    const grant = callingToken(c)?.grant;
+    const pipeline = grantedPipeline(grant, parsePipelineName(header(c, 'x-pipeline'), 'header_invalid'));
+    const req = {
+      ...oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt, pipeline }),
+      grant,
+    };
+    c.set('idempotencyKey', key);
+    // The key rule first: a replay answers whatever credential asks for it.
+    const replay = await receiver.replay(req);
+    if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
+    assertTokenLive(c);
+    checkDeclared(grant, { bytes: declaredBytes, contentType });
+    await receiver.admit(req, { mode: 'upload', caller: callerOf(c), bytes: declaredBytes });
+    // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
+    const release = inFlight.tryAcquire(tenantId);
+    if (!release) {
+      throw problem(
+        'too_many_uploads',
+        `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`,
+      );
+    }
+    try {
+      const outcome = await receiver.receive(req, requestBody(c), waitMs);
+      return renderOutcome(c, outcome, key, false);
+    } finally {
+      release();
+    }
+  });
+
+  return app;
+}
+
+const createUploadRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['uploads'],
+  summary: 'Upload a file, exactly once per Idempotency-Key',
+  description:
+    'Streams the body to object storage and records it once. Copies of the request with the same key attach to the same execution: ' +
+    'while it runs they wait with it (or get 202 / 409), afterwards they get the stored answer byte for byte. ' +
+    'The same key with a different file (size, type, name or SHA-256) is refused with 422. ' +
+    'With `Upload-Complete` (draft-ietf-httpbis-resumable-upload) the upload becomes resumable: see the resumable uploads (IETF draft) routes.',
+  security: requires('uploads:write', { uploadToken: 'replays' }),
+  request: {
+    headers: z.object({
+      'idempotency-key': IdempotencyKey,
+      'content-length': ContentLengthHeader,
+      'content-type': MediaType.optional(),
+      'x-file-sha256': Sha256Header.optional(),
+      'x-file-name': FileName.optional(),
+      'x-expires-at': ExpiresAt.optional(),
+      'x-pipeline': PipelineName.optional().openapi({
+        description: "The pipeline to run once the upload commits (its latest version then); absent: the tenant's `default`.",
+      }),
+      prefer: PreferHeader.optional(),
+      ...RUFH_CREATION_HEADERS,
+    }),
+    body: {
+      required: true,
+      description:
+        'The file bytes (any media type; not chunked). Or a form (multipart/form-data): exactly one file part, optional fields `fileName`, `sha256`, and ' +
+        '`idempotencyKey` (before the file part) when the header cannot be set. A form is identified by its file (bytes, SHA-256, media type, name), not its envelope.',
+      content: {
+        'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
+        'multipart/form-data': {
+          schema: {
+            type: 'object',
+            required: ['file'],
+            properties: {
+              idempotencyKey: { type: 'string' },
+              fileName: { type: 'string' },
+              expiresAt: { type: 'string', format: 'date-time' },
+              pipeline: { type: 'string' },
+              sha256: { type: 'string' },
+              file: { type: 'string', format: 'binary' },
+            },
+          },
+        },
+      },
+    },
+  },
+  responses: {
+    ...uploadAnswers(
+      'Stored (or, with Idempotent-Replayed, the stored answer of the first request).',
+      'Accepted, result not known within the wait: poll Location (the key) or retry with the same key.',
+    ),
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      ...KEY_PROBLEMS,
+      'idempotency_in_progress',
+      'content_length_required',
+      'payload_too_large',
+      'checksum_invalid',
+      'checksum_mismatch',
+      'body_incomplete',
+      'header_invalid',
+      'malformed_request',
+      'request_timeout',
+      'headers_too_large',
+      'content_type_mismatch',
+      'type_not_allowed',
+      'token_exhausted',
+      'pipeline_unknown',
+      'pipeline_not_allowed',
+      'upload_forbidden',
+      'upload_refused',
+      'validation_unavailable',
+      'too_many_uploads',
+      'form_invalid',
+      'upload_failed',
+      'storage_unavailable',
+      'temporal_unavailable',
+    ),
+  },
+});
