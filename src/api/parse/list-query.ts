@@ -19,10 +19,12 @@ export function encodeCursor(p: ListPosition): string {
   return Buffer.from(`${p.createdMicros}.${p.id}`).toString('base64url');
 }
 
+const forgedCursor = () =>
+  problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
+
 function decodeCursor(cursor: string, id: RegExp): ListPosition {
   const m = /^(\d{1,19})\.(.+)$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (!m || !id.test(m[2]!) || BigInt(m[1]!) > LATEST_MICROS)
-    throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
+  if (!m || !id.test(m[2]!) || BigInt(m[1]!) > LATEST_MICROS) throw forgedCursor();
   return { createdMicros: m[1]!, id: m[2]! };
 }
 
@@ -61,23 +63,25 @@ export function parseEventQuery(query: Record<string, string>): { filter: EventF
   };
 }
 
-const UUID = UPLOAD_ID;
+/** The page query every list takes: its raw cursor and its limit. */
+function parsePage(query: Record<string, string>): { cursor?: string; limit: number } {
+  const r = PageQuery.safeParse(query);
+  if (!r.success) throw queryProblem(r.error.issues[0]);
+  return { cursor: r.data.cursor, limit: r.data.limit ?? 50 };
+}
 
 /** A list in creation order of rows with uuid ids (API keys, webhook endpoints). */
 export function parsePageQuery(query: Record<string, string>): { after?: ListPosition; limit: number } {
-  const r = PageQuery.safeParse(query);
-  if (!r.success) throw queryProblem(r.error.issues[0]);
-  return { after: r.data.cursor === undefined ? undefined : decodeCursor(r.data.cursor, UUID), limit: r.data.limit ?? 50 };
+  const { cursor, limit } = parsePage(query);
+  return { after: cursor === undefined ? undefined : decodeCursor(cursor, UPLOAD_ID), limit };
 }
 
 /** A list in name order (`name` checks a name is one the list can hold). */
 export function parseNamePageQuery(query: Record<string, string>, name: RegExp): { after?: string; limit: number } {
-  const r = PageQuery.safeParse(query);
-  if (!r.success) throw queryProblem(r.error.issues[0]);
-  const after = r.data.cursor === undefined ? undefined : Buffer.from(r.data.cursor, 'base64url').toString('latin1');
-  if (after !== undefined && !name.test(after))
-    throw problem('query_invalid', 'cursor is not one this API handed out: pass the nextCursor of the previous page as it is.');
-  return { after, limit: r.data.limit ?? 50 };
+  const { cursor, limit } = parsePage(query);
+  const after = cursor === undefined ? undefined : Buffer.from(cursor, 'base64url').toString('latin1');
+  if (after !== undefined && !name.test(after)) throw forgedCursor();
+  return { after, limit };
 }
 
 export const encodeNameCursor = (name: string) => Buffer.from(name).toString('base64url');
