@@ -25,6 +25,7 @@ import { Admission } from './upload/admission';
 import { TenantCalls } from './downstream/tenant-calls';
 import { WebhookHttp } from './downstream/webhook-http';
 import { InFlightUploads } from './upload/in-flight';
+import { Intake } from './arrivals/intake';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
 import type { UploadWorkflowInput } from '../workflows/definitions';
 
@@ -84,8 +85,21 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     downstream: downstreamSettings(config),
     ...overrides.receiver,
   });
+  // Every door's new uploads pass the one intake; the session core asks it before a session exists.
+  const intake = new Intake({
+    receiver,
+    inFlight: new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT),
+    maxBytes: config.MAX_UPLOAD_BYTES,
+  });
   // The session core every resumable or signed mode creates its sessions in, then the modes.
-  const registry = new SessionRegistry({ pool, store, temporal, receiver, maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS });
+  const registry = new SessionRegistry({
+    pool,
+    store,
+    temporal,
+    receiver,
+    admit: (upload) => intake.admit(upload),
+    maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS,
+  });
   const appended = {
     pool,
     store,
@@ -118,7 +132,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
       : new SelfSignedTarget(store, box),
   });
   const uppy = new UppyCompanion(signed);
-  const inFlight = new InFlightUploads(config.TENANT_MAX_UPLOADS_IN_FLIGHT);
   const links = new DownloadLinks({ store, box });
   const deletions = new Deletions({
     temporal,
@@ -135,5 +148,5 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     transcodeQueue: config.TASK_QUEUE_TRANSCODE,
     webhookRetry: downstreamSettings(config).webhookRetry,
   });
-  return { receiver, registry, tus, rufh, direct, uppy, inFlight, links, deletions, redeliveries, pipelines, decisions, reprocessing };
+  return { receiver, intake, registry, tus, rufh, direct, uppy, links, deletions, redeliveries, pipelines, decisions, reprocessing };
 }

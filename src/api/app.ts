@@ -28,18 +28,12 @@ import { docsRoutes } from './routes/docs';
 import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { uploadRoutes } from './routes/uploads';
-import { oneRequestRoutes } from '../arrivals/one-request/routes';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { deletionRoutes } from './routes/deletions';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from './routes/web';
-import { tusDiscoveryRoutes, tusRoutes } from '../arrivals/tus/routes';
-import { directObjectRoutes, directUploadRoutes } from '../arrivals/direct/routes';
-import { uppyCompanionRoutes, uppyEndpointRoutes } from '../arrivals/uppy/routes';
-import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from '../arrivals/tus/protocol';
-import { RUFH_PATH, RUFH_REQUEST_HEADERS, RUFH_RESPONSE_HEADERS } from '../arrivals/rufh/protocol';
-import { resumableDiscoveryRoutes, resumableUploadRoutes } from '../arrivals/rufh/routes';
+import { doorHeaders, mountDoors, mountPublicDoors } from '../arrivals';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
 export const REQUEST_HEADERS = [
@@ -54,8 +48,8 @@ export const REQUEST_HEADERS = [
   'Range',
   'If-Range',
   'If-None-Match',
-  ...new Set([...TUS_REQUEST_HEADERS, ...RUFH_REQUEST_HEADERS]),
-] as const;
+  ...doorHeaders().request,
+];
 
 /** Response headers a browser script on another origin may read. */
 export const EXPOSED_HEADERS = [
@@ -67,8 +61,7 @@ export const EXPOSED_HEADERS = [
     'ETag',
     'Content-Range',
     'Content-Disposition',
-    ...TUS_RESPONSE_HEADERS,
-    ...RUFH_RESPONSE_HEADERS,
+    ...doorHeaders().response,
   ]),
 ];
 
@@ -88,20 +81,8 @@ export interface AppDeps {
 
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
-  const {
-    receiver,
-    tus: sessions,
-    rufh,
-    direct,
-    uppy,
-    inFlight,
-    links,
-    deletions,
-    redeliveries,
-    pipelines,
-    decisions,
-    reprocessing,
-  } = createServices({ config, pool, store, temporal, box });
+  const services = createServices({ config, pool, store, temporal, box });
+  const { links, deletions, redeliveries, pipelines, decisions, reprocessing } = services;
 
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
@@ -135,21 +116,13 @@ export function createApp(deps: AppDeps) {
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new CredentialCache();
-  app.route('/v1/tus', tusDiscoveryRoutes(config));
-  app.route('/v1/uploads', resumableDiscoveryRoutes(config));
-  app.route(RUFH_PATH, resumableDiscoveryRoutes(config));
-  // Signed URLs and companion tokens carry their own credential: mounted before the API-key check.
-  app.route('/v1/direct-uploads', directObjectRoutes({ direct }));
-  app.route('/uppy', uppyCompanionRoutes({ uppy, receiver, config, inFlight, pool }));
+  // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.
+  const doors = { ...services, config, pool };
+  mountPublicDoors(app, doors);
   const downloads = { pool, store, links, config };
   app.route('/v1/downloads', signedDownloadRoutes(downloads));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
-  app.route('/v1/tus', tusRoutes({ sessions, config }));
-  app.route('/v1/direct-uploads', directUploadRoutes({ direct, config }));
-  app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy }));
-  const resumable = { sessions: rufh, config };
-  app.route(RUFH_PATH, resumableUploadRoutes(resumable));
-  app.route('/v1/uploads', oneRequestRoutes({ receiver, config, inFlight, resumable }));
+  mountDoors(app, doors);
   app.route('/v1/uploads', uploadRoutes({ pool, config, processed }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));

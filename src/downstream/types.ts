@@ -1,6 +1,7 @@
 // Types and pure helpers of the downstream steps, shared by workflows and activities.
 import { mediaKind as pipelineMediaKind } from '../pipelines/steps';
-import type { StoredResponse, UploadGrant } from '../upload/types';
+import type { StoredResponse } from '../upload/types';
+import type { UploadGrant } from '../tokens/grant';
 
 export type EventType = 'upload.completed' | 'upload.processed' | 'upload.rejected' | 'upload.deleted';
 

@@ -5,7 +5,8 @@ import type { Context } from 'hono';
 import { SCOPES, type Scope } from '../credentials';
 import { problem } from '../errors';
 import type { AppEnv } from './env';
-import type { Caller } from '../upload/admission';
+import type { Caller } from '../upload/types';
+import { assertGrantLive } from '../tokens/grant';
 
 /** The OpenAPI security scheme of an API key holding `scope` (component names allow no colon). */
 export function schemeOf(scope: Scope): string {
@@ -37,9 +38,7 @@ export function requires(
 
 /** 401 when the caller is an upload token past its expiry. */
 export function assertTokenLive(c: Context<AppEnv>): void {
-  const principal = c.get('principal');
-  if (principal?.kind === 'token' && Date.parse(principal.grant.expiresAt) <= Date.now())
-    throw problem('unauthorized', `The upload token expired at ${principal.grant.expiresAt}; get a new one.`);
+  assertGrantLive(callingToken(c)?.grant);
 }
 
 /** The scope a route's `security` names, and whether it takes an upload token. */

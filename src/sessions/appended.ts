@@ -17,10 +17,11 @@ import { deleteTails } from './cleanup';
 import { completeSession } from './complete';
 import { withLease } from './lease';
 import { RunningHashes } from './running-hash';
+import type { AppendedMode } from '../modes';
 import type { NewSessionRequest, SessionKind, SessionRegistry } from './registry';
 
 export interface AppendedSessionsDeps {
-  mode: 'tus' | 'rufh';
+  mode: AppendedMode;
   /** Recorded in the fingerprint: a key first used by this mode is refused by another. */
   route: string;
   pool: Pool;
@@ -61,7 +62,7 @@ export class AppendedSessions {
     this.writer = { ...deps, hashes: new RunningHashes() };
   }
 
-  get mode(): 'tus' | 'rufh' {
+  get mode(): AppendedMode {
     return this.deps.mode;
   }
 

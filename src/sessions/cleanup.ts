@@ -3,6 +3,7 @@
 // a commit (expired, terminated, refused); deleting what is already gone is not an error.
 import type { SessionRow } from '../db/queries/sessions';
 import type { ObjectStore } from '../storage/store';
+import { isAppended } from '../modes';
 
 export async function discardSessionObjects(
   store: ObjectStore,
@@ -14,11 +15,6 @@ export async function discardSessionObjects(
   if (!isAppended(session.mode)) return void (await store.delete(session.storage_key));
   await deleteTails(store, session.storage_key);
   if (opts.object) await store.delete(session.storage_key);
-}
-
-/** Modes whose bytes arrive through the API as appends (parts and tails of their own). */
-export function isAppended(mode: SessionRow['mode']): boolean {
-  return mode === 'tus' || mode === 'rufh';
 }
 
 /** The session's tail objects (…/{sessionId}.tail.{offset}); none is needed once it ends. */

@@ -3,9 +3,10 @@
 // 'completing' (the expiry timer no longer takes it), the mode verifies its bytes into a
 // StagedCopy, and the copy is delivered to the key's workflow like any upload's.
 import type { Pool } from '../db/pool';
-import { moveSession, type SessionMode, type SessionRow } from '../db/queries/sessions';
+import type { SessionMode } from '../modes';
+import { moveSession, type SessionRow } from '../db/queries/sessions';
 import { dependency } from '../errors';
-import { isLimitRefusal } from '../tokens/upload-tokens';
+import { isLimitRefusal } from '../upload/grant-limits';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { StagedCopy } from '../upload/types';
 import { withLease } from './lease';

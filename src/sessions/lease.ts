@@ -4,10 +4,11 @@
 // (no progress for `stallSeconds`) or outlives `seconds` is taken over. With `renew`, the
 // lease is renewed every second while the work runs, marked as progressing when the work
 // reported progress or has a store write in flight, and the work hears when it was lost.
+import type { SessionMode } from '../modes';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from '../db/pool';
-import { findSession, releaseLease, renewLease, takeLease, type SessionMode, type SessionRow } from '../db/queries/sessions';
+import { findSession, releaseLease, renewLease, takeLease, type SessionRow } from '../db/queries/sessions';
 import { dependency, problem } from '../errors';
 
 /** How often a renewed lease is renewed (and checked to be still held). */

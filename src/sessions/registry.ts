@@ -7,27 +7,19 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
-import {
-  deleteSession,
-  findSession,
-  findSessionByKey,
-  insertSessionOrGet,
-  sessionExists,
-  type SessionMode,
-  type SessionRow,
-} from '../db/queries/sessions';
+import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, sessionExists, type SessionRow } from '../db/queries/sessions';
 import { countLive, QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
+import type { SessionMode } from '../modes';
 import type { ObjectStore } from '../storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
-import type { UploadGrant, UploadRequest } from '../upload/types';
+import type { DeclaredUpload, UploadRequest } from '../upload/types';
 
 import type { uploadWorkflow } from '../../workflows/upload';
 import { discardSessionObjects } from './cleanup';
 import { noSuchSession } from './lease';
-import type { Caller } from '../upload/admission';
 import { workflowTypes } from '../temporal/names';
 
 export interface RegistryDeps {
@@ -35,27 +27,19 @@ export interface RegistryDeps {
   store: ObjectStore;
   temporal: Client;
   receiver: UploadReceiver;
+  /** Refuses a new session its caller, token or pipeline does not admit (the doors' intake); a replay is not asked. */
+  admit: (upload: DeclaredUpload) => Promise<void>;
   /** Sessions of every mode a tenant may have open (not yet committed) at once. */
   maxOpenSessions: number;
 }
 
 export interface NewSessionRequest {
-  tenantId: string;
-  key: string;
-  uploadLength: number;
+  /** What the door declared, under its caller (`bytes`: Upload-Length; absent for Uppy, which declares none). */
+  upload: DeclaredUpload;
+  /** tus's Upload-Metadata as sent (answered on HEAD). */
   uploadMetadata: string;
+  /** What identifies the file besides its declared fields (counted in the fingerprint). */
   metadata: Record<string, string>;
-  contentType: string;
-  fileName: string | null;
-  declaredSha256: string | null;
-  /** The upload's own expiry (RFC 3339), when sent. */
-  expiresAt?: string;
-  /** The upload token creating it. */
-  grant?: UploadGrant;
-  /** The pipeline it names (checked to exist); absent: the tenant's default. */
-  pipeline?: string;
-  /** Who creates it, as the pipeline's validation hook is told. */
-  caller: Caller;
 }
 
 /** What a mode decides at creation. */
@@ -74,57 +58,56 @@ export class SessionRegistry {
 
   /** The key's session: created once; the same request again gets the same session (replayed). */
   async create(r: NewSessionRequest, kind: SessionKind): Promise<{ session: SessionRow; replayed: boolean }> {
+    const u = r.upload;
+    const uploadLength = u.bytes ?? 0;
     // The whole Upload-Metadata counts (canonical: sorted pairs), as do length, type, name, hash.
     const extra = JSON.stringify(Object.entries(r.metadata).sort(([a], [b]) => (a < b ? -1 : 1)));
     const fp = fingerprint({
       method: 'POST',
       route: kind.route,
-      tenantId: r.tenantId,
-      contentLength: r.uploadLength,
-      contentType: r.contentType,
-      sha256: r.declaredSha256,
-      fileName: r.fileName,
+      tenantId: u.tenantId,
+      contentLength: uploadLength,
+      contentType: u.contentType,
+      sha256: u.sha256,
+      fileName: u.fileName,
       extra,
-      expiresAt: r.expiresAt,
-      pipeline: r.pipeline,
+      expiresAt: u.expiresAt,
+      pipeline: u.pipeline,
     });
     const db = this.deps.pool;
-    const existing = await dependency('database_unavailable', () => findSessionByKey(db, r.tenantId, r.key));
+    const existing = await dependency('database_unavailable', () => findSessionByKey(db, u.tenantId, u.key));
     if (existing) return { session: this.sameRequest(existing, fp), replayed: true };
-    const held = await dependency('database_unavailable', () => findKeyAnswer(db, r.tenantId, r.key));
+    const held = await dependency('database_unavailable', () => findKeyAnswer(db, u.tenantId, u.key));
     if (held?.expired)
       throw problem('idempotency_key_expired', 'This Idempotency-Key was used and has expired; use a new key.', {
         extra: { uploadId: held.upload_id },
       });
     if (held) throw reuse();
-    await this.deps.receiver.admit(
-      { tenantId: r.tenantId, idempotencyKey: r.key, pipeline: r.pipeline, fileName: r.fileName, contentType: r.contentType },
-      { mode: kind.mode, caller: r.caller, bytes: kind.mode === 'uppy' ? null : r.uploadLength },
-    );
+    await this.deps.admit(u);
     // Checked again under the tenant's lock at insert; this one spares the store a multipart.
-    if ((await dependency('database_unavailable', () => countLive(db, r.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions)
+    if ((await dependency('database_unavailable', () => countLive(db, u.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions)
       throw tooManySessions(this.deps.maxOpenSessions);
 
     const id = randomUUID();
-    const storageKey = `${keyStoragePrefix(r.tenantId, r.key)}${id}`;
-    const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, r.contentType));
+    const storageKey = `${keyStoragePrefix(u.tenantId, u.key)}${id}`;
+    const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, u.contentType));
     const abort = () => (multipartId ? this.deps.store.abortParts(storageKey, multipartId).catch(() => {}) : undefined);
     const { row, created } = await dependency('database_unavailable', () =>
       insertSessionOrGet(
         db,
         {
           id,
-          tenant_id: r.tenantId,
-          idempotency_key: r.key,
+          tenant_id: u.tenantId,
+          idempotency_key: u.key,
           fingerprint: fp,
-          upload_length: r.uploadLength,
+          upload_length: uploadLength,
           upload_metadata: r.uploadMetadata,
-          content_type: r.contentType,
-          file_name: r.fileName,
-          declared_sha256: r.declaredSha256,
-          expires_at: r.expiresAt ?? null,
-          upload_grant: r.grant ?? null,
-          pipeline: r.pipeline ?? null,
+          content_type: u.contentType,
+          file_name: u.fileName,
+          declared_sha256: u.sha256,
+          expires_at: u.expiresAt ?? null,
+          upload_grant: u.grant ?? null,
+          pipeline: u.pipeline ?? null,
           storage_key: storageKey,
           multipart_id: multipartId,
           mode: kind.mode,

@@ -6,10 +6,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Credential } from '../credentials';
 import type { Queryable } from '../db/pool';
 import { findUnrevokedUploadToken, insertUploadToken, type UploadTokenRow } from '../db/queries/upload-tokens';
-import { problem, Problem } from '../errors';
-import type { UploadGrant } from '../upload/types';
-import { CHECKED_TYPES } from '../upload/sniff';
-import { DEFAULT_PIPELINE } from '../pipelines/steps';
+import type { UploadGrant } from './grant';
 
 export const UPLOAD_TOKEN_PREFIX = 'oup_';
 
@@ -59,21 +56,6 @@ export function grantOf(row: UploadTokenRow): UploadGrant {
   };
 }
 
-/**
- * The pipeline an upload runs: the one it names (undefined: the tenant's default), which,
- * with a token made for one pipeline, must be that one (403 otherwise); naming none is
- * naming the token's.
- */
-export function grantedPipeline(grant: UploadGrant | undefined, requested: string | undefined): string | undefined {
-  if (!grant?.pipeline) return requested;
-  const pinned = grant.pipeline === DEFAULT_PIPELINE ? undefined : grant.pipeline;
-  if (requested !== undefined && requested !== pinned)
-    throw problem('pipeline_not_allowed', `This upload token uploads with pipeline "${grant.pipeline}" only.`, {
-      extra: { pipeline: grant.pipeline },
-    });
-  return pinned;
-}
-
 /** The tenant and grant of an unrevoked upload token (its expiry is the route guard's to check). */
 export async function lookupUploadToken(db: Queryable, token: string): Promise<Credential | undefined> {
   const row = await findUnrevokedUploadToken(db, hash(token));
@@ -83,49 +65,4 @@ export async function lookupUploadToken(db: Queryable, token: string): Promise<C
 /** What a token's row stands for as a caller. */
 export function credentialOf(row: UploadTokenRow): Credential {
   return { tenantId: row.tenant_id, principal: { kind: 'token', id: row.id, scopes: [], grant: grantOf(row) } };
-}
-
-/** Whether `type` is one of `allowed` (exact, or its `family/*`); any type when null. */
-export function typeAllowed(allowed: readonly string[] | null, type: string): boolean {
-  if (!allowed) return true;
-  const t = type.toLowerCase();
-  return allowed.some((a) => a === t || (a.endsWith('/*') && t.startsWith(a.slice(0, -1))));
-}
-
-/** Before a body byte is read: the declared length (when known) and type. 413 / 415. */
-export function checkDeclared(grant: UploadGrant | undefined, declared: { bytes?: number; contentType: string }): void {
-  if (!grant) return;
-  if (declared.bytes !== undefined && grant.maxBytes !== null && declared.bytes > grant.maxBytes)
-    throw problem('payload_too_large', `The upload token allows at most ${grant.maxBytes} bytes; this upload declares ${declared.bytes}.`);
-  if (!typeAllowed(grant.allowedTypes, declared.contentType))
-    throw problem(
-      'type_not_allowed',
-      `The upload token does not allow ${declared.contentType}; it allows ${grant.allowedTypes!.join(', ')}.`,
-    );
-}
-
-/** Whether `err` is checkArrived's refusal: the bytes broke the token's limits. */
-export function isLimitRefusal(err: unknown): boolean {
-  return err instanceof Problem && (err.code === 'type_not_allowed' || err.code === 'payload_too_large');
-}
-
-/**
- * On the bytes that arrived: their real length, and their type as the first bytes show it.
- * Bytes recognised as a type must be an allowed type; bytes declared as a recognisable type
- * (PNG, PDF, …) but not recognised are not that type.
- */
-export function checkArrived(
-  grant: UploadGrant | undefined,
-  arrived: { bytes: number; sniffedType: string | null; contentType: string },
-): void {
-  if (!grant) return;
-  if (grant.maxBytes !== null && arrived.bytes > grant.maxBytes)
-    throw problem('payload_too_large', `The upload token allows at most ${grant.maxBytes} bytes; ${arrived.bytes} arrived.`);
-  if (!grant.allowedTypes) return;
-  const actual = arrived.sniffedType ?? (CHECKED_TYPES.has(arrived.contentType.toLowerCase()) ? null : arrived.contentType);
-  if (actual === null || !typeAllowed(grant.allowedTypes, actual))
-    throw problem(
-      'type_not_allowed',
-      `The file's content is ${actual ?? `not ${arrived.contentType}`}; the upload token allows ${grant.allowedTypes.join(', ')}.`,
-    );
 }

@@ -8,15 +8,12 @@ import type { DeclaredPipelines } from '../pipelines/declared';
 import type { TenantCalls } from '../downstream/tenant-calls';
 import { DisallowedUrlError } from '../downstream/url-guard';
 import { problem } from '../errors';
-import type { UploadRequest } from './types';
-
-/** Who is uploading, as the validation hook is told. */
-export type Caller =
-  { kind: 'key'; id: string; label: string } | { kind: 'token'; id: string; subject: string | null } | { kind: 'companion' };
+import type { Caller, UploadRequest } from './types';
+import type { ArrivalMode } from '../modes';
 
 /** How the upload arrives: its mode, its caller, its size when declared. */
 export interface Arrival {
-  mode: 'upload' | 'form' | 'tus' | 'rufh' | 'direct' | 'uppy';
+  mode: ArrivalMode;
   caller: Caller;
   bytes: number | null;
 }

@@ -23,7 +23,7 @@ import type { uploadWorkflow } from '../../workflows/upload';
 import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from './offer';
 import { CopySettler } from './settle';
 import { stageBody } from './stage';
-import { checkArrived } from '../tokens/upload-tokens';
+import { checkArrived } from './grant-limits';
 import type { Admission, Arrival } from './admission';
 
 export interface ReceiveDeps {

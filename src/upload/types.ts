@@ -1,5 +1,7 @@
 // Data that crosses the API / workflow / activity boundary. Plain, serialisable types only:
 // workflows import this file, so it must stay free of runtime code.
+import type { ArrivalMode } from '../modes';
+import type { UploadGrant } from '../tokens/grant';
 
 /** What the API knows about a request before reading its body; fixed by the first attempt. */
 export interface UploadRequest {
@@ -18,19 +20,27 @@ export interface UploadRequest {
   pipeline?: string;
 }
 
-/** What an upload token allows and names (src/tokens/upload-tokens.ts). */
-export interface UploadGrant {
-  tokenId: string;
-  /** The app's end user the uploads are for. */
-  subject: string | null;
-  metadata: Record<string, string> | null;
-  maxBytes: number | null;
-  /** Media types (`image/png`) or families (`image/*`); null: any. */
-  allowedTypes: string[] | null;
-  maxUploads: number | null;
-  expiresAt: string;
-  /** The pipeline every upload made with it runs. */
+/** Who is uploading, as the pipeline's validation hook is told. */
+export type Caller =
+  { kind: 'key'; id: string; label: string } | { kind: 'token'; id: string; subject: string | null } | { kind: 'companion' };
+
+/** What a door learnt about a new upload before any byte of it, under its caller (src/arrivals/intake.ts). */
+export interface DeclaredUpload {
+  tenantId: string;
+  mode: ArrivalMode;
+  key: string;
+  /** Its length, when the door knows it before the bytes (a form post and Uppy do not). */
+  bytes?: number;
+  contentType: string;
+  fileName: string | null;
+  sha256: string | null;
+  /** When the upload is to be deleted (RFC 3339), as sent with it. */
+  expiresAt?: string;
+  /** The pipeline it runs, the token's pin applied; absent: the tenant's `default`. */
   pipeline?: string;
+  /** The upload token it is made with. */
+  grant?: UploadGrant;
+  caller: Caller;
 }
 
 /** One attempt's complete, verified copy of the body, sitting in the object store. */

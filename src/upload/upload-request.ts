@@ -2,18 +2,13 @@
 // before the body is read, with the fingerprint every copy of the same request shares.
 import { UPLOAD_ROUTE } from '../db/queries/idempotency-keys';
 import { fingerprint } from './fingerprint';
-import type { UploadRequest } from './types';
+import type { DeclaredUpload, UploadRequest } from './types';
 
-export function oneRequestUpload(r: {
-  tenantId: string;
-  key: string;
-  bytes: number;
-  contentType: string;
-  sha256: string | null;
-  fileName: string | null;
-  expiresAt?: string;
-  pipeline?: string;
-}): UploadRequest {
+export function oneRequestUpload(
+  r: Pick<DeclaredUpload, 'tenantId' | 'key' | 'contentType' | 'sha256' | 'fileName' | 'expiresAt' | 'pipeline' | 'grant'> & {
+    bytes: number;
+  },
+): UploadRequest {
   return {
     tenantId: r.tenantId,
     idempotencyKey: r.key,
@@ -34,5 +29,6 @@ export function oneRequestUpload(r: {
     declaredSha256: r.sha256,
     ...(r.expiresAt ? { expiresAt: r.expiresAt } : {}),
     ...(r.pipeline ? { pipeline: r.pipeline } : {}),
+    ...(r.grant ? { grant: r.grant } : {}),
   };
 }

@@ -12,11 +12,10 @@ import { completeSession } from '../../sessions/complete';
 import type { SessionKind } from '../../sessions/registry';
 import type { SignedRequest } from '../../storage/store';
 import type { UploadOutcome } from '../../upload/receive';
-import type { StagedCopy, UploadGrant } from '../../upload/types';
+import type { DeclaredUpload, StagedCopy } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
 import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget } from './targets';
-import type { Caller } from '../../upload/admission';
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -24,22 +23,6 @@ export const DIRECT_ROUTE = '/v1/direct-uploads';
 export interface DirectUploadsDeps extends SignedModeDeps {
   /** Where the bytes go: chosen once, from the store (presigned S3, or the API's own signed PUT). */
   target: DirectTarget;
-}
-
-export interface DirectPlanRequest {
-  tenantId: string;
-  /** How long an instant upload's commit may take before the plan answers (state completing). */
-  waitMs: number;
-  key: string;
-  bytes: number;
-  sha256: string;
-  contentType: string;
-  fileName: string | null;
-  expiresAt?: string;
-  /** The upload token planning it. */
-  grant?: UploadGrant;
-  pipeline?: string;
-  caller: Caller;
 }
 
 export interface DirectPlan {
@@ -63,7 +46,8 @@ export class DirectUploads {
   constructor(private readonly deps: DirectUploadsDeps) {}
 
   /** The key's session: created once; the same request again gets it again, with fresh URLs. */
-  async plan(r: DirectPlanRequest): Promise<{ plan: DirectPlan; replayed: boolean }> {
+  /** `waitMs`: how long an instant upload's commit may take before the plan answers (state completing). */
+  async plan(r: DeclaredUpload & { bytes: number; sha256: string }, waitMs: number): Promise<{ plan: DirectPlan; replayed: boolean }> {
     const { target } = this.deps;
     const partBytes = target.partBytesFor(r.bytes);
     const kind: SessionKind = {
@@ -73,28 +57,12 @@ export class DirectUploads {
       idleSeconds: this.deps.expirySeconds,
       partBytes,
     };
-    const { session, replayed } = await this.deps.sessions.create(
-      {
-        tenantId: r.tenantId,
-        key: r.key,
-        uploadLength: r.bytes,
-        uploadMetadata: '',
-        metadata: {},
-        contentType: r.contentType,
-        fileName: r.fileName,
-        declaredSha256: r.sha256,
-        expiresAt: r.expiresAt,
-        grant: r.grant,
-        pipeline: r.pipeline,
-        caller: r.caller,
-      },
-      kind,
-    );
+    const { session, replayed } = await this.deps.sessions.create({ upload: r, uploadMetadata: '', metadata: {} }, kind);
     if (session.state === 'open') {
       // Instant upload: a deduping tenant already stores these bytes; nothing moves.
       const shared = await dependency('database_unavailable', () => findSharedObject(this.deps.pool, r.tenantId, r.sha256, r.bytes));
       if (shared) {
-        const outcome = await this.complete(r.tenantId, session.id, r.waitMs, (s) => this.sharedCopy(s, shared));
+        const outcome = await this.complete(r.tenantId, session.id, waitMs, (s) => this.sharedCopy(s, shared));
         const now = await this.deps.sessions.find(r.tenantId, session.id, 'direct');
         // No part will come: the plan's multipart upload (if any) goes.
         if (now.state === 'committed' && now.multipart_id)

@@ -30,8 +30,8 @@ import { requestBody } from '../../http/request-body';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan } from './schemas';
 import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { renderOutcome } from '../../http/upload-answer';
-import { callerOf, callingToken, requires } from '../../http/scopes';
-import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import { callingToken, requires } from '../../http/scopes';
+import type { Intake } from '../intake';
 
 const TAG = 'direct uploads (presigned)';
 
@@ -174,34 +174,25 @@ export function directObjectRoutes(deps: { direct: DirectUploads }) {
   return app;
 }
 
-export function directUploadRoutes(deps: { direct: DirectUploads; config: Config }) {
-  const { direct, config } = deps;
+export function directUploadRoutes(deps: { direct: DirectUploads; config: Config; intake: Intake }) {
+  const { direct, config, intake } = deps;
   const app = router();
 
   route(app, createPlanRoute, async function createDirectUpload(c) {
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     c.set('idempotencyKey', key);
     const body = await jsonBody(c, CreateDirectUpload);
-    if (body.bytes > config.MAX_UPLOAD_BYTES)
-      throw problem('payload_too_large', `File is ${body.bytes} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, {
-        extra: { maxBytes: config.MAX_UPLOAD_BYTES },
-      });
-    const grant = callingToken(c)?.grant;
-    checkDeclared(grant, { bytes: body.bytes, contentType: body.contentType ?? 'application/octet-stream' });
-    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const { plan, replayed } = await direct.plan({
-      grant,
-      tenantId: c.get('tenantId'),
-      waitMs,
+    const upload = intake.declare(c, 'direct', {
       key,
       bytes: body.bytes,
       sha256: body.sha256,
       contentType: body.contentType ?? 'application/octet-stream',
       fileName: body.fileName ?? null,
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
-      pipeline: grantedPipeline(grant, parsePipelineName(body.pipeline, 'body_invalid')),
-      caller: callerOf(c),
+      pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
     });
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const { plan, replayed } = await direct.plan(upload, waitMs);
     c.set('outcome', replayed ? 'replayed' : 'created');
     return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));
   });

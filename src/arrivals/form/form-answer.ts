@@ -2,10 +2,11 @@
 // to its companion): the file part is the upload (src/upload/form-post.ts), under the
 // tenant's in-flight limit (a refusal before the whole form is read closes the connection: src/api/problem-handler.ts).
 import type { Context } from 'hono';
+import type { ArrivalMode } from '../../modes';
 import type { Config } from '../../config';
 import { problem } from '../../errors';
 import { receiveFormPost } from './form-post';
-import type { InFlightUploads } from '../../upload/in-flight';
+import type { Intake } from '../intake';
 import type { UploadReceiver } from '../../upload/receive';
 import { parsePrefer } from '../../http/parse/request-headers';
 import type { AppEnv } from '../../http/env';
@@ -15,21 +16,16 @@ import { callerOf, callingToken } from '../../http/scopes';
 
 export async function answerFormPost(
   c: Context<AppEnv>,
-  deps: { receiver: UploadReceiver; config: Config; inFlight: InFlightUploads },
+  deps: { receiver: UploadReceiver; config: Config; intake: Intake },
   tenantId: string,
-  mode: 'form' | 'uppy' = 'form',
+  mode: Extract<ArrivalMode, 'form' | 'uppy'> = 'form',
 ): Promise<Response> {
-  const { receiver, config, inFlight } = deps;
+  const { receiver, config, intake } = deps;
   const grant = callingToken(c)?.grant;
   const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
   const incoming = c.env?.incoming;
   if (!incoming) throw problem('media_type_unsupported', 'Form posts need the Node server.');
-  const release = inFlight.tryAcquire(tenantId);
-  if (!release)
-    throw problem(
-      'too_many_uploads',
-      `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`,
-    );
+  const release = intake.slot(tenantId);
   let key = '';
   try {
     const outcome = await receiveFormPost(
@@ -40,7 +36,7 @@ export async function answerFormPost(
         keyHeader: headerValues(c, 'idempotency-key'),
         body: incoming,
         waitMs,
-        maxBytes: Math.min(config.MAX_UPLOAD_BYTES, grant?.maxBytes ?? Infinity),
+        maxBytes: Math.min(intake.maxBytes, grant?.maxBytes ?? Infinity),
         grant,
         arrival: { mode, caller: callerOf(c) },
       },

@@ -15,8 +15,10 @@ import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
 import type { Arrival } from '../../upload/admission';
-import type { UploadGrant, UploadRequest } from '../../upload/types';
-import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import type { UploadRequest } from '../../upload/types';
+import type { UploadGrant } from '../../tokens/grant';
+import { fileTooLarge } from '../intake';
+import { checkDeclared, grantedPipeline } from '../../tokens/grant';
 
 /** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
 export const FORM_ROUTE = '/v1/uploads#form';
@@ -105,9 +107,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         ...(f.grant ? { grant: f.grant } : {}),
       };
       stream.once('limit', () => {
-        const tooLarge = problem('payload_too_large', `The file is larger than the maximum of ${f.maxBytes} bytes.`, {
-          extra: { maxBytes: f.maxBytes },
-        });
+        const tooLarge = fileTooLarge(f.maxBytes);
         fail(tooLarge);
         stream.destroy(tooLarge);
       });

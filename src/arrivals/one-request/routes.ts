@@ -13,7 +13,7 @@ import {
   parseSha256,
 } from '../../http/parse/request-headers';
 import type { UploadReceiver } from '../../upload/receive';
-import type { InFlightUploads } from '../../upload/in-flight';
+import type { Intake } from '../intake';
 import { header, headerValues } from '../../http/headers';
 import { requestBody } from '../../http/request-body';
 import { renderOutcome } from '../../http/upload-answer';
@@ -25,8 +25,7 @@ import { parsePipelineName } from '../../pipelines/declared';
 import { PipelineName } from '../../pipelines/catalogue';
 import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../../http/openapi';
 import { ContentLengthHeader, ExpiresAt, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header } from '../../http/schemas';
-import { assertTokenLive, callerOf, callingToken, requires } from '../../http/scopes';
-import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import { assertTokenLive, requires } from '../../http/scopes';
 import { dialectOf } from '../rufh/protocol';
 import { RUFH_CREATION_HEADERS } from '../rufh/contract';
 import { createResumableUpload, type ResumableDeps } from '../rufh/routes';
@@ -34,11 +33,11 @@ import { createResumableUpload, type ResumableDeps } from '../rufh/routes';
 export function oneRequestRoutes(deps: {
   receiver: UploadReceiver;
   config: Config;
-  inFlight: InFlightUploads;
+  intake: Intake;
   /** A request that speaks the resumable-upload draft is upgraded to it. */
   resumable: ResumableDeps;
 }) {
-  const { receiver, config, inFlight } = deps;
+  const { receiver, config, intake } = deps;
   const app = router();
 
   route(app, createUploadRoute, async function createUpload(c) {
@@ -46,7 +45,7 @@ export function oneRequestRoutes(deps: {
     if (isFormPost(header(c, 'content-type'))) {
       // A form's key may be a field, after bytes: an expired token sends no form at all.
       assertTokenLive(c);
-      return answerFormPost(c, { receiver, config, inFlight }, tenantId);
+      return answerFormPost(c, { receiver, config, intake }, tenantId);
     }
     const resumable = dialectOf((name) => header(c, name));
     if (resumable) return createResumableUpload(c, deps.resumable, resumable);
@@ -54,33 +53,24 @@ export function oneRequestRoutes(deps: {
     if (header(c, 'transfer-encoding') && header(c, 'content-length') === undefined) {
       throw problem('content_length_required', 'Chunked uploads are not accepted: send Content-Length.');
     }
-    const declaredBytes = parseContentLength(header(c, 'content-length'), config.MAX_UPLOAD_BYTES);
-    const declaredSha256 = parseSha256(header(c, 'x-file-sha256'));
-    const fileName = parseFileName(header(c, 'x-file-name'));
-    const contentType = parseContentType(header(c, 'content-type'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const expiresAt = parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid');
-    const grant = callingToken(c)?.grant;
-    const pipeline = grantedPipeline(grant, parsePipelineName(header(c, 'x-pipeline'), 'header_invalid'));
-    const req = {
-      ...oneRequestUpload({ tenantId, key, bytes: declaredBytes, contentType, sha256: declaredSha256, fileName, expiresAt, pipeline }),
-      grant,
-    };
+    const upload = intake.declare(c, 'upload', {
+      key,
+      bytes: parseContentLength(header(c, 'content-length')),
+      sha256: parseSha256(header(c, 'x-file-sha256')),
+      fileName: parseFileName(header(c, 'x-file-name')),
+      contentType: parseContentType(header(c, 'content-type')),
+      expiresAt: parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid'),
+      pipeline: parsePipelineName(header(c, 'x-pipeline'), 'header_invalid'),
+    });
+    const req = oneRequestUpload(upload);
     c.set('idempotencyKey', key);
     // The key rule first: a replay answers whatever credential asks for it.
     const replay = await receiver.replay(req);
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
-    assertTokenLive(c);
-    checkDeclared(grant, { bytes: declaredBytes, contentType });
-    await receiver.admit(req, { mode: 'upload', caller: callerOf(c), bytes: declaredBytes });
+    await intake.admit(upload);
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
-    const release = inFlight.tryAcquire(tenantId);
-    if (!release) {
-      throw problem(
-        'too_many_uploads',
-        `This tenant already has ${inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`,
-      );
-    }
+    const release = intake.slot(tenantId);
     try {
       const outcome = await receiver.receive(req, requestBody(c), waitMs);
       return renderOutcome(c, outcome, key, false);

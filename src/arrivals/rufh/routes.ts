@@ -29,7 +29,7 @@ import {
 } from './protocol';
 import { parseUploadMetadata } from '../tus/protocol';
 import { parsePipelineName } from '../../pipelines/declared';
-import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import type { Intake } from '../intake';
 import type { AppEnv } from '../../http/env';
 import { header, headerValues } from '../../http/headers';
 import { sendInformational } from '../../http/informational';
@@ -47,13 +47,14 @@ import { absoluteUrl } from '../../http/public-url';
 import { requestBody } from '../../http/request-body';
 import { replayHeaders } from '../../http/replay-headers';
 import { Uuid } from '../../http/schemas';
-import { callerOf, callingToken } from '../../http/scopes';
+import { callingToken } from '../../http/scopes';
 import { renderOutcome } from '../../http/upload-answer';
 import { discoverRoute, createRouteDef, headRouteDef, getRouteDef, appendRouteDef, cancelRouteDef } from './contract';
 
 export interface ResumableDeps {
   sessions: AppendedSessions;
   config: Config;
+  intake: Intake;
 }
 
 /** OPTIONS on the creation paths: mounted before authentication (clients discover without credentials). */
@@ -175,11 +176,6 @@ async function create(c: Context<AppEnv>, deps: ResumableDeps, d: Dialect): Prom
       'header_invalid',
       'Send Upload-Length, or Upload-Complete: ?1 with Content-Length (lengths learnt later are not supported).',
     );
-  if (uploadLength > config.MAX_UPLOAD_BYTES)
-    throw problem('payload_too_large', `The file is ${uploadLength} bytes; the maximum is ${config.MAX_UPLOAD_BYTES} bytes.`, {
-      extra: { maxBytes: config.MAX_UPLOAD_BYTES },
-      headers: uploadLimit(d, { maxSize: config.MAX_UPLOAD_BYTES }),
-    });
 
   // tus-js-client sends tus's Upload-Metadata on the draft too; the draft's own fields win.
   const uploadMetadata = header(c, 'upload-metadata') ?? '';
@@ -193,24 +189,27 @@ async function create(c: Context<AppEnv>, deps: ResumableDeps, d: Dialect): Prom
   const contentType = parseContentType(
     mediaType && mediaType !== PARTIAL_UPLOAD ? header(c, 'content-type') : (metadata.filetype ?? metadata.type),
   );
-  const grant = callingToken(c)?.grant;
-  checkDeclared(grant, { bytes: uploadLength, contentType });
+  const upload = deps.intake.declare(
+    c,
+    'rufh',
+    {
+      key,
+      bytes: uploadLength,
+      contentType,
+      fileName: fileNameOf(c, metadata),
+      sha256: declaredSha256,
+      expiresAt: parseExpiresAt(header(c, 'x-expires-at') ?? metadata.expiresAt, 'header_invalid'),
+      pipeline: parsePipelineName(header(c, 'x-pipeline') ?? metadata.pipeline, 'header_invalid'),
+    },
+    uploadLimit(d, { maxSize: deps.intake.maxBytes }),
+  );
   const { session, replayed } = await sessions.create({
-    grant,
-    tenantId,
-    key,
-    uploadLength,
+    upload,
     uploadMetadata,
     metadata: {
       ...metadata,
       ...(header(c, 'content-disposition') ? { 'content-disposition': header(c, 'content-disposition')! } : {}),
     },
-    contentType,
-    fileName: fileNameOf(c, metadata),
-    declaredSha256,
-    expiresAt: parseExpiresAt(header(c, 'x-expires-at') ?? metadata.expiresAt, 'header_invalid'),
-    pipeline: grantedPipeline(grant, parsePipelineName(header(c, 'x-pipeline') ?? metadata.pipeline, 'header_invalid')),
-    caller: callerOf(c),
   });
   c.set('outcome', replayed ? 'replayed' : 'created');
   const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
@@ -308,7 +307,7 @@ function inconsistentLength(detail: string, offset?: number): Problem {
 
 function declaredBodyBytes(c: Context<AppEnv>): number | undefined {
   const value = header(c, 'content-length');
-  return value === undefined ? undefined : parseContentLength(value, Number.MAX_SAFE_INTEGER);
+  return value === undefined ? undefined : parseContentLength(value);
 }
 
 /** The file name: Content-Disposition's (RFC 6266, filename* first), else the metadata's. */

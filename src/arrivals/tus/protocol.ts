@@ -44,13 +44,10 @@ export function parseUploadMetadata(value: string | undefined): Record<string, s
   return out;
 }
 
-export function parseUploadLength(value: string | undefined, maxBytes: number): number {
+export function parseUploadLength(value: string | undefined): number {
   if (value === undefined) throw problem('header_invalid', 'Send Upload-Length (deferred lengths are not supported).');
   if (!/^\d{1,16}$/.test(value.trim())) throw problem('header_invalid', 'Upload-Length must be a non-negative integer.');
-  const n = Number(value.trim());
-  if (n > maxBytes)
-    throw problem('payload_too_large', `Upload-Length is ${n} bytes; the maximum is ${maxBytes} bytes.`, { extra: { maxBytes } });
-  return n;
+  return Number(value.trim());
 }
 
 export function parseUploadOffset(value: string | undefined): number {

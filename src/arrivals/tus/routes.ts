@@ -29,8 +29,8 @@ import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLE
 import { requestBody } from '../../http/request-body';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../../http/schemas';
 import { replayHeaders } from '../../http/replay-headers';
-import { callerOf, callingToken, requires } from '../../http/scopes';
-import { checkDeclared, grantedPipeline } from '../../tokens/upload-tokens';
+import { callingToken, requires } from '../../http/scopes';
+import type { Intake } from '../intake';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const h = (description: string) => ({ description, schema: { type: 'string' as const } });
@@ -230,8 +230,8 @@ export function tusDiscoveryRoutes(config: Config) {
   return app;
 }
 
-export function tusRoutes(deps: { sessions: AppendedSessions; config: Config }) {
-  const { sessions, config } = deps;
+export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; intake: Intake }) {
+  const { sessions, config, intake } = deps;
   const app = router();
   app.use('*', tusAnswers());
 
@@ -245,30 +245,23 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config }) 
     checkTusResumable(header(c, 'tus-resumable'));
     const key = parseIdempotencyKey(headerValues(c, 'idempotency-key'));
     c.set('idempotencyKey', key);
-    const uploadLength = parseUploadLength(header(c, 'upload-length'), config.MAX_UPLOAD_BYTES);
+    const uploadLength = parseUploadLength(header(c, 'upload-length'));
     const uploadMetadata = header(c, 'upload-metadata') ?? '';
     const metadata = parseUploadMetadata(uploadMetadata);
     const headerSha = parseSha256(header(c, 'x-file-sha256'));
     const metaSha = metadata.sha256 === undefined ? null : parseSha256(metadata.sha256);
     if (headerSha && metaSha && headerSha !== metaSha) throw problem('checksum_invalid', 'X-File-Sha256 and the sha256 metadata differ.');
     const name = metadata.filename ?? metadata.name;
-    const grant = callingToken(c)?.grant;
-    const contentType = parseContentType(metadata.filetype ?? metadata.type);
-    checkDeclared(grant, { bytes: uploadLength, contentType });
-    const { session, replayed } = await sessions.create({
-      grant,
-      tenantId: c.get('tenantId'),
+    const upload = intake.declare(c, 'tus', {
       key,
-      uploadLength,
-      uploadMetadata,
-      metadata,
-      contentType,
+      bytes: uploadLength,
+      contentType: parseContentType(metadata.filetype ?? metadata.type),
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
-      declaredSha256: headerSha ?? metaSha,
+      sha256: headerSha ?? metaSha,
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
-      pipeline: grantedPipeline(grant, parsePipelineName(metadata.pipeline, 'header_invalid')),
-      caller: callerOf(c),
+      pipeline: parsePipelineName(metadata.pipeline, 'header_invalid'),
     });
+    const { session, replayed } = await sessions.create({ upload, uploadMetadata, metadata });
     c.set('outcome', replayed ? 'replayed' : 'created');
     const answer: Record<string, string> = {
       location: `/v1/tus/${session.id}`,

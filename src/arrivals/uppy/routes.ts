@@ -4,12 +4,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import type { CompanionOwner, UppyCompanion, UppyFile } from './uppy-companion';
+import type { CompanionOwner, UppyCompanion } from './uppy-companion';
+import type { Declared, Intake } from '../intake';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
 import { dependency, problem } from '../../errors';
-import type { InFlightUploads } from '../../upload/in-flight';
 import type { UploadReceiver } from '../../upload/receive';
 import type { AppEnv } from '../../http/env';
 import { answerFormPost } from '../form/form-answer';
@@ -17,10 +17,10 @@ import { jsonBody } from '../../http/json-body';
 import { absoluteUrl } from '../../http/public-url';
 import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS, jsonRequestBody } from '../../http/openapi';
 import { renderOutcome } from '../../http/upload-answer';
-import { assertTokenLive, callerOf, callingToken, requires } from '../../http/scopes';
+import { assertTokenLive, callingToken, requires } from '../../http/scopes';
 import { findUploadToken } from '../../db/queries/upload-tokens';
 import type { Pool } from '../../db/pool';
-import { checkDeclared, credentialOf, grantedPipeline } from '../../tokens/upload-tokens';
+import { credentialOf } from '../../tokens/upload-tokens';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -193,14 +193,8 @@ export function uppyEndpointRoutes(deps: { uppy: UppyCompanion }) {
 }
 
 /** /uppy/{token}/s3/… (the token is the credential; mounted outside /v1's API-key check). */
-export function uppyCompanionRoutes(deps: {
-  uppy: UppyCompanion;
-  receiver: UploadReceiver;
-  config: Config;
-  inFlight: InFlightUploads;
-  pool: Pool;
-}) {
-  const { uppy, config, pool } = deps;
+export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: UploadReceiver; config: Config; intake: Intake; pool: Pool }) {
+  const { uppy, config, pool, intake } = deps;
   const app = router();
   /**
    * Whom the endpoint serves. One minted with an upload token carries its limits: the token
@@ -248,15 +242,11 @@ export function uppyCompanionRoutes(deps: {
   });
 
   route(app, createRouteDef, async function uppyCreateMultipart(c) {
-    const tenantId = await tenant(c);
+    await tenant(c);
     const body = await jsonBody(c, UppyCreate);
-    const grant = callingToken(c)?.grant;
-    const { pipeline: named, ...parsed } = uppyFile(body);
-    const pipeline = grantedPipeline(grant, named);
-    const file = { ...parsed, ...(pipeline ? { pipeline } : {}), ...(grant ? { grant } : {}), caller: callerOf(c) };
-    checkDeclared(grant, { contentType: file.contentType });
-    c.set('idempotencyKey', file.key);
-    return c.json(await uppy.createMultipart(tenantId, file), 200);
+    const { declared, metadata } = uppyFile(body);
+    c.set('idempotencyKey', declared.key);
+    return c.json(await uppy.createMultipart(intake.declare(c, 'uppy', declared), metadata), 200);
   });
 
   route(app, partRouteDef, async function uppySignPart(c) {
@@ -298,17 +288,23 @@ function keyOf(metadata: unknown): string {
 }
 
 /** What identifies the file Uppy creates: its key, type, name and string metadata. */
-function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown }): Omit<UppyFile, 'caller'> {
+function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown }): {
+  declared: Declared;
+  metadata: Record<string, string>;
+} {
   const metadata = body.metadata && typeof body.metadata === 'object' ? (body.metadata as Record<string, unknown>) : {};
   const name = typeof body.filename === 'string' ? body.filename : undefined;
   const expiresAt = typeof metadata.expiresAt === 'string' ? parseExpiresAt(metadata.expiresAt, 'body_invalid') : undefined;
   const pipeline = typeof metadata.pipeline === 'string' ? parsePipelineName(metadata.pipeline, 'body_invalid') : undefined;
   return {
-    ...(expiresAt ? { expiresAt } : {}),
-    ...(pipeline ? { pipeline } : {}),
-    key: keyOf(metadata),
-    contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
-    fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
+    declared: {
+      ...(expiresAt ? { expiresAt } : {}),
+      ...(pipeline ? { pipeline } : {}),
+      key: keyOf(metadata),
+      contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
+      fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),
+      sha256: null,
+    },
     metadata: Object.fromEntries(
       Object.entries(metadata)
         .filter(([, v]) => typeof v === 'string' || typeof v === 'number')

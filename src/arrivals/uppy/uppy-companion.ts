@@ -14,31 +14,14 @@ import { findSessionByUploadId, type SessionRow } from '../../db/queries/session
 import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
 import type { UploadOutcome } from '../../upload/receive';
-import type { StagedCopy, UploadGrant } from '../../upload/types';
+import type { DeclaredUpload, StagedCopy } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
-import type { Caller } from '../../upload/admission';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
 
 export type UppyCompanionDeps = SignedModeDeps;
-
-/** A file Uppy creates a multipart upload for, as its route parsed it. */
-export interface UppyFile {
-  key: string;
-  contentType: string;
-  fileName: string | null;
-  /** What identifies the file besides its name and type (Uppy knows no hash): its string metadata. */
-  metadata: Record<string, string>;
-  /** The upload's own expiry (metadata `expiresAt`). */
-  expiresAt?: string;
-  /** The upload token whose companion endpoint it came through. */
-  grant?: UploadGrant;
-  /** The pipeline it names (metadata `pipeline`). */
-  pipeline?: string;
-  caller: Caller;
-}
 
 /** Whom a companion endpoint serves: a tenant, through an API key or one of its upload tokens. */
 export interface CompanionOwner {
@@ -70,27 +53,15 @@ export class UppyCompanion {
   }
 
   /** POST /s3/multipart: the key's session (the same file again gets the same upload id). */
-  async createMultipart(tenantId: string, file: UppyFile): Promise<{ key: string; uploadId: string }> {
-    this.needsPresigner();
+  /** `metadata`: what identifies the file besides its name and type (Uppy knows no hash): its string metadata. */
+  async createMultipart(file: DeclaredUpload, metadata: Record<string, string>): Promise<{ key: string; uploadId: string }> {
     const { session } = await this.deps.sessions.create(
-      {
-        grant: file.grant,
-        tenantId,
-        key: file.key,
-        uploadLength: 0,
-        uploadMetadata: '',
-        metadata: file.metadata,
-        contentType: file.contentType,
-        fileName: file.fileName,
-        declaredSha256: null,
-        expiresAt: file.expiresAt,
-        pipeline: file.pipeline,
-        caller: file.caller,
-      },
+      { upload: file, uploadMetadata: '', metadata },
       {
         mode: 'uppy',
         route: UPPY_ROUTE, // Parts without checksums: the store's own multipart (the one tus uses).
-        begin: (storageKey, type) => this.deps.store.beginParts(storageKey, type),
+        // A store the client cannot reach is 501, found once the upload is admitted (its limits answer first).
+        begin: (storageKey, type) => (this.needsPresigner(), this.deps.store.beginParts(storageKey, type)),
         idleSeconds: this.deps.expirySeconds,
         partBytes: null,
       },

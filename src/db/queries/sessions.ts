@@ -1,7 +1,8 @@
 // Sessions of every resumable or signed mode (tus, direct, Uppy), in the resumable_sessions
 // table. Every write is one statement guarded by the writer's lease and the offset it
 // started from, so two replicas never both advance a session.
-import type { UploadGrant } from '../../upload/types';
+import type { SessionMode } from '../../modes';
+import type { UploadGrant } from '../../tokens/grant';
 import { statement, type Pool, type Queryable } from '../pool';
 import { insertWithinQuota } from './quotas';
 
@@ -10,9 +11,6 @@ export interface SessionPart {
   etag: string;
   bytes: number;
 }
-
-/** Bytes through the API (tus, rufh: the IETF resumable-upload draft) or straight to the store (direct, uppy). */
-export type SessionMode = 'tus' | 'rufh' | 'direct' | 'uppy';
 
 export interface SessionRow {
   id: string;

@@ -11,12 +11,10 @@ function check<T>(schema: z.ZodType<T>, value: string, code: ErrorCode): T {
   return r.data;
 }
 
-export function parseContentLength(value: string | undefined, maxBytes: number): number {
+export function parseContentLength(value: string | undefined): number {
   if (value === undefined)
     throw problem('content_length_required', 'Send Content-Length: uploads are streamed and their size must be known up front.');
-  const n = Number(check(ContentLengthHeader, value, 'header_invalid').trim());
-  if (n > maxBytes) throw problem('payload_too_large', `File is ${n} bytes; the maximum is ${maxBytes} bytes.`, { extra: { maxBytes } });
-  return n;
+  return Number(check(ContentLengthHeader, value, 'header_invalid').trim());
 }
 
 const MAX_EXPIRY_MS = 100 * 365 * 24 * 3600 * 1000;
