@@ -12,7 +12,8 @@ import { allRenditionKeys } from '../src/db/queries/renditions';
 import { problem } from '../src/errors';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
-import { type DeletionReason, type WebhookRetrySchedule } from '../src/downstream/types';
+import type { DeletionReason } from '../workflows/definitions';
+import type { WebhookRetrySchedule } from '../src/downstream/types';
 import { workflowIds } from '../src/temporal/names';
 
 export interface DeletionActivityDeps {

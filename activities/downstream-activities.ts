@@ -30,41 +30,21 @@ import {
 } from '../src/db/queries/events';
 import type { ListPosition } from '../src/db/queries/keyset';
 import { disableEndpoint, findEndpoint, listEndpoints } from '../src/db/queries/webhooks';
-import type {
-  DownstreamInput,
-  EventType,
-  RenditionSummary,
-  ScanVerdict,
-  SettledStep,
-  StepRef,
-  StepResult,
-  TranscodeResult,
-  WebhookEvent,
-} from '../src/downstream/types';
+import type { DownstreamInput } from '../src/downstream/types';
+import type { EventType, WebhookEvent } from '../src/downstream/events';
+import type { RenditionSummary, ScanVerdict, SettledStep, StepRef, StepResult, TranscodeResult } from '../src/pipelines/step-results';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
-import {
-  runMediaStep,
-  transcodeFile,
-  type Presets,
-  type ProducedRendition,
-  type StepOutcome,
-  type StepProgress,
-} from '../src/media/transcode';
+import { runMediaStep, transcodeFile, type Presets } from '../src/media/transcode';
+import type { ProducedRendition, StepOutcome, StepProgress } from '../src/media/step-outcome';
 import { ClamdScanner, ScannerUnavailable, type ScannerSettings } from '../src/scan/clamd';
 import { TenantCalls } from '../src/downstream/tenant-calls';
-import { stepCallId, uploadEventData } from '../src/downstream/types';
+import { stepCallId } from '../src/pipelines/step-results';
+import { uploadEventData } from '../src/downstream/events';
 import { findPipelineVersion, recordStepOutcome, uploadPipeline } from '../src/db/queries/pipelines';
-import {
-  announces,
-  builtinPipeline,
-  DEFAULT_PIPELINE,
-  renditionNames,
-  type PipelineVersion,
-  type ProcessingStep,
-} from '../src/pipelines/steps';
-import type { StepOf } from '../src/pipelines/catalogue';
+import { announces, builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, type ProcessingStep } from '../src/pipelines/steps';
+import { renditionNames, type StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
 import { webhookSecretContext, type SecretBox } from '../src/secret-box';

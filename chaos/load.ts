@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
 import { UploadClient } from '../src/client/upload-client';
 import { LifecycleClient, OncelyApiError } from '../src/client/lifecycle-client';
-import { eventId } from '../src/downstream/types';
+import { eventId } from '../src/downstream/events';
 import type { PendingUpload, UploadResult } from '../src/client/types';
 import type { Rng } from './rng';
 

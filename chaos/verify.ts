@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { audit } from '../src/audit';
 import { allRenditions, allUploads } from '../src/db/queries/audit';
 import type { WebhookReceiver } from '../test/support/webhook-receiver';
-import { eventId, type EventType } from '../src/downstream/types';
+import { eventId, type EventType } from '../src/downstream/events';
 import type { UploadRecord } from './load';
 import type { ChaosStack } from './stack';
 

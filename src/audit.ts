@@ -22,7 +22,7 @@ import {
   suspiciousDeliveries,
   unservedRenditionRows,
 } from './db/queries/audit';
-import { eventId, type EventType } from './downstream/types';
+import { eventId, type EventType } from './downstream/events';
 import type { ObjectStore } from './storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from './temporal/ids';
 

@@ -8,7 +8,7 @@ import type { Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import pino, { type Logger } from 'pino';
 import { createApp } from './api/app';
-import { lingerOnEarlyClose } from './api/lingering-close';
+import { lingerOnEarlyClose } from './http/lingering-close';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';

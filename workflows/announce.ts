@@ -3,7 +3,8 @@
 // recorded in the result, not fatal.
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { WebhookEvent, WebhookRetrySchedule } from '../src/downstream/types';
+import type { WebhookEvent } from '../src/downstream/events';
+import type { WebhookRetrySchedule } from '../src/downstream/types';
 
 /** Delivers an event to each endpoint, writing each outcome into `deliveries`. */
 export function announcer(endpoints: string[], r: WebhookRetrySchedule, deliveries: Record<string, string>) {

@@ -4,7 +4,8 @@
 // this module, never the workflow code itself.
 import { defineUpdate } from '@temporalio/workflow';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
-import type { StepDecision, WebhookRetrySchedule } from '../src/downstream/types';
+import type { StepDecision } from '../src/pipelines/step-results';
+import type { WebhookRetrySchedule } from '../src/downstream/types';
 import { updates } from '../src/temporal/names';
 
 export interface UploadWorkflowInput extends UploadRequest {
@@ -65,3 +66,25 @@ export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(
  * upload's pipeline not yet decided otherwise; the same decision again is accepted.
  */
 export const completeStepUpdate = defineUpdate<{ step: number; outcome: StepDecision['outcome'] }, [StepDecision]>(updates.completeStep);
+
+/** Why an upload is deleted: its tenant asked, or its retention ran out. */
+export type DeletionReason = 'request' | 'retention';
+
+/** The deletion workflow's input (ID `delete/{uploadId}`). */
+export interface DeletionInput {
+  tenantId: string;
+  uploadId: string;
+  reason: DeletionReason;
+  webhookRetry: WebhookRetrySchedule;
+}
+
+/** What a finished deletion reports (the deletion workflow's result). */
+export interface DeletionResult {
+  uploadId: string;
+  deletedAt: string;
+  erasedAt: string;
+  /** Whether the original's bytes were deleted (false: another upload of the tenant still shares them). */
+  objectDeleted: boolean;
+  renditionsDeleted: number;
+  bytesErased: number;
+}

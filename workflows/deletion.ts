@@ -5,7 +5,8 @@
 import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { failureTypes, searchAttributes } from '../src/temporal/names';
 import type { Activities } from '../activities';
-import { eventId, type DeletionInput, type DeletionResult } from '../src/downstream/types';
+import { eventId } from '../src/downstream/events';
+import type { DeletionInput, DeletionResult } from './definitions';
 import { announcer } from './announce';
 
 // The erasure steps are short database and store calls: as local activities they skip two

@@ -5,14 +5,9 @@
 import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import { announcer } from './announce';
 import type { Activities } from '../activities';
-import {
-  eventId,
-  mediaKind,
-  uploadEventData,
-  type DownstreamInput,
-  type DownstreamResult,
-  type TranscodeResult,
-} from '../src/downstream/types';
+import { eventId, uploadEventData } from '../src/downstream/events';
+import { mediaKind, type DownstreamInput, type DownstreamResult } from '../src/downstream/types';
+import type { TranscodeResult } from '../src/pipelines/step-results';
 import { failureTypes } from '../src/temporal/names';
 
 // Short database steps run as local activities: no task-queue round trip each.

@@ -19,16 +19,9 @@ import { failureTypes } from '../src/temporal/names';
 import { announcer } from './announce';
 import { downstreamV1 } from './downstream-v1';
 import type { Activities } from '../activities';
-import {
-  eventId,
-  uploadEventData,
-  type DownstreamInput,
-  type DownstreamResult,
-  type EventType,
-  type SettledStep,
-  type StepDecision,
-  type StepResult,
-} from '../src/downstream/types';
+import { eventId, uploadEventData, type EventType } from '../src/downstream/events';
+import type { DownstreamInput, DownstreamResult } from '../src/downstream/types';
+import type { SettledStep, StepDecision, StepResult } from '../src/pipelines/step-results';
 import type { PipelineVersion } from '../src/pipelines/steps';
 import { idleReason, isGate, processingOutcome, stepApplies, type ProcessingStep } from '../src/pipelines/steps';
 

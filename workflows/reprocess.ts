@@ -22,7 +22,8 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
-import type { DownstreamInput, ReprocessOutcome, StepResult, WebhookRetrySchedule } from '../src/downstream/types';
+import type { DownstreamInput, WebhookRetrySchedule } from '../src/downstream/types';
+import type { ReprocessOutcome, StepResult } from '../src/pipelines/step-results';
 import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
 import { failureTypes, workflowIds } from '../src/temporal/names';

@@ -32,7 +32,7 @@ import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { deletionRoutes } from './routes/deletions';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
-import { webRoutes } from './routes/web';
+import { webRoutes } from '../web/routes';
 import { doorHeaders, mountDoors, mountPublicDoors } from '../arrivals';
 
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
@@ -117,7 +117,7 @@ export function createApp(deps: AppDeps) {
   app.route('/admin', adminTenantRoutes({ idempotency }));
   const keyCache = new CredentialCache();
   // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.
-  const doors = { ...services, config, pool };
+  const doors = { ...services, config, pool, store, temporal, box };
   mountPublicDoors(app, doors);
   const downloads = { pool, store, links, config };
   app.route('/v1/downloads', signedDownloadRoutes(downloads));

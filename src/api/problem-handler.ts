@@ -18,7 +18,7 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
     if (err.status >= 500) c.get('log')?.warn({ err: err.cause ?? err, error: err.code }, 'dependency failure');
     // Refused before the whole body arrived (too large, a bad header, storage down): the
     // rest is not read into the next request; the connection closes after a lingering
-    // drain (src/api/lingering-close.ts), so the client still reads this answer.
+    // drain (src/http/lingering-close.ts), so the client still reads this answer.
     return problemResponse(err, closesUnreadBody(c) ? { connection: 'close' } : {});
   }
   if (err instanceof HTTPException && err.status < 500) {

@@ -4,36 +4,26 @@
 // door's fingerprint route keeps a key first used at one door from being reused at another.
 // A door's mode and session kind are spelled once, in src/modes.ts.
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import type { Config } from '../config';
-import type { Pool } from '../db/pool';
 import { UPLOAD_ROUTE } from '../db/queries/idempotency-keys';
 import type { AppEnv } from '../http/env';
 import type { ArrivalMode } from '../modes';
-import type { AppendedSessions } from '../sessions/appended';
-import type { UploadReceiver } from '../upload/receive';
-import { DIRECT_ROUTE, type DirectUploads } from './direct/direct-uploads';
+import type { ServiceDeps, Services } from '../services';
+import { DIRECT_ROUTE } from './direct/direct-uploads';
 import { directObjectRoutes, directUploadRoutes } from './direct/routes';
 import { FORM_ROUTE } from './form/form-post';
-import type { Intake } from './intake';
 import { oneRequestRoutes } from './one-request/routes';
 import { RUFH_PATH, RUFH_REQUEST_HEADERS, RUFH_RESPONSE_HEADERS, RUFH_ROUTE } from './rufh/protocol';
 import { resumableDiscoveryRoutes, resumableUploadRoutes } from './rufh/routes';
 import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS, TUS_ROUTE } from './tus/protocol';
 import { tusDiscoveryRoutes, tusRoutes } from './tus/routes';
-import { UPPY_ROUTE, type UppyCompanion } from './uppy/uppy-companion';
+import { UPPY_ROUTE } from './uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './uppy/routes';
 
-/** What the doors are built from (src/services.ts wires it once). */
-export interface DoorDeps {
-  config: Config;
-  pool: Pool;
-  receiver: UploadReceiver;
-  intake: Intake;
-  tus: AppendedSessions;
-  rufh: AppendedSessions;
-  direct: DirectUploads;
-  uppy: UppyCompanion;
-}
+/**
+ * What the doors are built from: the upload services wired once (src/services.ts) and what
+ * they were wired from, so a new door can build its own service in its entry.
+ */
+export type DoorDeps = Services & ServiceDeps;
 
 type App = OpenAPIHono<AppEnv>;
 

@@ -3,7 +3,8 @@
 // attaches to the run that exists, or finds the one that finished.
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { dependency } from '../errors';
-import { type DeletionInput, type DeletionReason, type DeletionResult, type WebhookRetrySchedule } from '../downstream/types';
+import type { DeletionInput, DeletionReason, DeletionResult } from '../../workflows/definitions';
+import type { WebhookRetrySchedule } from '../downstream/types';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { resultWithin } from '../temporal/result-within';
 import type { AnswerCache } from '../upload/answer-cache';

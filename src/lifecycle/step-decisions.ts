@@ -5,7 +5,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import { listStepOutcomes, uploadPipeline } from '../db/queries/pipelines';
-import { type StepDecision } from '../downstream/types';
+import type { StepDecision } from '../pipelines/step-results';
 import { dependency, problem } from '../errors';
 import { DEFAULT_PIPELINE } from '../pipelines/steps';
 import { failureTypes, workflowIds } from '../temporal/names';

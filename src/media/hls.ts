@@ -7,7 +7,7 @@ import path from 'node:path';
 import { sharp } from './image-decoders';
 import type { StepOf } from '../pipelines/catalogue';
 import { ffmpeg, firstLine, inputFlags, probeMedia } from './ffmpeg';
-import type { ProducedRendition, StepOutcome, StepProgress } from './transcode';
+import type { ProducedRendition, StepOutcome, StepProgress } from './step-outcome';
 
 const PLAYLIST = 'application/vnd.apple.mpegurl';
 const SEGMENT = 'video/mp2t';

@@ -3,6 +3,7 @@
 // around it owns storage and rows.
 import { DEMUXERS, ffmpeg, firstLine, hasFfmpeg, inputFlags, probeMedia, run } from './ffmpeg';
 import { hlsLadder } from './hls';
+import type { ProducedRendition, StepOutcome, StepProgress } from './step-outcome';
 import path from 'node:path';
 import { decodedTypeMismatch, sharp } from './image-decoders';
 import type { Metadata } from 'sharp';
@@ -24,34 +25,6 @@ export interface MediaLimits {
 
 /** The built-in default's sizes and the limits every step runs under (the worker's config). */
 export type Presets = DefaultPresets & MediaLimits;
-
-export interface ProducedRendition {
-  name: string;
-  file: string;
-  /** Files it refers to (an HLS playlist's segments), stored before it under `{name}/`. */
-  companions?: { file: string; contentType: string }[];
-  contentType: string;
-  width: number | null;
-  height: number | null;
-  durationMs: number | null;
-}
-
-/**
- * What a long step hands over as it goes: `keep` stores a finished rendition at once, and
- * `kept` names the ones an earlier attempt already stored (a retry skips them).
- */
-export interface StepProgress {
-  kept: ReadonlySet<string>;
-  keep: (r: ProducedRendition) => Promise<void>;
-}
-
-export interface StepOutcome {
-  status: 'succeeded' | 'skipped' | 'failed';
-  reason: string | null;
-  /** What the step learnt of the file (dimensions, duration, codecs), when it looked. */
-  media: Record<string, unknown> | null;
-  renditions: ProducedRendition[];
-}
 
 const skipped = (reason: string): StepOutcome => ({ status: 'skipped', reason, media: null, renditions: [] });
 const failed = (reason: string, media: Record<string, unknown> | null = null): StepOutcome => ({

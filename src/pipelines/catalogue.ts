@@ -3,7 +3,6 @@
 //   { "name": "photos", "steps": [{ "type": "image.variants", "variants": [...] }, { "type": "webhook" }] }
 // The API validates with it; workflows import only its types (src/pipelines/steps.ts).
 import { z } from '@hono/zod-openapi';
-import { renditionNames } from './steps';
 
 /** What a pipeline's or a rendition's name may be. */
 export const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -234,3 +233,21 @@ export const PipelineDeclaration = z
     },
   });
 export type PipelineDeclaration = z.output<typeof PipelineDeclaration>;
+
+/** The names of the renditions a step makes. */
+export function renditionNames(step: PipelineStep): string[] {
+  switch (step.type) {
+    case 'image.variants':
+      return step.variants.map((v) => v.name);
+    case 'video.poster':
+    case 'audio.transcode':
+    case 'document.preview':
+      return [step.name];
+    case 'video.hls':
+      return [step.name, ...step.ladder.map((r) => `${step.name}-${r.height}p`), ...(step.poster ? [`${step.name}-poster`] : [])];
+    case 'scan.clamav':
+    case 'http.call':
+    case 'webhook':
+      return [];
+  }
+}

@@ -1,28 +1,10 @@
 // Pure functions over pipeline declarations, shared by the API, workflows and activities
 // (workflows import this module: no runtime imports beyond types).
 import type { PipelineStep, ValidationHookSpec } from './catalogue';
-import type { StepResult } from '../downstream/types';
+import type { StepResult } from './step-results';
 
 /** The steps a downstream child runs as activities (the webhook step is the child's own announcements). */
 export type ProcessingStep = Exclude<PipelineStep, { type: 'webhook' }>;
-
-/** The names of the renditions a step makes. */
-export function renditionNames(step: PipelineStep): string[] {
-  switch (step.type) {
-    case 'image.variants':
-      return step.variants.map((v) => v.name);
-    case 'video.poster':
-    case 'audio.transcode':
-    case 'document.preview':
-      return [step.name];
-    case 'video.hls':
-      return [step.name, ...step.ladder.map((r) => `${step.name}-${r.height}p`), ...(step.poster ? [`${step.name}-poster`] : [])];
-    case 'scan.clamav':
-    case 'http.call':
-    case 'webhook':
-      return [];
-  }
-}
 
 /** A pipeline as one version of it ran (or will run): what an upload records. */
 export interface PipelineVersion {

@@ -6,7 +6,7 @@
 // StreamMaxLength) are not sent at all, and an answer read before a broken pipe still counts.
 import net from 'node:net';
 import type { Readable } from 'node:stream';
-import type { ScanVerdict } from '../downstream/types';
+import type { ScanVerdict } from '../pipelines/step-results';
 
 export interface ScannerSettings {
   /** `tcp://host:port` or a unix socket path; undefined: no scanner. */

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { eventId } from '../../src/downstream/types';
+import { eventId } from '../../src/downstream/events';
 import type { ManagedProcess } from '../../src/devstack/process';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventId } from '../../src/downstream/types';
+import { eventId } from '../../src/downstream/events';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, readObject } from '../helpers/inspect';

@@ -1,7 +1,7 @@
 // Answers given before the request body was read: a 413 for a JSON body that is too large
 // (chunked, no length), an upload past MAX_UPLOAD_BYTES, a tus PATCH past Upload-Length.
 // The client here writes its whole body before it reads anything; it still reads the
-// problem, because the server closes only after a lingering drain (src/api/lingering-close.ts).
+// problem, because the server closes only after a lingering drain (src/http/lingering-close.ts).
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -7,7 +7,7 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
-import type { DeletionResult } from '../../downstream/types';
+import type { DeletionResult } from '../../../workflows/definitions';
 import { dependency, problem } from '../../errors';
 import type { Deletions } from '../../lifecycle/deletions';
 import type { AppEnv } from '../../http/env';

@@ -2,7 +2,7 @@
 // and the switch of an upload's served renditions to the new version.
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import type { ReprocessOutcome } from '../../downstream/types';
+import type { ReprocessOutcome } from '../../pipelines/step-results';
 
 export type { ReprocessOutcome };
 

@@ -7,8 +7,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createRoute } from '@hono/zod-openapi';
-import { projectRoot } from '../../paths';
-import { route, router } from '../../http/openapi';
+import { projectRoot } from '../paths';
+import { route, router } from '../http/openapi';
 
 interface Bundle {
   js: string;

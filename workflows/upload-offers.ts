@@ -1,0 +1,173 @@
+// What every revision of the upload workflow shares: taking offered copies (the first is
+// accepted, a different request's is refused before it reaches history), waiting for one,
+// and failing a run whose commit did not happen. Revision 3 (./upload-r3.ts) and the current
+// path (./upload.ts) differ only in how they commit.
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/common';
+import type { Activities } from '../activities';
+import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
+import { failureTypes, searchAttributes } from '../src/temporal/names';
+import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
+
+export const commitOptions: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    nonRetryableErrorTypes: [failureTypes.stagedCopyMissing, failureTypes.stagedCopyCorrupt],
+  },
+};
+// The commit steps are short (a HEAD, one transaction): as local activities they skip two
+// task-queue round trips per upload (measured: ~1.7x uploads/s). A local activity holds
+// the workflow task (and so the offer's acknowledgement) while it retries; past a 2 s
+// backoff it retries on a timer instead, releasing the task.
+export const localStep = (summary: string) =>
+  proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds', summary });
+const { findCommittedAnswer } = localStep('Look for an answer a lost workflow task committed');
+export const { discardCopy } = localStep('Delete the copy of a rejected upload');
+
+export function setPhase(phase: UploadPhase): void {
+  upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+}
+
+/** How a run ended for the offers still waiting on it. */
+type Settled = { response: StoredResponse } | { failure: ApplicationFailure };
+
+/** The offered copies of one run: the first is accepted; offers waiting for the answer get it once settled. */
+export function acceptOffers(input: UploadWorkflowInput) {
+  let accepted: StagedCopy | undefined;
+  let settled: Settled | undefined;
+  const take = (copy: StagedCopy): OfferOutcome => {
+    if (accepted) return 'not_needed';
+    accepted = copy;
+    return 'accepted';
+  };
+  // Rejected before it is written to history: a different request under the same key.
+  const validator = (copy: StagedCopy) => {
+    if (copy.fingerprint !== input.fingerprint) {
+      throw ApplicationFailure.nonRetryable('Idempotency-Key was first used with a different request', failureTypes.keyReuse);
+    }
+  };
+  setHandler(offerCopyUpdate, take, { validator });
+  setHandler(
+    offerCopyForAnswerUpdate,
+    async (copy) => {
+      const offer = take(copy);
+      await condition(() => settled !== undefined);
+      if ('failure' in settled!) throw settled.failure;
+      return { offer, response: settled!.response };
+    },
+    { validator },
+  );
+  return {
+    get accepted() {
+      return accepted;
+    },
+    settle(outcome: Settled) {
+      settled = outcome;
+    },
+  };
+}
+export type Offers = ReturnType<typeof acceptOffers>;
+
+/** No attempt delivered a whole body in time. Failing (not completing) lets a later request with the key start afresh. */
+export function abandon(): never {
+  setPhase('abandoned');
+  throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', failureTypes.abandoned);
+}
+
+/**
+ * The records step, refused when another request holds the key row or the upload token's
+ * uploads are used up: nothing was written, the copy goes, and the run fails so the API
+ * answers 422 or 403 (never that row's answer) and the key stays free.
+ */
+export async function refusable<T>(copy: StagedCopy, commit: Promise<T>): Promise<T> {
+  try {
+    return await commit;
+  } catch (err) {
+    const type = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
+    if (type !== failureTypes.keyReuse && type !== failureTypes.tokenExhausted) throw err;
+    await discardCopy(copy.storageKey);
+    setPhase('rejected');
+    throw ApplicationFailure.nonRetryable(
+      type === failureTypes.keyReuse ? 'The Idempotency-Key is held by another request' : "The upload token's uploads are used up",
+      type,
+    );
+  }
+}
+
+/**
+ * After a commit that failed: an answer a lost workflow task committed is adopted (e.g. the
+ * accepted copy is gone because that task committed another one); otherwise the waiting
+ * offers fail with the run (never hang: the API answers 422, 403 or 500 from them).
+ */
+export async function afterFailedCommit(
+  input: UploadWorkflowInput,
+  err: unknown,
+  offers: Offers,
+  adopt: (response: StoredResponse) => Promise<StoredResponse>,
+): Promise<StoredResponse> {
+  // Refused at the commit (the key held elsewhere, the token used up): nothing was written.
+  const refused = err instanceof ApplicationFailure && (err.type === failureTypes.keyReuse || err.type === failureTypes.tokenExhausted);
+  const committed = !refused ? await findCommittedAnswer(input) : null;
+  if (committed) return adopt(committed);
+  offers.settle({
+    failure: refused
+      ? (err as ApplicationFailure)
+      : ApplicationFailure.nonRetryable('The upload could not be completed', failureTypes.uploadFailed),
+  });
+  await condition(allHandlersFinished);
+  throw err;
+}
+
+/**
+ * Waits for the first copy: up to the receive timeout, or for a resumable session as long as
+ * it keeps being written to (one timer and one check per idle period, never per chunk).
+ * It also asks, after `lostCommitProbeSeconds` of waiting and then at doubling
+ * intervals, whether a lost workflow task already committed this request's answer, and
+ * returns that answer if so.
+ */
+export async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
+  // The lost task committed before this run started waiting, so the first probe finds it;
+  // later ones back off (doubling) so a long wait — a resumable session — stays a short history.
+  let probeSeconds = input.lostCommitProbeSeconds ?? 60;
+  /** Waits up to `seconds`, probing for a lost commit along the way. */
+  const wait = async (seconds: number): Promise<'copy' | 'timeout' | StoredResponse> => {
+    for (let left = seconds; left > 0;) {
+      const step = Math.min(left, probeSeconds);
+      if (await condition(arrived, step * 1000)) return 'copy';
+      left -= step;
+      const committed = await findCommittedAnswer(input);
+      if (committed) return committed;
+      probeSeconds *= 2;
+    }
+    return 'timeout';
+  };
+  if (!input.resumable) {
+    const r = await wait(input.receiveTimeoutSeconds);
+    return r === 'timeout' ? 'abandoned' : r;
+  }
+  let waitSeconds = input.resumable.idleSeconds;
+  for (;;) {
+    const r = await wait(waitSeconds);
+    if (r !== 'timeout') return r;
+    const check = await sessionStep('Expire the resumable session if it has been idle').expireIdleSession(
+      input.resumable.sessionId,
+      input.resumable.idleSeconds,
+    );
+    if (check.expired) return 'abandoned';
+    waitSeconds = check.secondsLeft;
+  }
+}
+
+const sessionStep = (summary: string) => proxyActivities<Activities>({ ...commitOptions, summary });
