@@ -7,6 +7,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -15,7 +16,7 @@ import {
 import type { ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
-import { failureTypes, searchAttributes } from '../src/temporal/names';
+import { failureTypes, patches, searchAttributes } from '../src/temporal/names';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
 
 export const commitOptions: ActivityOptions = {
@@ -95,15 +96,26 @@ export async function refusable<T>(copy: StagedCopy, commit: Promise<T>): Promis
   try {
     return await commit;
   } catch (err) {
-    const type = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
-    if (type !== failureTypes.keyReuse && type !== failureTypes.tokenExhausted) throw err;
+    const failure = err instanceof ActivityFailure ? err.cause : err;
+    if (!isRefusal(failure)) throw err;
     await discardCopy(copy.storageKey);
     setPhase('rejected');
     throw ApplicationFailure.nonRetryable(
-      type === failureTypes.keyReuse ? 'The Idempotency-Key is held by another request' : "The upload token's uploads are used up",
-      type,
+      failure.type === failureTypes.keyReuse ? 'The Idempotency-Key is held by another request' : "The upload token's uploads are used up",
+      failure.type,
     );
   }
+}
+
+/**
+ * A local activity's non-retryable failure reaches the workflow as the ApplicationFailure
+ * itself, not wrapped in an ActivityFailure. Runs before the patch missed that (the API
+ * deleted their copy; they failed all the same) and replay as they ran.
+ */
+function isRefusal(failure: unknown): failure is ApplicationFailure {
+  if (!(failure instanceof ApplicationFailure)) return false;
+  if (failure.type !== failureTypes.keyReuse && failure.type !== failureTypes.tokenExhausted) return false;
+  return patched(patches.refusedCopyDiscarded);
 }
 
 /**

@@ -48,6 +48,12 @@ export const workflowIds = {
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
+/** Workflow patches (`patched(id)`): a changed branch that runs recorded before it replay as they ran. */
+export const patches = {
+  /** The upload workflow discards a copy its commit refused (key held elsewhere, token used up) and marks the run rejected. */
+  refusedCopyDiscarded: 'refused-copy-discarded',
+} as const;
+
 export const failureTypes = {
   /** The key is held by another route's request or another upload request: answered 422. */
   keyReuse: 'idempotency_key_reuse',

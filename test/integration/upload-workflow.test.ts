@@ -1,0 +1,189 @@
+// The upload workflow's branches at their own level: the real workflow code (the run's one
+// bundle) on the shared dev server, driven through TestWorkflowEnvironment, with recording
+// activities in place of the store and the database. Abandoned, adopted, rejected, key reuse,
+// and revision 3's frozen path.
+import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { StagedCopy, StoredResponse } from '../../src/upload/types';
+import { failureTypes } from '../../src/temporal/names';
+import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../workflows/definitions';
+import { uploadWorkflow } from '../../workflows/upload';
+
+const FINGERPRINT = 'f'.repeat(64);
+const answer = (uploadId: string, status = 201): StoredResponse => ({
+  status,
+  body: JSON.stringify({ uploadId, storageKey: 'k', bytes: 4, sha256: 'a'.repeat(64), createdAt: '2026-01-01T00:00:00Z' }),
+  uploadId,
+});
+
+/** What the recording activities were asked, by name. */
+const calls: { name: string; args: unknown[] }[] = [];
+const called = (name: string) => calls.filter((c) => c.name === name);
+/** Per-test behaviour of the activities. */
+let behaviour: {
+  committed?: StoredResponse | null;
+  commit?: (records: { rejection?: unknown; uploadId: string }) => StoredResponse;
+} = {};
+
+const record =
+  (name: string, fn: (...args: any[]) => unknown = () => undefined) =>
+  async (...args: unknown[]) => {
+    calls.push({ name, args });
+    return fn(...args);
+  };
+const activities = {
+  findCommittedAnswer: record('findCommittedAnswer', () => behaviour.committed ?? null),
+  commitUpload: record('commitUpload', (records) => (behaviour.commit ?? ((r) => answer(r.uploadId)))(records)),
+  commitObject: record('commitObject'),
+  commitRecords: record('commitRecords', (records) => (behaviour.commit ?? ((r) => answer(r.uploadId)))(records)),
+  startDownstream: record('startDownstream'),
+  discardCopy: record('discardCopy'),
+  expireIdleSession: record('expireIdleSession', () => ({ expired: true, secondsLeft: 0 })),
+};
+
+let env: TestWorkflowEnvironment;
+let worker: Worker;
+let running: Promise<void>;
+const taskQueue = `upload-workflow-${randomUUID()}`;
+
+beforeAll(async () => {
+  const stack = inject('stack');
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address: stack.temporalAddress });
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: { codePath: stack.workflowBundlePath },
+    activities,
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await env?.teardown();
+});
+
+function input(over: Partial<UploadWorkflowInput> = {}): UploadWorkflowInput {
+  return {
+    tenantId: 't1',
+    idempotencyKey: randomUUID(),
+    fingerprint: FINGERPRINT,
+    contentType: 'image/png',
+    fileName: 'a.png',
+    declaredBytes: 4,
+    declaredSha256: null,
+    receiveTimeoutSeconds: 30,
+    lostCommitProbeSeconds: 30,
+    downstream: {
+      transcodeQueue: 'transcode',
+      webhookRetry: { attemptTimeoutSeconds: 5, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 10, maxAttempts: 3 },
+    },
+    revision: 5,
+    ...over,
+  };
+}
+
+const copy = (over: Partial<StagedCopy> = {}): StagedCopy => ({
+  attemptId: randomUUID(),
+  fingerprint: FINGERPRINT,
+  storageKey: `tenants/t1/keys/x/${randomUUID()}`,
+  bytes: 4,
+  sha256: 'a'.repeat(64),
+  sniffedType: 'image/png',
+  ...over,
+});
+
+async function start(i: UploadWorkflowInput) {
+  calls.length = 0;
+  return env.client.workflow.start(uploadWorkflow, { taskQueue, workflowId: `upload-wf-test/${randomUUID()}`, args: [i] });
+}
+
+async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await run.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  const cause = (err as WorkflowFailedError).cause;
+  expect(cause).toBeInstanceOf(ApplicationFailure);
+  return cause as ApplicationFailure;
+}
+
+describe('the upload workflow', () => {
+  it('commits the first offered copy in one step and answers every offer with the committed answer', async () => {
+    behaviour = {};
+    const handle = await start(input());
+    const first = copy();
+    const [a, b] = await Promise.all([
+      handle.executeUpdate(offerCopyForAnswerUpdate, { args: [first] }),
+      handle.executeUpdate(offerCopyForAnswerUpdate, { args: [copy()] }),
+    ]);
+    const result = await handle.result();
+    expect([a.offer, b.offer].sort()).toEqual(['accepted', 'not_needed']);
+    expect(a.response).toEqual(result);
+    expect(b.response).toEqual(result);
+    expect(called('commitUpload')).toHaveLength(1);
+    expect(called('commitObject')).toHaveLength(0);
+    expect(called('discardCopy')).toHaveLength(0);
+  });
+
+  it('is abandoned when no copy arrives in time (failed, so the key can start afresh)', async () => {
+    behaviour = {};
+    const handle = await start(input({ receiveTimeoutSeconds: 1 }));
+    expect((await failureOf(handle.result())).type).toBe(failureTypes.abandoned);
+    expect(called('commitUpload')).toHaveLength(0);
+  });
+
+  it('adopts an answer a lost workflow task committed and starts the downstream run it never started', async () => {
+    behaviour = { committed: answer('11111111-1111-4111-8111-111111111111') };
+    const handle = await start(input({ lostCommitProbeSeconds: 1 }));
+    expect(await handle.result()).toEqual(behaviour.committed);
+    expect(called('commitUpload')).toHaveLength(0);
+    expect(called('startDownstream')).toHaveLength(1);
+  });
+
+  it('rejects bytes that are not the declared type: the rejection is the committed answer, the copy goes', async () => {
+    behaviour = { commit: (r) => ({ ...answer(r.uploadId, 422), uploadId: null }) };
+    const handle = await start(input({ contentType: 'image/png' }));
+    const offered = copy({ sniffedType: 'application/pdf' });
+    const { response } = await handle.executeUpdate(offerCopyForAnswerUpdate, { args: [offered] });
+    expect(response.status).toBe(422);
+    await handle.result();
+    expect(called('commitUpload')[0]!.args[0]).toMatchObject({ rejection: { code: 'content_type_mismatch' } });
+    expect(called('discardCopy').map((c) => c.args[0])).toEqual([offered.storageKey]);
+  });
+
+  it('refuses a different request under the key before it reaches history, and fails when the key row is held elsewhere', async () => {
+    behaviour = {
+      commit: () => {
+        throw ApplicationFailure.nonRetryable('held', failureTypes.keyReuse);
+      },
+    };
+    const handle = await start(input());
+    const other = await handle.executeUpdate(offerCopyForAnswerUpdate, { args: [copy({ fingerprint: 'e'.repeat(64) })] }).catch((e) => e);
+    expect(other).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect((other as WorkflowUpdateFailedError).cause).toMatchObject({ type: failureTypes.keyReuse });
+
+    const offered = copy();
+    const waiting = handle.executeUpdate(offerCopyForAnswerUpdate, { args: [offered] }).catch((e) => e);
+    expect((await failureOf(handle.result())).type).toBe(failureTypes.keyReuse);
+    // The offer waiting for the answer fails with the run rather than hang.
+    expect(((await waiting) as WorkflowUpdateFailedError).cause).toMatchObject({ type: failureTypes.keyReuse });
+    expect(called('discardCopy').map((c) => c.args[0])).toEqual([offered.storageKey]);
+    // Refused: no committed answer to look for.
+    expect(called('findCommittedAnswer')).toHaveLength(0);
+  });
+
+  it('runs revision 3 through its frozen path: the object, then the records, then a downstream child', async () => {
+    behaviour = { commit: (r) => ({ ...answer(r.uploadId), downstreamNeeded: false }) };
+    const handle = await start(input({ revision: 3 }));
+    await handle.executeUpdate(offerCopyForAnswerUpdate, { args: [copy()] });
+    await handle.result();
+    expect(calls.map((c) => c.name)).toEqual(['commitObject', 'commitRecords']);
+  });
+});
