@@ -180,7 +180,7 @@ export class LifecycleClient {
         const problem = (await res.json().catch(() => ({}))) as OncelyApiError['problem'];
         throw new OncelyApiError(res.status, problem);
       }
-      await res?.arrayBuffer().catch(() => undefined);
+      await res?.arrayBuffer().catch(() => undefined); // drained only to reuse the connection
       await new Promise((r) => setTimeout(r, nextDelayMs(attempt, res?.headers.get('retry-after'))));
     }
   }

@@ -13,7 +13,7 @@ export async function sendThroughOutbox(
   const result = await client.send(pending, {
     ...so,
     onAttempt: (attempt, outcome, delayMs) => {
-      void outbox.put(pending).catch(() => {});
+      void outbox.put(pending).catch(() => {}); // progress only; the upload's result is stored below
       so.onAttempt?.(attempt, outcome, delayMs);
     },
     // A resumable upload's URL is persisted before its first byte goes.

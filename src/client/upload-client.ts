@@ -237,7 +237,7 @@ class HttpStatus extends Error {
     super(`HTTP ${res.status}`);
     this.name = 'HttpStatus';
     this.retryAfter = res.headers.get('retry-after');
-    void res.body?.cancel().catch(() => {});
+    void res.body?.cancel().catch(() => {}); // the status is the answer; the body is only released
   }
 }
 

@@ -37,7 +37,7 @@ export async function withTransaction<T>(pool: Pool, fn: (client: pg.PoolClient)
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
+      await client.query('ROLLBACK').catch(() => {}); // a broken connection rolls back by itself
       throw err;
     }
   });

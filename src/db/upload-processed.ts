@@ -124,7 +124,7 @@ export class UploadProcessedListener implements ProcessedSignal {
     clearTimeout(this.reconnectTimer);
     this.listening = false;
     this.waiters.wakeAll();
-    await this.client?.end().catch(() => {});
+    await this.client?.end().catch(() => {}); // closing: a connection that fails to end is gone anyway
   }
 
   private async connect(): Promise<void> {
@@ -150,7 +150,7 @@ export class UploadProcessedListener implements ProcessedSignal {
     if (this.client !== client) return; // an older connection's late event
     this.client = undefined;
     this.listening = false;
-    client.end().catch(() => {});
+    client.end().catch(() => {}); // already broken; a new one is made below
     if (this.closed) return;
     // Anything committed while nobody listened is found by the waiters' next read.
     this.waiters.wakeAll();

@@ -39,7 +39,7 @@ export class WebhookHttp {
         signal: AbortSignal.timeout(p.timeoutMs),
       });
       const body = p.readBody ? await readStart(res.body, p.readBody) : undefined;
-      await res.body.dump().catch(() => {});
+      await res.body.dump().catch(() => {}); // the answer is read; a body that fails now only closes the socket
       const retryAfter = res.headers['retry-after'];
       return {
         status: res.statusCode,

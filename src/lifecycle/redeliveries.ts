@@ -45,6 +45,7 @@ export class Redeliveries {
   async progress(recoveryId: string): Promise<RecoveryProgress | undefined> {
     const handle = this.deps.temporal.workflow.getHandle(recoveryId);
     return dependency('temporal_unavailable', async () => {
+      // No such run: an unknown recovery (404).
       const described = await handle.describe().catch(() => undefined);
       if (!described) return undefined;
       if (described.status.name === 'COMPLETED') return (await handle.result()) as RecoveryProgress;

@@ -43,7 +43,7 @@ export class Reprocessing {
         }),
       );
     } catch (err) {
-      await finishReprocessJob(this.deps.pool, id, 'cancelled').catch(() => {});
+      await finishReprocessJob(this.deps.pool, id, 'cancelled').catch(() => {}); // the caller has the 503; its retry makes a new job
       throw err;
     }
     return row;

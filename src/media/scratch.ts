@@ -26,7 +26,7 @@ export async function removeOrphanedScratchDirs(tmp: string = os.tmpdir()): Prom
   for (const name of await readdir(tmp).catch(() => [] as string[])) {
     const m = new RegExp(`^${PREFIX}(\\d+)-`).exec(name);
     if (!m || isAlive(Number(m[1]))) continue;
-    await rm(path.join(tmp, name), { recursive: true, force: true }).catch(() => {});
+    await rm(path.join(tmp, name), { recursive: true, force: true }).catch(() => {}); // tried again at the next start
     removed++;
   }
   return removed;

@@ -202,7 +202,7 @@ class PatchWriter {
   /** Step 4: the buffers go back, once no part being stored reads them. */
   async close(): Promise<void> {
     this.dropStream();
-    await this.sending?.catch(() => {});
+    await this.sending?.catch(() => {}); // its failure was answered where it was awaited
     for (const b of this.pooled) givePartBuffer(b);
   }
 
@@ -309,6 +309,7 @@ class PatchWriter {
     this.acked = toOffset;
     if (sha) this.deps.hashes.hold(this.session.id, toOffset, sha);
     this.onAcknowledged?.(toOffset);
+    // A tail left behind is unnamed: the session's end deletes every tail.
     for (const key of this.staleTails.splice(0)) await this.deps.store.delete(key).catch(() => {});
   }
 }

@@ -43,7 +43,7 @@ export async function completeSession(
     try {
       copy = await verify(s);
     } catch (err) {
-      await moveSession(db, s.id, ['completing'], 'open').catch(() => {});
+      await moveSession(db, s.id, ['completing'], 'open').catch(() => {}); // a completion may start from 'completing' too
       throw err;
     }
     const outcome = await receiver
@@ -53,6 +53,7 @@ export async function completeSession(
         if (s.upload_grant && isLimitRefusal(err)) await deps.registry.discard(s, { object: true });
         throw err;
       });
+    // Left 'completing': the next request completes again and gets the key's answer.
     if (outcome.kind === 'answer') await moveSession(db, s.id, ['completing'], 'committed').catch(() => {});
     return outcome;
   });

@@ -110,6 +110,6 @@ export async function withLease<T>(
     return await work(leased, lease);
   } finally {
     clearInterval(renewal);
-    await releaseLease(pool, id, owner).catch(() => {});
+    await releaseLease(pool, id, owner).catch(() => {}); // an unreleased lease expires in leaseSeconds
   }
 }

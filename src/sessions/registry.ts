@@ -91,6 +91,7 @@ export class SessionRegistry {
     const id = randomUUID();
     const storageKey = `${keyStoragePrefix(u.tenantId, u.key)}${id}`;
     const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, u.contentType));
+    // A multipart no row names: the store's multipart expiry (and housekeeping) ends it.
     const abort = () => (multipartId ? this.deps.store.abortParts(storageKey, multipartId).catch(() => {}) : undefined);
     const { row, created } = await dependency('database_unavailable', () =>
       insertSessionOrGet(

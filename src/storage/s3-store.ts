@@ -103,7 +103,7 @@ export class S3Store implements ObjectStore {
       leavePartsOnError: false,
     });
     // A failing source stream must fail the upload (and abort its multipart) promptly.
-    const onError = () => void upload.abort().catch(() => {});
+    const onError = () => void upload.abort().catch(() => {}); // the put fails with the stream's error either way
     body.once('error', onError);
     try {
       await upload.done();

@@ -269,6 +269,7 @@ export class UploadReceiver {
 
   /** The wait budget ran out: the run may have just finished and its answer be in Postgres. */
   private async answerAfterWait(req: UploadRequest, workflowId: string, replayed: boolean): Promise<UploadOutcome> {
+    // Unreadable now: answered 202, and the client polls the key.
     const row = await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined);
     if (!row) return { kind: 'processing', workflowId };
     const answer = answerFromRow(row, req);

@@ -23,14 +23,14 @@ export async function stageBody(
   const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
   const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
   const stopWatching = onClientGone(body, () => meter.abort());
-  const piped = pipeline(body, meter).catch(() => {});
+  const piped = pipeline(body, meter).catch(() => {}); // the meter's own failure is the verdict, read below
   try {
     await store.put(storageKey, meter, { contentType: req.contentType, contentLength: opts.exact ? req.declaredBytes : undefined });
     // The store may answer as soon as it has Content-Length bytes; the meter's verdict
     // (length, hash) comes when the body ends.
     await finished(meter, { readable: false });
   } catch (err) {
-    await store.delete(storageKey).catch(() => {});
+    await store.delete(storageKey).catch(() => {}); // an attempt's object no upload names: housekeeping removes it
     if (meter.failure) throw meter.failure;
     // A refusal the body was destroyed with (a form's file past its limit) is the answer.
     if (err instanceof Problem) throw err;

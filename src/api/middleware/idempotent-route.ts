@@ -76,25 +76,27 @@ export function idempotentRoute(opts: IdempotentRouteOptions): MiddlewareHandler
     // Upload key rows are written at commit, so a running upload holds its key only in
     // Temporal: look there after claiming. An upload that starts after this check finds
     // the claim at its commit and is refused instead (src/db/queries/records.ts).
+    // A claim that cannot be released goes stale after `staleSeconds` and is claimed again.
+    const release = () => releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
     const tenantScoped = c.get('tenantId') !== undefined;
     if (tenantScoped && opts.uploadRunning) {
       const running = await opts.uploadRunning(tenantId, key).catch(async (err: unknown) => {
-        await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
+        await release();
         throw err instanceof Problem ? err : problem('temporal_unavailable', undefined, { cause: err });
       });
       if (running) {
-        await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
+        await release();
         throw problem('idempotency_key_reuse', 'This Idempotency-Key is held by an upload that is still running.');
       }
     }
     try {
       await next();
     } catch (err) {
-      await releaseRouteKey(opts.pool, tenantId, key).catch(() => {});
+      await release();
       throw err;
     }
     // Failures (5xx) and the statuses above are not kept: the key stays usable.
-    if (c.res.status >= 500 || NOT_KEPT.has(c.res.status)) return void (await releaseRouteKey(opts.pool, tenantId, key).catch(() => {}));
+    if (c.res.status >= 500 || NOT_KEPT.has(c.res.status)) return void (await release());
     const stored = opts.box.seal(await c.res.clone().text(), answerContext(tenantId, key));
     await dependency('database_unavailable', () => completeRouteKey(opts.pool, tenantId, key, c.res.status, stored));
   };

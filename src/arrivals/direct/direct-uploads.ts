@@ -66,7 +66,7 @@ export class DirectUploads {
         const now = await this.deps.sessions.find(r.tenantId, session.id, 'direct');
         // No part will come: the plan's multipart upload (if any) goes.
         if (now.state === 'committed' && now.multipart_id)
-          await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {});
+          await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {}); // the store's multipart expiry ends it
         const plan = await this.view(now);
         if (outcome.kind === 'answer' && outcome.response.status < 300)
           plan.committedUpload = JSON.parse(outcome.response.body) as Record<string, unknown>;
@@ -160,7 +160,7 @@ export class DirectUploads {
       );
     if (stored.bytes !== length || (!stored.composite && stored.sha256Base64 !== hexToBase64(s.declared_sha256!))) {
       // Not what was declared (a store that does not check checksums): it goes, the session stays open.
-      await this.deps.store.delete(s.storage_key).catch(() => {});
+      await this.deps.store.delete(s.storage_key).catch(() => {}); // the next PUT overwrites it
       throw problem(
         'checksum_mismatch',
         `The stored object (${stored.bytes} bytes) does not match the declared size and SHA-256; upload it again.`,
