@@ -35,6 +35,10 @@ export const catalogue = {
   checksum_algorithm_unsupported: { status: 400, title: 'Upload-Checksum algorithm is not supported' },
   media_type_unsupported: { status: 415, title: 'Request Content-Type is not supported here' },
   upload_committed: { status: 409, title: 'The upload is committed and cannot be terminated' },
+  stored_bytes_lost: {
+    status: 409,
+    title: 'The bytes stored for this upload are not the ones acknowledged; terminate it and upload again',
+  },
   mismatching_upload_offset: {
     status: 409,
     title: 'offset from request does not match offset of resource',

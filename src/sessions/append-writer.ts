@@ -333,14 +333,14 @@ function givePartBuffer(buf: Buffer): void {
 
 async function readTail(store: ObjectStore, key: string, buf: Buffer, expected: number): Promise<number> {
   const stream = await store.get(key);
-  if (!stream) throw new Error(`tail object ${key} is missing`);
+  if (!stream) throw bytesLost(`The stored tail of this upload is missing (${expected} bytes acknowledged).`);
   let n = 0;
   for await (const chunk of stream as AsyncIterable<Buffer>) {
-    if (n + chunk.length > buf.length) throw new Error(`tail object ${key} is larger than a part`);
+    if (n + chunk.length > buf.length) throw bytesLost(`The stored tail of this upload is larger than a part.`);
     chunk.copy(buf, n);
     n += chunk.length;
   }
-  if (n !== expected) throw new Error(`tail object ${key} has ${n} bytes, expected ${expected}`);
+  if (n !== expected) throw bytesLost(`The stored tail of this upload has ${n} bytes; ${expected} were acknowledged.`);
   return n;
 }
 
@@ -354,4 +354,9 @@ function isCutOff(err: unknown, body: Readable): boolean {
     code === 'ECONNRESET' ||
     (err as Error).message === 'aborted'
   );
+}
+
+/** The store no longer holds what the session acknowledged: retrying cannot help (not a 503). */
+export function bytesLost(detail: string) {
+  return problem('stored_bytes_lost', detail);
 }

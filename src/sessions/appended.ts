@@ -12,7 +12,7 @@ import type { ObjectStore } from '../storage/store';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import { stagedCopy } from '../upload/staged-copy';
 import type { StagedCopy } from '../upload/types';
-import { writeChunk, type BodyChecksum, type OnAcknowledged, type WriteResult, type WriterDeps } from './append-writer';
+import { bytesLost, writeChunk, type BodyChecksum, type OnAcknowledged, type WriteResult, type WriterDeps } from './append-writer';
 import { deleteTails } from './cleanup';
 import { completeSession } from './complete';
 import { withLease } from './lease';
@@ -154,14 +154,14 @@ export class AppendedSessions {
           s.parts.map((p) => ({ partNumber: p.partNumber, etag: p.etag })),
         );
       const head = await this.deps.store.head(s.storage_key);
-      if (head?.bytes !== length) throw new Error(`assembled object has ${head?.bytes} bytes, expected ${length}`);
+      if (head?.bytes !== length) throw bytesLost(`The assembled upload has ${head?.bytes ?? 0} bytes; ${length} were acknowledged.`);
       await deleteTails(this.deps.store, s.storage_key);
     });
     assembling();
     const sha256 = await dependency('storage_unavailable', () =>
       this.writer.hashes.digest(s.id, length, async () => {
         const stored = await this.deps.store.get(s.storage_key);
-        if (!stored) throw new Error(`assembled object ${s.storage_key} is missing`);
+        if (!stored) throw bytesLost('The assembled upload is missing from the store.');
         return stored;
       }),
     );

@@ -21,7 +21,7 @@ import type { StagedCopy, StoredResponse, UploadRequest } from './types';
 import { UPLOAD_WORKFLOW_REVISION, type UploadWorkflowInput } from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
 import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from './offer';
-import { CopySettler } from './settle';
+import { CopySettler, type DeliveryEnd } from './settle';
 import { stageBody } from './stage';
 import { checkArrived } from './grant-limits';
 import type { Admission, Arrival } from './admission';
@@ -94,28 +94,25 @@ export class UploadReceiver {
       req = await identify(staged.bytes, staged.sha256);
     } catch (err) {
       // The rest of the request was bad (e.g. a second file part): nothing is kept.
-      await this.copies.discard(staged);
+      await this.copies.after({ at: 'before-offer' }, base, '', staged);
       throw err;
     }
     const copy = { ...staged, fingerprint: req.fingerprint };
-    if (req.declaredSha256 && req.declaredSha256 !== copy.sha256) {
-      await this.copies.discard(copy);
-      throw problem('checksum_mismatch', `The declared SHA-256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);
-    }
+    const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
     let replay: UploadOutcome | undefined;
     try {
+      if (req.declaredSha256 && req.declaredSha256 !== copy.sha256)
+        throw problem('checksum_mismatch', `The declared SHA-256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);
       replay = await this.replay(req);
       // A replay answers whatever it names; a new upload must name a declared pipeline.
       if (!replay) await this.admit(req, { ...arrival, bytes: req.declaredBytes });
     } catch (err) {
-      await this.copies.discard(copy);
+      await this.copies.after({ at: 'before-offer' }, req, workflowId, copy);
       throw err;
     }
-    if (replay) {
-      await this.copies.discard(copy);
-      return replay;
-    }
-    return this.deliver(req, copy, waitMs);
+    if (!replay) return this.deliver(req, copy, waitMs);
+    await this.copies.after({ at: 'before-offer' }, req, workflowId, copy);
+    return replay;
   }
 
   /**
@@ -124,49 +121,41 @@ export class UploadReceiver {
    */
   async deliver(req: UploadRequest, copy: StagedCopy, waitMs: number, start?: Partial<UploadWorkflowInput>): Promise<UploadOutcome> {
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
+    const after = (end: DeliveryEnd) => this.copies.after(end, req, workflowId, copy);
     try {
       // An upload token's limits on what arrived, whatever was declared: nothing is kept past them.
       checkArrived(req.grant, { bytes: copy.bytes, sniffedType: copy.sniffedType, contentType: req.contentType });
     } catch (err) {
-      await this.copies.discard(copy);
+      await after({ at: 'before-offer' });
       throw err;
     }
     let offered: Offered;
     try {
       offered = await this.offers.offer(req, workflowId, copy, waitMs, start);
     } catch (err) {
-      // Only a definite refusal (no run's handler ever saw the copy) frees it at once.
-      // When the outcome is unknown (deadline, connection lost) the copy may be the upload.
       if (!(err instanceof OfferRefused)) {
-        this.copies.settleLater(req, workflowId, copy);
+        await after({ at: 'offer-unknown' });
         throw err;
       }
       if (err.cause instanceof WorkflowExecutionAlreadyStartedError) {
         // The run completed between our fast-path read and the offer: answer from Postgres.
-        // The copy goes only if that answer names another object — a session's copy (tus,
-        // direct) offered again after its commit is the very object the answer names.
+        // A session's copy (tus, direct) offered again after its commit is the very object the answer names.
         const answer = await this.replay(req).catch(async (e: unknown) => {
-          await this.copies.discard(copy);
+          await after({ at: 'answered', committedBody: undefined });
           throw e;
         });
-        if (answer?.kind === 'answer') {
-          await this.copies.settle(copy, answer.response.body);
-          return answer;
-        }
-        this.copies.settleLater(req, workflowId, copy);
+        await after({ at: 'answered', committedBody: answer?.kind === 'answer' ? answer.response.body : undefined });
+        if (answer?.kind === 'answer') return answer;
         throw err.answer;
       }
-      // A session's copy stays for the session's next attempt unless the key is another's.
-      if (!start?.resumable || err.answer.code === 'idempotency_key_reuse') await this.copies.discard(copy);
+      await after({ at: 'offer-refused', session: !!start?.resumable, keyReuse: err.answer.code === 'idempotency_key_reuse' });
       throw err.answer;
     }
     let result: UploadOutcome;
     try {
       result = await this.await(req, workflowId, copy, waitMs, offered, start);
     } catch (err) {
-      // A commit refused for the key's holder wrote nothing, so nothing can name the copy.
-      if (err instanceof Problem && err.code === 'idempotency_key_reuse') await this.copies.discard(copy);
-      else this.copies.settleLater(req, workflowId, copy); // e.g. the run failed: nothing names the copy
+      await after({ at: 'after-offer', keyReuse: err instanceof Problem && err.code === 'idempotency_key_reuse' });
       throw err;
     }
     // Which copy is the upload is what the records transaction committed, not the offer's
@@ -174,8 +163,7 @@ export class UploadReceiver {
     // timed out) may have committed a copy that the task re-run from history calls
     // not_needed (seen in the long chaos run). So a copy goes only once the committed
     // answer names another.
-    if (result.kind === 'answer') await this.copies.settle(copy, result.response.body);
-    else this.copies.settleLater(req, workflowId, copy);
+    await after({ at: 'answered', committedBody: result.kind === 'answer' ? result.response.body : undefined });
     return result;
   }
 

@@ -9,11 +9,51 @@ import { objectInUse } from '../db/queries/records';
 import type { ObjectStore } from '../storage/store';
 import type { StagedCopy, UploadRequest } from './types';
 
+/** Where delivering a copy ended: what decides the copy's fate (`copyFate`). */
+export type DeliveryEnd =
+  /** Refused before any run saw it (bad rest of the request, checksum, token limits, admission), or answered by a replay. */
+  | { at: 'before-offer' }
+  /** The offer's outcome is unknown (deadline, connection lost): the copy may be the upload. */
+  | { at: 'offer-unknown' }
+  /** No run's handler saw the copy: a session's copy stays for its next attempt, unless the key is another request's. */
+  | { at: 'offer-refused'; session: boolean; keyReuse: boolean }
+  /** Offered; the run then failed or could not be awaited. A key reuse wrote nothing that could name the copy. */
+  | { at: 'after-offer'; keyReuse: boolean }
+  /** The key's answer, when it was read (a committed answer decides; none yet: read it later). */
+  | { at: 'answered'; committedBody: string | undefined };
+
+/** What becomes of a copy. */
+export type CopyFate = 'discard' | 'keep' | 'settle-later' | { settleAgainst: string };
+
+/** The one decision of what becomes of an offered copy, from where its delivery ended. */
+export function copyFate(end: DeliveryEnd): CopyFate {
+  switch (end.at) {
+    case 'before-offer':
+      return 'discard';
+    case 'offer-unknown':
+      return 'settle-later';
+    case 'offer-refused':
+      return end.session && !end.keyReuse ? 'keep' : 'discard';
+    case 'after-offer':
+      return end.keyReuse ? 'discard' : 'settle-later';
+    case 'answered':
+      return end.committedBody === undefined ? 'settle-later' : { settleAgainst: end.committedBody };
+  }
+}
+
 const SETTLE_INTERVAL_MS = 2_000;
 const SETTLE_ATTEMPTS = 150;
 
 export class CopySettler {
   constructor(private readonly deps: { pool: Pool; store: ObjectStore; temporal: Client }) {}
+
+  /** Does what `copyFate` decides for where the delivery of `copy` ended. */
+  async after(end: DeliveryEnd, req: UploadRequest, workflowId: string, copy: StagedCopy): Promise<void> {
+    const fate = copyFate(end);
+    if (fate === 'discard') return this.discard(copy);
+    if (fate === 'settle-later') return this.settleLater(req, workflowId, copy);
+    if (fate !== 'keep') return this.settle(copy, fate.settleAgainst);
+  }
 
   /** Deletes the copy unless the committed answer (`body`) names it as the upload. */
   async settle(copy: StagedCopy, body: string): Promise<void> {

@@ -50,6 +50,10 @@ function memoryStore(streamed: 'ok' | 'fail') {
     async delete(key: string) {
       objects.delete(key);
     },
+    async get(key: string) {
+      const bytes = objects.get(key);
+      return bytes && Readable.from([bytes]);
+    },
   } as unknown as ObjectStore;
   return { store, parts, objects, calls };
 }
@@ -124,5 +128,31 @@ describe('writeChunk with streamed parts', () => {
     expect([...m.objects.values()].map((b) => b.length)).toEqual([3 * MiB]);
     expect(m.parts.get(1)!.equals(file.subarray(0, 5 * MiB))).toBe(true);
     expect(m.parts.has(2)).toBe(false);
+  });
+});
+
+describe('writeChunk on a tail the store lost', () => {
+  const deps = (store: ObjectStore) => ({ pool: acceptingPool, store, partBytes: 5 * MiB, leaseSeconds: 30, hashes: new RunningHashes() });
+  const resumed = (tailBytes: number): SessionRow =>
+    ({
+      ...session(8 * MiB),
+      upload_offset: String(tailBytes),
+      tail_key: 'tenants/t/keys/k/s.tail.0',
+      tail_bytes: String(tailBytes),
+    }) as SessionRow;
+
+  it('answers stored_bytes_lost (409, no Retry-After), not a 503, when the tail is short or gone', async () => {
+    const m = memoryStore('ok');
+    m.objects.set('tenants/t/keys/k/s.tail.0', randomBytes(1000));
+    const short = await writeChunk(deps(m.store), resumed(3000), lease, body(randomBytes(10)), { bodyBytes: 10 }).catch((e) => e);
+    expect(short).toMatchObject({ code: 'stored_bytes_lost', status: 409, retryAfter: undefined });
+    expect((short as Error).message).toContain('1000 bytes; 3000 were acknowledged');
+
+    m.objects.clear();
+    const gone = await writeChunk(deps(m.store), resumed(3000), lease, body(randomBytes(10)), { bodyBytes: 10 }).catch((e) => e);
+    expect(gone).toMatchObject({ code: 'stored_bytes_lost', status: 409 });
+    // Nothing was stored from the new body.
+    expect(m.calls.streamed).toEqual([]);
+    expect(m.calls.buffered).toEqual([]);
   });
 });

@@ -128,6 +128,7 @@ export const appendRouteDef = createRoute({
       'content_digest_mismatch',
       'upload_locked',
       'checksum_mismatch',
+      'stored_bytes_lost',
       'payload_too_large',
       'content_type_mismatch',
       'upload_failed',

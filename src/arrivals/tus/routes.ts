@@ -183,6 +183,7 @@ const patchSessionRoute = createRoute({
       'upload_checksum_mismatch',
       'checksum_algorithm_unsupported',
       'checksum_mismatch',
+      'stored_bytes_lost',
       'payload_too_large',
       'content_type_mismatch',
       'idempotency_key_reuse',
