@@ -9,7 +9,7 @@ import type { Pool } from '../src/db/pool';
 import { deleteRenditionRows, dueUploads, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
 import { Deletions } from '../src/lifecycle/deletions';
 import { allRenditionKeys } from '../src/db/queries/renditions';
-import { problem } from '../src/errors';
+import { rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
 import type { DeletionReason } from '../workflows/definitions';
@@ -112,10 +112,10 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
 
     /** Scrubs the personal metadata; a replay of the upload's key now answers 410 upload_deleted. */
     async scrubUpload(a: { uploadId: string; reason: DeletionReason }): Promise<{ deletedAt: string; erasedAt: string }> {
-      const gone = problem('upload_deleted', 'This upload was deleted; its key is not reused for a new upload until it expires.', {
-        extra: { uploadId: a.uploadId },
+      const gone = rejectionAnswer('upload_deleted', 'This upload was deleted; its key is not reused for a new upload until it expires.', {
+        uploadId: a.uploadId,
       });
-      const r = await scrubUpload(pool, a.uploadId, { status: gone.status, body: JSON.stringify(gone.toJSON()) });
+      const r = await scrubUpload(pool, a.uploadId, gone);
       if (r.first) metrics.deletions.inc({ reason: a.reason });
       return { deletedAt: r.deletedAt.toISOString(), erasedAt: r.erasedAt.toISOString() };
     },

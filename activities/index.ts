@@ -1,17 +1,22 @@
 // Every activity the workers register, built from injected dependencies.
-import { createDownstreamActivities, type DownstreamActivityDeps } from './downstream-activities';
+import { createStepActivities, type StepActivityDeps } from './step-activities';
+import { createWebhookActivities, type WebhookActivityDeps } from './webhook-activities';
+import { createEventActivities } from './event-activities';
 import { createDeletionActivities, type DeletionActivityDeps } from './deletion-activities';
 import { createHousekeepingActivities, type HousekeepingDeps } from './housekeeping-activities';
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 import { createReprocessActivities } from './reprocess-activities';
 
-export type ActivityDeps = UploadActivityDeps & DownstreamActivityDeps & HousekeepingDeps & DeletionActivityDeps;
+export type ActivityDeps = UploadActivityDeps & StepActivityDeps & WebhookActivityDeps & HousekeepingDeps & DeletionActivityDeps;
 
 export function createActivities(deps: ActivityDeps) {
+  const webhooks = createWebhookActivities(deps);
   return {
     ...createUploadActivities(deps),
-    ...createDownstreamActivities(deps),
+    ...createStepActivities(deps, webhooks),
+    ...webhooks,
+    ...createEventActivities(deps, webhooks),
     ...createHousekeepingActivities(deps),
     ...createResumableActivities(deps),
     ...createDeletionActivities(deps),

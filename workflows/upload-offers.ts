@@ -1,7 +1,8 @@
-// What every revision of the upload workflow shares: taking offered copies (the first is
-// accepted, a different request's is refused before it reaches history), waiting for one,
-// and failing a run whose commit did not happen. Revision 3 (./upload-r3.ts) and the current
-// path (./upload.ts) differ only in how they commit.
+// What every revision of the upload workflow shares: the run itself (`runUpload`: take
+// offered copies, the first accepted and a different request's refused before it reaches
+// history; wait for one; commit it, or adopt an answer a lost task committed; fail the
+// waiting offers otherwise). Revision 3 (./upload-r3.ts) and the current path (./upload.ts)
+// differ only in how they commit and what adopting an answer starts.
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -12,6 +13,7 @@ import {
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
+  uuid4,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
@@ -41,11 +43,47 @@ export function setPhase(phase: UploadPhase): void {
   upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
 }
 
+/** What a revision of the upload workflow decides for itself. */
+export interface Revision {
+  /** Commits the accepted copy; reports the answer through `answered` as soon as it is committed. */
+  commit: (
+    input: UploadWorkflowInput,
+    uploadId: string,
+    copy: StagedCopy,
+    answered: (response: StoredResponse) => void,
+  ) => Promise<StoredResponse>;
+  /** What adopting an answer a lost workflow task committed starts (the downstream run it never started). */
+  adopted: (input: UploadWorkflowInput, response: StoredResponse) => Promise<void>;
+}
+
+/** One upload run: the first copy offered is committed once, and every offer is answered with the key's answer. */
+export async function runUpload(input: UploadWorkflowInput, revision: Revision): Promise<StoredResponse> {
+  const uploadId = uuid4();
+  const offers = acceptOffers(input);
+  const waited = await awaitCopy(input, () => offers.accepted !== undefined);
+  if (waited === 'abandoned') abandon();
+  if (waited !== 'copy') return adopt(waited);
+  try {
+    const response = await revision.commit(input, uploadId, offers.accepted!, (r) => offers.settle({ response: r }));
+    await condition(allHandlersFinished);
+    return response;
+  } catch (err) {
+    return afterFailedCommit(input, err, offers, adopt);
+  }
+
+  async function adopt(response: StoredResponse): Promise<StoredResponse> {
+    offers.settle({ response });
+    await revision.adopted(input, response);
+    await condition(allHandlersFinished);
+    return response;
+  }
+}
+
 /** How a run ended for the offers still waiting on it. */
 type Settled = { response: StoredResponse } | { failure: ApplicationFailure };
 
 /** The offered copies of one run: the first is accepted; offers waiting for the answer get it once settled. */
-export function acceptOffers(input: UploadWorkflowInput) {
+function acceptOffers(input: UploadWorkflowInput) {
   let accepted: StagedCopy | undefined;
   let settled: Settled | undefined;
   const take = (copy: StagedCopy): OfferOutcome => {
@@ -79,10 +117,10 @@ export function acceptOffers(input: UploadWorkflowInput) {
     },
   };
 }
-export type Offers = ReturnType<typeof acceptOffers>;
+type Offers = ReturnType<typeof acceptOffers>;
 
 /** No attempt delivered a whole body in time. Failing (not completing) lets a later request with the key start afresh. */
-export function abandon(): never {
+function abandon(): never {
   setPhase('abandoned');
   throw ApplicationFailure.nonRetryable('No attempt delivered a complete body in time', failureTypes.abandoned);
 }
@@ -123,7 +161,7 @@ function isRefusal(failure: unknown): failure is ApplicationFailure {
  * accepted copy is gone because that task committed another one); otherwise the waiting
  * offers fail with the run (never hang: the API answers 422, 403 or 500 from them).
  */
-export async function afterFailedCommit(
+async function afterFailedCommit(
   input: UploadWorkflowInput,
   err: unknown,
   offers: Offers,
@@ -149,7 +187,7 @@ export async function afterFailedCommit(
  * intervals, whether a lost workflow task already committed this request's answer, and
  * returns that answer if so.
  */
-export async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
+async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Promise<'copy' | 'abandoned' | StoredResponse> {
   // The lost task committed before this run started waiting, so the first probe finds it;
   // later ones back off (doubling) so a long wait — a resumable session — stays a short history.
   let probeSeconds = input.lostCommitProbeSeconds ?? 60;

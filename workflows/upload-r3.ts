@@ -2,7 +2,7 @@
 // code (test/fixtures/histories/r3-*.json). It commits in two local activities (the object,
 // then the records) and fires the downstream run as a child. New runs never come here
 // (workflows/upload.ts dispatches on the input's revision); do not change it.
-import { ParentClosePolicy, allHandlersFinished, condition, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { workflowIds } from '../src/temporal/names';
@@ -10,33 +10,20 @@ import { CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/snif
 import { downstreamInput, downstreamSummary, needsDownstream } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import type { UploadWorkflowInput } from './definitions';
-import { abandon, acceptOffers, afterFailedCommit, awaitCopy, discardCopy, localStep, refusable, setPhase } from './upload-offers';
+import { discardCopy, localStep, refusable, runUpload, setPhase } from './upload-offers';
 
 const { commitObject } = localStep('Verify the accepted copy in the object store');
 const { commitRecords } = localStep('Write the upload row and the key row in one transaction');
 
-export async function uploadWorkflowR3(input: UploadWorkflowInput): Promise<StoredResponse> {
-  const uploadId = uuid4();
-  const offers = acceptOffers(input);
-  const waited = await awaitCopy(input, () => offers.accepted !== undefined);
-  if (waited === 'abandoned') abandon();
-  if (waited !== 'copy') return adopt(waited);
-  try {
-    const response = await commitAccepted(input, uploadId, offers.accepted!, (r) => offers.settle({ response: r }));
-    await condition(allHandlersFinished);
-    return response;
-  } catch (err) {
-    return afterFailedCommit(input, err, offers, adopt);
-  }
-
-  /** Completes with an answer a lost workflow task committed, firing the downstream child it never fired. */
-  async function adopt(response: StoredResponse): Promise<StoredResponse> {
-    offers.settle({ response });
-    setPhase('completed');
-    if (needsDownstream(response)) await startDownstream(input, response);
-    await condition(allHandlersFinished);
-    return response;
-  }
+export function uploadWorkflowR3(input: UploadWorkflowInput): Promise<StoredResponse> {
+  return runUpload(input, {
+    commit: commitAccepted,
+    // Completes with an answer a lost workflow task committed, firing the downstream child it never fired.
+    adopted: async (input, response) => {
+      setPhase('completed');
+      if (needsDownstream(response)) await startDownstream(input, response);
+    },
+  });
 }
 
 /** The object, then the records in one transaction; the answer goes out through `answered`, then the child starts. */

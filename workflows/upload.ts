@@ -1,12 +1,12 @@
 // The upload workflow: one execution per (tenant, Idempotency-Key). It waits for the first
 // complete copy of the body offered by any attempt, commits the object, writes the records
 // in one transaction and returns the response every later request replays.
-import { allHandlersFinished, condition, uuid4, workflowInfo } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { needsDownstream } from '../src/downstream/types';
 import type { UploadWorkflowInput } from './definitions';
-import { abandon, acceptOffers, afterFailedCommit, awaitCopy, discardCopy, localStep, refusable, setPhase } from './upload-offers';
+import { discardCopy, localStep, refusable, runUpload, setPhase } from './upload-offers';
 import { uploadWorkflowR3 } from './upload-r3';
 
 const { commitUpload } = localStep(
@@ -21,28 +21,15 @@ const { startDownstream } = localStep('Start the downstream run of an upload a l
  * one workflow task and 8 history events. Revision 3 (10 to 15 events, two tasks, a child)
  * runs its own frozen code.
  */
-export async function uploadWorkflow(input: UploadWorkflowInput): Promise<StoredResponse> {
+export function uploadWorkflow(input: UploadWorkflowInput): Promise<StoredResponse> {
   if ((input.revision ?? 0) < 4) return uploadWorkflowR3(input);
-  const uploadId = uuid4();
-  const offers = acceptOffers(input);
-  const waited = await awaitCopy(input, () => offers.accepted !== undefined);
-  if (waited === 'abandoned') abandon();
-  if (waited !== 'copy') return adopt(waited);
-  try {
-    const response = await commitAccepted(input, uploadId, offers.accepted!, (r) => offers.settle({ response: r }));
-    await condition(allHandlersFinished);
-    return response;
-  } catch (err) {
-    return afterFailedCommit(input, err, offers, adopt);
-  }
-
-  /** Completes with an answer a lost workflow task committed, starting the downstream run it never started. */
-  async function adopt(response: StoredResponse): Promise<StoredResponse> {
-    offers.settle({ response });
-    if (needsDownstream(response)) await startDownstream(input, response);
-    await condition(allHandlersFinished);
-    return response;
-  }
+  return runUpload(input, {
+    commit: commitAccepted,
+    // Completes with an answer a lost workflow task committed, starting the downstream run it never started.
+    adopted: async (input, response) => {
+      if (needsDownstream(response)) await startDownstream(input, response);
+    },
+  });
 }
 
 /** One local activity verifies the copy, records it and starts the downstream run; the answer goes out through `answered`. */

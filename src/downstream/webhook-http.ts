@@ -74,3 +74,24 @@ function findCause<T>(err: unknown, type: new (...args: never[]) => T): T | unde
   for (let e = err, i = 0; e && i < 5; e = (e as { cause?: unknown }).cause, i++) if (e instanceof type) return e;
   return undefined;
 }
+
+/**
+ * What a failed attempt records (tenants read it in the upload's deliveries): the kind of
+ * failure, never the resolved address or the library's message that would carry it.
+ */
+export function deliveryErrorMessage(err: unknown, timeoutMs: number): string {
+  for (let e = err as { name?: string; code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    if (e.name === 'TimeoutError' || e.code === 'UND_ERR_CONNECT_TIMEOUT' || e.code === 'UND_ERR_HEADERS_TIMEOUT')
+      return `no answer within ${timeoutMs} ms`;
+    if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return `connection failed (${e.code})`;
+  }
+  return 'connection failed';
+}
+
+/** Retry-After as delta-seconds or an HTTP date; bounded to a day. */
+export function retryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  return Math.min(seconds, 86_400) * 1000;
+}

@@ -29,8 +29,12 @@ export function createdAnswer(u: CreatedUpload): { status: number; body: string 
   };
 }
 
-/** A deterministic rejection decided after the claim (e.g. content_type_mismatch), recorded and replayed. */
-export function rejectionAnswer(code: ErrorCode, detail: string): { status: number; body: string } {
-  const p = problem(code, detail);
+/**
+ * A problem the key answers from now on, recorded and replayed: a rejection decided after the
+ * claim (content_type_mismatch), by a pipeline step (upload_rejected), or the upload's deletion
+ * (upload_deleted).
+ */
+export function rejectionAnswer(code: ErrorCode, detail: string, extra?: Record<string, unknown>): { status: number; body: string } {
+  const p = problem(code, detail, extra ? { extra } : undefined);
   return { status: p.status, body: JSON.stringify(p.toJSON()) };
 }

@@ -1,14 +1,13 @@
-// Side effects of the downstream workflow: the pipeline's steps (on their own task queue), webhook
-// delivery with the ledger, and the final status. Each is safe to run more than once:
-// renditions go to deterministic keys with conflict-free rows, deliveries carry the same
-// webhook-id every time and stop once the ledger says delivered.
+// Side effects of a pipeline's steps (on their own task queue) and of the upload's processing
+// state: what the downstream run plans, each step run and recorded once, the gate opened or
+// the upload rejected, the upload marked processed. Each is safe to run more than once:
+// renditions go to deterministic keys with conflict-free rows, outcomes are recorded once.
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import {
   insertRenditionIfAbsent,
@@ -18,23 +17,11 @@ import {
   setProcessingOutcome,
 } from '../src/db/queries/renditions';
 import { openUploadGate, rejectUpload } from '../src/db/queries/gates';
-import { problem } from '../src/errors';
-import {
-  claimDelivery,
-  failedDeliveries,
-  findEvent,
-  finishAttempt,
-  recordEvent,
-  releaseDelivery,
-  type AttemptTrigger,
-} from '../src/db/queries/events';
-import type { ListPosition } from '../src/db/queries/keyset';
-import { disableEndpoint, findEndpoint, listEndpoints } from '../src/db/queries/webhooks';
+import { rejectionAnswer } from '../src/upload/stored-answers';
 import type { DownstreamInput } from '../src/downstream/types';
-import type { EventType, WebhookEvent } from '../src/downstream/events';
 import type { RenditionSummary, ScanVerdict, SettledStep, StepRef, StepResult, TranscodeResult } from '../src/pipelines/step-results';
-import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
-import { WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
+import { DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
+import { deliveryErrorMessage, retryAfterMs, WebhookHttp } from '../src/downstream/webhook-http';
 import { newScratchDir } from '../src/media/scratch';
 import { runMediaStep, transcodeFile, type Presets } from '../src/media/transcode';
 import type { ProducedRendition, StepOutcome, StepProgress } from '../src/media/step-outcome';
@@ -47,16 +34,17 @@ import { announces, builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, typ
 import { renditionNames, type StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
-import { webhookSecretContext, type SecretBox } from '../src/secret-box';
+import type { SecretBox } from '../src/secret-box';
 import { failureTypes } from '../src/temporal/names';
+import type { WebhookActivities } from './webhook-activities';
 
-export interface DownstreamActivityDeps {
+export interface StepActivityDeps {
   pool: Pool;
   store: ObjectStore;
   presets: Presets;
-  /** `resolve` replaces the system resolver (tests). */
-  webhook: { allowPrivateNetworks: boolean; timeoutMs: number; maxEndpoints: number; resolve?: Resolver };
-  /** Opens endpoints' signing secrets, stored sealed. */
+  /** Which tenant addresses a step may call (`resolve` replaces the system resolver in tests). */
+  webhook: { allowPrivateNetworks: boolean; resolve?: Resolver };
+  /** Opens the pipelines' signing secrets, stored sealed. */
   secrets: SecretBox;
   /** clamd, for scan.clamav steps (no address: every verdict is not_scanned). */
   scanner: ScannerSettings;
@@ -72,16 +60,16 @@ export function renditionKey(tenantId: string, uploadId: string, name: string, f
   return `tenants/${tenantId}/renditions/${uploadId}/${version}${name}${path.extname(file)}`;
 }
 
-/** What one delivery activity ended with (a failure to send is a thrown, retried error). */
-export type DeliveryOutcome = 'delivered' | 'already_delivered' | 'endpoint_gone' | 'endpoint_disabled' | 'upload_deleted' | 'in_flight';
-
 /** Tries of a scan while clamd is unreachable before the verdict is not_scanned (the step's retry policy spaces them). */
 export const SCAN_TRIES = 4;
 
-export function createDownstreamActivities({ pool, store, presets, webhook, secrets, scanner }: DownstreamActivityDeps) {
-  const http = new WebhookHttp(webhook);
+/** `webhooks`: a plan lists the endpoints its announcements go to. */
+export function createStepActivities(
+  { pool, store, presets, webhook, secrets, scanner }: StepActivityDeps,
+  webhooks: Pick<WebhookActivities, 'listWebhookEndpoints'>,
+) {
   const clamd = new ClamdScanner(scanner);
-  const calls = new TenantCalls({ pool, secrets, http, guard: webhook });
+  const calls = new TenantCalls({ pool, secrets, http: new WebhookHttp(webhook), guard: webhook });
 
   /**
    * POSTs the upload to the tenant's URL (signed, with the step's own Idempotency-Key): 2xx
@@ -313,135 +301,7 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
       const row =
         recorded?.name && recorded.version ? await findPipelineVersion(pool, tenantId, recorded.name, recorded.version) : undefined;
       const pipeline = row ? { name: row.name, version: row.version, steps: row.steps } : builtin;
-      return { pipeline, endpoints: announces(pipeline) ? await activities.listWebhookEndpoints(tenantId) : [] };
-    },
-
-    /**
-     * Enabled endpoints at the time of the event (recorded in history, so replay-stable), at
-     * most the tenant quota (oldest first): the child's history is bounded by the largest
-     * fan-out even if the quota was lowered after endpoints were made.
-     */
-    async listWebhookEndpoints(tenantId: string): Promise<string[]> {
-      return (await listEndpoints(pool, tenantId))
-        .filter((e) => e.enabled)
-        .slice(0, webhook.maxEndpoints)
-        .map((e) => e.id);
-    },
-
-    /**
-     * Sends one event to one endpoint. The event is recorded first with the body it is sent
-     * with (a redelivery sends the same bytes and webhook-id); the delivery's lease keeps an
-     * automatic retry and a manual redelivery from sending at the same time. `trigger`
-     * absent: the automatic delivery, which stops once delivered; `manual` and `recover`
-     * send again even if delivered.
-     */
-    async deliverWebhook({
-      event,
-      endpointId,
-      timestamp,
-      trigger = 'automatic',
-    }: {
-      event: WebhookEvent;
-      endpointId: string;
-      timestamp: string;
-      trigger?: AttemptTrigger;
-    }): Promise<DeliveryOutcome> {
-      // After the tombstone only upload.deleted goes out: no announcement of bytes that are gone.
-      const payload = await recordEvent(
-        pool,
-        {
-          id: event.id,
-          tenant_id: event.tenantId,
-          upload_id: event.uploadId,
-          type: event.type,
-          payload: JSON.stringify({ type: event.type, timestamp, data: event.data }),
-        },
-        { afterTombstone: event.type === 'upload.deleted' },
-      );
-      if (payload === undefined) return 'upload_deleted';
-      const endpoint = await findEndpoint(pool, endpointId);
-      if (!endpoint) return 'endpoint_gone';
-      if (!endpoint.enabled) return 'endpoint_disabled';
-      const { workflowExecution: run, activityId } = Context.current().info;
-      const holder = `${run?.workflowId}/${run?.runId}/${activityId}`;
-      const lease = await claimDelivery(pool, {
-        eventId: event.id,
-        endpointId,
-        tenantId: event.tenantId,
-        uploadId: event.uploadId,
-        eventType: event.type,
-        seconds: webhook.timeoutMs / 1000 + 30,
-        holder,
-      });
-      if (!lease.claimed) {
-        // Another attempt is sending right now: that copy is the one this one would add.
-        if (trigger === 'automatic')
-          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} is in flight`, failureTypes.deliveryInFlight);
-        return 'in_flight';
-      }
-      const startedAt = Date.now();
-      // Recording an attempt gives the lease back too; otherwise the finally below does.
-      let held = true;
-      const attempted = async (status: number | null, error: string | null, delivered: boolean) => {
-        const duration_ms = Date.now() - startedAt;
-        await finishAttempt(pool, { event_id: event.id, endpoint_id: endpointId, trigger, duration_ms, status, error, delivered, holder });
-        held = false;
-      };
-      try {
-        if (lease.delivered && trigger === 'automatic') return 'already_delivered';
-        const refuse = async (err: DisallowedUrlError) => {
-          await attempted(null, err.message, false);
-          await disableEndpoint(pool, endpointId, `target not allowed: ${err.message}`);
-          metrics.webhookDeliveries.inc({ result: 'refused' });
-          return 'endpoint_disabled' as const;
-        };
-        try {
-          await assertDeliverableUrl(endpoint.url, webhook);
-        } catch (err) {
-          if (!(err instanceof DisallowedUrlError)) throw err;
-          return await refuse(err);
-        }
-        const sentAt = new Date();
-        const headers = {
-          'content-type': 'application/json',
-          'user-agent': 'Oncely-Webhooks/1',
-          'webhook-id': event.id,
-          'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
-          'webhook-signature': new Webhook(secrets.open(endpoint.secret, webhookSecretContext(endpoint.id))).sign(
-            event.id,
-            sentAt,
-            payload,
-          ),
-        };
-        if (trigger !== 'automatic') metrics.redeliveries.inc({ trigger });
-        let response: WebhookAnswer;
-        try {
-          response = await http.post({ url: endpoint.url, headers, body: payload, timeoutMs: webhook.timeoutMs });
-        } catch (err) {
-          // The name resolved somewhere else at connection time (DNS rebinding): not sent.
-          if (err instanceof DisallowedUrlError) return await refuse(err);
-          const message = deliveryErrorMessage(err, webhook.timeoutMs);
-          await attempted(null, message, false);
-          metrics.webhookDeliveries.inc({ result: 'unreachable' });
-          throw ApplicationFailure.retryable(`delivery to endpoint ${endpointId} failed: ${message}`, failureTypes.webhookUnreachable);
-        }
-        const ok = response.status >= 200 && response.status < 300;
-        metrics.webhookDeliveries.inc({ result: ok ? 'delivered' : response.status === 410 ? 'gone' : 'rejected' });
-        await attempted(response.status, ok ? null : `HTTP ${response.status}`, ok);
-        if (ok) return 'delivered';
-        if (response.status === 410) {
-          // Standard Webhooks: 410 Gone means "stop sending to this endpoint".
-          await disableEndpoint(pool, endpointId, 'endpoint answered 410 Gone');
-          return 'endpoint_disabled';
-        }
-        throw ApplicationFailure.create({
-          message: `endpoint ${endpointId} answered ${response.status}`,
-          type: failureTypes.webhookRejected,
-          nextRetryDelay: retryAfterMs(response.retryAfter),
-        });
-      } finally {
-        if (held) await releaseDelivery(pool, event.id, endpointId, holder);
-      }
+      return { pipeline, endpoints: announces(pipeline) ? await webhooks.listWebhookEndpoints(tenantId) : [] };
     },
 
     /** Records the outcome (when transcode did not, e.g. skipped media) and marks the upload processed. */
@@ -467,67 +327,9 @@ export function createDownstreamActivities({ pool, store, presets, webhook, secr
      * and marks it processed.
      */
     async markRejected({ uploadId, reason }: { uploadId: string; reason: string }): Promise<void> {
-      const answer = problem('upload_rejected', `The upload was rejected by its pipeline: ${reason}.`, { extra: { uploadId, reason } });
-      await rejectUpload(pool, uploadId, reason, { status: answer.status, body: JSON.stringify(answer.toJSON()) });
-    },
-
-    /**
-     * Sends a recorded event to an endpoint again (same webhook-id, same body): a manual
-     * redelivery or a recovery. `gone` when the event has expired from the log.
-     */
-    async redeliverEvent(a: {
-      tenantId: string;
-      eventId: string;
-      endpointId: string;
-      trigger: 'manual' | 'recover';
-    }): Promise<DeliveryOutcome | 'event_gone'> {
-      const row = await findEvent(pool, a.tenantId, a.eventId);
-      if (!row) return 'event_gone';
-      const sent = JSON.parse(row.payload) as { timestamp: string; data: Record<string, unknown> };
-      const event: WebhookEvent = {
-        id: row.id,
-        type: row.type as EventType,
-        tenantId: row.tenant_id,
-        uploadId: row.upload_id,
-        data: sent.data,
-      };
-      return activities.deliverWebhook({ event, endpointId: a.endpointId, timestamp: sent.timestamp, trigger: a.trigger });
-    },
-
-    /** A page of an endpoint's undelivered events in [since, until), after a position (recoveries). */
-    async listUndelivered(a: {
-      endpointId: string;
-      since: string;
-      until: string;
-      after: ListPosition | null;
-      limit: number;
-    }): Promise<{ eventId: string; position: ListPosition }[]> {
-      const rows = await failedDeliveries(pool, a.endpointId, new Date(a.since), new Date(a.until), a.after, a.limit);
-      return rows.map((r) => ({ eventId: r.event_id, position: { createdMicros: r.created_micros, id: r.event_id } }));
+      const answer = rejectionAnswer('upload_rejected', `The upload was rejected by its pipeline: ${reason}.`, { uploadId, reason });
+      await rejectUpload(pool, uploadId, reason, answer);
     },
   };
   return activities;
 }
-
-/**
- * What a failed attempt records (tenants read it in the upload's deliveries): the kind of
- * failure, never the resolved address or the library's message that would carry it.
- */
-function deliveryErrorMessage(err: unknown, timeoutMs: number): string {
-  for (let e = err as { name?: string; code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    if (e.name === 'TimeoutError' || e.code === 'UND_ERR_CONNECT_TIMEOUT' || e.code === 'UND_ERR_HEADERS_TIMEOUT')
-      return `no answer within ${timeoutMs} ms`;
-    if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return `connection failed (${e.code})`;
-  }
-  return 'connection failed';
-}
-
-/** Retry-After as delta-seconds or an HTTP date; bounded to a day. */
-function retryAfterMs(value: string | null): number | undefined {
-  if (!value) return undefined;
-  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
-  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
-  return Math.min(seconds, 86_400) * 1000;
-}
-
-export type DownstreamActivities = ReturnType<typeof createDownstreamActivities>;
