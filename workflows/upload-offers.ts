@@ -14,6 +14,7 @@ import {
   setHandler,
   upsertSearchAttributes,
   uuid4,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
@@ -43,15 +44,18 @@ export function setPhase(phase: UploadPhase): void {
   upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
 }
 
+/** What every records step of a run is told: the request, the run, the upload's id. */
+export interface RunRecords {
+  request: UploadWorkflowInput;
+  workflowId: string;
+  uploadId: string;
+  startedAtMs: number;
+}
+
 /** What a revision of the upload workflow decides for itself. */
 export interface Revision {
-  /** Commits the accepted copy; reports the answer through `answered` as soon as it is committed. */
-  commit: (
-    input: UploadWorkflowInput,
-    uploadId: string,
-    copy: StagedCopy,
-    answered: (response: StoredResponse) => void,
-  ) => Promise<StoredResponse>;
+  /** Commits the accepted copy under `run`; reports the answer through `answered` as soon as it is committed. */
+  commit: (run: RunRecords, copy: StagedCopy, answered: (response: StoredResponse) => void) => Promise<StoredResponse>;
   /** What adopting an answer a lost workflow task committed starts (the downstream run it never started). */
   adopted: (input: UploadWorkflowInput, response: StoredResponse) => Promise<void>;
 }
@@ -64,7 +68,9 @@ export async function runUpload(input: UploadWorkflowInput, revision: Revision):
   if (waited === 'abandoned') abandon();
   if (waited !== 'copy') return adopt(waited);
   try {
-    const response = await revision.commit(input, uploadId, offers.accepted!, (r) => offers.settle({ response: r }));
+    const { workflowId, startTime } = workflowInfo();
+    const run = { request: input, workflowId, uploadId, startedAtMs: startTime.getTime() };
+    const response = await revision.commit(run, offers.accepted!, (r) => offers.settle({ response: r }));
     await condition(allHandlersFinished);
     return response;
   } catch (err) {

@@ -2,7 +2,7 @@
 // code (test/fixtures/histories/r3-*.json). It commits in two local activities (the object,
 // then the records) and fires the downstream run as a child. New runs never come here
 // (workflows/upload.ts dispatches on the input's revision); do not change it.
-import { ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import { ParentClosePolicy, startChild } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { workflowIds } from '../src/temporal/names';
@@ -10,7 +10,7 @@ import { CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/snif
 import { downstreamInput, downstreamSummary, needsDownstream } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
 import type { UploadWorkflowInput } from './definitions';
-import { discardCopy, localStep, refusable, runUpload, setPhase } from './upload-offers';
+import { discardCopy, localStep, refusable, runUpload, setPhase, type RunRecords } from './upload-offers';
 
 const { commitObject } = localStep('Verify the accepted copy in the object store');
 const { commitRecords } = localStep('Write the upload row and the key row in one transaction');
@@ -27,31 +27,21 @@ export function uploadWorkflowR3(input: UploadWorkflowInput): Promise<StoredResp
 }
 
 /** The object, then the records in one transaction; the answer goes out through `answered`, then the child starts. */
-async function commitAccepted(
-  input: UploadWorkflowInput,
-  uploadId: string,
-  copy: StagedCopy,
-  answered: (response: StoredResponse) => void,
-): Promise<StoredResponse> {
-  const workflowId = workflowInfo().workflowId;
-  const startedAtMs = workflowInfo().startTime.getTime();
-  const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType, CHECKED_TYPES_BEFORE_R5);
+async function commitAccepted(run: RunRecords, copy: StagedCopy, answered: (response: StoredResponse) => void): Promise<StoredResponse> {
+  const mismatch = contentTypeMismatch(run.request.contentType, copy.sniffedType, CHECKED_TYPES_BEFORE_R5);
   if (mismatch) {
-    const response = await refusable(
-      copy,
-      commitRecords({ request: input, workflowId, uploadId, startedAtMs, rejection: { code: 'content_type_mismatch', detail: mismatch } }),
-    );
+    const response = await refusable(copy, commitRecords({ ...run, rejection: { code: 'content_type_mismatch', detail: mismatch } }));
     answered(response);
     await discardCopy(copy.storageKey);
     setPhase('rejected');
     return response;
   }
   await commitObject({ copy });
-  const response = await refusable(copy, commitRecords({ request: input, workflowId, uploadId, startedAtMs, copy }));
+  const response = await refusable(copy, commitRecords({ ...run, copy }));
   answered(response);
   setPhase('completed');
   // No step for the file and no endpoint to notify (settled in the transaction) needs no child.
-  if (needsDownstream(response)) await startDownstream(input, response);
+  if (needsDownstream(response)) await startDownstream(run.request, response);
   return response;
 }
 

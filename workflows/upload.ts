@@ -1,12 +1,11 @@
 // The upload workflow: one execution per (tenant, Idempotency-Key). It waits for the first
 // complete copy of the body offered by any attempt, commits the object, writes the records
 // in one transaction and returns the response every later request replays.
-import { workflowInfo } from '@temporalio/workflow';
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { needsDownstream } from '../src/downstream/types';
 import type { UploadWorkflowInput } from './definitions';
-import { discardCopy, localStep, refusable, runUpload, setPhase } from './upload-offers';
+import { discardCopy, localStep, refusable, runUpload, setPhase, type RunRecords } from './upload-offers';
 import { uploadWorkflowR3 } from './upload-r3';
 
 const { commitUpload } = localStep(
@@ -33,23 +32,15 @@ export function uploadWorkflow(input: UploadWorkflowInput): Promise<StoredRespon
 }
 
 /** One local activity verifies the copy, records it and starts the downstream run; the answer goes out through `answered`. */
-async function commitAccepted(
-  input: UploadWorkflowInput,
-  uploadId: string,
-  copy: StagedCopy,
-  answered: (response: StoredResponse) => void,
-): Promise<StoredResponse> {
-  const workflowId = workflowInfo().workflowId;
-  const startedAtMs = workflowInfo().startTime.getTime();
-  const checked = (input.revision ?? 0) >= 5 ? CHECKED_TYPES : CHECKED_TYPES_BEFORE_R5;
-  const mismatch = contentTypeMismatch(input.contentType, copy.sniffedType, checked);
+async function commitAccepted(run: RunRecords, copy: StagedCopy, answered: (response: StoredResponse) => void): Promise<StoredResponse> {
+  const checked = (run.request.revision ?? 0) >= 5 ? CHECKED_TYPES : CHECKED_TYPES_BEFORE_R5;
+  const mismatch = contentTypeMismatch(run.request.contentType, copy.sniffedType, checked);
   if (!mismatch) {
-    const response = await refusable(copy, commitUpload({ request: input, workflowId, uploadId, startedAtMs, copy }));
+    const response = await refusable(copy, commitUpload({ ...run, copy }));
     answered(response);
     return response;
   }
-  const rejection = { code: 'content_type_mismatch' as const, detail: mismatch };
-  const response = await refusable(copy, commitUpload({ request: input, workflowId, uploadId, startedAtMs, rejection }));
+  const response = await refusable(copy, commitUpload({ ...run, rejection: { code: 'content_type_mismatch', detail: mismatch } }));
   answered(response);
   await discardCopy(copy.storageKey);
   setPhase('rejected');
