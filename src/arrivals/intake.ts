@@ -6,7 +6,7 @@
 // (declared, and its validation hook), and a slot among the tenant's uploads in flight on
 // this server. A replay passes none of the second half: the key's answer is the caller's.
 import type { Context } from 'hono';
-import { problem, type Problem } from '../errors';
+import { problem, type ErrorCode, type Problem } from '../errors';
 import type { AppEnv } from '../http/env';
 import { callerOf, callingToken } from '../http/scopes';
 import type { ArrivalMode } from '../modes';
@@ -14,6 +14,15 @@ import { assertGrantLive, checkDeclared, grantedPipeline } from '../tokens/grant
 import type { InFlightUploads } from '../upload/in-flight';
 import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload } from '../upload/types';
+
+/** What the intake's `admit` can answer about the pipeline (every door's creation documents them). */
+export const ADMISSION_PROBLEMS: ErrorCode[] = [
+  'pipeline_unknown',
+  'pipeline_not_allowed',
+  'upload_forbidden',
+  'upload_refused',
+  'validation_unavailable',
+];
 
 /** What a door parsed from its request: the upload's own fields, before who sends it. */
 export type Declared = Omit<DeclaredUpload, 'tenantId' | 'mode' | 'grant' | 'caller'>;

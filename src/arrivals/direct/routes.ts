@@ -27,11 +27,12 @@ import {
   jsonRequestBody,
 } from '../../http/openapi';
 import { requestBody } from '../../http/request-body';
+import { pathId } from '../../http/path-id';
 import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan } from './schemas';
 import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { renderOutcome } from '../../http/upload-answer';
 import { callingToken, requires } from '../../http/scopes';
-import type { Intake } from '../intake';
+import { ADMISSION_PROBLEMS, type Intake } from '../intake';
 
 const TAG = 'direct uploads (presigned)';
 
@@ -61,11 +62,7 @@ const createPlanRoute = createRoute({
       ...KEY_PROBLEMS,
       'body_invalid',
       'payload_too_large',
-      'pipeline_unknown',
-      'pipeline_not_allowed',
-      'upload_forbidden',
-      'upload_refused',
-      'validation_unavailable',
+      ...ADMISSION_PROBLEMS,
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -168,7 +165,7 @@ export function directObjectRoutes(deps: { direct: DirectUploads }) {
   const app = router();
   route(app, putObjectRoute, async function putDirectObject(c) {
     if (header(c, 'content-length') === undefined) throw problem('content_length_required', "Send Content-Length (the plan's headers).");
-    await deps.direct.receiveObject(planId(c), c.req.query('expires'), c.req.query('signature'), requestBody(c));
+    await deps.direct.receiveObject(pathId(c, 'direct upload'), c.req.query('expires'), c.req.query('signature'), requestBody(c));
     return c.body(null, 200);
   });
   return app;
@@ -198,7 +195,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
   });
 
   route(app, getPlanRoute, async function getDirectUpload(c) {
-    const plan = await direct.find(c.get('tenantId'), planId(c), callingToken(c)?.id);
+    const plan = await direct.find(c.get('tenantId'), pathId(c, 'direct upload'), callingToken(c)?.id);
     return c.json(withAbsoluteUrl(c, plan), 200, { 'cache-control': 'no-store' });
   });
 
@@ -206,14 +203,14 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
     const body = await jsonBody(c, DirectPartRequest);
     const sha = /^[0-9a-f]{64}$/.test(body.sha256) ? Buffer.from(body.sha256, 'hex').toString('base64') : body.sha256;
     const token = callingToken(c);
-    if (token) await direct.find(c.get('tenantId'), planId(c), token.id);
-    const signed = await direct.partRequest(c.get('tenantId'), planId(c), Number(c.req.param('n')), sha);
+    if (token) await direct.find(c.get('tenantId'), pathId(c, 'direct upload'), token.id);
+    const signed = await direct.partRequest(c.get('tenantId'), pathId(c, 'direct upload'), Number(c.req.param('n')), sha);
     return c.json({ ...signed, expiresAt: signed.expiresAt.toISOString() }, 200);
   });
 
   route(app, completeRoute, async function completeDirectUpload(c) {
     const tenantId = c.get('tenantId');
-    const id = planId(c);
+    const id = pathId(c, 'direct upload');
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const plan = await direct.find(tenantId, id, callingToken(c)?.id);
     const sent = headerValues(c, 'idempotency-key');
@@ -229,10 +226,4 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
   }
 
   return app;
-}
-
-function planId(c: Context<AppEnv>): string {
-  const id = c.req.param('id');
-  if (!id || !Uuid.safeParse(id).success) throw problem('not_found', 'No such direct upload.');
-  return id;
 }

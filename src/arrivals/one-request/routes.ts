@@ -13,7 +13,7 @@ import {
   parseSha256,
 } from '../../http/parse/request-headers';
 import type { UploadReceiver } from '../../upload/receive';
-import type { Intake } from '../intake';
+import { ADMISSION_PROBLEMS, type Intake } from '../intake';
 import { header, headerValues } from '../../http/headers';
 import { requestBody } from '../../http/request-body';
 import { renderOutcome } from '../../http/upload-answer';
@@ -152,11 +152,7 @@ const createUploadRoute = createRoute({
       'content_type_mismatch',
       'type_not_allowed',
       'token_exhausted',
-      'pipeline_unknown',
-      'pipeline_not_allowed',
-      'upload_forbidden',
-      'upload_refused',
-      'validation_unavailable',
+      ...ADMISSION_PROBLEMS,
       'too_many_uploads',
       'form_invalid',
       'upload_failed',

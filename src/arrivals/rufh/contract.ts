@@ -1,6 +1,7 @@
 // The IETF draft's routes as documented: their OpenAPI definitions (headers, bodies,
 // answers and problems). The handlers that serve them are in routes.ts.
 import { createRoute, z } from '@hono/zod-openapi';
+import { ADMISSION_PROBLEMS } from '../intake';
 import { PARTIAL_UPLOAD } from './protocol';
 import { COMMON_V1_PROBLEMS, KEY_PROBLEMS, problems, uploadAnswers } from '../../http/openapi';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../../http/schemas';
@@ -163,11 +164,7 @@ export function creationProblems() {
     'checksum_mismatch',
     'payload_too_large',
     'content_type_mismatch',
-    'pipeline_unknown',
-    'pipeline_not_allowed',
-    'upload_forbidden',
-    'upload_refused',
-    'validation_unavailable',
+    ...ADMISSION_PROBLEMS,
     'too_many_sessions',
     'storage_unavailable',
     'temporal_unavailable',

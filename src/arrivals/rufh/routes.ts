@@ -45,8 +45,8 @@ import {
 } from '../../http/parse/request-headers';
 import { absoluteUrl } from '../../http/public-url';
 import { requestBody } from '../../http/request-body';
+import { pathId } from '../../http/path-id';
 import { replayHeaders } from '../../http/replay-headers';
-import { Uuid } from '../../http/schemas';
 import { callingToken } from '../../http/scopes';
 import { renderOutcome } from '../../http/upload-answer';
 import { discoverRoute, createRouteDef, headRouteDef, getRouteDef, appendRouteDef, cancelRouteDef } from './contract';
@@ -80,7 +80,7 @@ export function resumableUploadRoutes(deps: ResumableDeps) {
   app.openAPIRegistry.registerPath(headRouteDef);
   route(app, getRouteDef, async function retrieveResumableOffset(c) {
     const d = requestDialect(c);
-    const s = await sessions.find(c.get('tenantId'), sessionId(c), callingToken(c)?.id);
+    const s = await sessions.find(c.get('tenantId'), pathId(c, 'upload'), callingToken(c)?.id);
     const committed = s.state === 'committed';
     return c.body(null, 204, {
       'upload-offset': String(s.upload_offset),
@@ -94,7 +94,7 @@ export function resumableUploadRoutes(deps: ResumableDeps) {
   route(app, appendRouteDef, async function appendResumableUpload(c) {
     const d = requestDialect(c);
     const tenantId = c.get('tenantId');
-    const id = sessionId(c);
+    const id = pathId(c, 'upload');
     const complete = parseComplete((n) => header(c, n), d);
     const offset = parseSfInteger(header(c, 'upload-offset'), 'Upload-Offset');
     if (offset === undefined) throw problem('header_invalid', 'Send Upload-Offset.');
@@ -136,7 +136,7 @@ export function resumableUploadRoutes(deps: ResumableDeps) {
 
   route(app, cancelRouteDef, async function cancelResumableUpload(c) {
     const tenantId = c.get('tenantId');
-    const id = sessionId(c);
+    const id = pathId(c, 'upload');
     await sessions.find(tenantId, id, callingToken(c)?.id);
     await sessions.terminate(tenantId, id);
     return c.body(null, 204);
@@ -329,10 +329,4 @@ function agreeingSha256(values: (string | null)[]): string | null {
   const given = [...new Set(values.filter((v): v is string => v !== null))];
   if (given.length > 1) throw problem('checksum_invalid', 'X-File-Sha256, Repr-Digest and the sha256 metadata name different SHA-256s.');
   return given[0] ?? null;
-}
-
-function sessionId(c: Context<AppEnv>): string {
-  const id = c.req.param('id');
-  if (!id || !Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
-  return id;
 }

@@ -27,10 +27,11 @@ import type { AppEnv } from '../../http/env';
 import { header, headerValues } from '../../http/headers';
 import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../../http/openapi';
 import { requestBody } from '../../http/request-body';
+import { pathId } from '../../http/path-id';
 import { IdempotencyKey, PreferHeader, Sha256Header, Uuid } from '../../http/schemas';
 import { replayHeaders } from '../../http/replay-headers';
 import { callingToken, requires } from '../../http/scopes';
-import type { Intake } from '../intake';
+import { ADMISSION_PROBLEMS, type Intake } from '../intake';
 
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const h = (description: string) => ({ description, schema: { type: 'string' as const } });
@@ -103,11 +104,7 @@ const createSessionRoute = createRoute({
       'header_invalid',
       'checksum_invalid',
       'payload_too_large',
-      'pipeline_unknown',
-      'pipeline_not_allowed',
-      'upload_forbidden',
-      'upload_refused',
-      'validation_unavailable',
+      ...ADMISSION_PROBLEMS,
       'storage_unavailable',
       'temporal_unavailable',
       'too_many_sessions',
@@ -239,7 +236,7 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; in
   /** An upload token reaches only the sessions it created (an API key, any of its tenant's). */
   const ownSession = async (c: Context<AppEnv>) => {
     const token = callingToken(c);
-    if (token) await sessions.find(c.get('tenantId'), sessionId(c), token.id);
+    if (token) await sessions.find(c.get('tenantId'), pathId(c, 'upload'), token.id);
   };
 
   route(app, createSessionRoute, async function createResumableUpload(c) {
@@ -283,7 +280,7 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; in
   app.openAPIRegistry.registerPath(headSessionRoute);
   route(app, getSessionRoute, async function headResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
-    const s = await sessions.find(c.get('tenantId'), sessionId(c), callingToken(c)?.id);
+    const s = await sessions.find(c.get('tenantId'), pathId(c, 'upload'), callingToken(c)?.id);
     return c.body(null, 200, {
       ...sessionHeaders(s, sessions.expiresAt(s)),
       'upload-length': s.upload_length,
@@ -302,7 +299,7 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; in
     const checksum = parseUploadChecksum(header(c, 'upload-checksum'));
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     await ownSession(c);
-    const result = await sessions.write(c.get('tenantId'), sessionId(c), offset, requestBody(c), waitMs, {
+    const result = await sessions.write(c.get('tenantId'), pathId(c, 'upload'), offset, requestBody(c), waitMs, {
       completes: 'when-full',
       checksum,
       bodyBytes,
@@ -331,17 +328,11 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; in
   route(app, terminateSessionRoute, async function terminateResumableUpload(c) {
     checkTusResumable(header(c, 'tus-resumable'));
     await ownSession(c);
-    await sessions.terminate(c.get('tenantId'), sessionId(c));
+    await sessions.terminate(c.get('tenantId'), pathId(c, 'upload'));
     return c.body(null, 204);
   });
 
   return app;
-}
-
-function sessionId(c: Context<AppEnv>): string {
-  const id = c.req.param('id');
-  if (!id || !Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
-  return id;
 }
 
 function sessionHeaders(s: Pick<SessionRow, 'upload_offset'>, expires: Date): Record<string, string> {
