@@ -39,6 +39,7 @@ export async function answerFormPost(
         maxBytes: Math.min(intake.maxBytes, grant?.maxBytes ?? Infinity),
         grant,
         arrival: { mode, caller: callerOf(c) },
+        declare: (declared) => intake.declare(c, mode, declared),
       },
       (k) => {
         key = k;

@@ -15,10 +15,10 @@ import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
 import type { Arrival } from '../../upload/admission';
-import type { UploadRequest } from '../../upload/types';
+import type { DeclaredUpload, UploadRequest } from '../../upload/types';
 import type { UploadGrant } from '../../tokens/grant';
-import { fileTooLarge } from '../intake';
-import { checkDeclared, grantedPipeline } from '../../tokens/grant';
+import { fileTooLarge, type Declared } from '../intake';
+import { checkDeclared } from '../../tokens/grant';
 
 /** The route recorded in a form post's fingerprint (a key used by one mode is refused by another). */
 export const FORM_ROUTE = '/v1/uploads#form';
@@ -35,6 +35,8 @@ export interface FormPost {
   grant?: UploadGrant;
   /** How it arrives (a form of the API, or of Uppy's companion), for the validation hook. */
   arrival: Omit<Arrival, 'bytes'>;
+  /** The intake's `declare` under the form's caller: its fields arrive with the body, so it is asked once they are read. */
+  declare: (declared: Declared) => DeclaredUpload;
 }
 
 export function isFormPost(contentType: string | undefined): boolean {
@@ -119,10 +121,20 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         async (bytes, sha256) => {
           await formDone;
           if (failure) throw failure;
-          const fileName = parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined));
-          const declaredSha256 = parseSha256(fields.sha256);
-          const expiresAt = parseExpiresAt(fields.expiresAt, 'form_invalid');
-          const pipeline = grantedPipeline(f.grant, parsePipelineName(fields.pipeline, 'form_invalid'));
+          const {
+            fileName,
+            sha256: declaredSha256,
+            expiresAt,
+            pipeline,
+          } = f.declare({
+            key: base.idempotencyKey,
+            bytes,
+            contentType,
+            fileName: parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined)),
+            sha256: parseSha256(fields.sha256),
+            expiresAt: parseExpiresAt(fields.expiresAt, 'form_invalid'),
+            pipeline: parsePipelineName(fields.pipeline, 'form_invalid'),
+          });
           const req: UploadRequest = {
             ...base,
             fileName,
