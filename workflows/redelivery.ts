@@ -5,7 +5,9 @@
 // answers its progress to the `progress` query.
 import { continueAsNew, defineQuery, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ListPosition } from '../src/downstream/types';
+
+/** Where the recovery's next page starts (the event log's keyset position, as the activity hands it over). */
+type ListPosition = Awaited<ReturnType<Activities['listUndelivered']>>[number]['position'];
 
 const { redeliverEvent } = proxyActivities<Activities>({
   summary: 'Send the recorded event again (same webhook-id, same body)',

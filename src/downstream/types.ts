@@ -34,12 +34,6 @@ export interface DownstreamResult {
   rejected?: string;
 }
 
-/** Where a page of a list (uploads, events) starts: after this creation time (µs since the epoch) and id. */
-export interface ListPosition {
-  createdMicros: string;
-  id: string;
-}
-
 export const downstreamSummary = (uploadId: string) => `Downstream of upload ${uploadId}: its pipeline's steps, webhooks`;
 
 /** What the upload's run knows that its downstream run needs (the settings travel in the upload run's input). */

@@ -5,7 +5,7 @@ import { problem } from '../../errors';
 import type { UploadFilter } from '../../db/queries/uploads';
 import type { z } from 'zod';
 import type { EventFilter } from '../../db/queries/events';
-import type { ListPosition } from '../../downstream/types';
+import type { ListPosition } from '../../db/queries/keyset';
 import { ListUploadsQuery } from '../schemas';
 import { ListEventsQuery } from '../webhook-schemas';
 import { PageQuery } from '../../http/schemas';

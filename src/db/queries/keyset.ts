@@ -1,10 +1,13 @@
 // Keyset pagination over (created_at, id), shared by the upload and event lists: a page's
 // position is its last row's creation time in microseconds (exact, where a JavaScript Date
 // holds milliseconds) and id; the next page is the rows strictly past it.
-import type { ListPosition } from '../../downstream/types';
 import type { Queryable } from '../pool';
 
-export type { ListPosition };
+/** Where a page of a list (uploads, events) starts: after this creation time (µs since the epoch) and id. */
+export interface ListPosition {
+  createdMicros: string;
+  id: string;
+}
 
 /** The select-list item that yields each row's position time (`alias` qualifies the table). */
 export function positionColumn(alias = ''): string {
