@@ -1,0 +1,216 @@
+// Reading a file from its origin for an import: every hop checked by the one URL guard the
+// webhooks use (http(s) only, no userinfo, the connection pinned to the address that was
+// checked), redirects followed by hand and each re-checked, bounded in number; connect, idle
+// and total timeouts; the size limit applied before the body when the origin declares a
+// length and while streaming when it does not. A resumed read asks for the rest with Range
+// and If-Range (the validator the first answer carried); an origin that answers the whole
+// body instead (no ranges, or the content changed) starts the file over, and says so.
+import { Transform, type Readable } from 'node:stream';
+import { Agent, request, type Dispatcher } from 'undici';
+import { assertDeliverableUrl, DisallowedUrlError, guardedLookup, type GuardOptions, type Resolver } from '../../downstream/url-guard';
+
+export type ImportFailureCode = 'import_failed' | 'import_too_large' | 'import_forbidden_address' | 'import_timeout';
+
+/** Why an origin gave no file: the import's own answer (stored under its key). */
+export class ImportFailure extends Error {
+  constructor(
+    readonly code: ImportFailureCode,
+    message: string,
+    /** The origin's HTTP status, when it answered with one. */
+    readonly originStatus?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface OriginLimits {
+  maxBytes: number;
+  maxRedirects: number;
+  connectMs: number;
+  /** Longest wait for the answer's headers, and between two chunks of its body. */
+  idleMs: number;
+  /** Longest a whole read may take. */
+  totalMs: number;
+}
+
+export interface OriginRead {
+  url: string;
+  /** Request headers the tenant gave (e.g. Authorization for a private origin). */
+  headers?: Record<string, string>;
+  /** Resume after `offset` bytes, if the origin still holds what `validator` (ETag or Last-Modified) named. */
+  resume?: { offset: number; validator: string };
+}
+
+export interface OriginBody {
+  body: Readable;
+  /** Where the body starts in the file: the resume offset, or 0 when the file starts over. */
+  offset: number;
+  /** Whether a resume was asked for and the origin sent the whole file instead. */
+  restarted: boolean;
+  /** The file's length, when the origin declared it. */
+  length: number | null;
+  /** What a later resume names in If-Range (a strong ETag, else Last-Modified); null: a resume starts over. */
+  validator: string | null;
+  contentType: string | null;
+  /** The URL the file came from after redirects. */
+  finalUrl: string;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+export class Origins {
+  private readonly agent: Agent;
+
+  constructor(
+    private readonly guard: GuardOptions & { resolve?: Resolver },
+    private readonly limits: OriginLimits,
+  ) {
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(guard), timeout: limits.connectMs },
+      headersTimeout: limits.idleMs,
+      bodyTimeout: limits.idleMs,
+    });
+  }
+
+  /** Opens the file (or its rest); the body errors with an ImportFailure past the size limit or a timeout. */
+  async open(read: OriginRead): Promise<OriginBody> {
+    const signal = AbortSignal.timeout(this.limits.totalMs);
+    let url = read.url;
+    for (let hop = 0; ; hop++) {
+      const res = await this.get(url, read, signal);
+      if (REDIRECTS.has(res.statusCode)) {
+        await res.body.dump().catch(() => {}); // only the Location matters
+        const location = one(res.headers.location);
+        if (!location)
+          throw new ImportFailure('import_failed', `The origin answered ${res.statusCode} without a Location.`, res.statusCode);
+        if (hop >= this.limits.maxRedirects)
+          throw new ImportFailure('import_failed', `The origin redirected more than ${this.limits.maxRedirects} times.`, res.statusCode);
+        url = new URL(location, url).toString();
+        continue;
+      }
+      return this.answer(res, url, read, signal);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+
+  private async get(url: string, read: OriginRead, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    try {
+      await assertDeliverableUrl(url, this.guard);
+    } catch (err) {
+      if (err instanceof DisallowedUrlError)
+        throw new ImportFailure('import_forbidden_address', `The import URL is not allowed: ${err.message}.`);
+      throw err;
+    }
+    const headers: Record<string, string> = { ...read.headers, 'accept-encoding': 'identity', 'user-agent': 'Oncely-Import/1' };
+    if (read.resume) {
+      headers.range = `bytes=${read.resume.offset}-`;
+      headers['if-range'] = read.resume.validator;
+    }
+    try {
+      return await request(url, { method: 'GET', headers, dispatcher: this.agent, signal });
+    } catch (err) {
+      throw failureOf(err, this.limits);
+    }
+  }
+
+  private async answer(res: Dispatcher.ResponseData, url: string, read: OriginRead, signal: AbortSignal): Promise<OriginBody> {
+    const status = res.statusCode;
+    const resumed = status === 206 && read.resume !== undefined;
+    if (status !== 200 && !resumed) {
+      await res.body.dump().catch(() => {}); // the status is the answer
+      throw new ImportFailure('import_failed', `The origin answered ${status}.`, status);
+    }
+    const offset = resumed ? rangeStart(one(res.headers['content-range'])) : 0;
+    if (resumed && offset !== read.resume!.offset) {
+      await res.body.dump().catch(() => {});
+      throw new ImportFailure('import_failed', 'The origin answered another range than the one asked for.', status);
+    }
+    const length = resumed ? rangeTotal(one(res.headers['content-range'])) : declaredLength(one(res.headers['content-length']));
+    if (length !== null && length > this.limits.maxBytes) {
+      discard(res);
+      throw new ImportFailure('import_too_large', `The file is ${length} bytes; the limit is ${this.limits.maxBytes}.`);
+    }
+    const encoding = one(res.headers['content-encoding']);
+    if (encoding && encoding !== 'identity') {
+      discard(res);
+      throw new ImportFailure('import_failed', `The origin sent the file ${encoding}-encoded although only identity was accepted.`, status);
+    }
+    const etag = one(res.headers.etag);
+    const validator = etag && !etag.startsWith('W/') ? etag : (one(res.headers['last-modified']) ?? null);
+    const body = limitTo(this.limits.maxBytes - offset, this.limits);
+    res.body.on('error', (err) => body.destroy(failureOf(err, this.limits)));
+    // A refused or abandoned read frees its connection.
+    body.once('close', () => res.body.destroy());
+    signal.addEventListener('abort', () => body.destroy(timeout(this.limits)), { once: true });
+    res.body.pipe(body);
+    return {
+      body,
+      offset,
+      restarted: read.resume !== undefined && !resumed,
+      length,
+      validator,
+      contentType: one(res.headers['content-type']) ?? null,
+      finalUrl: url,
+    };
+  }
+}
+
+/** Drops an answer whose body is not wanted (the refusal is the answer; its connection closes). */
+function discard(res: Dispatcher.ResponseData): void {
+  res.body.on('error', () => {});
+  res.body.destroy();
+}
+
+/** Passes at most `max` bytes; one more is import_too_large. */
+function limitTo(max: number, limits: OriginLimits): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      seen += chunk.length;
+      if (seen > max) return done(new ImportFailure('import_too_large', `The file is larger than the limit of ${limits.maxBytes} bytes.`));
+      done(null, chunk);
+    },
+  });
+}
+
+function failureOf(err: unknown, limits: OriginLimits): Error {
+  if (err instanceof ImportFailure) return err;
+  for (let e = err as { name?: string; code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    if (e instanceof DisallowedUrlError)
+      return new ImportFailure('import_forbidden_address', `The import URL is not allowed: ${e.message}.`);
+    if (
+      e.name === 'TimeoutError' ||
+      e.name === 'AbortError' ||
+      e.code === 'UND_ERR_CONNECT_TIMEOUT' ||
+      e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      e.code === 'UND_ERR_BODY_TIMEOUT'
+    )
+      return timeout(limits);
+  }
+  const code = (err as { code?: unknown }).code;
+  return new ImportFailure('import_failed', `The origin could not be read (${typeof code === 'string' ? code : 'connection failed'}).`);
+}
+
+const timeout = (limits: OriginLimits) =>
+  new ImportFailure('import_timeout', `The origin did not send the file in time (idle ${limits.idleMs} ms, total ${limits.totalMs} ms).`);
+
+const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
+function declaredLength(v: string | undefined): number | null {
+  return v !== undefined && /^\d{1,16}$/.test(v.trim()) ? Number(v.trim()) : null;
+}
+
+/** `bytes 100-199/1000` → 100. */
+function rangeStart(v: string | undefined): number {
+  const m = /^bytes (\d+)-\d+\/(?:\d+|\*)$/.exec(v?.trim() ?? '');
+  return m ? Number(m[1]) : -1;
+}
+
+/** `bytes 100-199/1000` → 1000 (null for `*`). */
+function rangeTotal(v: string | undefined): number | null {
+  const m = /^bytes \d+-\d+\/(\d+)$/.exec(v?.trim() ?? '');
+  return m ? Number(m[1]) : null;
+}

@@ -1,0 +1,187 @@
+// Reading an import's file from its origin, against origins this test serves on 127.0.0.1:
+// whole files, resumes with Range/If-Range, origins without ranges or whose file changed,
+// redirects (bounded, each hop checked), errors, size limits before and during the body,
+// timeouts, encodings the import did not ask for.
+import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImportFailure, Origins, type OriginLimits } from '../../src/arrivals/import/origin';
+
+const file = randomBytes(64 * 1024);
+let version = 'v1';
+let served = 0;
+let server: http.Server;
+let base = '';
+
+/** What the origin does, by path. */
+function handle(req: http.IncomingMessage, res: http.ServerResponse) {
+  const url = new URL(req.url ?? '/', 'http://x');
+  const etag = `"${version}"`;
+  const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+  const whole = () => {
+    res.writeHead(200, { 'content-length': file.length, etag, 'content-type': 'application/octet-stream' });
+    served += file.length;
+    res.end(file);
+  };
+  switch (url.pathname) {
+    case '/file':
+      if (range && req.headers['if-range'] === etag) {
+        const from = Number(range[1]);
+        res.writeHead(206, {
+          'content-range': `bytes ${from}-${file.length - 1}/${file.length}`,
+          'content-length': file.length - from,
+          etag,
+        });
+        served += file.length - from;
+        return res.end(file.subarray(from));
+      }
+      return whole();
+    case '/no-ranges':
+      return whole();
+    case '/chunked':
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.write(file.subarray(0, 40_000));
+      return res.end(file.subarray(40_000));
+    case '/huge':
+      res.writeHead(200, { 'content-length': 5 * 1024 ** 3 });
+      return res.write(Buffer.alloc(1024));
+    case '/gzip':
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': 3 });
+      return res.end('abc');
+    case '/slow':
+      return void setTimeout(() => whole(), 1_500);
+    case '/missing':
+      res.writeHead(404);
+      return res.end('no');
+    case '/hop': {
+      // n more hops, then the file.
+      const n = Number(url.searchParams.get('n') ?? 0);
+      res.writeHead(302, { location: n > 0 ? `/hop?n=${n - 1}` : '/file' });
+      return res.end();
+    }
+    case '/to-metadata':
+      res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' });
+      return res.end();
+    default:
+      res.writeHead(500);
+      res.end();
+  }
+}
+
+const limits: OriginLimits = { maxBytes: 1024 * 1024, maxRedirects: 3, connectMs: 2_000, idleMs: 500, totalMs: 10_000 };
+const origins = (over: Partial<OriginLimits> = {}, allowPrivateNetworks = true) =>
+  new Origins({ allowPrivateNetworks }, { ...limits, ...over });
+
+async function bytesOf(body: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+const failureOf = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected an ImportFailure');
+    },
+    (e: unknown) => {
+      expect(e).toBeInstanceOf(ImportFailure);
+      return e as ImportFailure;
+    },
+  );
+
+beforeAll(async () => {
+  server = http.createServer(handle);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+describe('reading an import from its origin', () => {
+  it('reads a whole file with its length, type and validator', async () => {
+    const o = origins();
+    const got = await o.open({ url: `${base}/file` });
+    expect(got).toMatchObject({
+      offset: 0,
+      restarted: false,
+      length: file.length,
+      validator: '"v1"',
+      contentType: 'application/octet-stream',
+    });
+    expect((await bytesOf(got.body)).equals(file)).toBe(true);
+    await o.close();
+  });
+
+  it('resumes with Range and If-Range: only the rest is sent', async () => {
+    const o = origins();
+    served = 0;
+    const got = await o.open({ url: `${base}/file`, resume: { offset: 50_000, validator: '"v1"' } });
+    expect(got).toMatchObject({ offset: 50_000, restarted: false, length: file.length });
+    const rest = await bytesOf(got.body);
+    expect(
+      createHash('sha256')
+        .update(Buffer.concat([file.subarray(0, 50_000), rest]))
+        .digest('hex'),
+    ).toBe(createHash('sha256').update(file).digest('hex'));
+    expect(served).toBe(file.length - 50_000);
+    await o.close();
+  });
+
+  it('starts over when the file changed (If-Range answered with the whole file) or the origin has no ranges', async () => {
+    const o = origins();
+    version = 'v2';
+    const changed = await o.open({ url: `${base}/file`, resume: { offset: 50_000, validator: '"v1"' } });
+    expect(changed).toMatchObject({ offset: 0, restarted: true, validator: '"v2"' });
+    expect((await bytesOf(changed.body)).length).toBe(file.length);
+    version = 'v1';
+    const plain = await o.open({ url: `${base}/no-ranges`, resume: { offset: 10, validator: '"v1"' } });
+    expect(plain).toMatchObject({ offset: 0, restarted: true });
+    await bytesOf(plain.body);
+    await o.close();
+  });
+
+  it('follows redirects, each checked, at most maxRedirects of them', async () => {
+    const o = origins();
+    const two = await o.open({ url: `${base}/hop?n=1` });
+    expect(two.finalUrl).toBe(`${base}/file`);
+    await bytesOf(two.body);
+    const tooMany = await failureOf(o.open({ url: `${base}/hop?n=5` }));
+    expect(tooMany.code).toBe('import_failed');
+    const metadata = await failureOf(o.open({ url: `${base}/to-metadata` }));
+    expect(metadata.code).toBe('import_forbidden_address');
+    await o.close();
+  });
+
+  it('refuses private addresses unless allowed, other schemes and userinfo', async () => {
+    const o = origins({}, false);
+    expect((await failureOf(o.open({ url: `${base}/file` }))).code).toBe('import_forbidden_address');
+    expect((await failureOf(o.open({ url: 'ftp://example.test/file' }))).code).toBe('import_forbidden_address');
+    expect((await failureOf(origins().open({ url: base.replace('http://', 'http://u:p@') + '/file' }))).code).toBe(
+      'import_forbidden_address',
+    );
+    await o.close();
+  });
+
+  it('answers the origin’s status as import_failed', async () => {
+    const failure = await failureOf(origins().open({ url: `${base}/missing` }));
+    expect(failure).toMatchObject({ code: 'import_failed', originStatus: 404 });
+  });
+
+  it('refuses a declared length past the limit before the body, and an undeclared one while streaming', async () => {
+    const huge = await failureOf(origins().open({ url: `${base}/huge` }));
+    expect(huge.code).toBe('import_too_large');
+    const o = origins({ maxBytes: 50_000 });
+    const chunked = await o.open({ url: `${base}/chunked` });
+    expect(chunked.length).toBeNull();
+    const streamed = await failureOf(bytesOf(chunked.body));
+    expect(streamed.code).toBe('import_too_large');
+    await o.close();
+  });
+
+  it('times out a slow origin, and refuses an encoding it did not ask for', async () => {
+    expect((await failureOf(origins().open({ url: `${base}/slow` }))).code).toBe('import_timeout');
+    expect((await failureOf(origins().open({ url: `${base}/gzip` }))).code).toBe('import_failed');
+  });
+});
