@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImportFailure, Origins, type OriginLimits } from '../../src/arrivals/import/origin';
+import { ImportFailure, Origins, type OriginLimits } from '../../src/imports/origin';
 
 const file = randomBytes(64 * 1024);
 let version = 'v1';

@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Origins } from '../../src/arrivals/import/origin';
-import { transfer, type TransferProgress } from '../../src/arrivals/import/transfer';
+import { Origins } from '../../src/imports/origin';
+import { transfer, type TransferProgress } from '../../src/imports/transfer';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
 
 const KiB = 1024;

@@ -6,7 +6,7 @@
 // assembled object once.
 import { createHash, type Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { ObjectStore } from '../../storage/store';
+import type { ObjectStore } from '../storage/store';
 import { ImportFailure, type Origins } from './origin';
 
 /** How far an import got: reported after every stored part, handed to the next attempt. */
@@ -32,6 +32,7 @@ export interface Transferred {
 export interface TransferJob {
   url: string;
   headers?: Record<string, string>;
+  maxBytes?: number;
   storageKey: string;
   contentType: string;
 }
@@ -45,7 +46,12 @@ export async function transfer(
   const { store, partBytes } = deps;
   const resume =
     progress && progress.offset > 0 && progress.validator ? { offset: progress.offset, validator: progress.validator } : undefined;
-  const got = await deps.origins.open({ url: job.url, ...(job.headers ? { headers: job.headers } : {}), ...(resume ? { resume } : {}) });
+  const got = await deps.origins.open({
+    url: job.url,
+    ...(job.headers ? { headers: job.headers } : {}),
+    ...(job.maxBytes !== undefined ? { maxBytes: job.maxBytes } : {}),
+    ...(resume ? { resume } : {}),
+  });
   const multipartId = progress?.multipartId ?? (await store.beginParts(job.storageKey, job.contentType));
   // A fresh read (or one the origin restarted) writes its parts from part 1 again.
   const state: TransferProgress = {

@@ -7,7 +7,7 @@
 // body instead (no ranges, or the content changed) starts the file over, and says so.
 import { Transform, type Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
-import { assertDeliverableUrl, DisallowedUrlError, guardedLookup, type GuardOptions, type Resolver } from '../../downstream/url-guard';
+import { assertDeliverableUrl, DisallowedUrlError, guardedLookup, type GuardOptions, type Resolver } from '../downstream/url-guard';
 
 export type ImportFailureCode = 'import_failed' | 'import_too_large' | 'import_forbidden_address' | 'import_timeout';
 
@@ -39,6 +39,8 @@ export interface OriginRead {
   headers?: Record<string, string>;
   /** Resume after `offset` bytes, if the origin still holds what `validator` (ETag or Last-Modified) named. */
   resume?: { offset: number; validator: string };
+  /** This import's size limit (the tenant's, token's or pipeline's), when below the server's. */
+  maxBytes?: number;
 }
 
 export interface OriginBody {
@@ -129,9 +131,10 @@ export class Origins {
       throw new ImportFailure('import_failed', 'The origin answered another range than the one asked for.', status);
     }
     const length = resumed ? rangeTotal(one(res.headers['content-range'])) : declaredLength(one(res.headers['content-length']));
-    if (length !== null && length > this.limits.maxBytes) {
+    const maxBytes = Math.min(read.maxBytes ?? Infinity, this.limits.maxBytes);
+    if (length !== null && length > maxBytes) {
       discard(res);
-      throw new ImportFailure('import_too_large', `The file is ${length} bytes; the limit is ${this.limits.maxBytes}.`);
+      throw new ImportFailure('import_too_large', `The file is ${length} bytes; the limit is ${maxBytes}.`);
     }
     const encoding = one(res.headers['content-encoding']);
     if (encoding && encoding !== 'identity') {
@@ -140,7 +143,7 @@ export class Origins {
     }
     const etag = one(res.headers.etag);
     const validator = etag && !etag.startsWith('W/') ? etag : (one(res.headers['last-modified']) ?? null);
-    const body = limitTo(this.limits.maxBytes - offset, this.limits);
+    const body = limitTo(maxBytes, offset);
     res.body.on('error', (err) => body.destroy(failureOf(err, this.limits)));
     // A refused or abandoned read frees its connection.
     body.once('close', () => res.body.destroy());
@@ -164,13 +167,13 @@ function discard(res: Dispatcher.ResponseData): void {
   res.body.destroy();
 }
 
-/** Passes at most `max` bytes; one more is import_too_large. */
-function limitTo(max: number, limits: OriginLimits): Transform {
-  let seen = 0;
+/** Passes the file up to `max` bytes (the body starts at `offset`); one more is import_too_large. */
+function limitTo(max: number, offset: number): Transform {
+  let seen = offset;
   return new Transform({
     transform(chunk: Buffer, _enc, done) {
       seen += chunk.length;
-      if (seen > max) return done(new ImportFailure('import_too_large', `The file is larger than the limit of ${limits.maxBytes} bytes.`));
+      if (seen > max) return done(new ImportFailure('import_too_large', `The file is larger than the limit of ${max} bytes.`));
       done(null, chunk);
     },
   });
