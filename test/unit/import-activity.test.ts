@@ -3,8 +3,6 @@
 // origin decided fails for good while a cut is retried.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -14,51 +12,22 @@ import { createImportActivities, importHeadersContext, type ImportFetch } from '
 import type { TransferProgress } from '../../src/imports/transfer';
 import { SecretBox } from '../../src/secret-box';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
+import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 
 const KiB = 1024;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const file = Buffer.concat([PNG, randomBytes(300 * KiB - PNG.length)]);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const secrets = new SecretBox(randomBytes(32));
-let cutNext = false;
-let served = 0;
-let sawAuthorization: string | undefined;
-let server: http.Server;
-let base = '';
+let origin: FileOrigin;
 let dir = '';
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-import-activity-'));
-  server = http.createServer((req, res) => {
-    sawAuthorization = req.headers.authorization;
-    if (req.url === '/missing') {
-      res.writeHead(404);
-      return res.end();
-    }
-    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
-    const from = range && req.headers['if-range'] === '"f1"' ? Number(range[1]) : 0;
-    if (from > 0)
-      res.writeHead(206, {
-        etag: '"f1"',
-        'content-range': `bytes ${from}-${file.length - 1}/${file.length}`,
-        'content-length': file.length - from,
-      });
-    else res.writeHead(200, { etag: '"f1"', 'content-length': file.length });
-    if (cutNext) {
-      cutNext = false;
-      served += 150 * KiB;
-      res.write(file.subarray(0, 150 * KiB), () => setTimeout(() => res.socket?.destroy(), 50));
-      return;
-    }
-    served += file.length - from;
-    res.end(file.subarray(from));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  origin = await startFileOrigin(file);
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+  await origin.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -78,7 +47,7 @@ const activities = (s: LocalDirectoryStore) =>
     },
   });
 const job = (over: Partial<ImportFetch> = {}): ImportFetch => ({
-  url: `${base}/f`,
+  url: `${origin.base}/f`,
   storageKey: 'tenants/t/keys/k/import',
   contentType: 'image/png',
   attemptId: 'a1',
@@ -105,7 +74,7 @@ describe('fetchImport', () => {
       sha256: sha(file),
       sniffedType: 'image/png',
     });
-    expect(sawAuthorization).toBe('Bearer origin-token');
+    expect(origin.lastAuthorization).toBe('Bearer origin-token');
     expect((beats.at(-1) as TransferProgress).offset).toBe(file.length);
   });
 
@@ -114,8 +83,8 @@ describe('fetchImport', () => {
     const first = new MockActivityEnvironment();
     let last: TransferProgress | undefined;
     first.on('heartbeat', (d: TransferProgress | undefined) => d && (last = d));
-    cutNext = true;
-    served = 0;
+    origin.cutNextAfter(150 * KiB);
+    origin.served = 0;
     const cut = await first.run(activities(s).fetchImport, job()).catch((e: unknown) => e);
     expect(cut).toBeInstanceOf(ApplicationFailure);
     expect(cut).toMatchObject({ type: 'import_failed', nonRetryable: false });
@@ -124,13 +93,13 @@ describe('fetchImport', () => {
     const retry = new MockActivityEnvironment({ heartbeatDetails: last, attempt: 2 });
     const copy = await retry.run(activities(s).fetchImport, job());
     expect(copy).toMatchObject({ bytes: file.length, sha256: sha(file), sniffedType: 'image/png' });
-    expect(served).toBe(150 * KiB + (file.length - 128 * KiB));
+    expect(origin.served).toBe(150 * KiB + (file.length - 128 * KiB));
   });
 
   it('fails for good on what the origin decided (404, too large), so the import answers it', async () => {
     const s = store();
     const missing = await new MockActivityEnvironment()
-      .run(activities(s).fetchImport, job({ url: `${base}/missing` }))
+      .run(activities(s).fetchImport, job({ url: `${origin.base}/missing` }))
       .catch((e: unknown) => e);
     expect(missing).toMatchObject({ type: 'import_failed', nonRetryable: true, details: [{ originStatus: 404 }] });
     const large = await new MockActivityEnvironment().run(activities(s).fetchImport, job({ maxBytes: 1000 })).catch((e: unknown) => e);

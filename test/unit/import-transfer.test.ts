@@ -3,53 +3,26 @@
 // progress, fetches only the rest (Range), and the object is the file.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Origins } from '../../src/imports/origin';
 import { transfer, type TransferProgress } from '../../src/imports/transfer';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
+import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 
 const KiB = 1024;
 const file = randomBytes(300 * KiB);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-let cutNext = false;
-let served = 0;
-let server: http.Server;
-let base = '';
+let origin: FileOrigin;
 let dir = '';
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-import-'));
-  server = http.createServer((req, res) => {
-    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
-    const from = range && req.headers['if-range'] === '"f1"' ? Number(range[1]) : 0;
-    const headers = { etag: '"f1"', 'content-type': 'image/png' };
-    if (from > 0)
-      res.writeHead(206, {
-        ...headers,
-        'content-range': `bytes ${from}-${file.length - 1}/${file.length}`,
-        'content-length': file.length - from,
-      });
-    else res.writeHead(200, { ...headers, 'content-length': file.length });
-    if (cutNext) {
-      // Half the file, then the connection drops.
-      cutNext = false;
-      served += 150 * KiB;
-      res.write(file.subarray(0, 150 * KiB), () => setTimeout(() => res.socket?.destroy(), 50));
-      return;
-    }
-    served += file.length - from;
-    res.end(file.subarray(from));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  origin = await startFileOrigin(file, { contentType: 'image/png' });
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+  await origin.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -62,7 +35,7 @@ describe('transferring an import into the store', () => {
   it('stores a whole read in parts and knows its SHA-256', async () => {
     const store = new LocalDirectoryStore(path.join(dir, 'a'));
     const reports: TransferProgress[] = [];
-    const job = { url: `${base}/f`, storageKey: 'tenants/t/keys/k/whole', contentType: 'image/png' };
+    const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/whole', contentType: 'image/png' };
     const got = await transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => reports.push(p));
     expect(got).toEqual({ bytes: file.length, sha256: sha(file), contentType: 'image/png', fetched: file.length });
     expect(reports.map((r) => r.offset)).toEqual([64, 128, 192, 256, 300].map((k) => k * KiB));
@@ -74,10 +47,10 @@ describe('transferring an import into the store', () => {
 
   it('resumes after a cut from the last stored part: only the rest is fetched again', async () => {
     const store = new LocalDirectoryStore(path.join(dir, 'b'));
-    const job = { url: `${base}/f`, storageKey: 'tenants/t/keys/k/cut', contentType: 'image/png' };
+    const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/cut', contentType: 'image/png' };
     let progress: TransferProgress | undefined;
-    cutNext = true;
-    served = 0;
+    origin.cutNextAfter(150 * KiB);
+    origin.served = 0;
     await expect(transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => (progress = p))).rejects.toMatchObject({
       code: 'import_failed',
     });
@@ -88,7 +61,7 @@ describe('transferring an import into the store', () => {
     const got = await transfer({ origins, store, partBytes: 64 * KiB }, job, progress, (p) => (progress = p));
     expect(got).toMatchObject({ bytes: file.length, sha256: null, fetched: file.length - 128 * KiB });
     // Re-fetched: what arrived past the last stored part the first time (22 KiB).
-    expect(served - file.length).toBe(150 * KiB - 128 * KiB);
+    expect(origin.served - file.length).toBe(150 * KiB - 128 * KiB);
     const stored = await store.get(job.storageKey);
     const chunks: Buffer[] = [];
     for await (const c of stored!) chunks.push(c as Buffer);
