@@ -1,5 +1,5 @@
 // What a credential may do. An API key holds scopes; one made without a list holds them
-// all (and any added later). Routes name the scope they need (src/api/scopes.ts). An
+// all (and any added later). Routes name the scope they need (src/http/scopes.ts). An
 // upload token holds no scope: routes that take one say so.
 import type { UploadGrant } from './tokens/grant';
 

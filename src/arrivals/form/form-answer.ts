@@ -1,5 +1,5 @@
 // A form post's answer (POST /v1/uploads with multipart/form-data, and the form Uppy posts
-// to its companion): the file part is the upload (src/upload/form-post.ts), under the
+// to its companion): the file part is the upload (./form-post.ts), under the
 // tenant's in-flight limit (a refusal before the whole form is read closes the connection: src/api/problem-handler.ts).
 import type { Context } from 'hono';
 import type { ArrivalMode } from '../../modes';

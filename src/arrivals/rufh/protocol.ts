@@ -1,7 +1,7 @@
 // "Resumable Uploads for HTTP" (draft-ietf-httpbis-resumable-upload) as Oncely speaks it:
 // which interop versions, and what differs between them, in one table; parsers for the
 // structured fields a request carries and builders for the ones an answer carries. Pure
-// functions; src/api/routes/resumable-uploads.ts uses them.
+// functions; ./routes.ts and ./contract.ts use them.
 import { parseDictionary, parseItem, serializeDictionary } from 'structured-headers';
 import { problem } from '../../errors';
 import type { BodyChecksum } from '../../sessions/append-writer';
