@@ -35,6 +35,8 @@ import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
 import { doorHeaders, mountDoors, mountPublicDoors } from '../arrivals';
 
+const DOOR_HEADERS = doorHeaders();
+
 /** Request headers the API reads (allowed cross-origin; each is in the OpenAPI document). */
 export const REQUEST_HEADERS = [
   'Authorization',
@@ -48,7 +50,7 @@ export const REQUEST_HEADERS = [
   'Range',
   'If-Range',
   'If-None-Match',
-  ...doorHeaders().request,
+  ...DOOR_HEADERS.request,
 ];
 
 /** Response headers a browser script on another origin may read. */
@@ -61,7 +63,7 @@ export const EXPOSED_HEADERS = [
     'ETag',
     'Content-Range',
     'Content-Disposition',
-    ...doorHeaders().response,
+    ...DOOR_HEADERS.response,
   ]),
 ];
 

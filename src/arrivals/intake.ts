@@ -52,7 +52,8 @@ export class Intake {
     declared: D,
     refusalHeaders?: Record<string, string>,
   ): DeclaredUpload & Pick<D, 'bytes' | 'sha256'> {
-    if (declared.bytes !== undefined && declared.bytes > this.deps.maxBytes) throw this.tooLarge(declared.bytes, refusalHeaders);
+    if (declared.bytes !== undefined && declared.bytes > this.deps.maxBytes)
+      throw fileTooLarge(this.deps.maxBytes, declared.bytes, refusalHeaders);
     const grant = callingToken(c)?.grant;
     const pipeline = grantedPipeline(grant, declared.pipeline);
     const { pipeline: _named, ...rest } = declared;
@@ -90,11 +91,6 @@ export class Intake {
       'too_many_uploads',
       `This tenant already has ${this.deps.inFlight.limit} uploads in flight on this server; retry shortly with the same Idempotency-Key.`,
     );
-  }
-
-  /** 413 for a file past the server's maximum (`bytes` when known). */
-  tooLarge(bytes?: number, headers?: Record<string, string>): Problem {
-    return fileTooLarge(this.deps.maxBytes, bytes, headers);
   }
 }
 
