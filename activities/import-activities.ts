@@ -1,61 +1,85 @@
 // An import's fetch: the origin's file into the store in parts, heartbeating its progress.
-// A retry after its worker died resumes from the last heartbeat (Range and If-Range), so a
-// crash mid-file re-fetches at most one part. What the origin answered is the import's own
-// failure (not retried); a timeout or an origin that failed mid-transfer is retried.
+// A retry after its worker died resumes from the last recorded heartbeat (Range and
+// If-Range): a crash mid-file re-fetches what arrived since then (the SDK records one at
+// most every 0.8 × IMPORT_HEARTBEAT_SECONDS) and the part in progress. What the origin answered, and a file that
+// fails its checks once read, is the import's own refusal (not retried); a timeout or an
+// origin that failed mid-transfer is retried.
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import type { Pool } from '../src/db/pool';
+import { endImport, recordImportProgress } from '../src/db/queries/imports';
+import { Problem } from '../src/errors';
+import type { ImportRefusal } from '../src/imports/failures';
+import { openImportHeaders } from '../src/imports/headers';
 import { ImportFailure, Origins, type OriginLimits } from '../src/imports/origin';
 import { transfer, type TransferProgress } from '../src/imports/transfer';
 import type { SecretBox } from '../src/secret-box';
 import type { ObjectStore } from '../src/storage/store';
+import type { UploadGrant } from '../src/tokens/grant';
+import { checkArrived } from '../src/upload/grant-limits';
 import { SNIFF_BYTES, stagedCopy } from '../src/upload/staged-copy';
 import type { StagedCopy } from '../src/upload/types';
+import { MEDIA_TYPE_PATTERN } from '../src/upload/media-type';
+import type { ImportSpec } from '../workflows/definitions';
 
 export interface ImportActivityDeps {
+  pool: Pool;
   store: ObjectStore;
   secrets: SecretBox;
-  imports: Omit<OriginLimits, 'maxBytes'> & { allowPrivateNetworks: boolean; maxBytes: number; partBytes: number };
+  imports: Omit<OriginLimits, 'maxBytes' | 'totalMs'> & { allowPrivateNetworks: boolean; partBytes: number };
 }
 
-/** What an import's fetch is told (its run's input carries it; the tenant's headers only sealed). */
+/** What an import's fetch is told by its run. */
 export interface ImportFetch {
-  url: string;
-  /** The tenant's request headers for the origin, sealed with the secrets box under `importHeadersContext(storageKey)`. */
-  sealedHeaders?: string;
-  storageKey: string;
-  contentType: string;
-  maxBytes?: number;
-  attemptId: string;
+  spec: ImportSpec;
   fingerprint: string;
+  /** The media type the request named (when `spec.typeDeclared`). */
+  contentType: string;
+  sha256: string | null;
+  grant?: UploadGrant;
 }
 
-export function importHeadersContext(storageKey: string): string {
-  return `import-headers\n${storageKey}`;
+/** The read file, and the media type the upload records. */
+export interface ImportedCopy {
+  copy: StagedCopy;
+  contentType: string;
 }
 
 /** Failures the origin decided: retrying cannot change them. */
 const FINAL = new Set(['import_too_large', 'import_forbidden_address']);
 
-export function createImportActivities({ store, secrets, imports }: ImportActivityDeps) {
-  const origins = new Origins({ allowPrivateNetworks: imports.allowPrivateNetworks }, imports);
+export function createImportActivities({ pool, store, secrets, imports }: ImportActivityDeps) {
   return {
-    async fetchImport(job: ImportFetch): Promise<StagedCopy> {
+    async fetchImport(job: ImportFetch): Promise<ImportedCopy> {
+      const { spec } = job;
       const ctx = Context.current();
+      const origins = new Origins(
+        { allowPrivateNetworks: imports.allowPrivateNetworks },
+        { ...imports, maxBytes: spec.maxBytes, totalMs: spec.attemptSeconds * 1000 },
+      );
       let progress = ctx.info.heartbeatDetails as TransferProgress | undefined;
-      const beat = setInterval(() => ctx.heartbeat(progress), 1_000);
+      // Progress is heartbeated and shown (GET /v1/uploads/{id}) at most once a second.
+      let shown = -1;
+      const beat = setInterval(() => {
+        ctx.heartbeat(progress);
+        if (progress && progress.offset !== shown) {
+          shown = progress.offset;
+          recordImportProgress(pool, spec.uploadId, progress.offset, progress.length ?? null).catch(() => {
+            // Only the view lags: the heartbeat carries the progress a resume needs.
+          });
+        }
+      }, 1_000);
       try {
-        const headers = job.sealedHeaders
-          ? (JSON.parse(secrets.open(job.sealedHeaders, importHeadersContext(job.storageKey))) as Record<string, string>)
-          : undefined;
+        const headers = spec.sealedHeaders ? openImportHeaders(secrets, spec.storageKey, spec.sealedHeaders) : undefined;
         const got = await transfer(
           { origins, store, partBytes: imports.partBytes },
           {
-            url: job.url,
-            storageKey: job.storageKey,
-            contentType: job.contentType,
+            url: spec.url,
+            storageKey: spec.storageKey,
+            contentType: spec.typeDeclared ? job.contentType : 'application/octet-stream',
+            maxBytes: spec.maxBytes,
             ...(headers ? { headers } : {}),
-            ...(job.maxBytes ? { maxBytes: job.maxBytes } : {}),
           },
           progress,
           (p) => {
@@ -63,31 +87,62 @@ export function createImportActivities({ store, secrets, imports }: ImportActivi
             ctx.heartbeat(p);
           },
         );
+        await recordImportProgress(pool, spec.uploadId, got.bytes, got.bytes);
         // After a resume no one process read the whole file: the assembled object is hashed once.
-        const sha256 = got.sha256 ?? (await hashObject(store, job.storageKey));
-        return stagedCopy({
-          attemptId: job.attemptId,
+        const sha256 = got.sha256 ?? (await hashObject(store, spec.storageKey));
+        const copy = stagedCopy({
+          attemptId: spec.attemptId,
           fingerprint: job.fingerprint,
-          storageKey: job.storageKey,
+          storageKey: spec.storageKey,
           bytes: got.bytes,
           sha256,
-          head: await headOf(store, job.storageKey, got.bytes),
+          head: await headOf(store, spec.storageKey, got.bytes),
         });
+        const contentType = spec.typeDeclared ? job.contentType : recordedType(got.contentType, copy.sniffedType);
+        await checkFile(store, job, copy, contentType);
+        return { copy, contentType };
       } catch (err) {
+        if (err instanceof ApplicationFailure) throw err;
         if (!(err instanceof ImportFailure)) throw err;
         const status = err.originStatus;
         const final = FINAL.has(err.code) || (err.code === 'import_failed' && status !== undefined && status >= 400 && status < 500);
-        throw ApplicationFailure.create({
-          message: err.message,
-          type: err.code,
-          nonRetryable: final,
-          details: [{ originStatus: status ?? null }],
-        });
+        if (final && progress) await store.abortParts(spec.storageKey, progress.multipartId).catch(() => {});
+        throw refusal(err.code, err.message, { originStatus: status ?? null }, final);
       } finally {
         clearInterval(beat);
+        void origins.close();
       }
     },
+
+    /** An import whose run failed without recording an answer (e.g. its key was taken by another door meanwhile). */
+    async failImport(uploadId: string): Promise<void> {
+      await endImport(pool, uploadId, 'failed');
+    },
   };
+}
+
+/** The checks on the read file: the declared SHA-256 and the token's limits. A refused file is deleted. */
+async function checkFile(store: ObjectStore, job: ImportFetch, copy: StagedCopy, contentType: string): Promise<void> {
+  try {
+    if (job.sha256 && job.sha256 !== copy.sha256)
+      throw new Problem('checksum_mismatch', `The declared SHA-256 is ${job.sha256} but the file read hashes to ${copy.sha256}.`);
+    checkArrived(job.grant, { bytes: copy.bytes, sniffedType: copy.sniffedType, contentType });
+  } catch (err) {
+    if (!(err instanceof Problem)) throw err;
+    await store.delete(copy.storageKey);
+    throw refusal(err.code as ImportRefusal, err.detail, {}, true);
+  }
+}
+
+function refusal(code: ImportRefusal, message: string, details: Record<string, unknown>, final: boolean): ApplicationFailure {
+  return ApplicationFailure.create({ message, type: code, nonRetryable: final, details: [details] });
+}
+
+/** The origin's media type (without parameters) unless it says nothing useful; then the sniffed one. */
+function recordedType(originType: string | null, sniffed: string | null): string {
+  const bare = originType?.split(';')[0]!.trim().toLowerCase();
+  if (bare && bare !== 'application/octet-stream' && MEDIA_TYPE_PATTERN.test(bare)) return bare;
+  return sniffed ?? 'application/octet-stream';
 }
 
 async function hashObject(store: ObjectStore, key: string): Promise<string> {

@@ -7,8 +7,14 @@ import { createHousekeepingActivities, type HousekeepingDeps } from './housekeep
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 import { createReprocessActivities } from './reprocess-activities';
+import { createImportActivities, type ImportActivityDeps } from './import-activities';
 
-export type ActivityDeps = UploadActivityDeps & StepActivityDeps & WebhookActivityDeps & HousekeepingDeps & DeletionActivityDeps;
+export type ActivityDeps = UploadActivityDeps &
+  StepActivityDeps &
+  WebhookActivityDeps &
+  HousekeepingDeps &
+  DeletionActivityDeps &
+  ImportActivityDeps;
 
 export function createActivities(deps: ActivityDeps) {
   const webhooks = createWebhookActivities(deps);
@@ -21,6 +27,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createResumableActivities(deps),
     ...createDeletionActivities(deps),
     ...createReprocessActivities(deps),
+    ...createImportActivities(deps),
   };
 }
 

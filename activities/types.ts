@@ -1,20 +1,23 @@
 // Activity inputs shared with workflow code (type-only for workflows).
 import type { StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
 import type { DownstreamRequest } from '../src/downstream/types';
+import type { ImportRefusal } from '../src/imports/failures';
+import type { ImportSpec } from '../workflows/definitions';
 
 export interface CommitObjectInput {
   copy: StagedCopy;
 }
 
 export interface CommitRecordsInput {
-  request: UploadRequest;
+  /** With `import` when the run read the file itself (its import row ends with the records). */
+  request: UploadRequest & { import?: Pick<ImportSpec, 'uploadId'> };
   workflowId: string;
   uploadId: string;
   startedAtMs: number;
   /** Present when the upload is accepted. */
   copy?: StagedCopy;
   /** Present when the upload is deterministically rejected. */
-  rejection?: { code: 'content_type_mismatch'; detail: string };
+  rejection?: { code: 'content_type_mismatch' | ImportRefusal; detail: string; extra?: Record<string, unknown> };
 }
 
 /** The commit of workflow revision 4: the records, and the settings its downstream run needs. */

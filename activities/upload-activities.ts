@@ -94,6 +94,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
         startedAt: new Date(input.startedAtMs),
         ttlSeconds,
         pipeline: pipelineChoice(request.pipeline, builtin),
+        ...(request.import ? { importId: request.import.uploadId } : {}),
         upload:
           copy && !rejection
             ? {
@@ -114,7 +115,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
             : undefined,
         response: (createdAt, storageKey) =>
           rejection
-            ? rejectionAnswer(rejection.code, rejection.detail)
+            ? rejectionAnswer(rejection.code, rejection.detail, rejection.extra)
             : createdAnswer({
                 uploadId: input.uploadId,
                 storageKey: storageKey ?? copy!.storageKey,

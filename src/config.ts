@@ -134,6 +134,24 @@ export const configSchema = z.object({
     .default('128k'),
   /** Webhooks: loopback/private targets are refused unless allowed (development, tests). */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Imports (POST /v1/imports): origins on loopback/private networks are refused unless allowed (development, tests). */
+  IMPORT_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Redirects an import follows, each checked like the first URL. */
+  IMPORT_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5),
+  IMPORT_CONNECT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /** Longest an origin may keep an import waiting for its headers, or between two chunks of its body. */
+  IMPORT_IDLE_SECONDS: z.coerce.number().positive().max(3600).default(60),
+  /** Longest one attempt at reading a file may take; a later attempt resumes where it stopped. */
+  IMPORT_ATTEMPT_SECONDS: z.coerce
+    .number()
+    .positive()
+    .default(6 * 3600),
+  /** Attempts at reading a file before the import fails (a cut, a timeout, an origin's 5xx); each resumes. */
+  IMPORT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
+  /** An import's read not heard from for this long (its worker died) is retried, resuming where it was. */
+  IMPORT_HEARTBEAT_SECONDS: z.coerce.number().min(2).max(600).default(10),
+  /** Per tenant, all replicas: imports not yet committed or failed (429 past it). */
+  TENANT_MAX_IMPORTS_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(32),
   /** Per-tenant quotas: live webhook endpoints, active API keys (counts, 409 past them). */
   TENANT_MAX_WEBHOOK_ENDPOINTS: z.coerce.number().int().min(1).max(256).default(16),
   TENANT_MAX_API_KEYS: z.coerce.number().int().min(1).max(10_000).default(32),

@@ -11,6 +11,7 @@ export const SCOPES = [
   'webhooks:manage',
   'keys:manage',
   'pipelines:manage',
+  'imports:create',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -3,8 +3,9 @@
 // records a session's mode and the validation hook is told it.
 
 /** Each mode and what its upload is before the commit: nothing kept between requests, an
- * appended session (bytes arrive through the API at an offset) or a signed one (bytes go
- * straight to the store through signed URLs). */
+ * appended session (bytes arrive through the API at an offset), a signed one (bytes go
+ * straight to the store through signed URLs), or an import (its run reads the file from
+ * its origin). */
 export const ARRIVAL_MODES = {
   upload: 'none',
   form: 'none',
@@ -12,12 +13,13 @@ export const ARRIVAL_MODES = {
   rufh: 'appended',
   direct: 'signed',
   uppy: 'signed',
+  import: 'fetched',
 } as const;
 
 type Table = typeof ARRIVAL_MODES;
 export type ArrivalMode = keyof Table;
 /** Modes whose upload is a session row. */
-export type SessionMode = { [M in ArrivalMode]: Table[M] extends 'none' ? never : M }[ArrivalMode];
+export type SessionMode = { [M in ArrivalMode]: Table[M] extends 'appended' | 'signed' ? M : never }[ArrivalMode];
 /** Session modes whose bytes arrive through the API as appends at an offset. */
 export type AppendedMode = { [M in ArrivalMode]: Table[M] extends 'appended' ? M : never }[ArrivalMode];
 

@@ -171,6 +171,14 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
           maxEndpoints: config.TENANT_MAX_WEBHOOK_ENDPOINTS,
         },
         secrets: box,
+        imports: {
+          allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS,
+          maxRedirects: config.IMPORT_MAX_REDIRECTS,
+          connectMs: config.IMPORT_CONNECT_SECONDS * 1000,
+          idleMs: config.IMPORT_IDLE_SECONDS * 1000,
+          // Whole parts of a multipart upload (S3 needs at least 5 MiB), as resumable sessions write.
+          partBytes: config.RESUMABLE_PART_MIB * 1024 * 1024,
+        },
         scanner: { address: config.CLAMD_ADDRESS, timeoutSeconds: config.CLAMD_TIMEOUT_SECONDS, maxBytes: config.CLAMD_MAX_BYTES },
         webhookRetry: downstreamSettings(config).webhookRetry,
         housekeeping: {

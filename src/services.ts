@@ -13,6 +13,7 @@ import { AppendedSessions } from './sessions/appended';
 import { TUS_ROUTE } from './arrivals/tus/protocol';
 import { RUFH_ROUTE } from './arrivals/rufh/protocol';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
+import { Importer } from './arrivals/import/importer';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
@@ -148,5 +149,21 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     transcodeQueue: config.TASK_QUEUE_TRANSCODE,
     webhookRetry: downstreamSettings(config).webhookRetry,
   });
-  return { receiver, intake, registry, tus, rufh, direct, uppy, links, deletions, redeliveries, pipelines, decisions, reprocessing };
+  const importer = new Importer({ pool, temporal, receiver, secrets: box, config });
+  return {
+    receiver,
+    intake,
+    registry,
+    tus,
+    rufh,
+    direct,
+    uppy,
+    importer,
+    links,
+    deletions,
+    redeliveries,
+    pipelines,
+    decisions,
+    reprocessing,
+  };
 }

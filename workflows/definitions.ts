@@ -17,6 +17,8 @@ export interface UploadWorkflowInput extends UploadRequest {
    * long as the session is not idle for `idleSeconds`, and ends it (aborted, key freed) then.
    */
   resumable?: { sessionId: string; idleSeconds: number };
+  /** Started by an import (POST /v1/imports): the run reads the file from its origin instead of waiting for an offered copy. */
+  import?: ImportSpec;
   /**
    * The workflow revision the run was started for (see UPLOAD_WORKFLOW_REVISION). The code
    * serves revisions 3 to 5: 3 and 4 differ in how the commit is recorded, 5 in which
@@ -28,6 +30,25 @@ export interface UploadWorkflowInput extends UploadRequest {
    * workflow task already committed its records (see findCommittedAnswer); default 60.
    */
   lostCommitProbeSeconds?: number;
+}
+
+/** What the API decided about an import's read; the run hands it to its fetch (activities/import-activities.ts). */
+export interface ImportSpec {
+  /** The upload's id, known before the commit (the 202's Location). */
+  uploadId: string;
+  url: string;
+  /** The tenant's headers for the origin, sealed with the secrets box (never in clear in a payload). */
+  sealedHeaders?: string;
+  storageKey: string;
+  attemptId: string;
+  /** The smallest of the server's, the tenant's and the token's size limits. */
+  maxBytes: number;
+  /** Whether the request named the media type; otherwise the origin's (else the sniffed one) is recorded. */
+  typeDeclared: boolean;
+  heartbeatSeconds: number;
+  /** Longest one attempt at the read may take, and how many attempts (each resuming) there are. */
+  attemptSeconds: number;
+  maxAttempts: number;
 }
 
 /**

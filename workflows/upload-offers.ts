@@ -58,18 +58,33 @@ export interface Revision {
   commit: (run: RunRecords, copy: StagedCopy, answered: (response: StoredResponse) => void) => Promise<StoredResponse>;
   /** What adopting an answer a lost workflow task committed starts (the downstream run it never started). */
   adopted: (input: UploadWorkflowInput, response: StoredResponse) => Promise<void>;
+  /**
+   * An import's run reads its copy itself instead of waiting for one to be offered: the copy
+   * and the request as it is recorded (the media type the origin named), or the answer a
+   * refused import recorded.
+   */
+  fetch?: (run: RunRecords) => Promise<{ copy: StagedCopy; request: UploadWorkflowInput } | StoredResponse>;
 }
 
 /** One upload run: the first copy offered is committed once, and every offer is answered with the key's answer. */
 export async function runUpload(input: UploadWorkflowInput, revision: Revision): Promise<StoredResponse> {
-  const uploadId = uuid4();
+  // An import's upload has the id the API announced; no other run's input names one.
+  const uploadId = input.import?.uploadId ?? uuid4();
   const offers = acceptOffers(input);
-  const waited = await awaitCopy(input, () => offers.accepted !== undefined);
-  if (waited === 'abandoned') abandon();
-  if (waited !== 'copy') return adopt(waited);
+  if (!revision.fetch) {
+    const waited = await awaitCopy(input, () => offers.accepted !== undefined);
+    if (waited === 'abandoned') abandon();
+    if (waited !== 'copy') return adopt(waited);
+  }
   try {
     const { workflowId, startTime } = workflowInfo();
-    const run = { request: input, workflowId, uploadId, startedAtMs: startTime.getTime() };
+    let run: RunRecords = { request: input, workflowId, uploadId, startedAtMs: startTime.getTime() };
+    if (revision.fetch) {
+      const fetched = await revision.fetch(run);
+      if (!('copy' in fetched)) return await answered(fetched);
+      offers.take(fetched.copy);
+      run = { ...run, request: fetched.request };
+    }
     const response = await revision.commit(run, offers.accepted!, (r) => offers.settle({ response: r }));
     await condition(allHandlersFinished);
     return response;
@@ -80,6 +95,12 @@ export async function runUpload(input: UploadWorkflowInput, revision: Revision):
   async function adopt(response: StoredResponse): Promise<StoredResponse> {
     offers.settle({ response });
     await revision.adopted(input, response);
+    await condition(allHandlersFinished);
+    return response;
+  }
+
+  async function answered(response: StoredResponse): Promise<StoredResponse> {
+    offers.settle({ response });
     await condition(allHandlersFinished);
     return response;
   }
@@ -115,6 +136,7 @@ function acceptOffers(input: UploadWorkflowInput) {
     { validator },
   );
   return {
+    take,
     get accepted() {
       return accepted;
     },

@@ -5,13 +5,17 @@ import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { needsDownstream } from '../src/downstream/types';
 import type { UploadWorkflowInput } from './definitions';
-import { discardCopy, localStep, refusable, runUpload, setPhase, type RunRecords } from './upload-offers';
+import { discardCopy, localStep, refusable, runUpload, setPhase, type Revision, type RunRecords } from './upload-offers';
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { isImportRefusal, type ImportRefusal } from '../src/imports/failures';
 import { uploadWorkflowR3 } from './upload-r3';
 
 const { commitUpload } = localStep(
   'Verify the accepted copy, write the upload row and the key row in one transaction, start the downstream run',
 );
 const { startDownstream } = localStep('Start the downstream run of an upload a lost workflow task committed');
+const { failImport } = localStep('Mark an import whose run failed without an answer');
 
 /**
  * Revisions 4 and 5 commit in one local activity that also starts the downstream run (a
@@ -20,15 +24,64 @@ const { startDownstream } = localStep('Start the downstream run of an upload a l
  * one workflow task and 8 history events. Revision 3 (10 to 15 events, two tasks, a child)
  * runs its own frozen code.
  */
-export function uploadWorkflow(input: UploadWorkflowInput): Promise<StoredResponse> {
+export async function uploadWorkflow(input: UploadWorkflowInput): Promise<StoredResponse> {
   if ((input.revision ?? 0) < 4) return uploadWorkflowR3(input);
-  return runUpload(input, {
+  const revision: Revision = {
     commit: commitAccepted,
     // Completes with an answer a lost workflow task committed, starting the downstream run it never started.
     adopted: async (input, response) => {
       if (needsDownstream(response)) await startDownstream(input, response);
     },
+  };
+  if (!input.import) return runUpload(input, revision);
+  try {
+    return await runUpload(input, { ...revision, fetch: fetchImported });
+  } catch (err) {
+    await failImport(input.import.uploadId);
+    throw err;
+  }
+}
+
+/**
+ * An import's read, retried (each attempt resuming) up to its bound; a refusal (what the
+ * origin answered, a file past its limits) is recorded as the key's answer in one commit.
+ */
+async function fetchImported(run: RunRecords): Promise<{ copy: StagedCopy; request: UploadWorkflowInput } | StoredResponse> {
+  const { request } = run;
+  const spec = request.import!;
+  const { fetchImport } = proxyActivities<Activities>({
+    // The read's own bound, plus hashing a resumed file and completing its parts.
+    startToCloseTimeout: (spec.attemptSeconds + 300) * 1000,
+    heartbeatTimeout: spec.heartbeatSeconds * 1000,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: spec.maxAttempts },
+    summary: 'Read the file from its origin into the store',
   });
+  try {
+    const got = await fetchImport({
+      spec,
+      fingerprint: request.fingerprint,
+      contentType: request.contentType,
+      sha256: request.declaredSha256,
+      ...(request.grant ? { grant: request.grant } : {}),
+    });
+    return { copy: got.copy, request: { ...request, contentType: got.contentType } };
+  } catch (err) {
+    const rejection = importRefusal(err);
+    const response = await commitUpload({ ...run, rejection });
+    setPhase('rejected');
+    return response;
+  }
+}
+
+/** What a failed read records: its own refusal, a timeout, or (anything else, retries spent) that the file could not be read. */
+function importRefusal(err: unknown): { code: ImportRefusal; detail: string; extra?: Record<string, unknown> } {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure && isImportRefusal(cause.type)) {
+    const extra = cause.details?.[0] as Record<string, unknown> | undefined;
+    return { code: cause.type, detail: cause.message, ...(extra && Object.keys(extra).length ? { extra } : {}) };
+  }
+  if (cause instanceof TimeoutFailure) return { code: 'import_timeout', detail: 'The origin did not send the file in time.' };
+  return { code: 'import_failed', detail: 'The file could not be read from its origin.' };
 }
 
 /** One local activity verifies the copy, records it and starts the downstream run; the answer goes out through `answered`. */

@@ -125,7 +125,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/downloads', signedDownloadRoutes(downloads));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   mountDoors(app, doors);
-  app.route('/v1/uploads', uploadRoutes({ pool, config, processed }));
+  app.route('/v1/uploads', uploadRoutes({ pool, config, processed, importer: services.importer }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));

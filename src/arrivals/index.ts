@@ -18,6 +18,8 @@ import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS, TUS_ROUTE } from './tus/prot
 import { tusDiscoveryRoutes, tusRoutes } from './tus/routes';
 import { UPPY_ROUTE } from './uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './uppy/routes';
+import { IMPORT_ROUTE } from './import/protocol';
+import { importRoutes } from './import/routes';
 
 /**
  * What the doors are built from: the upload services wired once (src/services.ts) and what
@@ -82,6 +84,12 @@ export const DOORS = {
       app.route('/v1/uploads', oneRequestRoutes({ ...deps, resumable: { sessions: deps.rufh, config: deps.config, intake: deps.intake } })),
   },
   form: { fingerprintRoute: FORM_ROUTE, requestHeaders: [], responseHeaders: [] },
+  import: {
+    fingerprintRoute: IMPORT_ROUTE,
+    requestHeaders: [],
+    responseHeaders: [],
+    mount: (app, { importer, intake, config }) => app.route('/v1/imports', importRoutes({ importer, intake, config })),
+  },
 } satisfies Record<ArrivalMode, Door>;
 
 const doors = Object.entries(DOORS) as [ArrivalMode, Door][];

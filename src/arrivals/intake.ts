@@ -70,7 +70,7 @@ export class Intake {
   /** Once the key is new: the token is live (401), its declared limits (413 / 415), the pipeline admits it (404 / 403 / 422 / 503). */
   async admit(upload: DeclaredUpload): Promise<void> {
     assertGrantLive(upload.grant);
-    checkDeclared(upload.grant, { bytes: upload.bytes, contentType: upload.contentType });
+    checkDeclared(upload.grant, { bytes: upload.bytes, ...(upload.typeUnknown ? {} : { contentType: upload.contentType }) });
     await this.deps.receiver.admit(
       {
         tenantId: upload.tenantId,

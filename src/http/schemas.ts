@@ -6,6 +6,7 @@
 // folder).
 import { z } from '@hono/zod-openapi';
 import { catalogue, type ErrorCode } from '../errors';
+import { MEDIA_TYPE_PATTERN } from '../upload/media-type';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -56,15 +57,20 @@ export const FileName = z
     example: 'holiday%20photo.jpg',
   });
 
-/** A media type's essence (parameters are dropped before this check). */
-export const MediaType = z
+/** A file name in a JSON body (the same rule as X-File-Name, not percent-encoded). */
+export const FileNameField = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/, 'Content-Type is not a valid media type.')
-  .openapi({
-    description:
-      'Media type of the file; images, video and audio get renditions. Content that contradicts it is refused with 415. Default application/octet-stream.',
-    example: 'image/jpeg',
-  });
+  .min(1)
+  .max(255)
+  .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'fileName must be 1-255 characters without control characters or slashes.')
+  .openapi({ example: 'talk.mp4' });
+
+/** A media type's essence (parameters are dropped before this check). */
+export const MediaType = z.string().regex(MEDIA_TYPE_PATTERN, 'Content-Type is not a valid media type.').openapi({
+  description:
+    'Media type of the file; images, video and audio get renditions. Content that contradicts it is refused with 415. Default application/octet-stream.',
+  example: 'image/jpeg',
+});
 
 /** The largest value of a PostgreSQL integer column. */
 export const INT4_MAX = 2_147_483_647;

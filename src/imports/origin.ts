@@ -9,7 +9,7 @@ import { Transform, type Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import { assertDeliverableUrl, DisallowedUrlError, guardedLookup, type GuardOptions, type Resolver } from '../downstream/url-guard';
 
-export type ImportFailureCode = 'import_failed' | 'import_too_large' | 'import_forbidden_address' | 'import_timeout';
+import type { ImportFailureCode } from './failures';
 
 /** Why an origin gave no file: the import's own answer (stored under its key). */
 export class ImportFailure extends Error {

@@ -17,6 +17,8 @@ export interface TransferProgress {
   offset: number;
   /** The origin's validator for If-Range; null: a resume starts over. */
   validator: string | null;
+  /** The file's length, when the origin declared it. */
+  length?: number | null;
 }
 
 export interface Transferred {
@@ -59,6 +61,7 @@ export async function transfer(
     parts: got.offset > 0 ? [...progress!.parts] : [],
     offset: got.offset,
     validator: got.validator,
+    length: got.length,
   };
   const hash: Hash | null = got.offset === 0 ? createHash('sha256') : null;
   let buf = Buffer.allocUnsafe(partBytes);

@@ -46,12 +46,12 @@ export function typeAllowed(allowed: readonly string[] | null, type: string): bo
   return allowed.some((a) => a === t || (a.endsWith('/*') && t.startsWith(a.slice(0, -1))));
 }
 
-/** Before a body byte is read: the declared length (when known) and type. 413 / 415. */
-export function checkDeclared(grant: UploadGrant | undefined, declared: { bytes?: number; contentType: string }): void {
+/** Before a body byte is read: the declared length and type (each when known). 413 / 415. */
+export function checkDeclared(grant: UploadGrant | undefined, declared: { bytes?: number; contentType?: string }): void {
   if (!grant) return;
   if (declared.bytes !== undefined && grant.maxBytes !== null && declared.bytes > grant.maxBytes)
     throw problem('payload_too_large', `The upload token allows at most ${grant.maxBytes} bytes; this upload declares ${declared.bytes}.`);
-  if (!typeAllowed(grant.allowedTypes, declared.contentType))
+  if (declared.contentType !== undefined && !typeAllowed(grant.allowedTypes, declared.contentType))
     throw problem(
       'type_not_allowed',
       `The upload token does not allow ${declared.contentType}; it allows ${grant.allowedTypes!.join(', ')}.`,

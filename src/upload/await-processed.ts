@@ -4,6 +4,10 @@ import type { Pool } from '../db/pool';
 import { findUpload, type UploadRow } from '../db/queries/uploads';
 import type { ProcessedSignal } from '../db/upload-processed';
 import { dependency } from '../errors';
+import type { ImportView } from '../imports/view';
+
+/** How often a wait on an import not yet committed looks again (its progress is written about once a second). */
+const IMPORT_POLL_MS = 500;
 
 /** Upload statuses after which nothing more happens to the upload. */
 const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['processed']);
@@ -32,5 +36,29 @@ export async function awaitProcessed(
       return row;
     }
     await processed.outcome;
+  }
+}
+
+/**
+ * For an upload that is an import not yet committed: its view once it failed or at `deadline`,
+ * else (committed meanwhile) its row once processed or at `deadline`. Neither: no such upload.
+ */
+export async function awaitImport(
+  imports: { view(tenantId: string, uploadId: string): Promise<ImportView | undefined> },
+  deps: { pool: Pool; signal: ProcessedSignal },
+  tenantId: string,
+  uploadId: string,
+  deadline: number,
+): Promise<{ view?: ImportView; row?: UploadRow }> {
+  for (;;) {
+    const view = await imports.view(tenantId, uploadId);
+    if (!view) {
+      // Committed since (its import row goes with the commit), or never an import.
+      const row = await awaitProcessed(deps, tenantId, uploadId, Math.max(0, deadline - Date.now()));
+      return row ? { row } : {};
+    }
+    const remaining = deadline - Date.now();
+    if (view.status === 'failed' || remaining <= 0) return { view };
+    await new Promise((r) => setTimeout(r, Math.min(IMPORT_POLL_MS, remaining)));
   }
 }

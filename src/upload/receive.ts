@@ -236,6 +236,11 @@ export class UploadReceiver {
     }
   }
 
+  /** The key's run's answer within `waitMs`, else "processing" (for runs that take no offer: imports). */
+  awaitRun(req: UploadRequest, workflowId: string, waitMs: number): Promise<UploadOutcome> {
+    return this.awaitRunResult(req, workflowId, Date.now() + waitMs, false);
+  }
+
   /** The run's result (its history's close event), as before the answering offer. */
   private async awaitRunResult(req: UploadRequest, workflowId: string, deadline: number, replayed: boolean): Promise<UploadOutcome> {
     const waitMs = deadline - Date.now();

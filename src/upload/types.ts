@@ -32,6 +32,8 @@ export interface DeclaredUpload {
   /** Its length, when the door knows it before the bytes (a form post and Uppy do not). */
   bytes?: number;
   contentType: string;
+  /** The door learns the type only from the file (an import that names none): `contentType` is a placeholder. */
+  typeUnknown?: true;
   fileName: string | null;
   sha256: string | null;
   /** When the upload is to be deleted (RFC 3339), as sent with it. */

@@ -89,6 +89,7 @@ export function stackEnv(name: string, dbUrl: string): Record<string, string> {
     LOG_LEVEL: 'silent',
     DEFAULT_WAIT_SECONDS: '30',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    IMPORT_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_RETRY_INITIAL_SECONDS: '0.2',
     WEBHOOK_RETRY_COEFFICIENT: '2',
     WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '2',

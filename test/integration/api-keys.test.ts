@@ -195,7 +195,7 @@ describe('a request under the key still running (claimed, not yet answered)', ()
 describe('restricted keys', () => {
   let tenant: { tenantId: string; apiKey: string };
   const keyWith = async (scopes: string[]) => {
-    const res = await post('/v1/api-keys', { label: scopes.join(' '), scopes }, { token: tenant.apiKey });
+    const res = await post('/v1/api-keys', { label: `${scopes.length} scopes ${randomUUID()}`, scopes }, { token: tenant.apiKey });
     expect(res.status, res.text).toBe(201);
     expect(res.json.scopes).toEqual(scopes);
     return res.json.key as string;

@@ -1,6 +1,6 @@
 // An origin for import tests on 127.0.0.1: serves one file with a strong ETag, honours
 // Range with a matching If-Range, can cut its next answer mid-file like a dropped connection,
-// and counts the bytes it sent. `/missing` answers 404.
+// and counts the bytes it sent. `/missing` answers 404; `?type=T` serves the file as T.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -13,16 +13,24 @@ export interface FileOrigin {
   served: number;
   /** The Authorization header of the last request. */
   lastAuthorization: string | undefined;
+  /** Requests answered so far. */
+  requests: number;
+  /** Sends at most `bytesPerSecond` from now on (undefined: as fast as it can). */
+  throttle(bytesPerSecond: number | undefined): void;
   close(): Promise<void>;
 }
 
 export async function startFileOrigin(file: Buffer, o: { etag?: string; contentType?: string } = {}): Promise<FileOrigin> {
   const etag = o.etag ?? '"f1"';
-  const typed = o.contentType ? { 'content-type': o.contentType } : {};
   let cutAfter: number | undefined;
+  let rate: number | undefined;
   const server = http.createServer((req, res) => {
     origin.lastAuthorization = req.headers.authorization;
-    if (req.url === '/missing') {
+    origin.requests++;
+    const url = new URL(req.url ?? '/', 'http://origin');
+    const type = url.searchParams.get('type') ?? o.contentType;
+    const typed = type ? { 'content-type': type } : {};
+    if (url.pathname === '/missing') {
       res.writeHead(404);
       return res.end();
     }
@@ -42,15 +50,30 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
       res.write(file.subarray(from, from + n), () => setTimeout(() => res.socket?.destroy(), 50));
       return;
     }
+    if (rate !== undefined) return void paced(res, file.subarray(from));
     origin.served += file.length - from;
     res.end(file.subarray(from));
   });
+  /** Writes `bytes` a tenth of the rate every 100 ms, counting what was sent; stops when the client goes. */
+  async function paced(res: http.ServerResponse, bytes: Buffer): Promise<void> {
+    for (let at = 0; at < bytes.length && !res.destroyed; ) {
+      const n = Math.max(1, Math.floor((rate ?? bytes.length) / 10));
+      const chunk = bytes.subarray(at, at + n);
+      at += chunk.length;
+      origin.served += chunk.length;
+      res.write(chunk);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    res.end();
+  }
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const origin: FileOrigin = {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     cutNextAfter: (bytes) => void (cutAfter = bytes),
     served: 0,
     lastAuthorization: undefined,
+    requests: 0,
+    throttle: (bytesPerSecond) => void (rate = bytesPerSecond),
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

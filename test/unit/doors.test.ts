@@ -8,7 +8,7 @@ import { ARRIVAL_MODES, isAppended } from '../../src/modes';
 describe('the doors', () => {
   it('list one door per arrival mode, in mount order', () => {
     expect(Object.keys(DOORS).sort()).toEqual(Object.keys(ARRIVAL_MODES).sort());
-    expect(Object.keys(DOORS)).toEqual(['tus', 'rufh', 'direct', 'uppy', 'upload', 'form']);
+    expect(Object.keys(DOORS)).toEqual(['tus', 'rufh', 'direct', 'uppy', 'upload', 'form', 'import']);
   });
 
   it('record a different route in each door’s fingerprints', () => {

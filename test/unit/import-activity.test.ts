@@ -8,7 +8,10 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createImportActivities, importHeadersContext, type ImportFetch } from '../../activities/import-activities';
+import { createImportActivities, type ImportedCopy, type ImportFetch } from '../../activities/import-activities';
+import { sealImportHeaders } from '../../src/imports/headers';
+import type { Pool } from '../../src/db/pool';
+import type { ImportSpec } from '../../workflows/definitions';
 import type { TransferProgress } from '../../src/imports/transfer';
 import { SecretBox } from '../../src/secret-box';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
@@ -24,7 +27,7 @@ let dir = '';
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-import-activity-'));
-  origin = await startFileOrigin(file);
+  origin = await startFileOrigin(file, { contentType: 'image/png' });
 });
 afterAll(async () => {
   await origin.close();
@@ -32,26 +35,35 @@ afterAll(async () => {
 });
 
 const store = () => new LocalDirectoryStore(path.join(dir, randomBytes(4).toString('hex')));
+/** The import row's progress as the activity writes it (a stand-in for the pool: one statement). */
+const progressWrites: unknown[][] = [];
+const pool = {
+  query: async (_sql: string, values: unknown[]) => (progressWrites.push(values), { rows: [], rowCount: 1 }),
+} as unknown as Pool;
 const activities = (s: LocalDirectoryStore) =>
   createImportActivities({
+    pool,
     store: s,
     secrets,
-    imports: {
-      allowPrivateNetworks: true,
-      maxBytes: 1024 * KiB,
-      maxRedirects: 3,
-      connectMs: 2_000,
-      idleMs: 2_000,
-      totalMs: 10_000,
-      partBytes: 64 * KiB,
-    },
+    imports: { allowPrivateNetworks: true, maxRedirects: 3, connectMs: 2_000, idleMs: 2_000, partBytes: 64 * KiB },
   });
-const job = (over: Partial<ImportFetch> = {}): ImportFetch => ({
-  url: `${origin.base}/f`,
-  storageKey: 'tenants/t/keys/k/import',
-  contentType: 'image/png',
-  attemptId: 'a1',
+const STORAGE_KEY = 'tenants/t/keys/k/import';
+const job = (spec: Partial<ImportSpec> = {}, over: Partial<ImportFetch> = {}): ImportFetch => ({
+  spec: {
+    uploadId: '00000000-0000-4000-8000-000000000001',
+    url: `${origin.base}/f`,
+    storageKey: STORAGE_KEY,
+    attemptId: 'a1',
+    maxBytes: 1024 * KiB,
+    typeDeclared: true,
+    heartbeatSeconds: 10,
+    attemptSeconds: 10,
+    maxAttempts: 3,
+    ...spec,
+  },
   fingerprint: 'f'.repeat(64),
+  contentType: 'image/png',
+  sha256: null,
   ...over,
 });
 
@@ -61,11 +73,10 @@ describe('fetchImport', () => {
     const env = new MockActivityEnvironment();
     const beats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    const sealedHeaders = secrets.seal(
-      JSON.stringify({ authorization: 'Bearer origin-token' }),
-      importHeadersContext('tenants/t/keys/k/import'),
-    );
-    const copy = await env.run(activities(s).fetchImport, job({ sealedHeaders }));
+    const sealedHeaders = sealImportHeaders(secrets, STORAGE_KEY, { Authorization: 'Bearer origin-token' });
+    progressWrites.length = 0;
+    const { copy, contentType } = (await env.run(activities(s).fetchImport, job({ sealedHeaders }))) as ImportedCopy;
+    expect(contentType).toBe('image/png');
     expect(copy).toEqual({
       attemptId: 'a1',
       fingerprint: 'f'.repeat(64),
@@ -76,6 +87,28 @@ describe('fetchImport', () => {
     });
     expect(origin.lastAuthorization).toBe('Bearer origin-token');
     expect((beats.at(-1) as TransferProgress).offset).toBe(file.length);
+    // The upload's view shows the whole file read once the fetch ends.
+    expect(progressWrites.at(-1)).toEqual(['00000000-0000-4000-8000-000000000001', file.length, file.length]);
+  });
+
+  it("records the origin's media type when the request named none, else the sniffed one", async () => {
+    const s = store();
+    const named = (await new MockActivityEnvironment().run(activities(s).fetchImport, job({ typeDeclared: false }))) as ImportedCopy;
+    expect(named.contentType).toBe('image/png'); // the origin serves image/png
+    const unnamed = (await new MockActivityEnvironment().run(
+      activities(s).fetchImport,
+      job({ typeDeclared: false, url: `${origin.base}/f?type=application/octet-stream` }),
+    )) as ImportedCopy;
+    expect(unnamed.contentType).toBe('image/png'); // sniffed
+  });
+
+  it('refuses for good a file whose SHA-256 is not the declared one, and deletes it', async () => {
+    const s = store();
+    const wrong = await new MockActivityEnvironment()
+      .run(activities(s).fetchImport, job({}, { sha256: 'a'.repeat(64) }))
+      .catch((e: unknown) => e);
+    expect(wrong).toMatchObject({ type: 'checksum_mismatch', nonRetryable: true });
+    expect(await s.head(STORAGE_KEY)).toBeUndefined();
   });
 
   it('resumes from the last heartbeat after a cut: the retry fetches only the rest', async () => {
@@ -91,7 +124,7 @@ describe('fetchImport', () => {
     expect(last?.offset).toBe(128 * KiB);
 
     const retry = new MockActivityEnvironment({ heartbeatDetails: last, attempt: 2 });
-    const copy = await retry.run(activities(s).fetchImport, job());
+    const { copy } = (await retry.run(activities(s).fetchImport, job())) as ImportedCopy;
     expect(copy).toMatchObject({ bytes: file.length, sha256: sha(file), sniffedType: 'image/png' });
     expect(origin.served).toBe(150 * KiB + (file.length - 128 * KiB));
   });

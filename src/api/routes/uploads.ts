@@ -8,7 +8,9 @@ import { listUploads, type UploadRow } from '../../db/queries/uploads';
 import { listRenditions, renditionSummary } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
-import { awaitProcessed } from '../../upload/await-processed';
+import { awaitImport, awaitProcessed } from '../../upload/await-processed';
+import type { Importer } from '../../arrivals/import/importer';
+import { ImportProgress } from '../../arrivals/import/protocol';
 import { parseWaitQuery } from '../../http/parse/request-headers';
 import { encodeCursor, parseListQuery } from '../parse/list-query';
 import { DEFAULT_PIPELINE } from '../../pipelines/steps';
@@ -18,7 +20,7 @@ import { Uuid, WaitQuery } from '../../http/schemas';
 import { UploadDetail, UploadList, ListUploadsQuery } from '../schemas';
 import { callingToken, requires } from '../../http/scopes';
 
-export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal }) {
+export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal; importer: Importer }) {
   const { pool, config, processed: signal } = deps;
   const app = router();
 
@@ -35,7 +37,17 @@ export function uploadRoutes(deps: { pool: Pool; config: Config; processed: Proc
     const id = c.req.param('id')!;
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
-    const row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
+    const deadline = Date.now() + waitMs;
+    let row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
+    if (!row) {
+      // An import not yet committed shows its progress (or its failure) until its upload row exists.
+      const importing = await awaitImport(deps.importer, { pool, signal }, c.get('tenantId'), id, deadline);
+      if (importing.view) {
+        if (callingToken(c) && importing.view.tokenId !== callingToken(c)!.id) throw problem('not_found', 'No such upload.');
+        return c.json(importing.view, 200, { 'cache-control': 'no-store' });
+      }
+      row = importing.row;
+    }
     // An upload token sees only the uploads it made.
     if (!row || (callingToken(c) && row.token_id !== callingToken(c)!.id)) throw problem('not_found', 'No such upload.');
     const view = uploadView(row);
@@ -82,8 +94,10 @@ const getUploadRoute = createRoute({
   request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
   responses: {
     200: {
-      description: 'The upload (after at most `wait` seconds, or as soon as it is processed).',
-      content: { 'application/json': { schema: UploadDetail } },
+      description:
+        'The upload (after at most `wait` seconds, or as soon as it is processed). An import not yet committed shows its progress instead ' +
+        '(`status` `importing`, or `failed` with the problem its key answers); `wait` then lasts until it commits and is processed.',
+      content: { 'application/json': { schema: z.union([UploadDetail, ImportProgress]) } },
     },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
   },

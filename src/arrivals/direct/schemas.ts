@@ -1,6 +1,7 @@
 // The direct mode's requests and answers: its plan, part and completion bodies.
 import { z } from '@hono/zod-openapi';
-import { ExpiresAt } from '../../http/schemas';
+import { ExpiresAt, FileNameField } from '../../http/schemas';
+import { MEDIA_TYPE_PATTERN } from '../../upload/media-type';
 
 const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-case hexadecimal characters.');
 
@@ -12,16 +13,10 @@ export const CreateDirectUpload = z
     }),
     contentType: z
       .string()
-      .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/, 'contentType is not a valid media type.')
+      .regex(MEDIA_TYPE_PATTERN, 'contentType is not a valid media type.')
       .optional()
       .openapi({ example: 'video/mp4' }),
-    fileName: z
-      .string()
-      .min(1)
-      .max(255)
-      .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'fileName must be 1-255 characters without control characters or slashes.')
-      .optional()
-      .openapi({ example: 'talk.mp4' }),
+    fileName: FileNameField.optional(),
     expiresAt: ExpiresAt.optional(),
     pipeline: z
       .string()

@@ -20,6 +20,11 @@ export async function expireKeys(
        ON CONFLICT (tenant_id, key) DO NOTHING`,
       [tombstoneSeconds, batch],
     );
+    // A failed import's row shows its failure as long as its key answers it.
+    await tx.query(
+      `DELETE FROM imports i WHERE state = 'failed'
+         AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.tenant_id = i.tenant_id AND k.key = i.idempotency_key)`,
+    );
     const gone = await tx.query('DELETE FROM idempotency_tombstones WHERE expires_at <= now()');
     return { expired: moved.rowCount ?? 0, tombstonesRemoved: gone.rowCount ?? 0 };
   });

@@ -8,6 +8,8 @@ const LIVE_ROWS = {
   // Every resumable or signed mode's sessions (tus, direct, Uppy) until they commit; an
   // expired, terminated or failed session's row is deleted, which frees its slot.
   open_sessions: "SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'",
+  // Imports until they commit (their row is deleted) or fail.
+  imports_in_flight: "SELECT count(*)::int AS n FROM imports WHERE tenant_id = $1 AND state = 'importing'",
   // Declared names (a name is never removed: its versions are what uploads recorded).
   pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
 } as const;

@@ -10,6 +10,7 @@ import type { StoredResponse } from '../../upload/types';
 import { keyStoragePrefix } from '../../temporal/ids';
 import type { PipelineVersion } from '../../pipelines/steps';
 import { latestPipelineVersion } from './pipelines';
+import { endImport } from './imports';
 
 export interface RecordsInput {
   tenantId: string;
@@ -26,6 +27,8 @@ export interface RecordsInput {
    * processed in the same transaction: there is no downstream work to start.
    */
   pipeline?: PipelineChoice;
+  /** The import (POST /v1/imports) this upload was read by: its row ends with the records. */
+  importId?: string;
   /** Builds the response body from the committed row's creation time and object (shared, under dedupe). */
   response: (createdAt: Date, storageKey: string | null) => { status: number; body: string };
 }
@@ -117,7 +120,9 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
     // conflict): throwing rolls back the upload row too.
     const stored = await findKeyHolder(tx, input.tenantId, input.key);
     if (!stored) throw new Error(`key row for ${input.key} vanished inside its own transaction`);
-    return answerOfOwnRow(tx, stored, input);
+    const answer = await answerOfOwnRow(tx, stored, input);
+    if (input.importId) await endImport(tx, input.importId, input.upload ? 'committed' : 'failed');
+    return answer;
   });
 }
 

@@ -1,0 +1,160 @@
+// An import's life on the API side: the key rule first (a replay answers the stored answer,
+// an import in flight answers its progress), then its admission, its row (the upload's id
+// and progress, under the tenant's quota) and its run, which reads the file itself and
+// commits through the same path as every other door.
+import { randomUUID } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Config } from '../../config';
+import type { Pool } from '../../db/pool';
+import { findImport, findImportByKey, insertImportOrGet, removeImport, type ImportRow } from '../../db/queries/imports';
+import { findKeyAnswer } from '../../db/queries/idempotency-keys';
+import { QuotaReached } from '../../db/queries/quotas';
+import { dependency, problem } from '../../errors';
+import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
+import { sealImportHeaders } from '../../imports/headers';
+import { importView, type ImportView } from '../../imports/view';
+import type { SecretBox } from '../../secret-box';
+import { keyStoragePrefix, uploadWorkflowId } from '../../temporal/ids';
+import { workflowTypes } from '../../temporal/names';
+import { reuseProblem } from '../../upload/offer';
+import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
+import type { DeclaredUpload, UploadRequest } from '../../upload/types';
+import type { ImportSpec } from '../../../workflows/definitions';
+import { importRequest, type CreateImport } from './protocol';
+
+export interface ImporterDeps {
+  pool: Pool;
+  temporal: Client;
+  receiver: UploadReceiver;
+  secrets: SecretBox;
+  config: Config;
+}
+
+export type ImportOutcome = UploadOutcome | { kind: 'importing'; view: ImportView; workflowId: string };
+
+export class Importer {
+  constructor(private readonly deps: ImporterDeps) {}
+
+  /**
+   * POST /v1/imports. `admit` is the intake's admission of a new upload (token, pipeline,
+   * hook): it runs only when the key has neither an answer nor an import.
+   */
+  async create(upload: DeclaredUpload, body: CreateImport, admit: () => Promise<void>, waitMs: number): Promise<ImportOutcome> {
+    const { pool } = this.deps;
+    const req = importRequest(upload, body);
+    const replay = await this.deps.receiver.replay(req);
+    if (replay) return replay;
+    let row = await dependency('database_unavailable', () => findImportByKey(pool, req.tenantId, req.idempotencyKey));
+    if (row && row.fingerprint !== req.fingerprint) throw reuseProblem();
+    // Failed without an answer under the key (its run failed): the same request starts afresh.
+    if (row?.state === 'failed') {
+      await dependency('database_unavailable', () => removeImport(pool, row!.id));
+      row = undefined;
+    }
+    let created = false;
+    if (!row) {
+      await admit();
+      await this.assertUrlAllowed(body.url);
+      ({ row, created } = await this.insert(upload, req, body.url));
+    }
+    const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
+    await this.startRun(req, row, body, upload, created);
+    if (waitMs > 0) {
+      const outcome = await this.deps.receiver.awaitRun(req, workflowId, waitMs);
+      if (outcome.kind === 'answer') return outcome;
+    }
+    const now = await dependency('database_unavailable', () => findImport(pool, req.tenantId, row.id));
+    if (!now) {
+      // Committed (its row went with the commit) just after the wait: the answer is the key's.
+      const answer = await this.deps.receiver.replay(req);
+      if (answer) return answer;
+    }
+    return { kind: 'importing', view: importView(now ?? row), workflowId };
+  }
+
+  /** An import not yet committed, for GET /v1/uploads/{id}: its progress, or its failure with the answer it recorded. */
+  async view(tenantId: string, uploadId: string): Promise<ImportView | undefined> {
+    const { pool } = this.deps;
+    const row = await dependency('database_unavailable', () => findImport(pool, tenantId, uploadId));
+    if (!row) return undefined;
+    if (row.state !== 'failed') return importView(row);
+    const answer = await dependency('database_unavailable', () => findKeyAnswer(pool, tenantId, row.idempotency_key));
+    const recorded =
+      answer && !answer.expired && answer.response_status !== null && answer.fingerprint === row.fingerprint
+        ? { status: answer.response_status, body: answer.response_body }
+        : undefined;
+    return importView(row, recorded);
+  }
+
+  /** The URL as the fetch's first hop will check it: http(s), no credentials, a permitted address. */
+  private async assertUrlAllowed(url: string): Promise<void> {
+    try {
+      await assertDeliverableUrl(url, { allowPrivateNetworks: this.deps.config.IMPORT_ALLOW_PRIVATE_NETWORKS });
+    } catch (err) {
+      if (err instanceof DisallowedUrlError) throw problem('import_url_invalid', `The import URL is not allowed: ${err.message}.`);
+      throw err;
+    }
+  }
+
+  private async insert(upload: DeclaredUpload, req: UploadRequest, url: string): Promise<{ row: ImportRow; created: boolean }> {
+    const { pool, config } = this.deps;
+    const got = await dependency('database_unavailable', () =>
+      insertImportOrGet(
+        pool,
+        {
+          id: randomUUID(),
+          tenant_id: req.tenantId,
+          idempotency_key: req.idempotencyKey,
+          fingerprint: req.fingerprint,
+          origin: new URL(url).origin,
+          token_id: upload.grant?.tokenId ?? null,
+        },
+        config.TENANT_MAX_IMPORTS_IN_FLIGHT,
+      ).catch((err: unknown) => {
+        if (err instanceof QuotaReached)
+          throw problem(
+            'too_many_imports',
+            `This tenant already has ${err.limit} imports in flight; retry later with the same Idempotency-Key.`,
+            { extra: { limit: err.limit } },
+          );
+        throw err;
+      }),
+    );
+    if (!got.created && got.row.fingerprint !== req.fingerprint) throw reuseProblem();
+    return got;
+  }
+
+  /**
+   * Starts the key's run with the import, unless one runs: ours (a repeat, or a run already
+   * committed) goes on; another request's (a session of another door holds the key) is 422.
+   */
+  private async startRun(req: UploadRequest, row: ImportRow, body: CreateImport, upload: DeclaredUpload, created: boolean) {
+    const { config, temporal, pool } = this.deps;
+    const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
+    const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${row.id}`;
+    const spec: ImportSpec = {
+      uploadId: row.id,
+      url: body.url,
+      ...(body.headers ? { sealedHeaders: sealImportHeaders(this.deps.secrets, storageKey, body.headers) } : {}),
+      storageKey,
+      attemptId: row.id,
+      maxBytes: Math.min(config.MAX_UPLOAD_BYTES, upload.grant?.maxBytes ?? Infinity),
+      typeDeclared: body.contentType !== undefined,
+      heartbeatSeconds: config.IMPORT_HEARTBEAT_SECONDS,
+      attemptSeconds: config.IMPORT_ATTEMPT_SECONDS,
+      maxAttempts: config.IMPORT_MAX_ATTEMPTS,
+    };
+    try {
+      await temporal.workflow.start(workflowTypes.upload, {
+        ...this.deps.receiver.startOptions(req, workflowId, { import: spec }),
+        workflowIdConflictPolicy: 'FAIL',
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw problem('temporal_unavailable', undefined, { cause: err });
+      const running = await dependency('temporal_unavailable', () => temporal.workflow.getHandle(workflowId).describe());
+      if (running.memo?.fingerprint === req.fingerprint) return;
+      if (created) await dependency('database_unavailable', () => removeImport(pool, row.id));
+      throw reuseProblem();
+    }
+  }
+}

@@ -1,0 +1,79 @@
+// Imports not yet committed (POST /v1/imports): created by the API under the tenant's quota,
+// advanced by the import's fetch, ended by the records transaction.
+import type { Pool, Queryable } from '../pool';
+import { insertWithinQuota } from './quotas';
+
+export interface ImportRow {
+  id: string;
+  tenant_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  origin: string;
+  token_id: string | null;
+  state: 'importing' | 'failed';
+  bytes_fetched: string; // bigint
+  bytes_total: string | null; // bigint
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type NewImport = Pick<ImportRow, 'id' | 'tenant_id' | 'idempotency_key' | 'fingerprint' | 'origin' | 'token_id'>;
+
+const COLUMNS = 'id, tenant_id, idempotency_key, fingerprint, origin, token_id, state, bytes_fetched, bytes_total, created_at, updated_at';
+
+/**
+ * Inserts the import unless its key already has one (returned instead), while the tenant has
+ * fewer than `maxInFlight` imports in flight (else QuotaReached, nothing written).
+ */
+export async function insertImportOrGet(pool: Pool, i: NewImport, maxInFlight: number): Promise<{ row: ImportRow; created: boolean }> {
+  return insertWithinQuota<{ row: ImportRow; created: boolean }>(
+    pool,
+    i.tenant_id,
+    'imports_in_flight',
+    maxInFlight,
+    async (tx) => {
+      const inserted = await tx.query<ImportRow>(
+        `INSERT INTO imports (id, tenant_id, idempotency_key, fingerprint, origin, token_id)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+        [i.id, i.tenant_id, i.idempotency_key, i.fingerprint, i.origin, i.token_id],
+      );
+      return { row: inserted.rows[0]!, created: true };
+    },
+    async (tx) => {
+      const row = await findImportByKey(tx, i.tenant_id, i.idempotency_key);
+      return row && { row, created: false };
+    },
+  );
+}
+
+export async function findImportByKey(db: Queryable, tenantId: string, key: string): Promise<ImportRow | undefined> {
+  return (await db.query<ImportRow>(`SELECT ${COLUMNS} FROM imports WHERE tenant_id = $1 AND idempotency_key = $2`, [tenantId, key]))
+    .rows[0];
+}
+
+export async function findImport(db: Queryable, tenantId: string, id: string): Promise<ImportRow | undefined> {
+  return (await db.query<ImportRow>(`SELECT ${COLUMNS} FROM imports WHERE id = $1 AND tenant_id = $2`, [id, tenantId])).rows[0];
+}
+
+/** How far the fetch got; never moves an ended import. */
+export async function recordImportProgress(db: Queryable, id: string, bytesFetched: number, bytesTotal: number | null): Promise<void> {
+  await db.query(
+    `UPDATE imports SET bytes_fetched = $2, bytes_total = coalesce($3, bytes_total), updated_at = now() WHERE id = $1 AND state = 'importing'`,
+    [id, bytesFetched, bytesTotal],
+  );
+}
+
+/**
+ * Ends an import inside the transaction that records its outcome: a committed upload's row
+ * goes (the upload row speaks for it from now on), a failed one stays as `failed` until its
+ * key expires.
+ */
+export async function endImport(db: Queryable, id: string, outcome: 'committed' | 'failed'): Promise<void> {
+  if (outcome === 'committed') await db.query('DELETE FROM imports WHERE id = $1', [id]);
+  else await db.query(`UPDATE imports SET state = 'failed', updated_at = now() WHERE id = $1`, [id]);
+}
+
+/** A new request under the key of a failed import whose run failed without an answer may start again: its row is removed. */
+export async function removeImport(db: Queryable, id: string): Promise<void> {
+  await db.query('DELETE FROM imports WHERE id = $1', [id]);
+}

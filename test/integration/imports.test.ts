@@ -1,0 +1,223 @@
+// Imports from a URL (POST /v1/imports) on both stores, from origins on 127.0.0.1: one upload
+// per key whatever is repeated, the file's bytes committed once, a cut mid-file resumed with
+// Range (the bytes fetched again counted), the origin's refusal recorded as the key's answer,
+// and every bad request refused with nothing stored.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { audit } from '../../src/audit';
+import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
+import { getJson, postUpload, sha256 } from '../helpers/http';
+import { eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
+import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+
+const MiB = 1024 * 1024;
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+/** Two whole 5 MiB parts and a tail: a cut after 7 MiB leaves one part stored. */
+const file = Buffer.concat([PNG, randomBytes(12 * MiB - PNG.length)]);
+
+/** Every byte array in a history (its payloads), to search for what must not be there in clear. */
+function bytesIn(value: unknown, out: Buffer[] = []): Buffer[] {
+  if (value instanceof Uint8Array) out.push(Buffer.from(value));
+  else if (value && typeof value === 'object') for (const v of Object.values(value)) bytesIn(v, out);
+  return out;
+}
+
+describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
+  let stack: TestStack;
+  let tenant: { tenantId: string; apiKey: string };
+  let origin: FileOrigin;
+
+  beforeAll(async () => {
+    stack = await startStackOnStore(kind, `imports_${kind}`, {
+      env: { RESUMABLE_PART_MIB: '5', IMPORT_HEARTBEAT_SECONDS: '4', TENANT_MAX_IMPORTS_IN_FLIGHT: '3' },
+    });
+    tenant = await stack.createTenant();
+    origin = await startFileOrigin(file, { contentType: 'image/png' });
+  });
+  afterAll(async () => {
+    await origin?.close();
+    await stack?.stop();
+  });
+
+  const importFile = async (key: string | undefined, body: unknown, opts: { prefer?: string; apiKey?: string } = {}) => {
+    const res = await fetch(`${stack.url}/v1/imports`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${opts.apiKey ?? tenant.apiKey}`,
+        'content-type': 'application/json',
+        ...(key !== undefined ? { 'idempotency-key': key } : {}),
+        ...(opts.prefer ? { prefer: opts.prefer } : {}),
+      },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
+  };
+  const importRows = async () => (await stack.runtime.pool.query('SELECT * FROM imports WHERE tenant_id = $1', [tenant.tenantId])).rows;
+
+  it('commits the file once under its key, resuming a cut read where its stored parts end', async () => {
+    const key = `import-${randomUUID()}`;
+    const body = { url: `${origin.base}/photos/cat.png`, sha256: sha256(file) };
+    origin.served = 0;
+    origin.cutNextAfter(7 * MiB);
+    const created = await importFile(key, body, { prefer: 'wait=60' });
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({ bytes: file.length, sha256: sha256(file), contentType: 'image/png', fileName: 'cat.png' });
+    const uploadId = created.json.uploadId as string;
+    expect(created.headers.get('location')).toBe(`/v1/uploads/${uploadId}`);
+    // The retry asked for the rest after the one stored part: 2 MiB were read twice.
+    expect(origin.served).toBe(7 * MiB + (file.length - 5 * MiB));
+
+    // Repeats answer the same upload; the store holds one object with the file's bytes.
+    const again = await importFile(key, body, { prefer: 'wait=5' });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json).toEqual(created.json);
+    const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+    expect(rows.uploads).toHaveLength(1);
+    expect(rows.uploads[0].id).toBe(uploadId);
+    const objects = await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key));
+    expect(objects).toEqual([created.json.storageKey]);
+    expect(sha256(await readObject(stack.runtime.store, objects[0]!))).toBe(sha256(file));
+    expect(await importRows()).toEqual([]);
+
+    const view = await getJson(`${stack.url}/v1/uploads/${uploadId}`, tenant.apiKey);
+    expect(view.json).toMatchObject({ uploadId, bytes: file.length, contentType: 'image/png' });
+    // Another body under the key is another request.
+    const other = await importFile(key, { ...body, fileName: 'dog.png' });
+    expect(other.status).toBe(422);
+    expect(other.json.error).toBe('idempotency_key_reuse');
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('answers 202 with the progress at once, and the upload is readable at Location throughout', async () => {
+    const key = `import-${randomUUID()}`;
+    origin.throttle(2 * MiB);
+    try {
+      const accepted = await importFile(key, { url: `${origin.base}/slow.png` }, { prefer: 'respond-async' });
+      expect(accepted.status).toBe(202);
+      expect(accepted.json).toMatchObject({ status: 'importing', idempotencyKey: key, origin: origin.base, bytesFetched: 0 });
+      const location = accepted.headers.get('location')!;
+      expect(location).toBe(`/v1/uploads/${accepted.json.uploadId}`);
+      // A part stored shows as progress before the commit.
+      const progressed = await eventually(async () => {
+        const r = await getJson(`${stack.url}${location}`, tenant.apiKey);
+        return r.json.status === 'importing' && r.json.bytesFetched > 0 ? r.json : undefined;
+      }, 30_000);
+      expect(progressed).toMatchObject({ bytesTotal: file.length });
+      // A repeat while it runs answers the same import.
+      const repeat = await importFile(key, { url: `${origin.base}/slow.png` }, { prefer: 'respond-async' });
+      expect(repeat.status).toBe(202);
+      expect(repeat.json.uploadId).toBe(accepted.json.uploadId);
+      origin.throttle(undefined);
+      const done = await getJson(`${stack.url}${location}?wait=60`, tenant.apiKey);
+      expect(done.json).toMatchObject({ uploadId: accepted.json.uploadId, status: 'processed', sha256: sha256(file), fileName: 'slow.png' });
+    } finally {
+      origin.throttle(undefined);
+    }
+  });
+
+  it("records the origin's refusal as the key's answer, replayed, and frees the import's slot", async () => {
+    const key = `import-${randomUUID()}`;
+    const accepted = await importFile(key, { url: `${origin.base}/missing` }, { prefer: 'respond-async' });
+    expect(accepted.status).toBe(202);
+    const failed = await importFile(key, { url: `${origin.base}/missing` }, { prefer: 'wait=30' });
+    expect(failed.status).toBe(422);
+    expect(failed.json).toMatchObject({ error: 'import_failed', originStatus: 404 });
+    const replayed = await importFile(key, { url: `${origin.base}/missing` });
+    expect(replayed.status).toBe(422);
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    const view = await getJson(`${stack.url}/v1/uploads/${accepted.json.uploadId}`, tenant.apiKey);
+    expect(view.json).toMatchObject({ status: 'failed', error: { error: 'import_failed', originStatus: 404 } });
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toEqual([]);
+    expect((await importRows()).filter((r) => r.state === 'importing')).toEqual([]);
+  });
+
+  it('sends the sealed headers to the origin only: never echoed, never in the run in clear', async () => {
+    const key = `import-${randomUUID()}`;
+    const secret = `Bearer origin-${randomUUID()}`;
+    const created = await importFile(key, { url: `${origin.base}/private.png`, headers: { Authorization: secret } }, { prefer: 'wait=60' });
+    expect(created.status).toBe(201);
+    expect(origin.lastAuthorization).toBe(secret);
+    expect(JSON.stringify(created.json)).not.toContain(secret);
+    const history = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).fetchHistory();
+    // The run's input is in the history (its URL in clear), the headers only sealed.
+    expect(bytesIn(history).some((b) => b.includes(`${origin.base}/private.png`))).toBe(true);
+    expect(bytesIn(history).some((b) => b.includes(secret))).toBe(false);
+  });
+
+  it('refuses bad requests with a problem and stores nothing', async () => {
+    const before = await importRows();
+    const key = () => `bad-${randomUUID()}`;
+    const cases: [string | undefined, unknown, number, string][] = [
+      [undefined, { url: `${origin.base}/a.png` }, 400, 'idempotency_key_required'],
+      [key(), 'not json', 400, 'body_invalid'],
+      [key(), {}, 400, 'body_invalid'],
+      [key(), { url: `${origin.base}/a.png`, colour: 'red' }, 400, 'body_invalid'],
+      [key(), { url: `${origin.base}/a.png`, headers: { Range: 'bytes=0-' } }, 400, 'body_invalid'],
+      [key(), { url: `${origin.base}/a.png`, headers: { 'bad name': 'x' } }, 400, 'body_invalid'],
+      [key(), { url: `${origin.base}/a.png`, sha256: 'xyz' }, 400, 'body_invalid'],
+      [key(), { url: 'not a url' }, 400, 'import_url_invalid'],
+      [key(), { url: 'ftp://127.0.0.1/a.png' }, 400, 'import_url_invalid'],
+      [key(), { url: `http://user:pw@127.0.0.1:${new URL(origin.base).port}/a.png` }, 400, 'import_url_invalid'],
+      [key(), { url: `${origin.base}/a.png`, pipeline: 'no-such-pipeline' }, 422, 'pipeline_unknown'],
+    ];
+    for (const [k, body, status, error] of cases) {
+      const res = await importFile(k, body);
+      expect({ body, status: res.status, error: res.json?.error }).toEqual({ body, status, error });
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+    }
+    expect(await importRows()).toEqual(before);
+
+    // A key without imports:create may not import.
+    const limited = await fetch(`${stack.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ label: 'uploads only', scopes: ['uploads:write'] }),
+    });
+    const refused = await importFile(key(), { url: `${origin.base}/a.png` }, { apiKey: ((await limited.json()) as { key: string }).key });
+    expect(refused.status).toBe(403);
+    expect(refused.json).toMatchObject({ error: 'insufficient_scope', scope: 'imports:create' });
+    expect(await importRows()).toEqual(before);
+  });
+
+  it('refuses a key first used at another door, and the other door refuses an import key', async () => {
+    const key = `import-${randomUUID()}`;
+    const uploaded = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('one request') });
+    expect(uploaded.status).toBe(201);
+    const imported = await importFile(key, { url: `${origin.base}/a.png` });
+    expect(imported.status).toBe(422);
+    expect(imported.json.error).toBe('idempotency_key_reuse');
+
+    const importKey = `import-${randomUUID()}`;
+    origin.throttle(1 * MiB);
+    try {
+      expect((await importFile(importKey, { url: `${origin.base}/b.png` }, { prefer: 'respond-async' })).status).toBe(202);
+      const offered = await postUpload(stack.url, { apiKey: tenant.apiKey, key: importKey, body: Buffer.from('another door') });
+      expect(offered.status).toBe(422);
+      expect(offered.json.error).toBe('idempotency_key_reuse');
+    } finally {
+      origin.throttle(undefined);
+    }
+    const done = await importFile(importKey, { url: `${origin.base}/b.png` }, { prefer: 'wait=60' });
+    expect(done.status).toBe(201);
+  });
+
+  it('counts imports in flight per tenant: past the limit 429, nothing stored', async () => {
+    origin.throttle(256 * 1024);
+    const keys = [0, 1, 2].map(() => `quota-${randomUUID()}`);
+    try {
+      for (const k of keys) expect((await importFile(k, { url: `${origin.base}/q.png` }, { prefer: 'respond-async' })).status).toBe(202);
+      const before = await importRows();
+      const refused = await importFile(`quota-${randomUUID()}`, { url: `${origin.base}/q.png` }, { prefer: 'respond-async' });
+      expect(refused.status).toBe(429);
+      expect(refused.json).toMatchObject({ error: 'too_many_imports', limit: 3 });
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(await importRows()).toEqual(before);
+    } finally {
+      origin.throttle(undefined);
+    }
+    for (const k of keys) expect((await importFile(k, { url: `${origin.base}/q.png` }, { prefer: 'wait=60' })).status).toBe(201);
+  });
+});
