@@ -79,6 +79,7 @@ export function createImportActivities({ pool, store, secrets, imports }: Import
             storageKey: spec.storageKey,
             contentType: spec.typeDeclared ? job.contentType : 'application/octet-stream',
             maxBytes: spec.maxBytes,
+            ...(spec.hosts ? { hosts: spec.hosts } : {}),
             ...(headers ? { headers } : {}),
           },
           progress,

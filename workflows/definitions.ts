@@ -43,6 +43,8 @@ export interface ImportSpec {
   attemptId: string;
   /** The smallest of the server's, the tenant's and the token's size limits. */
   maxBytes: number;
+  /** The only hosts any hop may name (the upload token's list); absent: any. */
+  hosts?: string[];
   /** Whether the request named the media type; otherwise the origin's (else the sniffed one) is recorded. */
   typeDeclared: boolean;
   heartbeatSeconds: number;

@@ -35,6 +35,24 @@ export const CreateUploadToken = z
     pipeline: PipelineName.optional().openapi({
       description: 'The pipeline every upload made with the token runs (it must be declared; an upload naming another is refused, 403).',
     }),
+    importHosts: z
+      .array(
+        z
+          .string()
+          .toLowerCase()
+          .regex(
+            /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
+            'importHosts are host names (`files.example.com`, or `*.example.com` for its subdomains)',
+          ),
+      )
+      .min(1)
+      .max(32)
+      .optional()
+      .openapi({
+        description:
+          'Hosts it may import from (`POST /v1/imports`; every redirect too). `*.example.com` covers the subdomains. Absent: the token may not import.',
+        example: ['files.example.com'],
+      }),
   })
   .strict()
   .openapi('CreateUploadToken');
@@ -50,6 +68,7 @@ export const UploadToken = z
     subject: z.string().nullable(),
     metadata: z.record(z.string(), z.string()).nullable(),
     pipeline: z.string().nullable(),
+    importHosts: z.array(z.string()).nullable(),
     createdAt: z.string(),
     revokedAt: z.string().nullable(),
   })

@@ -7,6 +7,7 @@
 // body instead (no ranges, or the content changed) starts the file over, and says so.
 import { Transform, type Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
+import { hostListed } from '../tokens/grant';
 import { assertDeliverableUrl, DisallowedUrlError, guardedLookup, type GuardOptions, type Resolver } from '../downstream/url-guard';
 
 import type { ImportFailureCode } from './failures';
@@ -41,6 +42,8 @@ export interface OriginRead {
   resume?: { offset: number; validator: string };
   /** This import's size limit (the tenant's, token's or pipeline's), when below the server's. */
   maxBytes?: number;
+  /** The only hosts every hop may name (an upload token's list); absent: any. */
+  hosts?: readonly string[];
 }
 
 export interface OriginBody {
@@ -99,6 +102,9 @@ export class Origins {
   }
 
   private async get(url: string, read: OriginRead, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const host = URL.parse(url)?.hostname;
+    if (read.hosts && host && !hostListed(read.hosts, host))
+      throw new ImportFailure('import_forbidden_address', `The import reached ${host}, which the upload token does not allow.`);
     try {
       await assertDeliverableUrl(url, this.guard);
     } catch (err) {

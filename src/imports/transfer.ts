@@ -33,6 +33,7 @@ export interface Transferred {
 
 export interface TransferJob {
   url: string;
+  hosts?: readonly string[];
   headers?: Record<string, string>;
   maxBytes?: number;
   storageKey: string;
@@ -52,6 +53,7 @@ export async function transfer(
     url: job.url,
     ...(job.headers ? { headers: job.headers } : {}),
     ...(job.maxBytes !== undefined ? { maxBytes: job.maxBytes } : {}),
+    ...(job.hosts ? { hosts: job.hosts } : {}),
     ...(resume ? { resume } : {}),
   });
   const multipartId = progress?.multipartId ?? (await store.beginParts(job.storageKey, job.contentType));

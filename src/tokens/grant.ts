@@ -16,6 +16,14 @@ export interface UploadGrant {
   expiresAt: string;
   /** The pipeline every upload made with it runs. */
   pipeline?: string;
+  /** Hosts it may import from (an entry `*.example.com` covers its subdomains); absent: none. */
+  importHosts?: string[];
+}
+
+/** Whether `host` is one of `hosts` (an entry `*.example.com` covers its subdomains). */
+export function hostListed(hosts: readonly string[], host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return hosts.some((listed) => (listed.startsWith('*.') ? h.endsWith(listed.slice(1)) : h === listed));
 }
 
 /** 401 when the grant's token is past its expiry (nothing new starts with it; replays and its own sessions may go on). */

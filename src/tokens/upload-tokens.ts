@@ -21,6 +21,8 @@ export interface UploadTokenLimits {
   metadata?: Record<string, string>;
   /** The pipeline its uploads run (checked to be declared). */
   pipeline?: string;
+  /** Hosts it may import from (POST /v1/imports); absent: it may not import. */
+  importHosts?: string[];
 }
 
 export async function mintUploadToken(
@@ -39,6 +41,7 @@ export async function mintUploadToken(
     subject: limits.subject ?? null,
     metadata: limits.metadata ?? null,
     pipeline: limits.pipeline ?? null,
+    import_hosts: limits.importHosts?.map((h) => h.toLowerCase()) ?? null,
   });
   return { token, row };
 }
@@ -53,6 +56,7 @@ export function grantOf(row: UploadTokenRow): UploadGrant {
     maxUploads: row.max_uploads,
     expiresAt: row.expires_at.toISOString(),
     ...(row.pipeline ? { pipeline: row.pipeline } : {}),
+    ...(row.import_hosts ? { importHosts: row.import_hosts } : {}),
   };
 }
 

@@ -112,7 +112,12 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
       expect(repeat.json.uploadId).toBe(accepted.json.uploadId);
       origin.throttle(undefined);
       const done = await getJson(`${stack.url}${location}?wait=60`, tenant.apiKey);
-      expect(done.json).toMatchObject({ uploadId: accepted.json.uploadId, status: 'processed', sha256: sha256(file), fileName: 'slow.png' });
+      expect(done.json).toMatchObject({
+        uploadId: accepted.json.uploadId,
+        status: 'processed',
+        sha256: sha256(file),
+        fileName: 'slow.png',
+      });
     } finally {
       origin.throttle(undefined);
     }
@@ -202,6 +207,58 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     }
     const done = await importFile(importKey, { url: `${origin.base}/b.png` }, { prefer: 'wait=60' });
     expect(done.status).toBe(201);
+  });
+
+  it("lets an upload token import only from its hosts, every hop, within its types, as the token's own upload", async () => {
+    const mint = async (limits: Record<string, unknown>) => {
+      const res = await fetch(`${stack.url}/v1/upload-tokens`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify(limits),
+      });
+      return {
+        status: res.status,
+        json: (await res.json()) as { id: string; token: string; importHosts: string[] | null; error?: string },
+      };
+    };
+    const none = await mint({});
+    expect(none.json.importHosts).toBeNull();
+    const refused = await importFile(`t-${randomUUID()}`, { url: `${origin.base}/a.png` }, { apiKey: none.json.token });
+    expect(refused).toMatchObject({ status: 403, json: { error: 'import_host_not_allowed' } });
+    const elsewhere = await mint({ importHosts: ['files.example.com'] });
+    const notListed = await importFile(`t-${randomUUID()}`, { url: `${origin.base}/a.png` }, { apiKey: elsewhere.json.token });
+    expect(notListed).toMatchObject({ status: 403, json: { error: 'import_host_not_allowed' } });
+    expect((await mint({ importHosts: ['not a host'] })).status).toBe(400);
+    expect(await importRows()).toEqual(expect.not.arrayContaining([expect.objectContaining({ token_id: elsewhere.json.id })]));
+
+    const token = await mint({ importHosts: ['127.0.0.1'], allowedTypes: ['image/*'] });
+    expect(token.json.importHosts).toEqual(['127.0.0.1']);
+    // The type is not declared: the token's types are checked on the file read (a PNG).
+    const created = await importFile(`t-${randomUUID()}`, { url: `${origin.base}/t.png` }, { apiKey: token.json.token, prefer: 'wait=60' });
+    expect(created.status).toBe(201);
+    const own = await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}`, token.json.token);
+    expect(own.json).toMatchObject({ tokenId: token.json.id, contentType: 'image/png' });
+    expect((await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}`, none.json.token)).status).toBe(404);
+
+    // A redirect off the token's hosts is refused at that hop, and recorded as the import's answer.
+    const away = `http://localhost:${new URL(origin.base).port}/a.png`;
+    const redirected = await importFile(
+      `t-${randomUUID()}`,
+      { url: `${origin.base}/redirect?to=${encodeURIComponent(away)}` },
+      { apiKey: token.json.token, prefer: 'wait=30' },
+    );
+    expect(redirected).toMatchObject({ status: 422, json: { error: 'import_forbidden_address' } });
+
+    // A file the token's types do not allow is refused once read, and not kept.
+    const text = await startFileOrigin(Buffer.from('plain text, not an image'), { contentType: 'text/plain' });
+    try {
+      const key = `t-${randomUUID()}`;
+      const wrongType = await importFile(key, { url: `${text.base}/notes.txt` }, { apiKey: token.json.token, prefer: 'wait=30' });
+      expect(wrongType).toMatchObject({ status: 415, json: { error: 'type_not_allowed' } });
+      expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+    } finally {
+      await text.close();
+    }
   });
 
   it('counts imports in flight per tenant: past the limit 429, nothing stored', async () => {

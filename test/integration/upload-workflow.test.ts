@@ -1,7 +1,7 @@
 // The upload workflow's branches at their own level: the real workflow code (the run's one
 // bundle) on the shared dev server, driven through TestWorkflowEnvironment, with recording
 // activities in place of the store and the database. Abandoned, adopted, rejected, key reuse,
-// and revision 3's frozen path.
+// revision 3's frozen path, and an import's run (it reads its own copy).
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -12,6 +12,7 @@ import type { StagedCopy, StoredResponse } from '../../src/upload/types';
 import { failureTypes } from '../../src/temporal/names';
 import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../workflows/definitions';
 import { uploadWorkflow } from '../../workflows/upload';
+import type { ImportFetch } from '../../activities/import-activities';
 
 const FINGERPRINT = 'f'.repeat(64);
 const answer = (uploadId: string, status = 201): StoredResponse => ({
@@ -27,6 +28,7 @@ const called = (name: string) => calls.filter((c) => c.name === name);
 let behaviour: {
   committed?: StoredResponse | null;
   commit?: (records: { rejection?: unknown; uploadId: string }) => StoredResponse;
+  fetch?: (job: ImportFetch) => unknown;
 } = {};
 
 const record =
@@ -43,6 +45,8 @@ const activities = {
   startDownstream: record('startDownstream'),
   discardCopy: record('discardCopy'),
   expireIdleSession: record('expireIdleSession', () => ({ expired: true, secondsLeft: 0 })),
+  fetchImport: record('fetchImport', (job: ImportFetch) => behaviour.fetch!(job)),
+  failImport: record('failImport'),
 };
 
 let env: TestWorkflowEnvironment;
@@ -185,5 +189,94 @@ describe('the upload workflow', () => {
     await handle.executeUpdate(offerCopyForAnswerUpdate, { args: [copy()] });
     await handle.result();
     expect(calls.map((c) => c.name)).toEqual(['commitObject', 'commitRecords']);
+  });
+
+  describe('an import', () => {
+    const uploadId = '00000000-0000-4000-8000-0000000000aa';
+    const importing = (over: Partial<UploadWorkflowInput> = {}) =>
+      input({
+        contentType: 'application/octet-stream',
+        import: {
+          uploadId,
+          url: 'https://origin.example/a.png',
+          storageKey: `tenants/t1/keys/x/${uploadId}`,
+          attemptId: uploadId,
+          maxBytes: 1000,
+          typeDeclared: false,
+          heartbeatSeconds: 5,
+          attemptSeconds: 10,
+          maxAttempts: 2,
+        },
+        ...over,
+      });
+
+    it("reads its own copy and commits it under the announced id, with the origin's media type", async () => {
+      behaviour = { fetch: (job) => ({ copy: copy({ fingerprint: job.fingerprint, attemptId: uploadId }), contentType: 'image/png' }) };
+      const handle = await start(importing());
+      expect(await handle.result()).toEqual(answer(uploadId));
+      expect(called('fetchImport')).toHaveLength(1);
+      const [records] = called('commitUpload')[0]!.args as [{ uploadId: string; request: UploadWorkflowInput; copy: StagedCopy }];
+      expect(records).toMatchObject({ uploadId, request: { contentType: 'image/png' }, copy: { attemptId: uploadId } });
+      expect(called('failImport')).toEqual([]);
+    });
+
+    it("records the origin's refusal as the key's answer, with its status, and reads no more", async () => {
+      behaviour = {
+        fetch: () => {
+          throw ApplicationFailure.create({
+            message: 'The origin answered 404.',
+            type: 'import_failed',
+            nonRetryable: true,
+            details: [{ originStatus: 404 }],
+          });
+        },
+        commit: () => ({ status: 422, body: '{"error":"import_failed"}', uploadId: null }),
+      };
+      const handle = await start(importing());
+      expect((await handle.result()).status).toBe(422);
+      expect(called('fetchImport')).toHaveLength(1);
+      const [records] = called('commitUpload')[0]!.args as [{ rejection: unknown; copy?: unknown }];
+      expect(records.rejection).toEqual({ code: 'import_failed', detail: 'The origin answered 404.', extra: { originStatus: 404 } });
+      expect(records.copy).toBeUndefined();
+    });
+
+    it('retries a read that failed mid-file up to its attempts, then records that the file could not be read', async () => {
+      behaviour = {
+        fetch: () => {
+          throw ApplicationFailure.create({ message: 'cut', type: 'import_failed', nonRetryable: false });
+        },
+        commit: () => ({ status: 422, body: '{}', uploadId: null }),
+      };
+      const handle = await start(importing());
+      await handle.result();
+      expect(called('fetchImport')).toHaveLength(2);
+      const [records] = called('commitUpload')[0]!.args as [{ rejection: { code: string } }];
+      expect(records.rejection.code).toBe('import_failed');
+      // Our own failure (not the origin's) after the retries: the generic refusal.
+      behaviour = {
+        fetch: () => {
+          throw new Error('store down');
+        },
+        commit: () => ({ status: 422, body: '{}', uploadId: null }),
+      };
+      await (await start(importing())).result();
+      expect((called('commitUpload')[0]!.args[0] as { rejection: unknown }).rejection).toEqual({
+        code: 'import_failed',
+        detail: 'The file could not be read from its origin.',
+      });
+    });
+
+    it('marks the import failed when its run fails without an answer (the key taken meanwhile)', async () => {
+      behaviour = {
+        fetch: (job) => ({ copy: copy({ fingerprint: job.fingerprint }), contentType: 'image/png' }),
+        commit: () => {
+          throw ApplicationFailure.nonRetryable('held', failureTypes.keyReuse);
+        },
+      };
+      const handle = await start(importing());
+      expect((await failureOf(handle.result())).type).toBe(failureTypes.keyReuse);
+      expect(called('discardCopy')).toHaveLength(1);
+      expect(called('failImport').map((c) => c.args)).toEqual([[uploadId]]);
+    });
   });
 });

@@ -1,6 +1,7 @@
 // An origin for import tests on 127.0.0.1: serves one file with a strong ETag, honours
 // Range with a matching If-Range, can cut its next answer mid-file like a dropped connection,
-// and counts the bytes it sent. `/missing` answers 404; `?type=T` serves the file as T.
+// and counts the bytes it sent. `/missing` answers 404; `/redirect?to=URL` redirects there;
+// `?type=T` serves the file as T.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -30,6 +31,10 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     const url = new URL(req.url ?? '/', 'http://origin');
     const type = url.searchParams.get('type') ?? o.contentType;
     const typed = type ? { 'content-type': type } : {};
+    if (url.pathname === '/redirect') {
+      res.writeHead(302, { location: url.searchParams.get('to') ?? '/' });
+      return res.end();
+    }
     if (url.pathname === '/missing') {
       res.writeHead(404);
       return res.end();
@@ -56,7 +61,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
   });
   /** Writes `bytes` a tenth of the rate every 100 ms, counting what was sent; stops when the client goes. */
   async function paced(res: http.ServerResponse, bytes: Buffer): Promise<void> {
-    for (let at = 0; at < bytes.length && !res.destroyed; ) {
+    for (let at = 0; at < bytes.length && !res.destroyed;) {
       const n = Math.max(1, Math.floor((rate ?? bytes.length) / 10));
       const chunk = bytes.subarray(at, at + n);
       at += chunk.length;

@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImportFailure, Origins, type OriginLimits } from '../../src/imports/origin';
+import { hostListed } from '../../src/tokens/grant';
 
 const file = randomBytes(64 * 1024);
 let version = 'v1';
@@ -60,6 +61,9 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse) {
       res.writeHead(302, { location: n > 0 ? `/hop?n=${n - 1}` : '/file' });
       return res.end();
     }
+    case '/to-localhost':
+      res.writeHead(302, { location: base.replace('127.0.0.1', 'localhost') + '/file' });
+      return res.end();
     case '/to-metadata':
       res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' });
       return res.end();
@@ -151,6 +155,26 @@ describe('reading an import from its origin', () => {
     expect(tooMany.code).toBe('import_failed');
     const metadata = await failureOf(o.open({ url: `${base}/to-metadata` }));
     expect(metadata.code).toBe('import_forbidden_address');
+    await o.close();
+  });
+
+  it('lists hosts exactly, and with *.example.com its subdomains only', () => {
+    expect(hostListed(['files.example.com'], 'FILES.example.com.')).toBe(true);
+    expect(hostListed(['files.example.com'], 'evil-files.example.com')).toBe(false);
+    expect(hostListed(['*.example.com'], 'a.b.example.com')).toBe(true);
+    expect(hostListed(['*.example.com'], 'example.com')).toBe(false);
+    expect(hostListed(['*.example.com'], 'badexample.com')).toBe(false);
+    expect(hostListed([], '127.0.0.1')).toBe(false);
+  });
+
+  it("keeps every hop on an upload token's hosts", async () => {
+    const o = origins();
+    const listed = await o.open({ url: `${base}/hop?n=1`, hosts: ['127.0.0.1'] });
+    await bytesOf(listed.body);
+    const away = await failureOf(o.open({ url: `${base}/to-localhost`, hosts: ['127.0.0.1'] }));
+    expect(away).toMatchObject({ code: 'import_forbidden_address', message: expect.stringContaining('localhost') });
+    const unlisted = await failureOf(o.open({ url: `${base}/file`, hosts: ['*.example.com'] }));
+    expect(unlisted.code).toBe('import_forbidden_address');
     await o.close();
   });
 

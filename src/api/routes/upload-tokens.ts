@@ -34,6 +34,7 @@ export function uploadTokenView(t: UploadTokenRow) {
     subject: t.subject,
     metadata: t.metadata,
     pipeline: t.pipeline,
+    importHosts: t.import_hosts,
     createdAt: t.created_at.toISOString(),
     revokedAt: t.revoked_at?.toISOString() ?? null,
   };

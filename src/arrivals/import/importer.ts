@@ -139,6 +139,7 @@ export class Importer {
       storageKey,
       attemptId: row.id,
       maxBytes: Math.min(config.MAX_UPLOAD_BYTES, upload.grant?.maxBytes ?? Infinity),
+      ...(upload.grant ? { hosts: upload.grant.importHosts ?? [] } : {}),
       typeDeclared: body.contentType !== undefined,
       heartbeatSeconds: config.IMPORT_HEARTBEAT_SECONDS,
       attemptSeconds: config.IMPORT_ATTEMPT_SECONDS,

@@ -23,6 +23,7 @@ import { requires } from '../../http/scopes';
 import { renderOutcome } from '../../http/upload-answer';
 import { IMPORT_REFUSALS } from '../../imports/failures';
 import { parsePipelineName } from '../../pipelines/declared';
+import { assertGrantLive, hostListed } from '../../tokens/grant';
 import { ADMISSION_PROBLEMS, type Intake } from '../intake';
 import type { Importer } from './importer';
 import { CreateImport, ImportProgress, nameFromUrl } from './protocol';
@@ -47,7 +48,18 @@ export function importRoutes(deps: { importer: Importer; intake: Intake; config:
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
     });
-    const outcome = await importer.create(upload, body, () => intake.admit(upload), waitMs);
+    const admit = async () => {
+      assertGrantLive(upload.grant);
+      if (upload.grant && !hostListed(upload.grant.importHosts ?? [], url.hostname))
+        throw problem(
+          'import_host_not_allowed',
+          upload.grant.importHosts
+            ? `This upload token imports from ${upload.grant.importHosts.join(', ')} only.`
+            : 'This upload token may not import (it names no importHosts).',
+        );
+      await intake.admit(upload);
+    };
+    const outcome = await importer.create(upload, body, admit, waitMs);
     if (outcome.kind !== 'importing') return renderOutcome(c, outcome, key, false);
     c.set('outcome', 'processing');
     c.set('workflowId', outcome.workflowId);

@@ -22,3 +22,6 @@ CREATE TABLE imports (
   UNIQUE (tenant_id, idempotency_key)
 );
 CREATE INDEX imports_in_flight_idx ON imports (tenant_id) WHERE state = 'importing';
+
+-- The hosts an upload token may import from (NULL: it may not import).
+ALTER TABLE upload_tokens ADD COLUMN import_hosts text[];
