@@ -25,6 +25,7 @@ import {
 import { setTenantRetention } from './db/queries/tenants';
 import { defaultOutboxPath, EXIT, parseDuration, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
+import { runImport, type ImportCommandOptions } from './client/cli-import';
 import { commit, version } from './version';
 import { Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from './temporal/search-attributes';
@@ -200,6 +201,27 @@ program
     }
     const pendingFiles = opts.resume ? (await new FileOutbox(opts.outbox).list()).map((p) => p.source) : [];
     process.exitCode = await runUpload([...new Set([...pendingFiles, ...files])], { ...opts, token: opts.token });
+  });
+
+program
+  .command('import')
+  .description('import files from URLs exactly once each (the key is derived from the URL: run again, get the same uploads)')
+  .argument('[urls...]', 'http(s) URLs of the files')
+  .option('--from-file <file>', 'also import the URLs in this file (one per line; # comments)')
+  .option('--key <key>', 'the Idempotency-Key of a single URL (default: derived from the URL)')
+  .option('--concurrency <n>', 'imports followed at once', (v) => Number(v), 4)
+  .option('--timeout <seconds>', 'stop following an import after this long (it goes on on the server)', (v) => Number(v), 3600)
+  .option('--no-progress', 'no progress bars')
+  .option('--json', 'print one JSON line per URL on stdout', false)
+  .addOption(new Option('--server <url>', 'Oncely API URL').env('ONCELY_URL').default('http://127.0.0.1:3000'))
+  .addOption(new Option('--token <key>', 'API key (imports:create) or upload token with importHosts').env('ONCELY_TOKEN'))
+  .action(async (urls: string[], opts: Omit<ImportCommandOptions, 'token'> & { token?: string }) => {
+    if (!opts.token) {
+      console.error('oncely import: an API key or upload token is needed (--token or ONCELY_TOKEN)');
+      process.exitCode = EXIT.usage;
+      return;
+    }
+    process.exitCode = await runImport(urls, { ...opts, token: opts.token });
   });
 
 /** The options every command that talks to the API takes. */

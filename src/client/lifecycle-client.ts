@@ -138,6 +138,23 @@ export class LifecycleClient {
     await this.send('DELETE', `/v1/upload-tokens/${encodeURIComponent(id)}`);
   }
 
+  /**
+   * Imports the file at `body.url` under `key` (every repeat answers the same upload): 201
+   * with the upload once committed within `waitSeconds`, else 202 with its progress. An
+   * import that failed answers its recorded problem (OncelyApiError).
+   */
+  async importUrl(
+    key: string,
+    body: { url: string; fileName?: string; sha256?: string; contentType?: string; pipeline?: string },
+    o: { waitSeconds?: number } = {},
+  ): Promise<{ status: number; body: Record<string, any> }> {
+    const res = await this.send('POST', '/v1/imports', {
+      body,
+      headers: { 'idempotency-key': key, prefer: `wait=${o.waitSeconds ?? 0}` },
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+
   recover(endpointId: string, since: string, until?: string): Promise<Record<string, any>> {
     return this.json('POST', `/v1/webhook-endpoints/${encodeURIComponent(endpointId)}/recover`, {
       body: until ? { since, until } : { since },

@@ -1,5 +1,5 @@
 // The lifecycle commands as a user runs them: `oncely ls`, `get` (a cut download resumes
-// with Range), `rm`, `events --failed`, `redeliver`, each a real process against a real stack.
+// with Range), `rm`, `events --failed`, `redeliver`, `import`, each a real process against a real stack.
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { postUpload } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import { startFileOrigin } from '../support/file-origin';
 
 const run = promisify(execFile);
 let stack: TestStack;
@@ -151,4 +152,42 @@ it('token create prints an upload token; upload --token sends with it; token rev
   const refused = await fetch(`${stack.url}/v1/uploads/${uploadId}`, { headers: { authorization: `Bearer ${token}` } });
   expect(refused.status).toBe(401);
   expect((await oncely('token', 'create', '--expires', 'soon')).code).not.toBe(0);
+});
+
+it('import URLs and --from-file: one upload per URL, the same uploads when run again; a failed import exits 1', async () => {
+  const origin = await startFileOrigin(randomBytes(300_000), { contentType: 'application/octet-stream' });
+  try {
+    const list = path.join(dir, 'urls.txt');
+    writeFileSync(list, `# files to bring in\n${origin.base}/b.pdf\n\n${origin.base}/c.pdf\n`);
+    const first = await oncely('import', `${origin.base}/a.pdf`, '--from-file', list, '--json');
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const lines = first.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { url: string; status: number; upload: { uploadId: string } });
+    expect(lines.map((l) => l.url).sort()).toEqual(['a', 'b', 'c'].map((n) => `${origin.base}/${n}.pdf`));
+    expect(lines.every((l) => l.status === 201)).toBe(true);
+    const count = async () => Number((await stack.runtime.pool.query('SELECT count(*) AS n FROM uploads')).rows[0].n);
+    const before = await count();
+    const requestsBefore = origin.requests;
+
+    const again = await oncely('import', `${origin.base}/a.pdf`, '--from-file', list, '--json');
+    expect(again.code, again.stderr).toBe(0);
+    const ids = (out: string) =>
+      out
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { upload: { uploadId: string } }).upload.uploadId)
+        .sort();
+    expect(ids(again.stdout)).toEqual(ids(first.stdout));
+    expect(await count()).toBe(before);
+    expect(origin.requests).toBe(requestsBefore);
+
+    const failed = await oncely('import', `${origin.base}/missing`);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('import_failed');
+    expect((await oncely('import')).code).toBe(2);
+  } finally {
+    await origin.close();
+  }
 });
