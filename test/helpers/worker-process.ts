@@ -22,10 +22,10 @@ export async function startWorkerProcess(env: Record<string, string>, logFile: s
 }
 
 /** A test stack that serves the API here and runs its worker in a process of its own, to SIGKILL and start again. */
-export async function stackWithWorkerProcess(prefix: string) {
+export async function stackWithWorkerProcess(prefix: string, overrides: Record<string, string> = {}) {
   const { startTestStack, stackEnv } = await import('./stack');
-  const stack = await startTestStack(prefix, { role: 'api' });
-  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
+  const stack = await startTestStack(prefix, { role: 'api', env: overrides });
+  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, ...overrides };
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
   let worker: ManagedProcess | undefined = await startWorkerProcess(env, logFile);
   return {

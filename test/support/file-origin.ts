@@ -14,8 +14,9 @@ export interface FileOrigin {
   served: number;
   /** The Authorization header of the last request. */
   lastAuthorization: string | undefined;
-  /** Requests answered so far. */
+  /** Requests answered so far, and how many of them with the rest of the file (206). */
   requests: number;
+  ranges: number;
   /** Sends at most `bytesPerSecond` from now on (undefined: as fast as it can). */
   throttle(bytesPerSecond: number | undefined): void;
   close(): Promise<void>;
@@ -41,6 +42,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     }
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     const from = range && req.headers['if-range'] === etag ? Number(range[1]) : 0;
+    if (from > 0) origin.ranges++;
     if (from > 0)
       res.writeHead(206, {
         etag,
@@ -78,6 +80,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     served: 0,
     lastAuthorization: undefined,
     requests: 0,
+    ranges: 0,
     throttle: (bytesPerSecond) => void (rate = bytesPerSecond),
     close: async () => {
       server.closeAllConnections();
