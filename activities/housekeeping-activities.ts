@@ -5,7 +5,9 @@ import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekeeping';
 import { expireEvents } from '../src/db/queries/events';
-import { keyStoragePrefix } from '../src/temporal/ids';
+import { keyStoragePrefix, uploadWorkflowId } from '../src/temporal/ids';
+import { endImport, staleImports } from '../src/db/queries/imports';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { searchAttributes } from '../src/temporal/names';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
@@ -24,7 +26,7 @@ const ATTEMPT_OBJECT = /^tenants\/[0-9a-f-]{36}\/keys\/[0-9a-f]{32}\/[0-9a-f-]{3
 
 export function createHousekeepingActivities({ pool, store, housekeeping }: HousekeepingDeps) {
   return {
-    async expireIdempotencyKeys(): Promise<{ expired: number; tombstonesRemoved: number }> {
+    async expireIdempotencyKeys(): Promise<{ expired: number; tombstonesRemoved: number; orphanedImports: number }> {
       let total = { expired: 0, tombstonesRemoved: 0 };
       for (;;) {
         const r = await expireKeys(pool, housekeeping.tombstoneSeconds);
@@ -32,7 +34,7 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         Context.current().heartbeat(total);
         metrics.housekeepingRemoved.inc({ kind: 'expired_keys' }, r.expired);
         metrics.housekeepingRemoved.inc({ kind: 'tombstones' }, r.tombstonesRemoved);
-        if (r.expired < 1000) return total;
+        if (r.expired < 1000) return { ...total, orphanedImports: await failOrphanedImports(pool) };
       }
     },
 
@@ -77,6 +79,29 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
       return { aborted };
     },
   };
+}
+
+/** An import in flight whose run is not running, unchanged this long, is failed (a retry of its request starts afresh). */
+const ORPHANED_IMPORT_SECONDS = 300;
+
+/** Marks failed the imports in flight that no run will finish: their slot frees, their view says so. */
+async function failOrphanedImports(pool: Pool): Promise<number> {
+  const client = Context.current().client;
+  let failed = 0;
+  for (const row of await staleImports(pool, ORPHANED_IMPORT_SECONDS)) {
+    const run = await client.workflow
+      .getHandle(uploadWorkflowId(row.tenant_id, row.idempotency_key))
+      .describe()
+      .catch((err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) return undefined;
+        throw err;
+      });
+    if (run?.status.name === 'RUNNING') continue;
+    await endImport(pool, row.id, 'failed');
+    failed++;
+  }
+  metrics.housekeepingRemoved.inc({ kind: 'orphaned_imports' }, failed);
+  return failed;
 }
 
 /** Object-store folders of keys with a running upload workflow or an open claim. */

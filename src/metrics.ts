@@ -86,7 +86,7 @@ export const metrics = {
   }),
   housekeepingRemoved: new Counter({
     name: 'oncely_housekeeping_removed_total',
-    help: 'What housekeeping removed (expired_keys, tombstones, staging_objects, multipart_uploads)',
+    help: 'What housekeeping removed or ended (expired_keys, tombstones, staging_objects, multipart_uploads, orphaned_imports)',
     labelNames: ['kind'] as const,
     registers: [registry],
   }),

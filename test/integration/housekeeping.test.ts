@@ -72,6 +72,33 @@ it('expires key rows into tombstones; a reused expired key is refused, naming th
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(1);
 });
 
+it('fails an import in flight that no run will finish, and leaves a running one alone', async () => {
+  const orphan = randomUUID();
+  const running = `hk-import-${randomUUID()}`;
+  const insert = (id: string, key: string) =>
+    stack.runtime.pool.query(
+      `INSERT INTO imports (id, tenant_id, idempotency_key, fingerprint, origin, updated_at)
+       VALUES ($1, $2, $3, 'f', 'http://origin', now() - interval '1 hour')`,
+      [id, tenant.tenantId, key],
+    );
+  // As an API that died between the row and the run's start leaves it.
+  await insert(orphan, `hk-orphan-${randomUUID()}`);
+  // One whose run waits (no copy comes): still its run's.
+  const waiting = await startWaitingRun(stack, tenant.tenantId, running, { declaredBytes: 5, receiveTimeoutSeconds: 300 });
+  const alive = randomUUID();
+  await insert(alive, running);
+  try {
+    const report = await runNow('expire-keys');
+    expect(report.orphanedImports).toBeGreaterThanOrEqual(1);
+    const states = await stack.runtime.pool.query<{ id: string; state: string }>('SELECT id, state FROM imports WHERE id = ANY($1)', [
+      [orphan, alive],
+    ]);
+    expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({ [orphan]: 'failed', [alive]: 'importing' });
+  } finally {
+    await waiting.terminate();
+  }
+});
+
 it('removes orphaned attempt objects, never a referenced one', async () => {
   const key = `hk-${randomUUID()}`;
   const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('referenced object') });

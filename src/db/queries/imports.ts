@@ -73,6 +73,19 @@ export async function endImport(db: Queryable, id: string, outcome: 'committed' 
   else await db.query(`UPDATE imports SET state = 'failed', updated_at = now() WHERE id = $1`, [id]);
 }
 
+/**
+ * Imports in flight not advanced for `idleSeconds`: the sweep asks whether their run still
+ * runs (an API that died between the row and the run's start leaves one without a run).
+ */
+export async function staleImports(db: Queryable, idleSeconds: number, limit = 1000): Promise<ImportRow[]> {
+  return (
+    await db.query<ImportRow>(
+      `SELECT ${COLUMNS} FROM imports WHERE state = 'importing' AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT $2`,
+      [idleSeconds, limit],
+    )
+  ).rows;
+}
+
 /** A new request under the key of a failed import whose run failed without an answer may start again: its row is removed. */
 export async function removeImport(db: Queryable, id: string): Promise<void> {
   await db.query('DELETE FROM imports WHERE id = $1', [id]);
