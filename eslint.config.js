@@ -56,7 +56,7 @@ export default tseslint.config(
     [...API, ...ARRIVALS, ...SESSIONS, ...HTTP, '**/upload/receive'],
     'pipelines, media and scan',
   ),
-  layer(['src/imports/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS, ...HTTP, '**/upload/receive'], 'The import reader'),
+  layer(['src/imports/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS, ...HTTP], 'Imports'),
   layer(['activities/**/*.ts'], [...API, ...ARRIVALS, ...HTTP], 'Activities'),
   {
     files: ['workflows/**/*.ts'],

@@ -9,6 +9,19 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
 import { endImport, recordImportProgress } from '../src/db/queries/imports';
+import {
+  findBatchItem,
+  findImportBatchById,
+  finishImportBatch,
+  pendingBatchItems,
+  recordBatchItem,
+  setBatchPaused,
+  type ImportBatchItemRow,
+  type ImportBatchRow,
+} from '../src/db/queries/import-batches';
+import type { Client } from '@temporalio/client';
+import { nameFromUrl, type ImportBody } from '../src/imports/request';
+import type { DeclaredUpload, StoredResponse } from '../src/upload/types';
 import { Problem } from '../src/errors';
 import type { ImportRefusal } from '../src/imports/failures';
 import { openImportHeaders } from '../src/imports/headers';
@@ -28,6 +41,16 @@ export interface ImportActivityDeps {
   store: ObjectStore;
   secrets: SecretBox;
   imports: Omit<OriginLimits, 'maxBytes' | 'totalMs'> & { allowPrivateNetworks: boolean; partBytes: number };
+  /** The import door's service over the worker's Temporal client: a batch's items are imported as the door imports. */
+  importerFor?: (client: Client) => ItemImporter;
+}
+
+type ItemOutcome = { kind: 'answer'; response: StoredResponse } | { kind: 'processing' | 'importing' };
+
+/** What a batch item needs of the import door's service (src/imports/importer.ts). */
+export interface ItemImporter {
+  create(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<ItemOutcome>;
+  awaitAnswer(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<ItemOutcome>;
 }
 
 /** What an import's fetch is told by its run. */
@@ -49,7 +72,15 @@ export interface ImportedCopy {
 /** Failures the origin decided: retrying cannot change them. */
 const FINAL = new Set(['import_too_large', 'import_forbidden_address']);
 
-export function createImportActivities({ pool, store, secrets, imports }: ImportActivityDeps) {
+/** How long an item waits for its import's answer at a time, heartbeating between. */
+const ITEM_WAIT_MS = 20_000;
+
+export function createImportActivities({ pool, store, secrets, imports, importerFor }: ImportActivityDeps) {
+  let importer: ItemImporter | undefined;
+  const importerOf = (client: Client) => {
+    if (!importerFor) throw new Error('this worker cannot import batch items (no importer)');
+    return (importer ??= importerFor(client));
+  };
   return {
     async fetchImport(job: ImportFetch): Promise<ImportedCopy> {
       const { spec } = job;
@@ -115,10 +146,88 @@ export function createImportActivities({ pool, store, secrets, imports }: Import
       }
     },
 
+    /**
+     * One item of a batch: imported under the key `import-batch/{batchId}/{n}` as its batch's
+     * caller, its answer awaited, its outcome recorded once. Run again (its worker died) it
+     * attaches to the same import. What would pass with time (a quota, an outage) is retried.
+     */
+    async importBatchItem({ batchId, n }: { batchId: string; n: number }): Promise<void> {
+      const ctx = Context.current();
+      const batch = await findImportBatchById(pool, batchId);
+      const item = batch && (await findBatchItem(pool, batchId, n));
+      if (!batch || !item || item.state !== 'pending') return;
+      const importer = importerOf(ctx.client);
+      const body = {
+        url: item.url,
+        ...(item.file_name ? { fileName: item.file_name } : {}),
+        ...(item.sha256 ? { sha256: item.sha256 } : {}),
+        ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
+      };
+      const upload = batchItemUpload(batch, item);
+      let outcome: ItemOutcome;
+      try {
+        outcome = await importer.create(upload, body, 0);
+        while (outcome.kind !== 'answer') {
+          ctx.heartbeat();
+          outcome = await importer.awaitAnswer(upload, body, ITEM_WAIT_MS);
+        }
+      } catch (err) {
+        if (!(err instanceof Problem) || RETRIED.has(err.code)) throw err;
+        await recordBatchItem(pool, batchId, n, { state: 'failed', uploadId: null, error: err.toJSON() });
+        return;
+      }
+      const { response } = outcome;
+      await recordBatchItem(
+        pool,
+        batchId,
+        n,
+        response.status < 300
+          ? { state: 'done', uploadId: response.uploadId, error: null }
+          : { state: 'failed', uploadId: null, error: JSON.parse(response.body) as Record<string, unknown> },
+      );
+    },
+
+    async pendingImportBatchItems({ batchId, after, limit }: { batchId: string; after: number; limit: number }): Promise<number[]> {
+      return pendingBatchItems(pool, batchId, after, limit);
+    },
+
+    async pauseImportBatch({ batchId, paused }: { batchId: string; paused: boolean }): Promise<void> {
+      await setBatchPaused(pool, batchId, paused);
+    },
+
+    async finishImportBatch({ batchId, state }: { batchId: string; state: 'completed' | 'cancelled' }): Promise<void> {
+      await finishImportBatch(pool, batchId, state);
+    },
+
     /** An import whose run failed without recording an answer (e.g. its key was taken by another door meanwhile). */
     async failImport(uploadId: string): Promise<void> {
       await endImport(pool, uploadId, 'failed');
     },
+  };
+}
+
+/** Refusals that pass with time: the item is retried, not failed. */
+const RETRIED = new Set<string>([
+  'too_many_imports',
+  'database_unavailable',
+  'temporal_unavailable',
+  'storage_unavailable',
+  'validation_unavailable',
+]);
+
+/** What an item asks for, as its batch's caller: its key is the batch's and its number. */
+function batchItemUpload(batch: ImportBatchRow, item: ImportBatchItemRow): DeclaredUpload {
+  return {
+    tenantId: batch.tenant_id,
+    mode: 'import',
+    key: `import-batch/${batch.id}/${item.n}`,
+    contentType: 'application/octet-stream',
+    typeUnknown: true,
+    fileName: item.file_name ?? nameFromUrl(new URL(item.url)),
+    sha256: item.sha256,
+    ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
+    ...(batch.upload_grant ? { grant: batch.upload_grant } : {}),
+    caller: batch.caller,
   };
 }
 

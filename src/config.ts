@@ -150,6 +150,8 @@ export const configSchema = z.object({
   IMPORT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   /** An import's read not heard from for this long (its worker died) is retried, resuming where it was. */
   IMPORT_HEARTBEAT_SECONDS: z.coerce.number().min(2).max(600).default(10),
+  /** Per tenant: import batches not yet completed or cancelled (429 past it). */
+  TENANT_MAX_OPEN_IMPORT_BATCHES: z.coerce.number().int().min(1).max(1000).default(4),
   /** Per tenant, all replicas: imports not yet committed or failed (429 past it). */
   TENANT_MAX_IMPORTS_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(32),
   /** Per-tenant quotas: live webhook endpoints, active API keys (counts, 409 past them). */

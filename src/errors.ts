@@ -64,6 +64,8 @@ export const catalogue = {
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   too_many_sessions: { status: 429, title: 'Too many open upload sessions for this tenant', retryAfter: 10 },
   too_many_imports: { status: 429, title: 'Too many imports in flight for this tenant', retryAfter: 10 },
+  too_many_import_batches: { status: 429, title: 'Too many open import batches for this tenant', retryAfter: 60 },
+  import_batch_closed: { status: 409, title: 'The import batch has ended' },
   import_url_invalid: { status: 400, title: 'The import URL is not allowed' },
   import_host_not_allowed: { status: 403, title: 'The upload token does not allow imports from this host' },
   import_failed: { status: 422, title: 'The file could not be read from its origin' },

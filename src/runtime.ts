@@ -19,7 +19,7 @@ import { noProgress, type StartProgress } from './start-watchdog';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
-import { downstreamSettings, mediaPresets } from './services';
+import { createServices, downstreamSettings, mediaPresets } from './services';
 import { dependencyChecks } from './api/routes/health';
 import { serveOps } from './ops-server';
 
@@ -179,6 +179,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
           // Whole parts of a multipart upload (S3 needs at least 5 MiB), as resumable sessions write.
           partBytes: config.RESUMABLE_PART_MIB * 1024 * 1024,
         },
+        // A batch's items go through the import door's own service, over the worker's client.
+        importerFor: (client) => createServices({ config, pool, store, temporal: client, box }).importer,
         scanner: { address: config.CLAMD_ADDRESS, timeoutSeconds: config.CLAMD_TIMEOUT_SECONDS, maxBytes: config.CLAMD_MAX_BYTES },
         webhookRetry: downstreamSettings(config).webhookRetry,
         housekeeping: {

@@ -13,7 +13,8 @@ import { AppendedSessions } from './sessions/appended';
 import { TUS_ROUTE } from './arrivals/tus/protocol';
 import { RUFH_ROUTE } from './arrivals/rufh/protocol';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
-import { Importer } from './arrivals/import/importer';
+import { Importer } from './imports/importer';
+import { ImportBatches } from './imports/batches';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
@@ -149,7 +150,13 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     transcodeQueue: config.TASK_QUEUE_TRANSCODE,
     webhookRetry: downstreamSettings(config).webhookRetry,
   });
-  const importer = new Importer({ pool, temporal, receiver, secrets: box, config });
+  const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload) });
+  const importBatches = new ImportBatches({
+    pool,
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    maxOpen: config.TENANT_MAX_OPEN_IMPORT_BATCHES,
+  });
   return {
     receiver,
     intake,
@@ -159,6 +166,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     direct,
     uppy,
     importer,
+    importBatches,
     links,
     deletions,
     redeliveries,

@@ -90,6 +90,20 @@ export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(
  */
 export const completeStepUpdate = defineUpdate<{ step: number; outcome: StepDecision['outcome'] }, [StepDecision]>(updates.completeStep);
 
+/** An import batch's workflow input (ID `import-batch/{batchId}`). */
+export interface ImportBatchInput {
+  batchId: string;
+  concurrency: number;
+  /** Where the previous run stopped, and the state it handed on (continue-as-new). */
+  after?: number;
+  paused?: boolean;
+  cancelled?: boolean;
+}
+
+export type BatchControl = 'pause' | 'resume' | 'cancel';
+/** Pause, resume or cancel an import batch; returns once the batch has recorded it. */
+export const controlBatchUpdate = defineUpdate<void, [BatchControl]>(updates.controlBatch);
+
 /** Why an upload is deleted: its tenant asked, or its retention ran out. */
 export type DeletionReason = 'request' | 'retention';
 

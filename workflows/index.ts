@@ -5,3 +5,4 @@ export { housekeepingWorkflow } from './housekeeping';
 export { deletionWorkflow } from './deletion';
 export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';
 export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';
+export { importBatchWorkflow } from './import-batch';

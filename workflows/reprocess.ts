@@ -26,6 +26,7 @@ import type { DownstreamInput, WebhookRetrySchedule } from '../src/downstream/ty
 import type { ReprocessOutcome, StepResult } from '../src/pipelines/step-results';
 import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
+import { inWindows } from './windows';
 import { failureTypes, workflowIds } from '../src/temporal/names';
 
 const local = proxyLocalActivities<Activities>({
@@ -72,21 +73,6 @@ export async function reprocessJobWorkflow(input: ReprocessJobInput): Promise<vo
       await CancellationScope.nonCancellable(() => local.finishReprocessJob({ jobId: input.jobId, state: 'cancelled' }));
     throw err;
   }
-}
-
-/** Runs `fn` over `items` with at most `width` at a time, keeping the order of the results. */
-async function inWindows<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(width, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return results;
 }
 
 async function reprocessOne(input: ReprocessJobInput, uploadId: string): Promise<ReprocessOutcome> {

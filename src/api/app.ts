@@ -27,6 +27,7 @@ import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
 import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
+import { importBatchRoutes } from './routes/import-batches';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { deletionRoutes } from './routes/deletions';
@@ -130,6 +131,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
+  app.route('/v1/import-batches', importBatchRoutes({ idempotency, batches: services.importBatches, pipelines }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',

@@ -2,7 +2,7 @@
 // deletions, tenants, health): the requests their handlers validate and the answers the
 // OpenAPI test checks. What the doors share with them is in src/http/schemas.ts.
 import { z } from '@hono/zod-openapi';
-import { IdempotencyKey, instant, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor } from '../http/schemas';
+import { IdempotencyKey, instant, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor, FileNameField } from '../http/schemas';
 import { SCOPES } from '../credentials';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
@@ -346,3 +346,72 @@ export const Readiness = z
     }),
   })
   .openapi('Readiness');
+
+/** The largest import batch body (10,000 items with long URLs). */
+export const MAX_BATCH_BODY_BYTES = 8 * 1024 * 1024;
+
+const BatchItem = z
+  .object({
+    url: z
+      .string()
+      .max(2048)
+      .refine((u) => /^https?:$/.test(URL.parse(u)?.protocol ?? ''), 'url must be an absolute http(s) URL')
+      .openapi({ example: 'https://files.example.com/a.jpg' }),
+    fileName: FileNameField.optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-case hexadecimal characters.')
+      .optional(),
+  })
+  .strict()
+  .openapi('ImportBatchItemRequest');
+
+export const CreateImportBatch = z
+  .object({
+    items: z
+      .array(BatchItem)
+      .min(1)
+      .max(10_000)
+      .openapi({ description: 'The files, 1 to 10,000; item n (from 1) is imported under `import-batch/{id}/{n}`.' }),
+    pipeline: PipelineName.optional().openapi({ description: "The pipeline every item runs; absent: the tenant's `default`." }),
+    concurrency: z.number().int().min(1).max(16).optional().openapi({ description: 'Items imported at once (default 4).', example: 4 }),
+  })
+  .strict()
+  .openapi('CreateImportBatch');
+
+export const ImportBatch = z
+  .object({
+    id: Uuid,
+    state: z.enum(['running', 'paused', 'completed', 'cancelled']),
+    total: z.number().int(),
+    done: z.number().int().openapi({ description: 'Items committed.' }),
+    failed: z.number().int().openapi({ description: 'Items whose import failed (their error is on the item).' }),
+    skipped: z.number().int().openapi({ description: 'Items not started before the batch was cancelled.' }),
+    pending: z.number().int(),
+    concurrency: z.number().int(),
+    pipeline: z.string().nullable(),
+    createdAt: z.string().openapi({ format: 'date-time' }),
+    finishedAt: z.string().nullable().openapi({ format: 'date-time' }),
+  })
+  .openapi('ImportBatch');
+
+export const BatchItemsQuery = PageQuery.extend({
+  state: z.enum(['pending', 'done', 'failed', 'skipped'], { error: 'state must be pending, done, failed or skipped.' }).optional(),
+}).strict();
+
+export const ImportBatchItems = z
+  .object({
+    items: z.array(
+      z.object({
+        n: z.number().int(),
+        url: z.string(),
+        fileName: z.string().nullable(),
+        sha256: z.string().nullable(),
+        state: z.enum(['pending', 'done', 'failed', 'skipped']),
+        uploadId: z.string().nullable(),
+        error: z.record(z.string(), z.unknown()).nullable().openapi({ description: "A failed item's problem." }),
+      }),
+    ),
+    nextCursor: NextCursor,
+  })
+  .openapi('ImportBatchItems');

@@ -18,7 +18,7 @@ import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS, TUS_ROUTE } from './tus/prot
 import { tusDiscoveryRoutes, tusRoutes } from './tus/routes';
 import { UPPY_ROUTE } from './uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './uppy/routes';
-import { IMPORT_ROUTE } from './import/protocol';
+import { IMPORT_ROUTE } from '../imports/request';
 import { importRoutes } from './import/routes';
 
 /**

@@ -3,7 +3,7 @@
 // a declared or received size past it answers 413 at once (the connection then closes after
 // a lingering drain: src/api/problem-handler.ts), so a huge body never sits in memory. Strings with NUL characters are refused (Postgres text
 // cannot hold them; without this check they surfaced as a database outage).
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
 import { problem } from '../errors';
 import type { AppEnv } from './env';
@@ -49,6 +49,17 @@ export async function bodyText(c: Context<AppEnv>, limit = MAX_JSON_BODY_BYTES):
   }
   bodyTexts.set(raw, text);
   return text;
+}
+
+/**
+ * Middleware for a route whose body may be larger than MAX_JSON_BODY_BYTES (an import batch):
+ * reads it first with its own limit, so the router's checks and the handler share that read.
+ */
+export function bodyLimit(limit: number): MiddlewareHandler<AppEnv> {
+  return async function readLargeBody(c, next) {
+    await bodyText(c, limit);
+    await next();
+  };
 }
 
 const parsedBodies = new WeakMap<Request, { schema: z.ZodType; data: unknown }>();

@@ -7,6 +7,7 @@
 import { z } from '@hono/zod-openapi';
 import { catalogue, type ErrorCode } from '../errors';
 import { MEDIA_TYPE_PATTERN } from '../upload/media-type';
+import { FILE_NAME_PATTERN } from '../upload/file-name';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -49,9 +50,7 @@ export const Sha256Header = z
 /** The file name after percent-decoding (non-ASCII names arrive percent-encoded). */
 export const FileName = z
   .string()
-  .min(1, 'X-File-Name must be 1-255 characters without control characters or slashes.')
-  .max(255, 'X-File-Name must be 1-255 characters without control characters or slashes.')
-  .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'X-File-Name must be 1-255 characters without control characters or slashes.')
+  .regex(FILE_NAME_PATTERN, 'X-File-Name must be 1-255 characters without control characters or slashes.')
   .openapi({
     description: 'Original file name, percent-encoded when not ASCII (1-255 characters, no control characters or slashes).',
     example: 'holiday%20photo.jpg',
@@ -60,9 +59,7 @@ export const FileName = z
 /** A file name in a JSON body (the same rule as X-File-Name, not percent-encoded). */
 export const FileNameField = z
   .string()
-  .min(1)
-  .max(255)
-  .regex(/^[^\x00-\x1f\x7f/\\]+$/, 'fileName must be 1-255 characters without control characters or slashes.')
+  .regex(FILE_NAME_PATTERN, 'fileName must be 1-255 characters without control characters or slashes.')
   .openapi({ example: 'talk.mp4' });
 
 /** A media type's essence (parameters are dropped before this check). */

@@ -19,7 +19,12 @@ export function searchAttributeFlags(): string[] {
   return Object.values(searchAttributes).flatMap((k) => ['--search-attribute', `${k.name}=${cliType[k.type as keyof typeof cliType]}`]);
 }
 
-export const updates = { offerCopy: 'offerCopy', offerCopyForAnswer: 'offerCopyForAnswer', completeStep: 'completeStep' } as const;
+export const updates = {
+  offerCopy: 'offerCopy',
+  offerCopyForAnswer: 'offerCopyForAnswer',
+  completeStep: 'completeStep',
+  controlBatch: 'controlBatch',
+} as const;
 
 /** Every workflow type the worker registers (the names its workflow functions are exported under). */
 export const workflowTypes = {
@@ -29,6 +34,7 @@ export const workflowTypes = {
   redelivery: 'redeliveryWorkflow',
   recovery: 'recoveryWorkflow',
   reprocessJob: 'reprocessJobWorkflow',
+  importBatch: 'importBatchWorkflow',
 } as const;
 
 /**
@@ -40,6 +46,7 @@ export const workflowIds = {
   downstream: (uploadId: string) => `downstream/${uploadId}`,
   deletion: (uploadId: string) => `delete/${uploadId}`,
   reprocessJob: (jobId: string) => `reprocess-job/${jobId}`,
+  importBatch: (batchId: string) => `import-batch/${batchId}`,
   /** One per (upload, version) ever: a repeated job finds the done ones done. */
   reprocessUpload: (uploadId: string, pipeline: string, version: number) => `reprocess/${uploadId}/${pipeline}/v${version}`,
   redelivery: (eventId: string, requestId: string) => `redeliver/${eventId}/${requestId}`,

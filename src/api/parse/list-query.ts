@@ -6,7 +6,7 @@ import type { UploadFilter } from '../../db/queries/uploads';
 import type { z } from 'zod';
 import type { EventFilter } from '../../db/queries/events';
 import type { ListPosition } from '../../db/queries/keyset';
-import { ListUploadsQuery } from '../schemas';
+import { BatchItemsQuery, ListUploadsQuery } from '../schemas';
 import { ListEventsQuery } from '../webhook-schemas';
 import { PageQuery } from '../../http/schemas';
 
@@ -75,6 +75,21 @@ export function parsePageQuery(query: Record<string, string>): { after?: ListPos
   const { cursor, limit } = parsePage(query);
   return { after: cursor === undefined ? undefined : decodeCursor(cursor, UPLOAD_ID), limit };
 }
+
+/** A batch's items in order (the cursor is the last item's number), optionally of one state. */
+export function parseBatchItemsQuery(query: Record<string, string>): {
+  state?: 'pending' | 'done' | 'failed' | 'skipped';
+  after: number;
+  limit: number;
+} {
+  const r = BatchItemsQuery.safeParse(query);
+  if (!r.success) throw queryProblem(r.error.issues[0]);
+  const after = r.data.cursor === undefined ? '0' : Buffer.from(r.data.cursor, 'base64url').toString('latin1');
+  if (!/^\d{1,5}$/.test(after)) throw forgedCursor();
+  return { ...(r.data.state ? { state: r.data.state } : {}), after: Number(after), limit: r.data.limit ?? 50 };
+}
+
+export const encodeNumberCursor = (n: number) => Buffer.from(String(n)).toString('base64url');
 
 /** A list in name order (`name` checks a name is one the list can hold). */
 export function parseNamePageQuery(query: Record<string, string>, name: RegExp): { after?: string; limit: number } {

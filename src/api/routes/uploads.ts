@@ -9,7 +9,7 @@ import { listRenditions, renditionSummary } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitImport, awaitProcessed } from '../../upload/await-processed';
-import type { Importer } from '../../arrivals/import/importer';
+import type { Importer } from '../../imports/importer';
 import { ImportProgress } from '../../arrivals/import/protocol';
 import { parseWaitQuery } from '../../http/parse/request-headers';
 import { encodeCursor, parseListQuery } from '../parse/list-query';

@@ -1,14 +1,9 @@
-// The import door's request: its JSON body, checked strictly, and the upload request it
-// makes (the fingerprint every copy of the same body shares under one key).
-import { createHash } from 'node:crypto';
+// The import door's request, its JSON body checked strictly, and the progress it answers.
 import { z } from '@hono/zod-openapi';
 import { ExpiresAt, FileNameField, MediaType } from '../../http/schemas';
+import type { ImportBody } from '../../imports/request';
 import { MAX_IMPORT_HEADERS, reservedHeader } from '../../imports/headers';
 import { PipelineName } from '../../pipelines/catalogue';
-import { fingerprint } from '../../upload/fingerprint';
-import type { DeclaredUpload, UploadRequest } from '../../upload/types';
-
-export const IMPORT_ROUTE = '/v1/imports';
 
 /** An HTTP field name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
@@ -58,58 +53,7 @@ export const CreateImport = z
       }),
   })
   .strict()
-  .openapi('CreateImport');
-export type CreateImport = z.infer<typeof CreateImport>;
-
-/** The name an import without one gets: the URL path's last segment, when it makes a file name. */
-export function nameFromUrl(url: URL): string | null {
-  const last = url.pathname.split('/').at(-1) ?? '';
-  let name: string;
-  try {
-    name = decodeURIComponent(last);
-  } catch {
-    return null;
-  }
-  return FileNameField.safeParse(name).success ? name : null;
-}
-
-/** What identifies an import's body: every field, the headers by their hash (they are secret). */
-export function importRequest(upload: DeclaredUpload, body: CreateImport): UploadRequest {
-  const headers = body.headers
-    ? createHash('sha256')
-        .update(
-          JSON.stringify(
-            Object.entries(body.headers)
-              .map(([k, v]) => [k.toLowerCase(), v])
-              .sort(),
-          ),
-        )
-        .digest('hex')
-    : null;
-  return {
-    tenantId: upload.tenantId,
-    idempotencyKey: upload.key,
-    fingerprint: fingerprint({
-      method: 'POST',
-      route: IMPORT_ROUTE,
-      tenantId: upload.tenantId,
-      contentLength: 0,
-      contentType: body.contentType ?? '',
-      sha256: upload.sha256,
-      fileName: upload.fileName,
-      extra: JSON.stringify({ url: body.url, headers }),
-      expiresAt: upload.expiresAt,
-      pipeline: upload.pipeline,
-    }),
-    contentType: upload.contentType,
-    fileName: upload.fileName,
-    declaredBytes: 0,
-    declaredSha256: upload.sha256,
-    ...(upload.expiresAt ? { expiresAt: upload.expiresAt } : {}),
-    ...(upload.pipeline ? { pipeline: upload.pipeline } : {}),
-    ...(upload.grant ? { grant: upload.grant } : {}),
-  };
-}
+  .openapi('CreateImport') satisfies z.ZodType<ImportBody>;
 
 /** An import not yet committed: its 202, and GET /v1/uploads/{id} until the commit. */
 export const ImportProgress = z

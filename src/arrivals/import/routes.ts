@@ -23,10 +23,10 @@ import { requires } from '../../http/scopes';
 import { renderOutcome } from '../../http/upload-answer';
 import { IMPORT_REFUSALS } from '../../imports/failures';
 import { parsePipelineName } from '../../pipelines/declared';
-import { assertGrantLive, hostListed } from '../../tokens/grant';
 import { ADMISSION_PROBLEMS, type Intake } from '../intake';
-import type { Importer } from './importer';
-import { CreateImport, ImportProgress, nameFromUrl } from './protocol';
+import type { Importer } from '../../imports/importer';
+import { nameFromUrl } from '../../imports/request';
+import { CreateImport, ImportProgress } from './protocol';
 
 export function importRoutes(deps: { importer: Importer; intake: Intake; config: Config }) {
   const { importer, intake, config } = deps;
@@ -48,18 +48,7 @@ export function importRoutes(deps: { importer: Importer; intake: Intake; config:
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
     });
-    const admit = async () => {
-      assertGrantLive(upload.grant);
-      if (upload.grant && !hostListed(upload.grant.importHosts ?? [], url.hostname))
-        throw problem(
-          'import_host_not_allowed',
-          upload.grant.importHosts
-            ? `This upload token imports from ${upload.grant.importHosts.join(', ')} only.`
-            : 'This upload token may not import (it names no importHosts).',
-        );
-      await intake.admit(upload);
-    };
-    const outcome = await importer.create(upload, body, admit, waitMs);
+    const outcome = await importer.create(upload, body, waitMs);
     if (outcome.kind !== 'importing') return renderOutcome(c, outcome, key, false);
     c.set('outcome', 'processing');
     c.set('workflowId', outcome.workflowId);

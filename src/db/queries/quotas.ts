@@ -10,6 +10,8 @@ const LIVE_ROWS = {
   open_sessions: "SELECT count(*)::int AS n FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed'",
   // Imports until they commit (their row is deleted) or fail.
   imports_in_flight: "SELECT count(*)::int AS n FROM imports WHERE tenant_id = $1 AND state = 'importing'",
+  // Batches of imports not yet completed or cancelled.
+  open_import_batches: "SELECT count(*)::int AS n FROM import_batches WHERE tenant_id = $1 AND state IN ('running', 'paused')",
   // Declared names (a name is never removed: its versions are what uploads recorded).
   pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
 } as const;

@@ -4,23 +4,24 @@
 // commits through the same path as every other door.
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { Config } from '../../config';
-import type { Pool } from '../../db/pool';
-import { findImport, findImportByKey, insertImportOrGet, removeImport, type ImportRow } from '../../db/queries/imports';
-import { findKeyAnswer } from '../../db/queries/idempotency-keys';
-import { QuotaReached } from '../../db/queries/quotas';
-import { dependency, problem } from '../../errors';
-import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-guard';
-import { sealImportHeaders } from '../../imports/headers';
-import { importView, type ImportView } from '../../imports/view';
-import type { SecretBox } from '../../secret-box';
-import { keyStoragePrefix, uploadWorkflowId } from '../../temporal/ids';
-import { workflowTypes } from '../../temporal/names';
-import { reuseProblem } from '../../upload/offer';
-import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
-import type { DeclaredUpload, UploadRequest } from '../../upload/types';
-import type { ImportSpec } from '../../../workflows/definitions';
-import { importRequest, type CreateImport } from './protocol';
+import type { Config } from '../config';
+import type { Pool } from '../db/pool';
+import { findImport, findImportByKey, insertImportOrGet, removeImport, type ImportRow } from '../db/queries/imports';
+import { findKeyAnswer } from '../db/queries/idempotency-keys';
+import { QuotaReached } from '../db/queries/quotas';
+import { dependency, problem } from '../errors';
+import { assertDeliverableUrl, DisallowedUrlError } from '../downstream/url-guard';
+import { sealImportHeaders } from './headers';
+import { importView, type ImportView } from './view';
+import type { SecretBox } from '../secret-box';
+import { assertGrantLive, hostListed } from '../tokens/grant';
+import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
+import { workflowTypes } from '../temporal/names';
+import { reuseProblem } from '../upload/offer';
+import type { UploadOutcome, UploadReceiver } from '../upload/receive';
+import type { DeclaredUpload, UploadRequest } from '../upload/types';
+import type { ImportSpec } from '../../workflows/definitions';
+import { importRequest, type ImportBody } from './request';
 
 export interface ImporterDeps {
   pool: Pool;
@@ -28,6 +29,8 @@ export interface ImporterDeps {
   receiver: UploadReceiver;
   secrets: SecretBox;
   config: Config;
+  /** The intake's admission of a new upload (token live and limits, pipeline, validation hook). */
+  admit: (upload: DeclaredUpload) => Promise<void>;
 }
 
 export type ImportOutcome = UploadOutcome | { kind: 'importing'; view: ImportView; workflowId: string };
@@ -36,10 +39,10 @@ export class Importer {
   constructor(private readonly deps: ImporterDeps) {}
 
   /**
-   * POST /v1/imports. `admit` is the intake's admission of a new upload (token, pipeline,
-   * hook): it runs only when the key has neither an answer nor an import.
+   * POST /v1/imports, and each item of a batch. A new import (its key has neither an answer
+   * nor an import) is admitted first: an upload token's hosts, then the intake's checks.
    */
-  async create(upload: DeclaredUpload, body: CreateImport, admit: () => Promise<void>, waitMs: number): Promise<ImportOutcome> {
+  async create(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<ImportOutcome> {
     const { pool } = this.deps;
     const req = importRequest(upload, body);
     const replay = await this.deps.receiver.replay(req);
@@ -53,7 +56,7 @@ export class Importer {
     }
     let created = false;
     if (!row) {
-      await admit();
+      await this.admit(upload, body.url);
       await this.assertUrlAllowed(body.url);
       ({ row, created } = await this.insert(upload, req, body.url));
     }
@@ -84,6 +87,25 @@ export class Importer {
         ? { status: answer.response_status, body: answer.response_body }
         : undefined;
     return importView(row, recorded);
+  }
+
+  /** The import's answer once its run has one within `waitMs`, else "processing". */
+  awaitAnswer(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<UploadOutcome> {
+    const req = importRequest(upload, body);
+    return this.deps.receiver.awaitRun(req, uploadWorkflowId(req.tenantId, req.idempotencyKey), waitMs);
+  }
+
+  private async admit(upload: DeclaredUpload, url: string): Promise<void> {
+    assertGrantLive(upload.grant);
+    const host = URL.parse(url)?.hostname ?? '';
+    if (upload.grant && !hostListed(upload.grant.importHosts ?? [], host))
+      throw problem(
+        'import_host_not_allowed',
+        upload.grant.importHosts
+          ? `This upload token imports from ${upload.grant.importHosts.join(', ')} only.`
+          : 'This upload token may not import (it names no importHosts).',
+      );
+    await this.deps.admit(upload);
   }
 
   /** The URL as the fetch's first hop will check it: http(s), no credentials, a permitted address. */
@@ -128,7 +150,7 @@ export class Importer {
    * Starts the key's run with the import, unless one runs: ours (a repeat, or a run already
    * committed) goes on; another request's (a session of another door holds the key) is 422.
    */
-  private async startRun(req: UploadRequest, row: ImportRow, body: CreateImport, upload: DeclaredUpload, created: boolean) {
+  private async startRun(req: UploadRequest, row: ImportRow, body: ImportBody, upload: DeclaredUpload, created: boolean) {
     const { config, temporal, pool } = this.deps;
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
     const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${row.id}`;

@@ -1,0 +1,142 @@
+// Import batches: the batch row with its counts, its items and their outcomes. An item's
+// outcome and the batch's counts change in one statement, once (only a pending item moves).
+import type { Caller } from '../../upload/types';
+import type { UploadGrant } from '../../tokens/grant';
+import { withTransaction, type Pool, type Queryable } from '../pool';
+import { insertWithinQuota } from './quotas';
+
+export interface ImportBatchRow {
+  id: string;
+  tenant_id: string;
+  state: 'running' | 'paused' | 'completed' | 'cancelled';
+  concurrency: number;
+  pipeline: string | null;
+  caller: Caller;
+  upload_grant: UploadGrant | null;
+  total: number;
+  done: number;
+  failed: number;
+  skipped: number;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+export interface BatchItem {
+  url: string;
+  fileName?: string;
+  sha256?: string;
+}
+
+export interface ImportBatchItemRow {
+  batch_id: string;
+  n: number;
+  url: string;
+  file_name: string | null;
+  sha256: string | null;
+  state: 'pending' | 'done' | 'failed' | 'skipped';
+  upload_id: string | null;
+  error: Record<string, unknown> | null;
+}
+
+/** Records a batch and its items, while the tenant has fewer than `maxOpen` open batches (else QuotaReached). */
+export async function insertImportBatch(
+  pool: Pool,
+  b: Pick<ImportBatchRow, 'id' | 'tenant_id' | 'concurrency' | 'pipeline' | 'caller' | 'upload_grant'>,
+  items: BatchItem[],
+  maxOpen: number,
+): Promise<ImportBatchRow> {
+  return insertWithinQuota(pool, b.tenant_id, 'open_import_batches', maxOpen, async (tx) => {
+    const row = await tx.query<ImportBatchRow>(
+      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, total)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [
+        b.id,
+        b.tenant_id,
+        b.concurrency,
+        b.pipeline,
+        JSON.stringify(b.caller),
+        b.upload_grant && JSON.stringify(b.upload_grant),
+        items.length,
+      ],
+    );
+    // One statement for the items, however many: their fields as parallel arrays.
+    await tx.query(
+      `INSERT INTO import_batch_items (batch_id, n, url, file_name, sha256)
+       SELECT $1, n, url, file_name, sha256
+         FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(url, file_name, sha256, n)`,
+      [b.id, items.map((i) => i.url), items.map((i) => i.fileName ?? null), items.map((i) => i.sha256 ?? null)],
+    );
+    return row.rows[0]!;
+  });
+}
+
+export async function findImportBatch(db: Queryable, tenantId: string, id: string): Promise<ImportBatchRow | undefined> {
+  return (await db.query<ImportBatchRow>('SELECT * FROM import_batches WHERE id = $1 AND tenant_id = $2', [id, tenantId])).rows[0];
+}
+
+export async function findImportBatchById(db: Queryable, id: string): Promise<ImportBatchRow | undefined> {
+  return (await db.query<ImportBatchRow>('SELECT * FROM import_batches WHERE id = $1', [id])).rows[0];
+}
+
+/** The next pending items after `after`, in order. */
+export async function pendingBatchItems(db: Queryable, batchId: string, after: number, limit: number): Promise<number[]> {
+  const res = await db.query<{ n: number }>(
+    `SELECT n FROM import_batch_items WHERE batch_id = $1 AND n > $2 AND state = 'pending' ORDER BY n LIMIT $3`,
+    [batchId, after, limit],
+  );
+  return res.rows.map((r) => r.n);
+}
+
+export async function findBatchItem(db: Queryable, batchId: string, n: number): Promise<ImportBatchItemRow | undefined> {
+  return (await db.query<ImportBatchItemRow>('SELECT * FROM import_batch_items WHERE batch_id = $1 AND n = $2', [batchId, n])).rows[0];
+}
+
+/** A page of a batch's items in order, optionally of one state. */
+export async function listBatchItems(
+  db: Queryable,
+  batchId: string,
+  o: { state?: ImportBatchItemRow['state']; after: number; limit: number },
+): Promise<ImportBatchItemRow[]> {
+  const res = await db.query<ImportBatchItemRow>(
+    `SELECT * FROM import_batch_items WHERE batch_id = $1 AND n > $2 AND ($3::text IS NULL OR state = $3) ORDER BY n LIMIT $4`,
+    [batchId, o.after, o.state ?? null, o.limit],
+  );
+  return res.rows;
+}
+
+/** Records a pending item's outcome and counts it on the batch, once (a repeat changes nothing). */
+export async function recordBatchItem(
+  pool: Pool,
+  batchId: string,
+  n: number,
+  outcome: { state: 'done' | 'failed'; uploadId: string | null; error: Record<string, unknown> | null },
+): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    const moved = await tx.query(
+      `UPDATE import_batch_items SET state = $3, upload_id = $4, error = $5 WHERE batch_id = $1 AND n = $2 AND state = 'pending'`,
+      [batchId, n, outcome.state, outcome.uploadId, outcome.error && JSON.stringify(outcome.error)],
+    );
+    if (!moved.rowCount) return;
+    await tx.query(`UPDATE import_batches SET ${outcome.state} = ${outcome.state} + 1 WHERE id = $1`, [batchId]);
+  });
+}
+
+/** Ends a batch: its items not started are skipped (a cancelled batch). */
+export async function finishImportBatch(pool: Pool, batchId: string, state: 'completed' | 'cancelled'): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    const skipped = await tx.query(`UPDATE import_batch_items SET state = 'skipped' WHERE batch_id = $1 AND state = 'pending'`, [batchId]);
+    await tx.query(
+      `UPDATE import_batches SET state = $2, skipped = skipped + $3, finished_at = coalesce(finished_at, now())
+        WHERE id = $1 AND state IN ('running', 'paused')`,
+      [batchId, state, skipped.rowCount ?? 0],
+    );
+  });
+}
+
+/** Records an open batch as paused or running (its workflow decides; this is what the API shows). */
+export async function setBatchPaused(db: Queryable, id: string, paused: boolean): Promise<void> {
+  await db.query(`UPDATE import_batches SET state = $2 WHERE id = $1 AND state IN ('running', 'paused')`, [
+    id,
+    paused ? 'paused' : 'running',
+  ]);
+}

@@ -1,0 +1,73 @@
+// Starting and steering import batches: the batch row with its items first (under the
+// tenant's open-batch quota), then its workflow; a batch whose workflow could not be started
+// is closed at once, never left open. Pause, resume and cancel are updates the workflow
+// records before it answers.
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool';
+import { finishImportBatch, insertImportBatch, type BatchItem, type ImportBatchRow } from '../db/queries/import-batches';
+import { QuotaReached } from '../db/queries/quotas';
+import { dependency, problem } from '../errors';
+import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import type { UploadGrant } from '../tokens/grant';
+import type { Caller } from '../upload/types';
+import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../workflows/definitions';
+
+export class ImportBatches {
+  constructor(private readonly deps: { pool: Pool; temporal: Client; taskQueue: string; maxOpen: number }) {}
+
+  async start(b: {
+    tenantId: string;
+    caller: Caller;
+    grant?: UploadGrant;
+    pipeline?: string;
+    concurrency: number;
+    items: BatchItem[];
+  }): Promise<ImportBatchRow> {
+    const id = randomUUID();
+    const row = await dependency('database_unavailable', () =>
+      insertImportBatch(
+        this.deps.pool,
+        {
+          id,
+          tenant_id: b.tenantId,
+          concurrency: b.concurrency,
+          pipeline: b.pipeline ?? null,
+          caller: b.caller,
+          upload_grant: b.grant ?? null,
+        },
+        b.items,
+        this.deps.maxOpen,
+      ).catch((err: unknown) => {
+        if (err instanceof QuotaReached)
+          throw problem('too_many_import_batches', `This tenant already has ${err.limit} import batches open; wait for one to end.`, {
+            extra: { limit: err.limit },
+          });
+        throw err;
+      }),
+    );
+    const input: ImportBatchInput = { batchId: id, concurrency: b.concurrency };
+    try {
+      await dependency('temporal_unavailable', () =>
+        this.deps.temporal.workflow.start(workflowTypes.importBatch, {
+          workflowId: workflowIds.importBatch(id),
+          taskQueue: this.deps.taskQueue,
+          args: [input],
+          staticSummary: `Import a batch of ${b.items.length} files`,
+          typedSearchAttributes: [{ key: searchAttributes.tenant, value: b.tenantId }],
+        }),
+      );
+    } catch (err) {
+      await finishImportBatch(this.deps.pool, id, 'cancelled').catch(() => {}); // the caller has the 503; its retry makes a new batch
+      throw err;
+    }
+    return row;
+  }
+
+  /** Pauses, resumes or cancels an open batch; answers once its workflow recorded it. */
+  async control(batchId: string, action: BatchControl): Promise<void> {
+    await dependency('temporal_unavailable', () =>
+      this.deps.temporal.workflow.getHandle(workflowIds.importBatch(batchId)).executeUpdate(controlBatchUpdate, { args: [action] }),
+    );
+  }
+}

@@ -1,0 +1,70 @@
+// What an import asks for, and the upload request it makes: the fingerprint every copy of
+// the same body shares under one key (a body at the door, an item of a batch).
+import { createHash } from 'node:crypto';
+import { FILE_NAME_PATTERN } from '../upload/file-name';
+import { fingerprint } from '../upload/fingerprint';
+import type { DeclaredUpload, UploadRequest } from '../upload/types';
+
+/** The route an import's fingerprints record (a key first used elsewhere is 422 here). */
+export const IMPORT_ROUTE = '/v1/imports';
+
+/** An import's body (POST /v1/imports; an item of a batch names fewer of them). */
+export interface ImportBody {
+  url: string;
+  fileName?: string;
+  sha256?: string;
+  contentType?: string;
+  pipeline?: string;
+  expiresAt?: string;
+  headers?: Record<string, string>;
+}
+
+/** The name an import without one gets: the URL path's last segment, when it makes a file name. */
+export function nameFromUrl(url: URL): string | null {
+  const last = url.pathname.split('/').at(-1) ?? '';
+  let name: string;
+  try {
+    name = decodeURIComponent(last);
+  } catch {
+    return null;
+  }
+  return FILE_NAME_PATTERN.test(name) ? name : null;
+}
+
+/** What identifies an import's body: every field, the headers by their hash (they are secret). */
+export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadRequest {
+  const headers = body.headers
+    ? createHash('sha256')
+        .update(
+          JSON.stringify(
+            Object.entries(body.headers)
+              .map(([k, v]) => [k.toLowerCase(), v])
+              .sort(),
+          ),
+        )
+        .digest('hex')
+    : null;
+  return {
+    tenantId: upload.tenantId,
+    idempotencyKey: upload.key,
+    fingerprint: fingerprint({
+      method: 'POST',
+      route: IMPORT_ROUTE,
+      tenantId: upload.tenantId,
+      contentLength: 0,
+      contentType: body.contentType ?? '',
+      sha256: upload.sha256,
+      fileName: upload.fileName,
+      extra: JSON.stringify({ url: body.url, headers }),
+      expiresAt: upload.expiresAt,
+      pipeline: upload.pipeline,
+    }),
+    contentType: upload.contentType,
+    fileName: upload.fileName,
+    declaredBytes: 0,
+    declaredSha256: upload.sha256,
+    ...(upload.expiresAt ? { expiresAt: upload.expiresAt } : {}),
+    ...(upload.pipeline ? { pipeline: upload.pipeline } : {}),
+    ...(upload.grant ? { grant: upload.grant } : {}),
+  };
+}

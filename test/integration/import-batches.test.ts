@@ -1,0 +1,149 @@
+// Import batches on the embedded store: every item imported once under (batch, item), the
+// counts and the items' outcomes, the same batch for the same key, pause, resume and cancel,
+// the open-batch quota, and bad requests refused with nothing stored.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { audit } from '../../src/audit';
+import { sha256 } from '../helpers/http';
+import { eventually } from '../helpers/inspect';
+import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+
+const file = randomBytes(64 * 1024);
+let stack: TestStack;
+let tenant: { tenantId: string; apiKey: string };
+let origin: FileOrigin;
+
+beforeAll(async () => {
+  stack = await startStackOnStore('local', 'import_batches', { env: { TENANT_MAX_OPEN_IMPORT_BATCHES: '2' } });
+  tenant = await stack.createTenant();
+  origin = await startFileOrigin(file);
+});
+afterAll(async () => {
+  await origin?.close();
+  await stack?.stop();
+});
+
+async function call(method: string, path: string, body?: unknown, key?: string) {
+  const res = await fetch(`${stack.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${tenant.apiKey}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(key ? { 'idempotency-key': key } : {}),
+    },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
+}
+const batchRows = async () => Number((await stack.runtime.pool.query('SELECT count(*) AS n FROM import_batches')).rows[0].n);
+const ended = (id: string) =>
+  eventually(async () => {
+    const b = await call('GET', `/v1/import-batches/${id}`);
+    return b.json.state === 'completed' || b.json.state === 'cancelled' ? b.json : undefined;
+  }, 120_000);
+
+it('imports every item once under (batch, item), counts them, lists their outcomes, and answers the same batch for the same key', async () => {
+  const items = Array.from({ length: 40 }, (_, i) => ({ url: `${origin.base}/files/f${i + 1}.bin` }));
+  items[9] = { url: `${origin.base}/missing` };
+  items[19] = { url: `${origin.base}/files/f20.bin`, sha256: 'a'.repeat(64) } as (typeof items)[number];
+  const key = `batch-${randomUUID()}`;
+  const requestsBefore = origin.requests;
+  const started = await call('POST', '/v1/import-batches', { items, concurrency: 8 }, key);
+  expect(started.status).toBe(202);
+  expect(started.json).toMatchObject({ state: 'running', total: 40, concurrency: 8 });
+  expect(started.headers.get('location')).toBe(`/v1/import-batches/${started.json.id}`);
+  const again = await call('POST', '/v1/import-batches', { items, concurrency: 8 }, key);
+  expect(again.json.id).toBe(started.json.id);
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+
+  const done = await ended(started.json.id);
+  expect(done).toMatchObject({ state: 'completed', total: 40, done: 38, failed: 2, skipped: 0, pending: 0 });
+  expect(origin.requests - requestsBefore).toBe(40);
+
+  const failed = await call('GET', `/v1/import-batches/${started.json.id}/items?state=failed`);
+  expect(failed.json.items.map((i: { n: number; error: { error: string } }) => [i.n, i.error.error])).toEqual([
+    [10, 'import_failed'],
+    [20, 'checksum_mismatch'],
+  ]);
+  // Walk the items two at a time: every done item names its upload, each upload once.
+  const uploads = new Set<string>();
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const page = await call('GET', `/v1/import-batches/${started.json.id}/items?limit=25${cursor ? `&cursor=${cursor}` : ''}`);
+    for (const i of page.json.items) if (i.state === 'done') uploads.add(i.uploadId);
+    cursor = page.json.nextCursor;
+    pages++;
+  } while (cursor);
+  expect(pages).toBe(2);
+  expect(uploads.size).toBe(38);
+  const rows = await stack.runtime.pool.query(`SELECT idempotency_key, sha256 FROM uploads WHERE id = ANY($1)`, [[...uploads]]);
+  expect(rows.rows.every((r) => r.sha256 === sha256(file) && r.idempotency_key.startsWith(`import-batch/${started.json.id}/`))).toBe(true);
+  expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+});
+
+it('pauses (items under way finish, none starts), resumes, and cancels (items not started are skipped); open batches are counted', async () => {
+  origin.throttle(256 * 1024);
+  try {
+    const items = Array.from({ length: 30 }, (_, i) => ({ url: `${origin.base}/slow/${i}.bin` }));
+    const a = await call('POST', '/v1/import-batches', { items, concurrency: 2 }, `batch-${randomUUID()}`);
+    const b = await call('POST', '/v1/import-batches', { items: items.slice(0, 3), concurrency: 1 }, `batch-${randomUUID()}`);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    const third = await call('POST', '/v1/import-batches', { items: items.slice(0, 1) }, `batch-${randomUUID()}`);
+    expect(third.status).toBe(429);
+    expect(third.json).toMatchObject({ error: 'too_many_import_batches', limit: 2 });
+
+    const paused = await call('POST', `/v1/import-batches/${a.json.id}/pause`);
+    expect(paused.status).toBe(200);
+    expect(paused.json.state).toBe('paused');
+    origin.throttle(undefined);
+    // The two under way finish; then nothing more moves while paused.
+    const settled = await eventually(async () => {
+      const r = await call('GET', `/v1/import-batches/${a.json.id}`);
+      return r.json.done + r.json.failed >= 1 ? r.json : undefined;
+    }, 60_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    const still = (await call('GET', `/v1/import-batches/${a.json.id}`)).json;
+    expect(still.done).toBeLessThanOrEqual(2);
+    expect(still.done).toBe((await call('GET', `/v1/import-batches/${a.json.id}`)).json.done);
+    expect(settled.state).toBe('paused');
+
+    origin.throttle(256 * 1024);
+    expect((await call('POST', `/v1/import-batches/${a.json.id}/resume`)).json.state).toBe('running');
+    await eventually(async () => (await call('GET', `/v1/import-batches/${a.json.id}`)).json.done > still.done, 60_000);
+    const cancelling = await call('POST', `/v1/import-batches/${a.json.id}/cancel`);
+    expect(cancelling.status).toBe(202);
+    origin.throttle(undefined);
+    const cancelled = await ended(a.json.id);
+    expect(cancelled.state).toBe('cancelled');
+    expect(cancelled.skipped).toBeGreaterThan(0);
+    expect(cancelled.done + cancelled.failed + cancelled.skipped).toBe(30);
+    expect((await call('POST', `/v1/import-batches/${a.json.id}/resume`)).json).toMatchObject({ error: 'import_batch_closed' });
+    await ended(b.json.id);
+  } finally {
+    origin.throttle(undefined);
+  }
+});
+
+it('refuses bad batches with a problem and stores nothing', async () => {
+  const before = await batchRows();
+  const url = `${origin.base}/x.bin`;
+  const cases: [unknown, number, string][] = [
+    [{ items: [] }, 400, 'body_invalid'],
+    [{ items: Array.from({ length: 10_001 }, () => ({ url })) }, 400, 'body_invalid'],
+    [{ items: [{ url: 'ftp://example.com/a' }] }, 400, 'body_invalid'],
+    [{ items: [{ url, colour: 'red' }] }, 400, 'body_invalid'],
+    [{ items: [{ url }], concurrency: 99 }, 400, 'body_invalid'],
+    [{ items: [{ url }], pipeline: 'no-such-pipeline' }, 422, 'pipeline_unknown'],
+    ['not json', 400, 'body_invalid'],
+  ];
+  for (const [body, status, error] of cases) {
+    const res = await call('POST', '/v1/import-batches', body, `bad-${randomUUID()}`);
+    expect({ status: res.status, error: res.json?.error }).toEqual({ status, error });
+  }
+  expect(await batchRows()).toBe(before);
+  expect((await call('GET', `/v1/import-batches/${randomUUID()}`)).status).toBe(404);
+  expect((await call('GET', `/v1/import-batches/${randomUUID()}/items?state=lost`)).status).toBe(404);
+});

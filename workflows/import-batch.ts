@@ -1,0 +1,60 @@
+// An import batch (ID `import-batch/{batchId}`): its items, a page at a time, each imported by
+// one activity (the import door's own path, keyed by batch and item) with at most
+// `concurrency` at once. Pausing stops starting items (those under way finish); cancelling
+// also ends the batch once they have, its items not started skipped. The batch continues as
+// new every few pages, so its history stays short however many items it has.
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { controlBatchUpdate, type ImportBatchInput } from './definitions';
+import { inWindows } from './windows';
+
+const local = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+// An item runs as long as its import: it heartbeats while it waits for the import's answer.
+const items = proxyActivities<Activities>({
+  startToCloseTimeout: '7 days',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  summary: 'Import one item of the batch',
+});
+
+/** Items listed per page, and pages per run before it continues as new. */
+const PAGE = 100;
+const PAGES_PER_RUN = 5;
+
+export async function importBatchWorkflow(input: ImportBatchInput): Promise<void> {
+  let paused = input.paused ?? false;
+  let cancelled = input.cancelled ?? false;
+  setHandler(controlBatchUpdate, async (action) => {
+    if (cancelled) return;
+    if (action === 'cancel') cancelled = true;
+    else paused = action === 'pause';
+    if (action !== 'cancel') await local.pauseImportBatch({ batchId: input.batchId, paused });
+  });
+  let after = input.after ?? 0;
+  for (let page = 0; !cancelled; page++) {
+    const ns = await local.pendingImportBatchItems({ batchId: input.batchId, after, limit: PAGE });
+    if (!ns.length) break;
+    await inWindows(ns, input.concurrency, async (n) => {
+      await condition(() => !paused || cancelled);
+      if (!cancelled) await items.importBatchItem({ batchId: input.batchId, n });
+    });
+    after = ns.at(-1)!;
+    if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof importBatchWorkflow>({ ...input, after, paused, cancelled });
+    }
+  }
+  await local.finishImportBatch({ batchId: input.batchId, state: cancelled ? 'cancelled' : 'completed' });
+  await condition(allHandlersFinished);
+}
