@@ -272,12 +272,16 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     http.on('clientError', answerClientError);
     // An answer sent before the body was read is still read by the client (a 413 above all).
     lingerOnEarlyClose(http);
+    http.on('upgrade', (req, socket, head) => {
+      if (!app.progressSockets.handleUpgrade(req, socket as import('node:stream').Duplex, head)) socket.destroy();
+    });
     // A client may shut its sending side once the request is complete (curl --data with
     // some proxies, raw sockets); it still gets its answer instead of a closed socket.
     (http as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
     cleanups.push(
       () =>
         new Promise<void>((resolve) => {
+          app.progressSockets.close();
           const http = server as import('node:http').Server;
           http.close(() => resolve());
           http.closeIdleConnections();

@@ -28,6 +28,7 @@ import { docsRoutes } from './routes/docs';
 import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
 import { importBatchRoutes } from './routes/import-batches';
+import { ImportProgressSockets } from '../arrivals/uppy/url-progress';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from './routes/downloads';
 import { deletionRoutes } from './routes/deletions';
@@ -156,5 +157,6 @@ export function createApp(deps: AppDeps) {
   );
   app.onError(onError);
   app.notFound(onNotFound);
-  return app;
+  // The WebSockets the server upgrades to (Uppy's progress of an import by link).
+  return Object.assign(app, { progressSockets: new ImportProgressSockets({ uppy: services.uppy, pool }) });
 }

@@ -18,6 +18,7 @@ import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS, TUS_ROUTE } from './tus/prot
 import { tusDiscoveryRoutes, tusRoutes } from './tus/routes';
 import { UPPY_ROUTE } from './uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './uppy/routes';
+import { uppyUrlRoutes } from './uppy/url-routes';
 import { IMPORT_ROUTE } from '../imports/request';
 import { importRoutes } from './import/routes';
 
@@ -72,7 +73,10 @@ export const DOORS = {
     fingerprintRoute: UPPY_ROUTE,
     requestHeaders: [],
     responseHeaders: [],
-    mountPublic: (app, deps) => app.route('/uppy', uppyCompanionRoutes(deps)),
+    mountPublic: (app, deps) => {
+      app.route('/uppy', uppyCompanionRoutes(deps));
+      app.route('/uppy', uppyUrlRoutes(deps));
+    },
     mount: (app, { uppy }) => app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy })),
   },
   // POST /v1/uploads: a raw body; a form post and the draft's creation are told apart there.

@@ -14,7 +14,8 @@ import { assertDeliverableUrl, DisallowedUrlError } from '../downstream/url-guar
 import { sealImportHeaders } from './headers';
 import { importView, type ImportView } from './view';
 import type { SecretBox } from '../secret-box';
-import { assertGrantLive, hostListed } from '../tokens/grant';
+import { assertGrantLive, hostListed, type UploadGrant } from '../tokens/grant';
+import { ImportFailure, Origins } from './origin';
 import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
 import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
@@ -31,6 +32,21 @@ export interface ImporterDeps {
   config: Config;
   /** The intake's admission of a new upload (token live and limits, pipeline, validation hook). */
   admit: (upload: DeclaredUpload) => Promise<void>;
+}
+
+/** The longest a look at a file (Uppy's url/meta) waits for the origin. */
+const PROBE_MS = 15_000;
+
+/** 403 unless an upload token lists the URL's host (an API key imports from any host). */
+function assertHostAllowed(grant: UploadGrant | undefined, url: string): void {
+  const host = URL.parse(url)?.hostname ?? '';
+  if (grant && !hostListed(grant.importHosts ?? [], host))
+    throw problem(
+      'import_host_not_allowed',
+      grant.importHosts
+        ? `This upload token imports from ${grant.importHosts.join(', ')} only.`
+        : 'This upload token may not import (it names no importHosts).',
+    );
 }
 
 export type ImportOutcome = UploadOutcome | { kind: 'importing'; view: ImportView; workflowId: string };
@@ -95,16 +111,40 @@ export class Importer {
     return this.deps.receiver.awaitRun(req, uploadWorkflowId(req.tenantId, req.idempotencyKey), waitMs);
   }
 
+  /**
+   * What the origin says about the file at `url` (its media type and length), through the
+   * import's checks and an upload token's hosts; the body is not read.
+   */
+  async probe(url: string, grant: UploadGrant | undefined): Promise<{ contentType: string | null; length: number | null }> {
+    const { config } = this.deps;
+    assertHostAllowed(grant, url);
+    await this.assertUrlAllowed(url);
+    const origins = new Origins(
+      { allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS },
+      {
+        maxBytes: Number.MAX_SAFE_INTEGER,
+        maxRedirects: config.IMPORT_MAX_REDIRECTS,
+        connectMs: config.IMPORT_CONNECT_SECONDS * 1000,
+        idleMs: config.IMPORT_IDLE_SECONDS * 1000,
+        totalMs: PROBE_MS,
+      },
+    );
+    try {
+      const got = await origins.open({ url, ...(grant ? { hosts: grant.importHosts ?? [] } : {}) });
+      got.body.destroy();
+      return { contentType: got.contentType, length: got.length };
+    } catch (err) {
+      if (err instanceof ImportFailure)
+        throw problem(err.code, err.message, err.originStatus ? { extra: { originStatus: err.originStatus } } : undefined);
+      throw err;
+    } finally {
+      void origins.close();
+    }
+  }
+
   private async admit(upload: DeclaredUpload, url: string): Promise<void> {
     assertGrantLive(upload.grant);
-    const host = URL.parse(url)?.hostname ?? '';
-    if (upload.grant && !hostListed(upload.grant.importHosts ?? [], host))
-      throw problem(
-        'import_host_not_allowed',
-        upload.grant.importHosts
-          ? `This upload token imports from ${upload.grant.importHosts.join(', ')} only.`
-          : 'This upload token may not import (it names no importHosts).',
-      );
+    assertHostAllowed(upload.grant, url);
     await this.deps.admit(upload);
   }
 

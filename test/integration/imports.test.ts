@@ -10,6 +10,7 @@ import { getJson, postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import WebSocket from 'ws';
 
 const MiB = 1024 * 1024;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -259,6 +260,62 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     } finally {
       await text.close();
     }
+  });
+
+  it("serves Uppy's URL plugin: url/meta, url/get under the file's key, and Companion's progress socket to success", async () => {
+    const minted = await fetch(`${stack.url}/v1/uppy-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}` } });
+    const { companionEndpoint } = (await minted.json()) as { companionEndpoint: string };
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${stack.url}${companionEndpoint}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, any> };
+    };
+    const url = `${origin.base}/pictures/cat.png`;
+    const meta = await post('/url/meta', { url });
+    expect(meta).toEqual({ status: 200, json: { name: 'cat.png', type: 'image/png', size: file.length, statusCode: 200 } });
+    expect((await post('/url/meta', { url: `${origin.base}/missing` })).json).toMatchObject({ error: 'import_failed', originStatus: 404 });
+
+    const key = `uppy-url-${randomUUID()}`;
+    // As @uppy/tus sends it: its own endpoint and headers (the page's credential) ride along, and are ignored.
+    const get = {
+      url,
+      fileId: url,
+      protocol: 'tus',
+      endpoint: '/v1/tus',
+      headers: { authorization: 'Bearer page-secret' },
+      metadata: { idempotencyKey: key, name: 'cat.png' },
+    };
+    const started = await post('/url/get', get);
+    expect(started.status).toBe(200);
+    const follow = () =>
+      new Promise<{ action: string; payload: any }[]>((resolve, reject) => {
+        const seen: { action: string; payload: any }[] = [];
+        const ws = new WebSocket(`${stack.url.replace('http', 'ws')}${companionEndpoint}/api/${started.json.token}`);
+        ws.on('message', (data) => seen.push(JSON.parse(String(data))));
+        ws.on('close', () => resolve(seen));
+        ws.on('error', reject);
+      });
+    const messages = await follow();
+    const success = messages.at(-1)!;
+    expect(success.action).toBe('success');
+    const upload = JSON.parse(success.payload.response.responseText);
+    expect(upload).toMatchObject({ bytes: file.length, sha256: sha256(file), fileName: 'cat.png', contentType: 'image/png' });
+    expect(success.payload.url).toBe(`/v1/uploads/${upload.uploadId}`);
+    expect(origin.lastAuthorization).toBeUndefined();
+    // Again (a retry, a reload): the same import's answer.
+    const again = await post('/url/get', get);
+    expect(again.json.token).toBe(started.json.token);
+    expect(JSON.parse((await follow()).at(-1)!.payload.response.responseText).uploadId).toBe(upload.uploadId);
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(1);
+
+    expect((await post('/url/get', { url, metadata: {} })).status).toBe(400);
+    const forged = new WebSocket(`${stack.url.replace('http', 'ws')}/uppy/forged.1.x/api/${started.json.token}`);
+    expect(await new Promise((r) => forged.on('unexpected-response', (_req, res) => r(res.statusCode)).on('error', () => r('error')))).toBe(
+      401,
+    );
   });
 
   it('counts imports in flight per tenant: past the limit 429, nothing stored', async () => {

@@ -192,26 +192,33 @@ export function uppyEndpointRoutes(deps: { uppy: UppyCompanion }) {
   return app;
 }
 
+/**
+ * Whom a companion endpoint (`/uppy/{token}/…`) serves, set on the request as its tenant and
+ * caller. One minted with an upload token carries its limits: the token must be unrevoked,
+ * and unexpired to start a file (`starting`); a file started before it expired may finish,
+ * as a tus session does.
+ */
+export async function companionOwner(
+  c: Context<AppEnv>,
+  deps: { uppy: UppyCompanion; pool: Pool },
+  starting: boolean,
+): Promise<CompanionOwner> {
+  const o = deps.uppy.ownerOf(c.req.param('token') ?? '');
+  c.set('tenantId', o.tenantId);
+  if (o.tokenId) {
+    const row = await dependency('database_unavailable', () => findUploadToken(deps.pool, o.tenantId, o.tokenId!));
+    if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
+    c.set('principal', credentialOf(row).principal);
+    if (starting) assertTokenLive(c);
+  }
+  return o;
+}
+
 /** /uppy/{token}/s3/… (the token is the credential; mounted outside /v1's API-key check). */
 export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: UploadReceiver; config: Config; intake: Intake; pool: Pool }) {
-  const { uppy, config, pool, intake } = deps;
+  const { uppy, config, intake } = deps;
   const app = router();
-  /**
-   * Whom the endpoint serves. One minted with an upload token carries its limits: the token
-   * must be unrevoked, and unexpired to start a file (`starting`); a file started before it
-   * expired may finish, as a tus session does.
-   */
-  const owner = async (c: Context<AppEnv>, starting: boolean): Promise<CompanionOwner> => {
-    const o = uppy.ownerOf(c.req.param('token') ?? '');
-    c.set('tenantId', o.tenantId);
-    if (o.tokenId) {
-      const row = await dependency('database_unavailable', () => findUploadToken(pool, o.tenantId, o.tokenId!));
-      if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
-      c.set('principal', credentialOf(row).principal);
-      if (starting) assertTokenLive(c);
-    }
-    return o;
-  };
+  const owner = (c: Context<AppEnv>, starting: boolean) => companionOwner(c, deps, starting);
   const tenant = async (c: Context<AppEnv>) => (await owner(c, true)).tenantId;
   const objectKeyOf = (c: Context<AppEnv>) => {
     const key = c.req.query('key');

@@ -1,0 +1,109 @@
+// The progress socket of an import started through Uppy's URL plugin, as Companion speaks it
+// (`GET /uppy/{token}/api/{socketToken}`, a WebSocket): `progress` with the bytes read so
+// far, then `success` with the upload's JSON as `response.responseText`, or `error`. It
+// reads what the import's row and the key's answer say, once a second; Uppy's own messages
+// (pause, resume) are ignored: an import goes on once started.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Pool } from '../../db/pool';
+import { findKeyAnswer } from '../../db/queries/idempotency-keys';
+import { findImportByKey } from '../../db/queries/imports';
+import { findUpload } from '../../db/queries/uploads';
+import type { CompanionOwner, UppyCompanion } from './uppy-companion';
+
+const SOCKET_PATH = /^\/uppy\/([^/]+)\/api\/([A-Za-z0-9_-]{1,400})$/;
+
+/** The socket token of an import: its key, which the socket follows under the endpoint's tenant. */
+export function progressToken(key: string): string {
+  return Buffer.from(key).toString('base64url');
+}
+
+type Message =
+  | { action: 'progress'; payload: { progress: string; bytesUploaded: number; bytesTotal: number } }
+  | { action: 'success'; payload: { url: string; response: { status: number; responseText: string } } }
+  | { action: 'error'; payload: { error: { message: string } } };
+
+export class ImportProgressSockets {
+  private readonly server = new WebSocketServer({ noServer: true });
+
+  constructor(private readonly deps: { uppy: UppyCompanion; pool: Pool; intervalMs?: number }) {}
+
+  /** Takes the upgrade when it is for a progress socket (true), else leaves it (false). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const m = SOCKET_PATH.exec(new URL(req.url ?? '/', 'http://socket').pathname);
+    if (!m) return false;
+    let owner: CompanionOwner;
+    try {
+      owner = this.deps.uppy.ownerOf(m[1]!);
+    } catch {
+      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n\r\n');
+      return true;
+    }
+    const key = Buffer.from(m[2]!, 'base64url').toString();
+    this.server.handleUpgrade(req, socket, head, (ws) => this.follow(ws, owner, key));
+    return true;
+  }
+
+  close(): void {
+    for (const ws of this.server.clients) ws.terminate();
+    this.server.close();
+  }
+
+  private follow(ws: WebSocket, owner: CompanionOwner, key: string): void {
+    let last = '';
+    let reading = false;
+    const tick = async () => {
+      if (reading) return;
+      reading = true;
+      try {
+        const message = await this.state(owner, key);
+        if (!message) return;
+        const text = JSON.stringify(message);
+        if (text !== last) ws.send(text);
+        last = text;
+        if (message.action !== 'progress') ws.close(1000);
+      } catch {
+        // The database is away: the next tick asks again (Uppy waits minutes for a message).
+      } finally {
+        reading = false;
+      }
+    };
+    const timer = setInterval(() => void tick(), this.deps.intervalMs ?? 1000);
+    ws.on('close', () => clearInterval(timer));
+    ws.on('error', () => clearInterval(timer));
+    void tick();
+  }
+
+  /** What the import under `key` has come to, for this endpoint's caller; undefined: nothing to say yet. */
+  private async state(owner: CompanionOwner, key: string): Promise<Message | undefined> {
+    const { pool } = this.deps;
+    const mine = (tokenId: string | null) => !owner.tokenId || tokenId === owner.tokenId;
+    const answer = await findKeyAnswer(pool, owner.tenantId, key);
+    if (answer && !answer.expired && answer.response_status !== null) {
+      if (answer.response_status < 300 && answer.upload_id) {
+        const upload = await findUpload(pool, owner.tenantId, answer.upload_id);
+        if (!upload || !mine(upload.token_id)) return { action: 'error', payload: { error: { message: 'No such import.' } } };
+        return {
+          action: 'success',
+          payload: {
+            url: `/v1/uploads/${answer.upload_id}`,
+            response: { status: answer.response_status, responseText: answer.response_body },
+          },
+        };
+      }
+      const detail = (JSON.parse(answer.response_body) as { detail?: string; title?: string }) ?? {};
+      return { action: 'error', payload: { error: { message: detail.detail ?? detail.title ?? 'The import failed.' } } };
+    }
+    const row = await findImportByKey(pool, owner.tenantId, key);
+    if (!row || !mine(row.token_id)) return undefined;
+    if (row.state === 'failed')
+      return { action: 'error', payload: { error: { message: 'The import failed; add the link again to retry.' } } };
+    const fetched = Number(row.bytes_fetched);
+    const total = row.bytes_total === null ? Math.max(fetched, 1) : Number(row.bytes_total);
+    return {
+      action: 'progress',
+      payload: { progress: ((fetched / total) * 100).toFixed(2), bytesUploaded: fetched, bytesTotal: total },
+    };
+  }
+}

@@ -1,0 +1,129 @@
+// Uppy's URL plugin (@uppy/url) against Oncely's companion endpoint: `url/meta` looks at the
+// file through the import's own checks, `url/get` imports it under the file's
+// `meta.idempotencyKey` (the same import as POST /v1/imports with that key and body) and
+// answers the token of its progress socket (./url-progress.ts). What else Uppy sends to a
+// companion (its uploader's endpoint, `headers` with the page's credential) is ignored: the
+// file goes through Oncely's import, and nothing from the page is sent to the origin.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Pool } from '../../db/pool';
+import { problem } from '../../errors';
+import { jsonBody } from '../../http/json-body';
+import { jsonRequestBody, problems, route, router } from '../../http/openapi';
+import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
+import type { Importer } from '../../imports/importer';
+import { IMPORT_REFUSALS } from '../../imports/failures';
+import { nameFromUrl } from '../../imports/request';
+import { FILE_NAME_PATTERN } from '../../upload/file-name';
+import type { Intake } from '../intake';
+import { callingToken } from '../../http/scopes';
+import { companionOwner } from './routes';
+import type { UppyCompanion } from './uppy-companion';
+import { progressToken } from './url-progress';
+
+const TAG = 'Uppy (@uppy/url companion routes)';
+const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
+
+const UrlMeta = z
+  .object({ url: z.string().min(1).max(8192) })
+  .strict()
+  .openapi('UppyUrlMeta');
+const UrlGet = z
+  .object({
+    url: z.string().min(1).max(8192),
+    metadata: z
+      .object({ idempotencyKey: z.string(), name: z.string().optional() })
+      .passthrough()
+      .openapi({ description: "The file's Uppy metadata: `idempotencyKey` is its key; `name` its file name." }),
+  })
+  .passthrough()
+  .openapi('UppyUrlGet');
+
+const metaRoute = createRoute({
+  method: 'post',
+  path: '/{token}/url/meta',
+  tags: [TAG],
+  summary: "What the file at a URL is (Uppy's Link source asks before adding it)",
+  description: 'The URL passes the import checks (address, redirects, timeouts); the file is not read.',
+  request: { params: z.object({ token }), body: jsonRequestBody(UrlMeta, { url: 'https://files.example.com/cat.jpg' }) },
+  responses: {
+    200: {
+      description: 'Its name, media type and size when the origin says them',
+      content: {
+        'application/json': {
+          schema: z
+            .object({ name: z.string(), type: z.string().nullable(), size: z.number().nullable(), statusCode: z.number() })
+            .openapi('UppyUrlFile'),
+        },
+      },
+    },
+    ...problems('signature_invalid', 'unauthorized', 'body_invalid', 'import_url_invalid', ...IMPORT_REFUSALS, 'internal_error'),
+  },
+});
+
+const getRoute = createRoute({
+  method: 'post',
+  path: '/{token}/url/get',
+  tags: [TAG],
+  summary: 'Import the file at a URL under its `meta.idempotencyKey`; answers the token of its progress socket',
+  description:
+    'The socket is `GET /uppy/{token}/api/{socketToken}` (WebSocket): `progress` messages with the bytes read, then `success` with the upload ' +
+    '(`response.responseText` is the upload JSON) or `error`. The same file again (a retry, a reload) is the same import.',
+  request: {
+    params: z.object({ token }),
+    body: jsonRequestBody(UrlGet, { url: 'https://files.example.com/cat.jpg', metadata: { idempotencyKey: '…' } }),
+  },
+  responses: {
+    200: {
+      description: 'Importing (or imported)',
+      content: { 'application/json': { schema: z.object({ token: z.string() }).openapi('UppyUrlToken') } },
+    },
+    ...problems(
+      'signature_invalid',
+      'unauthorized',
+      'body_invalid',
+      'idempotency_key_required',
+      'idempotency_key_invalid',
+      'idempotency_key_reuse',
+      'import_url_invalid',
+      'import_host_not_allowed',
+      'pipeline_unknown',
+      'too_many_imports',
+      'temporal_unavailable',
+    ),
+  },
+});
+
+export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer: Importer; intake: Intake }) {
+  const app = router();
+
+  route(app, metaRoute, async function uppyUrlMeta(c) {
+    await companionOwner(c, deps, true);
+    const { url } = await jsonBody(c, UrlMeta);
+    const parsed = URL.parse(url);
+    if (!parsed) throw problem('import_url_invalid', 'The import URL is not an absolute URL.');
+    const file = await deps.importer.probe(url, callingToken(c)?.grant);
+    return c.json({ name: nameFromUrl(parsed) ?? 'file', type: file.contentType, size: file.length, statusCode: 200 }, 200);
+  });
+
+  route(app, getRoute, async function uppyUrlGet(c) {
+    await companionOwner(c, deps, true);
+    const body = await jsonBody(c, UrlGet);
+    const key = parseIdempotencyKey([body.metadata.idempotencyKey]);
+    c.set('idempotencyKey', key);
+    const url = URL.parse(body.url);
+    if (!url) throw problem('import_url_invalid', 'The import URL is not an absolute URL.');
+    const name = body.metadata.name;
+    const fileName = name && FILE_NAME_PATTERN.test(name) ? name : undefined;
+    const upload = deps.intake.declare(c, 'import', {
+      key,
+      contentType: 'application/octet-stream',
+      typeUnknown: true,
+      fileName: fileName ?? nameFromUrl(url),
+      sha256: null,
+    });
+    await deps.importer.create(upload, { url: body.url, ...(fileName ? { fileName } : {}) }, 0);
+    return c.json({ token: progressToken(key) }, 200);
+  });
+
+  return app;
+}
