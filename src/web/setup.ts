@@ -2,7 +2,7 @@
 // storage; the upload pages use it only to mint upload tokens (src/web/upload-token.ts).
 // Below, the tenant's stored uploads (GET /v1/uploads) with a download link (a signed
 // download URL) and a delete button (DELETE, erased within the wait).
-import { MINTER_KEY_STORAGE } from './upload-token';
+import { IMPORT_HOSTS_STORAGE, MINTER_KEY_STORAGE, TOKEN_STORAGE } from './upload-token';
 
 const keyInput = document.querySelector<HTMLInputElement>('#key')!;
 const state = document.querySelector<HTMLParagraphElement>('#state')!;
@@ -14,9 +14,16 @@ showState();
 keyInput.addEventListener('change', () => {
   localStorage.setItem(MINTER_KEY_STORAGE, key());
   // A token minted with another key is not this one's.
-  localStorage.removeItem('oncely.uploadToken');
+  localStorage.removeItem(TOKEN_STORAGE);
   showState();
   void listStored();
+});
+const hostsInput = document.querySelector<HTMLInputElement>('#import-hosts')!;
+hostsInput.value = localStorage.getItem(IMPORT_HOSTS_STORAGE) ?? '';
+hostsInput.addEventListener('change', () => {
+  localStorage.setItem(IMPORT_HOSTS_STORAGE, hostsInput.value.trim());
+  // The page's next token lists them.
+  localStorage.removeItem(TOKEN_STORAGE);
 });
 document.querySelector('#refresh')!.addEventListener('click', () => void listStored());
 if (key()) void listStored();

@@ -11,8 +11,10 @@ import Dashboard from '@uppy/dashboard';
 import GoldenRetriever from '@uppy/golden-retriever';
 import Tus from '@uppy/tus';
 import AwsS3 from '@uppy/aws-s3';
+import Url from '@uppy/url';
 import '@uppy/core/css/style.min.css';
 import '@uppy/dashboard/css/style.min.css';
+import '@uppy/url/css/style.min.css';
 import { currentUploadToken, type UploadToken } from './upload-token';
 
 type FileMeta = Meta & { idempotencyKey?: string };
@@ -73,13 +75,23 @@ if (!direct) {
       'idempotency-key': file.meta.idempotencyKey ?? '',
     }),
   });
-} else {
-  // Uppy sends no credentials to a companion: the page asks for a tenant-scoped endpoint.
-  const installS3 = async () => {
-    if (!token() || uppy.getPlugin('AwsS3')) return;
-    const res = await fetch('/v1/uppy-endpoints', { method: 'POST', headers: { authorization: `Bearer ${token()}` } });
-    if (!res.ok) return;
-    const { companionEndpoint } = (await res.json()) as { companionEndpoint: string };
+}
+// Uppy sends no credentials to a companion: the page asks for a tenant-scoped endpoint (the
+// S3 uploader's, and the Link source's: Oncely imports the file under its key). The tus page
+// does not wait for it: its uploads (and those restored after a reload) start at once.
+const companion: Promise<string | undefined> = token()
+  ? fetch('/v1/uppy-endpoints', { method: 'POST', headers: { authorization: `Bearer ${token()}` } }).then(
+      async (res) => (res.ok ? ((await res.json()) as { companionEndpoint: string }).companionEndpoint : undefined),
+      () => undefined,
+    )
+  : Promise.resolve(undefined);
+void companion.then((endpoint) => {
+  // Absolute: Uppy derives its progress socket's address (ws://…/api/{token}) from it.
+  if (endpoint && held?.importHosts?.length) uppy.use(Url, { companionUrl: new URL(endpoint, location.origin).href });
+});
+if (direct) {
+  const installS3 = async (companionEndpoint: string | undefined) => {
+    if (!companionEndpoint || uppy.getPlugin('AwsS3')) return;
     uppy.use(AwsS3, {
       companionEndpoint,
       // Large files go straight to the store in parts; small ones as one form post through Oncely.
@@ -88,7 +100,7 @@ if (!direct) {
       allowedMetaFields: ['name', 'type', 'idempotencyKey'],
     });
   };
-  await installS3();
+  await installS3(await companion);
 }
 
 // The key is minted once per file and kept in the file's metadata (restored on reload).

@@ -12,6 +12,7 @@ import { TcpProxy } from '../support/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, rowsForKey } from '../helpers/inspect';
 import { launchChromium } from '../helpers/browser';
+import { startFileOrigin } from '../support/file-origin';
 
 const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts');
 let stack: TestStack;
@@ -91,7 +92,7 @@ it('finishes an upload interrupted by going offline and a reload, once, with the
 
 describe('the Uppy page at /', () => {
   const MiB = 1024 * 1024;
-  async function openUppy(pagePath = '/'): Promise<Page> {
+  async function openUppy(pagePath = '/', importHosts?: string): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
     if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
@@ -100,6 +101,10 @@ describe('the Uppy page at /', () => {
     await page.fill('#key', tenant.apiKey);
     await page.dispatchEvent('#key', 'change');
     await page.waitForSelector('#state:has-text("A key is set")');
+    if (importHosts) {
+      await page.fill('#import-hosts', importHosts);
+      await page.dispatchEvent('#import-hosts', 'change');
+    }
     if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
     page.on('request', (r) => {
       if (r.headers().authorization?.includes(tenant.apiKey)) keyRequests.push(`${r.method()} ${new URL(r.url()).pathname}`);
@@ -139,6 +144,30 @@ describe('the Uppy page at /', () => {
     await page.waitForSelector(`#stored li[data-upload-id="${uploadId}"][data-status=deleted]`, { timeout: 60_000 });
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads[0]).toMatchObject({ status: 'deleted', file_name: null });
     await page.context().close();
+  }, 120_000);
+
+  it("imports a file by link (Uppy's Link source): read by Oncely under the file's key, committed once, shown like any upload", async () => {
+    proxy.mode = 'forward';
+    const picture = await png(640, 480);
+    const files = await startFileOrigin(picture, { contentType: 'image/png' });
+    try {
+      const page = await openUppy('/', '127.0.0.1');
+      await page.click('[data-uppy-acquirer-id="Url"] button');
+      await page.fill('.uppy-Url-input', `${files.base}/holiday/link.png`);
+      await page.click('.uppy-Url-importButton');
+      await page.waitForSelector('#done li[data-status=processed] img[src^="blob:"]', { timeout: 60_000 });
+      await page.screenshot({ path: path.join(artifacts, 'uppy-link.png'), fullPage: true });
+      const key = (await page.getAttribute('#done li', 'data-key'))!;
+      const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+      expect(rows.uploads).toHaveLength(1);
+      expect(rows.uploads[0]).toMatchObject({ content_type: 'image/png', file_name: 'link.png', bytes: String(picture.length) });
+      expect(rows.uploads[0].token_id).toBe(await page.getAttribute('#who', 'data-token-id'));
+      // The origin was read once, by Oncely (the page's credential never went there).
+      expect(files.lastAuthorization).toBeUndefined();
+      await page.context().close();
+    } finally {
+      await files.close();
+    }
   }, 120_000);
 
   it('with ?protocol=ietf-draft-05 uploads over the IETF resumable-upload draft to POST /v1/uploads, committed once', async () => {
