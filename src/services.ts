@@ -156,6 +156,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     temporal,
     taskQueue: config.TASK_QUEUE_UPLOADS,
     maxOpen: config.TENANT_MAX_OPEN_IMPORT_BATCHES,
+    allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS,
   });
   return {
     receiver,

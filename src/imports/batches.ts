@@ -9,12 +9,13 @@ import { finishImportBatch, insertImportBatch, type BatchItem, type ImportBatchR
 import { QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import { assertImportOriginsAllowed } from './url-check';
 import type { UploadGrant } from '../tokens/grant';
 import type { Caller } from '../upload/types';
 import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../workflows/definitions';
 
 export class ImportBatches {
-  constructor(private readonly deps: { pool: Pool; temporal: Client; taskQueue: string; maxOpen: number }) {}
+  constructor(private readonly deps: { pool: Pool; temporal: Client; taskQueue: string; maxOpen: number; allowPrivateNetworks: boolean }) {}
 
   async start(b: {
     tenantId: string;
@@ -24,6 +25,11 @@ export class ImportBatches {
     concurrency: number;
     items: BatchItem[];
   }): Promise<ImportBatchRow> {
+    // Every host the items name is checked once, before anything is stored (as the door checks its URL).
+    await assertImportOriginsAllowed(
+      b.items.map((i) => i.url),
+      this.deps.allowPrivateNetworks,
+    );
     const id = randomUUID();
     const row = await dependency('database_unavailable', () =>
       insertImportBatch(

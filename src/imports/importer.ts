@@ -10,7 +10,7 @@ import { findImport, findImportByKey, insertImportOrGet, removeImport, type Impo
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
 import { QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
-import { assertDeliverableUrl, DisallowedUrlError } from '../downstream/url-guard';
+import { assertImportUrlAllowed } from './url-check';
 import { sealImportHeaders } from './headers';
 import { importView, type ImportView } from './view';
 import type { SecretBox } from '../secret-box';
@@ -148,14 +148,8 @@ export class Importer {
     await this.deps.admit(upload);
   }
 
-  /** The URL as the fetch's first hop will check it: http(s), no credentials, a permitted address. */
-  private async assertUrlAllowed(url: string): Promise<void> {
-    try {
-      await assertDeliverableUrl(url, { allowPrivateNetworks: this.deps.config.IMPORT_ALLOW_PRIVATE_NETWORKS });
-    } catch (err) {
-      if (err instanceof DisallowedUrlError) throw problem('import_url_invalid', `The import URL is not allowed: ${err.message}.`);
-      throw err;
-    }
+  private assertUrlAllowed(url: string): Promise<void> {
+    return assertImportUrlAllowed(url, this.deps.config.IMPORT_ALLOW_PRIVATE_NETWORKS);
   }
 
   private async insert(upload: DeclaredUpload, req: UploadRequest, url: string): Promise<{ row: ImportRow; created: boolean }> {

@@ -137,6 +137,9 @@ it('refuses bad batches with a problem and stores nothing', async () => {
     [{ items: [{ url, colour: 'red' }] }, 400, 'body_invalid'],
     [{ items: [{ url }], concurrency: 99 }, 400, 'body_invalid'],
     [{ items: [{ url }], pipeline: 'no-such-pipeline' }, 422, 'pipeline_unknown'],
+    // Every host is checked before anything is stored: one that does not resolve, a metadata address.
+    [{ items: [{ url }, { url: 'http://no-such-host.invalid/a.bin' }] }, 400, 'import_url_invalid'],
+    [{ items: [{ url: 'http://169.254.169.254/latest/meta-data/' }] }, 400, 'import_url_invalid'],
     ['not json', 400, 'body_invalid'],
   ];
   for (const [body, status, error] of cases) {

@@ -115,6 +115,7 @@ const createRoute_ = createRoute({
       'body_invalid',
       'payload_too_large',
       'pipeline_unknown',
+      'import_url_invalid',
       'too_many_import_batches',
       'temporal_unavailable',
     ),

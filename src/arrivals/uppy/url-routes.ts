@@ -27,15 +27,24 @@ const UrlMeta = z
   .object({ url: z.string().min(1).max(8192) })
   .strict()
   .openapi('UppyUrlMeta');
+/** What @uppy/tus and @uppy/aws-s3 send for a remote file; only `url` and `metadata` are used. */
 const UrlGet = z
   .object({
     url: z.string().min(1).max(8192),
-    metadata: z
-      .object({ idempotencyKey: z.string(), name: z.string().optional() })
-      .passthrough()
-      .openapi({ description: "The file's Uppy metadata: `idempotencyKey` is its key; `name` its file name." }),
+    fileId: z.string().max(8192).optional(),
+    metadata: z.record(z.string(), z.unknown()).openapi({
+      description: "The file's Uppy metadata: `idempotencyKey` is its key (required), `name` its file name.",
+    }),
+    protocol: z.string().max(64).optional(),
+    size: z.number().nullable().optional(),
+    endpoint: z.string().max(8192).optional().openapi({ description: "The uploader's endpoint (ignored)." }),
+    uploadUrl: z.string().max(8192).nullable().optional(),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({ description: "The uploader's headers: never sent anywhere (the file is read by Oncely's import)." }),
   })
-  .passthrough()
+  .strict()
   .openapi('UppyUrlGet');
 
 const metaRoute = createRoute({
@@ -108,11 +117,12 @@ export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer:
   route(app, getRoute, async function uppyUrlGet(c) {
     await companionOwner(c, deps, true);
     const body = await jsonBody(c, UrlGet);
-    const key = parseIdempotencyKey([body.metadata.idempotencyKey]);
+    const sent = body.metadata.idempotencyKey;
+    const key = parseIdempotencyKey(typeof sent === 'string' ? [sent] : undefined);
     c.set('idempotencyKey', key);
     const url = URL.parse(body.url);
     if (!url) throw problem('import_url_invalid', 'The import URL is not an absolute URL.');
-    const name = body.metadata.name;
+    const name = typeof body.metadata.name === 'string' ? body.metadata.name : undefined;
     const fileName = name && FILE_NAME_PATTERN.test(name) ? name : undefined;
     const upload = deps.intake.declare(c, 'import', {
       key,
