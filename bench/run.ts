@@ -15,6 +15,7 @@ import { embeddedMemory } from './embedded-memory';
 import { deleteRate, downloadLarge, listLatency } from './lifecycle';
 import { historyCost } from './history';
 import { gateLatency, hlsOverhead, reprocessThroughput } from './pipelines';
+import { importBatch, importFromUrl } from './imports';
 
 const { values } = parseArgs({
   options: {
@@ -33,6 +34,8 @@ const { values } = parseArgs({
     'gate-uploads': { type: 'string', default: '200' },
     // Scenario "embedded": other checkouts to measure beside this one (comma-separated).
     'embedded-trees': { type: 'string' },
+    // Scenario "batch": items of 64 KiB in one import batch.
+    'batch-items': { type: 'string', default: '1000' },
   },
 });
 
@@ -53,6 +56,8 @@ const all = [
   'reprocess',
   'gate',
   'hls',
+  'import',
+  'batch',
 ];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
@@ -81,6 +86,8 @@ try {
     results.push(await reprocessThroughput(services, { uploads: Number(values['reprocess-uploads']), concurrency: 8 }));
   if (wanted.has('gate')) results.push(await gateLatency(services, { uploads: Number(values['gate-uploads']) }));
   if (wanted.has('hls')) results.push(await hlsOverhead(services, { rounds }));
+  if (wanted.has('import')) results.push(await importFromUrl(services, { bytes: Number(values['large-bytes']), rounds }));
+  if (wanted.has('batch')) results.push(await importBatch(services, { items: Number(values['batch-items']), rounds, concurrency: 16 }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {

@@ -7,7 +7,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { ObjectStore } from '../storage/store';
-import { ImportFailure, type Origins } from './origin';
+import { ImportFailure, type OriginBody, type Origins } from './origin';
 
 /** How far an import got: reported after every stored part, handed to the next attempt. */
 export interface TransferProgress {
@@ -66,32 +66,23 @@ export async function transfer(
     length: got.length,
   };
   const hash: Hash | null = got.offset === 0 ? createHash('sha256') : null;
-  let buf = Buffer.allocUnsafe(partBytes);
-  let filled = 0;
   let fetched = 0;
-  const storePart = async (bytes: Buffer) => {
-    const partNumber = state.parts.length + 1;
-    const etag = await store.putPart(job.storageKey, multipartId, partNumber, bytes);
-    state.parts.push({ partNumber, etag });
-    state.offset += bytes.length;
-    report({ ...state, parts: [...state.parts] });
-  };
-  for await (const chunk of got.body as AsyncIterable<Buffer>) {
+  const counted = (chunk: Buffer) => {
     fetched += chunk.length;
     hash?.update(chunk);
-    for (let at = 0; at < chunk.length;) {
-      const n = Math.min(chunk.length - at, partBytes - filled);
-      chunk.copy(buf, filled, at, at + n);
-      filled += n;
-      at += n;
-      if (filled === partBytes) {
-        await storePart(buf);
-        buf = Buffer.allocUnsafe(partBytes);
-        filled = 0;
-      }
-    }
-  }
-  const bytes = state.offset + filled;
+  };
+  const stored = (partNumber: number, etag: string, bytes: number) => {
+    state.parts.push({ partNumber, etag });
+    state.offset += bytes;
+    report({ ...state, parts: [...state.parts] });
+  };
+  // A store that takes a part as a stream, and a length known beforehand: each part streams
+  // from the origin to the store as it arrives (no part held in memory, no stop-and-go).
+  const filled =
+    store.putPartStreamed && got.length !== null
+      ? await streamParts({ ...deps, store: store as Required<ObjectStore> }, job.storageKey, multipartId, got, state, counted, stored)
+      : await bufferParts(deps, job.storageKey, multipartId, got, state, counted, stored);
+  const bytes = state.offset + (filled?.length ?? 0);
   if (got.length !== null && bytes !== got.length)
     throw new ImportFailure('import_failed', `The origin sent ${bytes} bytes of the ${got.length} it declared.`);
   if (bytes === 0) {
@@ -99,8 +90,81 @@ export async function transfer(
     await store.put(job.storageKey, Readable.from([]), { contentType: job.contentType, contentLength: 0 });
     await store.abortParts(job.storageKey, multipartId);
   } else {
-    if (filled > 0) await storePart(buf.subarray(0, filled));
+    if (filled)
+      stored(state.parts.length + 1, await store.putPart(job.storageKey, multipartId, state.parts.length + 1, filled), filled.length);
     await store.completeParts(job.storageKey, multipartId, state.parts);
   }
   return { bytes, sha256: hash ? hash.digest('hex') : null, contentType: got.contentType, fetched };
+}
+
+type Counted = (chunk: Buffer) => void;
+type Stored = (partNumber: number, etag: string, bytes: number) => void;
+
+/** Whole parts, each buffered then stored; the bytes after the last whole part are returned (the tail). */
+async function bufferParts(
+  deps: { store: ObjectStore; partBytes: number },
+  key: string,
+  multipartId: string,
+  got: OriginBody,
+  state: TransferProgress,
+  counted: Counted,
+  stored: Stored,
+): Promise<Buffer | null> {
+  let buf = Buffer.allocUnsafe(deps.partBytes);
+  let filled = 0;
+  for await (const chunk of got.body as AsyncIterable<Buffer>) {
+    counted(chunk);
+    for (let at = 0; at < chunk.length;) {
+      const n = Math.min(chunk.length - at, deps.partBytes - filled);
+      chunk.copy(buf, filled, at, at + n);
+      filled += n;
+      at += n;
+      if (filled === deps.partBytes) {
+        const partNumber = state.parts.length + 1;
+        stored(partNumber, await deps.store.putPart(key, multipartId, partNumber, buf), buf.length);
+        buf = Buffer.allocUnsafe(deps.partBytes);
+        filled = 0;
+      }
+    }
+  }
+  return filled > 0 ? buf.subarray(0, filled) : null;
+}
+
+/** Every part streamed from the origin to the store as it arrives (the file's length is known). */
+async function streamParts(
+  deps: { store: Required<ObjectStore>; partBytes: number },
+  key: string,
+  multipartId: string,
+  got: OriginBody,
+  state: TransferProgress,
+  counted: Counted,
+  stored: Stored,
+): Promise<null> {
+  const length = got.length!;
+  const source = (got.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  let carry: Buffer | undefined;
+  /** The next `n` bytes of the body, ending early only with an ImportFailure. */
+  async function* next(n: number): AsyncGenerator<Buffer> {
+    const from = state.offset;
+    for (let left = n; left > 0;) {
+      let chunk = carry ?? (await source.next()).value;
+      carry = undefined;
+      if (!chunk) throw new ImportFailure('import_failed', `The origin sent ${from + n - left} bytes of the ${length} it declared.`);
+      if (chunk.length > left) {
+        carry = chunk.subarray(left);
+        chunk = chunk.subarray(0, left);
+      }
+      left -= chunk.length;
+      counted(chunk);
+      yield chunk;
+    }
+  }
+  while (state.offset < length) {
+    const size = Math.min(deps.partBytes, length - state.offset);
+    const partNumber = state.parts.length + 1;
+    stored(partNumber, await deps.store.putPartStreamed(key, multipartId, partNumber, Readable.from(next(size)), size), size);
+  }
+  if (carry || !(await source.next()).done)
+    throw new ImportFailure('import_failed', `The origin sent more than the ${length} bytes it declared.`);
+  return null;
 }

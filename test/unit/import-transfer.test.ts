@@ -1,10 +1,12 @@
 // An import's bytes into the store in whole parts, against an origin on 127.0.0.1 that cuts
-// the first read mid-file and a directory store: the next attempt, given the reported
-// progress, fetches only the rest (Range), and the object is the file.
+// the first read mid-file: the next attempt, given the reported progress, fetches only the
+// rest (Range), and the object is the file. Both ways a part reaches the store: buffered
+// (the directory store) and streamed as it arrives (a store with putPartStreamed, as S3).
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Origins } from '../../src/imports/origin';
 import { transfer, type TransferProgress } from '../../src/imports/transfer';
@@ -31,9 +33,25 @@ const origins = new Origins(
   { maxBytes: 1024 * KiB, maxRedirects: 3, connectMs: 2_000, idleMs: 2_000, totalMs: 10_000 },
 );
 
-describe('transferring an import into the store', () => {
+/** A directory store that also takes parts as streams (as the S3 store does), counting them. */
+class StreamingStore extends LocalDirectoryStore {
+  streamedParts = 0;
+  async putPartStreamed(key: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const c of body) chunks.push(c as Buffer);
+    const part = Buffer.concat(chunks);
+    if (part.length !== bytes) throw new Error(`part ${partNumber}: ${part.length} bytes, ${bytes} declared`);
+    this.streamedParts++;
+    return this.putPart(key, uploadId, partNumber, part);
+  }
+}
+
+describe.each([
+  ['buffered', (d: string) => new LocalDirectoryStore(d)],
+  ['streamed', (d: string) => new StreamingStore(d)],
+] as const)('transferring an import into the store, parts %s', (mode, storeAt) => {
   it('stores a whole read in parts and knows its SHA-256', async () => {
-    const store = new LocalDirectoryStore(path.join(dir, 'a'));
+    const store = storeAt(path.join(dir, `a-${mode}`));
     const reports: TransferProgress[] = [];
     const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/whole', contentType: 'image/png' };
     const got = await transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => reports.push(p));
@@ -43,10 +61,11 @@ describe('transferring an import into the store', () => {
     const chunks: Buffer[] = [];
     for await (const c of stored!) chunks.push(c as Buffer);
     expect(sha(Buffer.concat(chunks))).toBe(sha(file));
+    if (store instanceof StreamingStore) expect(store.streamedParts).toBe(5);
   });
 
   it('resumes after a cut from the last stored part: only the rest is fetched again', async () => {
-    const store = new LocalDirectoryStore(path.join(dir, 'b'));
+    const store = storeAt(path.join(dir, `b-${mode}`));
     const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/cut', contentType: 'image/png' };
     let progress: TransferProgress | undefined;
     origin.cutNextAfter(150 * KiB);
