@@ -46,7 +46,7 @@ export async function transfer(
   progress: TransferProgress | undefined,
   report: (p: TransferProgress) => void,
 ): Promise<Transferred> {
-  const { store, partBytes } = deps;
+  const { store } = deps;
   const resume =
     progress && progress.offset > 0 && progress.validator ? { offset: progress.offset, validator: progress.validator } : undefined;
   const got = await deps.origins.open({
