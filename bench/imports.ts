@@ -69,7 +69,8 @@ export async function importFromUrl(services: BenchServices, opts: { bytes: numb
     forcePathStyle: true,
     credentials: { accessKeyId: services.s3.accessKeyId, secretAccessKey: services.s3.secretAccessKey },
   });
-  const get = () => new Promise<http.IncomingMessage>((resolve, reject) => http.get(`${origin.base}/file.bin`, resolve).on('error', reject));
+  const get = () =>
+    new Promise<http.IncomingMessage>((resolve, reject) => http.get(`${origin.base}/file.bin`, resolve).on('error', reject));
   const sha = expectedSha(opts.bytes);
   const oncely: number[] = [];
   const libStorage: number[] = [];
