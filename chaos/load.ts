@@ -3,7 +3,11 @@
 // under one key; some are sent again after their answer (must replay identically); a few
 // reuse an answered key for other bytes (must be refused with 422 and change nothing);
 // once processed, some are deleted (must be erased once) and some have an event redelivered
-// (receivers must still see one webhook id per event), both through the faults.
+// (receivers must still see one webhook id per event), both through the faults. Some are
+// imports instead: Oncely reads them from an origin the run serves (POST /v1/imports, each
+// copy and resend the same request, until the key answers its 201).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
@@ -26,6 +30,8 @@ export interface UploadPlan {
   remove: boolean;
   /** upload.completed redelivered once processed. */
   redeliver: boolean;
+  /** Sent as an import from the run's origin (POST /v1/imports), not as its bytes. */
+  imported: boolean;
   /** Seed of the body's bytes (bodies are made when sent, not held for the whole run). */
   bodySeed: Rng;
 }
@@ -56,6 +62,8 @@ export function planUploads(rng: Rng, n: number, runId: string): UploadPlan[] {
     const image = rng.chance(0.1);
     const big = rng.chance(0.25);
     const copiesRoll = rng.int(0, 99);
+    // Drawn from a stream of its own, so the other draws (and older seeds' plans) stay as they were.
+    const imported = !image && rng.fork(10_000 + index).chance(0.1);
     return {
       index,
       key: `chaos-${runId}-upload-${String(index).padStart(5, '0')}`,
@@ -63,7 +71,8 @@ export function planUploads(rng: Rng, n: number, runId: string): UploadPlan[] {
       contentType: image ? 'image/png' : 'application/octet-stream',
       copies: copiesRoll < 70 ? 1 : copiesRoll < 90 ? 2 : 3,
       resend: rng.chance(0.3),
-      misuse: rng.chance(0.03),
+      misuse: rng.chance(0.03) && !imported,
+      imported,
       remove: rng.chance(0.15),
       redeliver: rng.chance(0.1),
       bodySeed: rng.fork(index + 1),
@@ -81,10 +90,33 @@ async function bodyOf(plan: UploadPlan, variant = 0): Promise<Buffer> {
     .toBuffer();
 }
 
+/** The origin imports read from: `/files/{index}` is that plan's body, made again for every read. */
+export async function startOrigin(plans: UploadPlan[]): Promise<{ base: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const plan = plans[Number(/^\/files\/(\d+)$/.exec(req.url ?? '')?.[1] ?? -1)];
+    if (!plan) return void res.writeHead(404).end();
+    void bodyOf(plan).then((body) => {
+      res.writeHead(200, { 'content-length': body.length, etag: `"${plan.index}"`, 'content-type': plan.contentType });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
 export interface LoadOptions {
   /** API replicas: the copies and resends of one upload go to them in turn. */
   baseUrls: string[];
   token: string;
+  /** Where imports read their files (startOrigin). */
+  origin: string;
   concurrency: number;
   /** Upload i starts no earlier than i × spacingMs after the start. */
   spacingMs: number;
@@ -119,6 +151,7 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
   let done = 0;
 
   async function send(pending: PendingUpload, sender: string, record: UploadRecord, replica: number): Promise<Answer | undefined> {
+    if (record.plan.imported) return importOnce(pending, sender, record, replica);
     try {
       const r: UploadResult = await clients[replica % clients.length]!.send({ ...pending, attempts: 0 }, { signal: opts.signal });
       return { sender, status: r.status, body: JSON.stringify(r.body), replayed: r.replayed, attempts: r.attempts };
@@ -126,6 +159,25 @@ export async function driveUploads(plans: UploadPlan[], opts: LoadOptions): Prom
       record.unanswered.push(sender);
       return undefined;
     }
+  }
+
+  /** The import of a plan's file under its key, asked again (the same request) until the key answers. */
+  async function importOnce(pending: PendingUpload, sender: string, record: UploadRecord, replica: number): Promise<Answer | undefined> {
+    const client = lifecycle[replica % lifecycle.length]!;
+    const body = { url: `${opts.origin}/files/${record.plan.index}`, ...(pending.fileName ? { fileName: pending.fileName } : {}) };
+    let attempts = 0;
+    try {
+      while (!opts.signal.aborted) {
+        attempts++;
+        const r = await client.importUrl(pending.idempotencyKey, body, { waitSeconds: 20 });
+        if (r.status !== 202) return { sender, status: r.status, body: JSON.stringify(r.body), replayed: false, attempts };
+      }
+    } catch (err) {
+      if (err instanceof OncelyApiError)
+        return { sender, status: err.status, body: JSON.stringify(err.problem), replayed: false, attempts };
+    }
+    record.unanswered.push(sender);
+    return undefined;
   }
 
   async function run(plan: UploadPlan): Promise<UploadRecord> {

@@ -9,6 +9,8 @@ export interface ChaosResult {
   finishedAt: string;
   loadSeconds: number;
   planned: number;
+  /** Of the planned uploads, how many were imports (Oncely read them from the run's origin). */
+  imports: number;
   attempted: number;
   faultRounds: number;
   faults: Record<string, number>;
@@ -29,6 +31,7 @@ export function renderTable(r: ChaosResult): string {
   const outcome = new Table({ head: ['measure', 'value'], style: { head: [], border: [] } });
   outcome.push(
     ['uploads planned / attempted', `${r.planned} / ${r.attempted}`],
+    ['of them imports', String(r.imports)],
     ['uploads acknowledged (201)', v.acknowledged],
     ['uploads never answered', v.unanswered],
     ['answers received (all copies and re-sends)', v.answers],

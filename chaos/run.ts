@@ -10,7 +10,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { WebhookReceiver } from '../test/support/webhook-receiver';
 import { createTenant } from '../src/tenants';
 import { faultsByKind, FAULTS, runFaultSchedule } from './faults';
-import { driveUploads, planUploads } from './load';
+import { driveUploads, planUploads, startOrigin } from './load';
 import { renderTable, type ChaosResult } from './report';
 import { Rng } from './rng';
 import { startChaosStack } from './stack';
@@ -72,6 +72,7 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-chaos-'));
 const stack = await startChaosStack(dir, log, { workflowBundlePath: opts.workflowBundle, temporal: temporalKind, replicas: opts.replicas });
 const receiver = await new WebhookReceiver().start();
 let exitCode = 1;
+let stopOrigin = async () => {};
 try {
   const { tenantId, apiKey } = await createTenant(stack.pool, 'chaos');
   const endpoint = await fetch(`${stack.directApiUrl}/v1/webhook-endpoints`, {
@@ -83,15 +84,19 @@ try {
   receiver.secret = ((await endpoint.json()) as { secret: string }).secret;
 
   const plans = planUploads(rng.fork(1), opts.uploads, `seed${opts.seed}`);
+  const origin = await startOrigin(plans);
+  stopOrigin = () => origin.close();
   const faultWindowMs = opts.duration * 1000;
   const clientsStop = new AbortController();
   setMaxListeners(0, clientsStop.signal); // every in-flight send listens for the deadline
   const clientDeadline = setTimeout(() => clientsStop.abort(new Error('run deadline')), faultWindowMs + opts.settle * 1000);
   const loadStarted = Date.now();
+  log(`${plans.filter((p) => p.imported).length} of them imports`);
   log(`${plans.length} uploads over ${opts.duration} s, ${opts.concurrency} at a time; faults: ${faults.map((f) => f.kind).join(', ')}`);
   const load = driveUploads(plans, {
     baseUrls: stack.apiUrls,
     token: apiKey,
+    origin: origin.base,
     concurrency: opts.concurrency,
     spacingMs: (faultWindowMs * 0.9) / plans.length,
     signal: clientsStop.signal,
@@ -117,6 +122,7 @@ try {
     finishedAt: new Date().toISOString(),
     loadSeconds,
     planned: plans.length,
+    imports: plans.filter((p) => p.imported).length,
     attempted: records.length,
     faultRounds: faultLog.rounds,
     faults: faultLog.counts,
@@ -134,6 +140,7 @@ try {
 } catch (err) {
   log(`run failed: ${err instanceof Error ? err.stack : String(err)}`);
 } finally {
+  await stopOrigin();
   await receiver.stop();
   await stack.stop();
   if (opts.keep || exitCode !== 0) log(`run directory kept: ${dir}`);

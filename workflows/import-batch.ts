@@ -14,12 +14,9 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { controlBatchUpdate, type ImportBatchInput } from './definitions';
-import { inWindows } from './windows';
+import { inWindows, JOB_STEP_OPTIONS } from './windows';
 
-const local = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // An item runs as long as its import: it heartbeats while it waits for the import's answer.
 const items = proxyActivities<Activities>({
   startToCloseTimeout: '7 days',

@@ -26,13 +26,10 @@ import type { DownstreamInput, WebhookRetrySchedule } from '../src/downstream/ty
 import type { ReprocessOutcome, StepResult } from '../src/pipelines/step-results';
 import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
-import { inWindows } from './windows';
+import { inWindows, JOB_STEP_OPTIONS } from './windows';
 import { failureTypes, workflowIds } from '../src/temporal/names';
 
-const local = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 const cleanup = proxyActivities<Activities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },

@@ -78,10 +78,8 @@ export async function transfer(
   };
   // A store that takes a part as a stream, and a length known beforehand: each part streams
   // from the origin to the store as it arrives (no part held in memory, no stop-and-go).
-  const filled =
-    store.putPartStreamed && got.length !== null
-      ? await streamParts({ ...deps, store: store as Required<ObjectStore> }, job.storageKey, multipartId, got, state, counted, stored)
-      : await bufferParts(deps, job.storageKey, multipartId, got, state, counted, stored);
+  const parts: Parts = { ...deps, key: job.storageKey, multipartId, got, state, counted, stored };
+  const filled = store.putPartStreamed && got.length !== null ? await streamParts(parts) : await bufferParts(parts);
   const bytes = state.offset + (filled?.length ?? 0);
   if (got.length !== null && bytes !== got.length)
     throw new ImportFailure('import_failed', `The origin sent ${bytes} bytes of the ${got.length} it declared.`);
@@ -97,32 +95,35 @@ export async function transfer(
   return { bytes, sha256: hash ? hash.digest('hex') : null, contentType: got.contentType, fetched };
 }
 
-type Counted = (chunk: Buffer) => void;
-type Stored = (partNumber: number, etag: string, bytes: number) => void;
+/** One read's parts: where they go, what the read is, and what each byte and part tells. */
+interface Parts {
+  store: ObjectStore;
+  partBytes: number;
+  key: string;
+  multipartId: string;
+  got: OriginBody;
+  state: TransferProgress;
+  /** Every byte read, once. */
+  counted: (chunk: Buffer) => void;
+  /** A part is in the store. */
+  stored: (partNumber: number, etag: string, bytes: number) => void;
+}
 
 /** Whole parts, each buffered then stored; the bytes after the last whole part are returned (the tail). */
-async function bufferParts(
-  deps: { store: ObjectStore; partBytes: number },
-  key: string,
-  multipartId: string,
-  got: OriginBody,
-  state: TransferProgress,
-  counted: Counted,
-  stored: Stored,
-): Promise<Buffer | null> {
-  let buf = Buffer.allocUnsafe(deps.partBytes);
+async function bufferParts({ store, partBytes, key, multipartId, got, state, counted, stored }: Parts): Promise<Buffer | null> {
+  let buf = Buffer.allocUnsafe(partBytes);
   let filled = 0;
   for await (const chunk of got.body as AsyncIterable<Buffer>) {
     counted(chunk);
     for (let at = 0; at < chunk.length;) {
-      const n = Math.min(chunk.length - at, deps.partBytes - filled);
+      const n = Math.min(chunk.length - at, partBytes - filled);
       chunk.copy(buf, filled, at, at + n);
       filled += n;
       at += n;
-      if (filled === deps.partBytes) {
+      if (filled === partBytes) {
         const partNumber = state.parts.length + 1;
-        stored(partNumber, await deps.store.putPart(key, multipartId, partNumber, buf), buf.length);
-        buf = Buffer.allocUnsafe(deps.partBytes);
+        stored(partNumber, await store.putPart(key, multipartId, partNumber, buf), buf.length);
+        buf = Buffer.allocUnsafe(partBytes);
         filled = 0;
       }
     }
@@ -131,15 +132,7 @@ async function bufferParts(
 }
 
 /** Every part streamed from the origin to the store as it arrives (the file's length is known). */
-async function streamParts(
-  deps: { store: Required<ObjectStore>; partBytes: number },
-  key: string,
-  multipartId: string,
-  got: OriginBody,
-  state: TransferProgress,
-  counted: Counted,
-  stored: Stored,
-): Promise<null> {
+async function streamParts({ store, partBytes, key, multipartId, got, state, counted, stored }: Parts): Promise<null> {
   const length = got.length!;
   const source = (got.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   let carry: Buffer | undefined;
@@ -160,9 +153,9 @@ async function streamParts(
     }
   }
   while (state.offset < length) {
-    const size = Math.min(deps.partBytes, length - state.offset);
+    const size = Math.min(partBytes, length - state.offset);
     const partNumber = state.parts.length + 1;
-    stored(partNumber, await deps.store.putPartStreamed(key, multipartId, partNumber, Readable.from(next(size)), size), size);
+    stored(partNumber, await store.putPartStreamed!(key, multipartId, partNumber, Readable.from(next(size)), size), size);
   }
   if (carry || !(await source.next()).done)
     throw new ImportFailure('import_failed', `The origin sent more than the ${length} bytes it declared.`);

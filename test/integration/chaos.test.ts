@@ -32,6 +32,8 @@ function expectClean(result: ChaosResult, uploads: number, kinds: string[]): voi
   for (const kind of kinds) expect(result.faults[kind], kind).toBeGreaterThanOrEqual(1);
   expect(result.faultErrors).toBe(0);
   expect(result.attempted).toBe(uploads);
+  // Imports (Oncely reading the file from an origin) ran through the faults too.
+  expect(result.imports).toBeGreaterThan(0);
   expect(result.verdict.acknowledged).toBe(uploads);
   expect(result.verdict.unanswered).toBe(0);
   expect(result.verdict.duplicates).toEqual([]);
