@@ -27,7 +27,12 @@ async function startOrigin(bytes: number): Promise<{ base: string; close(): Prom
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((r) => server.close(() => r())),
+    close: () =>
+      new Promise((r) => {
+        // A read a failed baseline left unconsumed must not hold the close.
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 

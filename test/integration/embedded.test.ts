@@ -14,6 +14,7 @@ import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/
 import { getJson, postUpload, sha256, writeAllThenRead } from '../helpers/http';
 import { launchChromium } from '../helpers/browser';
 import { png } from '../helpers/media';
+import { startFileOrigin } from '../support/file-origin';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -65,6 +66,8 @@ beforeAll(async () => {
     DATABASE_URL: '',
     S3_ENDPOINT: '',
     TEMPORAL_ADDRESS: '',
+    // The import origin below is on 127.0.0.1.
+    IMPORT_ALLOW_PRIVATE_NETWORKS: 'true',
   };
 });
 
@@ -182,6 +185,33 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect((await fetch(`${url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form })).status).toBe(
     201,
   );
+  // An import and a batch of three on the embedded default (PGlite's one session, parts on disk).
+  const origin = await startFileOrigin(randomBytes(200_000), { contentType: 'application/octet-stream' });
+  try {
+    const call = (path: string, body: unknown, extra: Record<string, string> = {}) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID(), ...extra },
+        body: JSON.stringify(body),
+      });
+    const imported = await call('/v1/imports', { url: `${origin.base}/embedded.bin` }, { prefer: 'wait=60' });
+    expect(imported.status, await imported.clone().text()).toBe(201);
+    const batch = await call('/v1/import-batches', { items: ['a', 'b', 'c'].map((n) => ({ url: `${origin.base}/${n}.bin` })) });
+    expect(batch.status).toBe(202);
+    const { id } = (await batch.json()) as { id: string };
+    let ended: { state: string; done: number } | undefined;
+    await waitUntil(
+      'the import batch',
+      async () => {
+        ended = (await getJson(`${url}/v1/import-batches/${id}`, apiKey)).json as { state: string; done: number };
+        return ended.state === 'completed';
+      },
+      { proc, timeoutMs: 60_000 },
+    );
+    expect(ended).toMatchObject({ done: 3 });
+  } finally {
+    await origin.close();
+  }
   // The Temporal UI (served by the embedded dev server) finds the run by its key.
   await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);
@@ -190,7 +220,8 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  expect(report).toMatchObject({ uploads: 17, keyRows: 17, objectsVerified: 17, violations: [] });
+  // 21 uploads' key rows and the batch's (its creation is keyed).
+  expect(report).toMatchObject({ uploads: 21, keyRows: 22, objectsVerified: 21, violations: [] });
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);
