@@ -241,6 +241,22 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     expect(own.json).toMatchObject({ tokenId: token.json.id, contentType: 'image/png' });
     expect((await getJson(`${stack.url}/v1/uploads/${created.json.uploadId}`, none.json.token)).status).toBe(404);
 
+    // Uppy's url/meta through an endpoint the token minted: its hosts only.
+    const meta = async (t: string, url: string) => {
+      const minted = await fetch(`${stack.url}/v1/uppy-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${t}` } });
+      const { companionEndpoint } = (await minted.json()) as { companionEndpoint: string };
+      const res = await fetch(`${stack.url}${companionEndpoint}/url/meta`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url }),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    expect(await meta(token.json.token, `${origin.base}/m.png`)).toMatchObject({ status: 200, json: { size: file.length } });
+    expect(await meta(elsewhere.json.token, `${origin.base}/m.png`)).toMatchObject({
+      status: 403,
+      json: { error: 'import_host_not_allowed' },
+    });
     // A redirect off the token's hosts is refused at that hop, and recorded as the import's answer.
     const away = `http://localhost:${new URL(origin.base).port}/a.png`;
     const redirected = await importFile(
