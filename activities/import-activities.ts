@@ -25,6 +25,7 @@ import type { DeclaredUpload, StoredResponse } from '../src/upload/types';
 import { Problem } from '../src/errors';
 import type { ImportRefusal } from '../src/imports/failures';
 import { openImportHeaders } from '../src/imports/headers';
+import { openS3Access, signedObjectUrl } from '../src/imports/s3-source';
 import { ImportFailure, Origins, type OriginLimits } from '../src/imports/origin';
 import { transfer, type TransferProgress } from '../src/imports/transfer';
 import type { SecretBox } from '../src/secret-box';
@@ -103,10 +104,14 @@ export function createImportActivities({ pool, store, secrets, imports, importer
       }, 1_000);
       try {
         const headers = spec.sealedHeaders ? openImportHeaders(secrets, spec.storageKey, spec.sealedHeaders) : undefined;
+        // An S3 source's object: each attempt signs its own read (a resume may come long after the first).
+        const url = spec.sealedS3Access
+          ? await signedObjectUrl(spec.url, openS3Access(secrets, spec.storageKey, spec.sealedS3Access), spec.attemptSeconds)
+          : spec.url;
         const got = await transfer(
           { origins, store, partBytes: imports.partBytes },
           {
-            url: spec.url,
+            url,
             storageKey: spec.storageKey,
             contentType: spec.typeDeclared ? job.contentType : 'application/octet-stream',
             maxBytes: spec.maxBytes,
@@ -157,11 +162,12 @@ export function createImportActivities({ pool, store, secrets, imports, importer
       const item = batch && (await findBatchItem(pool, batchId, n));
       if (!batch || !item || item.state !== 'pending') return;
       const importer = importerOf(ctx.client);
-      const body = {
+      const body: ImportBody = {
         url: item.url,
         ...(item.file_name ? { fileName: item.file_name } : {}),
         ...(item.sha256 ? { sha256: item.sha256 } : {}),
         ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
+        ...(batch.source ? { s3: openS3Access(secrets, batch.id, batch.source.sealedAccess) } : {}),
       };
       const upload = batchItemUpload(batch, item);
       let outcome: ItemOutcome;

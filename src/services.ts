@@ -154,9 +154,11 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   const importBatches = new ImportBatches({
     pool,
     temporal,
+    secrets: box,
     taskQueue: config.TASK_QUEUE_UPLOADS,
     maxOpen: config.TENANT_MAX_OPEN_IMPORT_BATCHES,
     allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS,
+    connectMs: config.IMPORT_CONNECT_SECONDS * 1000,
   });
   return {
     receiver,

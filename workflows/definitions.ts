@@ -39,6 +39,8 @@ export interface ImportSpec {
   url: string;
   /** The tenant's headers for the origin, sealed with the secrets box (never in clear in a payload). */
   sealedHeaders?: string;
+  /** An S3 source's access, sealed likewise: each attempt signs its read of `url` with it. */
+  sealedS3Access?: string;
   storageKey: string;
   attemptId: string;
   /** The smallest of the server's, the tenant's and the token's size limits. */

@@ -6,6 +6,7 @@ import { IdempotencyKey, instant, Uuid, MediaRange, UploadCreated, PageQuery, Ne
 import { SCOPES } from '../credentials';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
+import { MAX_BATCH_ITEMS } from '../imports/batches';
 
 /** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
 const lifetimeSeconds = (description: string) => z.number().int().min(1).optional().openapi({ description, example: 900 });
@@ -366,17 +367,47 @@ const BatchItem = z
   .strict()
   .openapi('ImportBatchItemRequest');
 
+const S3SourceRequest = z
+  .object({
+    endpoint: z
+      .string()
+      .max(2048)
+      .refine((u) => {
+        const url = URL.parse(u);
+        return !!url && /^https?:$/.test(url.protocol) && (url.pathname === '/' || url.pathname === '') && !url.search && !url.hash;
+      }, 'endpoint must be an http(s) origin without a path, e.g. https://s3.eu-west-1.amazonaws.com')
+      .transform((u) => new URL(u).origin)
+      .openapi({ example: 'https://s3.eu-west-1.amazonaws.com' }),
+    region: z
+      .string()
+      .regex(/^[a-z0-9-]{1,40}$/, 'region must be a region name such as eu-west-1.')
+      .default('us-east-1'),
+    bucket: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'bucket must be an S3 bucket name (3 to 63 of a-z, 0-9, . and -).'),
+    prefix: z.string().max(1024).default('').openapi({ description: 'Only keys starting with this are imported (default: every key).' }),
+    accessKeyId: z.string().min(1).max(256),
+    secretAccessKey: z.string().min(1).max(256).openapi({ description: 'Stored sealed with the secrets box; never shown again.' }),
+    sessionToken: z.string().min(1).max(4096).optional(),
+  })
+  .strict()
+  .openapi('ImportBatchS3Source');
+
 export const CreateImportBatch = z
   .object({
     items: z
       .array(BatchItem)
       .min(1)
-      .max(10_000)
-      .openapi({ description: 'The files, 1 to 10,000; item n (from 1) is imported under `import-batch/{id}/{n}`.' }),
+      .max(MAX_BATCH_ITEMS)
+      .optional()
+      .openapi({ description: 'The files, 1 to 10,000; item n (from 1) is imported under `import-batch/{id}/{n}`. Give `items` or `s3`.' }),
+    s3: S3SourceRequest.optional().openapi({
+      description:
+        "Another S3-compatible store's objects under a prefix (at most 10,000, folder markers left out), listed when the batch starts and imported in key order. Give `items` or `s3`.",
+    }),
     pipeline: PipelineName.optional().openapi({ description: "The pipeline every item runs; absent: the tenant's `default`." }),
     concurrency: z.number().int().min(1).max(16).optional().openapi({ description: 'Items imported at once (default 4).', example: 4 }),
   })
   .strict()
+  .refine((b) => (b.items === undefined) !== (b.s3 === undefined), { message: 'Give either items or s3 (one of them, not both).' })
   .openapi('CreateImportBatch');
 
 export const ImportBatch = z
@@ -390,6 +421,10 @@ export const ImportBatch = z
     pending: z.number().int(),
     concurrency: z.number().int(),
     pipeline: z.string().nullable(),
+    source: z
+      .object({ endpoint: z.string(), region: z.string(), bucket: z.string(), prefix: z.string() })
+      .nullable()
+      .openapi({ description: "An S3 source's location (its credentials are never shown); a batch of URLs: null." }),
     createdAt: z.string().openapi({ format: 'date-time' }),
     finishedAt: z.string().nullable().openapi({ format: 'date-time' }),
   })

@@ -5,32 +5,50 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
-import { finishImportBatch, insertImportBatch, type BatchItem, type ImportBatchRow } from '../db/queries/import-batches';
+import {
+  finishImportBatch,
+  insertImportBatch,
+  type BatchItem,
+  type ImportBatchRow,
+  type ImportBatchSource,
+} from '../db/queries/import-batches';
 import { QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
-import { assertImportOriginsAllowed } from './url-check';
+import { assertImportOriginsAllowed, assertImportUrlAllowed } from './url-check';
+import { listSource, sealS3Access, type S3Source } from './s3-source';
+import type { SecretBox } from '../secret-box';
 import type { UploadGrant } from '../tokens/grant';
 import type { Caller } from '../upload/types';
 import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../workflows/definitions';
 
-export class ImportBatches {
-  constructor(private readonly deps: { pool: Pool; temporal: Client; taskQueue: string; maxOpen: number; allowPrivateNetworks: boolean }) {}
+/** The most items one batch imports (a listed source may hold no more). */
+export const MAX_BATCH_ITEMS = 10_000;
 
-  async start(b: {
-    tenantId: string;
-    caller: Caller;
-    grant?: UploadGrant;
-    pipeline?: string;
-    concurrency: number;
-    items: BatchItem[];
-  }): Promise<ImportBatchRow> {
-    // Every host the items name is checked once, before anything is stored (as the door checks its URL).
-    await assertImportOriginsAllowed(
-      b.items.map((i) => i.url),
-      this.deps.allowPrivateNetworks,
-    );
+export class ImportBatches {
+  constructor(
+    private readonly deps: {
+      pool: Pool;
+      temporal: Client;
+      secrets: SecretBox;
+      taskQueue: string;
+      maxOpen: number;
+      allowPrivateNetworks: boolean;
+      connectMs: number;
+    },
+  ) {}
+
+  async start(
+    b: {
+      tenantId: string;
+      caller: Caller;
+      grant?: UploadGrant;
+      pipeline?: string;
+      concurrency: number;
+    } & ({ items: BatchItem[] } | { s3: S3Source }),
+  ): Promise<ImportBatchRow> {
     const id = randomUUID();
+    const { items, source } = await this.itemsOf(id, b);
     const row = await dependency('database_unavailable', () =>
       insertImportBatch(
         this.deps.pool,
@@ -41,8 +59,9 @@ export class ImportBatches {
           pipeline: b.pipeline ?? null,
           caller: b.caller,
           upload_grant: b.grant ?? null,
+          source,
         },
-        b.items,
+        items,
         this.deps.maxOpen,
       ).catch((err: unknown) => {
         if (err instanceof QuotaReached)
@@ -59,7 +78,7 @@ export class ImportBatches {
           workflowId: workflowIds.importBatch(id),
           taskQueue: this.deps.taskQueue,
           args: [input],
-          staticSummary: `Import a batch of ${b.items.length} files`,
+          staticSummary: `Import a batch of ${items.length} files`,
           typedSearchAttributes: [{ key: searchAttributes.tenant, value: b.tenantId }],
         }),
       );
@@ -68,6 +87,28 @@ export class ImportBatches {
       throw err;
     }
     return row;
+  }
+
+  /**
+   * The batch's items, every host they name checked once before anything is stored (as the
+   * door checks its URL); an S3 source's endpoint is checked, then listed.
+   */
+  private async itemsOf(
+    id: string,
+    b: { items: BatchItem[] } | { s3: S3Source },
+  ): Promise<{ items: BatchItem[]; source: ImportBatchSource | null }> {
+    const { allowPrivateNetworks, connectMs, secrets } = this.deps;
+    if ('items' in b) {
+      await assertImportOriginsAllowed(
+        b.items.map((i) => i.url),
+        allowPrivateNetworks,
+      );
+      return { items: b.items, source: null };
+    }
+    const { endpoint, region, bucket, prefix, ...access } = b.s3;
+    await assertImportUrlAllowed(`${endpoint}/`, allowPrivateNetworks, 'The source endpoint');
+    const items = await listSource(b.s3, { allowPrivateNetworks, connectMs, maxItems: MAX_BATCH_ITEMS });
+    return { items, source: { endpoint, region, bucket, prefix, sealedAccess: sealS3Access(secrets, id, { region, ...access }) } };
   }
 
   /** Pauses, resumes or cancels an open batch; answers once its workflow recorded it. */

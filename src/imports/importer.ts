@@ -12,6 +12,7 @@ import { QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import { assertImportUrlAllowed } from './url-check';
 import { sealImportHeaders } from './headers';
+import { sealS3Access } from './s3-source';
 import { importView, type ImportView } from './view';
 import type { SecretBox } from '../secret-box';
 import { assertGrantLive, hostListed, type UploadGrant } from '../tokens/grant';
@@ -192,6 +193,7 @@ export class Importer {
       uploadId: row.id,
       url: body.url,
       ...(body.headers ? { sealedHeaders: sealImportHeaders(this.deps.secrets, storageKey, body.headers) } : {}),
+      ...(body.s3 ? { sealedS3Access: sealS3Access(this.deps.secrets, storageKey, body.s3) } : {}),
       storageKey,
       attemptId: row.id,
       maxBytes: Math.min(config.MAX_UPLOAD_BYTES, upload.grant?.maxBytes ?? Infinity),

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { FILE_NAME_PATTERN } from '../upload/file-name';
 import { fingerprint } from '../upload/fingerprint';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
+import type { S3Access } from './s3-source';
 
 /** The route an import's fingerprints record (a key first used elsewhere is 422 here). */
 export const IMPORT_ROUTE = '/v1/imports';
@@ -17,6 +18,8 @@ export interface ImportBody {
   pipeline?: string;
   expiresAt?: string;
   headers?: Record<string, string>;
+  /** An item of a batch with an S3 source: what signs each read (never part of a request at the door). */
+  s3?: S3Access;
 }
 
 /** The name an import without one gets: the URL path's last segment, when it makes a file name. */
@@ -31,19 +34,19 @@ export function nameFromUrl(url: URL): string | null {
   return FILE_NAME_PATTERN.test(name) ? name : null;
 }
 
-/** What identifies an import's body: every field, the headers by their hash (they are secret). */
+/** A secret's stand-in in a fingerprint. */
+const hashOf = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+
+/** What identifies an import's body: every field, the headers and an S3 source's access by their hash (they are secret). */
 export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadRequest {
   const headers = body.headers
-    ? createHash('sha256')
-        .update(
-          JSON.stringify(
-            Object.entries(body.headers)
-              .map(([k, v]) => [k.toLowerCase(), v])
-              .sort(),
-          ),
-        )
-        .digest('hex')
+    ? hashOf(
+        Object.entries(body.headers)
+          .map(([k, v]) => [k.toLowerCase(), v])
+          .sort(),
+      )
     : null;
+  const s3 = body.s3 ? hashOf([body.s3.region, body.s3.accessKeyId, body.s3.secretAccessKey, body.s3.sessionToken ?? null]) : undefined;
   return {
     tenantId: upload.tenantId,
     idempotencyKey: upload.key,
@@ -55,7 +58,7 @@ export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadR
       contentType: body.contentType ?? '',
       sha256: upload.sha256,
       fileName: upload.fileName,
-      extra: JSON.stringify({ url: body.url, headers }),
+      extra: JSON.stringify({ url: body.url, headers, ...(s3 ? { s3 } : {}) }),
       expiresAt: upload.expiresAt,
       pipeline: upload.pipeline,
     }),

@@ -62,3 +62,10 @@ export function commitRetrying(
   const committed = events.some((e) => activity(e) === 'commitUpload' && e.markerRecordedEventAttributes?.details?.result);
   return !committed && events.some((e) => e.timerStartedEventAttributes);
 }
+
+/** Every byte array in a value (a workflow history's payloads), to look for what must not be there in clear. */
+export function bytesIn(value: unknown, out: Buffer[] = []): Buffer[] {
+  if (value instanceof Uint8Array) out.push(Buffer.from(value));
+  else if (value && typeof value === 'object') for (const v of Object.values(value)) bytesIn(v, out);
+  return out;
+}

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { getJson, postUpload, sha256 } from '../helpers/http';
-import { eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
+import { bytesIn, eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 import WebSocket from 'ws';
@@ -16,13 +16,6 @@ const MiB = 1024 * 1024;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** Two whole 5 MiB parts and a tail: a cut after 7 MiB leaves one part stored. */
 const file = Buffer.concat([PNG, randomBytes(12 * MiB - PNG.length)]);
-
-/** Every byte array in a history (its payloads), to search for what must not be there in clear. */
-function bytesIn(value: unknown, out: Buffer[] = []): Buffer[] {
-  if (value instanceof Uint8Array) out.push(Buffer.from(value));
-  else if (value && typeof value === 'object') for (const v of Object.values(value)) bytesIn(v, out);
-  return out;
-}
 
 describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
   let stack: TestStack;

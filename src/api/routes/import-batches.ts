@@ -38,7 +38,7 @@ export function importBatchRoutes(deps: { idempotency: IdempotentRouteOptions; b
       caller: callerOf(c),
       ...(body.pipeline ? { pipeline: body.pipeline } : {}),
       concurrency: body.concurrency ?? 4,
-      items: body.items,
+      ...(body.s3 ? { s3: body.s3 } : { items: body.items! }),
     });
     return c.json(batchView(row), 202, { location: `/v1/import-batches/${row.id}` });
   });
@@ -79,6 +79,7 @@ function batchView(b: ImportBatchRow) {
     pending: b.total - b.done - b.failed - b.skipped,
     concurrency: b.concurrency,
     pipeline: b.pipeline,
+    source: b.source && { endpoint: b.source.endpoint, region: b.source.region, bucket: b.source.bucket, prefix: b.source.prefix },
     createdAt: b.created_at.toISOString(),
     finishedAt: b.finished_at?.toISOString() ?? null,
   };
@@ -92,11 +93,13 @@ const createRoute_ = createRoute({
   method: 'post',
   path: '/',
   tags: [TAG],
-  summary: 'Import up to 10,000 files from URLs, each exactly once',
+  summary: 'Import up to 10,000 files from URLs or another S3 store, each exactly once',
   description:
     'Each item is one import under the key `import-batch/{id}/{n}` (its number, from 1), run by the batch a few at a time (`concurrency`, at most 16), ' +
     "as the batch's caller: the same checks, pipeline, dedupe and events as `POST /v1/imports`. A crash or a restart never imports an item twice, " +
     'and the same request again (its key) answers the same batch. Poll Location; `GET …/items` lists the outcomes. ' +
+    'With `s3` instead of `items`, the objects under the prefix are listed once (an item per object, its URL path-style) and each read is signed ' +
+    'with the given credentials, which are stored sealed and never shown. ' +
     `The body may be up to ${MAX_BATCH_BODY_BYTES / 1024 / 1024} MiB.`,
   security: requires('imports:create'),
   request: idempotentJsonRequest(CreateImportBatch, {
@@ -116,6 +119,7 @@ const createRoute_ = createRoute({
       'payload_too_large',
       'pipeline_unknown',
       'import_url_invalid',
+      'import_source_invalid',
       'too_many_import_batches',
       'temporal_unavailable',
     ),

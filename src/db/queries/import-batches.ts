@@ -13,12 +13,23 @@ export interface ImportBatchRow {
   pipeline: string | null;
   caller: Caller;
   upload_grant: UploadGrant | null;
+  /** An S3 source's location and its sealed credentials (a batch of URLs: null). */
+  source: ImportBatchSource | null;
   total: number;
   done: number;
   failed: number;
   skipped: number;
   created_at: Date;
   finished_at: Date | null;
+}
+
+export interface ImportBatchSource {
+  endpoint: string;
+  region: string;
+  bucket: string;
+  prefix: string;
+  /** The credentials, sealed for this batch (src/imports/s3-source.ts). */
+  sealedAccess: string;
 }
 
 export interface BatchItem {
@@ -41,14 +52,14 @@ export interface ImportBatchItemRow {
 /** Records a batch and its items, while the tenant has fewer than `maxOpen` open batches (else QuotaReached). */
 export async function insertImportBatch(
   pool: Pool,
-  b: Pick<ImportBatchRow, 'id' | 'tenant_id' | 'concurrency' | 'pipeline' | 'caller' | 'upload_grant'>,
+  b: Pick<ImportBatchRow, 'id' | 'tenant_id' | 'concurrency' | 'pipeline' | 'caller' | 'upload_grant' | 'source'>,
   items: BatchItem[],
   maxOpen: number,
 ): Promise<ImportBatchRow> {
   return insertWithinQuota(pool, b.tenant_id, 'open_import_batches', maxOpen, async (tx) => {
     const row = await tx.query<ImportBatchRow>(
-      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, total)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, source, total)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
       [
         b.id,
         b.tenant_id,
@@ -56,6 +67,7 @@ export async function insertImportBatch(
         b.pipeline,
         JSON.stringify(b.caller),
         b.upload_grant && JSON.stringify(b.upload_grant),
+        b.source && JSON.stringify(b.source),
         items.length,
       ],
     );
