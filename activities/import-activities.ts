@@ -143,7 +143,9 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         if (!(err instanceof ImportFailure)) throw err;
         const status = err.originStatus;
         const final = FINAL.has(err.code) || (err.code === 'import_failed' && status !== undefined && status >= 400 && status < 500);
-        if (final && progress) await store.abortParts(spec.storageKey, progress.multipartId).catch(() => {});
+        // No attempt follows a final failure or the last attempt: the parts stored so far go.
+        if ((final || ctx.info.attempt >= spec.maxAttempts) && progress)
+          await store.abortParts(spec.storageKey, progress.multipartId).catch(() => {});
         throw refusal(err.code, err.message, { originStatus: status ?? null }, final);
       } finally {
         clearInterval(beat);
@@ -178,6 +180,14 @@ export function createImportActivities({ pool, store, secrets, imports, importer
           outcome = await importer.awaitAnswer(upload, body, ITEM_WAIT_MS);
         }
       } catch (err) {
+        // Past the tenant's imports in flight: try again soon (a slot frees as any import ends),
+        // not on the backoff an outage gets, which would leave the batch's slots idle for a minute.
+        if (err instanceof Problem && err.code === 'too_many_imports')
+          throw ApplicationFailure.create({
+            type: err.code,
+            message: err.detail,
+            nextRetryDelay: QUOTA_RETRY_MS + Math.floor(Math.random() * QUOTA_RETRY_MS),
+          });
         if (!(err instanceof Problem) || RETRIED.has(err.code)) throw err;
         await recordBatchItem(pool, batchId, n, { state: 'failed', uploadId: null, error: err.toJSON() });
         return;
@@ -212,14 +222,11 @@ export function createImportActivities({ pool, store, secrets, imports, importer
   };
 }
 
+/** How long an item past the imports-in-flight quota waits before it asks again (up to twice this, spread). */
+const QUOTA_RETRY_MS = 1_000;
+
 /** Refusals that pass with time: the item is retried, not failed. */
-const RETRIED = new Set<string>([
-  'too_many_imports',
-  'database_unavailable',
-  'temporal_unavailable',
-  'storage_unavailable',
-  'validation_unavailable',
-]);
+const RETRIED = new Set<string>(['database_unavailable', 'temporal_unavailable', 'storage_unavailable', 'validation_unavailable']);
 
 /** What an item asks for, as its batch's caller: its key is the batch's and its number. */
 function batchItemUpload(batch: ImportBatchRow, item: ImportBatchItemRow): DeclaredUpload {

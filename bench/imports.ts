@@ -1,13 +1,20 @@
 // Imports. (1) One file of `bytes` read from a local origin by POST /v1/imports (API and
 // worker in their own processes) versus the same origin streamed into the same S3 server with
 // the AWS SDK the way a careful user would (the origin's GET piped into lib-storage's Upload,
-// or into one PutObject of known length; the faster is the baseline); the worker's peak RSS
-// over its start-up peak. (2) A batch of `items` 64 KiB files: items per second and CPU per
-// item by component.
+// or into one PutObject of known length; the faster is the baseline), and versus the protocol
+// a resumable read needs, by hand (8 MiB parts stored one after another, then completed; the
+// store's completion timed on its own); the worker's peak RSS over its start-up peak. (2) A
+// batch of `items` 64 KiB files: items per second and CPU per item by component.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { body, expectedSha } from './large-upload';
 import type { BenchServices } from './lib/services';
@@ -80,6 +87,8 @@ export async function importFromUrl(services: BenchServices, opts: { bytes: numb
   const oncely: number[] = [];
   const libStorage: number[] = [];
   const singlePut: number[] = [];
+  const byHand: number[] = [];
+  const completeSeconds: number[] = [];
   const cpu: Record<string, number>[] = [];
   const pids = { api: api.proc.child.pid, worker: workerPid, ...services.pids };
   try {
@@ -108,10 +117,15 @@ export async function importFromUrl(services: BenchServices, opts: { bytes: numb
         new PutObjectCommand({ Bucket: services.s3.bucket, Key: `direct/${randomUUID()}`, Body: await get(), ContentLength: opts.bytes }),
       );
       singlePut.push(opts.bytes / ((performance.now() - t) / 1000));
+
+      t = performance.now();
+      completeSeconds.push(await partsByHand(s3, services.s3.bucket, await get(), 8 * MiB));
+      byHand.push(opts.bytes / ((performance.now() - t) / 1000));
     }
     const oncelyMiBs = median(oncely) / MiB;
     const libStorageMiBs = median(libStorage) / MiB;
     const singlePutMiBs = median(singlePut) / MiB;
+    const byHandMiBs = median(byHand) / MiB;
     const baselineMiBs = Math.max(libStorageMiBs, singlePutMiBs);
     const workerPeak = await peakRssMiB(workerPid);
     return {
@@ -123,6 +137,9 @@ export async function importFromUrl(services: BenchServices, opts: { bytes: numb
       singlePutMiBps: round1(singlePutMiBs),
       baseline: singlePutMiBs >= libStorageMiBs ? 'origin GET → one PutObject' : 'origin GET → lib-storage multipart',
       ratio: round2(oncelyMiBs / baselineMiBs),
+      partsByHandMiBps: round1(byHandMiBs),
+      storeCompleteSeconds: round2(median(completeSeconds)),
+      ratioVsPartsByHand: round2(oncelyMiBs / byHandMiBs),
       workerStartupPeakRssMiB: round1(startupPeak),
       workerPeakRssMiB: round1(workerPeak),
       workerPeakOverStartupMiB: round1(workerPeak - startupPeak),
@@ -134,6 +151,37 @@ export async function importFromUrl(services: BenchServices, opts: { bytes: numb
     await api.proc.stop();
     await worker.proc.stop();
   }
+}
+
+/**
+ * The origin's body stored as a multipart upload the plain way: each part read into memory,
+ * then stored, one after another, then the upload completed. Returns the completion's seconds.
+ */
+async function partsByHand(s3: S3Client, bucket: string, source: AsyncIterable<Buffer>, partBytes: number): Promise<number> {
+  const Key = `direct/${randomUUID()}`;
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
+  const parts: { PartNumber: number; ETag: string }[] = [];
+  const store = async (Body: Buffer) => {
+    const PartNumber = parts.length + 1;
+    const { ETag } = await s3.send(new UploadPartCommand({ Bucket: bucket, Key, UploadId, PartNumber, Body, ContentLength: Body.length }));
+    parts.push({ PartNumber, ETag: ETag! });
+  };
+  let pending: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    pending.push(chunk);
+    size += chunk.length;
+    if (size >= partBytes) {
+      const all = Buffer.concat(pending);
+      await store(all.subarray(0, partBytes));
+      pending = all.length > partBytes ? [all.subarray(partBytes)] : [];
+      size = all.length - partBytes;
+    }
+  }
+  if (size > 0) await store(Buffer.concat(pending));
+  const t = performance.now();
+  await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));
+  return (performance.now() - t) / 1000;
 }
 
 export async function importBatch(services: BenchServices, opts: { items: number; rounds: number; concurrency: number }) {

@@ -65,6 +65,8 @@ export async function transfer(
     validator: got.validator,
     length: got.length,
   };
+  // Reported before any part: a later attempt reuses the upload, and the last one can abort it.
+  report({ ...state, parts: [...state.parts] });
   const hash: Hash | null = got.offset === 0 ? createHash('sha256') : null;
   let fetched = 0;
   const counted = (chunk: Buffer) => {

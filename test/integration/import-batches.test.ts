@@ -1,6 +1,8 @@
 // Import batches on the embedded store: every item imported once under (batch, item), the
-// counts and the items' outcomes, the same batch for the same key, pause, resume and cancel,
-// the open-batch quota, and bad requests refused with nothing stored.
+// counts and the items' outcomes, the same batch for the same key, items past the tenant's
+// imports in flight waiting their turn, a pipeline's validation hook refusing an item (and one
+// it could not answer retried), pause, resume and cancel, the open-batch quota, and bad
+// requests refused with nothing stored.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
@@ -8,6 +10,8 @@ import { sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { workflowIds } from '../../src/temporal/names';
 
 const file = randomBytes(64 * 1024);
 let stack: TestStack;
@@ -15,7 +19,9 @@ let tenant: { tenantId: string; apiKey: string };
 let origin: FileOrigin;
 
 beforeAll(async () => {
-  stack = await startStackOnStore('local', 'import_batches', { env: { TENANT_MAX_OPEN_IMPORT_BATCHES: '2' } });
+  stack = await startStackOnStore('local', 'import_batches', {
+    env: { TENANT_MAX_OPEN_IMPORT_BATCHES: '2', TENANT_MAX_IMPORTS_IN_FLIGHT: '3' },
+  });
   tenant = await stack.createTenant();
   origin = await startFileOrigin(file);
 });
@@ -61,6 +67,13 @@ it('imports every item once under (batch, item), counts them, lists their outcom
   const done = await ended(started.json.id);
   expect(done).toMatchObject({ state: 'completed', total: 40, done: 38, failed: 2, skipped: 0, pending: 0 });
   expect(origin.requests - requestsBefore).toBe(40);
+  // Eight at once against three imports in flight: items were turned away (429) and asked
+  // again until their turn came; none failed for it.
+  const history = await stack.temporal.workflow.getHandle(workflowIds.importBatch(started.json.id)).fetchHistory();
+  const attempts = history.events!.flatMap((e) =>
+    e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt!] : [],
+  );
+  expect(Math.max(...attempts)).toBeGreaterThan(1);
 
   const failed = await call('GET', `/v1/import-batches/${started.json.id}/items?state=failed`);
   expect(failed.json.items.map((i: { n: number; error: { error: string } }) => [i.n, i.error.error])).toEqual([
@@ -82,6 +95,45 @@ it('imports every item once under (batch, item), counts them, lists their outcom
   const rows = await stack.runtime.pool.query(`SELECT idempotency_key, sha256 FROM uploads WHERE id = ANY($1)`, [[...uploads]]);
   expect(rows.rows.every((r) => r.sha256 === sha256(file) && r.idempotency_key.startsWith(`import-batch/${started.json.id}/`))).toBe(true);
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+});
+
+it("runs each item past its pipeline's validation hook: a refusal fails the item, a hook that could not answer is asked again", async () => {
+  const hook = await new WebhookReceiver().start();
+  try {
+    const declared = await call(
+      'POST',
+      '/v1/pipelines',
+      { name: 'vetted', validate: { url: hook.url, timeoutSeconds: 3 }, steps: [] },
+      `p-${randomUUID()}`,
+    );
+    expect(declared.status).toBe(201);
+    hook.secret = declared.json.signingSecret;
+    // One at a time: item 1 is refused, item 2's first call fails (503) and its retry passes, item 3 passes.
+    hook.script['upload.validate'] = [403, 503];
+    hook.answerBody['upload.validate'] = { message: 'not from this archive' };
+    const items = [1, 2, 3].map((i) => ({ url: `${origin.base}/vetted/${i}.bin` }));
+    const started = await call('POST', '/v1/import-batches', { items, pipeline: 'vetted', concurrency: 1 }, `batch-${randomUUID()}`);
+    expect(started.status).toBe(202);
+    expect(await ended(started.json.id)).toMatchObject({ state: 'completed', done: 2, failed: 1, pipeline: 'vetted' });
+    const failed = (await call('GET', `/v1/import-batches/${started.json.id}/items?state=failed`)).json.items;
+    expect(failed).toMatchObject([{ n: 1, uploadId: null, error: { error: 'upload_forbidden', hookStatus: 403 } }]);
+    expect(failed[0].error.detail).toContain('not from this archive');
+    expect(hook.received.map((r) => [r.json.data.idempotencyKey, r.answered, r.verified])).toEqual([
+      [`import-batch/${started.json.id}/1`, 403, true],
+      [`import-batch/${started.json.id}/2`, 503, true],
+      [`import-batch/${started.json.id}/2`, 200, true],
+      [`import-batch/${started.json.id}/3`, 200, true],
+    ]);
+    expect(hook.received[0]!.json.data).toMatchObject({ mode: 'import', pipeline: 'vetted', fileName: '1.bin' });
+    // The refused item left nothing under its key.
+    const keyRows = await stack.runtime.pool.query('SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [
+      tenant.tenantId,
+      `import-batch/${started.json.id}/1`,
+    ]);
+    expect(keyRows.rowCount).toBe(0);
+  } finally {
+    await hook.stop();
+  }
 });
 
 it('pauses (items under way finish, none starts), resumes, and cancels (items not started are skipped); open batches are counted', async () => {

@@ -11,6 +11,9 @@ import { bytesIn, eventually, listKeys, readObject, rowsForKey } from '../helper
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 import WebSocket from 'ws';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 
 const MiB = 1024 * 1024;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -24,7 +27,13 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
 
   beforeAll(async () => {
     stack = await startStackOnStore(kind, `imports_${kind}`, {
-      env: { RESUMABLE_PART_MIB: '5', IMPORT_HEARTBEAT_SECONDS: '4', TENANT_MAX_IMPORTS_IN_FLIGHT: '3' },
+      env: {
+        RESUMABLE_PART_MIB: '5',
+        IMPORT_HEARTBEAT_SECONDS: '4',
+        TENANT_MAX_IMPORTS_IN_FLIGHT: '3',
+        IMPORT_IDLE_SECONDS: '4',
+        IMPORT_MAX_ATTEMPTS: '3',
+      },
     });
     tenant = await stack.createTenant();
     origin = await startFileOrigin(file, { contentType: 'image/png' });
@@ -131,6 +140,44 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     expect(view.json).toMatchObject({ status: 'failed', error: { error: 'import_failed', originStatus: 404 } });
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toEqual([]);
     expect((await importRows()).filter((r) => r.state === 'importing')).toEqual([]);
+  });
+
+  /** The store's multipart uploads not completed nor aborted under `prefix` (the local store: its parts directories). */
+  async function openMultipartUploads(prefix: string): Promise<string[]> {
+    if (kind === 'local') return readdirSync(path.join(stack.config.DATA_DIR, 'objects', '.parts'));
+    const s3 = new S3Client({
+      endpoint: stack.config.S3_ENDPOINT,
+      region: stack.config.S3_REGION,
+      forcePathStyle: true,
+      credentials: { accessKeyId: stack.config.S3_ACCESS_KEY_ID!, secretAccessKey: stack.config.S3_SECRET_ACCESS_KEY! },
+    });
+    try {
+      const open = await s3.send(new ListMultipartUploadsCommand({ Bucket: stack.config.S3_BUCKET, Prefix: prefix }));
+      return (open.Uploads ?? []).map((u) => u.Key!);
+    } finally {
+      s3.destroy();
+    }
+  }
+
+  it('gives up on an origin that stops sending: each attempt times out, then import_timeout is the answer', async () => {
+    const key = `import-${randomUUID()}`;
+    const requests = origin.requests;
+    const accepted = await importFile(key, { url: `${origin.base}/stall` }, { prefer: 'respond-async' });
+    expect(accepted.status).toBe(202);
+    const failed = await eventually(async () => {
+      const v = await getJson(`${stack.url}/v1/uploads/${accepted.json.uploadId}`, tenant.apiKey);
+      return v.json.status === 'failed' ? v.json : undefined;
+    }, 90_000);
+    expect(failed.error).toMatchObject({ error: 'import_timeout' });
+    // Every attempt (IMPORT_MAX_ATTEMPTS) asked the origin once.
+    expect(origin.requests - requests).toBe(3);
+    const replayed = await importFile(key, { url: `${origin.base}/stall` });
+    expect(replayed.status).toBe(422);
+    expect(replayed.json).toMatchObject({ error: 'import_timeout' });
+    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toEqual([]);
+    expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+    // The three attempts shared one multipart upload, and the last one aborted it.
+    expect(await openMultipartUploads(keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
   });
 
   it('sends the sealed headers to the origin only: never echoed, never in the run in clear', async () => {

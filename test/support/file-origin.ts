@@ -1,7 +1,7 @@
 // An origin for import tests on 127.0.0.1: serves one file with a strong ETag, honours
 // Range with a matching If-Range, can cut its next answer mid-file like a dropped connection,
 // and counts the bytes it sent. `/missing` answers 404; `/redirect?to=URL` redirects there;
-// `?type=T` serves the file as T.
+// `/stall` sends the file's first KiB and then nothing more; `?type=T` serves the file as T.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -35,6 +35,10 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     if (url.pathname === '/redirect') {
       res.writeHead(302, { location: url.searchParams.get('to') ?? '/' });
       return res.end();
+    }
+    if (url.pathname === '/stall') {
+      res.writeHead(200, { etag, 'content-length': file.length });
+      return void res.write(file.subarray(0, 1024));
     }
     if (url.pathname === '/missing') {
       res.writeHead(404);
