@@ -6,8 +6,6 @@
 // (receivers must still see one webhook id per event), both through the faults. Some are
 // imports instead: Oncely reads them from an origin the run serves (POST /v1/imports, each
 // copy and resend the same request, until the key answers its 201).
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
@@ -16,6 +14,7 @@ import { LifecycleClient, OncelyApiError } from '../src/client/lifecycle-client'
 import { eventId } from '../src/downstream/events';
 import type { PendingUpload, UploadResult } from '../src/client/types';
 import type { Rng } from './rng';
+import { serveOnLoopback, type LoopbackServer } from '../test/support/loopback';
 
 export interface UploadPlan {
   index: number;
@@ -91,8 +90,8 @@ async function bodyOf(plan: UploadPlan, variant = 0): Promise<Buffer> {
 }
 
 /** The origin imports read from: `/files/{index}` is that plan's body, made again for every read. */
-export async function startOrigin(plans: UploadPlan[]): Promise<{ base: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
+export function startOrigin(plans: UploadPlan[]): Promise<LoopbackServer> {
+  return serveOnLoopback((req, res) => {
     const plan = plans[Number(/^\/files\/(\d+)$/.exec(req.url ?? '')?.[1] ?? -1)];
     if (!plan) return void res.writeHead(404).end();
     void bodyOf(plan).then((body) => {
@@ -100,15 +99,6 @@ export async function startOrigin(plans: UploadPlan[]): Promise<{ base: string; 
       res.end(body);
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 export interface LoadOptions {

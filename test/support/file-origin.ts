@@ -3,7 +3,7 @@
 // and counts the bytes it sent. `/missing` answers 404; `/redirect?to=URL` redirects there;
 // `/stall` sends the file's first KiB and then nothing more; `?type=T` serves the file as T.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { serveOnLoopback } from './loopback';
 
 export interface FileOrigin {
   /** `http://127.0.0.1:port` */
@@ -26,7 +26,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
   const etag = o.etag ?? '"f1"';
   let cutAfter: number | undefined;
   let rate: number | undefined;
-  const server = http.createServer((req, res) => {
+  const server = await serveOnLoopback((req, res) => {
     origin.lastAuthorization = req.headers.authorization;
     origin.requests++;
     const url = new URL(req.url ?? '/', 'http://origin');
@@ -77,19 +77,15 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     }
     res.end();
   }
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const origin: FileOrigin = {
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    base: server.base,
     cutNextAfter: (bytes) => void (cutAfter = bytes),
     served: 0,
     lastAuthorization: undefined,
     requests: 0,
     ranges: 0,
     throttle: (bytesPerSecond) => void (rate = bytesPerSecond),
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
+    close: server.close,
   };
   return origin;
 }

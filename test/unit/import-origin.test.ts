@@ -4,7 +4,7 @@
 // timeouts, encodings the import did not ask for.
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { serveOnLoopback, type LoopbackServer } from '../support/loopback';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImportFailure, Origins, type OriginLimits } from '../../src/imports/origin';
 import { hostListed } from '../../src/tokens/grant';
@@ -12,7 +12,7 @@ import { hostListed } from '../../src/tokens/grant';
 const file = randomBytes(64 * 1024);
 let version = 'v1';
 let served = 0;
-let server: http.Server;
+let server: LoopbackServer;
 let base = '';
 
 /** What the origin does, by path. */
@@ -94,14 +94,10 @@ const failureOf = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  server = http.createServer(handle);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await serveOnLoopback(handle);
+  base = server.base;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => server.close());
 
 describe('reading an import from its origin', () => {
   it('reads a whole file with its length, type and validator', async () => {
