@@ -18,6 +18,7 @@ import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import { failureTypes, workflowIds, workflowTypes } from '../src/temporal/names';
+import { activeTraceparent } from '../src/telemetry/context';
 import type { CommitObjectInput, CommitRecordsInput, CommitUploadInput, StoredResponse, UploadRequest } from './types';
 
 export interface UploadActivityDeps {
@@ -95,6 +96,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
         ttlSeconds,
         pipeline: pipelineChoice(request.pipeline, builtin),
         ...(request.import ? { importId: request.import.uploadId } : {}),
+        traceparent: activeTraceparent(),
         upload:
           copy && !rejection
             ? {

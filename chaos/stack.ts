@@ -21,6 +21,7 @@ import { startVersity, type Versity } from '../test/support/versitygw';
 import { projectRoot } from '../src/paths';
 import { S3Store } from '../src/storage/s3-store';
 import { workflowsPath } from '../src/worker';
+import { WORKFLOW_TRACING_MODULES } from '../src/telemetry/temporal';
 
 type Role = 'api' | 'worker';
 
@@ -127,6 +128,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
       ? undefined
       : bundleWorkflowCode({
           workflowsPath,
+          workflowInterceptorModules: WORKFLOW_TRACING_MODULES,
           logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never,
         }),
   ]);

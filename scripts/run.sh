@@ -14,7 +14,7 @@ case "$task" in
     node scripts/build.mjs
     exec sh bin/oncely-node "$@" ;;
   test)
-    sh scripts/bootstrap.sh --media --scan --browser --docker temporal versitygw toxiproxy temporal-server temporal-sql-tool compose
+    sh scripts/bootstrap.sh --media --scan --browser --docker temporal versitygw toxiproxy temporal-server temporal-sql-tool compose jaeger
     npm run typecheck
     npm run lint
     npx vitest run

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the Go tools Oncely runs beside itself (Temporal CLI and server, Versity S3 Gateway,
-# Toxiproxy) from the
+# Toxiproxy, Jaeger) from the
 # Go module proxy at pinned versions into a per-user cache, once; later calls reuse them.
 # Prints nothing when everything is already there.
 set -eu
@@ -43,12 +43,32 @@ need_compose() {
   echo "$module@$version" > "$stamp"
 }
 
+# Jaeger v2 (the trace backend tests and `npm start -- --traces` use) cannot be `go install`ed
+# either (its go.mod has a replace directive): it is built as a tool of a throwaway module.
+need_jaeger() {
+  version=$1 module=github.com/jaegertracing/jaeger
+  stamp="$TOOLS_DIR/.jaeger.version"
+  if [ -x "$TOOLS_DIR/jaeger" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module@$version" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build jaeger ($module@$version)" >&2; exit 1; }
+  echo "oncely: building jaeger from $module@$version (first run only, several minutes) ..." >&2
+  work=$(mktemp -d)
+  (
+    cd "$work"
+    go mod init oncely-tools/jaeger >/dev/null 2>&1
+    GOFLAGS=-mod=mod go get -tool "$module/cmd/jaeger@$version"
+    GOFLAGS=-mod=mod go build -o "$TOOLS_DIR/jaeger" "$module/cmd/jaeger"
+  ) >&2
+  rm -rf "$work"
+  echo "$module@$version" > "$stamp"
+}
+
 for tool in ${*:-temporal versitygw}; do
   case "$tool" in
     temporal) need temporal github.com/temporalio/cli/cmd/temporal@v1.5.1 ;;
     versitygw) need versitygw github.com/versity/versitygw/cmd/versitygw@v1.7.0 ;;
     toxiproxy) need server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 ;;
     compose) need_compose v5.6.0 ;;
+    jaeger) need_jaeger v1.75.0 ;;
     # The real Temporal server (on PostgreSQL) and its schema tool, the compose file's
     # version; it needs Go >= 1.26.10, so the build takes go1.27.3 from the module proxy.
     temporal-server) need temporal-server go.temporal.io/server/cmd/server@v1.32.2 go1.27.3 ;;

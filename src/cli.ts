@@ -27,6 +27,9 @@ import { defaultOutboxPath, EXIT, parseDuration, parseSize, runUpload, type Uplo
 import { FileOutbox } from './client/node';
 import { runImport, type ImportCommandOptions } from './client/cli-import';
 import { commit, version } from './version';
+import { fetchTrace, renderTraceTree, spansOf } from './client/trace-tree';
+import { spanContextOf } from './telemetry/context';
+import { findUploadById } from './db/queries/uploads';
 import { Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from './temporal/search-attributes';
 
@@ -222,6 +225,44 @@ program
       return;
     }
     process.exitCode = await runImport(urls, { ...opts, token: opts.token });
+  });
+
+program
+  .command('trace')
+  .description("print an upload's trace (tracing on) from the trace backend's query API, as a tree of spans with durations")
+  .argument('<upload-id>', 'the upload')
+  .addOption(
+    new Option('--query-url <url>', "the trace backend's query API (Jaeger v2)")
+      .env('ONCELY_TRACE_QUERY_URL')
+      .default('http://127.0.0.1:16686'),
+  )
+  .option('--json', "print the trace's spans as JSON", false)
+  .action(async (uploadId: string, opts: { queryUrl: string; json: boolean }) => {
+    const config = loadConfig();
+    const db = await openDatabase(config);
+    let upload;
+    try {
+      upload = /^[0-9a-f-]{36}$/i.test(uploadId) ? await findUploadById(db.pool, uploadId) : undefined;
+    } finally {
+      await db.close();
+    }
+    const traceId = spanContextOf(upload?.traceparent)?.traceId;
+    if (!upload || !traceId) {
+      console.error(
+        upload ? `oncely trace: upload ${uploadId} was committed with tracing off: it has no trace` : `oncely trace: no upload ${uploadId}`,
+      );
+      process.exitCode = 1;
+      return;
+    }
+    const trace = await fetchTrace(opts.queryUrl, traceId);
+    if (!trace) {
+      console.error(`oncely trace: the backend at ${opts.queryUrl} has no trace ${traceId} (not sent yet, or past its retention)`);
+      process.exitCode = 1;
+      return;
+    }
+    const spans = spansOf(trace);
+    if (opts.json) console.log(JSON.stringify({ traceId, spans }, null, 2));
+    else console.log(`trace ${traceId} (upload ${uploadId}, ${spans.length} spans)\n${renderTraceTree(spans)}`);
   });
 
 /** The options every command that talks to the API takes. */

@@ -4,6 +4,7 @@
 import { loadConfig } from './config';
 import { createLogger, startRuntime, type Role } from './runtime';
 import { StartWatchdog } from './start-watchdog';
+import { startTracing } from './telemetry/tracing';
 import { createTenant, tenantForApiKey } from './tenants';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -25,6 +26,8 @@ if (!['all', 'api', 'worker'].includes(role)) {
 
 const config = loadConfig();
 const log = createLogger(config);
+// Before anything it traces is built: the Temporal client and worker read it (src/telemetry/temporal.ts).
+const traces = await startTracing(role);
 // Before the first await: it keeps the event loop alive through start-up (src/start-watchdog.ts).
 const watchdog = new StartWatchdog(config.START_TIMEOUT_SECONDS, log);
 const runtime = await startRuntime(config, role, { workflowBundlePath: workflowBundle(), log, progress: watchdog });
@@ -83,15 +86,18 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     stopping = true;
     runtime.log.info({ signal }, 'shutting down: no new requests; finishing in-flight ones, draining the worker');
     const started = Date.now();
-    runtime.shutdown().then(
-      () => {
-        runtime.log.info({ ms: Date.now() - started }, 'shutdown complete');
-        process.exit(0);
-      },
-      (err) => {
-        runtime.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    runtime
+      .shutdown()
+      .then(() => traces.shutdown())
+      .then(
+        () => {
+          runtime.log.info({ ms: Date.now() - started }, 'shutdown complete');
+          process.exit(0);
+        },
+        (err) => {
+          runtime.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   });
 }

@@ -32,6 +32,12 @@ export const metrics = {
     help: 'New uploads being received or awaited by this API process (all tenants)',
     registers: [registry],
   }),
+  traceSpansDropped: new Counter({
+    name: 'oncely_trace_spans_dropped_total',
+    help: 'Finished spans not sent to the trace collector: its queue was full (queue_full) or the collector did not take them (export_failed)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
   bytesReceived: new Counter({
     name: 'oncely_upload_bytes_received_total',
     help: 'Body bytes received and stored by upload attempts',

@@ -7,6 +7,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import pino, { type Logger } from 'pino';
+import { temporalLogger } from './temporal/sdk-logger';
+import { traceFields } from './telemetry/context';
 import { createApp } from './api/app';
 import { lingerOnEarlyClose } from './http/lingering-close';
 import type { Config } from './config';
@@ -69,7 +71,7 @@ export interface Runtime {
 }
 
 export function createLogger(config: Config): Logger {
-  return pino({ level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'apiKey'] });
+  return pino({ level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'apiKey'], mixin: traceFields });
 }
 
 export interface RuntimeOptions {
@@ -143,6 +145,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     try {
       TemporalRuntime.install({
         shutdownSignals: [],
+        // The SDK's own lines (the worker's, the workflows' and activities' loggers) as JSON through pino.
+        logger: temporalLogger(log),
         // The SDK's own worker metrics (task latencies, slots, polls) for Prometheus.
         ...(config.WORKER_METRICS_PORT
           ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `${config.HOST}:${config.WORKER_METRICS_PORT}` } } } }

@@ -6,6 +6,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import { workflowsPath } from './paths';
 import { createActivities, type ActivityDeps } from '../activities';
 import { removeOrphanedScratchDirs } from './media/scratch';
+import { tracingWorkerOptions } from './telemetry/temporal';
 
 export { workflowsPath };
 
@@ -25,6 +26,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   // Leftovers of workers killed mid-transcode on this machine.
   await removeOrphanedScratchDirs();
   const { transcode, runStep, ...shortActivities } = createActivities(setup.activities);
+  const traced = await tracingWorkerOptions();
   const workers: Worker[] = [];
   if (setup.taskQueues.uploads) {
     workers.push(
@@ -33,6 +35,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         namespace: setup.namespace,
         taskQueue: setup.taskQueues.uploads,
         activities: shortActivities,
+        ...traced,
         ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath }),
         ...setup.options,
       }),
@@ -45,6 +48,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         namespace: setup.namespace,
         taskQueue: setup.taskQueues.transcode,
         activities: { transcode, runStep },
+        ...traced,
         // Transcoding is CPU-bound: a couple at a time per process on a small machine.
         maxConcurrentActivityTaskExecutions: 2,
       }),

@@ -12,6 +12,7 @@ import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
 import { startVersity } from './support/versitygw';
 import { createMigratedDatabase, dropDatabase } from './support/postgres';
 import { workflowsPath } from '../src/worker';
+import { WORKFLOW_TRACING_MODULES } from '../src/telemetry/temporal';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -39,6 +40,7 @@ export default async function setup(project: TestProject) {
     createMigratedDatabase(pgAdminUrl, templateDb),
     bundleWorkflowCode({
       workflowsPath,
+      workflowInterceptorModules: WORKFLOW_TRACING_MODULES,
       logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never,
     }),
   ]);

@@ -11,6 +11,7 @@ import type { ObjectStore } from '../storage/store';
 import { uploadRunningCheck } from '../upload/upload-running';
 import { createServices, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
+import { requestTrace } from './middleware/request-trace';
 import { adminAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
@@ -52,6 +53,9 @@ export const REQUEST_HEADERS = [
   'Range',
   'If-Range',
   'If-None-Match',
+  'X-Request-Id',
+  'traceparent',
+  'tracestate',
   ...DOOR_HEADERS.request,
 ];
 
@@ -65,6 +69,7 @@ export const EXPOSED_HEADERS = [
     'ETag',
     'Content-Range',
     'Content-Disposition',
+    'X-Request-Id',
     ...DOOR_HEADERS.response,
   ]),
 ];
@@ -91,6 +96,7 @@ export function createApp(deps: AppDeps) {
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
   let document: unknown;
+  app.use(requestTrace());
   app.use(accessLog(log));
   app.use(nulGuard());
   app.use(

@@ -6,13 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { toolsScript } from '../paths';
 
-export type Tool = 'temporal' | 'versitygw' | 'toxiproxy' | 'temporal-server' | 'temporal-sql-tool';
+export type Tool = 'temporal' | 'versitygw' | 'toxiproxy' | 'temporal-server' | 'temporal-sql-tool' | 'jaeger';
 const binaryName: Record<Tool, string> = {
   temporal: 'temporal',
   versitygw: 'versitygw',
   toxiproxy: 'server',
   'temporal-server': 'temporal-server',
   'temporal-sql-tool': 'temporal-sql-tool',
+  jaeger: 'jaeger',
 };
 
 export function toolsDir(): string {

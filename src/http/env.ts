@@ -10,6 +10,8 @@ export interface AppEnv {
     /** The credential of a /v1 request (set by bearerAuth). */
     principal: Principal;
     log: Logger;
+    /** X-Request-Id: the caller's, or one made for this request (set by requestTrace). */
+    requestId: string;
     idempotencyKey: string;
     /** How the request ended, for the access log and metrics. */
     outcome: string;

@@ -177,17 +177,58 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: n
       responses: { 200: { description: 'Acknowledged' } },
     });
   }
-  return app.getOpenAPI31Document({
-    openapi: '3.1.0',
-    info: {
-      title: 'Oncely',
-      version: '0.1.0',
-      description:
-        'Exactly-once file uploads. Every mutating request carries an `Idempotency-Key`; retries with the same key get the original answer back ' +
-        `(\`Idempotent-Replayed: true\`). Stored answers are kept for ${opts.keyTtlHours} h (IDEMPOTENCY_TTL_HOURS); after that, for ${opts.tombstoneTtlHours} h ` +
-        '(TOMBSTONE_TTL_HOURS), reusing the key answers `idempotency_key_expired` instead of creating anything. Errors are RFC 9457 problem+json with a stable `error` code.',
+  return withRequestTraceHeaders(
+    app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: {
+        title: 'Oncely',
+        version: '0.1.0',
+        description:
+          'Exactly-once file uploads. Every mutating request carries an `Idempotency-Key`; retries with the same key get the original answer back ' +
+          `(\`Idempotent-Replayed: true\`). Stored answers are kept for ${opts.keyTtlHours} h (IDEMPOTENCY_TTL_HOURS); after that, for ${opts.tombstoneTtlHours} h ` +
+          '(TOMBSTONE_TTL_HOURS), reusing the key answers `idempotency_key_expired` instead of creating anything. Errors are RFC 9457 problem+json with a stable `error` code.',
+      },
+    }),
+  );
+}
+
+/** Every operation reads X-Request-Id and the W3C trace context, and answers X-Request-Id (src/api/middleware/request-trace.ts). */
+function withRequestTraceHeaders<D extends { paths?: object }>(doc: D): D {
+  const parameters = [
+    {
+      name: 'x-request-id',
+      in: 'header',
+      required: false,
+      description: 'Your id for this request (1 to 128 of A-Z a-z 0-9 . _ : / + = @ -), answered and logged; otherwise one is made.',
+      schema: { type: 'string', maxLength: 128 },
     },
-  });
+    {
+      name: 'traceparent',
+      in: 'header',
+      required: false,
+      description: "W3C Trace Context: the request's span continues your trace (when tracing is on).",
+      schema: { type: 'string' },
+    },
+    {
+      name: 'tracestate',
+      in: 'header',
+      required: false,
+      description: 'W3C Trace Context, with `traceparent`.',
+      schema: { type: 'string' },
+    },
+  ];
+  const header = { description: "The request's id (yours, or the one made for it).", schema: { type: 'string' } };
+  for (const ops of Object.values((doc.paths ?? {}) as Record<string, object>)) {
+    for (const op of Object.values(ops) as {
+      parameters?: unknown[];
+      responses?: Record<string, { headers?: Record<string, unknown> }>;
+    }[]) {
+      if (!op || typeof op !== 'object' || !op.responses) continue;
+      op.parameters = [...(op.parameters ?? []), ...parameters];
+      for (const res of Object.values(op.responses)) res.headers = { ...res.headers, 'X-Request-Id': header };
+    }
+  }
+  return doc;
 }
 
 /** The answers of a route that commits an upload: 201 with the upload (or its replay), 202 while it commits. */

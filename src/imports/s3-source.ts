@@ -9,6 +9,7 @@ import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/clien
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { guardedLookup } from '../downstream/url-guard';
 import { problem } from '../errors';
+import { traceS3Calls } from '../telemetry/s3';
 import type { SecretBox } from '../secret-box';
 import type { BatchItem } from '../db/queries/import-batches';
 
@@ -35,26 +36,28 @@ const MAX_SIGNED_SECONDS = 7 * 24 * 3600;
 
 function client(endpoint: string, access: S3Access, guard: { allowPrivateNetworks: boolean; connectMs: number }): S3Client {
   const lookup = guardedLookup(guard);
-  return new S3Client({
-    endpoint,
-    region: access.region,
-    forcePathStyle: true,
-    credentials: {
-      accessKeyId: access.accessKeyId,
-      secretAccessKey: access.secretAccessKey,
-      ...(access.sessionToken ? { sessionToken: access.sessionToken } : {}),
-    },
-    maxAttempts: 2,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    // The connection resolves the endpoint through the guard: the address used is the address checked.
-    requestHandler: {
-      httpAgent: new http.Agent({ lookup }),
-      httpsAgent: new https.Agent({ lookup }),
-      connectionTimeout: guard.connectMs,
-      requestTimeout: 30_000,
-    },
-  });
+  return traceS3Calls(
+    new S3Client({
+      endpoint,
+      region: access.region,
+      forcePathStyle: true,
+      credentials: {
+        accessKeyId: access.accessKeyId,
+        secretAccessKey: access.secretAccessKey,
+        ...(access.sessionToken ? { sessionToken: access.sessionToken } : {}),
+      },
+      maxAttempts: 2,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      // The connection resolves the endpoint through the guard: the address used is the address checked.
+      requestHandler: {
+        httpAgent: new http.Agent({ lookup }),
+        httpsAgent: new https.Agent({ lookup }),
+        connectionTimeout: guard.connectMs,
+        requestTimeout: 30_000,
+      },
+    }),
+  );
 }
 
 /** The object's path-style URL, each key segment encoded (so `keyOfUrl` gives the key back). */

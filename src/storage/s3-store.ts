@@ -21,6 +21,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import { S3Presigner } from './s3-presigner';
 import type { ObjectPresigner, ObjectStore, PutOptions, StoredObject } from './store';
+import { traceS3Calls } from '../telemetry/s3';
 
 export interface S3StoreOptions {
   endpoint?: string;
@@ -64,8 +65,8 @@ export class S3Store implements ObjectStore {
     };
     // The upload path has its own retry story (the client retries with the same key);
     // a couple of SDK retries smooth over blips without stalling a 503 for long.
-    this.client = new S3Client({ ...config, maxAttempts: 3 });
-    this.streamingClient = new S3Client({ ...config, maxAttempts: 1 });
+    this.client = traceS3Calls(new S3Client({ ...config, maxAttempts: 3 }));
+    this.streamingClient = traceS3Calls(new S3Client({ ...config, maxAttempts: 1 }));
     this.publicClient = opts.publicEndpoint ? new S3Client({ ...config, endpoint: opts.publicEndpoint }) : this.client;
     this.presigner = new S3Presigner(this.publicClient, opts.bucket);
   }

@@ -1,6 +1,7 @@
 // The Temporal client used by the API, and the classification of its errors.
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { InterceptingCall, Metadata, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
+import { tracingClientInterceptors } from '../telemetry/temporal';
 
 /** grpc-js does not export this interface by name. */
 type NextCallInterface = ConstructorParameters<typeof InterceptingCall>[0];
@@ -19,7 +20,7 @@ export async function connectTemporal(address: string, namespace: string): Promi
     connectTimeout: 5_000,
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), closedConnectionGuard(() => closed)],
   });
-  const client = new Client({ connection, namespace });
+  const client = new Client({ connection, namespace, interceptors: tracingClientInterceptors() });
   return {
     client,
     connection,

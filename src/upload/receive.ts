@@ -12,6 +12,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import type { AnswerCache } from './answer-cache';
 import { findKeyAnswer, type KeyAnswer } from '../db/queries/idempotency-keys';
+import { linkToCommit } from '../telemetry/context';
 import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { uploadWorkflowId } from '../temporal/ids';
@@ -281,6 +282,8 @@ function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {
     );
   }
   if (row.fingerprint !== req.fingerprint) throw reuseProblem();
+  // A replay is a trace of its own, linked to the step that committed the answer.
+  linkToCommit(row.traceparent, 'replay');
   return { kind: 'answer', response: { status: row.response_status, body: row.response_body, uploadId: row.upload_id }, replayed: true };
 }
 

@@ -10,7 +10,7 @@ import type { AppEnv } from '../../http/env';
 export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
   return async function accessLog(c, next) {
     const started = performance.now();
-    c.set('log', log);
+    c.set('log', log.child({ requestId: c.get('requestId') }));
     await next();
     const seconds = (performance.now() - started) / 1000;
     const route = c.req.routePath;
@@ -23,7 +23,7 @@ export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
     }
     if (!log.isLevelEnabled('info')) return;
     const key = c.get('idempotencyKey');
-    log.info(
+    c.get('log').info(
       {
         method: c.req.method,
         path: c.req.path,

@@ -18,6 +18,8 @@ export interface KeyRow {
   created_at: Date;
   completed_at: Date;
   expires_at: Date;
+  /** The committing step's W3C traceparent (tracing on), for a replay's span link. */
+  traceparent: string | null;
 }
 
 export async function findKey(db: Queryable, tenantId: string, key: string): Promise<KeyRow | undefined> {
@@ -25,7 +27,7 @@ export async function findKey(db: Queryable, tenantId: string, key: string): Pro
     statement(
       'find_idempotency_key',
       `SELECT tenant_id, key, route, fingerprint, workflow_id, upload_id, response_status, response_body,
-                  created_at, completed_at, expires_at
+                  created_at, completed_at, expires_at, traceparent
              FROM idempotency_keys
             WHERE tenant_id = $1 AND key = $2 AND expires_at > now()`,
       [tenantId, key],
@@ -36,12 +38,12 @@ export async function findKey(db: Queryable, tenantId: string, key: string): Pro
 
 export async function insertKeyIfAbsent(
   db: Queryable,
-  row: Omit<KeyRow, 'completed_at' | 'expires_at'> & { ttlSeconds: number },
+  row: Omit<KeyRow, 'completed_at' | 'expires_at' | 'traceparent'> & { ttlSeconds: number; traceparent?: string | null },
 ): Promise<void> {
   await db.query(
     `INSERT INTO idempotency_keys
-       (tenant_id, key, fingerprint, route, workflow_id, upload_id, response_status, response_body, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))
+       (tenant_id, key, fingerprint, route, workflow_id, upload_id, response_status, response_body, created_at, expires_at, traceparent)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10), $11)
      ON CONFLICT (tenant_id, key) DO NOTHING`,
     [
       row.tenant_id,
@@ -54,6 +56,7 @@ export async function insertKeyIfAbsent(
       row.response_body,
       row.created_at,
       row.ttlSeconds,
+      row.traceparent ?? null,
     ],
   );
 }
@@ -82,6 +85,7 @@ export async function findKeyHolder(db: Queryable, tenantId: string, key: string
 export type LiveKeyAnswer = Pick<KeyRow, 'fingerprint' | 'upload_id' | 'response_status' | 'response_body'> & {
   expired: false;
   ttl_seconds: number;
+  traceparent?: string | null;
 };
 
 export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | null; upload_id: string | null };
@@ -96,12 +100,12 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
     statement(
       'find_idempotency_key_answer',
       `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
-              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, 0 AS rank
+              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, traceparent, 0 AS rank
          FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
        UNION ALL
-       SELECT fingerprint, upload_id, NULL, NULL, true, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
+       SELECT fingerprint, upload_id, NULL, NULL, true, NULL, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
        UNION ALL
-       SELECT NULL, id, NULL, NULL, true, NULL, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
+       SELECT NULL, id, NULL, NULL, true, NULL, NULL, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
        ORDER BY rank LIMIT 1`,
       [tenantId, key],
     ),

@@ -29,6 +29,8 @@ export interface RecordsInput {
   pipeline?: PipelineChoice;
   /** The import (POST /v1/imports) this upload was read by: its row ends with the records. */
   importId?: string;
+  /** The committing step's W3C traceparent (tracing on), kept on the key row and the upload. */
+  traceparent?: string | null;
   /** Builds the response body from the committed row's creation time and object (shared, under dedupe). */
   response: (createdAt: Date, storageKey: string | null) => { status: number; body: string };
 }
@@ -86,6 +88,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       await insertUploadIfAbsent(tx, {
         ...input.upload,
         storage_key: storageKey,
+        traceparent: input.traceparent ?? null,
         ...(pipeline ? { pipeline: pipeline.name, pipeline_version: pipeline.version } : {}),
         ...(pipeline && choice.startsGated(pipeline, input.upload.content_type) ? { availability: 'gated' as const } : {}),
       });
@@ -115,6 +118,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       response_body: body,
       created_at: input.startedAt,
       ttlSeconds: input.ttlSeconds,
+      traceparent: input.traceparent ?? null,
     });
     // Another route may have claimed the key since the read above (its insert won the
     // conflict): throwing rolls back the upload row too.

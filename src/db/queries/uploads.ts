@@ -29,6 +29,8 @@ export interface UploadRow {
   pipeline: string | null;
   pipeline_version: number | null;
   availability: 'available' | 'gated' | 'rejected';
+  /** The committing step's W3C traceparent (tracing on). */
+  traceparent: string | null;
   rejection_reason: string | null;
 }
 
@@ -45,14 +47,16 @@ export type NewUpload = Pick<
   pipeline_version?: number;
   /** `gated`: held until the pipeline's gates pass. */
   availability?: 'available' | 'gated';
+  /** The committing step's W3C traceparent (tracing on): later work on the upload links to it. */
+  traceparent?: string | null;
 };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {
   await db.query(
     `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
-                          token_id, subject, token_metadata, pipeline, pipeline_version, availability)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                          token_id, subject, token_metadata, pipeline, pipeline_version, availability, traceparent)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
      ON CONFLICT DO NOTHING`,
     [
       u.id,
@@ -71,6 +75,7 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.pipeline ?? null,
       u.pipeline_version ?? null,
       u.availability ?? 'available',
+      u.traceparent ?? null,
     ],
   );
 }

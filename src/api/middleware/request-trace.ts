@@ -1,0 +1,53 @@
+// Each request's identity: its X-Request-Id (the caller's when it is a sane token, else a new
+// one), answered and logged; and its server span, continuing an incoming `traceparent`,
+// named by the route template (never the path's ids, the key or a file name), with the stable
+// HTTP semantic-convention attributes. With tracing off the span records nothing.
+import { randomUUID } from 'node:crypto';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type TextMapGetter } from '@opentelemetry/api';
+import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../../http/env';
+
+const tracer = trace.getTracer('oncely-http');
+
+/** A caller's request id is kept when it is 1 to 128 visible ASCII characters without separators that would break a log line. */
+const REQUEST_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
+
+const headersGetter: TextMapGetter<Headers> = {
+  keys: (carrier) => [...carrier.keys()],
+  get: (carrier, key) => carrier.get(key) ?? undefined,
+};
+
+export function requestTrace(): MiddlewareHandler<AppEnv> {
+  return async function requestTrace(c, next) {
+    const given = c.req.header('x-request-id');
+    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+    c.set('requestId', requestId);
+    const parent = propagation.extract(ROOT_CONTEXT, c.req.raw.headers, headersGetter);
+    const span = tracer.startSpan(
+      c.req.method,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': c.req.method,
+          'url.scheme': 'http',
+          'oncely.request_id': requestId,
+          ...(c.req.header('user-agent') ? { 'user_agent.original': c.req.header('user-agent') } : {}),
+        },
+      },
+      parent,
+    );
+    try {
+      await context.with(trace.setSpan(parent, span), next);
+    } finally {
+      const route = c.req.routePath;
+      span.updateName(`${c.req.method} ${route}`);
+      span.setAttribute('http.route', route);
+      span.setAttribute('http.response.status_code', c.res.status);
+      if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      const code = c.get('errorCode');
+      if (code) span.setAttribute('error.type', code);
+      c.res.headers.set('X-Request-Id', requestId);
+      span.end();
+    }
+  };
+}

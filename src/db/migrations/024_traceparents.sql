@@ -1,0 +1,4 @@
+-- The W3C traceparent of the step that committed an upload (tracing on): a replay of its key,
+-- a redelivery or a deletion links its own trace to the upload's. Null with tracing off.
+ALTER TABLE idempotency_keys ADD COLUMN traceparent text;
+ALTER TABLE uploads ADD COLUMN traceparent text;

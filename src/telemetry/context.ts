@@ -1,0 +1,32 @@
+// The active span as a W3C traceparent, kept with what a step commits, and back: a later,
+// separate trace (a replay, a redelivery, a deletion) links to the step that committed.
+import { context, isSpanContextValid, propagation, trace, type Link, type SpanContext } from '@opentelemetry/api';
+
+/** The active span's traceparent, or null when there is none (tracing off, or not sampled). */
+export function activeTraceparent(): string | null {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ?? null;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+export function spanContextOf(traceparent: string | null | undefined): SpanContext | undefined {
+  const m = traceparent ? TRACEPARENT.exec(traceparent) : null;
+  return m ? { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true } : undefined;
+}
+
+/** Links the active span (this request's, this activity's) to the step that committed `traceparent`. */
+export function linkToCommit(traceparent: string | null | undefined, why: string): void {
+  const target = spanContextOf(traceparent);
+  const span = trace.getActiveSpan();
+  if (!target || !span?.isRecording()) return;
+  const link: Link = { context: target, attributes: { 'oncely.link': why } };
+  span.addLink(link);
+}
+
+/** A log line's trace fields (pino's mixin): every line written within a span names it. */
+export function traceFields(): Record<string, string> {
+  const span = trace.getActiveSpan()?.spanContext();
+  return span && isSpanContextValid(span) ? { trace_id: span.traceId, span_id: span.spanId } : {};
+}

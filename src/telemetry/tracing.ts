@@ -1,0 +1,164 @@
+// OpenTelemetry traces, configured only by the standard OTEL_* variables and off unless an
+// OTLP endpoint is set. Spans leave through a bounded queue in batches: a collector that is
+// down or slow never blocks or fails an upload; what could not be sent is counted
+// (oncely_trace_spans_dropped_total). Outgoing HTTP (undici and fetch) and `pg` queries are
+// instrumented by their OpenTelemetry libraries; the HTTP server (src/api/middleware/request-trace.ts),
+// the S3 clients (s3.ts) and the Temporal client and worker (temporal.ts) where they are built.
+import { createRequire } from 'node:module';
+import { diag, DiagLogLevel } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { envDetectorSync, Resource } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  NodeTracerProvider,
+  NoopSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-node';
+import type { Span, Context } from '@opentelemetry/api';
+import { metrics } from '../metrics';
+import { version } from '../version';
+
+export interface Tracing {
+  enabled: boolean;
+  /** Where finished spans go: the workflow sandbox's spans too (src/telemetry/temporal.ts). */
+  processor: SpanProcessor;
+  resource: Resource;
+  /** Sends what is queued (bounded by the exporter's timeout), then stops. */
+  shutdown(): Promise<void>;
+}
+
+const disabled: Tracing = {
+  enabled: false,
+  processor: new NoopSpanProcessor(),
+  resource: Resource.empty(),
+  shutdown: async () => {},
+};
+
+let current: Tracing = disabled;
+
+/** The process's tracing (disabled until startTracing). */
+export function tracing(): Tracing {
+  return current;
+}
+
+/** Whether the environment asks for traces: an OTLP endpoint, and the SDK not disabled. */
+export function tracesWanted(env: NodeJS.ProcessEnv): boolean {
+  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
+}
+
+/**
+ * Starts tracing for this process once, when the environment asks for it; `role` names the
+ * process in its resource (`oncely.role`). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
+ */
+export async function startTracing(role: string, env: NodeJS.ProcessEnv = process.env, exporter?: SpanExporter): Promise<Tracing> {
+  if (current.enabled || (!exporter && !tracesWanted(env))) return current;
+  diag.setLogger(
+    { error: () => {}, warn: () => {}, info: () => {}, debug: () => {}, verbose: () => {} },
+    DiagLogLevel.NONE, // export failures are counted, not logged per batch
+  );
+  const resource = Resource.default()
+    .merge(new Resource({ 'service.name': 'oncely', 'service.version': version, 'oncely.role': role }))
+    .merge(envDetectorSync.detect());
+  const processor = new BoundedProcessor(exporter ?? (await otlpExporter(env)));
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  // The W3C trace context and baggage propagators, and an AsyncLocalStorage context manager.
+  provider.register();
+  registerInstrumentations({
+    tracerProvider: provider,
+    instrumentations: [
+      new UndiciInstrumentation({
+        // A URL's query may carry a signature or a token (presigned reads, webhook targets): never recorded.
+        requestHook: (span, request) => span.setAttribute('url.full', withoutQuery(`${request.origin}${request.path}`)),
+      }),
+      // Statements are parameterised (src/db/queries): their text holds no values. Only queries
+      // made within a traced operation are recorded (not the pool's own housekeeping).
+      new PgInstrumentation({ requireParentSpan: true }),
+    ],
+  });
+  patchLoadedModules();
+  current = {
+    enabled: true,
+    processor,
+    resource,
+    shutdown: async () => {
+      await provider.shutdown().catch(() => {});
+      current = disabled;
+    },
+  };
+  return current;
+}
+
+/**
+ * The instrumentations patch modules as they are required; ours were loaded by ESM imports
+ * before tracing started. Requiring them again (the same instances, from where their users
+ * resolve them) hands each to its instrumentation, which patches it in place.
+ */
+function patchLoadedModules(): void {
+  createRequire(import.meta.url)('pg');
+}
+
+function withoutQuery(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/** OTLP over HTTP, as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says: http/protobuf (the default) or http/json. */
+async function otlpExporter(env: NodeJS.ProcessEnv): Promise<SpanExporter> {
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+  if (protocol === 'http/protobuf') return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+  throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: use http/protobuf or http/json`);
+}
+
+/**
+ * A batch processor whose queue (spans waiting or being sent) is bounded by
+ * OTEL_BSP_MAX_QUEUE_SIZE: past it a span is dropped, as is every span of a failed export,
+ * and both are counted.
+ */
+class BoundedProcessor implements SpanProcessor {
+  private readonly batch: BatchSpanProcessor;
+  private readonly max: number;
+  private pending = 0;
+
+  constructor(exporter: SpanExporter) {
+    this.max = Number(process.env.OTEL_BSP_MAX_QUEUE_SIZE) || 2048;
+    this.batch = new BatchSpanProcessor({
+      export: (spans: ReadableSpan[], done: (r: ExportResult) => void) =>
+        exporter.export(spans, (result) => {
+          this.pending -= spans.length;
+          if (result.code !== ExportResultCode.SUCCESS) metrics.traceSpansDropped.inc({ reason: 'export_failed' }, spans.length);
+          done(result);
+        }),
+      shutdown: () => exporter.shutdown(),
+      ...(exporter.forceFlush ? { forceFlush: () => exporter.forceFlush!() } : {}),
+    });
+  }
+
+  onStart(span: Span, parent: Context): void {
+    this.batch.onStart(span as never, parent);
+  }
+
+  onEnd(span: ReadableSpan): void {
+    if (!(span.spanContext().traceFlags & 1)) return;
+    if (this.pending >= this.max) {
+      metrics.traceSpansDropped.inc({ reason: 'queue_full' });
+      return;
+    }
+    this.pending++;
+    this.batch.onEnd(span);
+  }
+
+  forceFlush(): Promise<void> {
+    return this.batch.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    return this.batch.shutdown();
+  }
+}
