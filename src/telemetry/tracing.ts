@@ -65,7 +65,7 @@ export async function startTracing(role: string, env: NodeJS.ProcessEnv = proces
   const resource = Resource.default()
     .merge(new Resource({ 'service.name': 'oncely', 'service.version': version, 'oncely.role': role }))
     .merge(envDetectorSync.detect());
-  const processor = new BoundedProcessor(exporter ?? (await otlpExporter(env)));
+  const processor = new BoundedProcessor(exporter ?? (await otlpExporter(env)), env);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   // The W3C trace context and baggage propagators, and an AsyncLocalStorage context manager.
   provider.register();
@@ -111,8 +111,10 @@ function withoutQuery(url: string): string {
 /** OTLP over HTTP, as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says: http/protobuf (the default) or http/json. */
 async function otlpExporter(env: NodeJS.ProcessEnv): Promise<SpanExporter> {
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
-  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
-  if (protocol === 'http/protobuf') return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+  // The signal's own endpoint is used as given; the base endpoint gets the traces path.
+  const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/$/, '')}/v1/traces`;
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url });
+  if (protocol === 'http/protobuf') return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url });
   throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: use http/protobuf or http/json`);
 }
 
@@ -126,18 +128,22 @@ class BoundedProcessor implements SpanProcessor {
   private readonly max: number;
   private pending = 0;
 
-  constructor(exporter: SpanExporter) {
-    this.max = Number(process.env.OTEL_BSP_MAX_QUEUE_SIZE) || 2048;
-    this.batch = new BatchSpanProcessor({
-      export: (spans: ReadableSpan[], done: (r: ExportResult) => void) =>
-        exporter.export(spans, (result) => {
-          this.pending -= spans.length;
-          if (result.code !== ExportResultCode.SUCCESS) metrics.traceSpansDropped.inc({ reason: 'export_failed' }, spans.length);
-          done(result);
-        }),
-      shutdown: () => exporter.shutdown(),
-      ...(exporter.forceFlush ? { forceFlush: () => exporter.forceFlush!() } : {}),
-    });
+  constructor(exporter: SpanExporter, env: NodeJS.ProcessEnv) {
+    this.max = Number(env.OTEL_BSP_MAX_QUEUE_SIZE) || 2048;
+    const delay = Number(env.OTEL_BSP_SCHEDULE_DELAY);
+    this.batch = new BatchSpanProcessor(
+      {
+        export: (spans: ReadableSpan[], done: (r: ExportResult) => void) =>
+          exporter.export(spans, (result) => {
+            this.pending -= spans.length;
+            if (result.code !== ExportResultCode.SUCCESS) metrics.traceSpansDropped.inc({ reason: 'export_failed' }, spans.length);
+            done(result);
+          }),
+        shutdown: () => exporter.shutdown(),
+        ...(exporter.forceFlush ? { forceFlush: () => exporter.forceFlush!() } : {}),
+      },
+      { maxQueueSize: this.max, ...(delay > 0 ? { scheduledDelayMillis: delay } : {}) },
+    );
   }
 
   onStart(span: Span, parent: Context): void {

@@ -16,6 +16,8 @@ export interface ReceivedWebhook {
   answered: number;
   /** The request's Idempotency-Key header (pipeline calls send one). */
   idempotencyKey: string | undefined;
+  /** The W3C traceparent the sender put on the request (tracing on). */
+  traceparent: string | undefined;
 }
 
 export class WebhookReceiver {
@@ -61,6 +63,7 @@ export class WebhookReceiver {
           verified,
           json,
           idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+          traceparent: req.headers.traceparent as string | undefined,
         });
         const answer = this.answerBody[json.type];
         setTimeout(() => {

@@ -1,0 +1,209 @@
+// One upload, one trace, read back from a real trace backend (Jaeger v2, through its query
+// API): the API (this process, traced) and its worker (a process of its own, SIGKILLed once)
+// send OTLP to it. The trace holds the request, the Update-with-Start, the workflow, the
+// commit with its S3 and Postgres spans, the downstream run, the image step and the webhook
+// POST, whose receiver sees the same trace; a replay is a short trace linked to the commit; a
+// transcode retried after its worker died stays in the upload's trace; with the backend gone,
+// uploads still succeed and the dropped spans are counted.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import getPort from 'get-port';
+import { trace } from '@opentelemetry/api';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import type { ManagedProcess } from '../../src/devstack/process';
+import { startJaeger, type Jaeger } from '../../src/devstack/jaeger';
+import { fetchTrace, spansOf, type OtlpTrace, type TraceSpan } from '../../src/client/trace-tree';
+import { registry } from '../../src/metrics';
+import { spanContextOf } from '../../src/telemetry/context';
+import { startTracing, tracing } from '../../src/telemetry/tracing';
+import { getJson, postUpload } from '../helpers/http';
+import { eventually } from '../helpers/inspect';
+import { audio, png } from '../helpers/media';
+import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
+import { startWorkerProcess } from '../helpers/worker-process';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+let dir: string;
+let jaeger: Jaeger;
+let stack: TestStack;
+let worker: ManagedProcess | undefined;
+let workerEnv: Record<string, string>;
+let logFile: string;
+let receiver: WebhookReceiver;
+let tenant: { tenantId: string; apiKey: string };
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-traces-'));
+  const [otlpPort, queryPort, grpcQueryPort, healthPort] = await Promise.all([1, 2, 3, 4].map(() => getPort({ host: '127.0.0.1' })));
+  jaeger = await startJaeger({ dir, otlpPort: otlpPort!, queryPort: queryPort!, grpcQueryPort: grpcQueryPort!, healthPort: healthPort! });
+  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint, OTEL_BSP_SCHEDULE_DELAY: '200' };
+  await startTracing('api', otel);
+  stack = await startTestStack('traces', { role: 'api' });
+  workerEnv = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, ...otel };
+  logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
+  worker = await startWorkerProcess(workerEnv, logFile);
+  receiver = await new WebhookReceiver().start();
+  tenant = await stack.createTenant();
+  const endpoint = await fetch(`${stack.url}/v1/webhook-endpoints`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'idempotency-key': `ep-${randomUUID()}` },
+    body: JSON.stringify({ url: receiver.url }),
+  });
+  receiver.secret = ((await endpoint.json()) as { secret: string }).secret;
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop('SIGKILL');
+  await stack?.stop();
+  await tracing().shutdown();
+  await receiver?.stop();
+  await jaeger?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const traceIdOf = async (uploadId: string) => {
+  const row = await stack.runtime.pool.query('SELECT traceparent FROM uploads WHERE id = $1', [uploadId]);
+  return spanContextOf(row.rows[0]?.traceparent)!.traceId;
+};
+
+/** The trace once it holds every named span (spans arrive in batches, from two processes). */
+async function traceWith(traceId: string, names: string[]): Promise<{ spans: TraceSpan[]; raw: OtlpTrace }> {
+  return eventually(async () => {
+    const raw = await fetchTrace(jaeger.queryUrl, traceId);
+    if (!raw) return undefined;
+    const spans = spansOf(raw);
+    return names.every((n) => spans.some((s) => s.name === n)) ? { spans, raw } : undefined;
+  }, 60_000);
+}
+
+const named = (spans: TraceSpan[], name: string) => spans.filter((s) => s.name === name);
+const parentOf = (spans: TraceSpan[], s: TraceSpan) => spans.find((p) => p.id === s.parentId);
+
+it('follows one PNG upload with a webhook endpoint end to end in one trace', async () => {
+  const created = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `trace-${randomUUID()}`,
+    body: await png(32, 24),
+    contentType: 'image/png',
+  });
+  expect(created.status).toBe(201);
+  expect(created.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  const uploadId = created.json.uploadId as string;
+  await eventually(
+    async () => receiver.received.some((r) => r.json.type === 'upload.processed' && r.json.data.uploadId === uploadId),
+    60_000,
+  );
+  const traceId = await traceIdOf(uploadId);
+
+  const { spans } = await traceWith(traceId, [
+    'POST /v1/uploads',
+    'UpdateWithStartWorkflow:offerCopyForAnswer',
+    'RunWorkflow:uploadWorkflow',
+    'RunActivity:commitUpload',
+    'RunWorkflow:downstreamWorkflow',
+    'RunActivity:runStep',
+    'RunActivity:deliverWebhook',
+  ]);
+  // This process is traced too: its fetch is the client span the server's span continues.
+  const post = named(spans, 'POST /v1/uploads')[0]!;
+  expect(post.where).toBe('api');
+  const client = parentOf(spans, post)!;
+  expect(client).toMatchObject({ name: 'POST', parentId: null });
+  // The body went to the store within the request; the commit checked it there and wrote the records.
+  expect(spans.some((s) => s.name.startsWith('S3.') && s.where === 'api')).toBe(true);
+  const commit = named(spans, 'RunActivity:commitUpload')[0]!;
+  expect(commit.where).toBe('worker');
+  const underCommit = spans.filter((s) => s.parentId === commit.id).map((s) => s.name);
+  expect(underCommit).toContain('S3.HeadObject');
+  expect(underCommit.filter((n) => n.startsWith('pg.query:INSERT')).length).toBeGreaterThanOrEqual(2);
+  expect(underCommit).toContain('StartWorkflow:downstreamWorkflow');
+  // Every span hangs from the request: nothing in the trace is orphaned.
+  for (const s of spans) if (s !== client) expect(parentOf(spans, s), s.name).toBeDefined();
+
+  // Each webhook POST is a client span under its delivery, and its receiver saw that span's context.
+  const deliveries = named(spans, 'RunActivity:deliverWebhook');
+  const posts = spans.filter((s) => s.name === 'POST' && deliveries.some((d) => d.id === s.parentId));
+  expect(posts.length).toBe(deliveries.length);
+  const sent = receiver.received.filter((r) => r.json.data.uploadId === uploadId);
+  expect(sent.length).toBeGreaterThanOrEqual(2);
+  for (const r of sent) {
+    const ctx = spanContextOf(r.traceparent);
+    expect(ctx?.traceId).toBe(traceId);
+    expect(posts.map((p) => p.id)).toContain(ctx?.spanId);
+  }
+});
+
+it('answers a replay in a short trace of its own, linked to the commit', async () => {
+  const key = `trace-replay-${randomUUID()}`;
+  const body = randomBytes(2048);
+  const first = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body });
+  expect(first.status).toBe(201);
+  const uploadId = first.json.uploadId as string;
+  const committed = (await stack.runtime.pool.query('SELECT traceparent FROM idempotency_keys WHERE upload_id = $1', [uploadId])).rows[0]
+    .traceparent as string;
+  const commit = spanContextOf(committed)!;
+  expect(commit.traceId).toBe(await traceIdOf(uploadId));
+
+  // The retry is sent within a span of this process: its trace is the replay's.
+  const { replayTrace, again } = await trace.getTracer('test').startActiveSpan('client retry', async (span) => {
+    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body });
+    span.end();
+    return { replayTrace: span.spanContext().traceId, again: res };
+  });
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+  const { spans, raw } = await traceWith(replayTrace, ['POST /v1/uploads']);
+  expect(spans.every((s) => !s.name.startsWith('RunWorkflow') && !s.name.startsWith('UpdateWithStart'))).toBe(true);
+  const links = raw
+    .resourceSpans!.flatMap((rs) => rs.scopeSpans!.flatMap((ss) => ss.spans!))
+    .find((s) => s.name === 'POST /v1/uploads') as unknown as {
+    links?: { traceId: string; spanId: string }[];
+  };
+  expect(links.links?.map((l) => [l.traceId, l.spanId])).toEqual([[commit.traceId, commit.spanId]]);
+});
+
+it("keeps a transcode retried after its worker was SIGKILLed in the upload's trace", async () => {
+  const created = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `trace-crash-${randomUUID()}`,
+    body: await audio(300),
+    contentType: 'audio/wav',
+  });
+  expect(created.status).toBe(201);
+  const uploadId = created.json.uploadId as string;
+  const downstream = stack.temporal.workflow.getHandle(`downstream/${uploadId}`);
+  await eventually(async () => {
+    const desc = await downstream.describe();
+    return desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'runStep')?.lastHeartbeatTime ? true : undefined;
+  }, 60_000);
+  await worker!.stop('SIGKILL');
+  const killedAt = Date.now();
+  worker = await startWorkerProcess(workerEnv, logFile);
+  const done = await getJson(`${stack.url}/v1/uploads/${uploadId}?wait=120`, tenant.apiKey);
+  expect(done.json.status).toBe('processed');
+
+  const { spans } = await traceWith(await traceIdOf(uploadId), [
+    'RunWorkflow:downstreamWorkflow',
+    'RunActivity:runStep',
+    'RunActivity:markUploadProcessed',
+  ]);
+  // The killed attempt's span never ended; the retry's is in the same trace, under the same scheduling.
+  const retried = named(spans, 'RunActivity:runStep').filter((s) => s.startMs >= killedAt - 1000);
+  expect(retried.length).toBeGreaterThanOrEqual(1);
+  expect(parentOf(spans, retried[0]!)?.name).toBe('StartActivity:runStep');
+}, 240_000);
+
+it('uploads while the trace backend is down, and counts the spans it could not send', async () => {
+  const dropped = async () =>
+    (await registry.getSingleMetric('oncely_trace_spans_dropped_total')!.get()).values
+      .filter((v) => v.labels.reason === 'export_failed')
+      .reduce((n, v) => n + v.value, 0);
+  await jaeger.stop();
+  const before = await dropped();
+  for (let i = 0; i < 3; i++) {
+    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `trace-down-${randomUUID()}`, body: randomBytes(512) });
+    expect(res.status).toBe(201);
+  }
+  await eventually(async () => (await dropped()) > before, 60_000);
+});
