@@ -13,21 +13,50 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { prebuiltWorkflowBundle } from './paths';
 import { commit, version } from './version';
+import { parseArgs } from 'node:util';
+import getPort from 'get-port';
 
-if (process.argv[2] === '--version') {
+/** Jaeger v2 on loopback, its data in memory, stopped with this process (src/devstack/jaeger.ts). */
+async function startLocalTraceBackend(dataDir: string) {
+  const { startJaeger } = await import('./devstack/jaeger');
+  const port = (preferred: number) => getPort({ host: '127.0.0.1', port: preferred });
+  return startJaeger({
+    dir: path.join(dataDir, 'jaeger'),
+    otlpPort: await port(4318),
+    queryPort: await port(16686),
+    grpcQueryPort: await port(16685),
+    healthPort: await port(13133),
+    dieWithParent: true,
+  });
+}
+
+const usage = 'usage: main.ts [all|api|worker] [--traces] | --version';
+let args: ReturnType<typeof parseArgs<{ options: { version: { type: 'boolean' }; traces: { type: 'boolean' } }; allowPositionals: true }>>;
+try {
+  args = parseArgs({ options: { version: { type: 'boolean' }, traces: { type: 'boolean' } }, allowPositionals: true });
+} catch {
+  console.error(usage);
+  process.exit(2);
+}
+if (args.values.version) {
   console.log(`oncely ${version} (${commit})`);
   process.exit(0);
 }
-const role = (process.argv[2] ?? 'all') as Role;
-if (!['all', 'api', 'worker'].includes(role)) {
-  console.error(`usage: main.ts [all|api|worker|--version]`);
+const role = (args.positionals[0] ?? 'all') as Role;
+if (!['all', 'api', 'worker'].includes(role) || args.positionals.length > 1) {
+  console.error(usage);
   process.exit(2);
 }
 
 const config = loadConfig();
 const log = createLogger(config);
+// --traces: a local trace backend beside the dev server, and this process sending to it.
+const localTraces = args.values.traces ? await startLocalTraceBackend(config.DATA_DIR) : undefined;
 // Before anything it traces is built: the Temporal client and worker read it (src/telemetry/temporal.ts).
-const traces = await startTracing(role);
+const traces = await startTracing(
+  role,
+  localTraces ? { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: localTraces.otlpEndpoint } : process.env,
+);
 // Before the first await: it keeps the event loop alive through start-up (src/start-watchdog.ts).
 const watchdog = new StartWatchdog(config.START_TIMEOUT_SECONDS, log);
 const runtime = await startRuntime(config, role, { workflowBundlePath: workflowBundle(), log, progress: watchdog });
@@ -65,7 +94,13 @@ if (role === 'all' && !config.DATABASE_URL) {
     Temporal UI  ${runtime.uiUrl ?? '(external Temporal: ' + runtime.temporalAddress + ')'}
     Dev API key  ${key}
 
-    Upload page  ${runtime.apiUrl}/
+    Upload page  ${runtime.apiUrl}/${
+      localTraces
+        ? `
+    Traces       ${localTraces.queryUrl}/api/v3/services (Jaeger's query API; the UI is not built in)
+                 ONCELY_TRACE_QUERY_URL=${localTraces.queryUrl} bin/oncely trace UPLOAD_ID`
+        : ''
+    }
 
   Try (run it twice: the second answer is the same, with Idempotent-Replayed: true):
     curl -si -X POST ${runtime.apiUrl}/v1/uploads -H "Authorization: Bearer ${key}" \\
@@ -89,6 +124,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     runtime
       .shutdown()
       .then(() => traces.shutdown())
+      .then(() => localTraces?.stop())
       .then(
         () => {
           runtime.log.info({ ms: Date.now() - started }, 'shutdown complete');
