@@ -51,6 +51,7 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(compose.services).sort()).toEqual([
       'api',
       'clamd',
+      'jaeger',
       'migrate',
       'postgres',
       's3',
@@ -146,7 +147,8 @@ describe('docker-compose.yml', () => {
     const known = new Set(Object.keys(configSchema.shape));
     for (const role of ['api', 'worker', 'transcode-worker', 'migrate']) {
       const env = compose.services[role].environment;
-      for (const k of Object.keys(env)) expect(known.has(k), `${role}: ${k}`).toBe(true);
+      // OTEL_* are OpenTelemetry's own variables, read by its SDK (src/telemetry/tracing.ts).
+      for (const k of Object.keys(env)) expect(known.has(k) || k.startsWith('OTEL_'), `${role}: ${k}`).toBe(true);
       const config = loadConfig(env);
       expect(config.SECRETS_KEY).toBe(SECRETS.SECRETS_KEY);
       expect(config.ADMIN_TOKEN).toBe(SECRETS.ADMIN_TOKEN);
@@ -163,6 +165,16 @@ describe('docker-compose.yml', () => {
     expect(compose.services.migrate.depends_on['temporal-setup'].condition).toBe('service_completed_successfully');
     for (const role of ['api', 'worker', 'transcode-worker'])
       expect(compose.services[role].depends_on.migrate.condition, role).toBe('service_completed_successfully');
+  });
+
+  it('runs the trace backend only in the traces profile, and traces nothing unless an endpoint is given', () => {
+    expect(compose.services.jaeger.profiles).toEqual(['traces']);
+    expect(compose.services.jaeger.image).toMatch(/^jaegertracing\/jaeger:2\.\d+\.\d+$/);
+    for (const role of ['api', 'worker', 'transcode-worker'])
+      expect(compose.services[role].environment.OTEL_EXPORTER_OTLP_ENDPOINT, role).toBe('');
+    const traced = load({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' });
+    for (const role of ['api', 'worker', 'transcode-worker'])
+      expect(traced.services[role].environment.OTEL_EXPORTER_OTLP_ENDPOINT, role).toBe('http://jaeger:4318');
   });
 
   it('the application image runs Node 24', () => {
