@@ -16,6 +16,7 @@ import { deleteRate, downloadLarge, listLatency } from './lifecycle';
 import { historyCost } from './history';
 import { gateLatency, hlsOverhead, reprocessThroughput } from './pipelines';
 import { importBatch, importFromUrl } from './imports';
+import { tracingOverhead } from './traces';
 
 const { values } = parseArgs({
   options: {
@@ -58,6 +59,7 @@ const all = [
   'hls',
   'import',
   'batch',
+  'traces',
 ];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
@@ -88,6 +90,7 @@ try {
   if (wanted.has('hls')) results.push(await hlsOverhead(services, { rounds }));
   if (wanted.has('import')) results.push(await importFromUrl(services, { bytes: Number(values['large-bytes']), rounds }));
   if (wanted.has('batch')) results.push(await importBatch(services, { items: Number(values['batch-items']), rounds, concurrency: 16 }));
+  if (wanted.has('traces')) results.push(await tracingOverhead(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {
