@@ -15,6 +15,7 @@ import type { ObjectStore } from '../src/storage/store';
 import type { DeletionReason } from '../workflows/definitions';
 import type { WebhookRetrySchedule } from '../src/downstream/types';
 import { workflowIds } from '../src/temporal/names';
+import { linkToCommit } from '../src/telemetry/context';
 
 export interface DeletionActivityDeps {
   pool: Pool;
@@ -58,6 +59,8 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
     /** The tombstone; null when the tenant has no such upload. */
     async tombstoneUpload(a: { tenantId: string; uploadId: string }): Promise<{ uploadWorkflowId: string; deletedAt: string } | null> {
       const row = await tombstoneUpload(pool, a.tenantId, a.uploadId);
+      // The deletion is a trace of its own (its request's), linked to the upload's commit.
+      linkToCommit(row?.traceparent, 'deletion');
       return row ? { uploadWorkflowId: row.workflow_id, deletedAt: row.deleted_at!.toISOString() } : null;
     },
 

@@ -5,6 +5,8 @@ import { failedDeliveries, findEvent } from '../src/db/queries/events';
 import type { ListPosition } from '../src/db/queries/keyset';
 import type { EventType, WebhookEvent } from '../src/downstream/events';
 import type { DeliveryOutcome, WebhookActivities } from './webhook-activities';
+import { findUploadById } from '../src/db/queries/uploads';
+import { linkToCommit } from '../src/telemetry/context';
 
 export function createEventActivities({ pool }: { pool: Pool }, webhooks: Pick<WebhookActivities, 'deliverWebhook'>) {
   return {
@@ -20,6 +22,8 @@ export function createEventActivities({ pool }: { pool: Pool }, webhooks: Pick<W
     }): Promise<DeliveryOutcome | 'event_gone'> {
       const row = await findEvent(pool, a.tenantId, a.eventId);
       if (!row) return 'event_gone';
+      // A redelivery is a trace of its own (its request's, or a recovery's), linked to the upload's commit.
+      if (row.upload_id) linkToCommit((await findUploadById(pool, row.upload_id))?.traceparent, 'redelivery');
       const sent = JSON.parse(row.payload) as { timestamp: string; data: Record<string, unknown> };
       const event: WebhookEvent = {
         id: row.id,

@@ -194,6 +194,54 @@ it("keeps a transcode retried after its worker was SIGKILLed in the upload's tra
   expect(parentOf(spans, retried[0]!)?.name).toBe('StartActivity:runStep');
 }, 240_000);
 
+/** The spans of `raw` named `name`, with their links. */
+function rawSpans(raw: OtlpTrace, name: string) {
+  return raw.resourceSpans!.flatMap((rs) => rs.scopeSpans!.flatMap((ss) => ss.spans!)).filter((s) => s.name === name) as unknown as {
+    links?: { traceId: string; spanId: string; attributes?: { key: string; value: { stringValue?: string } }[] }[];
+  }[];
+}
+
+it("links a redelivery's and a deletion's own traces to the upload's commit", async () => {
+  const created = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `trace-later-${randomUUID()}`, body: randomBytes(256) });
+  expect(created.status).toBe(201);
+  const uploadId = created.json.uploadId as string;
+  const commit = spanContextOf(
+    (await stack.runtime.pool.query('SELECT traceparent FROM uploads WHERE id = $1', [uploadId])).rows[0].traceparent as string,
+  )!;
+  const event = await eventually(async () => {
+    const page = await getJson(`${stack.url}/v1/events?uploadId=${uploadId}`, tenant.apiKey);
+    return page.json.items?.find((e: { type: string }) => e.type === 'upload.completed');
+  }, 60_000);
+  const within = (name: string, fn: () => Promise<Response>) =>
+    trace.getTracer('test').startActiveSpan(name, async (span) => {
+      const res = await fn();
+      span.end();
+      return { traceId: span.spanContext().traceId, status: res.status };
+    });
+  const auth = { authorization: `Bearer ${tenant.apiKey}` };
+  const redelivery = await within('redeliver', () =>
+    fetch(`${stack.url}/v1/events/${event.id}/redeliver`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', prefer: 'wait=30' },
+      body: '{}',
+    }),
+  );
+  expect(redelivery.status).toBe(200);
+  const deletion = await within('delete', () => fetch(`${stack.url}/v1/uploads/${uploadId}`, { method: 'DELETE', headers: auth }));
+  expect(deletion.status).toBeLessThan(300);
+
+  for (const [traceId, activity, why] of [
+    [redelivery.traceId, 'RunActivity:redeliverEvent', 'redelivery'],
+    [deletion.traceId, 'RunActivity:tombstoneUpload', 'deletion'],
+  ] as const) {
+    const { raw } = await traceWith(traceId, [activity]);
+    const links = rawSpans(raw, activity).flatMap((s) => s.links ?? []);
+    expect(links.map((l) => [l.traceId, l.spanId, l.attributes?.find((a) => a.key === 'oncely.link')?.value.stringValue])).toEqual([
+      [commit.traceId, commit.spanId, why],
+    ]);
+  }
+});
+
 it('uploads while the trace backend is down, and counts the spans it could not send', async () => {
   const dropped = async () =>
     (await registry.getSingleMetric('oncely_trace_spans_dropped_total')!.get()).values
