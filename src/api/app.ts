@@ -36,7 +36,8 @@ import { deletionRoutes } from './routes/deletions';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
-import { doorHeaders, mountDoors, mountPublicDoors } from '../arrivals';
+import { doorHeaders, mountDoors, mountPublicDoors, sessionInPath } from '../arrivals';
+import { findSessionTraceparent } from '../db/queries/sessions';
 
 const DOOR_HEADERS = doorHeaders();
 
@@ -88,6 +89,20 @@ export interface AppDeps {
   health?: Pick<HealthDeps, 'role' | 'draining'>;
 }
 
+/** The traceparent each session was created under, by request path (a session's is fixed: kept for the last 10,000 asked). */
+function sessionTraces(pool: Pool): (path: string) => Promise<string | null> {
+  const known = new Map<string, string | null>();
+  return async (path) => {
+    const id = sessionInPath(path);
+    if (!id) return null;
+    if (known.has(id)) return known.get(id)!;
+    const traceparent = await findSessionTraceparent(pool, id);
+    if (known.size >= 10_000) known.delete(known.keys().next().value!);
+    known.set(id, traceparent);
+    return traceparent;
+  };
+}
+
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
   const services = createServices({ config, pool, store, temporal, box });
@@ -96,7 +111,7 @@ export function createApp(deps: AppDeps) {
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
   let document: unknown;
-  app.use(requestTrace());
+  app.use(requestTrace(sessionTraces(pool)));
   app.use(accessLog(log));
   app.use(nulGuard());
   app.use(

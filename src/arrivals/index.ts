@@ -41,6 +41,8 @@ export interface Door {
   mountPublic?: (app: App, deps: DoorDeps) => void;
   /** Routes behind the API-key check. */
   mount?: (app: App, deps: DoorDeps) => void;
+  /** Where a session's later requests go: `{prefix}/{session id}…` (their traces continue the session's). */
+  sessionPrefix?: string;
 }
 
 /** In mount order. */
@@ -49,6 +51,7 @@ export const DOORS = {
     fingerprintRoute: TUS_ROUTE,
     requestHeaders: TUS_REQUEST_HEADERS,
     responseHeaders: TUS_RESPONSE_HEADERS,
+    sessionPrefix: '/v1/tus',
     mountPublic: (app, { config }) => app.route('/v1/tus', tusDiscoveryRoutes(config)),
     mount: (app, { tus, config, intake }) => app.route('/v1/tus', tusRoutes({ sessions: tus, config, intake })),
   },
@@ -56,6 +59,7 @@ export const DOORS = {
     fingerprintRoute: RUFH_ROUTE,
     requestHeaders: RUFH_REQUEST_HEADERS,
     responseHeaders: RUFH_RESPONSE_HEADERS,
+    sessionPrefix: RUFH_PATH,
     mountPublic: (app, { config }) => {
       app.route('/v1/uploads', resumableDiscoveryRoutes(config));
       app.route(RUFH_PATH, resumableDiscoveryRoutes(config));
@@ -66,6 +70,7 @@ export const DOORS = {
     fingerprintRoute: DIRECT_ROUTE,
     requestHeaders: [],
     responseHeaders: [],
+    sessionPrefix: '/v1/direct-uploads',
     mountPublic: (app, { direct }) => app.route('/v1/direct-uploads', directObjectRoutes({ direct })),
     mount: (app, { direct, config, intake }) => app.route('/v1/direct-uploads', directUploadRoutes({ direct, config, intake })),
   },
@@ -106,6 +111,14 @@ export function mountPublicDoors(app: App, deps: DoorDeps): void {
 /** Mounts every door's routes behind the API-key check, in list order. */
 export function mountDoors(app: App, deps: DoorDeps): void {
   for (const [, door] of doors) door.mount?.(app, deps);
+}
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const SESSION_PATH = new RegExp(`^(?:${doors.flatMap(([, d]) => (d.sessionPrefix ? [d.sessionPrefix] : [])).join('|')})/(${UUID})(?:/|$)`);
+
+/** The session a request path addresses (a tus PATCH, a draft append, a direct upload's completion), if any. */
+export function sessionInPath(path: string): string | undefined {
+  return SESSION_PATH.exec(path)?.[1];
 }
 
 /** The request and response headers of every door, each once. */

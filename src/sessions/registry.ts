@@ -21,6 +21,7 @@ import type { uploadWorkflow } from '../../workflows/upload';
 import { discardSessionObjects } from './cleanup';
 import { noSuchSession } from './lease';
 import { workflowTypes } from '../temporal/names';
+import { activeTraceparent } from '../telemetry/context';
 
 export interface RegistryDeps {
   pool: Pool;
@@ -113,6 +114,7 @@ export class SessionRegistry {
           multipart_id: multipartId,
           mode: kind.mode,
           part_bytes: kind.partBytes,
+          traceparent: activeTraceparent(),
         },
         this.deps.maxOpenSessions,
       ).catch((err: unknown) => {

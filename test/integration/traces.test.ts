@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import getPort from 'get-port';
-import { trace } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
 import { startJaeger, type Jaeger } from '../../src/devstack/jaeger';
@@ -18,7 +19,7 @@ import { fetchTrace, spansOf, type OtlpTrace, type TraceSpan } from '../../src/c
 import { registry } from '../../src/metrics';
 import { spanContextOf } from '../../src/telemetry/context';
 import { startTracing, tracing } from '../../src/telemetry/tracing';
-import { getJson, postUpload } from '../helpers/http';
+import { getJson, postUpload, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { audio, png } from '../helpers/media';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
@@ -68,13 +69,18 @@ const traceIdOf = async (uploadId: string) => {
   return spanContextOf(row.rows[0]?.traceparent)!.traceId;
 };
 
-/** The trace once it holds every named span (spans arrive in batches, from two processes). */
-async function traceWith(traceId: string, names: string[]): Promise<{ spans: TraceSpan[]; raw: OtlpTrace }> {
+/**
+ * The trace once it holds every named span (spans arrive in batches, from two processes) and,
+ * when `whole`, once every span but its root has arrived with its parent.
+ */
+async function traceWith(traceId: string, names: string[], o: { whole?: boolean } = {}): Promise<{ spans: TraceSpan[]; raw: OtlpTrace }> {
   return eventually(async () => {
     const raw = await fetchTrace(jaeger.queryUrl, traceId);
     if (!raw) return undefined;
     const spans = spansOf(raw);
-    return names.every((n) => spans.some((s) => s.name === n)) ? { spans, raw } : undefined;
+    if (!names.every((n) => spans.some((s) => s.name === n))) return undefined;
+    if (o.whole && spans.filter((s) => !s.parentId || !spans.some((p) => p.id === s.parentId)).length !== 1) return undefined;
+    return { spans, raw };
   }, 60_000);
 }
 
@@ -97,15 +103,19 @@ it('follows one PNG upload with a webhook endpoint end to end in one trace', asy
   );
   const traceId = await traceIdOf(uploadId);
 
-  const { spans } = await traceWith(traceId, [
-    'POST /v1/uploads',
-    'UpdateWithStartWorkflow:offerCopyForAnswer',
-    'RunWorkflow:uploadWorkflow',
-    'RunActivity:commitUpload',
-    'RunWorkflow:downstreamWorkflow',
-    'RunActivity:runStep',
-    'RunActivity:deliverWebhook',
-  ]);
+  const { spans } = await traceWith(
+    traceId,
+    [
+      'POST /v1/uploads',
+      'UpdateWithStartWorkflow:offerCopyForAnswer',
+      'RunWorkflow:uploadWorkflow',
+      'RunActivity:commitUpload',
+      'RunWorkflow:downstreamWorkflow',
+      'RunActivity:runStep',
+      'RunActivity:deliverWebhook',
+    ],
+    { whole: true },
+  );
   // This process is traced too: its fetch is the client span the server's span continues.
   const post = named(spans, 'POST /v1/uploads')[0]!;
   expect(post.where).toBe('api');
@@ -193,6 +203,67 @@ it("keeps a transcode retried after its worker was SIGKILLed in the upload's tra
   expect(retried.length).toBeGreaterThanOrEqual(1);
   expect(parentOf(spans, retried[0]!)?.name).toBe('StartActivity:runStep');
 }, 240_000);
+
+/** A request sent without a trace of its own (as a client that does not trace sends it). */
+function untraced(url: string, init: RequestInit & { body?: Buffer | string }) {
+  return context.with(suppressTracing(context.active()), () => fetch(url, init));
+}
+
+it("keeps a tus upload's requests and its commit in one trace, and a direct upload's", async () => {
+  const auth = { authorization: `Bearer ${tenant.apiKey}` };
+  const file = randomBytes(300_000);
+  const tusKey = `trace-tus-${randomUUID()}`;
+  const created = await untraced(`${stack.url}/v1/tus`, {
+    method: 'POST',
+    headers: { ...auth, 'tus-resumable': '1.0.0', 'upload-length': String(file.length), 'idempotency-key': tusKey },
+  });
+  expect(created.status).toBe(201);
+  const location = new URL(created.headers.get('location')!, stack.url).toString();
+  for (const [from, to] of [
+    [0, 100_000],
+    [100_000, file.length],
+  ]) {
+    const patched = await untraced(location, {
+      method: 'PATCH',
+      headers: { ...auth, 'tus-resumable': '1.0.0', 'upload-offset': String(from), 'content-type': 'application/offset+octet-stream' },
+      body: file.subarray(from, to),
+    });
+    expect(patched.status).toBe(204);
+  }
+
+  const directKey = `trace-direct-${randomUUID()}`;
+  const planned = await untraced(`${stack.url}/v1/direct-uploads`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': directKey },
+    body: JSON.stringify({ bytes: file.length, sha256: sha256(file), contentType: 'application/octet-stream' }),
+  });
+  expect(planned.status).toBe(201);
+  const plan = (await planned.json()) as { id: string; upload: { method: string; url: string; headers: Record<string, string> } };
+  const put = await untraced(new URL(plan.upload.url, stack.url).toString(), {
+    method: plan.upload.method,
+    headers: plan.upload.headers,
+    body: file,
+  });
+  expect(put.status).toBe(200);
+  const completed = await untraced(`${stack.url}/v1/direct-uploads/${plan.id}/complete`, { method: 'POST', headers: auth });
+  expect(completed.status).toBe(201);
+
+  for (const [key, requests] of [
+    [tusKey, ['POST /v1/tus', 'PATCH /v1/tus/:id']],
+    [directKey, ['POST /v1/direct-uploads', 'POST /v1/direct-uploads/:id/complete']],
+  ] as const) {
+    const row = await stack.runtime.pool.query('SELECT id FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [
+      tenant.tenantId,
+      key,
+    ]);
+    const { spans } = await traceWith(await traceIdOf(row.rows[0].id), [...requests, 'RunActivity:commitUpload'], { whole: true });
+    const roots = spans.filter((s) => !parentOf(spans, s));
+    // The session's creation is the root; every later request of the session hangs from it.
+    expect(roots.map((r) => r.name)).toEqual([requests[0]]);
+    for (const later of named(spans, requests[1])) expect(later.parentId).toBe(roots[0]!.id);
+    if (key === tusKey) expect(named(spans, 'PATCH /v1/tus/:id')).toHaveLength(2);
+  }
+});
 
 /** The spans of `raw` named `name`, with their links. */
 function rawSpans(raw: OtlpTrace, name: string) {

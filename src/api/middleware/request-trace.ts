@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type TextMapGetter } from '@opentelemetry/api';
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../../http/env';
+import { spanContextOf } from '../../telemetry/context';
+import { tracing } from '../../telemetry/tracing';
 
 const tracer = trace.getTracer('oncely-http');
 
@@ -17,12 +19,21 @@ const headersGetter: TextMapGetter<Headers> = {
   get: (carrier, key) => carrier.get(key) ?? undefined,
 };
 
-export function requestTrace(): MiddlewareHandler<AppEnv> {
+/**
+ * `sessionTrace` gives the trace a session's later request continues when the caller sent
+ * none (the traceparent its creating request had): a tus upload's or a direct upload's
+ * requests and its commit are one trace.
+ */
+export function requestTrace(sessionTrace?: (path: string) => Promise<string | null>): MiddlewareHandler<AppEnv> {
   return async function requestTrace(c, next) {
     const given = c.req.header('x-request-id');
     const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     c.set('requestId', requestId);
-    const parent = propagation.extract(ROOT_CONTEXT, c.req.raw.headers, headersGetter);
+    let parent = propagation.extract(ROOT_CONTEXT, c.req.raw.headers, headersGetter);
+    if (sessionTrace && tracing().enabled && !trace.getSpanContext(parent)) {
+      const session = spanContextOf(await sessionTrace(c.req.path).catch(() => null));
+      if (session) parent = trace.setSpanContext(ROOT_CONTEXT, session);
+    }
     const span = tracer.startSpan(
       c.req.method,
       {

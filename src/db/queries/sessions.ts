@@ -93,6 +93,8 @@ export type NewSession = Pick<
   expires_at?: string | null;
   upload_grant?: UploadGrant | null;
   pipeline?: string | null;
+  /** The creating request's W3C traceparent (tracing on). */
+  traceparent?: string | null;
 };
 
 /**
@@ -107,8 +109,8 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
     maxOpen,
     async (tx) => {
       const inserted = await tx.query<SessionRow>(
-        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant, pipeline)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
+        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant, pipeline, traceparent)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING ${COLUMNS}`,
         [
           s.id,
           s.tenant_id,
@@ -126,6 +128,7 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
           s.expires_at ?? null,
           s.upload_grant ?? null,
           s.pipeline ?? null,
+          s.traceparent ?? null,
         ],
       );
       return { row: inserted.rows[0]!, created: true };
@@ -294,4 +297,12 @@ export async function expireIfIdle(db: Queryable, id: string, idleSeconds: numbe
   // Gone already (terminated, or committed and cleaned): nothing left to wait for.
   if (!left.rows[0]) return { secondsLeft: 0 };
   return { secondsLeft: Math.max(1, Math.ceil(left.rows[0].seconds_left)) };
+}
+
+/** The traceparent a session was created under (null: tracing was off, or no such session). */
+export async function findSessionTraceparent(db: Queryable, id: string): Promise<string | null> {
+  const res = await db.query<{ traceparent: string | null }>(
+    statement('find_session_traceparent', 'SELECT traceparent FROM resumable_sessions WHERE id = $1', [id]),
+  );
+  return res.rows[0]?.traceparent ?? null;
 }
