@@ -109,7 +109,7 @@ function withoutQuery(url: string): string {
 }
 
 /** OTLP over HTTP, as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says: http/protobuf (the default) or http/json. */
-async function otlpExporter(env: NodeJS.ProcessEnv): Promise<SpanExporter> {
+export async function otlpExporter(env: NodeJS.ProcessEnv): Promise<SpanExporter> {
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
   // The signal's own endpoint is used as given; the base endpoint gets the traces path.
   const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/$/, '')}/v1/traces`;
