@@ -7,7 +7,7 @@
 // piece is in place and records nothing that leaves the process.
 import { createRequire } from 'node:module';
 import type { ClientInterceptors } from '@temporalio/client';
-import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client/index.js';
 import type { WorkerOptions } from '@temporalio/worker';
 import { tracing } from './tracing';
 
@@ -23,7 +23,7 @@ export function tracingClientInterceptors(): ClientInterceptors {
 /** A worker's interceptors and the workflow spans' sink (the worker module loads only in worker roles). */
 export async function tracingWorkerOptions(): Promise<Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
   const { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } =
-    await import('@temporalio/interceptors-opentelemetry/lib/worker');
+    await import('@temporalio/interceptors-opentelemetry/lib/worker/index.js');
   const { processor, resource } = tracing();
   return {
     interceptors: {
