@@ -4,7 +4,6 @@
 // (dist/workflow-bundle.js): a worker started from dist/ loads it instead of running
 // webpack and swc at every start (start-up peak RSS and time: bench/README.md).
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -42,10 +41,10 @@ await build({
 
 const quiet = { log() {}, info() {}, warn: console.warn, error: console.error, debug() {}, trace() {} };
 // The tracing interceptors run in the workflow sandbox, so they are bundled with the workflows
-// (src/telemetry/temporal.ts names the same module for workers that bundle at start).
+// (src/paths.ts names the same module for workers that bundle at start).
 const { code } = await bundleWorkflowCode({
   workflowsPath: new URL('../workflows/index.ts', import.meta.url).pathname,
-  workflowInterceptorModules: [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
+  workflowInterceptorModules: [new URL('../workflows/tracing.ts', import.meta.url).pathname],
   logger: quiet,
 });
 await writeFile('dist/workflow-bundle.js', code);

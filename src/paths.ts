@@ -17,6 +17,8 @@ function findRoot(start: string): string {
 export const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url)));
 export const migrationsDir = path.join(projectRoot, 'src', 'db', 'migrations');
 export const workflowsPath = path.join(projectRoot, 'workflows', 'index.ts');
+/** The workflow interceptors bundled with the workflows (traces: workflows/tracing.ts). */
+export const workflowInterceptorsPath = path.join(projectRoot, 'workflows', 'tracing.ts');
 export const toolsScript = path.join(projectRoot, 'scripts', 'tools.sh');
 /** The workflow bundle scripts/build.mjs writes beside the process bundle. */
 export const prebuiltWorkflowBundle = path.join(projectRoot, 'dist', 'workflow-bundle.js');

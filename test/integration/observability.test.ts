@@ -77,6 +77,22 @@ it("a split worker serves its health, readiness and own counters on WORKER_HTTP_
 
   const api = await getJson(`${stack.url}/healthz`);
   expect(api.json).toEqual({ status: 'ok', role: 'api', version: health.json.version, commit: health.json.commit });
+
+  // Tracing off (no OTLP endpoint): the request still has its id, nothing carries a trace
+  // header into the run, and nothing records a traceparent.
+  expect(up.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  const row = await stack.runtime.pool.query(
+    'SELECT u.traceparent, u.workflow_id, k.traceparent AS key_traceparent FROM uploads u JOIN idempotency_keys k ON k.upload_id = u.id WHERE u.id = $1',
+    [up.json.uploadId],
+  );
+  expect(row.rows[0]).toMatchObject({ traceparent: null, key_traceparent: null });
+  const events = await stack.temporal.workflow.getHandle(row.rows[0].workflow_id).fetchHistory();
+  const headers = events.events!.flatMap((e) => [
+    e.workflowExecutionStartedEventAttributes?.header?.fields,
+    e.activityTaskScheduledEventAttributes?.header?.fields,
+    e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.header?.fields,
+  ]);
+  expect(headers.filter((h) => h && '_tracer-data' in h)).toEqual([]);
 }, 120_000);
 
 it('an API told to stop answers /readyz 503 while it still serves uploads for the drain, then exits 0', async () => {

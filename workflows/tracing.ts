@@ -1,0 +1,79 @@
+// The OpenTelemetry workflow interceptors (@temporalio/interceptors-opentelemetry), engaged
+// only for a run whose start, update or signal carried a trace context: with tracing off the
+// clients send none, and the sandbox makes no spans at all. A run's decision comes from its
+// history's headers, so a replay decides the same.
+import type {
+  ActivityInput,
+  ContinueAsNewInput,
+  DisposeInput,
+  GetLogAttributesInput,
+  LocalActivityInput,
+  Next,
+  SignalInput,
+  SignalWorkflowInput,
+  StartChildWorkflowExecutionInput,
+  UpdateInput,
+  WorkflowExecuteInput,
+  WorkflowInboundCallsInterceptor,
+  WorkflowInterceptors,
+  WorkflowInternalsInterceptor,
+  WorkflowOutboundCallsInterceptor,
+} from '@temporalio/workflow';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import {
+  OpenTelemetryInboundInterceptor,
+  OpenTelemetryInternalsInterceptor,
+  OpenTelemetryOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry/lib/workflow';
+
+/** The header the client interceptor puts the trace context in (a W3C carrier as a payload). */
+const TRACE_HEADER = '_tracer-data';
+
+function carriesTrace(headers: Record<string, Payload> | undefined): boolean {
+  const payload = headers?.[TRACE_HEADER];
+  if (!payload) return false;
+  const carrier = defaultPayloadConverter.fromPayload<Record<string, string> | undefined>(payload);
+  return typeof carrier?.traceparent === 'string';
+}
+
+export const interceptors = (): WorkflowInterceptors => {
+  let otel: { inbound: OpenTelemetryInboundInterceptor; outbound: OpenTelemetryOutboundInterceptor } | undefined;
+  /** The OpenTelemetry interceptors once a call carried a trace context; undefined until then. */
+  const traced = (headers?: Record<string, Payload>) => {
+    if (!otel && carriesTrace(headers))
+      otel = { inbound: new OpenTelemetryInboundInterceptor(), outbound: new OpenTelemetryOutboundInterceptor() };
+    return otel;
+  };
+
+  const inbound: WorkflowInboundCallsInterceptor = {
+    execute: (input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) =>
+      traced(input.headers) ? otel!.inbound.execute(input, next) : next(input),
+    handleSignal: (input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>) =>
+      traced(input.headers) ? otel!.inbound.handleSignal(input, next) : next(input),
+    handleUpdate: (input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>) =>
+      traced(input.headers) ? otel!.inbound.handleUpdate(input, next) : next(input),
+    validateUpdate: (input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'validateUpdate'>) =>
+      traced(input.headers) ? otel!.inbound.validateUpdate(input, next) : next(input),
+  };
+  const outbound: WorkflowOutboundCallsInterceptor = {
+    scheduleActivity: (input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) =>
+      otel ? otel.outbound.scheduleActivity(input, next) : next(input),
+    scheduleLocalActivity: (input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>) =>
+      otel ? otel.outbound.scheduleLocalActivity(input, next) : next(input),
+    startChildWorkflowExecution: (
+      input: StartChildWorkflowExecutionInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>,
+    ) => (otel ? otel.outbound.startChildWorkflowExecution(input, next) : next(input)),
+    continueAsNew: (input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>) =>
+      otel ? otel.outbound.continueAsNew(input, next) : next(input),
+    signalWorkflow: (input: SignalWorkflowInput, next: Next<WorkflowOutboundCallsInterceptor, 'signalWorkflow'>) =>
+      otel ? otel.outbound.signalWorkflow(input, next) : next(input),
+    getLogAttributes: (input: GetLogAttributesInput, next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>) =>
+      otel ? otel.outbound.getLogAttributes(input, next) : next(input),
+  };
+  const internals: WorkflowInternalsInterceptor = {
+    dispose: (input: DisposeInput, next: Next<WorkflowInternalsInterceptor, 'dispose'>) =>
+      otel ? new OpenTelemetryInternalsInterceptor().dispose(input, next) : next(input),
+  };
+  return { inbound: [inbound], outbound: [outbound], internals: [internals] };
+};
