@@ -22,44 +22,38 @@ need() { # need NAME MODULE@VERSION [GO_TOOLCHAIN]: the binary is installed as N
   echo "$module" > "$stamp"
 }
 
-# Docker Compose v5 cannot be `go install`ed (its go.mod has exclude directives, which only a
-# main module may have): it is built from a throwaway module that requires it and repeats them.
-need_compose() {
-  version=$1 module=github.com/docker/compose/v5
-  stamp="$TOOLS_DIR/.docker-compose.version"
-  if [ -x "$TOOLS_DIR/docker-compose" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module@$version" ]; then return 0; fi
-  command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build docker-compose ($module@$version)" >&2; exit 1; }
-  echo "oncely: building docker-compose from $module@$version (first run only) ..." >&2
+# in_module NAME MODULE@VERSION STEPS: builds NAME once, by running the function STEPS (which
+# reads $module and $version) inside a throwaway Go module, for tools `go install` refuses.
+in_module() {
+  name=$1 id=$2 steps=$3 module=${2%@*} version=${2#*@}
+  stamp="$TOOLS_DIR/.$name.version"
+  if [ -x "$TOOLS_DIR/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$id" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build $name ($id)" >&2; exit 1; }
+  echo "oncely: building $name from $id (first run only, minutes) ..." >&2
   work=$(mktemp -d)
   (
     cd "$work"
-    go mod init oncely-tools/compose >/dev/null 2>&1
-    gomod=$(GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
-    sed -n '/^exclude (/,/^)/p' "$gomod" >> go.mod
-    GOFLAGS=-mod=mod go get "$module@$version"
-    GOFLAGS=-mod=mod go build -ldflags "-X $module/internal.Version=$version" -o "$TOOLS_DIR/docker-compose" "$module/cmd"
+    go mod init "oncely-tools/$name" >/dev/null 2>&1
+    "$steps"
   ) >&2
   rm -rf "$work"
-  echo "$module@$version" > "$stamp"
+  echo "$id" > "$stamp"
 }
 
-# Jaeger v2 (the trace backend tests and `npm start -- --traces` use) cannot be `go install`ed
-# either (its go.mod has a replace directive): it is built as a tool of a throwaway module.
-need_jaeger() {
-  version=$1 module=github.com/jaegertracing/jaeger
-  stamp="$TOOLS_DIR/.jaeger.version"
-  if [ -x "$TOOLS_DIR/jaeger" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module@$version" ]; then return 0; fi
-  command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build jaeger ($module@$version)" >&2; exit 1; }
-  echo "oncely: building jaeger from $module@$version (first run only, several minutes) ..." >&2
-  work=$(mktemp -d)
-  (
-    cd "$work"
-    go mod init oncely-tools/jaeger >/dev/null 2>&1
-    GOFLAGS=-mod=mod go get -tool "$module/cmd/jaeger@$version"
-    GOFLAGS=-mod=mod go build -o "$TOOLS_DIR/jaeger" "$module/cmd/jaeger"
-  ) >&2
-  rm -rf "$work"
-  echo "$module@$version" > "$stamp"
+# Docker Compose v5 (its go.mod has exclude directives, which only a main module may have): the
+# throwaway module requires it and repeats them.
+compose_steps() {
+  gomod=$(GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  sed -n '/^exclude (/,/^)/p' "$gomod" >> go.mod
+  GOFLAGS=-mod=mod go get "$module@$version"
+  GOFLAGS=-mod=mod go build -ldflags "-X $module/internal.Version=$version" -o "$TOOLS_DIR/docker-compose" "$module/cmd"
+}
+
+# Jaeger v2, the trace backend tests and `npm start -- --traces` use (its go.mod has a replace
+# directive): built as a tool of the throwaway module.
+jaeger_steps() {
+  GOFLAGS=-mod=mod go get -tool "$module/cmd/jaeger@$version"
+  GOFLAGS=-mod=mod go build -o "$TOOLS_DIR/jaeger" "$module/cmd/jaeger"
 }
 
 for tool in ${*:-temporal versitygw}; do
@@ -67,8 +61,8 @@ for tool in ${*:-temporal versitygw}; do
     temporal) need temporal github.com/temporalio/cli/cmd/temporal@v1.5.1 ;;
     versitygw) need versitygw github.com/versity/versitygw/cmd/versitygw@v1.7.0 ;;
     toxiproxy) need server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 ;;
-    compose) need_compose v5.6.0 ;;
-    jaeger) need_jaeger v1.75.0 ;;
+    compose) in_module docker-compose github.com/docker/compose/v5@v5.6.0 compose_steps ;;
+    jaeger) in_module jaeger github.com/jaegertracing/jaeger@v1.75.0 jaeger_steps ;;
     # The real Temporal server (on PostgreSQL) and its schema tool, the compose file's
     # version; it needs Go >= 1.26.10, so the build takes go1.27.3 from the module proxy.
     temporal-server) need temporal-server go.temporal.io/server/cmd/server@v1.32.2 go1.27.3 ;;
