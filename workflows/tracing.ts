@@ -1,7 +1,8 @@
 // The OpenTelemetry workflow interceptors (@temporalio/interceptors-opentelemetry), engaged
-// only for a run whose start, update or signal carried a trace context: with tracing off the
-// clients send none, and the sandbox makes no spans at all. A run's decision comes from its
-// history's headers, so a replay decides the same.
+// only for a run whose start, update or signal carried a sampled trace context: with tracing
+// off the clients send none, and a request the sampler left out costs the sandbox nothing (its
+// activities then carry no context, and the worker does not trace them either). A run's
+// decision comes from its history's headers, so a replay decides the same.
 import type {
   ActivityInput,
   ContinueAsNewInput,
@@ -19,28 +20,19 @@ import type {
   WorkflowInternalsInterceptor,
   WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import type { Payload } from '@temporalio/common';
+import { carriesSampledTrace } from './trace-header';
 import {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
   OpenTelemetryOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/workflow';
 
-/** The header the client interceptor puts the trace context in (a W3C carrier as a payload). */
-const TRACE_HEADER = '_tracer-data';
-
-function carriesTrace(headers: Record<string, Payload> | undefined): boolean {
-  const payload = headers?.[TRACE_HEADER];
-  if (!payload) return false;
-  const carrier = defaultPayloadConverter.fromPayload<Record<string, string> | undefined>(payload);
-  return typeof carrier?.traceparent === 'string';
-}
-
 export const interceptors = (): WorkflowInterceptors => {
   let otel: { inbound: OpenTelemetryInboundInterceptor; outbound: OpenTelemetryOutboundInterceptor } | undefined;
   /** The OpenTelemetry interceptors once a call carried a trace context; undefined until then. */
   const traced = (headers?: Record<string, Payload>) => {
-    if (!otel && carriesTrace(headers))
+    if (!otel && carriesSampledTrace(headers))
       otel = { inbound: new OpenTelemetryInboundInterceptor(), outbound: new OpenTelemetryOutboundInterceptor() };
     return otel;
   };

@@ -5,6 +5,8 @@ import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { renderTraceTree, spansOf, type OtlpTrace } from '../../src/client/trace-tree';
 import { otlpExporter, tracesWanted } from '../../src/telemetry/tracing';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { carriesSampledTrace } from '../../workflows/trace-header';
 
 const ns = (ms: number) => String(BigInt(1_800_000_000_000 + ms) * 1_000_000n);
 const span = (spanId: string, name: string, from: number, to: number, parentSpanId?: string, error = false) => ({
@@ -83,5 +85,17 @@ describe('the exporter the standard variables choose', () => {
       await otlpExporter({ ...base, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
     ).toBeInstanceOf(ProtoExporter);
     await expect(otlpExporter({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).rejects.toThrow(/use http\/protobuf or http\/json/);
+  });
+});
+
+describe('whether a run or an activity is traced (its Temporal headers)', () => {
+  const header = (carrier: Record<string, string>) => ({ '_tracer-data': defaultPayloadConverter.toPayload(carrier) });
+  it('only with a sampled W3C context: not without a header, with an empty carrier, an unsampled or a malformed one', () => {
+    expect(carriesSampledTrace(header({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }))).toBe(true);
+    expect(carriesSampledTrace(header({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00' }))).toBe(false);
+    expect(carriesSampledTrace(header({ traceparent: 'not a traceparent' }))).toBe(false);
+    expect(carriesSampledTrace(header({}))).toBe(false);
+    expect(carriesSampledTrace({})).toBe(false);
+    expect(carriesSampledTrace(undefined)).toBe(false);
   });
 });
