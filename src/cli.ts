@@ -246,10 +246,15 @@ program
     } finally {
       await db.close();
     }
-    const traceId = spanContextOf(upload?.traceparent)?.traceId;
+    const committed = spanContextOf(upload?.traceparent);
+    const traceId = committed && committed.traceFlags & 1 ? committed.traceId : undefined;
     if (!upload || !traceId) {
       console.error(
-        upload ? `oncely trace: upload ${uploadId} was committed with tracing off: it has no trace` : `oncely trace: no upload ${uploadId}`,
+        !upload
+          ? `oncely trace: no upload ${uploadId}`
+          : committed
+            ? `oncely trace: upload ${uploadId} was left out by the trace sampler: it has no trace`
+            : `oncely trace: upload ${uploadId} was committed with tracing off: it has no trace`,
       );
       process.exitCode = 1;
       return;

@@ -1,26 +1,28 @@
 // The active span as a W3C traceparent, kept with what a step commits, and back: a later,
 // separate trace (a replay, a redelivery, a deletion) links to the step that committed.
 import { context, isSpanContextValid, propagation, trace, type Link, type SpanContext } from '@opentelemetry/api';
+import { parseTraceparent } from '../../workflows/trace-header';
 
-/** The active span's traceparent, or null when there is none (tracing off, or not sampled). */
+/**
+ * The active span's traceparent, or null when there is none (tracing off). An unsampled one is
+ * kept too: a session's later requests then keep its sampling decision.
+ */
 export function activeTraceparent(): string | null {
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   return carrier.traceparent ?? null;
 }
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-
 export function spanContextOf(traceparent: string | null | undefined): SpanContext | undefined {
-  const m = traceparent ? TRACEPARENT.exec(traceparent) : null;
-  return m ? { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true } : undefined;
+  const p = parseTraceparent(traceparent);
+  return p ? { traceId: p.traceId, spanId: p.spanId, traceFlags: p.flags, isRemote: true } : undefined;
 }
 
-/** Links the active span (this request's, this activity's) to the step that committed `traceparent`. */
+/** Links the active span (this request's, this activity's) to the step that committed `traceparent`, when that step was recorded. */
 export function linkToCommit(traceparent: string | null | undefined, why: string): void {
   const target = spanContextOf(traceparent);
   const span = trace.getActiveSpan();
-  if (!target || !span?.isRecording()) return;
+  if (!target || !(target.traceFlags & 1) || !span?.isRecording()) return;
   const link: Link = { context: target, attributes: { 'oncely.link': why } };
   span.addLink(link);
 }

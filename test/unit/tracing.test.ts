@@ -111,6 +111,9 @@ describe('a traced request', () => {
     const tracer = trace.getTracer('test');
     tracer.startActiveSpan('replay', (span) => {
       linkToCommit(committed, 'replay');
+      // A commit the sampler left out was never recorded: nothing to link to.
+      linkToCommit('00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-00', 'replay');
+      linkToCommit('not a traceparent', 'replay');
       span.end();
     });
     const replay = (await finished()).find((s) => s.name === 'replay')!;
