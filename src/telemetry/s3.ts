@@ -9,6 +9,9 @@ const tracer = trace.getTracer('oncely-s3');
 export function traceS3Calls(client: S3Client): S3Client {
   client.middlewareStack.add(
     (next, ctx) => async (args) => {
+      // Only within a recorded span: a call of a request or run the sampler left out, or of
+      // none (housekeeping), starts no trace of its own.
+      if (!trace.getActiveSpan()?.isRecording()) return next(args);
       const operation = (ctx.commandName ?? 'Command').replace(/Command$/, '');
       const bucket = (args.input as { Bucket?: string }).Bucket;
       return tracer.startActiveSpan(

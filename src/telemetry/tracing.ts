@@ -73,8 +73,17 @@ export async function startTracing(role: string, env: NodeJS.ProcessEnv = proces
     tracerProvider: provider,
     instrumentations: [
       new UndiciInstrumentation({
-        // A URL's query may carry a signature or a token (presigned reads, webhook targets): never recorded.
-        requestHook: (span, request) => span.setAttribute('url.full', withoutQuery(`${request.origin}${request.path}`)),
+        // Only within a traced operation: a call of a run the sampler left out, or of none
+        // (housekeeping), starts no trace and sends no traceparent.
+        requireParentforSpans: true,
+        // A URL's query may carry a signature or a token (presigned reads, webhook targets):
+        // its values are never recorded.
+        requestHook: (span, request) => {
+          const q = request.path.indexOf('?');
+          if (q < 0) return;
+          span.setAttribute('url.full', `${request.origin}${request.path.slice(0, q)}`);
+          span.setAttribute('url.query', redactedQuery(request.path.slice(q)));
+        },
       }),
       // Statements are parameterised (src/db/queries): their text holds no values. Only queries
       // made within a traced operation are recorded (not the pool's own housekeeping).
@@ -103,9 +112,10 @@ function patchLoadedModules(): void {
   createRequire(import.meta.url)('pg');
 }
 
-function withoutQuery(url: string): string {
-  const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
+/** `?a=1&b=2` as `?a=REDACTED&b=REDACTED`: the parameters' names, never their values. */
+export function redactedQuery(search: string): string {
+  const names = [...new URLSearchParams(search).keys()];
+  return names.length ? `?${names.map((n) => `${encodeURIComponent(n)}=REDACTED`).join('&')}` : '';
 }
 
 /** OTLP over HTTP, as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says: http/protobuf (the default) or http/json. */

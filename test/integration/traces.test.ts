@@ -87,13 +87,21 @@ async function traceWith(traceId: string, names: string[], o: { whole?: boolean 
 const named = (spans: TraceSpan[], name: string) => spans.filter((s) => s.name === name);
 const parentOf = (spans: TraceSpan[], s: TraceSpan) => spans.find((p) => p.id === s.parentId);
 
-it('follows one PNG upload with a webhook endpoint end to end in one trace', async () => {
-  const created = await postUpload(stack.url, {
-    apiKey: tenant.apiKey,
-    key: `trace-${randomUUID()}`,
-    body: await png(32, 24),
-    contentType: 'image/png',
+/** `fn` within a root span of this process (a client that traces): its requests carry the span's context. */
+const withinTestSpan = <T>(name: string, fn: () => Promise<T>) =>
+  trace.getTracer('test').startActiveSpan(name, async (span) => {
+    try {
+      return await fn();
+    } finally {
+      span.end();
+    }
   });
+
+it('follows one PNG upload with a webhook endpoint end to end in one trace', async () => {
+  const body = await png(32, 24);
+  const created = await withinTestSpan('client upload', () =>
+    postUpload(stack.url, { apiKey: tenant.apiKey, key: `trace-${randomUUID()}`, body, contentType: 'image/png' }),
+  );
   expect(created.status).toBe(201);
   expect(created.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   const uploadId = created.json.uploadId as string;
@@ -120,7 +128,9 @@ it('follows one PNG upload with a webhook endpoint end to end in one trace', asy
   const post = named(spans, 'POST /v1/uploads')[0]!;
   expect(post.where).toBe('api');
   const client = parentOf(spans, post)!;
-  expect(client).toMatchObject({ name: 'POST', parentId: null });
+  expect(client.name).toBe('POST');
+  const root = parentOf(spans, client)!;
+  expect(root).toMatchObject({ name: 'client upload', parentId: null });
   // The body went to the store within the request; the commit checked it there and wrote the records.
   expect(spans.some((s) => s.name.startsWith('S3.') && s.where === 'api')).toBe(true);
   const commit = named(spans, 'RunActivity:commitUpload')[0]!;
@@ -130,7 +140,7 @@ it('follows one PNG upload with a webhook endpoint end to end in one trace', asy
   expect(underCommit.filter((n) => n.startsWith('pg.query:INSERT')).length).toBeGreaterThanOrEqual(2);
   expect(underCommit).toContain('StartWorkflow:downstreamWorkflow');
   // Every span hangs from the request: nothing in the trace is orphaned.
-  for (const s of spans) if (s !== client) expect(parentOf(spans, s), s.name).toBeDefined();
+  for (const s of spans) if (s !== root) expect(parentOf(spans, s), s.name).toBeDefined();
 
   // Each webhook POST is a client span under its delivery, and its receiver saw that span's context.
   const deliveries = named(spans, 'RunActivity:deliverWebhook');
@@ -157,11 +167,10 @@ it('answers a replay in a short trace of its own, linked to the commit', async (
   expect(commit.traceId).toBe(await traceIdOf(uploadId));
 
   // The retry is sent within a span of this process: its trace is the replay's.
-  const { replayTrace, again } = await trace.getTracer('test').startActiveSpan('client retry', async (span) => {
-    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body });
-    span.end();
-    return { replayTrace: span.spanContext().traceId, again: res };
-  });
+  const { replayTrace, again } = await withinTestSpan('client retry', async () => ({
+    replayTrace: trace.getActiveSpan()!.spanContext().traceId,
+    again: await postUpload(stack.url, { apiKey: tenant.apiKey, key, body }),
+  }));
   expect(again.headers.get('idempotent-replayed')).toBe('true');
   const { spans, raw } = await traceWith(replayTrace, ['POST /v1/uploads']);
   expect(spans.every((s) => !s.name.startsWith('RunWorkflow') && !s.name.startsWith('UpdateWithStart'))).toBe(true);
@@ -284,11 +293,7 @@ it("links a redelivery's and a deletion's own traces to the upload's commit", as
     return page.json.items?.find((e: { type: string }) => e.type === 'upload.completed');
   }, 60_000);
   const within = (name: string, fn: () => Promise<Response>) =>
-    trace.getTracer('test').startActiveSpan(name, async (span) => {
-      const res = await fn();
-      span.end();
-      return { traceId: span.spanContext().traceId, status: res.status };
-    });
+    withinTestSpan(name, async () => ({ traceId: trace.getActiveSpan()!.spanContext().traceId, status: (await fn()).status }));
   const auth = { authorization: `Bearer ${tenant.apiKey}` };
   const redelivery = await within('redeliver', () =>
     fetch(`${stack.url}/v1/events/${event.id}/redeliver`, {
@@ -312,6 +317,57 @@ it("links a redelivery's and a deletion's own traces to the upload's commit", as
     ]);
   }
 });
+
+it('traces nothing anywhere for a request the sampler left out: no span, no orphan trace, no traceparent sent on', async () => {
+  const since = Date.now() * 1000;
+  const callerTrace = randomBytes(16).toString('hex');
+  const notSampled = `00-${callerTrace}-${randomBytes(8).toString('hex')}-00`;
+  const created = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `trace-left-out-${randomUUID()}`,
+    body: await png(16, 16),
+    contentType: 'image/png',
+    headers: { traceparent: notSampled },
+  });
+  expect(created.status).toBe(201);
+  const uploadId = created.json.uploadId as string;
+  const sent = await eventually(async () => {
+    const mine = receiver.received.filter((r) => r.json.data?.uploadId === uploadId);
+    return mine.some((r) => r.json.type === 'upload.processed') ? mine : undefined;
+  }, 60_000);
+  // Nothing downstream was told to trace: the commit recorded no trace to link to, no webhook carried one.
+  expect((await stack.runtime.pool.query('SELECT traceparent FROM uploads WHERE id = $1', [uploadId])).rows[0].traceparent).toBeNull();
+  for (const r of sent) expect(r.traceparent).toBeUndefined();
+
+  // A traced upload after it: once its spans are in, anything the left-out one made would be too.
+  const later = await withinTestSpan('client upload after', () =>
+    postUpload(stack.url, { apiKey: tenant.apiKey, key: `trace-after-${randomUUID()}`, body: randomBytes(64) }),
+  );
+  await traceWith(await traceIdOf(later.json.uploadId), ['POST /v1/uploads', 'RunActivity:commitUpload']);
+  const until = Date.now() * 1000;
+  expect(await fetchTrace(jaeger.queryUrl, callerTrace)).toBeUndefined();
+  // Every trace in the window starts at a request or at this process's own spans: none at an
+  // S3 call, a query or a webhook POST that had no traced operation around it.
+  const roots = await rootsBetween(since, until);
+  expect(roots).toContain('client upload after');
+  for (const name of roots) expect(name).toMatch(/^(client .*|redeliver|delete|[A-Z]+ \/v1\/\S+)$/);
+});
+
+/** The names of the root spans of the traces with spans between `sinceUs` and `untilUs` (microseconds). */
+async function rootsBetween(sinceUs: number, untilUs: number): Promise<string[]> {
+  const q = new URLSearchParams({
+    'query.service_name': 'oncely',
+    'query.start_time_min': new Date(sinceUs / 1000).toISOString(),
+    'query.start_time_max': new Date(untilUs / 1000).toISOString(),
+    'query.num_traces': '1000',
+  });
+  const res = await fetch(`${jaeger.queryUrl}/api/v3/traces?${q}`);
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { result?: OtlpTrace };
+  return spansOf(body.result ?? {})
+    .filter((s) => !s.parentId)
+    .map((s) => s.name);
+}
 
 it('uploads while the trace backend is down, and counts the spans it could not send', async () => {
   const dropped = async () =>

@@ -1,7 +1,8 @@
 // Tracing at its own level, with spans kept in memory: a request's server span (the route
 // template as its name, an incoming traceparent continued, X-Request-Id answered and logged
-// with the trace's ids), an outgoing call's span (its URL without the query) and the
-// traceparent it carries, a replay's link, and spans counted when the collector refuses them.
+// with the trace's ids), an outgoing call's span (its query's values redacted) and the
+// traceparent it carries, nothing traced under a request the sampler left out or outside any
+// operation, a replay's link, and spans counted when the collector refuses them.
 import { Writable } from 'node:stream';
 import { context, trace } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
@@ -91,12 +92,37 @@ describe('a traced request', () => {
 
     const client = spans.find((s) => s.parentSpanId === server.spanContext().spanId && s.attributes['url.full'])!;
     expect(client.attributes['url.full']).toBe(`${target.base}/call`);
+    expect(client.attributes['url.query']).toBe('?X-Amz-Signature=REDACTED');
+    expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('secret');
     expect(seenTraceparent).toMatch(new RegExp(`^00-${callerTrace}-${client.spanContext().spanId}-01$`));
     expect(((await res.json()) as { traceparent: string }).traceparent).toContain(callerTrace);
     // The access line names the request and the span it was written in.
     expect(lines).toEqual([
       expect.objectContaining({ msg: 'request', requestId: 'order-77', trace_id: callerTrace, span_id: server.spanContext().spanId }),
     ]);
+  });
+
+  it('does no tracing work under a request the sampler left out, and keeps its decision', async () => {
+    collector.memory.reset();
+    const lines: Record<string, unknown>[] = [];
+    const callerTrace = '5bf92f3577b34da6a3ce929d0e0e4737';
+    seenTraceparent = 'unset';
+    const res = await app(lines).request('/v1/things/9', { headers: { traceparent: `00-${callerTrace}-00f067aa0ba902b8-00` } });
+    expect(res.status).toBe(200);
+    expect(await finished()).toEqual([]);
+    // Its outgoing call made no span and told the target nothing.
+    expect(seenTraceparent).toBeUndefined();
+    // A session's later requests keep the decision; its log lines still name the caller's trace.
+    expect(((await res.json()) as { traceparent: string }).traceparent).toMatch(new RegExp(`^00-${callerTrace}-[0-9a-f]{16}-00$`));
+    expect(lines).toEqual([expect.objectContaining({ msg: 'request', trace_id: callerTrace })]);
+  });
+
+  it('traces no outgoing call made outside any traced operation', async () => {
+    collector.memory.reset();
+    seenTraceparent = 'unset';
+    await fetch(`${target.base}/housekeeping`).then((r) => r.text());
+    expect(seenTraceparent).toBeUndefined();
+    expect(await finished()).toEqual([]);
   });
 
   it('makes a request id when there is none or it is not a sane token', async () => {

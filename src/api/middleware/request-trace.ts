@@ -3,10 +3,10 @@
 // named by the route template (never the path's ids, the key or a file name), with the stable
 // HTTP semantic-convention attributes. With tracing off the span records nothing.
 import { randomUUID } from 'node:crypto';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type TextMapGetter } from '@opentelemetry/api';
-import type { MiddlewareHandler } from 'hono';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter } from '@opentelemetry/api';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../../http/env';
-import { spanContextOf } from '../../telemetry/context';
+import { leftOutContext, spanContextOf } from '../../telemetry/context';
 import { tracing } from '../../telemetry/tracing';
 
 const tracer = trace.getTracer('oncely-http');
@@ -47,18 +47,25 @@ export function requestTrace(sessionTrace?: (path: string) => Promise<string | n
       },
       parent,
     );
+    // A request the sampler left out runs without a span: below it nothing traces.
+    const recording = span.isRecording();
     try {
-      await context.with(trace.setSpan(parent, span), next);
+      await context.with(recording ? trace.setSpan(parent, span) : leftOutContext(span.spanContext()), next);
     } finally {
-      const route = c.req.routePath;
-      span.updateName(`${c.req.method} ${route}`);
-      span.setAttribute('http.route', route);
-      span.setAttribute('http.response.status_code', c.res.status);
-      if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      const code = c.get('errorCode');
-      if (code) span.setAttribute('error.type', code);
       c.res.headers.set('X-Request-Id', requestId);
-      span.end();
+      if (recording) endServerSpan(c, span);
     }
   };
+}
+
+/** Names the server span by its route template and records the answer. */
+function endServerSpan(c: Context<AppEnv>, span: Span): void {
+  const route = c.req.routePath;
+  span.updateName(`${c.req.method} ${route}`);
+  span.setAttribute('http.route', route);
+  span.setAttribute('http.response.status_code', c.res.status);
+  if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  const code = c.get('errorCode');
+  if (code) span.setAttribute('error.type', code);
+  span.end();
 }
