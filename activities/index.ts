@@ -8,6 +8,7 @@ import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 import { createReprocessActivities } from './reprocess-activities';
 import { createImportActivities, type ImportActivityDeps } from './import-activities';
+import { createImageActivities } from './image-activities';
 
 export type ActivityDeps = UploadActivityDeps &
   StepActivityDeps &
@@ -28,6 +29,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createDeletionActivities(deps),
     ...createReprocessActivities(deps),
     ...createImportActivities(deps),
+    ...createImageActivities(deps),
   };
 }
 

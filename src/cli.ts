@@ -22,7 +22,7 @@ import {
   revokeTokenCommand,
   runLifecycle,
 } from './client/cli-lifecycle';
-import { setTenantRetention } from './db/queries/tenants';
+import { setTenantSettings } from './db/queries/tenants';
 import { defaultOutboxPath, EXIT, parseDuration, parseSize, runUpload, type UploadCommandOptions } from './client/cli-upload';
 import { FileOutbox } from './client/node';
 import { runImport, type ImportCommandOptions } from './client/cli-import';
@@ -129,7 +129,7 @@ tenant
     const db = await openDatabase(loadConfig());
     try {
       await migrate(db.pool);
-      const row = await setTenantRetention(db.pool, tenantId, value).catch(() => undefined);
+      const row = await setTenantSettings(db.pool, tenantId, { retentionDays: value }).catch(() => undefined);
       if (!row) {
         console.error(`oncely: no tenant ${tenantId}`);
         process.exit(1);

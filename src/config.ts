@@ -125,6 +125,11 @@ export const configSchema = z.object({
   TRANSCODE_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   /** Pictures with more pixels than this fail their image step (decompression bombs); sharp's own default. */
   IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(268_402_689),
+  /** Distinct variants (GET /v1/uploads/{id}/images/{spec}) one upload may have. */
+  IMAGE_MAX_VARIANTS_PER_UPLOAD: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** Image preset names per tenant, and versions per name. */
+  TENANT_MAX_IMAGE_PRESETS: z.coerce.number().int().min(1).max(10_000).default(64),
+  IMAGE_PRESET_MAX_VERSIONS: z.coerce.number().int().min(1).max(100_000).default(100),
   THUMBNAIL_SIZE: z.coerce.number().int().min(16).max(4096).default(256),
   DISPLAY_SIZE: z.coerce.number().int().min(16).max(8192).default(1280),
   POSTER_WIDTH: z.coerce.number().int().min(16).max(8192).default(1280),

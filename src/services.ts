@@ -1,6 +1,7 @@
 // The upload services, wired once from configuration: the receiver every arrival mode
 // delivers to, the session core and the modes on it. The API (src/api/app.ts) routes to
 // these; tests that drive the upload path below HTTP build them the same way.
+import { ImageVariants } from './images/variants';
 import type { Client } from '@temporalio/client';
 import type { Config } from './config';
 import type { Presets } from './media/transcode';
@@ -160,7 +161,15 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS,
     connectMs: config.IMPORT_CONNECT_SECONDS * 1000,
   });
+  const images = new ImageVariants({
+    pool,
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    transcodeQueue: config.TASK_QUEUE_TRANSCODE,
+    maxPerUpload: config.IMAGE_MAX_VARIANTS_PER_UPLOAD,
+  });
   return {
+    images,
     receiver,
     intake,
     registry,

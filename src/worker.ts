@@ -1,5 +1,5 @@
 // Builds the Temporal workers: `uploads` runs the workflows and short activities;
-// `transcode` runs only the heavy transcode activity, so it can scale (or be deployed)
+// `transcode` runs only the heavy media activities (steps, image variants), so it can scale (or be deployed)
 // apart from the upload path. Workflow code is bundled here or taken prebuilt (tests
 // bundle once per run).
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
@@ -25,7 +25,7 @@ export interface WorkerSetup {
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   // Leftovers of workers killed mid-transcode on this machine.
   await removeOrphanedScratchDirs();
-  const { transcode, runStep, ...shortActivities } = createActivities(setup.activities);
+  const { transcode, runStep, renderImageVariant, ...shortActivities } = createActivities(setup.activities);
   const traced = await tracingWorkerOptions();
   const workers: Worker[] = [];
   if (setup.taskQueues.uploads) {
@@ -47,7 +47,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         connection: setup.connection,
         namespace: setup.namespace,
         taskQueue: setup.taskQueues.transcode,
-        activities: { transcode, runStep },
+        activities: { transcode, runStep, renderImageVariant },
         ...traced,
         // Transcoding is CPU-bound: a couple at a time per process on a small machine.
         maxConcurrentActivityTaskExecutions: 2,

@@ -6,3 +6,4 @@ export { deletionWorkflow } from './deletion';
 export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';
 export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';
 export { importBatchWorkflow } from './import-batch';
+export { imageVariantWorkflow } from './image-variant';

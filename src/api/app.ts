@@ -21,6 +21,7 @@ import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
 import { apiKeyRoutes } from './routes/api-keys';
 import { pipelineRoutes } from './routes/pipelines';
+import { imagePresetRoutes, signedImageRoutes, uploadImageRoutes } from './routes/images';
 import { uploadStepRoutes } from './routes/upload-steps';
 import { reprocessRoutes } from './routes/reprocess';
 import { builtinPipeline } from '../pipelines/steps';
@@ -146,10 +147,20 @@ export function createApp(deps: AppDeps) {
   mountPublicDoors(app, doors);
   const downloads = { pool, store, links, config };
   app.route('/v1/downloads', signedDownloadRoutes(downloads));
+  const images = {
+    pool,
+    store,
+    images: services.images,
+    box,
+    publicUrl: config.PUBLIC_URL,
+    maxUrlSeconds: config.DOWNLOAD_URL_MAX_SECONDS,
+  };
+  app.route('/v1/images', signedImageRoutes(images));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   mountDoors(app, doors);
   app.route('/v1/uploads', uploadRoutes({ pool, config, processed, importer: services.importer }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
+  app.route('/v1/uploads', uploadImageRoutes(images));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
@@ -175,6 +186,10 @@ export function createApp(deps: AppDeps) {
       pipelines,
       limits: { pipelines: config.TENANT_MAX_PIPELINES, versions: config.PIPELINE_MAX_VERSIONS },
     }),
+  );
+  app.route(
+    '/v1/image-presets',
+    imagePresetRoutes({ idempotency, limits: { presets: config.TENANT_MAX_IMAGE_PRESETS, versions: config.IMAGE_PRESET_MAX_VERSIONS } }),
   );
   app.onError(onError);
   app.notFound(onNotFound);

@@ -91,16 +91,25 @@ export const CreateTenant = z
 
 export const TenantSettings = z
   .object({
-    retentionDays: z.number().int().min(1).max(36500).nullable().openapi({
+    retentionDays: z.number().int().min(1).max(36500).nullable().optional().openapi({
       description: "Days the tenant's uploads are kept before the deletion workflow erases them; null keeps them.",
       example: 30,
+    }),
+    imageSpecs: z.enum(['presets', 'any']).optional().openapi({
+      description: '`presets`: image option strings are served only through signed URLs (strict, the default); `any`: to the API key too.',
     }),
   })
   .strict()
   .openapi('TenantSettings');
 
 export const Tenant = z
-  .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), retentionDays: z.number().int().nullable() })
+  .object({
+    tenantId: Uuid,
+    name: z.string(),
+    dedupe: z.enum(['off', 'sha256']),
+    retentionDays: z.number().int().nullable(),
+    imageSpecs: z.enum(['presets', 'any']),
+  })
   .openapi('Tenant');
 
 export const Scope = z.enum(SCOPES).openapi('Scope');

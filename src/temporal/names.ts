@@ -35,6 +35,7 @@ export const workflowTypes = {
   recovery: 'recoveryWorkflow',
   reprocessJob: 'reprocessJobWorkflow',
   importBatch: 'importBatchWorkflow',
+  imageVariant: 'imageVariantWorkflow',
 } as const;
 
 /**
@@ -52,6 +53,8 @@ export const workflowIds = {
   redelivery: (eventId: string, requestId: string) => `redeliver/${eventId}/${requestId}`,
   recovery: (endpointId: string, since: string, until: string) => `recover/${endpointId}/${since}/${until}`,
   housekeeping: (taskQueue: string, task: string) => `housekeeping/${taskQueue}/${task}`,
+  /** One render per (upload, canonical spec), ever: every replica's first request names the same run. */
+  imageVariant: (uploadId: string, spec: string) => `image/${uploadId}/${spec}`,
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
@@ -90,4 +93,8 @@ export const failureTypes = {
   deliveryInFlight: 'delivery_in_flight',
   webhookUnreachable: 'webhook_unreachable',
   webhookRejected: 'webhook_rejected',
+  /** The source cannot give the asked variant (its bytes or its size): answered 422. */
+  imageUnrenderable: 'image_unrenderable',
+  /** The upload was deleted before its variant was recorded: answered 410. */
+  uploadDeleted: 'upload_deleted',
 } as const;

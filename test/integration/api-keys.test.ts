@@ -221,6 +221,7 @@ describe('restricted keys', () => {
     // Under /v1 only what carries its own credential (a signature) or discovers the protocol is open.
     expect(open.sort()).toEqual([
       'GET /v1/downloads/{id}',
+      'GET /v1/images/{id}/{spec}',
       'OPTIONS /v1/resumable-uploads',
       'OPTIONS /v1/tus',
       'OPTIONS /v1/uploads',

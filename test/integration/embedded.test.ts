@@ -120,6 +120,24 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
       .map((r) => r.text)
       .join('\n'),
   ).toEqual(Array(12).fill(201));
+  // Images on request: one render however many ask at once, over the one PGlite session.
+  const variantSource = await postUpload(url, { apiKey, key: `${key}-png`, body: await png(40, 30), contentType: 'image/png' });
+  expect(variantSource.status).toBe(201);
+  const preset = await fetch(`${url}/v1/image-presets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': `${key}-preset` },
+    body: JSON.stringify({ name: 'small', spec: 'w_20,f_webp' }),
+  });
+  expect(preset.status).toBe(201);
+  const variants = await Promise.all(
+    Array.from({ length: 10 }, () =>
+      fetch(`${url}/v1/uploads/${variantSource.json.uploadId}/images/small`, { headers: { authorization: `Bearer ${apiKey}` } }).then(
+        async (r) => ({ status: r.status, type: r.headers.get('content-type'), body: Buffer.from(await r.arrayBuffer()) }),
+      ),
+    ),
+  );
+  expect(variants.map((v) => [v.status, v.type])).toEqual(Array(10).fill([200, 'image/webp']));
+  expect(new Set(variants.map((v) => sha256(v.body))).size).toBe(1);
   // Resumable uploads work on the embedded default too (PGlite, local-directory parts).
   const tusFile = randomBytes(9 * 1024 * 1024 + 17);
   const tusKey = `embedded-tus-${randomUUID()}`;
@@ -220,8 +238,9 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  // 21 uploads' key rows and the batch's (its creation is keyed).
-  expect(report).toMatchObject({ uploads: 21, keyRows: 22, objectsVerified: 21, violations: [] });
+  // 22 uploads' key rows, the batch's and the image preset's (their creation is keyed); the variant with the renditions.
+  expect(report).toMatchObject({ uploads: 22, keyRows: 24, objectsVerified: 22, violations: [] });
+  expect(report.renditions).toBeGreaterThanOrEqual(1);
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);

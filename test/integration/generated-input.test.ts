@@ -370,6 +370,7 @@ describe('requests generated from /openapi.json', () => {
       await create('/v1/pipelines', { name: `p${i}`, steps: [] });
       await create('/v1/api-keys', { label: `k${i}` });
       await create('/v1/webhook-endpoints', { url: `http://127.0.0.1:9/hook${i}` });
+      await create('/v1/image-presets', { name: `i${i}`, spec: `w_${10 + i}` });
     }
     const lists = Object.entries<any>(doc.paths)
       .filter(([path, item]) => path.startsWith('/v1/') && !path.includes('{') && item.get)
@@ -380,6 +381,7 @@ describe('requests generated from /openapi.json', () => {
     expect(lists.map(([path]) => path).sort()).toEqual([
       '/v1/api-keys',
       '/v1/events',
+      '/v1/image-presets',
       '/v1/pipelines',
       '/v1/uploads',
       '/v1/webhook-endpoints',

@@ -1,9 +1,9 @@
 // POST /admin/tenants: an operator creates a tenant with its first API key; PATCH
-// /admin/tenants/{id} changes its retention. Idempotent like
+// /admin/tenants/{id} changes its settings (retention, image specs). Idempotent like
 // every mutating route (keys under the reserved operator tenant); the answer, which holds
 // the new key, is stored sealed.
 import { createRoute, z } from '@hono/zod-openapi';
-import { setTenantRetention } from '../../db/queries/tenants';
+import { setTenantSettings } from '../../db/queries/tenants';
 import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../../http/json-body';
@@ -30,10 +30,11 @@ const updateTenantRoute = createRoute({
   method: 'patch',
   path: '/tenants/{id}',
   tags: ['operators'],
-  summary: "Change a tenant's settings: retentionDays",
+  summary: "Change a tenant's settings: retentionDays, imageSpecs (those given; the others are kept)",
   description:
     'Uploads older than `retentionDays` are erased by the deletion workflow (the expire-uploads Schedule starts one per due upload, ' +
-    'every RETENTION_SWEEP_SECONDS), as DELETE would. Applies to the uploads already stored too; null keeps uploads until deleted.',
+    'every RETENTION_SWEEP_SECONDS), as DELETE would. Applies to the uploads already stored too; null keeps uploads until deleted. ' +
+    '`imageSpecs`: `presets` (the default) serves image option strings only through signed URLs, `any` serves them to the API key too.',
   security: [{ adminToken: [] }],
   request: {
     params: z.object({ id: Uuid }),
@@ -51,10 +52,10 @@ export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions })
     const id = c.req.param('id')!;
     const body = await jsonBody(c, TenantSettings);
     const row = Uuid.safeParse(id).success
-      ? await dependency('database_unavailable', () => setTenantRetention(deps.idempotency.pool, id, body.retentionDays))
+      ? await dependency('database_unavailable', () => setTenantSettings(deps.idempotency.pool, id, body))
       : undefined;
     if (!row) throw problem('not_found', 'No such tenant.');
-    return c.json({ tenantId: row.id, name: row.name, dedupe: row.dedupe, retentionDays: row.retention_days });
+    return c.json({ tenantId: row.id, name: row.name, dedupe: row.dedupe, retentionDays: row.retention_days, imageSpecs: row.image_specs });
   });
   route(app, createTenantRoute, idempotentRoute(deps.idempotency), async function createTenant(c) {
     const body = await jsonBody(c, CreateTenant);

@@ -113,7 +113,7 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
 }
 
 /** The tenant's upload (with `tokenId`, only one that upload token made). */
-async function tenantUpload(pool: Pool, tenantId: string, id: string, tokenId?: string): Promise<UploadRow> {
+export async function tenantUpload(pool: Pool, tenantId: string, id: string, tokenId?: string): Promise<UploadRow> {
   const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUpload(pool, tenantId, id)) : undefined;
   if (!upload || (tokenId !== undefined && upload.token_id !== tokenId)) throw problem('not_found', 'No such upload.');
   return servable(upload);
@@ -123,7 +123,7 @@ async function tenantUpload(pool: Pool, tenantId: string, id: string, tokenId?: 
  * The upload unless it is deleted (from its tombstone on, its bytes are gone for every
  * reader), held by its pipeline's gates, or rejected by them.
  */
-function servable(upload: UploadRow): UploadRow {
+export function servable(upload: UploadRow): UploadRow {
   if (upload.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId: upload.id } });
   if (upload.availability === 'gated')
     throw problem('upload_gated', "The upload's pipeline gates (a virus scan) have not passed yet; try again shortly.", {
@@ -167,7 +167,7 @@ function renditionOf(u: UploadRow, r: RenditionRow): Servable {
   };
 }
 
-function serveRequest(c: Context<AppEnv>) {
+export function serveRequest(c: Context<AppEnv>) {
   return { method: c.req.method, range: header(c, 'range'), ifRange: header(c, 'if-range'), ifNoneMatch: header(c, 'if-none-match') };
 }
 
@@ -184,7 +184,7 @@ const contentHeaders = {
   'Content-Disposition': { description: 'RFC 6266, with `filename*` for names beyond ASCII.', schema: { type: 'string' as const } },
   'Accept-Ranges': { description: '`bytes`', schema: { type: 'string' as const } },
 };
-const contentRequest = {
+export const contentRequest = {
   headers: z.object({
     range: z
       .string()
@@ -195,7 +195,7 @@ const contentRequest = {
   }),
   query: z.object({ disposition: DispositionQuery.optional() }),
 };
-const contentResponses = (what: string) => ({
+export const contentResponses = (what: string) => ({
   200: { description: what, headers: contentHeaders, content: { 'application/octet-stream': binary } },
   206: {
     description: 'The requested range (Content-Range says which).',

@@ -77,7 +77,8 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
               u.deleted_at IS NOT NULL AS deleted, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
               (u.availability = 'rejected' AND u.status = 'processed') AS rejected,
               (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL) AS personal,
-              (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id) AS renditions
+              (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id)
+                + (SELECT count(*)::int FROM image_variants v WHERE v.upload_id = u.id) AS renditions
          FROM uploads u WHERE u.id > $1 ORDER BY u.id LIMIT 500`,
       [after],
     );
@@ -90,9 +91,14 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
 export async function allRenditions(
   db: Queryable,
 ): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string }[]> {
+  // Image variants are renditions made on request: named `images/{spec}` here.
   const res = await db.query(
     `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes
-       FROM renditions r JOIN uploads u ON u.id = r.upload_id ORDER BY r.upload_id, r.name`,
+       FROM renditions r JOIN uploads u ON u.id = r.upload_id
+     UNION ALL
+     SELECT v.upload_id, u.tenant_id, 'images/' || v.spec, v.storage_key, v.bytes
+       FROM image_variants v JOIN uploads u ON u.id = v.upload_id
+     ORDER BY 1, 3`,
   );
   return res.rows;
 }

@@ -39,9 +39,10 @@ export async function dueUploads(db: Queryable, limit: number): Promise<{ id: st
   return res.rows;
 }
 
-/** The upload's rendition rows, removed once their objects are gone. */
+/** The upload's rendition and image variant rows, removed once their objects are gone. */
 export async function deleteRenditionRows(db: Queryable, uploadId: string): Promise<void> {
   await db.query('DELETE FROM renditions WHERE upload_id = $1', [uploadId]);
+  await db.query('DELETE FROM image_variants WHERE upload_id = $1', [uploadId]);
 }
 
 /**

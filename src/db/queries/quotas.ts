@@ -14,13 +14,15 @@ const LIVE_ROWS = {
   open_import_batches: "SELECT count(*)::int AS n FROM import_batches WHERE tenant_id = $1 AND state IN ('running', 'paused')",
   // Declared names (a name is never removed: its versions are what uploads recorded).
   pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
+  // Declared image presets, by name (kept for the same reason).
+  image_presets: 'SELECT count(DISTINCT name)::int AS n FROM image_presets WHERE tenant_id = $1',
 } as const;
 
 export type QuotaKind = keyof typeof LIVE_ROWS;
 
 export class QuotaReached extends Error {
   constructor(
-    readonly kind: QuotaKind | 'pipeline_versions',
+    readonly kind: QuotaKind | 'pipeline_versions' | 'image_preset_versions',
     readonly limit: number,
     message = `the tenant already has ${limit} ${kind.replace('_', ' ')}`,
   ) {

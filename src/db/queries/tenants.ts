@@ -29,14 +29,18 @@ export async function insertTenant(db: Queryable, id: string, name: string, dedu
 }
 
 /** Sets how many days a tenant's uploads are kept (null: forever); undefined when there is no such tenant. */
-export async function setTenantRetention(
+export type TenantSettingsRow = TenantRow & { retention_days: number | null; image_specs: 'presets' | 'any' };
+
+/** Changes the settings given (an absent one is kept); undefined when there is no such tenant. */
+export async function setTenantSettings(
   db: Queryable,
   id: string,
-  days: number | null,
-): Promise<(TenantRow & { retention_days: number | null }) | undefined> {
-  const res = await db.query<TenantRow & { retention_days: number | null }>(
-    'UPDATE tenants SET retention_days = $2 WHERE id = $1 RETURNING id, name, dedupe, created_at, retention_days',
-    [id, days],
+  s: { retentionDays?: number | null; imageSpecs?: 'presets' | 'any' },
+): Promise<TenantSettingsRow | undefined> {
+  const res = await db.query<TenantSettingsRow>(
+    `UPDATE tenants SET retention_days = CASE WHEN $2 THEN $3 ELSE retention_days END, image_specs = coalesce($4, image_specs)
+      WHERE id = $1 RETURNING id, name, dedupe, created_at, retention_days, image_specs`,
+    [id, s.retentionDays !== undefined, s.retentionDays ?? null, s.imageSpecs ?? null],
   );
   return res.rows[0];
 }

@@ -1,0 +1,96 @@
+// Rendering one image variant (on the transcode queue, beside the other media work): the
+// upload's bytes to a scratch file, sharp, the variant to a key derived from the upload and
+// the canonical spec, its row recorded once. A retry finds the row and answers it; a variant
+// finished after its upload was deleted is removed again.
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Pool } from '../src/db/pool';
+import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../src/db/queries/images';
+import { findUploadById } from '../src/db/queries/uploads';
+import { renderImage, UnrenderableImage } from '../src/images/render';
+import type { CanonicalSpec } from '../src/images/spec';
+import { newScratchDir } from '../src/media/scratch';
+import type { Presets } from '../src/media/transcode';
+import type { ObjectStore } from '../src/storage/store';
+import { failureTypes } from '../src/temporal/names';
+
+export interface ImageActivityDeps {
+  pool: Pool;
+  store: ObjectStore;
+  /** `maxPixels` (IMAGE_MAX_PIXELS) bounds the input and the output. */
+  presets: Pick<Presets, 'maxPixels'>;
+}
+
+/** What a render answers: the variant as stored. */
+export interface ImageVariantSummary {
+  spec: string;
+  storageKey: string;
+  contentType: string;
+  bytes: number;
+  width: number;
+  height: number;
+}
+
+export function imageVariantSummary(r: ImageVariantRow): ImageVariantSummary {
+  return { spec: r.spec, storageKey: r.storage_key, contentType: r.content_type, bytes: Number(r.bytes), width: r.width, height: r.height };
+}
+
+/**
+ * Where a variant is stored: under the upload's renditions, so its deletion erases it with
+ * them; named by its canonical spec's hash (a spec's commas are no safe key character).
+ */
+export function imageVariantKey(tenantId: string, uploadId: string, spec: CanonicalSpec): string {
+  const name = createHash('sha256').update(spec.text).digest('hex').slice(0, 32);
+  return `tenants/${tenantId}/renditions/${uploadId}/images/${name}.${spec.format === 'jpeg' ? 'jpg' : spec.format}`;
+}
+
+export function createImageActivities({ pool, store, presets }: ImageActivityDeps) {
+  const gone = () => ApplicationFailure.nonRetryable('the upload was deleted', failureTypes.uploadDeleted);
+  return {
+    async renderImageVariant(a: { tenantId: string; uploadId: string; spec: CanonicalSpec }): Promise<ImageVariantSummary> {
+      const kept = await findImageVariant(pool, a.uploadId, a.spec.text);
+      if (kept) return imageVariantSummary(kept);
+      const upload = await findUploadById(pool, a.uploadId);
+      if (!upload || upload.deleted_at) throw gone();
+      const dir = await newScratchDir();
+      try {
+        const source = await store.get(upload.storage_key);
+        if (!source) throw ApplicationFailure.nonRetryable(`object ${upload.storage_key} is missing`, failureTypes.objectMissing);
+        const file = path.join(dir, 'source');
+        await pipeline(source, createWriteStream(file));
+        let image;
+        try {
+          image = await renderImage(file, upload.content_type, a.spec, presets.maxPixels);
+        } catch (err) {
+          if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, failureTypes.imageUnrenderable);
+          throw err;
+        }
+        const storageKey = imageVariantKey(a.tenantId, a.uploadId, a.spec);
+        await store.put(storageKey, Readable.from([image.data]), { contentType: image.contentType });
+        const row = await insertImageVariant(pool, {
+          upload_id: a.uploadId,
+          spec: a.spec.text,
+          storage_key: storageKey,
+          content_type: image.contentType,
+          bytes: image.data.length,
+          width: image.width,
+          height: image.height,
+        });
+        if (!row) {
+          await store.delete(storageKey);
+          throw gone();
+        }
+        return imageVariantSummary(row);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+export type ImageActivities = ReturnType<typeof createImageActivities>;

@@ -1,0 +1,384 @@
+// Images on request. /v1/image-presets: a tenant's named specs, each name's versions
+// immutable (a new spec is a new version). GET /v1/uploads/{id}/images/{spec}: a variant of
+// an image upload, by preset name or by option string (`w_400,h_300,fit_cover,f_webp`),
+// rendered once per (upload, canonical spec) and then streamed from the store. Option
+// strings are served to the API key only when the tenant allows them (`imageSpecs: any`).
+import { createHash } from 'node:crypto';
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Pool } from '../../db/pool';
+import { declareImagePreset, latestImagePreset, pageImagePresets, tenantImageSpecs, type ImagePresetRow } from '../../db/queries/images';
+import type { ImageVariantRow } from '../../db/queries/images';
+import { findUploadById, type UploadRow } from '../../db/queries/uploads';
+import { serveObject, type Servable } from '../../downloads/serve';
+import { dependency, problem } from '../../errors';
+import { header } from '../../http/headers';
+import { jsonBody } from '../../http/json-body';
+import {
+  COMMON_V1_PROBLEMS,
+  IDEMPOTENT_PROBLEMS,
+  createdResponse,
+  idempotentJsonRequest,
+  jsonRequestBody,
+  problems,
+  route,
+  router,
+} from '../../http/openapi';
+import { NextCursor, PageQuery, Uuid } from '../../http/schemas';
+import { callingToken, requires } from '../../http/scopes';
+import { canonicalSpec, isOptionString, MAX_SPEC_LENGTH, parseSpec, SpecError, specText, type ParsedSpec } from '../../images/spec';
+import type { ImageVariants } from '../../images/variants';
+import { NAME } from '../../pipelines/catalogue';
+import { mediaKind } from '../../pipelines/steps';
+import type { ObjectStore } from '../../storage/store';
+import type { SecretBox } from '../../secret-box';
+import type { AppEnv } from '../../http/env';
+import type { Context } from 'hono';
+import { absoluteUrl } from '../../http/public-url';
+import { checkImageUrl, signImageUrl } from '../../images/image-links';
+import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
+import { withinQuota } from '../quota';
+import { contentRequest, contentResponses, servable, serveRequest, tenantUpload } from './downloads';
+
+const PresetName = z
+  .string()
+  .regex(NAME, 'lower-case letters, digits, "-" and "_", at most 63, starting with a letter or digit')
+  .openapi({ example: 'thumb' });
+
+const SPEC_DESCRIPTION =
+  'Options joined by commas: `w_` and `h_` (pixels, at most 8192), `fit_` (`inside` default, `cover`, `contain`, `fill`, `outside`), ' +
+  '`f_` (`webp`, `avif`, `jpeg`, `png`, `auto` from Accept; absent: the source format), `q_` (1-100), `dpr_` (1, 1.5, 2, 3, 4: multiplies ' +
+  'w and h). Aliases (`width_`, `c_fill`, `f_jpg`, ...) and any order are accepted and normalised into one canonical spec.';
+
+export const ImagePreset = z
+  .object({
+    name: z.string(),
+    version: z.number().int(),
+    spec: z.string().openapi({ description: 'The spec as stored: canonical order, `dpr` folded in, `f_auto` kept.' }),
+    createdAt: z.string(),
+  })
+  .openapi('ImagePreset');
+
+const DeclareImagePreset = z
+  .object({
+    name: PresetName,
+    spec: z.string().min(1).max(MAX_SPEC_LENGTH).openapi({ example: 'w_400,h_300,fit_cover,f_auto', description: SPEC_DESCRIPTION }),
+  })
+  .strict()
+  .openapi('DeclareImagePreset');
+
+function presetView(p: ImagePresetRow) {
+  return { name: p.name, version: p.version, spec: p.spec, createdAt: p.createdAt.toISOString() };
+}
+
+const declarePresetRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['images'],
+  summary: 'Declare an image preset, or a new version of one (the same spec as the latest version answers that version, 200)',
+  security: requires('pipelines:manage'),
+  request: idempotentJsonRequest(DeclareImagePreset, { name: 'thumb', spec: 'w_400,h_300,fit_cover,f_auto' }),
+  responses: {
+    201: createdResponse('Created: the new version.', ImagePreset, { location: true }),
+    200: { description: 'The spec equals the latest version: that version.', content: { 'application/json': { schema: ImagePreset } } },
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'body_invalid', 'quota_exceeded'),
+  },
+});
+
+const listPresetsRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['images'],
+  summary: "The tenant's image presets in name order, each at its latest version",
+  security: requires('pipelines:manage'),
+  request: { query: PageQuery },
+  responses: {
+    200: {
+      description: 'Presets',
+      content: {
+        'application/json': { schema: z.object({ data: z.array(ImagePreset), nextCursor: NextCursor }).openapi('ImagePresetList') },
+      },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
+  },
+});
+
+const getPresetRoute = createRoute({
+  method: 'get',
+  path: '/{name}',
+  tags: ['images'],
+  summary: 'An image preset at its latest version: what its name renders',
+  security: requires('pipelines:manage'),
+  request: { params: z.object({ name: PresetName }) },
+  responses: {
+    200: { description: 'The latest version', content: { 'application/json': { schema: ImagePreset } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found'),
+  },
+});
+
+export function imagePresetRoutes(deps: { idempotency: IdempotentRouteOptions; limits: { presets: number; versions: number } }) {
+  const app = router();
+  const pool: Pool = deps.idempotency.pool;
+
+  route(app, declarePresetRoute, idempotentRoute(deps.idempotency), async function declareTenantImagePreset(c) {
+    const body = await jsonBody(c, DeclareImagePreset);
+    const spec = specText(parsed(body.spec, 'body_invalid'));
+    const { row, created } = await withinQuota(() => declareImagePreset(pool, c.get('tenantId'), { name: body.name, spec }, deps.limits));
+    return created ? c.json(presetView(row), 201, { location: `/v1/image-presets/${row.name}` }) : c.json(presetView(row), 200);
+  });
+
+  route(app, listPresetsRoute, async function listTenantImagePresets(c) {
+    const { after, limit } = parseNamePageQuery(c.req.query(), NAME);
+    const rows = await dependency('database_unavailable', () => pageImagePresets(pool, c.get('tenantId'), { after, limit: limit + 1 }));
+    const page = pageOf(rows, limit, (last) => encodeNameCursor(last.name));
+    return c.json({ data: page.items.map(presetView), nextCursor: page.nextCursor }, 200);
+  });
+
+  route(app, getPresetRoute, async function getTenantImagePreset(c) {
+    const name = c.req.param('name')!;
+    const found = NAME.test(name)
+      ? await dependency('database_unavailable', () => latestImagePreset(pool, c.get('tenantId'), name))
+      : undefined;
+    if (!found) throw problem('not_found', 'No such image preset.');
+    return c.json(presetView(found), 200);
+  });
+
+  return app;
+}
+
+const imageRoute = createRoute({
+  method: 'get',
+  path: '/{id}/images/{spec}',
+  tags: ['images'],
+  summary: 'A variant of an image upload, by preset name or option string, rendered once and then served from the store',
+  description:
+    `\`{spec}\` is a preset's name or an option string. ${SPEC_DESCRIPTION} An option string needs the tenant's \`imageSpecs: any\` ` +
+    '(else 403 `transform_not_allowed`: use a preset or a signed URL). The first request for a variant renders it (every replica ' +
+    'attaches to the one render); later ones stream it. `f_auto` answers `Vary: Accept`.',
+  security: requires('uploads:read', { uploadToken: true }),
+  request: {
+    params: z.object({ id: Uuid, spec: z.string().openapi({ example: 'w_400,h_300,fit_cover,f_webp' }) }),
+    headers: contentRequest.headers,
+  },
+  responses: {
+    ...contentResponses('The variant, with its media type.'),
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'not_found',
+      'upload_deleted',
+      'upload_gated',
+      'upload_rejected',
+      'not_an_image',
+      'image_spec_invalid',
+      'transform_not_allowed',
+      'too_many_image_variants',
+      'image_unrenderable',
+      'image_render_failed',
+      'range_not_satisfiable',
+      'storage_unavailable',
+      'temporal_unavailable',
+    ),
+  },
+});
+
+export interface ImageDeps {
+  pool: Pool;
+  store: ObjectStore;
+  images: ImageVariants;
+  box: SecretBox;
+  publicUrl: string | undefined;
+  /** DOWNLOAD_URL_MAX_SECONDS: the longest a signed image URL may last. */
+  maxUrlSeconds: number;
+}
+
+const DEFAULT_URL_SECONDS = 900;
+
+const CreateImageUrl = z
+  .object({
+    spec: z.string().min(1).max(MAX_SPEC_LENGTH).openapi({ description: "A preset's name (its latest version) or an option string." }),
+    expiresInSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .openapi({ description: 'How long the URL works (default 900 s, at most DOWNLOAD_URL_MAX_SECONDS).', example: 86400 }),
+  })
+  .strict()
+  .openapi('CreateImageUrl');
+
+const ImageUrl = z
+  .object({
+    url: z.string().openapi({ description: 'Fetch it with GET, without the API key; its answers may be cached publicly (immutable).' }),
+    expiresAt: z.string(),
+    spec: z.string().openapi({ description: 'The spec the URL names, as an option string (a preset is resolved when signing).' }),
+  })
+  .openapi('ImageUrl');
+
+const imageUrlRoute = createRoute({
+  method: 'post',
+  path: '/{id}/image-urls',
+  tags: ['images'],
+  summary: 'A URL that serves a variant without the API key until it expires (any spec, whatever the tenant allows unsigned)',
+  description:
+    'An HMAC (SECRETS_KEY) over the tenant, the upload, the spec and the expiry, answered by `GET /v1/images/{id}/{spec}` on both ' +
+    'stores with `Cache-Control: public, max-age=31536000, immutable` (and `Vary: Accept` for `f_auto`). Each call signs a fresh URL ' +
+    'and stores nothing, so it needs no Idempotency-Key. After the upload is deleted the URL answers 410.',
+  security: requires('uploads:read'),
+  request: {
+    params: z.object({ id: Uuid }),
+    body: jsonRequestBody(CreateImageUrl, { spec: 'w_400,h_300,fit_cover,f_auto', expiresInSeconds: 86400 }),
+  },
+  responses: {
+    201: { description: 'The URL', content: { 'application/json': { schema: ImageUrl } } },
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      'not_found',
+      'upload_deleted',
+      'upload_gated',
+      'upload_rejected',
+      'not_an_image',
+      'body_invalid',
+      'payload_too_large',
+    ),
+  },
+});
+
+const signedImageRoute = createRoute({
+  method: 'get',
+  path: '/{id}/{spec}',
+  tags: ['images'],
+  summary: 'A variant through a signed image URL (no API key): rendered once, then served from the store',
+  request: {
+    params: z.object({ id: z.string(), spec: z.string() }),
+    query: z.object({ expires: z.string().optional(), signature: z.string().optional() }),
+    headers: contentRequest.headers,
+  },
+  responses: {
+    ...contentResponses('The variant, with its media type.'),
+    ...problems(
+      'signature_invalid',
+      'upload_deleted',
+      'upload_gated',
+      'upload_rejected',
+      'not_an_image',
+      'too_many_image_variants',
+      'image_unrenderable',
+      'image_render_failed',
+      'range_not_satisfiable',
+      'database_unavailable',
+      'storage_unavailable',
+      'temporal_unavailable',
+      'internal_error',
+    ),
+  },
+});
+
+/** The authenticated variant routes, under /v1/uploads. */
+export function uploadImageRoutes(deps: ImageDeps) {
+  const { pool } = deps;
+
+  const app = router();
+
+  route(app, imageRoute, async function getImageVariant(c) {
+    const tenantId = c.get('tenantId');
+    const upload = imageUpload(await tenantUpload(pool, tenantId, c.req.param('id')!, callingToken(c)?.id));
+    const asked = c.req.param('spec')!;
+    if (isOptionString(asked) && (await dependency('database_unavailable', () => tenantImageSpecs(pool, tenantId))) !== 'any')
+      throw problem(
+        'transform_not_allowed',
+        'Option strings are served only through signed URLs (the tenant\'s imageSpecs is "presets"): name a preset, or ask POST /v1/uploads/{id}/image-urls.',
+      );
+    return serveVariant(c, deps, upload, await resolveSpec(pool, tenantId, asked), 'private');
+  });
+
+  route(app, imageUrlRoute, async function createImageUrl(c) {
+    const tenantId = c.get('tenantId');
+    const upload = imageUpload(await tenantUpload(pool, tenantId, c.req.param('id')!));
+    const body = await jsonBody(c, CreateImageUrl);
+    const seconds = body.expiresInSeconds ?? Math.min(DEFAULT_URL_SECONDS, deps.maxUrlSeconds);
+    if (seconds > deps.maxUrlSeconds)
+      throw problem('body_invalid', `expiresInSeconds may be at most ${deps.maxUrlSeconds} (DOWNLOAD_URL_MAX_SECONDS).`);
+    const spec = specText(await resolveSpec(pool, tenantId, body.spec, 'body_invalid'));
+    const link = signImageUrl(deps.box, tenantId, upload.id, spec, seconds);
+    return c.json({ url: absoluteUrl(c, deps.publicUrl, link.url), expiresAt: link.expiresAt.toISOString(), spec }, 201);
+  });
+
+  return app;
+}
+
+/** Signed image URLs, under /v1/images: the signature is the credential (mounted before the API-key check). */
+export function signedImageRoutes(deps: ImageDeps) {
+  const { pool } = deps;
+  const app = router();
+
+  route(app, signedImageRoute, async function signedImage(c) {
+    const id = c.req.param('id')!;
+    const spec = c.req.param('spec')!;
+    const found = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUploadById(pool, id)) : undefined;
+    // An unknown id answers like a bad signature: a URL names nothing it was not signed for.
+    if (!found) throw problem('signature_invalid', 'The image URL is not one this server signed (or it was changed).');
+    checkImageUrl(deps.box, found.tenant_id, id, spec, c.req.query('expires'), c.req.query('signature'));
+    return serveVariant(c, deps, imageUpload(servable(found)), parseSpec(spec), 'public');
+  });
+
+  return app;
+}
+
+/** A preset's spec (its latest version) or an option string, parsed. */
+async function resolveSpec(
+  pool: Pool,
+  tenantId: string,
+  asked: string,
+  code: 'body_invalid' | 'image_spec_invalid' = 'image_spec_invalid',
+): Promise<ParsedSpec> {
+  if (isOptionString(asked)) return parsed(asked, code);
+  const preset = NAME.test(asked) ? await dependency('database_unavailable', () => latestImagePreset(pool, tenantId, asked)) : undefined;
+  if (!preset) throw problem('not_found', `No image preset named ${asked}.`);
+  return parseSpec(preset.spec);
+}
+
+/**
+ * The variant, rendered first when cold. A signed URL's answer names immutable bytes (the
+ * URL fixes the spec; the upload's bytes never change): any cache may keep it for a year.
+ * The API key's answers stay private.
+ */
+async function serveVariant(c: Context<AppEnv>, deps: ImageDeps, upload: UploadRow, spec: ParsedSpec, caching: 'public' | 'private') {
+  const canonical = canonicalSpec(spec, upload.content_type, header(c, 'accept'));
+  const variant = await deps.images.variant(upload, canonical);
+  const res = await serveObject(deps.store, variantOf(upload, variant), serveRequest(c), 'inline');
+  if (caching === 'public') res.headers.set('cache-control', 'public, max-age=31536000, immutable');
+  if (canonical.negotiated) res.headers.set('vary', 'Accept');
+  return res;
+}
+
+/** The upload, when it is a picture the variants are made from. */
+function imageUpload(upload: UploadRow): UploadRow {
+  if (mediaKind(upload.content_type) !== 'image')
+    throw problem(
+      'not_an_image',
+      `The upload is ${upload.content_type}; variants are made of JPEG, PNG, WebP, GIF, AVIF and TIFF pictures.`,
+    );
+  return upload;
+}
+
+function parsed(spec: string, code: 'body_invalid' | 'image_spec_invalid'): ParsedSpec {
+  try {
+    return parseSpec(spec);
+  } catch (err) {
+    if (err instanceof SpecError) throw problem(code, `The image spec is not valid: ${err.message}.`);
+    throw err;
+  }
+}
+
+/** A variant is written once per (upload, canonical spec): the upload's SHA-256 and the spec identify its bytes. */
+function variantOf(u: UploadRow, v: ImageVariantRow): Servable {
+  return {
+    storageKey: v.storage_key,
+    bytes: Number(v.bytes),
+    // The spec's commas would split an If-None-Match list: it goes in hashed.
+    etag: `${u.sha256}.${createHash('sha256').update(v.spec).digest('hex').slice(0, 16)}`,
+    contentType: v.content_type,
+    fileName: null,
+    lastModified: v.created_at,
+  };
+}

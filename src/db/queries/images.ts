@@ -1,0 +1,104 @@
+// Images on request: a tenant's presets (immutable versions of a name, as pipelines are),
+// its spec policy, and the variants rendered once per (upload, canonical spec).
+import { withTransaction, type Pool, type Queryable } from '../pool';
+import { countLive, lockTenant, QuotaReached } from './quotas';
+
+export interface ImagePresetRow {
+  name: string;
+  version: number;
+  spec: string;
+  createdAt: Date;
+}
+
+const PRESET_COLUMNS = 'name, version, spec, created_at AS "createdAt"';
+
+/**
+ * Records `spec` as the name's next version unless it equals the latest (then that one is
+ * answered, `created` false); one tenant's declarations run one at a time under its row's lock.
+ */
+export async function declareImagePreset(
+  pool: Pool,
+  tenantId: string,
+  d: { name: string; spec: string },
+  limits: { presets: number; versions: number },
+): Promise<{ row: ImagePresetRow; created: boolean }> {
+  return withTransaction(pool, async (tx) => {
+    await lockTenant(tx, tenantId);
+    const latest = await latestImagePreset(tx, tenantId, d.name);
+    if (latest?.spec === d.spec) return { row: latest, created: false };
+    if (!latest && (await countLive(tx, tenantId, 'image_presets')) >= limits.presets)
+      throw new QuotaReached('image_presets', limits.presets);
+    if (latest && latest.version >= limits.versions)
+      throw new QuotaReached('image_preset_versions', limits.versions, `image preset ${d.name} already has ${limits.versions} versions`);
+    const res = await tx.query<ImagePresetRow>(
+      `INSERT INTO image_presets (tenant_id, name, version, spec) VALUES ($1, $2, $3, $4) RETURNING ${PRESET_COLUMNS}`,
+      [tenantId, d.name, (latest?.version ?? 0) + 1, d.spec],
+    );
+    return { row: res.rows[0]!, created: true };
+  });
+}
+
+export async function latestImagePreset(db: Queryable, tenantId: string, name: string): Promise<ImagePresetRow | undefined> {
+  const res = await db.query<ImagePresetRow>(
+    `SELECT ${PRESET_COLUMNS} FROM image_presets WHERE tenant_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1`,
+    [tenantId, name],
+  );
+  return res.rows[0];
+}
+
+/** A page of the tenant's presets, each at its latest version, in name order after `after`. */
+export async function pageImagePresets(
+  db: Queryable,
+  tenantId: string,
+  page: { after?: string; limit: number },
+): Promise<ImagePresetRow[]> {
+  const res = await db.query<ImagePresetRow>(
+    `SELECT DISTINCT ON (name) ${PRESET_COLUMNS} FROM image_presets
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR name > $2) ORDER BY name, version DESC LIMIT $3`,
+    [tenantId, page.after ?? null, page.limit],
+  );
+  return res.rows;
+}
+
+/** Whether the tenant serves unsigned option strings (`any`) or only presets and signed URLs (`presets`). */
+export async function tenantImageSpecs(db: Queryable, tenantId: string): Promise<'presets' | 'any'> {
+  const res = await db.query<{ image_specs: 'presets' | 'any' }>('SELECT image_specs FROM tenants WHERE id = $1', [tenantId]);
+  return res.rows[0]?.image_specs ?? 'presets';
+}
+
+export interface ImageVariantRow {
+  upload_id: string;
+  spec: string;
+  storage_key: string;
+  content_type: string;
+  bytes: string;
+  width: number;
+  height: number;
+  created_at: Date;
+}
+
+export async function findImageVariant(db: Queryable, uploadId: string, spec: string): Promise<ImageVariantRow | undefined> {
+  const res = await db.query<ImageVariantRow>('SELECT * FROM image_variants WHERE upload_id = $1 AND spec = $2', [uploadId, spec]);
+  return res.rows[0];
+}
+
+export async function countImageVariants(db: Queryable, uploadId: string): Promise<number> {
+  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM image_variants WHERE upload_id = $1', [uploadId])).rows[0]!.n;
+}
+
+/**
+ * Records a rendered variant unless one is there, and answers the row kept; undefined when
+ * the upload has been deleted meanwhile (the caller removes the object it wrote).
+ */
+export async function insertImageVariant(
+  db: Queryable,
+  v: Omit<ImageVariantRow, 'bytes' | 'created_at'> & { bytes: number },
+): Promise<ImageVariantRow | undefined> {
+  await db.query(
+    `INSERT INTO image_variants (upload_id, spec, storage_key, content_type, bytes, width, height)
+     SELECT $1, $2, $3, $4, $5, $6, $7 FROM uploads WHERE id = $1 AND deleted_at IS NULL
+     ON CONFLICT (upload_id, spec) DO NOTHING`,
+    [v.upload_id, v.spec, v.storage_key, v.content_type, v.bytes, v.width, v.height],
+  );
+  return findImageVariant(db, v.upload_id, v.spec);
+}

@@ -1,0 +1,195 @@
+// An image transform's spec: the option string of `GET /v1/uploads/{id}/images/{spec}`
+// (`w_400,h_300,fit_cover,f_webp,q_80`), parsed with its aliases and normalised into one
+// canonical string before anything else, so equal requests name one variant: options in a
+// fixed order, `dpr` folded into the dimensions, the fit and quality defaults written out,
+// `f_auto` resolved against Accept. Pure: the API, the workflow IDs and the tests share it.
+
+export type ImageFormat = 'webp' | 'avif' | 'jpeg' | 'png';
+export type ImageFit = 'inside' | 'outside' | 'cover' | 'contain' | 'fill';
+
+/** A spec as asked: the format may still be `auto` (from Accept) or absent (the source's). */
+export interface ParsedSpec {
+  width?: number;
+  height?: number;
+  fit: ImageFit;
+  format?: ImageFormat | 'auto';
+  quality?: number;
+}
+
+/** A spec resolved for one source and one Accept: what is rendered and stored. */
+export interface CanonicalSpec {
+  width?: number;
+  height?: number;
+  fit: ImageFit;
+  format: ImageFormat;
+  /** Absent for PNG (lossless). */
+  quality?: number;
+  /** The canonical option string: the variant's identity. */
+  text: string;
+  /** Whether Accept chose the format (the answer then varies on it). */
+  negotiated: boolean;
+}
+
+export class SpecError extends Error {}
+
+/** The largest width or height a spec may ask for (after dpr). */
+export const MAX_DIMENSION = 8192;
+/** Longest spec string accepted (a preset name or an option string). */
+export const MAX_SPEC_LENGTH = 200;
+
+const KEYS: Record<string, 'w' | 'h' | 'fit' | 'f' | 'q' | 'dpr'> = {
+  w: 'w',
+  width: 'w',
+  h: 'h',
+  height: 'h',
+  fit: 'fit',
+  c: 'fit',
+  f: 'f',
+  format: 'f',
+  q: 'q',
+  quality: 'q',
+  dpr: 'dpr',
+};
+const FITS: Record<string, ImageFit> = {
+  inside: 'inside',
+  limit: 'inside',
+  fit: 'inside',
+  outside: 'outside',
+  cover: 'cover',
+  fill: 'cover',
+  crop: 'cover',
+  contain: 'contain',
+  pad: 'contain',
+  stretch: 'fill',
+  scale: 'fill',
+};
+const FORMATS: Record<string, ImageFormat | 'auto'> = {
+  webp: 'webp',
+  avif: 'avif',
+  jpeg: 'jpeg',
+  jpg: 'jpeg',
+  png: 'png',
+  auto: 'auto',
+};
+/** Each encoder's default quality (sharp's), written into the canonical spec. */
+const DEFAULT_QUALITY: Record<ImageFormat, number | undefined> = { webp: 80, avif: 50, jpeg: 80, png: undefined };
+const DPRS = new Set([1, 1.5, 2, 3, 4]);
+
+/** Whether a `{spec}` path segment is an option string (else it names a preset). */
+export function isOptionString(spec: string): boolean {
+  return /^[a-z]+_/.test(spec);
+}
+
+/** Parses an option string; SpecError names the first option it cannot take. */
+export function parseSpec(spec: string): ParsedSpec {
+  if (spec.length > MAX_SPEC_LENGTH) throw new SpecError(`a spec is at most ${MAX_SPEC_LENGTH} characters`);
+  const seen = new Map<string, string>();
+  for (const part of spec.split(',')) {
+    const m = /^([a-z]+)_([a-z0-9.]+)$/.exec(part);
+    const key = m ? KEYS[m[1]!] : undefined;
+    if (!m || !key) throw new SpecError(`"${part}" is not an option (w_, h_, fit_, f_, q_, dpr_)`);
+    if (seen.has(key)) throw new SpecError(`"${part}" repeats an option already given`);
+    seen.set(key, m[2]!);
+  }
+  const dprText = seen.get('dpr');
+  const dpr = dprText === undefined ? 1 : Number(dprText);
+  if (!DPRS.has(dpr)) throw new SpecError(`dpr_${dprText} is not one of ${[...DPRS].join(', ')}`);
+  const dimension = (key: 'w' | 'h') => {
+    const text = seen.get(key);
+    if (text === undefined) return undefined;
+    if (!/^[1-9][0-9]{0,4}$/.test(text)) throw new SpecError(`${key}_${text} is not a whole number of pixels`);
+    const px = Math.round(Number(text) * dpr);
+    if (px > MAX_DIMENSION) throw new SpecError(`${key}_${text}${dpr === 1 ? '' : ` at dpr ${dpr}`} is more than ${MAX_DIMENSION} pixels`);
+    return px;
+  };
+  const width = dimension('w');
+  const height = dimension('h');
+  if (width === undefined && height === undefined) throw new SpecError('give w_, h_ or both');
+  const fitText = seen.get('fit');
+  const fit = fitText === undefined ? 'inside' : FITS[fitText];
+  if (!fit) throw new SpecError(`fit_${fitText} is not one of ${Object.keys(FITS).join(', ')}`);
+  const formatText = seen.get('f');
+  const format = formatText === undefined ? undefined : FORMATS[formatText];
+  if (formatText !== undefined && !format) throw new SpecError(`f_${formatText} is not one of webp, avif, jpeg, png, auto`);
+  const qText = seen.get('q');
+  let quality: number | undefined;
+  if (qText !== undefined) {
+    quality = Number(qText);
+    if (!/^[0-9]{1,3}$/.test(qText) || quality < 1 || quality > 100) throw new SpecError(`q_${qText} is not a quality from 1 to 100`);
+  }
+  return {
+    ...(width !== undefined ? { width } : {}),
+    ...(height !== undefined ? { height } : {}),
+    fit,
+    ...(format ? { format } : {}),
+    ...(quality !== undefined ? { quality } : {}),
+  };
+}
+
+/** The format `f_auto` picks for an Accept header: AVIF, then WebP, then the source's own family. */
+export function negotiateFormat(accept: string | undefined, sourceType: string): ImageFormat {
+  const accepted = (type: string) =>
+    (accept ?? '').split(',').some((entry) => {
+      const [name, ...params] = entry.trim().split(';');
+      const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+      return name?.trim().toLowerCase() === type && (q === undefined || Number(q.slice(2)) > 0);
+    });
+  if (accepted('image/avif')) return 'avif';
+  if (accepted('image/webp')) return 'webp';
+  return sourceFamily(sourceType);
+}
+
+/** What a spec without a format renders as: the source's format when it is one we encode, else PNG or JPEG. */
+function sourceFamily(sourceType: string): ImageFormat {
+  switch (sourceType) {
+    case 'image/jpeg':
+      return 'jpeg';
+    case 'image/webp':
+      return 'webp';
+    case 'image/avif':
+      return 'avif';
+    default:
+      return sourceType === 'image/png' || sourceType === 'image/gif' ? 'png' : 'jpeg';
+  }
+}
+
+/** The spec resolved for a source of `sourceType` and a request's Accept. */
+export function canonicalSpec(parsed: ParsedSpec, sourceType: string, accept: string | undefined): CanonicalSpec {
+  const negotiated = parsed.format === 'auto';
+  const format = parsed.format === 'auto' ? negotiateFormat(accept, sourceType) : (parsed.format ?? sourceFamily(sourceType));
+  const quality = format === 'png' ? undefined : (parsed.quality ?? DEFAULT_QUALITY[format]);
+  const parts = [
+    ...(parsed.width !== undefined ? [`w_${parsed.width}`] : []),
+    ...(parsed.height !== undefined ? [`h_${parsed.height}`] : []),
+    `fit_${parsed.fit}`,
+    `f_${format}`,
+    ...(quality !== undefined ? [`q_${quality}`] : []),
+  ];
+  return {
+    ...(parsed.width !== undefined ? { width: parsed.width } : {}),
+    ...(parsed.height !== undefined ? { height: parsed.height } : {}),
+    fit: parsed.fit,
+    format,
+    ...(quality !== undefined ? { quality } : {}),
+    text: parts.join(','),
+    negotiated,
+  };
+}
+
+/** A parsed spec written back as an option string (a preset's stored form): canonical order, `f_auto` and absent format kept. */
+export function specText(parsed: ParsedSpec): string {
+  return [
+    ...(parsed.width !== undefined ? [`w_${parsed.width}`] : []),
+    ...(parsed.height !== undefined ? [`h_${parsed.height}`] : []),
+    `fit_${parsed.fit}`,
+    ...(parsed.format ? [`f_${parsed.format}`] : []),
+    ...(parsed.quality !== undefined ? [`q_${parsed.quality}`] : []),
+  ].join(',');
+}
+
+export const IMAGE_CONTENT_TYPES: Record<ImageFormat, string> = {
+  webp: 'image/webp',
+  avif: 'image/avif',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+};

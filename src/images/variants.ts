@@ -1,0 +1,85 @@
+// Image variants on request: a stored variant is answered from its row; a cold one is
+// rendered by the run whose ID is derived from the upload and the canonical spec, started
+// or attached to (USE_EXISTING) by every replica's first request, and awaited. A failed run
+// may be started again (its ID is reused only after a failure); a finished one never is.
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Pool } from '../db/pool';
+import { countImageVariants, findImageVariant, type ImageVariantRow } from '../db/queries/images';
+import type { UploadRow } from '../db/queries/uploads';
+import { dependency, problem } from '../errors';
+import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import type { ImageVariantInput } from '../../workflows/image-variant';
+import type { CanonicalSpec } from './spec';
+
+export class ImageVariants {
+  constructor(
+    private readonly deps: {
+      pool: Pool;
+      temporal: Client;
+      taskQueue: string;
+      transcodeQueue: string;
+      /** IMAGE_MAX_VARIANTS_PER_UPLOAD: distinct variants one upload may have. */
+      maxPerUpload: number;
+    },
+  ) {}
+
+  /** The stored variant of `upload` for `spec`, rendered first when it is cold. */
+  async variant(upload: UploadRow, spec: CanonicalSpec): Promise<ImageVariantRow> {
+    const db = <T>(fn: () => Promise<T>) => dependency('database_unavailable', fn);
+    const kept = await db(() => findImageVariant(this.deps.pool, upload.id, spec.text));
+    if (kept) return kept;
+    if ((await db(() => countImageVariants(this.deps.pool, upload.id))) >= this.deps.maxPerUpload)
+      throw problem('too_many_image_variants', `The upload has ${this.deps.maxPerUpload} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
+    await this.render(upload, spec);
+    const made = await db(() => findImageVariant(this.deps.pool, upload.id, spec.text));
+    if (!made) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId: upload.id } });
+    return made;
+  }
+
+  private async render(upload: UploadRow, spec: CanonicalSpec): Promise<void> {
+    const { temporal } = this.deps;
+    const workflowId = workflowIds.imageVariant(upload.id, spec.text);
+    const input: ImageVariantInput = { tenantId: upload.tenant_id, uploadId: upload.id, spec, transcodeQueue: this.deps.transcodeQueue };
+    const handle = await dependency('temporal_unavailable', async () => {
+      try {
+        return await temporal.workflow.start(workflowTypes.imageVariant, {
+          workflowId,
+          taskQueue: this.deps.taskQueue,
+          args: [input],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+          staticSummary: `Render ${spec.text} of upload ${upload.id}`,
+          typedSearchAttributes: [
+            { key: searchAttributes.tenant, value: upload.tenant_id },
+            { key: searchAttributes.phase, value: 'rendering' },
+          ],
+        });
+      } catch (err) {
+        // Finished already: its row is the answer.
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return temporal.workflow.getHandle(workflowId);
+        throw err;
+      }
+    });
+    await dependency('temporal_unavailable', () =>
+      handle.result().catch((err: unknown) => {
+        throw err instanceof WorkflowFailedError ? renderProblem(err, upload.id) : err;
+      }),
+    );
+  }
+}
+
+/** What a failed render answers: the variant cannot be made, the upload is gone, or ask again. */
+function renderProblem(err: WorkflowFailedError, uploadId: string) {
+  const cause = failureOf(err);
+  if (cause?.type === failureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
+  if (cause?.type === failureTypes.uploadDeleted) return problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+  return problem('image_render_failed', 'The render did not finish; ask again.');
+}
+
+/** The application failure that ended a run (the activity's, beneath the activity failure). */
+function failureOf(err: WorkflowFailedError): ApplicationFailure | undefined {
+  for (let cause: unknown = err.cause; cause; cause = (cause as { cause?: unknown }).cause)
+    if (cause instanceof ApplicationFailure) return cause;
+  return undefined;
+}

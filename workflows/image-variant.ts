@@ -1,0 +1,23 @@
+// One image variant, rendered once: the run's ID is derived from the upload and the
+// canonical spec (workflowIds.imageVariant), so every replica's first request for a cold
+// variant attaches to this one run and awaits its result.
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { CanonicalSpec } from '../src/images/spec';
+
+export interface ImageVariantInput {
+  tenantId: string;
+  uploadId: string;
+  spec: CanonicalSpec;
+  transcodeQueue: string;
+}
+
+export async function imageVariantWorkflow(input: ImageVariantInput) {
+  const { renderImageVariant } = proxyActivities<Activities>({
+    summary: 'Render the variant and record it',
+    taskQueue: input.transcodeQueue,
+    startToCloseTimeout: '2 minutes',
+    retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
+  });
+  return renderImageVariant({ tenantId: input.tenantId, uploadId: input.uploadId, spec: input.spec });
+}
