@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
 import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../src/db/queries/images';
@@ -64,11 +65,16 @@ export function createImageActivities({ pool, store, presets }: ImageActivityDep
         const file = path.join(dir, 'source');
         await pipeline(source, createWriteStream(file));
         let image;
+        // A big render takes seconds: the heartbeat lets a dead worker's attempt be retried long before its timeout.
+        const ctx = Context.current();
+        const beat = setInterval(() => ctx.heartbeat('rendering'), 1_000);
         try {
           image = await renderImage(file, upload.content_type, a.spec, presets.maxPixels);
         } catch (err) {
           if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, failureTypes.imageUnrenderable);
           throw err;
+        } finally {
+          clearInterval(beat);
         }
         const storageKey = imageVariantKey(a.tenantId, a.uploadId, a.spec);
         await store.put(storageKey, Readable.from([image.data]), { contentType: image.contentType });

@@ -17,6 +17,7 @@ import { historyCost } from './history';
 import { gateLatency, hlsOverhead, reprocessThroughput } from './pipelines';
 import { importBatch, importFromUrl } from './imports';
 import { tracingOverhead } from './traces';
+import { imageVariants } from './images';
 
 const { values } = parseArgs({
   options: {
@@ -60,6 +61,7 @@ const all = [
   'import',
   'batch',
   'traces',
+  'images',
 ];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
@@ -91,6 +93,7 @@ try {
   if (wanted.has('import')) results.push(await importFromUrl(services, { bytes: Number(values['large-bytes']), rounds }));
   if (wanted.has('batch')) results.push(await importBatch(services, { items: Number(values['batch-items']), rounds, concurrency: 16 }));
   if (wanted.has('traces')) results.push(await tracingOverhead(services, { seconds, rounds, connections: 8 }));
+  if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
 } finally {

@@ -16,7 +16,8 @@ export async function imageVariantWorkflow(input: ImageVariantInput) {
   const { renderImageVariant } = proxyActivities<Activities>({
     summary: 'Render the variant and record it',
     taskQueue: input.transcodeQueue,
-    startToCloseTimeout: '2 minutes',
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
   });
   return renderImageVariant({ tenantId: input.tenantId, uploadId: input.uploadId, spec: input.spec });

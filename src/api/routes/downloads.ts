@@ -112,9 +112,15 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
   return app;
 }
 
-/** The tenant's upload (with `tokenId`, only one that upload token made). */
-export async function tenantUpload(pool: Pool, tenantId: string, id: string, tokenId?: string): Promise<UploadRow> {
-  const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUpload(pool, tenantId, id)) : undefined;
+/** The tenant's upload (with `tokenId`, only one that upload token made), read by `find`. */
+export async function tenantUpload<T extends UploadRow = UploadRow>(
+  pool: Pool,
+  tenantId: string,
+  id: string,
+  tokenId?: string,
+  find: (db: Pool, tenantId: string, id: string) => Promise<T | undefined> = findUpload as never,
+): Promise<T> {
+  const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => find(pool, tenantId, id)) : undefined;
   if (!upload || (tokenId !== undefined && upload.token_id !== tokenId)) throw problem('not_found', 'No such upload.');
   return servable(upload);
 }
@@ -123,7 +129,7 @@ export async function tenantUpload(pool: Pool, tenantId: string, id: string, tok
  * The upload unless it is deleted (from its tombstone on, its bytes are gone for every
  * reader), held by its pipeline's gates, or rejected by them.
  */
-export function servable(upload: UploadRow): UploadRow {
+export function servable<T extends UploadRow>(upload: T): T {
   if (upload.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId: upload.id } });
   if (upload.availability === 'gated')
     throw problem('upload_gated', "The upload's pipeline gates (a virus scan) have not passed yet; try again shortly.", {

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
-import { declareImagePreset, latestImagePreset, pageImagePresets, tenantImageSpecs, type ImagePresetRow } from '../../db/queries/images';
+import { declareImagePreset, findImageSource, latestImagePreset, pageImagePresets, type ImagePresetRow } from '../../db/queries/images';
 import type { ImageVariantRow } from '../../db/queries/images';
 import { findUploadById, type UploadRow } from '../../db/queries/uploads';
 import { serveObject, type Servable } from '../../downloads/serve';
@@ -281,9 +281,9 @@ export function uploadImageRoutes(deps: ImageDeps) {
 
   route(app, imageRoute, async function getImageVariant(c) {
     const tenantId = c.get('tenantId');
-    const upload = imageUpload(await tenantUpload(pool, tenantId, c.req.param('id')!, callingToken(c)?.id));
+    const upload = imageUpload(await tenantUpload(pool, tenantId, c.req.param('id')!, callingToken(c)?.id, findImageSource));
     const asked = c.req.param('spec')!;
-    if (isOptionString(asked) && (await dependency('database_unavailable', () => tenantImageSpecs(pool, tenantId))) !== 'any')
+    if (isOptionString(asked) && upload.image_specs !== 'any')
       throw problem(
         'transform_not_allowed',
         'Option strings are served only through signed URLs (the tenant\'s imageSpecs is "presets"): name a preset, or ask POST /v1/uploads/{id}/image-urls.',
@@ -352,7 +352,7 @@ async function serveVariant(c: Context<AppEnv>, deps: ImageDeps, upload: UploadR
 }
 
 /** The upload, when it is a picture the variants are made from. */
-function imageUpload(upload: UploadRow): UploadRow {
+function imageUpload<T extends UploadRow>(upload: T): T {
   if (mediaKind(upload.content_type) !== 'image')
     throw problem(
       'not_an_image',

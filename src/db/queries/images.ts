@@ -1,6 +1,7 @@
 // Images on request: a tenant's presets (immutable versions of a name, as pipelines are),
 // its spec policy, and the variants rendered once per (upload, canonical spec).
-import { withTransaction, type Pool, type Queryable } from '../pool';
+import { statement, withTransaction, type Pool, type Queryable } from '../pool';
+import type { UploadRow } from './uploads';
 import { countLive, lockTenant, QuotaReached } from './quotas';
 
 export interface ImagePresetRow {
@@ -60,10 +61,20 @@ export async function pageImagePresets(
   return res.rows;
 }
 
-/** Whether the tenant serves unsigned option strings (`any`) or only presets and signed URLs (`presets`). */
-export async function tenantImageSpecs(db: Queryable, tenantId: string): Promise<'presets' | 'any'> {
-  const res = await db.query<{ image_specs: 'presets' | 'any' }>('SELECT image_specs FROM tenants WHERE id = $1', [tenantId]);
-  return res.rows[0]?.image_specs ?? 'presets';
+/** The tenant's upload with the tenant's spec policy, in one round trip (the variant route's first read). */
+export async function findImageSource(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+): Promise<(UploadRow & { image_specs: 'presets' | 'any' }) | undefined> {
+  const res = await db.query<UploadRow & { image_specs: 'presets' | 'any' }>(
+    statement(
+      'find_image_source',
+      'SELECT u.*, t.image_specs FROM uploads u JOIN tenants t ON t.id = u.tenant_id WHERE u.tenant_id = $1 AND u.id = $2',
+      [tenantId, id],
+    ),
+  );
+  return res.rows[0];
 }
 
 export interface ImageVariantRow {
@@ -78,7 +89,9 @@ export interface ImageVariantRow {
 }
 
 export async function findImageVariant(db: Queryable, uploadId: string, spec: string): Promise<ImageVariantRow | undefined> {
-  const res = await db.query<ImageVariantRow>('SELECT * FROM image_variants WHERE upload_id = $1 AND spec = $2', [uploadId, spec]);
+  const res = await db.query<ImageVariantRow>(
+    statement('find_image_variant', 'SELECT * FROM image_variants WHERE upload_id = $1 AND spec = $2', [uploadId, spec]),
+  );
   return res.rows[0];
 }
 
