@@ -127,6 +127,8 @@ export const configSchema = z.object({
   IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(268_402_689),
   /** Distinct variants (GET /v1/uploads/{id}/images/{spec}) one upload may have. */
   IMAGE_MAX_VARIANTS_PER_UPLOAD: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** Image renders of one tenant running at once (a cold variant past it answers 429). */
+  TENANT_MAX_RENDERS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(8),
   /** Image preset names per tenant, and versions per name. */
   TENANT_MAX_IMAGE_PRESETS: z.coerce.number().int().min(1).max(10_000).default(64),
   IMAGE_PRESET_MAX_VERSIONS: z.coerce.number().int().min(1).max(100_000).default(100),

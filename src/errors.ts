@@ -84,6 +84,7 @@ export const catalogue = {
   image_unrenderable: { status: 422, title: 'The image cannot give this variant' },
   image_render_failed: { status: 503, title: 'The variant could not be rendered', retryAfter: 5 },
   too_many_image_variants: { status: 409, title: 'The upload already has as many variants as allowed' },
+  too_many_renders: { status: 429, title: 'Too many image renders under way for this tenant', retryAfter: 2 },
   database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
   storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },
   temporal_unavailable: { status: 503, title: 'Workflow service is unavailable', retryAfter: 5 },

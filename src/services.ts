@@ -167,6 +167,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     taskQueue: config.TASK_QUEUE_UPLOADS,
     transcodeQueue: config.TASK_QUEUE_TRANSCODE,
     maxPerUpload: config.IMAGE_MAX_VARIANTS_PER_UPLOAD,
+    maxRendersInFlight: config.TENANT_MAX_RENDERS_IN_FLIGHT,
   });
   return {
     images,

@@ -21,6 +21,8 @@ export class ImageVariants {
       transcodeQueue: string;
       /** IMAGE_MAX_VARIANTS_PER_UPLOAD: distinct variants one upload may have. */
       maxPerUpload: number;
+      /** TENANT_MAX_RENDERS_IN_FLIGHT: renders of one tenant's variants running at once. */
+      maxRendersInFlight: number;
     },
   ) {}
 
@@ -37,10 +39,32 @@ export class ImageVariants {
     return made;
   }
 
+  /**
+   * Lets a new render start while the tenant has fewer than TENANT_MAX_RENDERS_IN_FLIGHT
+   * under way (counted from the runs' visibility); a request for a render already under way
+   * (or just finished: visibility lags) joins it whatever the count.
+   */
+  private async admit(tenantId: string, workflowId: string): Promise<void> {
+    const { temporal, maxRendersInFlight } = this.deps;
+    const running = await dependency('temporal_unavailable', () => temporal.workflow.count(rendersOf(tenantId)));
+    if (running.count < maxRendersInFlight) return;
+    const joins = await temporal.workflow
+      .getHandle(workflowId)
+      .describe()
+      .then((d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED')
+      .catch(() => false);
+    if (!joins)
+      throw problem(
+        'too_many_renders',
+        `The tenant has ${running.count} renders under way (TENANT_MAX_RENDERS_IN_FLIGHT); ask again shortly.`,
+      );
+  }
+
   private async render(upload: UploadRow, spec: CanonicalSpec): Promise<void> {
     const { temporal } = this.deps;
     const workflowId = workflowIds.imageVariant(upload.id, spec.text);
     const input: ImageVariantInput = { tenantId: upload.tenant_id, uploadId: upload.id, spec, transcodeQueue: this.deps.transcodeQueue };
+    await this.admit(upload.tenant_id, workflowId);
     const handle = await dependency('temporal_unavailable', async () => {
       try {
         return await temporal.workflow.start(workflowTypes.imageVariant, {
@@ -68,6 +92,10 @@ export class ImageVariants {
     );
   }
 }
+
+/** The query of a tenant's renders under way (the tenant is a UUID: nothing to escape). */
+const rendersOf = (tenantId: string) =>
+  `${searchAttributes.tenant.name} = '${tenantId}' AND ${searchAttributes.phase.name} = 'rendering' AND ExecutionStatus = 'Running'`;
 
 /** What a failed render answers: the variant cannot be made, the upload is gone, or ask again. */
 function renderProblem(err: WorkflowFailedError, uploadId: string) {

@@ -19,6 +19,8 @@ export interface TransferProgress {
   validator: string | null;
   /** The file's length, when the origin declared it. */
   length?: number | null;
+  /** Set once the object is complete: the type the origin declared. */
+  done?: { contentType: string | null };
 }
 
 export interface Transferred {
@@ -47,6 +49,12 @@ export async function transfer(
   report: (p: TransferProgress) => void,
 ): Promise<Transferred> {
   const { store } = deps;
+  // A later attempt of one that completed the object and then failed (recording its progress,
+  // its worker killed): the object is the file, and its multipart upload no longer exists.
+  if (progress) {
+    const complete = await store.head(job.storageKey);
+    if (complete) return { bytes: complete.bytes, sha256: null, contentType: progress.done?.contentType ?? null, fetched: 0 };
+  }
   const resume =
     progress && progress.offset > 0 && progress.validator ? { offset: progress.offset, validator: progress.validator } : undefined;
   const got = await deps.origins.open({
@@ -94,6 +102,7 @@ export async function transfer(
       stored(state.parts.length + 1, await store.putPart(job.storageKey, multipartId, state.parts.length + 1, filled), filled.length);
     await store.completeParts(job.storageKey, multipartId, state.parts);
   }
+  report({ ...state, parts: [...state.parts], done: { contentType: got.contentType } });
   return { bytes, sha256: hash ? hash.digest('hex') : null, contentType: got.contentType, fetched };
 }
 

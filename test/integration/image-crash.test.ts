@@ -1,6 +1,7 @@
 // Rendered once across the cluster: first requests for a cold variant spread over two API
-// replicas make one run and one variant; a worker SIGKILLed mid-render is replaced by the
-// activity's retry on a new worker, and the upload still has one variant row and one
+// replicas make one run and one variant; a tenant's renders in flight are bounded (here 1),
+// and a request for the render under way joins it; a worker SIGKILLed mid-render is replaced
+// by the activity's retry on a new worker, and the upload still has one variant row and one
 // variant object, whose bytes decode.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -22,10 +23,10 @@ let replicaUrl: string;
 let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
-  cluster = await stackWithWorkerProcess('img_crash');
+  cluster = await stackWithWorkerProcess('img_crash', { TENANT_MAX_RENDERS_IN_FLIGHT: '1' });
   const { stack } = cluster;
   const port = await getPort({ host: '127.0.0.1' });
-  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET };
+  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, TENANT_MAX_RENDERS_IN_FLIGHT: '1' };
   replica = await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-replica.log`));
   replicaUrl = `http://127.0.0.1:${port}`;
   tenant = await stack.createTenant('img-crash');
@@ -78,18 +79,45 @@ it('renders once for 100 first requests spread over two API replicas', async () 
   expect(runs.map((r) => r.status.name)).toEqual(['COMPLETED']);
 });
 
-it('keeps one variant when its worker is SIGKILLed mid-render', async () => {
-  // A large picture encoded to AVIF: a render of several seconds to kill the worker in.
-  const id = await imageUpload(5000, 4000);
-  const spec = 'w_5000,fit_inside,f_avif,q_50';
-  const asked = get(cluster.stack.url, id, 'w_5000,f_avif');
-  const handle = cluster.stack.temporal.workflow.getHandle(workflowIds.imageVariant(id, spec));
+/** Resolves once the render of `spec` for `uploadId` is under way (its activity has heartbeated). */
+async function renderUnderWay(uploadId: string, spec: string) {
+  const handle = cluster.stack.temporal.workflow.getHandle(workflowIds.imageVariant(uploadId, spec));
   await eventually(async () => {
     const desc = await handle.describe().catch(() => undefined);
     return desc?.raw.pendingActivities?.some((a) => a.activityType?.name === 'renderImageVariant' && a.lastHeartbeatTime)
       ? true
       : undefined;
   }, 60_000);
+  return handle;
+}
+
+it("bounds a tenant's renders in flight: another cold variant is refused for now, the one under way is joined", async () => {
+  const big = await imageUpload(5000, 4000);
+  const small = await imageUpload(40, 40);
+  const slow = get(cluster.stack.url, big, 'w_5000,f_avif');
+  await renderUnderWay(big, 'w_5000,fit_inside,f_avif,q_50');
+  const refused = await fetch(`${replicaUrl}/v1/uploads/${small}/images/w_10,f_png`, {
+    headers: { authorization: `Bearer ${tenant.apiKey}` },
+  });
+  expect(refused.status).toBe(429);
+  expect(refused.headers.get('retry-after')).toBe('2');
+  expect(((await refused.json()) as { error: string }).error).toBe('too_many_renders');
+  expect(await variants(small)).toEqual([]);
+  const joined = get(replicaUrl, big, 'w_5000,fit_inside,f_avif');
+  const [first, second] = await Promise.all([slow, joined]);
+  expect([first.status, second.status]).toEqual([200, 200]);
+  expect(second.body.equals(first.body)).toBe(true);
+  // Once the slow render has ended (as the runs' visibility says), the other variant renders.
+  await eventually(async () => ((await get(replicaUrl, small, 'w_10,f_png')).status === 200 ? true : undefined));
+  expect(await variants(small)).toHaveLength(1);
+}, 240_000);
+
+it('keeps one variant when its worker is SIGKILLed mid-render', async () => {
+  // A large picture encoded to AVIF: a render of several seconds to kill the worker in.
+  const id = await imageUpload(5000, 4000);
+  const spec = 'w_5000,fit_inside,f_avif,q_50';
+  const asked = get(cluster.stack.url, id, 'w_5000,f_avif');
+  const handle = await renderUnderWay(id, spec);
   await cluster.kill();
   await cluster.start();
   const answer = await asked;

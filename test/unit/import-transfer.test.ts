@@ -1,6 +1,7 @@
 // An import's bytes into the store in whole parts, against an origin on 127.0.0.1 that cuts
 // the first read mid-file: the next attempt, given the reported progress, fetches only the
-// rest (Range), and the object is the file. Both ways a part reaches the store: buffered
+// rest (Range), and the object is the file; an attempt after the object was completed answers
+// it without reading again. Both ways a part reaches the store: buffered
 // (the directory store) and streamed as it arrives (a store with putPartStreamed, as S3).
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -56,14 +57,30 @@ describe.each([
     const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/whole', contentType: 'image/png' };
     const got = await transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => reports.push(p));
     expect(got).toEqual({ bytes: file.length, sha256: sha(file), contentType: 'image/png', fetched: file.length });
-    // The upload is reported before its first part (a later attempt reuses it, the last aborts it), then after each part.
-    expect(reports.map((r) => r.offset)).toEqual([0, 64, 128, 192, 256, 300].map((k) => k * KiB));
+    // The upload is reported before its first part (a later attempt reuses it, the last aborts it), after each part, and complete.
+    expect(reports.map((r) => r.offset)).toEqual([0, 64, 128, 192, 256, 300, 300].map((k) => k * KiB));
+    expect(reports.map((r) => Boolean(r.done))).toEqual([false, false, false, false, false, false, true]);
     expect(new Set(reports.map((r) => r.multipartId)).size).toBe(1);
     const stored = await store.get(job.storageKey);
     const chunks: Buffer[] = [];
     for await (const c of stored!) chunks.push(c as Buffer);
     expect(sha(Buffer.concat(chunks))).toBe(sha(file));
     if (store instanceof StreamingStore) expect(store.streamedParts).toBe(5);
+  });
+
+  it('answers a later attempt of one that completed the object without fetching or touching the finished upload', async () => {
+    const store = storeAt(path.join(dir, `c-${mode}`));
+    const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/done', contentType: 'application/octet-stream' };
+    let progress: TransferProgress | undefined;
+    await transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => (progress = p));
+    expect(progress).toMatchObject({ offset: file.length, done: { contentType: 'image/png' } });
+    // As when the attempt failed after the object was complete (its progress not yet recorded elsewhere).
+    origin.served = 0;
+    const again = await transfer({ origins, store, partBytes: 64 * KiB }, job, progress, () => {
+      throw new Error('nothing to report');
+    });
+    expect(again).toEqual({ bytes: file.length, sha256: null, contentType: 'image/png', fetched: 0 });
+    expect(origin.served).toBe(0);
   });
 
   it('resumes after a cut from the last stored part: only the rest is fetched again', async () => {

@@ -125,6 +125,9 @@ export async function tenantUpload<T extends UploadRow = UploadRow>(
   return servable(upload);
 }
 
+/** What `servable` answers for an upload whose bytes may not be read. */
+export const UNSERVABLE_PROBLEMS = ['upload_deleted', 'upload_gated', 'upload_rejected'] as const;
+
 /**
  * The upload unless it is deleted (from its tombstone on, its bytes are gone for every
  * reader), held by its pipeline's gates, or rejected by them.
@@ -228,9 +231,7 @@ function storedBytesRoute(path: string, params: z.ZodObject, summary: string, wh
       ...problems(
         ...COMMON_V1_PROBLEMS,
         'not_found',
-        'upload_deleted',
-        'upload_gated',
-        'upload_rejected',
+        ...UNSERVABLE_PROBLEMS,
         'query_invalid',
         'range_not_satisfiable',
         'storage_unavailable',
@@ -289,16 +290,7 @@ const downloadUrlRoute = createRoute({
   },
   responses: {
     201: { description: 'The URL', content: { 'application/json': { schema: DownloadUrl } } },
-    ...problems(
-      ...COMMON_V1_PROBLEMS,
-      'not_found',
-      'upload_deleted',
-      'upload_gated',
-      'upload_rejected',
-      'body_invalid',
-      'payload_too_large',
-      'storage_unavailable',
-    ),
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', ...UNSERVABLE_PROBLEMS, 'body_invalid', 'payload_too_large', 'storage_unavailable'),
   },
 });
 
@@ -322,9 +314,7 @@ const signedDownloadRoute = createRoute({
     ...problems(
       'signature_invalid',
       'not_found',
-      'upload_deleted',
-      'upload_gated',
-      'upload_rejected',
+      ...UNSERVABLE_PROBLEMS,
       'query_invalid',
       'range_not_satisfiable',
       'database_unavailable',

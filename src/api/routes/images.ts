@@ -38,7 +38,7 @@ import { checkImageUrl, signImageUrl } from '../../images/image-links';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
 import { withinQuota } from '../quota';
-import { contentRequest, contentResponses, servable, serveRequest, tenantUpload } from './downloads';
+import { contentRequest, contentResponses, servable, serveRequest, tenantUpload, UNSERVABLE_PROBLEMS } from './downloads';
 
 const PresetName = z
   .string()
@@ -146,6 +146,18 @@ export function imagePresetRoutes(deps: { idempotency: IdempotentRouteOptions; l
   return app;
 }
 
+/** What serving a variant may answer besides the upload's own state (signed or not). */
+const RENDER_PROBLEMS = [
+  'not_an_image',
+  'too_many_image_variants',
+  'too_many_renders',
+  'image_unrenderable',
+  'image_render_failed',
+  'range_not_satisfiable',
+  'storage_unavailable',
+  'temporal_unavailable',
+] as const;
+
 const imageRoute = createRoute({
   method: 'get',
   path: '/{id}/images/{spec}',
@@ -165,18 +177,10 @@ const imageRoute = createRoute({
     ...problems(
       ...COMMON_V1_PROBLEMS,
       'not_found',
-      'upload_deleted',
-      'upload_gated',
-      'upload_rejected',
-      'not_an_image',
+      ...UNSERVABLE_PROBLEMS,
       'image_spec_invalid',
       'transform_not_allowed',
-      'too_many_image_variants',
-      'image_unrenderable',
-      'image_render_failed',
-      'range_not_satisfiable',
-      'storage_unavailable',
-      'temporal_unavailable',
+      ...RENDER_PROBLEMS,
     ),
   },
 });
@@ -230,16 +234,7 @@ const imageUrlRoute = createRoute({
   },
   responses: {
     201: { description: 'The URL', content: { 'application/json': { schema: ImageUrl } } },
-    ...problems(
-      ...COMMON_V1_PROBLEMS,
-      'not_found',
-      'upload_deleted',
-      'upload_gated',
-      'upload_rejected',
-      'not_an_image',
-      'body_invalid',
-      'payload_too_large',
-    ),
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', ...UNSERVABLE_PROBLEMS, 'not_an_image', 'body_invalid', 'payload_too_large'),
   },
 });
 
@@ -255,21 +250,7 @@ const signedImageRoute = createRoute({
   },
   responses: {
     ...contentResponses('The variant, with its media type.'),
-    ...problems(
-      'signature_invalid',
-      'upload_deleted',
-      'upload_gated',
-      'upload_rejected',
-      'not_an_image',
-      'too_many_image_variants',
-      'image_unrenderable',
-      'image_render_failed',
-      'range_not_satisfiable',
-      'database_unavailable',
-      'storage_unavailable',
-      'temporal_unavailable',
-      'internal_error',
-    ),
+    ...problems('signature_invalid', ...UNSERVABLE_PROBLEMS, ...RENDER_PROBLEMS, 'database_unavailable', 'internal_error'),
   },
 });
 
