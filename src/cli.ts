@@ -32,6 +32,10 @@ import { spanContextOf } from './telemetry/context';
 import { findUploadById } from './db/queries/uploads';
 import { Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from './temporal/search-attributes';
+import { searchAttributes } from './temporal/names';
+import { loadSecretBox } from './secret-box';
+import { subjectTag } from './tokens/grant';
+import { rewrapPayloadKeys } from './temporal/payload-codec';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
@@ -138,6 +142,41 @@ tenant
     } finally {
       await db.close();
     }
+  });
+
+program
+  .command('secrets-key')
+  .description('after SECRETS_KEY changed (the old one in SECRETS_KEY_PREVIOUS): re-wrap the payload data keys under it')
+  .argument('<action>', "'rotate'")
+  .action(async (action: string) => {
+    if (action !== 'rotate') {
+      console.error(`oncely: unknown action ${action} (rotate)`);
+      process.exit(2);
+    }
+    const config = loadConfig();
+    if (!config.SECRETS_KEY || !config.SECRETS_KEY_PREVIOUS.length) {
+      console.error('oncely: set SECRETS_KEY to the new key and SECRETS_KEY_PREVIOUS to the old one(s)');
+      process.exit(2);
+    }
+    const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS);
+    const db = await openDatabase(config);
+    try {
+      await migrate(db.pool);
+      console.log(`payload data keys re-wrapped under SECRETS_KEY: ${await rewrapPayloadKeys(db.pool, box)}`);
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('subject-tag')
+  .description("print what OncelySubject holds for an upload token's subject: find its runs in the Temporal UI or CLI")
+  .argument('<tenantId>', 'tenant id')
+  .argument('<subject>', "the token's subject")
+  .action(async (tenantId: string, subject: string) => {
+    const config = loadConfig();
+    const tag = subjectTag(await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS), tenantId, subject);
+    console.log(`${searchAttributes.subject.name} = '${tag}'`);
   });
 
 program

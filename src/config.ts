@@ -222,6 +222,19 @@ export const configSchema = z.object({
    * node; every API and worker process must share one).
    */
   SECRETS_KEY: optionalString.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
+  /**
+   * Seal every payload handed to Temporal (inputs, results, update arguments and answers,
+   * failure details) under data keys kept in PostgreSQL and wrapped by SECRETS_KEY; an
+   * upload's erasure destroys its keys (src/temporal/payload-codec.ts).
+   */
+  PAYLOAD_ENCRYPTION: bool.default(true),
+  /**
+   * Keys SECRETS_KEY replaced (base64, comma-separated): what was sealed under them still
+   * opens. `oncely secrets-key rotate` re-wraps the payload data keys under SECRETS_KEY.
+   */
+  SECRETS_KEY_PREVIOUS: optionalString
+    .transform((v) => (v ? v.split(',').map((k) => k.trim()) : []))
+    .refine((keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32), 'each must be 32 bytes, base64-encoded'),
   /** Bearer token for the operator routes (/admin/*: tenant creation). Unset: they answer 404. */
   ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 24, 'must be at least 24 characters'),
   /** Create the housekeeping Schedules at worker start. */

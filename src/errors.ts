@@ -9,6 +9,7 @@ export const catalogue = {
   token_exhausted: { status: 403, title: 'The upload token has no uploads left' },
   pipeline_not_allowed: { status: 403, title: 'The upload token does not allow this pipeline' },
   not_found: { status: 404, title: 'Not found' },
+  payload_encryption_off: { status: 404, title: 'Payload encryption is off' },
   idempotency_key_required: { status: 400, title: 'Idempotency-Key header is required' },
   idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is invalid' },
   idempotency_key_reuse: { status: 422, title: 'Idempotency-Key was used with a different request' },

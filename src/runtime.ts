@@ -21,6 +21,7 @@ import { noProgress, type StartProgress } from './start-watchdog';
 import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
+import { PayloadKeyring, SealingCodec } from './temporal/payload-codec';
 import { createServices, downstreamSettings, mediaPresets } from './services';
 import { dependencyChecks } from './api/routes/health';
 import { serveOps } from './ops-server';
@@ -66,6 +67,8 @@ export interface Runtime {
   /** The worker role's /healthz, /readyz and /metrics (WORKER_HTTP_PORT). */
   opsUrl?: string;
   workers: Worker[];
+  /** The payload codec its clients and workers use (PAYLOAD_ENCRYPTION); a test's own client takes it too. */
+  payloadCodec?: SealingCodec;
   /** Stops accepting, drains, and releases everything in reverse order. */
   shutdown(): Promise<void>;
 }
@@ -132,7 +135,9 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   }
 
   // Both roles: the API seals secrets, the worker opens webhook secrets to sign.
-  const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR);
+  const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS);
+  // One keyring per process: the API's client and the workers share its cached data keys.
+  const payloadCodec = config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box)) : undefined;
 
   let workers: Worker[] = [];
   let opsUrl: string | undefined;
@@ -195,13 +200,14 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
         },
       },
       workflowBundlePath: opts.workflowBundlePath,
+      payloadCodec,
       options: config.WORKER_TUNING,
     });
     // Housekeeping runs on the uploads queue: its Schedules belong to the processes polling it.
     if (config.HOUSEKEEPING_SCHEDULES && config.WORKER_QUEUES.includes('uploads')) {
       progress.step('the housekeeping Schedules');
       const { ensureHousekeepingSchedules } = await import('./temporal/schedules');
-      const admin = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
+      const admin = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, payloadCodec);
       try {
         await ensureHousekeepingSchedules(admin.client, config.TASK_QUEUE_UPLOADS, {
           'expire-uploads': `${config.RETENTION_SWEEP_SECONDS} seconds`,
@@ -239,7 +245,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   let httpApp: ReturnType<typeof createApp> | undefined;
   if (role !== 'worker') {
     progress.step('the Temporal client');
-    const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
+    const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, payloadCodec);
     cleanups.push(() => temporal.close());
     // PGlite's one session cannot hold a LISTEN beside the pool's connection: poll there.
     const processed =
@@ -309,6 +315,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     app: httpApp,
     opsUrl,
     workers,
+    payloadCodec,
     async shutdown() {
       if (stopped) return;
       stopped = true;

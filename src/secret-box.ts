@@ -19,8 +19,15 @@ export function webhookSecretContext(endpointId: string): string {
 }
 
 export class SecretBox {
-  constructor(private readonly key: Buffer) {
-    if (key.length !== 32) throw new Error('SECRETS_KEY must be 32 bytes (base64-encoded)');
+  /**
+   * `previous`: keys SECRETS_KEY replaced (SECRETS_KEY_PREVIOUS), still tried when a value
+   * sealed before the rotation is opened; sealing and signing use `key` only.
+   */
+  constructor(
+    private readonly key: Buffer,
+    private readonly previous: Buffer[] = [],
+  ) {
+    for (const k of [key, ...previous]) if (k.length !== 32) throw new Error('SECRETS_KEY must be 32 bytes (base64-encoded)');
   }
 
   seal(plain: string, context: string): string {
@@ -56,23 +63,40 @@ export class SecretBox {
     return Number(expires) * 1000 < Date.now() ? 'expired' : 'valid';
   }
 
-  /** Opens a sealed value; anything not sealed (older rows) is returned as is. */
+  /** Opens a sealed value (under SECRETS_KEY or a previous one); anything not sealed (older rows) is returned as is. */
   open(stored: string, context: string): string {
     if (!stored.startsWith(PREFIX)) return stored;
     const raw = Buffer.from(stored.slice(PREFIX.length), 'base64');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, 12));
-    decipher.setAAD(Buffer.from(context));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    try {
+      return openWith(this.key, raw, context);
+    } catch (err) {
+      // Sealed before a rotation: the previous keys, in the order configured.
+      for (const key of this.previous) {
+        try {
+          return openWith(key, raw, context);
+        } catch {
+          // not this one
+        }
+      }
+      throw err;
+    }
   }
+}
+
+function openWith(key: Buffer, raw: Buffer, context: string): string {
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+  decipher.setAAD(Buffer.from(context));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
 }
 
 /**
  * The configured key, or (single-node default) one generated once and kept in DATA_DIR.
  * Every API replica must share it: deployments with several replicas set SECRETS_KEY.
  */
-export async function loadSecretBox(configured: string | undefined, dataDir: string): Promise<SecretBox> {
-  if (configured) return new SecretBox(Buffer.from(configured, 'base64'));
+export async function loadSecretBox(configured: string | undefined, dataDir: string, previous: string[] = []): Promise<SecretBox> {
+  const old = previous.map((k) => Buffer.from(k, 'base64'));
+  if (configured) return new SecretBox(Buffer.from(configured, 'base64'), old);
   const file = path.join(dataDir, 'secrets-key');
   await mkdir(dataDir, { recursive: true });
   try {
@@ -83,7 +107,7 @@ export async function loadSecretBox(configured: string | undefined, dataDir: str
   }
   for (let i = 0; ; i++) {
     const text = (await readFile(file, 'utf8')).trim();
-    if (text) return new SecretBox(Buffer.from(text, 'base64'));
+    if (text) return new SecretBox(Buffer.from(text, 'base64'), old);
     if (i > 50) throw new Error(`${file} is empty`);
     await new Promise((r) => setTimeout(r, 20)); // the writer has created but not yet filled it
   }

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from './config';
 import type { Presets } from './media/transcode';
 import type { Pool } from './db/pool';
+import { subjectTag } from './tokens/grant';
 import type { SecretBox } from './secret-box';
 import type { ObjectStore } from './storage/store';
 import { DirectUploads } from './arrivals/direct/direct-uploads';
@@ -86,6 +87,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     answers,
     admission: new Admission({ pipelines, calls }),
     downstream: downstreamSettings(config),
+    subjectTag: (tenantId, subject) => subjectTag(box, tenantId, subject),
     ...overrides.receiver,
   });
   // Every door's new uploads pass the one intake; the session core asks it before a session exists.

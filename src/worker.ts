@@ -2,6 +2,7 @@
 // `transcode` runs only the heavy media activities (steps, image variants), so it can scale (or be deployed)
 // apart from the upload path. Workflow code is bundled here or taken prebuilt (tests
 // bundle once per run).
+import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { workflowsPath } from './paths';
 import { createActivities, type ActivityDeps } from '../activities';
@@ -18,6 +19,8 @@ export interface WorkerSetup {
   activities: ActivityDeps;
   /** Prebuilt bundle code path; when absent the worker bundles workflows itself. */
   workflowBundlePath?: string;
+  /** The payload codec (PAYLOAD_ENCRYPTION), shared with the process's client. */
+  payloadCodec?: PayloadCodec;
   /** Overrides for the workflow worker (WORKER_TUNING). */
   options?: Partial<WorkerOptions>;
 }
@@ -27,6 +30,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   await removeOrphanedScratchDirs();
   const { transcode, runStep, renderImageVariant, ...shortActivities } = createActivities(setup.activities);
   const traced = await tracingWorkerOptions();
+  const dataConverter = setup.payloadCodec ? { dataConverter: { payloadCodecs: [setup.payloadCodec] } } : {};
   const workers: Worker[] = [];
   if (setup.taskQueues.uploads) {
     workers.push(
@@ -36,6 +40,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         taskQueue: setup.taskQueues.uploads,
         activities: shortActivities,
         ...traced,
+        ...dataConverter,
         ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath }),
         ...setup.options,
       }),
@@ -49,6 +54,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         taskQueue: setup.taskQueues.transcode,
         activities: { transcode, runStep, renderImageVariant },
         ...traced,
+        ...dataConverter,
         // Transcoding is CPU-bound: a couple at a time per process on a small machine.
         maxConcurrentActivityTaskExecutions: 2,
       }),

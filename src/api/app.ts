@@ -19,6 +19,8 @@ import { nulGuard } from './middleware/nul-guard';
 import { openApiDocument, router } from '../http/openapi';
 import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
+import { codecRoutes } from './routes/codec';
+import { PayloadKeyring, SealingCodec } from '../temporal/payload-codec';
 import { apiKeyRoutes } from './routes/api-keys';
 import { pipelineRoutes } from './routes/pipelines';
 import { imagePresetRoutes, signedImageRoutes, uploadImageRoutes } from './routes/images';
@@ -58,6 +60,8 @@ export const REQUEST_HEADERS = [
   'X-Request-Id',
   'traceparent',
   'tracestate',
+  // The Temporal UI's requests to the codec server (/admin/codec/*).
+  'X-Namespace',
   ...DOOR_HEADERS.request,
 ];
 
@@ -141,6 +145,11 @@ export function createApp(deps: AppDeps) {
   );
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
+  // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
+  app.route(
+    '/admin',
+    codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0), 'marker') : undefined }),
+  );
   const keyCache = new CredentialCache();
   // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.
   const doors = { ...services, config, pool, store, temporal, box };

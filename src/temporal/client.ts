@@ -1,5 +1,6 @@
 // The Temporal client used by the API, and the classification of its errors.
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import { InterceptingCall, Metadata, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
 import { tracingClientInterceptors } from '../telemetry/temporal';
 
@@ -12,7 +13,8 @@ export interface TemporalHandle {
   close(): Promise<void>;
 }
 
-export async function connectTemporal(address: string, namespace: string): Promise<TemporalHandle> {
+/** `codec`: the payload codec (PAYLOAD_ENCRYPTION), shared with the process's workers. */
+export async function connectTemporal(address: string, namespace: string, codec?: PayloadCodec): Promise<TemporalHandle> {
   let closed = false;
   // Lazy: the API starts (and answers 503) even while Temporal is still coming up.
   const connection = Connection.lazy({
@@ -20,7 +22,12 @@ export async function connectTemporal(address: string, namespace: string): Promi
     connectTimeout: 5_000,
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), closedConnectionGuard(() => closed)],
   });
-  const client = new Client({ connection, namespace, interceptors: tracingClientInterceptors() });
+  const client = new Client({
+    connection,
+    namespace,
+    interceptors: tracingClientInterceptors(),
+    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+  });
   return {
     client,
     connection,

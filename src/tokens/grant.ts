@@ -1,6 +1,7 @@
 // What an upload token grants (its limits, its pipeline) and the checks a new upload passes
 // against them before any byte. Pure: the doors' intake, the session core and the API share it.
 import { problem } from '../errors';
+import type { SecretBox } from '../secret-box';
 import { DEFAULT_PIPELINE } from '../pipelines/steps';
 
 /** What an upload token allows and names (src/tokens/upload-tokens.ts). */
@@ -18,6 +19,15 @@ export interface UploadGrant {
   pipeline?: string;
   /** Hosts it may import from (an entry `*.example.com` covers its subdomains); absent: none. */
   importHosts?: string[];
+}
+
+/**
+ * What OncelySubject holds for an upload made with a token: a keyed hash of the tenant and the
+ * subject (HMAC under SECRETS_KEY, 128 bits), so an operator who knows the subject can find
+ * its runs (`oncely subject-tag`) and nobody reads the subject from Temporal.
+ */
+export function subjectTag(box: Pick<SecretBox, 'sign'>, tenantId: string, subject: string): string {
+  return box.sign('subject-tag', `${tenantId}\n${subject}`).slice(0, 22);
 }
 
 /** Whether `host` is one of `hosts` (an entry `*.example.com` covers its subdomains). */

@@ -39,6 +39,11 @@ export interface ReceiveDeps {
   answers: AnswerCache;
   /** What a new upload must pass before it is read (its pipeline, the pipeline's validation hook). */
   admission: Admission;
+  /**
+   * The keyed pseudonym an upload token's subject is searchable by (OncelySubject): search
+   * attributes stay in clear in Temporal, so they never hold the subject itself.
+   */
+  subjectTag?: (tenantId: string, subject: string) => string;
 }
 
 export type UploadOutcome =
@@ -197,7 +202,9 @@ export class UploadReceiver {
         { key: searchAttributes.idempotencyKey, value: req.idempotencyKey },
         { key: searchAttributes.contentType, value: req.contentType },
         { key: searchAttributes.bytes, value: req.declaredBytes },
-        ...(req.grant?.subject ? [{ key: searchAttributes.subject, value: req.grant.subject }] : []),
+        ...(req.grant?.subject && this.deps.subjectTag
+          ? [{ key: searchAttributes.subject, value: this.deps.subjectTag(req.tenantId, req.grant.subject) }]
+          : []),
       ],
     };
   }

@@ -13,6 +13,8 @@ import { createDatabase, dropDatabase } from '../support/postgres';
 import { startRuntime, type Role, type Runtime } from '../../src/runtime';
 import { createTenant } from '../../src/tenants';
 import { S3Store } from '../../src/storage/s3-store';
+import type { temporal } from '@temporalio/proto';
+import { openHistory } from './inspect';
 
 let temporalLoggerInstalled = false;
 function quietTemporalLogs(): void {
@@ -38,6 +40,8 @@ export interface TestStack {
   dbUrl: string;
   temporal: Client;
   s3: S3Store;
+  /** A run's history with its sealed payloads opened (what the run recorded, in clear). */
+  history(workflowId: string): Promise<temporal.api.history.v1.IHistory>;
   createTenant(name?: string): Promise<{ tenantId: string; apiKey: string }>;
   stop(): Promise<void>;
 }
@@ -105,7 +109,11 @@ export async function startTestStack(prefix: string, opts: StackOptions = {}): P
   const config = loadConfig(env);
   const runtime = await startRuntime(config, opts.role ?? 'all', { workflowBundlePath: shared.workflowBundlePath });
   const connection = await Connection.connect({ address: shared.temporalAddress });
-  const temporal = new Client({ connection });
+  // The runtime's own codec: results and queries read here are sealed as the stack seals them.
+  const temporal = new Client({
+    connection,
+    ...(runtime.payloadCodec ? { dataConverter: { payloadCodecs: [runtime.payloadCodec] } } : {}),
+  });
   const s3 = await testS3Store(env.S3_BUCKET!);
   return {
     name,
@@ -115,6 +123,7 @@ export async function startTestStack(prefix: string, opts: StackOptions = {}): P
     dbUrl,
     temporal,
     s3,
+    history: async (workflowId) => openHistory(await temporal.workflow.getHandle(workflowId).fetchHistory(), runtime.payloadCodec),
     createTenant: (tenantName = 'test') => createTenant(runtime.pool, tenantName),
     async stop() {
       await runtime.shutdown();

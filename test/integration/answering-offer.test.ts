@@ -55,7 +55,7 @@ it('answers a new upload from the offer, never reading the run history; a second
   expect(calls.get('pollWorkflowExecutionUpdate') ?? 0).toBe(0);
 
   // The run recorded the answering offer, completed with exactly the answer the caller got.
-  const history = await stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key)).fetchHistory();
+  const history = await stack.history(uploadWorkflowId(tenant.tenantId, key));
   const accepted = history.events!.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
   expect(accepted.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.input!.name)).toEqual([
     updates.offerCopyForAnswer,

@@ -72,7 +72,7 @@ describe('transcode', () => {
     const rows = await stack.runtime.pool.query('SELECT name FROM renditions WHERE upload_id = $1', [processed.uploadId]);
     expect(rows.rowCount).toBe(2);
     // The run reads well in the UI: the transcode step carries a summary.
-    const events = (await stack.temporal.workflow.getHandle(`downstream/${processed.uploadId}`).fetchHistory()).events ?? [];
+    const events = (await stack.history(`downstream/${processed.uploadId}`)).events ?? [];
     const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runStep');
     const summary = scheduled?.userMetadata?.summary?.data;
     expect(summary ? JSON.parse(Buffer.from(summary).toString()) : undefined).toBe(

@@ -125,9 +125,7 @@ describe.each(['local', 's3'] as const)('an S3 source on the %s store', (kind) =
     // Sealed everywhere it is kept: the batch's row, and each item's run.
     const row = await stack.runtime.pool.query('SELECT source::text AS s FROM import_batches WHERE id = $1', [started.json.id]);
     expect(row.rows[0].s).not.toContain(SECRET);
-    const history = await stack.temporal.workflow
-      .getHandle(uploadWorkflowId(tenant.tenantId, `import-batch/${started.json.id}/1`))
-      .fetchHistory();
+    const history = await stack.history(uploadWorkflowId(tenant.tenantId, `import-batch/${started.json.id}/1`));
     const payloads = bytesIn(history);
     expect(payloads.some((b) => b.includes(`${source.endpoint}/archive/2026/cover.png`))).toBe(true);
     expect(payloads.some((b) => b.includes(SECRET) || b.includes(KEY_ID))).toBe(false);

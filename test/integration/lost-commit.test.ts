@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 async function workflowInput(workflowId: string): Promise<UploadWorkflowInput> {
-  const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+  const history = await stack.history(workflowId);
   const payload = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
   return JSON.parse(Buffer.from(payload.data!).toString('utf8')) as UploadWorkflowInput;
 }

@@ -86,7 +86,7 @@ it("a split worker serves its health, readiness and own counters on WORKER_HTTP_
     [up.json.uploadId],
   );
   expect(row.rows[0]).toMatchObject({ traceparent: null, key_traceparent: null });
-  const events = await stack.temporal.workflow.getHandle(row.rows[0].workflow_id).fetchHistory();
+  const events = await stack.history(row.rows[0].workflow_id);
   const headers = events.events!.flatMap((e) => [
     e.workflowExecutionStartedEventAttributes?.header?.fields,
     e.activityTaskScheduledEventAttributes?.header?.fields,

@@ -95,17 +95,19 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
   };
   const tusAuth = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'tus-resumable': '1.0.0' });
   const histories: { workflowId: string; history: unknown }[] = [];
-  const record = (file: string, history: unknown) => {
+  // Fixtures are recorded opened (as histories written before the codec were); the live
+  // histories replay sealed, through the stack's codec, as a worker reads them.
+  const record = async (file: string, workflowId: string) => {
     if (!process.env.RECORD_HISTORIES) return;
     mkdirSync(fixtures, { recursive: true });
-    writeFileSync(path.join(fixtures, file), JSON.stringify(history, null, 1));
+    writeFileSync(path.join(fixtures, file), JSON.stringify(await stack.history(workflowId), null, 1));
   };
+  const sealed = (workflowId: string) => stack.temporal.workflow.getHandle(workflowId).fetchHistory();
   for (const [name, run] of Object.entries(scenarios)) {
     const key = await run();
     const workflowId = uploadWorkflowId(tenant.tenantId, key);
-    const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-    histories.push({ workflowId, history });
-    record(`upload-${name}.json`, history);
+    histories.push({ workflowId, history: await sealed(workflowId) });
+    await record(`upload-${name}.json`, workflowId);
   }
   // The downstream child of a transcoded picture, and of a file with nothing to transcode,
   // both announced to an endpoint.
@@ -127,9 +129,8 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
       expect(res.status).toBe(201);
       const handle = stack.temporal.workflow.getHandle(workflowIds.downstream(res.json.uploadId as string));
       await eventually(async () => (await handle.describe()).status.name === 'COMPLETED', 60_000);
-      const history = await handle.fetchHistory();
-      histories.push({ workflowId: handle.workflowId, history });
-      record(`downstream-${name}.json`, history);
+      histories.push({ workflowId: handle.workflowId, history: await sealed(handle.workflowId) });
+      await record(`downstream-${name}.json`, handle.workflowId);
     }
   } finally {
     await receiver.stop();
@@ -144,7 +145,7 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
 
   let replayed = 0;
   for await (const result of Worker.runReplayHistories(
-    { workflowBundle: { codePath: inject('stack').workflowBundlePath } },
+    { workflowBundle: { codePath: inject('stack').workflowBundlePath }, dataConverter: { payloadCodecs: [stack.runtime.payloadCodec!] } },
     histories as never,
   )) {
     expect(result.error, `${result.workflowId}: ${result.error}`).toBeUndefined();

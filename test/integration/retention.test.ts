@@ -48,7 +48,7 @@ describe.each(['s3', 'local'] as const)('retention on the %s store', (kind) => {
       return found.length > 0 ? found : undefined;
     }, 30_000);
     expect(runs).toHaveLength(1);
-    const started = (await stack.temporal.workflow.getHandle(`delete/${id}`).fetchHistory()).events?.[0];
+    const started = (await stack.history(`delete/${id}`)).events?.[0];
     const input = JSON.parse(Buffer.from(started!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
     expect(input).toMatchObject({ uploadId: id, reason: 'retention' });
     // Two more sweeps later: still one run.

@@ -12,6 +12,8 @@ import { WebhookReceiver } from '../support/webhook-receiver';
 import * as tus from 'tus-js-client';
 import { searchAttributes } from '../../src/temporal/names';
 import { audit } from '../../src/audit';
+import { loadSecretBox } from '../../src/secret-box';
+import { subjectTag } from '../../src/tokens/grant';
 
 describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) => {
   let stack: TestStack;
@@ -79,7 +81,11 @@ describe.each(['s3', 'local'] as const)('upload tokens on the %s store', (kind) 
     });
     expect(up.status, up.text).toBe(201);
     const run = await stack.temporal.workflow.getHandle(`upload/${tenant.tenantId}/${key}`).describe();
-    expect(run.typedSearchAttributes.get(searchAttributes.subject)).toBe('user-42');
+    // Searchable by a keyed pseudonym (`oncely subject-tag`), never the subject in clear.
+    const box = await loadSecretBox(stack.config.SECRETS_KEY, stack.config.DATA_DIR);
+    expect(run.typedSearchAttributes.get(searchAttributes.subject)).toBe(subjectTag(box, tenant.tenantId, 'user-42'));
+    expect(subjectTag(box, tenant.tenantId, 'user-42')).toMatch(/^[\w-]{22}$/);
+    expect(subjectTag(box, tenant.tenantId, 'user-43')).not.toBe(subjectTag(box, tenant.tenantId, 'user-42'));
     const own = await call('GET', `/v1/uploads/${up.json.uploadId}`, minted.token);
     expect(own.status).toBe(200);
     expect(own.json).toMatchObject({ tokenId: minted.id, subject: 'user-42', metadata: { album: 'trip' } });

@@ -10,7 +10,7 @@ import type { ManagedProcess } from '../../src/devstack/process';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { getJson, postUpload, sha256 } from '../helpers/http';
-import { eventually, listKeys, rowsForKey, commitRetrying } from '../helpers/inspect';
+import { eventually, listKeys, rowsForKey, commitRetrying, openHistory } from '../helpers/inspect';
 import { startWorkerProcess } from '../helpers/worker-process';
 
 let stack: TestStack;
@@ -18,7 +18,9 @@ let dbProxy: TcpProxy;
 let worker: ManagedProcess | undefined;
 
 beforeAll(async () => {
-  stack = await startTestStack('crash', { role: 'api' });
+  // Payload encryption off: with it on, a worker cut off from PostgreSQL cannot open the run's
+  // input (its data key is there) and never reaches the commit this test cuts.
+  stack = await startTestStack('crash', { role: 'api', env: { PAYLOAD_ENCRYPTION: 'false' } });
   dbProxy = await new TcpProxy({ host: '127.0.0.1', port: 5432 }).start();
 });
 
@@ -30,7 +32,11 @@ afterAll(async () => {
 
 it('completes exactly once after the worker dies while the commit retries its records transaction', async () => {
   const tenant = await stack.createTenant();
-  const workerEnv = { ...stackEnv(stack.name, stack.dbUrl.replace(':5432/', `:${dbProxy.port}/`)), S3_BUCKET: stack.config.S3_BUCKET };
+  const workerEnv = {
+    ...stackEnv(stack.name, stack.dbUrl.replace(':5432/', `:${dbProxy.port}/`)),
+    S3_BUCKET: stack.config.S3_BUCKET,
+    PAYLOAD_ENCRYPTION: 'false',
+  };
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
   const metricsPort = await getPort({ host: '127.0.0.1' });
   worker = await startWorkerProcess({ ...workerEnv, WORKER_METRICS_PORT: String(metricsPort) }, logFile);
@@ -53,7 +59,7 @@ it('completes exactly once after the worker dies while the commit retries its re
   // The commit is a local activity: failing past the local retry threshold shows as its
   // backoff timer in the history, with no commit marker.
   await eventually(async () => {
-    return commitRetrying((await handle.fetchHistory()).events ?? []) ? true : undefined;
+    return commitRetrying((await openHistory(await handle.fetchHistory(), stack.runtime.payloadCodec)).events ?? []) ? true : undefined;
   }, 60_000);
   expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(0);
 

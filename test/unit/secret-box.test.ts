@@ -24,6 +24,21 @@ it('round-trips, and refuses another context, another key or a flipped byte', ()
   expect(box.open('{"plain":true}', 'x')).toBe('{"plain":true}'); // rows written before sealing
 });
 
+it('after a rotation opens what the previous keys sealed, and seals under the new key only', () => {
+  const [older, old, current] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+  const before = new SecretBox(old).seal('secret', 'ctx');
+  const oldest = new SecretBox(older).seal('oldest', 'ctx');
+  const rotated = new SecretBox(current, [old, older]);
+  expect(rotated.open(before, 'ctx')).toBe('secret');
+  expect(rotated.open(oldest, 'ctx')).toBe('oldest');
+  expect(() => rotated.open(before, 'other')).toThrow();
+  const after = rotated.seal('new', 'ctx');
+  expect(new SecretBox(current).open(after, 'ctx')).toBe('new');
+  expect(() => new SecretBox(old).open(after, 'ctx')).toThrow();
+  expect(() => new SecretBox(current).open(before, 'ctx')).toThrow();
+  expect(() => new SecretBox(current, [randomBytes(16)])).toThrow(/32 bytes/);
+});
+
 it('generates one key per data directory, shared by processes starting together', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-box-'));
   try {

@@ -2,7 +2,9 @@
 // activity finds its work done and does nothing more).
 import { withTransaction, type Pool, type Queryable } from '../pool';
 import { replaceUploadAnswer } from './idempotency-keys';
+import { destroyPayloadKeys } from './payload-keys';
 import { objectInUse } from './records';
+import { uploadScopes } from '../../temporal/payload-scope';
 import type { UploadRow } from './uploads';
 
 /**
@@ -84,7 +86,9 @@ export async function releaseObject(pool: Pool, uploadId: string): Promise<{ sto
  * Removes the personal metadata (the file name, probed media, the steps' outcomes, the upload
  * token's subject and metadata) and marks the upload erased;
  * the key's stored answer becomes `gone` (410), so a replay of the original request under
- * its key no longer carries the name, or a Location to bytes that are gone.
+ * its key no longer carries the name, or a Location to bytes that are gone. The data keys of
+ * the upload's runs are destroyed in the same transaction: what Temporal keeps of them
+ * (inputs with the name, the token's subject and metadata) can no longer be opened.
  */
 export async function scrubUpload(
   pool: Pool,
@@ -93,14 +97,15 @@ export async function scrubUpload(
 ): Promise<{ deletedAt: Date; erasedAt: Date; first: boolean }> {
   return withTransaction(pool, async (tx) => {
     const before = await tx.query<{ erased_at: Date | null }>('SELECT erased_at FROM uploads WHERE id = $1 FOR UPDATE', [uploadId]);
-    const res = await tx.query<{ deleted_at: Date; erased_at: Date }>(
+    const res = await tx.query<{ deleted_at: Date; erased_at: Date; workflow_id: string | null }>(
       `UPDATE uploads SET file_name = NULL, media = NULL, processing_reason = NULL, subject = NULL, token_metadata = NULL,
                           erased_at = coalesce(erased_at, now())
-        WHERE id = $1 RETURNING deleted_at, erased_at`,
+        WHERE id = $1 RETURNING deleted_at, erased_at, workflow_id`,
       [uploadId],
     );
     await tx.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
     await replaceUploadAnswer(tx, uploadId, gone);
+    await destroyPayloadKeys(tx, uploadScopes(uploadId, res.rows[0]!.workflow_id));
     return { deletedAt: res.rows[0]!.deleted_at, erasedAt: res.rows[0]!.erased_at, first: !before.rows[0]?.erased_at };
   });
 }

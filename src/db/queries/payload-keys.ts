@@ -1,0 +1,82 @@
+// The data keys of the payload codec (migration 026): one live key per scope, found or
+// created by whichever process needs it first; destroyed with what they protect.
+import { statement, type Queryable } from '../pool';
+
+export interface PayloadKeyRow {
+  id: string;
+  /** Null once destroyed. */
+  wrapped: string | null;
+}
+
+/** The scope's live key, if it has one. */
+export async function findLivePayloadKey(db: Queryable, scope: string): Promise<PayloadKeyRow | undefined> {
+  const res = await db.query<PayloadKeyRow>(
+    statement('find-live-payload-key', 'SELECT id, wrapped FROM payload_keys WHERE scope = $1 AND destroyed_at IS NULL', [scope]),
+  );
+  return res.rows[0];
+}
+
+/**
+ * Records a new live key for the scope unless another process recorded one first; answers
+ * the scope's live key either way. The tenant is the one given or, for an upload's scope,
+ * the upload's (so a tenant's keys can be found).
+ */
+export async function createPayloadKey(
+  db: Queryable,
+  k: { id: string; scope: string; wrapped: string; tenantId?: string; uploadId?: string },
+): Promise<PayloadKeyRow> {
+  await db.query(
+    statement(
+      'create-payload-key',
+      `INSERT INTO payload_keys (id, scope, tenant_id, wrapped)
+       VALUES ($1, $2, coalesce($3::uuid, (SELECT tenant_id FROM uploads WHERE id = $4::uuid)), $5)
+       ON CONFLICT (scope) WHERE destroyed_at IS NULL DO NOTHING`,
+      [k.id, k.scope, k.tenantId ?? null, k.uploadId ?? null, k.wrapped],
+    ),
+  );
+  const live = await findLivePayloadKey(db, k.scope);
+  if (!live) throw new Error(`the payload key of ${k.scope} was destroyed while it was being created`);
+  return live;
+}
+
+/** The keys with these ids (a destroyed one with `wrapped` null; an unknown id is left out). */
+export async function findPayloadKeys(db: Queryable, ids: string[]): Promise<PayloadKeyRow[]> {
+  const res = await db.query<PayloadKeyRow>(
+    statement('find-payload-keys', 'SELECT id, wrapped FROM payload_keys WHERE id = ANY($1::uuid[])', [ids]),
+  );
+  return res.rows;
+}
+
+/** The tenant that owns an upload (a deletion run's payloads go under the tenant's key). */
+export async function uploadTenant(db: Queryable, uploadId: string): Promise<string | undefined> {
+  const res = await db.query<{ tenant_id: string }>(statement('upload-tenant', 'SELECT tenant_id FROM uploads WHERE id = $1', [uploadId]));
+  return res.rows[0]?.tenant_id;
+}
+
+/** Destroys the live keys of these scopes (in the caller's transaction); answers how many. */
+export async function destroyPayloadKeys(db: Queryable, scopes: string[]): Promise<number> {
+  const res = await db.query(
+    `UPDATE payload_keys SET wrapped = NULL, destroyed_at = now() WHERE scope = ANY($1::text[]) AND destroyed_at IS NULL`,
+    [scopes],
+  );
+  return res.rowCount ?? 0;
+}
+
+/** Every live key (rotation re-wraps them under a new SECRETS_KEY), in pages. */
+export async function pageLivePayloadKeys(db: Queryable, after: string | null, limit: number): Promise<PayloadKeyRow[]> {
+  const res = await db.query<PayloadKeyRow>(
+    `SELECT id, wrapped FROM payload_keys WHERE destroyed_at IS NULL AND ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
+    [after, limit],
+  );
+  return res.rows;
+}
+
+/** Replaces a live key's wrapping (the key itself is unchanged). */
+export async function rewrapPayloadKey(db: Queryable, id: string, before: string, wrapped: string): Promise<boolean> {
+  const res = await db.query('UPDATE payload_keys SET wrapped = $3 WHERE id = $1 AND wrapped = $2 AND destroyed_at IS NULL', [
+    id,
+    before,
+    wrapped,
+  ]);
+  return (res.rowCount ?? 0) > 0;
+}

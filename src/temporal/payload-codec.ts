@@ -1,0 +1,223 @@
+// The payload codec on every Temporal client and worker Oncely runs: each payload is sealed
+// with AES-256-GCM under the data key of the workflow that owns it (payload-scope.ts), the
+// key's id in the payload's metadata. Data keys live in PostgreSQL wrapped by SECRETS_KEY;
+// destroying one (an upload's erasure) leaves every copy of its payloads — history, archive,
+// backup — sealed for good. Payloads written before the codec pass through unchanged.
+import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
+import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import {
+  createPayloadKey,
+  findLivePayloadKey,
+  findPayloadKeys,
+  pageLivePayloadKeys,
+  rewrapPayloadKey,
+  uploadTenant,
+  type PayloadKeyRow,
+} from '../db/queries/payload-keys';
+import type { Pool } from '../db/pool';
+import type { SecretBox } from '../secret-box';
+import { payloadOwner, scopes } from './payload-scope';
+
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+const KEY_ID = 'encryption-key-id';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** What an erased payload decodes to in the codec server (the Temporal UI shows it as the value). */
+export const ERASED_MARKER = 'erased';
+
+/** The wire form of a payload (@temporalio/proto is CommonJS: its namespace comes through the default export). */
+const WirePayload = proto.temporal.api.common.v1.Payload;
+const utf8 = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : undefined);
+const wrapContext = (id: string) => `payload-key\n${id}`;
+
+/** A payload sealed under a key that was destroyed: its upload (or tenant) was erased. */
+export class ErasedPayload extends Error {
+  constructor(readonly keyId: string) {
+    super(`payload key ${keyId} was destroyed: the payload was erased`);
+  }
+}
+
+/** A sealed payload that cannot be opened: its key id is malformed or its bytes were changed. */
+export class UnreadablePayload extends Error {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Data keys by scope (for sealing) and by id (for opening), found or created in PostgreSQL
+ * and kept here for `cacheMs`: a destroyed key stops opening payloads in another process
+ * within that time (the codec server asks PostgreSQL every time).
+ */
+export class PayloadKeyring {
+  private readonly byScope = new Map<string, { id: string; key: Buffer; at: number }>();
+  private readonly byId = new Map<string, { key: Buffer; at: number }>();
+  private readonly pending = new Map<string, Promise<{ id: string; key: Buffer }>>();
+  private readonly tenants = new Map<string, string | undefined>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly box: SecretBox,
+    private readonly cacheMs = 60_000,
+  ) {}
+
+  /** The live key that seals payloads owned by `context`'s workflow. */
+  async sealingKey(context: SerializationContext | undefined): Promise<{ id: string; key: Buffer }> {
+    const owner = payloadOwner(context);
+    let scope: string;
+    let tenantId: string | undefined;
+    let uploadId: string | undefined;
+    if ('tenantOfUpload' in owner) {
+      tenantId = await this.tenantOf(owner.tenantOfUpload);
+      scope = tenantId ? scopes.tenant(tenantId) : scopes.deployment;
+    } else {
+      scope = owner.scope;
+      if ('tenantId' in owner) tenantId = owner.tenantId;
+      if ('uploadId' in owner) uploadId = owner.uploadId;
+    }
+    const cached = this.byScope.get(scope);
+    if (cached && this.fresh(cached.at)) return cached;
+    let loading = this.pending.get(scope);
+    if (!loading) {
+      loading = this.loadScope(scope, tenantId, uploadId).finally(() => this.pending.delete(scope));
+      this.pending.set(scope, loading);
+    }
+    return loading;
+  }
+
+  /** The keys with these ids; null for a destroyed (or unknown) one. */
+  async openingKeys(ids: string[], fresh = false): Promise<Map<string, Buffer | null>> {
+    const found = new Map<string, Buffer | null>();
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const cached = fresh ? undefined : this.byId.get(id);
+      if (cached && this.fresh(cached.at)) found.set(id, cached.key);
+      else missing.push(id);
+    }
+    if (missing.length) {
+      const rows = await findPayloadKeys(this.pool, missing);
+      for (const id of missing) {
+        const row = rows.find((r) => r.id === id);
+        found.set(id, row?.wrapped ? this.remember(row).key : null);
+      }
+    }
+    return found;
+  }
+
+  private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {
+    let row = await findLivePayloadKey(this.pool, scope);
+    if (!row) {
+      const id = randomUUID();
+      const wrapped = this.box.seal(randomBytes(32).toString('base64'), wrapContext(id));
+      row = await createPayloadKey(this.pool, { id, scope, wrapped, tenantId, uploadId });
+    }
+    const key = this.remember(row);
+    this.byScope.set(scope, key);
+    trim(this.byScope);
+    return key;
+  }
+
+  private remember(row: PayloadKeyRow): { id: string; key: Buffer; at: number } {
+    const key = Buffer.from(this.box.open(row.wrapped!, wrapContext(row.id)), 'base64');
+    const entry = { id: row.id, key, at: Date.now() };
+    this.byId.set(row.id, entry);
+    trim(this.byId);
+    return entry;
+  }
+
+  private async tenantOf(uploadId: string): Promise<string | undefined> {
+    if (!this.tenants.has(uploadId)) {
+      this.tenants.set(uploadId, await uploadTenant(this.pool, uploadId));
+      trim(this.tenants);
+    }
+    return this.tenants.get(uploadId);
+  }
+
+  private fresh(at: number): boolean {
+    return Date.now() - at < this.cacheMs;
+  }
+}
+
+/** Keeps a cache map within bounds (the oldest entries go first). */
+function trim(map: Map<string, unknown>, max = 10_000): void {
+  while (map.size > max) map.delete(map.keys().next().value!);
+}
+
+function keyIdOf(p: Payload): string {
+  const id = text(p.metadata?.[KEY_ID]) ?? '';
+  if (!UUID.test(id)) throw new UnreadablePayload('a sealed payload names no key');
+  return id;
+}
+
+export function isSealed(p: Payload): boolean {
+  return text(p.metadata?.encoding) === ENCRYPTED_ENCODING;
+}
+
+export class SealingCodec implements PayloadCodec {
+  constructor(
+    private readonly keyring: PayloadKeyring,
+    /** 'marker': an erased payload decodes to ERASED_MARKER (the codec server); 'throw': to an error (workers, clients). */
+    private readonly erased: 'throw' | 'marker' = 'throw',
+  ) {}
+
+  async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
+    if (!payloads.length) return payloads;
+    const { id, key } = await this.keyring.sealingKey(context);
+    return payloads.map((p) => {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(utf8(id));
+      const plain = WirePayload.encode(p).finish();
+      const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+      return {
+        metadata: { encoding: utf8(ENCRYPTED_ENCODING), [KEY_ID]: utf8(id) },
+        data: Buffer.concat([iv, cipher.getAuthTag(), sealed]),
+      };
+    });
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    const ids = payloads.filter(isSealed).map(keyIdOf);
+    if (!ids.length) return payloads;
+    const keys = await this.keyring.openingKeys(ids, this.erased === 'marker');
+    return payloads.map((p) => {
+      if (!isSealed(p)) return p;
+      const id = keyIdOf(p);
+      const key = keys.get(id);
+      if (!key) {
+        if (this.erased === 'throw') throw new ErasedPayload(id);
+        return { metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(ERASED_MARKER)) };
+      }
+      const data = Buffer.from(p.data ?? new Uint8Array());
+      if (data.length < IV_BYTES + TAG_BYTES) throw new UnreadablePayload(`a payload sealed under ${id} is truncated`);
+      const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
+      decipher.setAAD(utf8(id));
+      decipher.setAuthTag(data.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+      try {
+        const plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+        return WirePayload.decode(plain);
+      } catch {
+        throw new UnreadablePayload(`a payload sealed under ${id} does not open: its bytes were changed`);
+      }
+    });
+  }
+}
+
+/**
+ * Re-wraps every live data key under the current SECRETS_KEY (after a rotation, the old key
+ * in SECRETS_KEY_PREVIOUS): the keys themselves are unchanged, so no history is re-encrypted.
+ * Answers how many were re-wrapped; a key destroyed meanwhile is left destroyed.
+ */
+export async function rewrapPayloadKeys(pool: Pool, box: SecretBox): Promise<number> {
+  let after: string | null = null;
+  let count = 0;
+  for (;;) {
+    const page = await pageLivePayloadKeys(pool, after, 500);
+    if (!page.length) return count;
+    for (const row of page) {
+      const key = box.open(row.wrapped!, wrapContext(row.id));
+      if (await rewrapPayloadKey(pool, row.id, row.wrapped!, box.seal(key, wrapContext(row.id)))) count++;
+    }
+    after = page.at(-1)!.id;
+  }
+}
