@@ -7,7 +7,7 @@ import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:
 import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import {
-  createPayloadKey,
+  ensurePayloadKey,
   findLivePayloadKey,
   findPayloadKeys,
   pageLivePayloadKeys,
@@ -105,12 +105,11 @@ export class PayloadKeyring {
   }
 
   private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {
-    let row = await findLivePayloadKey(this.pool, scope);
-    if (!row) {
-      const id = randomUUID();
-      const wrapped = this.box.seal(randomBytes(32).toString('base64'), wrapContext(id));
-      row = await createPayloadKey(this.pool, { id, scope, wrapped, tenantId, uploadId });
-    }
+    const id = randomUUID();
+    const wrapped = this.box.seal(randomBytes(32).toString('base64'), wrapContext(id));
+    const row =
+      (await ensurePayloadKey(this.pool, { id, scope, wrapped, tenantId, uploadId })) ?? (await findLivePayloadKey(this.pool, scope));
+    if (!row) throw new Error(`the payload key of ${scope} was destroyed while it was being created`);
     const key = this.remember(row);
     this.byScope.set(scope, key);
     trim(this.byScope);

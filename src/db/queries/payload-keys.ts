@@ -17,26 +17,30 @@ export async function findLivePayloadKey(db: Queryable, scope: string): Promise<
 }
 
 /**
- * Records a new live key for the scope unless another process recorded one first; answers
- * the scope's live key either way. The tenant is the one given or, for an upload's scope,
- * the upload's (so a tenant's keys can be found).
+ * The scope's live key, recorded first when it has none (then `wrapped` is the one given):
+ * one round trip either way. Undefined only when another process recorded the scope's key
+ * during this statement (its snapshot cannot see it): read it then.
  */
-export async function createPayloadKey(
+export async function ensurePayloadKey(
   db: Queryable,
   k: { id: string; scope: string; wrapped: string; tenantId?: string; uploadId?: string },
-): Promise<PayloadKeyRow> {
-  await db.query(
+): Promise<PayloadKeyRow | undefined> {
+  const res = await db.query<PayloadKeyRow>(
     statement(
-      'create-payload-key',
-      `INSERT INTO payload_keys (id, scope, tenant_id, wrapped)
-       VALUES ($1, $2, coalesce($3::uuid, (SELECT tenant_id FROM uploads WHERE id = $4::uuid)), $5)
-       ON CONFLICT (scope) WHERE destroyed_at IS NULL DO NOTHING`,
+      'ensure-payload-key',
+      `WITH made AS (
+         INSERT INTO payload_keys (id, scope, tenant_id, wrapped)
+         VALUES ($1, $2, coalesce($3::uuid, (SELECT tenant_id FROM uploads WHERE id = $4::uuid)), $5)
+         ON CONFLICT (scope) WHERE destroyed_at IS NULL DO NOTHING
+         RETURNING id, wrapped)
+       SELECT id, wrapped FROM made
+       UNION ALL
+       SELECT id, wrapped FROM payload_keys WHERE scope = $2 AND destroyed_at IS NULL
+       LIMIT 1`,
       [k.id, k.scope, k.tenantId ?? null, k.uploadId ?? null, k.wrapped],
     ),
   );
-  const live = await findLivePayloadKey(db, k.scope);
-  if (!live) throw new Error(`the payload key of ${k.scope} was destroyed while it was being created`);
-  return live;
+  return res.rows[0];
 }
 
 /** The keys with these ids (a destroyed one with `wrapped` null; an unknown id is left out). */
