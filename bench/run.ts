@@ -17,6 +17,7 @@ import { historyCost } from './history';
 import { gateLatency, hlsOverhead, reprocessThroughput } from './pipelines';
 import { importBatch, importFromUrl } from './imports';
 import { tracingOverhead } from './traces';
+import { payloadEncryptionOverhead } from './payload-encryption';
 import { imageVariants } from './images';
 
 const { values } = parseArgs({
@@ -62,6 +63,7 @@ const all = [
   'batch',
   'traces',
   'images',
+  'codec',
 ];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
@@ -93,6 +95,7 @@ try {
   if (wanted.has('import')) results.push(await importFromUrl(services, { bytes: Number(values['large-bytes']), rounds }));
   if (wanted.has('batch')) results.push(await importBatch(services, { items: Number(values['batch-items']), rounds, concurrency: 16 }));
   if (wanted.has('traces')) results.push(await tracingOverhead(services, { seconds, rounds, connections: 8 }));
+  if (wanted.has('codec')) results.push(await payloadEncryptionOverhead(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));

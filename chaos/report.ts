@@ -38,6 +38,7 @@ export function renderTable(r: ChaosResult): string {
     ['of which replays', v.replayedAnswers],
     ['key reused with other bytes → 422', v.misuseRefused],
     ['uploads deleted (erased once) / events redelivered', `${v.deleted} / ${v.redelivered}`],
+    ['runs of erased uploads read raw: sealed, none opens', v.erasedRunsChecked],
     ['webhook deliveries received', v.webhookDeliveries],
     ['API / worker restarts after kills', `${r.restarts.api} / ${r.restarts.worker}`],
     ['staging objects swept at the end', v.stagingRemoved],

@@ -5,6 +5,7 @@
 // upload workers (with more than one, a separate transcode worker too). Every piece can be killed and brought back on the same port and data; API and
 // worker processes are supervised (one that dies, or fails to start while a dependency is
 // down, is started again).
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -20,6 +21,7 @@ import { startToxiproxy } from '../test/support/toxiproxy';
 import { startVersity, type Versity } from '../test/support/versitygw';
 import { projectRoot } from '../src/paths';
 import { S3Store } from '../src/storage/s3-store';
+import { SecretBox } from '../src/secret-box';
 import { workflowsPath } from '../src/worker';
 import { WORKFLOW_TRACING_MODULES } from '../src/telemetry/temporal';
 
@@ -72,6 +74,8 @@ export interface ChaosStack {
   taskQueue: string;
   pool: Pool;
   store: S3Store;
+  /** The services' SECRETS_KEY: the verifier opens (and checks the erasure of) sealed payloads with it. */
+  box: SecretBox;
   /** `temporalPostgres`: the real server's connections to PostgreSQL (server mode only). */
   proxies: { api: Proxy; postgres: Proxy; s3: Proxy; temporalPostgres?: Proxy };
   postgres: PostgresCluster;
@@ -198,6 +202,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   await store.ensureBucket();
 
   const taskQueue = 'uploads-chaos';
+  const secretsKey = randomBytes(32);
   const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -217,6 +222,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     WORKER_HTTP_PORT: '0',
     LOG_LEVEL: 'warn',
     DATA_DIR: path.join(dir, 'data'),
+    SECRETS_KEY: secretsKey.toString('base64'),
     DEFAULT_WAIT_SECONDS: '20',
     SHUTDOWN_GRACE_SECONDS: '5',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -259,6 +265,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     taskQueue,
     pool,
     store,
+    box: new SecretBox(secretsKey),
     proxies,
     postgres,
     apis,

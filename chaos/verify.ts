@@ -8,6 +8,7 @@ import { audit } from '../src/audit';
 import { allRenditions, allUploads } from '../src/db/queries/audit';
 import type { WebhookReceiver } from '../test/support/webhook-receiver';
 import { eventId, type EventType } from '../src/downstream/events';
+import { ERASED_MARKER, isSealed, PayloadKeyring, payloadsIn, SealingCodec } from '../src/temporal/payload-codec';
 import type { UploadRecord } from './load';
 import type { ChaosStack } from './stack';
 
@@ -22,6 +23,8 @@ export interface Verdict {
   redelivered: number;
   webhookDeliveries: number;
   stagingRemoved: number;
+  /** Runs of erased uploads read raw from Temporal: sealed, and none of their payloads opens. */
+  erasedRunsChecked: number;
   duplicates: string[];
   losses: string[];
   other: string[];
@@ -71,6 +74,7 @@ export async function settleAndVerify(opts: {
     misuseRefused: 0,
     webhookDeliveries: 0,
     stagingRemoved: 0,
+    erasedRunsChecked: 0,
     deleted: records.filter(isDeleted).length,
     redelivered: records.filter((r) => r.redelivered !== undefined && !r.redelivered.startsWith('failed')).length,
     duplicates: [],
@@ -121,7 +125,11 @@ export async function settleAndVerify(opts: {
     return pending.size === 0;
   });
   const connection = await Connection.connect({ address: stack.temporalAddress });
-  const temporal = new Client({ connection });
+  // The services seal every payload: the verifier reads results through the same codec.
+  const temporal = new Client({
+    connection,
+    dataConverter: { payloadCodecs: [new SealingCodec(new PayloadKeyring(stack.pool, stack.box))] },
+  });
   try {
     // Explained for the first 50 only: past that the pattern is clear and describe() is slow.
     let explained = 0;
@@ -191,6 +199,28 @@ export async function settleAndVerify(opts: {
       if (!idsByUpload.has(k)) idsByUpload.set(k, new Set());
       idsByUpload.get(k)!.add(w.id);
       if (!w.verified) v.other.push(`webhook ${w.id}: signature did not verify`);
+    }
+
+    // An erased upload's runs, read raw from Temporal: every payload sealed, none opens.
+    const erasedCheck = new SealingCodec(new PayloadKeyring(stack.pool, stack.box, 0), 'marker');
+    for (const { record, uploadId } of acked.values()) {
+      if (!isDeleted(record)) continue;
+      const runs = (await stack.pool.query<{ workflow_id: string | null }>('SELECT workflow_id FROM uploads WHERE id = $1', [uploadId]))
+        .rows;
+      for (const workflowId of [runs[0]?.workflow_id, `downstream/${uploadId}`]) {
+        if (!workflowId) continue;
+        const history = await temporal.workflow
+          .getHandle(workflowId)
+          .fetchHistory()
+          .catch(() => undefined);
+        if (!history) continue;
+        const payloads = payloadsIn(history);
+        if (payloads.some((p) => !isSealed(p))) v.other.push(`erased upload ${uploadId}: run ${workflowId} holds a payload in clear`);
+        const opened = await erasedCheck.decode(payloads.filter(isSealed));
+        if (opened.some((p) => Buffer.from(p.data ?? new Uint8Array()).toString() !== JSON.stringify(ERASED_MARKER)))
+          v.other.push(`erased upload ${uploadId}: a payload of run ${workflowId} still opens`);
+        v.erasedRunsChecked++;
+      }
     }
 
     for (const [key, { record, uploadId }] of acked) {

@@ -58,6 +58,10 @@ export const configSchema = z.object({
   S3_QUEUE_SIZE: z.coerce.number().int().min(1).max(16).default(2),
   /** Uploads up to this size stream into one PUT (no part buffers); larger ones use multipart. */
   S3_SINGLE_PUT_MAX_MIB: z.coerce.number().int().min(0).max(5120).default(5120),
+  /** Server-side encryption of every object written (presigned PUTs and multipart uploads included): SSE-S3 or SSE-KMS. */
+  S3_SSE: optionalString.pipe(z.enum(['AES256', 'aws:kms']).optional()),
+  /** The KMS key for S3_SSE=aws:kms (unset: the bucket's default key). */
+  S3_SSE_KMS_KEY_ID: optionalString,
   /** Where clients reach the S3 server (direct uploads' signed URLs); default S3_ENDPOINT. */
   S3_PUBLIC_ENDPOINT: optionalString,
 

@@ -124,6 +124,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     const dev = await startTemporalDevServer({
       port: await getPort({ host: '127.0.0.1', port: 7233 }),
       uiPort: config.TEMPORAL_UI_PORT,
+      // The UI decodes sealed payloads through this process's codec server (a fixed PORT only).
+      uiCodecEndpoint: config.PAYLOAD_ENCRYPTION && config.PORT ? `http://127.0.0.1:${config.PORT}/codec` : undefined,
       dbFile: path.join(config.DATA_DIR, 'temporal.db'),
       pidFile: path.join(config.DATA_DIR, 'temporal.pid'),
       dieWithParent: true,
@@ -260,6 +262,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       box,
       processed,
       health: { role, draining: () => draining },
+      devUiOrigin: uiUrl,
     });
     httpApp = app;
     progress.step(`the HTTP listener on ${config.HOST}:${config.PORT}`);

@@ -12,7 +12,7 @@ import { uploadRunningCheck } from '../upload/upload-running';
 import { createServices, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
 import { requestTrace } from './middleware/request-trace';
-import { adminAuth } from './middleware/admin-auth';
+import { adminAuth, codecAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
 import { nulGuard } from './middleware/nul-guard';
@@ -60,7 +60,7 @@ export const REQUEST_HEADERS = [
   'X-Request-Id',
   'traceparent',
   'tracestate',
-  // The Temporal UI's requests to the codec server (/admin/codec/*).
+  // The Temporal UI's requests to the codec server (/codec/*).
   'X-Namespace',
   ...DOOR_HEADERS.request,
 ];
@@ -92,6 +92,8 @@ export interface AppDeps {
   processed: ProcessedSignal;
   /** The process's role (on /healthz) and whether it is draining before it stops (/readyz 503). */
   health?: Pick<HealthDeps, 'role' | 'draining'>;
+  /** The Temporal UI this process started (embedded default): it may use the codec server from this machine. */
+  devUiOrigin?: string;
 }
 
 /** The traceparent each session was created under, by request path (a session's is fixed: kept for the last 10,000 asked). */
@@ -146,8 +148,9 @@ export function createApp(deps: AppDeps) {
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
   app.route('/admin', adminTenantRoutes({ idempotency }));
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
+  app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
   app.route(
-    '/admin',
+    '/',
     codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0), 'marker') : undefined }),
   );
   const keyCache = new CredentialCache();

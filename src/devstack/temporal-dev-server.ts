@@ -14,6 +14,8 @@ export interface DevServerOptions {
   port: number;
   /** UI port; omit to run headless. */
   uiPort?: number;
+  /** The codec server the UI decodes payloads with (Oncely's `/codec`). */
+  uiCodecEndpoint?: string;
   dbFile: string;
   namespace?: string;
   retentionHours?: number;
@@ -60,6 +62,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   ];
   if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
   else args.push('--headless');
+  if (opts.uiPort && opts.uiCodecEndpoint) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
   if (opts.pidFile) await reapOrphan(opts.pidFile, opts.dbFile);
   const proc = startProcess(toolPath('temporal'), args, {
     logFile: opts.logFile ?? `${opts.dbFile}.log`,

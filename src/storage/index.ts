@@ -19,6 +19,7 @@ export async function createStore(config: Config): Promise<ObjectStore> {
     queueSize: config.S3_QUEUE_SIZE,
     singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * 1024 * 1024,
     publicEndpoint: config.S3_PUBLIC_ENDPOINT,
+    encryption: config.S3_SSE ? { sse: config.S3_SSE, kmsKeyId: config.S3_SSE_KMS_KEY_ID } : undefined,
   });
   await store.ensureBucket();
   return store;

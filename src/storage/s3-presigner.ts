@@ -14,16 +14,24 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { ObjectPresigner, SignedRequest } from './store';
+import { sseHeaders, sseParams, type S3Encryption } from './s3-encryption';
 
 // x-amz-* headers are moved into the query string unless named here; these must travel as
 // signed headers, so the store checks the bytes against them.
-const SIGNED_HEADERS = new Set(['x-amz-checksum-sha256', 'content-length', 'content-type']);
+const SIGNED_HEADERS = new Set([
+  'x-amz-checksum-sha256',
+  'content-length',
+  'content-type',
+  'x-amz-server-side-encryption',
+  'x-amz-server-side-encryption-aws-kms-key-id',
+]);
 
 export class S3Presigner implements ObjectPresigner {
   /** `client` is configured with the endpoint clients reach (S3_PUBLIC_ENDPOINT). */
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
+    private readonly encryption?: S3Encryption,
   ) {}
 
   async presignPut(
@@ -36,9 +44,10 @@ export class S3Presigner implements ObjectPresigner {
       ContentLength: o.bytes,
       ContentType: o.contentType,
       ChecksumSHA256: o.sha256Base64,
+      ...sseParams(this.encryption),
     });
     const url = await getSignedUrl(this.client, command, checkedSigning(o.expiresSeconds));
-    return signed(url, checkedHeaders(o.bytes, o.contentType, o.sha256Base64), o.expiresSeconds);
+    return signed(url, { ...checkedHeaders(o.bytes, o.contentType, o.sha256Base64), ...sseHeaders(this.encryption) }, o.expiresSeconds);
   }
 
   async presignGet(key: string, o: { contentDisposition: string; contentType: string; expiresSeconds: number }): Promise<SignedRequest> {
@@ -54,7 +63,13 @@ export class S3Presigner implements ObjectPresigner {
 
   async beginCheckedParts(key: string, contentType: string): Promise<string> {
     const res = await this.client.send(
-      new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, ChecksumAlgorithm: 'SHA256' }),
+      new CreateMultipartUploadCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ContentType: contentType,
+        ChecksumAlgorithm: 'SHA256',
+        ...sseParams(this.encryption),
+      }),
     );
     return res.UploadId!;
   }

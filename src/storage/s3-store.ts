@@ -1,5 +1,5 @@
 // Object store over S3 or any S3-compatible server (versitygw in tests). With
-// s3-presigner.ts, the only files that import @aws-sdk/*. A body of known length up to `singlePutMaxBytes` streams
+// s3-presigner.ts and s3-encryption.ts, the only files that import @aws-sdk/*. A body of known length up to `singlePutMaxBytes` streams
 // straight into one PUT (no part buffers: memory stays flat whatever the size); longer or
 // unknown-length bodies go through lib-storage's multipart upload (partSize x queueSize).
 import {
@@ -20,6 +20,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import { S3Presigner } from './s3-presigner';
+import { sseParams, type S3Encryption } from './s3-encryption';
 import type { ObjectPresigner, ObjectStore, PutOptions, StoredObject } from './store';
 import { traceS3Calls } from '../telemetry/s3';
 
@@ -36,6 +37,8 @@ export interface S3StoreOptions {
   singlePutMaxBytes?: number;
   /** The endpoint clients reach for direct uploads (signed URLs name it); default `endpoint`. */
   publicEndpoint?: string;
+  /** Server-side encryption asked for on every write (S3_SSE). */
+  encryption?: S3Encryption;
 }
 
 const S3_SINGLE_PUT_LIMIT = 5 * 1024 ** 3;
@@ -68,7 +71,7 @@ export class S3Store implements ObjectStore {
     this.client = traceS3Calls(new S3Client({ ...config, maxAttempts: 3 }));
     this.streamingClient = traceS3Calls(new S3Client({ ...config, maxAttempts: 1 }));
     this.publicClient = opts.publicEndpoint ? new S3Client({ ...config, endpoint: opts.publicEndpoint }) : this.client;
-    this.presigner = new S3Presigner(this.publicClient, opts.bucket);
+    this.presigner = new S3Presigner(this.publicClient, opts.bucket, opts.encryption);
   }
 
   async ensureBucket(): Promise<void> {
@@ -98,7 +101,7 @@ export class S3Store implements ObjectStore {
     }
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.opts.bucket, Key: key, Body: body, ContentType: opts.contentType },
+      params: { Bucket: this.opts.bucket, Key: key, Body: body, ContentType: opts.contentType, ...sseParams(this.opts.encryption) },
       partSize: this.opts.partSizeBytes,
       queueSize: this.opts.queueSize,
       leavePartsOnError: false,
@@ -120,6 +123,7 @@ export class S3Store implements ObjectStore {
       Body: body,
       ContentLength: contentLength,
       ContentType: contentType,
+      ...sseParams(this.opts.encryption),
     });
     await this.sendStreamed(body, (abortSignal) => this.streamingClient.send(command, { abortSignal }));
   }
@@ -176,7 +180,14 @@ export class S3Store implements ObjectStore {
   }
 
   async beginParts(key: string, contentType: string): Promise<string> {
-    const res = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.opts.bucket, Key: key, ContentType: contentType }));
+    const res = await this.client.send(
+      new CreateMultipartUploadCommand({
+        Bucket: this.opts.bucket,
+        Key: key,
+        ContentType: contentType,
+        ...sseParams(this.opts.encryption),
+      }),
+    );
     return res.UploadId!;
   }
 

@@ -1,6 +1,6 @@
 // Reads what a test stack actually stored: rows per key and objects per prefix.
 import type { PayloadCodec } from '@temporalio/common';
-import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec';
+import { isSealed, payloadsIn } from '../../src/temporal/payload-codec';
 import type { Pool } from '../../src/db/pool';
 import type { ObjectStore } from '../../src/storage/store';
 
@@ -78,20 +78,10 @@ export function bytesIn(value: unknown, out: Buffer[] = []): Buffer[] {
  */
 export async function openHistory<T>(history: T, codec: PayloadCodec | undefined): Promise<T> {
   if (!codec) return history;
-  const sealed: { metadata: Record<string, Uint8Array>; data?: Uint8Array | null }[] = [];
-  const walk = (v: unknown): void => {
-    if (!v || typeof v !== 'object' || v instanceof Uint8Array) return;
-    const o = v as { metadata?: Record<string, Uint8Array>; data?: Uint8Array | null };
-    if (o.metadata?.encoding instanceof Uint8Array && Buffer.from(o.metadata.encoding).toString() === ENCRYPTED_ENCODING) {
-      sealed.push(o as (typeof sealed)[number]);
-      return;
-    }
-    for (const x of Object.values(v)) walk(x);
-  };
-  walk(history);
+  const sealed = payloadsIn(history).filter(isSealed);
   const opened = await codec.decode(sealed);
   sealed.forEach((p, i) => {
-    p.metadata = opened[i]!.metadata as Record<string, Uint8Array>;
+    p.metadata = opened[i]!.metadata;
     p.data = opened[i]!.data;
   });
   return history;

@@ -44,6 +44,8 @@ function expectClean(result: ChaosResult, uploads: number, kinds: string[]): voi
   // Deletions and redeliveries ran through the faults too (erasure and event ids checked above).
   expect(result.verdict.deleted).toBeGreaterThan(0);
   expect(result.verdict.redelivered).toBeGreaterThan(0);
+  // The erased uploads' runs were read raw from Temporal: sealed, none of their payloads opens.
+  expect(result.verdict.erasedRunsChecked).toBeGreaterThanOrEqual(result.verdict.deleted);
 }
 
 it('survives every fault kind with no duplicate and no loss', { timeout: 420_000 }, async () => {

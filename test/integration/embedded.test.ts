@@ -35,6 +35,16 @@ async function screenshotTemporalUi(key: string): Promise<void> {
     mkdirSync(artifacts, { recursive: true });
     await page.screenshot({ path: path.join(artifacts, 'temporal-ui-by-idempotency-key.png'), fullPage: true });
     expect(await page.content()).toContain(key);
+    // The run's page: its input is sealed in Temporal, and the UI opens it through Oncely's
+    // codec server (npm start wires the dev server's UI to /codec): the decoded JSON shows.
+    await page.getByText(`upload/`, { exact: false }).first().click();
+    // A field of the run's input JSON, which the page can only show decoded.
+    const text = () => page.locator('body').innerText();
+    await waitUntil('the decoded input in the Temporal UI', async () => (await text()).includes('receiveTimeoutSeconds'), {
+      timeoutMs: 30_000,
+    });
+    expect(await text()).not.toContain('binary/encrypted');
+    await page.screenshot({ path: path.join(artifacts, 'temporal-ui-decoded-input.png'), fullPage: true });
   } finally {
     await browser.close();
   }

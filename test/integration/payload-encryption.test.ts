@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { ENCRYPTED_ENCODING, PayloadKeyring, SealingCodec } from '../../src/temporal/payload-codec';
+import { ENCRYPTED_ENCODING, PayloadKeyring, payloadsIn, SealingCodec } from '../../src/temporal/payload-codec';
 import { SecretBox } from '../../src/secret-box';
 import { postUpload } from '../helpers/http';
 import { bytesIn, openHistory } from '../helpers/inspect';
@@ -49,31 +49,16 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
     return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
   };
   const codec = (action: 'decode' | 'encode', payloads: WirePayload[], token = ADMIN) =>
-    call('POST', `/admin/codec/${action}`, token, { payloads });
+    call('POST', `/codec/${action}`, token, { payloads });
 
   /** The payloads of a run's history as the wire carries them (base64), in event order. */
   async function wirePayloads(workflowId: string): Promise<WirePayload[]> {
-    const history = await raw.workflow.getHandle(workflowId).fetchHistory();
-    const found: WirePayload[] = [];
-    const walk = (v: unknown, path: string): void => {
-      if (!v || typeof v !== 'object' || v instanceof Uint8Array) return;
-      const o = v as { metadata?: Record<string, Uint8Array>; data?: Uint8Array };
-      if (o.metadata && typeof o.metadata === 'object' && o.metadata.encoding instanceof Uint8Array) {
-        found.push({
-          metadata: Object.fromEntries(Object.entries(o.metadata).map(([k, b]) => [k, Buffer.from(b).toString('base64')])),
-          data: Buffer.from(o.data ?? new Uint8Array()).toString('base64'),
-        });
-        return;
-      }
-      // Search attributes stay in clear (checked below for what they must not hold), and so
-      // does a local activity marker's bookkeeping (sequence, type, times) the SDK writes.
-      for (const [k, x] of Object.entries(v)) {
-        if (k === 'searchAttributes' || (path.endsWith('markerRecordedEventAttributes.details') && k === 'data')) continue;
-        walk(x, `${path}.${k}`);
-      }
-    };
-    walk(history, '');
-    return found;
+    return payloadsIn(await raw.workflow.getHandle(workflowId).fetchHistory()).map((p) => ({
+      metadata: Object.fromEntries(
+        Object.entries(p.metadata ?? {}).map(([k, b]) => [k, Buffer.from(b ?? new Uint8Array()).toString('base64')]),
+      ),
+      data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
+    }));
   }
   const encodingOf = (p: WirePayload) => Buffer.from(p.metadata?.encoding ?? '', 'base64').toString();
   const decodedText = async (payloads: WirePayload[]) => {
@@ -185,15 +170,15 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
       { nothing: [] },
     ];
     for (const body of bad) {
-      const res = await call('POST', '/admin/codec/decode', ADMIN, body);
+      const res = await call('POST', '/codec/decode', ADMIN, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
       expect(res.json.error).toBe('body_invalid');
     }
-    const notJson = await call('POST', '/admin/codec/decode', ADMIN, 'not json');
+    const notJson = await call('POST', '/codec/decode', ADMIN, 'not json');
     expect(notJson.status).toBe(400);
     // The Temporal UI's preflight from its own origin.
-    const preflight = await fetch(`${stack.url}/admin/codec/decode`, {
+    const preflight = await fetch(`${stack.url}/codec/decode`, {
       method: 'OPTIONS',
       headers: {
         origin: 'http://127.0.0.1:8233',

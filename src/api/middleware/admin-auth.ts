@@ -1,5 +1,5 @@
-// Operator routes (/admin/*) take the ADMIN_TOKEN as a bearer token, compared in constant
-// time. Without a configured token the operator routes do not exist (404).
+// Operator routes (/admin/*, the codec server /codec/*) take the ADMIN_TOKEN as a bearer
+// token, compared in constant time. Without a configured token they do not exist (404).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { problem } from '../../errors';
@@ -15,5 +15,22 @@ export function adminAuth(adminToken: string | undefined): MiddlewareHandler<App
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header(c, 'authorization') ?? '');
     if (!m || !timingSafeEqual(digest(m[1]!), expected)) throw problem('unauthorized', 'Send Authorization: Bearer <operator token>.');
     await next();
+  };
+}
+
+/**
+ * The codec server's guard: the operator token, or — in the embedded default only, where this
+ * process started the Temporal dev server and its UI on 127.0.0.1 — a browser showing that UI
+ * on this machine (its Origin, from a loopback address). Nothing more is open there: anyone
+ * on this machine can already read the data directory, SECRETS_KEY file included.
+ */
+export function codecAuth(adminToken: string | undefined, devUiOrigin: string | undefined): MiddlewareHandler<AppEnv> {
+  const operator = adminAuth(adminToken);
+  return async function codecAuth(c, next) {
+    const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+    const peer = env?.incoming?.socket?.remoteAddress ?? '';
+    const loopback = peer === '127.0.0.1' || peer === '::1' || peer === '::ffff:127.0.0.1';
+    if (devUiOrigin && loopback && header(c, 'origin') === devUiOrigin && !header(c, 'authorization')) return next();
+    return operator(c, next);
   };
 }

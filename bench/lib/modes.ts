@@ -1,0 +1,108 @@
+// New 4 KiB uploads and replays of one key under several settings of one process
+// environment (tracing off / on, payload encryption off / on), each mode its own API and
+// worker process on its own task queues over the same dev server, store and database: requests
+// per second and CPU per upload by component. The modes take turns within each round, so
+// drift in the machine hits them alike.
+import { createHash, randomUUID } from 'node:crypto';
+import { cpuMsPerOp, cpuSnapshot, medianCpu } from './cpu';
+import { httpLoad, type LoadResult } from './load';
+import { startOncelyProcess, type BenchServices } from './services';
+import { median } from './stats';
+
+const BODY = Buffer.alloc(4096, 0x62);
+const BODY_SHA = createHash('sha256').update(BODY).digest('hex');
+
+export interface ModeFigures {
+  newRps: number;
+  replayRps: number;
+  /** CPU ms per new upload, by component (api, worker and the shared services). */
+  cpuMsPerUpload: Record<string, number>;
+  /** Oncely's own processes (API + worker) per new upload. */
+  apiWorkerCpuMsPerUpload: number;
+}
+
+export async function compareModes<M extends string>(
+  services: BenchServices,
+  modes: Record<M, Record<string, string>>,
+  opts: { seconds: number; rounds: number; connections: number; tag: string },
+): Promise<Record<M, ModeFigures>> {
+  const names = Object.keys(modes) as M[];
+  const stacks = {} as Record<
+    M,
+    { api: Awaited<ReturnType<typeof startOncelyProcess>>; worker: Awaited<ReturnType<typeof startOncelyProcess>> }
+  >;
+  try {
+    for (const mode of names) {
+      const queues = {
+        TASK_QUEUE_UPLOADS: `uploads-${opts.tag}-${mode}`,
+        TASK_QUEUE_TRANSCODE: `transcode-${opts.tag}-${mode}`,
+        HOUSEKEEPING_SCHEDULES: 'false',
+      };
+      stacks[mode] = {
+        api: await startOncelyProcess(services, 'api', { ...modes[mode], ...queues }),
+        worker: await startOncelyProcess(services, 'worker', { ...modes[mode], ...queues }),
+      };
+    }
+    const headers = (key: string) => ({
+      authorization: `Bearer ${services.apiKey}`,
+      'idempotency-key': key,
+      'content-type': 'application/octet-stream',
+      'x-file-sha256': BODY_SHA,
+    });
+    const results = Object.fromEntries(
+      names.map((m) => [m, { fresh: [] as LoadResult[], replay: [] as LoadResult[], cpu: [] as Record<string, number>[] }]),
+    ) as Record<M, { fresh: LoadResult[]; replay: LoadResult[]; cpu: Record<string, number>[] }>;
+    const run = Date.now();
+    for (let round = 0; round < opts.rounds; round++) {
+      for (const mode of names) {
+        const { api, worker } = stacks[mode];
+        const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
+        const before = cpuSnapshot(pids);
+        const fresh = await httpLoad({
+          url: `${api.url}/v1/uploads`,
+          method: 'POST',
+          headers: headers(`bench-${opts.tag}-${run}-${mode}-${round}-[<id>]`),
+          body: BODY,
+          idReplacement: true,
+          connections: opts.connections,
+          duration: opts.seconds,
+        });
+        results[mode].fresh.push(fresh);
+        results[mode].cpu.push(cpuMsPerOp(before, cpuSnapshot(pids), fresh.statuses['201'] ?? 0));
+        const key = `bench-${opts.tag}-replay-${randomUUID()}`;
+        const first = await fetch(`${api.url}/v1/uploads`, { method: 'POST', headers: headers(key), body: BODY });
+        if (first.status !== 201) throw new Error(`replay setup failed: ${first.status} ${await first.text()}`);
+        results[mode].replay.push(
+          await httpLoad({
+            url: `${api.url}/v1/uploads`,
+            method: 'POST',
+            headers: headers(key),
+            body: BODY,
+            connections: opts.connections,
+            duration: opts.seconds,
+          }),
+        );
+      }
+    }
+    const own = (c: Record<string, number>) => Math.round(((c.api ?? 0) + (c.worker ?? 0)) * 10) / 10;
+    return Object.fromEntries(
+      names.map((m) => [
+        m,
+        {
+          newRps: median(results[m].fresh.map((r) => r.rps)),
+          replayRps: median(results[m].replay.map((r) => r.rps)),
+          cpuMsPerUpload: medianCpu(results[m].cpu),
+          apiWorkerCpuMsPerUpload: median(results[m].cpu.map(own)),
+        },
+      ]),
+    ) as Record<M, ModeFigures>;
+  } finally {
+    for (const s of Object.values(stacks) as {
+      api: { proc: { stop(): Promise<unknown> } };
+      worker: { proc: { stop(): Promise<unknown> } };
+    }[])
+      await Promise.all([s.api.proc.stop(), s.worker.proc.stop()]);
+  }
+}
+
+export const round2 = (n: number) => Math.round(n * 100) / 100;
