@@ -202,7 +202,7 @@ export async function settleAndVerify(opts: {
     }
 
     // An erased upload's runs, read raw from Temporal: every payload sealed, none opens.
-    const erasedCheck = new SealingCodec(new PayloadKeyring(stack.pool, stack.box, 0), 'marker');
+    const erasedCheck = new SealingCodec(new PayloadKeyring(stack.pool, stack.box, 0));
     for (const { record, uploadId } of acked.values()) {
       if (!isDeleted(record)) continue;
       const runs = (await stack.pool.query<{ workflow_id: string | null }>('SELECT workflow_id FROM uploads WHERE id = $1', [uploadId]))

@@ -151,7 +151,7 @@ export function createApp(deps: AppDeps) {
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
   app.route(
     '/',
-    codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0), 'marker') : undefined }),
+    codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }),
   );
   const keyCache = new CredentialCache();
   // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.

@@ -12,18 +12,22 @@ import {
   findPayloadKeys,
   pageLivePayloadKeys,
   rewrapPayloadKey,
-  uploadTenant,
+  tenantOfRow,
   type PayloadKeyRow,
 } from '../db/queries/payload-keys';
 import type { Pool } from '../db/pool';
 import type { SecretBox } from '../secret-box';
-import { payloadOwner, scopes } from './payload-scope';
+import { payloadOwner, scopes, type TenantRow } from './payload-scope';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-/** What an erased payload decodes to in the codec server (the Temporal UI shows it as the value). */
+/**
+ * What a payload whose key was destroyed decodes to, everywhere: the codec server (the UI
+ * shows it as the value), a client listing runs (an erased run's memo), a worker (code that
+ * expects the original value fails on it, as it would on the error).
+ */
 export const ERASED_MARKER = 'erased';
 
 /** The wire form of a payload (@temporalio/proto is CommonJS: its namespace comes through the default export). */
@@ -31,13 +35,6 @@ const WirePayload = proto.temporal.api.common.v1.Payload;
 const utf8 = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : undefined);
 const wrapContext = (id: string) => `payload-key\n${id}`;
-
-/** A payload sealed under a key that was destroyed: its upload (or tenant) was erased. */
-export class ErasedPayload extends Error {
-  constructor(readonly keyId: string) {
-    super(`payload key ${keyId} was destroyed: the payload was erased`);
-  }
-}
 
 /** A sealed payload that cannot be opened: its key id is malformed or its bytes were changed. */
 export class UnreadablePayload extends Error {}
@@ -53,7 +50,7 @@ export class PayloadKeyring {
   private readonly byScope = new Map<string, { id: string; key: Buffer; at: number }>();
   private readonly byId = new Map<string, { key: Buffer; at: number }>();
   private readonly pending = new Map<string, Promise<{ id: string; key: Buffer }>>();
-  private readonly tenants = new Map<string, string | undefined>();
+  private readonly tenants = new Map<string, string>();
 
   constructor(
     private readonly pool: Pool,
@@ -67,8 +64,8 @@ export class PayloadKeyring {
     let scope: string;
     let tenantId: string | undefined;
     let uploadId: string | undefined;
-    if ('tenantOfUpload' in owner) {
-      tenantId = await this.tenantOf(owner.tenantOfUpload);
+    if ('tenantOf' in owner) {
+      tenantId = await this.tenantOf(owner.tenantOf.row, owner.tenantOf.id);
       scope = tenantId ? scopes.tenant(tenantId) : scopes.deployment;
     } else {
       scope = owner.scope;
@@ -86,11 +83,11 @@ export class PayloadKeyring {
   }
 
   /** The keys with these ids; null for a destroyed (or unknown) one. */
-  async openingKeys(ids: string[], fresh = false): Promise<Map<string, Buffer | null>> {
+  async openingKeys(ids: string[]): Promise<Map<string, Buffer | null>> {
     const found = new Map<string, Buffer | null>();
     const missing: string[] = [];
     for (const id of new Set(ids)) {
-      const cached = fresh ? undefined : this.byId.get(id);
+      const cached = this.byId.get(id);
       if (cached && this.fresh(cached.at)) found.set(id, cached.key);
       else missing.push(id);
     }
@@ -124,12 +121,16 @@ export class PayloadKeyring {
     return entry;
   }
 
-  private async tenantOf(uploadId: string): Promise<string | undefined> {
-    if (!this.tenants.has(uploadId)) {
-      this.tenants.set(uploadId, await uploadTenant(this.pool, uploadId));
+  /** A run's tenant, read once from its row (a row not found yet is asked again next time). */
+  private async tenantOf(row: TenantRow, id: string): Promise<string | undefined> {
+    const key = `${row}:${id}`;
+    let tenant = this.tenants.get(key);
+    if (!tenant) {
+      tenant = await tenantOfRow(this.pool, row, id);
+      if (tenant) this.tenants.set(key, tenant);
       trim(this.tenants);
     }
-    return this.tenants.get(uploadId);
+    return tenant;
   }
 
   private fresh(at: number): boolean {
@@ -153,11 +154,7 @@ export function isSealed(p: Payload): boolean {
 }
 
 export class SealingCodec implements PayloadCodec {
-  constructor(
-    private readonly keyring: PayloadKeyring,
-    /** 'marker': an erased payload decodes to ERASED_MARKER (the codec server); 'throw': to an error (workers, clients). */
-    private readonly erased: 'throw' | 'marker' = 'throw',
-  ) {}
+  constructor(private readonly keyring: PayloadKeyring) {}
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
     if (!payloads.length) return payloads;
@@ -178,15 +175,12 @@ export class SealingCodec implements PayloadCodec {
   async decode(payloads: Payload[]): Promise<Payload[]> {
     const ids = payloads.filter(isSealed).map(keyIdOf);
     if (!ids.length) return payloads;
-    const keys = await this.keyring.openingKeys(ids, this.erased === 'marker');
+    const keys = await this.keyring.openingKeys(ids);
     return payloads.map((p) => {
       if (!isSealed(p)) return p;
       const id = keyIdOf(p);
       const key = keys.get(id);
-      if (!key) {
-        if (this.erased === 'throw') throw new ErasedPayload(id);
-        return { metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(ERASED_MARKER)) };
-      }
+      if (!key) return { metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(ERASED_MARKER)) };
       const data = Buffer.from(p.data ?? new Uint8Array());
       if (data.length < IV_BYTES + TAG_BYTES) throw new UnreadablePayload(`a payload sealed under ${id} is truncated`);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));

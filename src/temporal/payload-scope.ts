@@ -9,15 +9,25 @@ import type { SerializationContext } from '@temporalio/common';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const UPLOAD_RUN = new RegExp(`^upload/(${UUID})/`);
 const UPLOAD_OWNED = new RegExp(`^(?:downstream|reprocess|image)/(${UUID})(?:/|$)`);
-const DELETION = new RegExp(`^delete/(${UUID})$`);
+/** Runs of one tenant named by a row of theirs: the row says which tenant. */
+const TENANT_RUNS: [RegExp, TenantRow][] = [
+  [new RegExp(`^delete/(${UUID})$`), 'upload'],
+  [/^redeliver\/([^/]+)\/[^/]+$/, 'event'],
+  [new RegExp(`^recover/(${UUID})/`), 'endpoint'],
+  [new RegExp(`^reprocess-job/(${UUID})$`), 'job'],
+  [new RegExp(`^import-batch/(${UUID})$`), 'batch'],
+];
+
+/** The table row a tenant's run is about (src/db/queries/payload-keys.ts reads its tenant). */
+export type TenantRow = 'upload' | 'event' | 'endpoint' | 'job' | 'batch';
 
 export type PayloadOwner =
   /** An upload run (`upload/{tenant}/{key}`): its own key, destroyed when its upload is erased. */
   | { scope: string; tenantId: string }
   /** One upload's other runs: the upload's key, destroyed with it. */
   | { scope: string; uploadId: string }
-  /** A deletion run: its upload's tenant's key (looked up: the run outlives the upload's key). */
-  | { tenantOfUpload: string }
+  /** A tenant's run: the tenant's key, the tenant read from the row the run is about. */
+  | { tenantOf: { row: TenantRow; id: string } }
   | { scope: 'deployment' };
 
 export const scopes = {
@@ -39,7 +49,9 @@ export function payloadOwner(context: SerializationContext | undefined): Payload
   if (m) return { scope: scopes.run(workflowId), tenantId: m[1]! };
   m = UPLOAD_OWNED.exec(workflowId);
   if (m) return { scope: scopes.upload(m[1]!), uploadId: m[1]! };
-  m = DELETION.exec(workflowId);
-  if (m) return { tenantOfUpload: m[1]! };
+  for (const [pattern, row] of TENANT_RUNS) {
+    m = pattern.exec(workflowId);
+    if (m) return { tenantOf: { row, id: m[1]! } };
+  }
   return { scope: scopes.deployment };
 }

@@ -12,7 +12,7 @@ import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { ENCRYPTED_ENCODING, PayloadKeyring, payloadsIn, SealingCodec } from '../../src/temporal/payload-codec';
-import { SecretBox } from '../../src/secret-box';
+import { loadSecretBox, SecretBox } from '../../src/secret-box';
 import { postUpload } from '../helpers/http';
 import { bytesIn, openHistory } from '../helpers/inspect';
 import { png } from '../helpers/media';
@@ -127,14 +127,38 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
       expect(new Set(texts), run).toEqual(new Set(['"erased"']));
     }
     expect((await decodedText(otherPayloads)).some((t) => t.includes(`"name-${other}.png"`))).toBe(true);
+    // Another process's client (the stack's own may hold the key for its cache's minute) lists
+    // the erased run — its memo decodes to the marker, no error — and reads its result as the marker.
+    const box = await loadSecretBox(stack.config.SECRETS_KEY, stack.config.DATA_DIR);
+    const another = new Client({
+      connection: stack.temporal.connection,
+      dataConverter: { payloadCodecs: [new SealingCodec(new PayloadKeyring(stack.runtime.pool, box))] },
+    });
+    const listed: unknown[] = [];
+    for await (const w of another.workflow.list({ query: `WorkflowId = '${first.runs[0]}'` })) listed.push(w.memo);
+    expect(listed).toEqual([{ fingerprint: 'erased' }]);
+    expect(await another.workflow.getHandle(first.runs[0]!).result()).toBe('erased');
     const keys = await stack.runtime.pool.query<{ scope: string; wrapped: string | null }>(
       `SELECT scope, wrapped FROM payload_keys WHERE scope IN ($1, $2)`,
       [`upload:${first.id}`, `run:${first.runs[0]}`],
     );
     expect(keys.rows.map((r) => r.scope).sort()).toEqual([`run:${first.runs[0]}`, `upload:${first.id}`]);
     expect(keys.rows.every((r) => r.wrapped === null)).toBe(true);
-    // The deletion's own run stays readable: it is sealed under the tenant's key, which outlives the upload.
-    expect((await decodedText(await wirePayloads(`delete/${first.id}`))).some((t) => t.includes(first.id))).toBe(true);
+    // The deletion's own run stays readable: it is sealed under the tenant's key, which outlives
+    // the upload, and it holds nothing personal.
+    const deletion = await wirePayloads(`delete/${first.id}`);
+    expect(deletion.every((p) => encodingOf(p) === ENCRYPTED_ENCODING)).toBe(true);
+    const deletionTexts = await decodedText(deletion);
+    expect(deletionTexts.some((t) => t.includes(first.id))).toBe(true);
+    for (const value of personal)
+      expect(
+        deletionTexts.some((t) => t.includes(value)),
+        value,
+      ).toBe(false);
+    const tenantKey = await stack.runtime.pool.query('SELECT tenant_id FROM payload_keys WHERE scope = $1 AND destroyed_at IS NULL', [
+      `tenant:${tenant.tenantId}`,
+    ]);
+    expect(tenantKey.rows).toEqual([{ tenant_id: tenant.tenantId }]);
     // A replay of the erased upload's key still answers (410) from the database.
     const replay = await postUpload(stack.url, {
       apiKey: tenant.apiKey,

@@ -1,6 +1,7 @@
 // The data keys of the payload codec (migration 026): one live key per scope, found or
 // created by whichever process needs it first; destroyed with what they protect.
 import { statement, type Queryable } from '../pool';
+import type { TenantRow } from '../../temporal/payload-scope';
 
 export interface PayloadKeyRow {
   id: string;
@@ -51,9 +52,17 @@ export async function findPayloadKeys(db: Queryable, ids: string[]): Promise<Pay
   return res.rows;
 }
 
-/** The tenant that owns an upload (a deletion run's payloads go under the tenant's key). */
-export async function uploadTenant(db: Queryable, uploadId: string): Promise<string | undefined> {
-  const res = await db.query<{ tenant_id: string }>(statement('upload-tenant', 'SELECT tenant_id FROM uploads WHERE id = $1', [uploadId]));
+const TENANT_OF: Record<TenantRow, string> = {
+  upload: 'SELECT tenant_id FROM uploads WHERE id = $1::uuid',
+  event: 'SELECT tenant_id FROM webhook_events WHERE id = $1',
+  endpoint: 'SELECT tenant_id FROM webhook_endpoints WHERE id = $1::uuid',
+  job: 'SELECT tenant_id FROM reprocess_jobs WHERE id = $1::uuid',
+  batch: 'SELECT tenant_id FROM import_batches WHERE id = $1::uuid',
+};
+
+/** The tenant a run is about, from its row (its payloads go under the tenant's key). */
+export async function tenantOfRow(db: Queryable, row: TenantRow, id: string): Promise<string | undefined> {
+  const res = await db.query<{ tenant_id: string }>(statement(`tenant-of-${row}`, TENANT_OF[row], [id]));
   return res.rows[0]?.tenant_id;
 }
 
