@@ -149,10 +149,7 @@ export function createApp(deps: AppDeps) {
   app.route('/admin', adminTenantRoutes({ idempotency }));
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
-  app.route(
-    '/',
-    codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }),
-  );
+  app.route('/', codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }));
   const keyCache = new CredentialCache();
   // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.
   const doors = { ...services, config, pool, store, temporal, box };
