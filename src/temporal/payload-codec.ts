@@ -95,7 +95,15 @@ export class PayloadKeyring {
       const rows = await findPayloadKeys(this.pool, missing);
       for (const id of missing) {
         const row = rows.find((r) => r.id === id);
-        found.set(id, row?.wrapped ? this.remember(row).key : null);
+        if (!row?.wrapped) {
+          found.set(id, null);
+          continue;
+        }
+        // A live key is its scope's only one: what this process seals for that scope next (a
+        // worker's results of the run whose input it just opened) needs no statement of its own.
+        const entry = this.remember(row);
+        this.byScope.set(row.scope, entry);
+        found.set(id, entry.key);
       }
     }
     return found;
@@ -103,18 +111,20 @@ export class PayloadKeyring {
 
   private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {
     const id = randomUUID();
-    const wrapped = this.box.seal(randomBytes(32).toString('base64'), wrapContext(id));
+    const made = randomBytes(32);
+    const wrapped = this.box.seal(made.toString('base64'), wrapContext(id));
     const row =
       (await ensurePayloadKey(this.pool, { id, scope, wrapped, tenantId, uploadId })) ?? (await findLivePayloadKey(this.pool, scope));
     if (!row) throw new Error(`the payload key of ${scope} was destroyed while it was being created`);
-    const key = this.remember(row);
+    // Ours won (the usual case for a new run): no need to unwrap what was just wrapped.
+    const key = this.remember(row, row.id === id ? made : undefined);
     this.byScope.set(scope, key);
     trim(this.byScope);
     return key;
   }
 
-  private remember(row: PayloadKeyRow): { id: string; key: Buffer; at: number } {
-    const key = Buffer.from(this.box.open(row.wrapped!, wrapContext(row.id)), 'base64');
+  private remember(row: PayloadKeyRow, plain?: Buffer): { id: string; key: Buffer; at: number } {
+    const key = plain ?? Buffer.from(this.box.open(row.wrapped!, wrapContext(row.id)), 'base64');
     const entry = { id: row.id, key, at: Date.now() };
     this.byId.set(row.id, entry);
     trim(this.byId);

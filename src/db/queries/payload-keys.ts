@@ -7,12 +7,13 @@ export interface PayloadKeyRow {
   id: string;
   /** Null once destroyed. */
   wrapped: string | null;
+  scope: string;
 }
 
 /** The scope's live key, if it has one. */
 export async function findLivePayloadKey(db: Queryable, scope: string): Promise<PayloadKeyRow | undefined> {
   const res = await db.query<PayloadKeyRow>(
-    statement('find-live-payload-key', 'SELECT id, wrapped FROM payload_keys WHERE scope = $1 AND destroyed_at IS NULL', [scope]),
+    statement('find-live-payload-key', 'SELECT id, wrapped, scope FROM payload_keys WHERE scope = $1 AND destroyed_at IS NULL', [scope]),
   );
   return res.rows[0];
 }
@@ -33,10 +34,10 @@ export async function ensurePayloadKey(
          INSERT INTO payload_keys (id, scope, tenant_id, wrapped)
          VALUES ($1, $2, coalesce($3::uuid, (SELECT tenant_id FROM uploads WHERE id = $4::uuid)), $5)
          ON CONFLICT (scope) WHERE destroyed_at IS NULL DO NOTHING
-         RETURNING id, wrapped)
-       SELECT id, wrapped FROM made
+         RETURNING id, wrapped, scope)
+       SELECT id, wrapped, scope FROM made
        UNION ALL
-       SELECT id, wrapped FROM payload_keys WHERE scope = $2 AND destroyed_at IS NULL
+       SELECT id, wrapped, scope FROM payload_keys WHERE scope = $2 AND destroyed_at IS NULL
        LIMIT 1`,
       [k.id, k.scope, k.tenantId ?? null, k.uploadId ?? null, k.wrapped],
     ),
@@ -47,7 +48,7 @@ export async function ensurePayloadKey(
 /** The keys with these ids (a destroyed one with `wrapped` null; an unknown id is left out). */
 export async function findPayloadKeys(db: Queryable, ids: string[]): Promise<PayloadKeyRow[]> {
   const res = await db.query<PayloadKeyRow>(
-    statement('find-payload-keys', 'SELECT id, wrapped FROM payload_keys WHERE id = ANY($1::uuid[])', [ids]),
+    statement('find-payload-keys', 'SELECT id, wrapped, scope FROM payload_keys WHERE id = ANY($1::uuid[])', [ids]),
   );
   return res.rows;
 }
@@ -78,7 +79,7 @@ export async function destroyPayloadKeys(db: Queryable, scopes: string[]): Promi
 /** Every live key (rotation re-wraps them under a new SECRETS_KEY), in pages. */
 export async function pageLivePayloadKeys(db: Queryable, after: string | null, limit: number): Promise<PayloadKeyRow[]> {
   const res = await db.query<PayloadKeyRow>(
-    `SELECT id, wrapped FROM payload_keys WHERE destroyed_at IS NULL AND ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
+    `SELECT id, wrapped, scope FROM payload_keys WHERE destroyed_at IS NULL AND ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
     [after, limit],
   );
   return res.rows;
