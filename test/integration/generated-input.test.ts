@@ -36,6 +36,8 @@ interface Operation {
   /** The documented example of a JSON body, when the route takes one (the schema's own, else the route's). */
   jsonExample?: unknown;
   jsonSchema?: any;
+  /** The route takes the operator token (its documented security). */
+  operator: boolean;
 }
 
 const deref = (s: any): any => {
@@ -104,6 +106,7 @@ function operations(): Operation[] {
         params: op.parameters ?? [],
         jsonExample: json ? (own ?? json.example ?? {}) : undefined,
         jsonSchema: json?.schema,
+        operator: (op.security ?? []).some((s: Record<string, unknown>) => 'adminToken' in s),
       });
     }
   }
@@ -140,7 +143,7 @@ function samplePath(op: Operation): Record<string, string> {
   return Object.fromEntries(op.params.filter((p) => p.in === 'path').map((p) => [p.name, encodeURIComponent(samplePathValue(p))]));
 }
 
-const authFor = (op: Operation) => ({ authorization: `Bearer ${op.path.startsWith('/admin') ? ADMIN_TOKEN : tenant.apiKey}` });
+const authFor = (op: Operation) => ({ authorization: `Bearer ${op.operator ? ADMIN_TOKEN : tenant.apiKey}` });
 
 async function send(op: Operation, url: string, body?: unknown) {
   const res = await fetch(url, {
