@@ -1,5 +1,5 @@
 // Rendering one image variant (on the transcode queue, beside the other media work): the
-// upload's bytes to a scratch file, sharp, the variant to a key derived from the upload and
+// upload's bytes read into memory (a picture within IMAGE_MAX_PIXELS), sharp, the variant to a key derived from the upload and
 // the canonical spec, its row recorded once. A retry finds the row and answers it; a variant
 // finished after its upload was deleted is removed again.
 import { createHash } from 'node:crypto';
@@ -14,11 +14,14 @@ import type { Pool } from '../src/db/pool';
 import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../src/db/queries/images';
 import { findUploadById } from '../src/db/queries/uploads';
 import { renderImage, UnrenderableImage } from '../src/images/render';
-import type { CanonicalSpec } from '../src/images/spec';
 import { newScratchDir } from '../src/media/scratch';
+import type { CanonicalSpec } from '../src/images/spec';
 import type { Presets } from '../src/media/transcode';
 import type { ObjectStore } from '../src/storage/store';
 import { failureTypes } from '../src/temporal/names';
+
+/** Sources up to this size are rendered from memory. */
+const IN_MEMORY_SOURCE_BYTES = 32 * 1024 * 1024;
 
 export interface ImageActivityDeps {
   pool: Pool;
@@ -53,32 +56,41 @@ export function imageVariantKey(tenantId: string, uploadId: string, spec: Canoni
 export function createImageActivities({ pool, store, presets }: ImageActivityDeps) {
   const gone = () => ApplicationFailure.nonRetryable('the upload was deleted', failureTypes.uploadDeleted);
   return {
-    async renderImageVariant(a: { tenantId: string; uploadId: string; spec: CanonicalSpec }): Promise<ImageVariantSummary> {
+    /** `maxVariants`: IMAGE_MAX_VARIANTS_PER_UPLOAD when the run was started (absent in runs from before the cap moved here). */
+    async renderImageVariant(a: {
+      tenantId: string;
+      uploadId: string;
+      spec: CanonicalSpec;
+      maxVariants?: number;
+    }): Promise<ImageVariantSummary> {
       const kept = await findImageVariant(pool, a.uploadId, a.spec.text);
       if (kept) return imageVariantSummary(kept);
       const upload = await findUploadById(pool, a.uploadId);
       if (!upload || upload.deleted_at) throw gone();
-      const dir = await newScratchDir();
+      const source = await store.get(upload.storage_key);
+      if (!source) throw ApplicationFailure.nonRetryable(`object ${upload.storage_key} is missing`, failureTypes.objectMissing);
+      // A phone's photo is read into memory (no disk round trip); a big source goes through a scratch file.
+      const dir = Number(upload.bytes) > IN_MEMORY_SOURCE_BYTES ? await newScratchDir() : undefined;
+      let image;
+      // A big render takes seconds: the heartbeat lets a dead worker's attempt be retried long before its timeout.
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat('rendering'), 1_000);
       try {
-        const source = await store.get(upload.storage_key);
-        if (!source) throw ApplicationFailure.nonRetryable(`object ${upload.storage_key} is missing`, failureTypes.objectMissing);
-        const file = path.join(dir, 'source');
-        await pipeline(source, createWriteStream(file));
-        let image;
-        // A big render takes seconds: the heartbeat lets a dead worker's attempt be retried long before its timeout.
-        const ctx = Context.current();
-        const beat = setInterval(() => ctx.heartbeat('rendering'), 1_000);
-        try {
-          image = await renderImage(file, upload.content_type, a.spec, presets.maxPixels);
-        } catch (err) {
-          if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, failureTypes.imageUnrenderable);
-          throw err;
-        } finally {
-          clearInterval(beat);
-        }
-        const storageKey = imageVariantKey(a.tenantId, a.uploadId, a.spec);
-        await store.put(storageKey, Readable.from([image.data]), { contentType: image.contentType });
-        const row = await insertImageVariant(pool, {
+        const file = dir && path.join(dir, 'source');
+        if (file) await pipeline(source, createWriteStream(file));
+        image = await renderImage(file || Buffer.concat(await source.toArray()), upload.content_type, a.spec, presets.maxPixels);
+      } catch (err) {
+        if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, failureTypes.imageUnrenderable);
+        throw err;
+      } finally {
+        clearInterval(beat);
+        if (dir) await rm(dir, { recursive: true, force: true });
+      }
+      const storageKey = imageVariantKey(a.tenantId, a.uploadId, a.spec);
+      await store.put(storageKey, Readable.from([image.data]), { contentType: image.contentType, contentLength: image.data.length });
+      const recorded = await insertImageVariant(
+        pool,
+        {
           upload_id: a.uploadId,
           spec: a.spec.text,
           storage_key: storageKey,
@@ -86,15 +98,15 @@ export function createImageActivities({ pool, store, presets }: ImageActivityDep
           bytes: image.data.length,
           width: image.width,
           height: image.height,
-        });
-        if (!row) {
-          await store.delete(storageKey);
-          throw gone();
-        }
-        return imageVariantSummary(row);
-      } finally {
-        await rm(dir, { recursive: true, force: true });
+        },
+        a.maxVariants,
+      );
+      if ('refused' in recorded) {
+        await store.delete(storageKey);
+        if (recorded.refused === 'deleted') throw gone();
+        throw ApplicationFailure.nonRetryable(`the upload has ${a.maxVariants} variants`, failureTypes.imageVariantsFull);
       }
+      return imageVariantSummary(recorded.row);
     },
   };
 }

@@ -10,6 +10,8 @@ export interface ImageVariantInput {
   uploadId: string;
   spec: CanonicalSpec;
   transcodeQueue: string;
+  /** IMAGE_MAX_VARIANTS_PER_UPLOAD, checked where the variant is recorded. */
+  maxVariants?: number;
 }
 
 export async function imageVariantWorkflow(input: ImageVariantInput) {
@@ -20,5 +22,5 @@ export async function imageVariantWorkflow(input: ImageVariantInput) {
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
   });
-  return renderImageVariant({ tenantId: input.tenantId, uploadId: input.uploadId, spec: input.spec });
+  return renderImageVariant({ tenantId: input.tenantId, uploadId: input.uploadId, spec: input.spec, maxVariants: input.maxVariants });
 }

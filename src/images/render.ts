@@ -1,4 +1,4 @@
-// Renders one image variant from a file: the decoded type must be the declared one (only
+// Renders one image variant from its source's bytes: the decoded type must be the declared one (only
 // sniffed formats are decoded, src/media/image-decoders.ts), the input and the output within
 // IMAGE_MAX_PIXELS, the picture upright (EXIF orientation) and never enlarged; no metadata
 // is kept (GPS included).
@@ -15,8 +15,14 @@ export interface RenderedImage {
 /** A source that cannot give this variant (its bytes, its size): final, never retried. */
 export class UnrenderableImage extends Error {}
 
-export async function renderImage(file: string, declaredType: string, spec: CanonicalSpec, maxPixels: number): Promise<RenderedImage> {
-  const open = () => sharp(file, { failOn: 'error', animated: false, limitInputPixels: maxPixels });
+/** `source`: the picture's bytes (or a file holding them). */
+export async function renderImage(
+  source: Buffer | string,
+  declaredType: string,
+  spec: CanonicalSpec,
+  maxPixels: number,
+): Promise<RenderedImage> {
+  const open = () => sharp(source, { failOn: 'error', animated: false, limitInputPixels: maxPixels });
   let meta;
   try {
     meta = await open().metadata();

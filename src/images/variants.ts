@@ -10,7 +10,11 @@ import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import type { ImageVariantInput } from '../../workflows/image-variant';
+import type { ImageVariantSummary } from '../../activities/image-activities';
 import type { CanonicalSpec } from './spec';
+
+/** What serving a variant needs: its row, or the render's result. */
+export type StoredVariant = Pick<ImageVariantRow, 'spec' | 'storage_key' | 'content_type' | 'bytes'>;
 
 export class ImageVariants {
   constructor(
@@ -27,44 +31,50 @@ export class ImageVariants {
   ) {}
 
   /** The stored variant of `upload` for `spec`, rendered first when it is cold. */
-  async variant(upload: UploadRow, spec: CanonicalSpec): Promise<ImageVariantRow> {
+  async variant(upload: UploadRow, spec: CanonicalSpec): Promise<StoredVariant> {
     const db = <T>(fn: () => Promise<T>) => dependency('database_unavailable', fn);
     const kept = await db(() => findImageVariant(this.deps.pool, upload.id, spec.text));
     if (kept) return kept;
-    if ((await db(() => countImageVariants(this.deps.pool, upload.id))) >= this.deps.maxPerUpload)
+    // Cold: the upload's variant count and the tenant's renders under way, asked together.
+    const [variants, running] = await Promise.all([
+      db(() => countImageVariants(this.deps.pool, upload.id)),
+      dependency('temporal_unavailable', () => this.deps.temporal.workflow.count(rendersOf(upload.tenant_id))),
+    ]);
+    if (variants >= this.deps.maxPerUpload)
       throw problem('too_many_image_variants', `The upload has ${this.deps.maxPerUpload} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
-    await this.render(upload, spec);
-    const made = await db(() => findImageVariant(this.deps.pool, upload.id, spec.text));
-    if (!made) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId: upload.id } });
-    return made;
+    // The run's result is the stored variant: no second read of its row.
+    const made = await this.render(upload, spec, running.count);
+    return { spec: made.spec, storage_key: made.storageKey, content_type: made.contentType, bytes: String(made.bytes) };
   }
 
   /**
    * Lets a new render start while the tenant has fewer than TENANT_MAX_RENDERS_IN_FLIGHT
-   * under way (counted from the runs' visibility); a request for a render already under way
-   * (or just finished: visibility lags) joins it whatever the count.
+   * under way (`running`, counted from the runs' visibility); a request for a render already
+   * under way (or just finished: visibility lags) joins it whatever the count.
    */
-  private async admit(tenantId: string, workflowId: string): Promise<void> {
+  private async admit(running: number, workflowId: string): Promise<void> {
     const { temporal, maxRendersInFlight } = this.deps;
-    const running = await dependency('temporal_unavailable', () => temporal.workflow.count(rendersOf(tenantId)));
-    if (running.count < maxRendersInFlight) return;
+    if (running < maxRendersInFlight) return;
     const joins = await temporal.workflow
       .getHandle(workflowId)
       .describe()
       .then((d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED')
       .catch(() => false);
     if (!joins)
-      throw problem(
-        'too_many_renders',
-        `The tenant has ${running.count} renders under way (TENANT_MAX_RENDERS_IN_FLIGHT); ask again shortly.`,
-      );
+      throw problem('too_many_renders', `The tenant has ${running} renders under way (TENANT_MAX_RENDERS_IN_FLIGHT); ask again shortly.`);
   }
 
-  private async render(upload: UploadRow, spec: CanonicalSpec): Promise<void> {
+  private async render(upload: UploadRow, spec: CanonicalSpec, running: number): Promise<ImageVariantSummary> {
     const { temporal } = this.deps;
     const workflowId = workflowIds.imageVariant(upload.id, spec.text);
-    const input: ImageVariantInput = { tenantId: upload.tenant_id, uploadId: upload.id, spec, transcodeQueue: this.deps.transcodeQueue };
-    await this.admit(upload.tenant_id, workflowId);
+    const input: ImageVariantInput = {
+      tenantId: upload.tenant_id,
+      uploadId: upload.id,
+      spec,
+      transcodeQueue: this.deps.transcodeQueue,
+      maxVariants: this.deps.maxPerUpload,
+    };
+    await this.admit(running, workflowId);
     const handle = await dependency('temporal_unavailable', async () => {
       try {
         return await temporal.workflow.start(workflowTypes.imageVariant, {
@@ -85,9 +95,9 @@ export class ImageVariants {
         throw err;
       }
     });
-    await dependency('temporal_unavailable', () =>
-      handle.result().catch((err: unknown) => {
-        throw err instanceof WorkflowFailedError ? renderProblem(err, upload.id) : err;
+    return dependency('temporal_unavailable', () =>
+      (handle.result() as Promise<ImageVariantSummary>).catch((err: unknown) => {
+        throw err instanceof WorkflowFailedError ? renderProblem(err, upload.id, this.deps.maxPerUpload) : err;
       }),
     );
   }
@@ -97,11 +107,16 @@ export class ImageVariants {
 const rendersOf = (tenantId: string) =>
   `${searchAttributes.tenant.name} = '${tenantId}' AND ${searchAttributes.phase.name} = 'rendering' AND ExecutionStatus = 'Running'`;
 
-/** What a failed render answers: the variant cannot be made, the upload is gone, or ask again. */
-function renderProblem(err: WorkflowFailedError, uploadId: string) {
+/** What a failed render answers: the variant cannot be made, the upload is gone or full, or ask again. */
+function renderProblem(err: WorkflowFailedError, uploadId: string, maxPerUpload: number) {
   const cause = failureOf(err);
   if (cause?.type === failureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
   if (cause?.type === failureTypes.uploadDeleted) return problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+  if (cause?.type === failureTypes.imageVariantsFull)
+    return problem(
+      'too_many_image_variants',
+      `The upload has its ${cause.message.replace(/\D+/g, '')} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`,
+    );
   return problem('image_render_failed', 'The render did not finish; ask again.');
 }
 

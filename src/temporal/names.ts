@@ -97,4 +97,6 @@ export const failureTypes = {
   imageUnrenderable: 'image_unrenderable',
   /** The upload was deleted before its variant was recorded: answered 410. */
   uploadDeleted: 'upload_deleted',
+  /** The upload reached IMAGE_MAX_VARIANTS_PER_UPLOAD while the variant rendered: answered 409. */
+  imageVariantsFull: 'too_many_image_variants',
 } as const;

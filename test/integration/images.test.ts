@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { workflowIds } from '../../src/temporal/names';
 import { postUpload } from '../helpers/http';
-import { eventually } from '../helpers/inspect';
+import { eventually, listKeys } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 
@@ -220,6 +220,20 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
     expect([over.status, over.json().error]).toEqual([409, 'too_many_image_variants']);
     expect((await call(ctx, 'GET', `/v1/uploads/${fresh}/images/w_3,f_png`)).status).toBe(200);
     expect(await variantRows(ctx, fresh)).toHaveLength(6);
+    // Eight first requests for eight new specs at once (within the tenant's eight renders in
+    // flight): the cap holds where the variant is recorded, so exactly six are kept, the rest
+    // answer 409 and leave no object behind.
+    const raced = await uploadOf(ctx, await png(30, 30), 'image/png');
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => call(ctx, 'GET', `/v1/uploads/${raced}/images/w_${i + 1},f_webp`)),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 409, 409]);
+    for (const a of answers.filter((x) => x.status === 409)) expect(a.json().error).toBe('too_many_image_variants');
+    const kept = await variantRows(ctx, raced);
+    expect(kept).toHaveLength(6);
+    const stored = await listKeys(ctx.stack.runtime.store, `tenants/${ctx.tenant.tenantId}/renditions/${raced}/images/`);
+    expect(stored.sort()).toEqual(kept.map((r: { storage_key: string }) => r.storage_key).sort());
   });
 
   it('signs URLs that serve any spec without the API key, cached publicly, and refuses every changed or expired one', async () => {

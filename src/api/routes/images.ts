@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
 import { declareImagePreset, findImageSource, latestImagePreset, pageImagePresets, type ImagePresetRow } from '../../db/queries/images';
-import type { ImageVariantRow } from '../../db/queries/images';
 import { findUploadById, type UploadRow } from '../../db/queries/uploads';
 import { serveObject, type Servable } from '../../downloads/serve';
 import { dependency, problem } from '../../errors';
@@ -26,7 +25,7 @@ import {
 import { NextCursor, PageQuery, Uuid } from '../../http/schemas';
 import { callingToken, requires } from '../../http/scopes';
 import { canonicalSpec, isOptionString, MAX_SPEC_LENGTH, parseSpec, SpecError, specText, type ParsedSpec } from '../../images/spec';
-import type { ImageVariants } from '../../images/variants';
+import type { ImageVariants, StoredVariant } from '../../images/variants';
 import { NAME } from '../../pipelines/catalogue';
 import { mediaKind } from '../../pipelines/steps';
 import type { ObjectStore } from '../../storage/store';
@@ -352,7 +351,7 @@ function parsed(spec: string, code: 'body_invalid' | 'image_spec_invalid'): Pars
 }
 
 /** A variant is written once per (upload, canonical spec): the upload's SHA-256 and the spec identify its bytes. */
-function variantOf(u: UploadRow, v: ImageVariantRow): Servable {
+function variantOf(u: UploadRow, v: StoredVariant): Servable {
   return {
     storageKey: v.storage_key,
     bytes: Number(v.bytes),
@@ -360,6 +359,7 @@ function variantOf(u: UploadRow, v: ImageVariantRow): Servable {
     etag: `${u.sha256}.${createHash('sha256').update(v.spec).digest('hex').slice(0, 16)}`,
     contentType: v.content_type,
     fileName: null,
-    lastModified: v.created_at,
+    // Derived from bytes that never change: the same date whichever request made the variant.
+    lastModified: u.created_at,
   };
 }

@@ -103,15 +103,27 @@ export async function countImageVariants(db: Queryable, uploadId: string): Promi
  * Records a rendered variant unless one is there, and answers the row kept; undefined when
  * the upload has been deleted meanwhile (the caller removes the object it wrote).
  */
+/**
+ * Records a rendered variant once, under the upload row's lock: the row already there for
+ * (upload, spec) wins; none while the upload is deleted; none past `maxVariants` distinct
+ * variants (concurrent renders of new specs cannot overshoot the cap).
+ */
 export async function insertImageVariant(
-  db: Queryable,
+  pool: Pool,
   v: Omit<ImageVariantRow, 'bytes' | 'created_at'> & { bytes: number },
-): Promise<ImageVariantRow | undefined> {
-  await db.query(
-    `INSERT INTO image_variants (upload_id, spec, storage_key, content_type, bytes, width, height)
-     SELECT $1, $2, $3, $4, $5, $6, $7 FROM uploads WHERE id = $1 AND deleted_at IS NULL
-     ON CONFLICT (upload_id, spec) DO NOTHING`,
-    [v.upload_id, v.spec, v.storage_key, v.content_type, v.bytes, v.width, v.height],
-  );
-  return findImageVariant(db, v.upload_id, v.spec);
+  maxVariants: number | undefined,
+): Promise<{ row: ImageVariantRow } | { refused: 'deleted' | 'full' }> {
+  return withTransaction(pool, async (tx) => {
+    const live = await tx.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL FOR UPDATE', [v.upload_id]);
+    if (!live.rowCount) return { refused: 'deleted' };
+    const kept = await findImageVariant(tx, v.upload_id, v.spec);
+    if (kept) return { row: kept };
+    if (maxVariants !== undefined && (await countImageVariants(tx, v.upload_id)) >= maxVariants) return { refused: 'full' };
+    const res = await tx.query<ImageVariantRow>(
+      `INSERT INTO image_variants (upload_id, spec, storage_key, content_type, bytes, width, height)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [v.upload_id, v.spec, v.storage_key, v.content_type, v.bytes, v.width, v.height],
+    );
+    return { row: res.rows[0]! };
+  });
 }
