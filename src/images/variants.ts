@@ -113,10 +113,7 @@ function renderProblem(err: WorkflowFailedError, uploadId: string, maxPerUpload:
   if (cause?.type === failureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
   if (cause?.type === failureTypes.uploadDeleted) return problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
   if (cause?.type === failureTypes.imageVariantsFull)
-    return problem(
-      'too_many_image_variants',
-      `The upload has its ${cause.message.replace(/\D+/g, '')} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`,
-    );
+    return problem('too_many_image_variants', `The upload has ${maxPerUpload} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
   return problem('image_render_failed', 'The render did not finish; ask again.');
 }
 
