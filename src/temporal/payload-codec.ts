@@ -103,6 +103,7 @@ export class PayloadKeyring {
         // worker's results of the run whose input it just opened) needs no statement of its own.
         const entry = this.remember(row);
         this.byScope.set(row.scope, entry);
+        trim(this.byScope);
         found.set(id, entry.key);
       }
     }
