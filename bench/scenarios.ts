@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import getPort from 'get-port';
 import sharp from 'sharp';
@@ -16,6 +16,7 @@ import { cpuMsPerOp, cpuSnapshot, measureCpu, medianCpu } from './lib/cpu';
 import { closedLoop, httpLoad, type LoadResult } from './lib/load';
 import { startOncelyProcess, type BenchServices } from './lib/services';
 import { median } from './lib/stats';
+import { noopOffer } from './baselines/noop-workflow';
 
 const BODY = Buffer.alloc(4096, 0x61);
 const BODY_SHA = createHash('sha256').update(BODY).digest('hex');
@@ -156,6 +157,7 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
   try {
     const oncely: LoadResult[] = [];
     const temporal: LoadResult[] = [];
+    const updateWithStart: LoadResult[] = [];
     const pg: LoadResult[] = [];
     const durable: LoadResult[] = [];
     const run = `${Date.now()}`;
@@ -182,6 +184,19 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
       temporal.push(
         await closedLoop(opts.connections, opts.seconds, async () => {
           await client.workflow.execute('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomUUID()}` });
+        }),
+      );
+      // The floor under an Oncely upload: start, one update accepted and answered, one task, completion.
+      updateWithStart.push(
+        await closedLoop(opts.connections, opts.seconds, async () => {
+          await client.workflow.executeUpdateWithStart(noopOffer, {
+            args: ['ok'],
+            startWorkflowOperation: new WithStartWorkflowOperation('noopUpdateWorkflow', {
+              taskQueue: 'bench-noop',
+              workflowId: `noop-update-${randomUUID()}`,
+              workflowIdConflictPolicy: 'USE_EXISTING',
+            }),
+          });
         }),
       );
       pg.push(
@@ -211,8 +226,11 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
     }
     const o = pick(oncely);
     const t = pick(temporal);
+    const u = pick(updateWithStart);
     const p = pick(pg);
     const d = pick(durable);
+    const own = median(cpu.map((c) => c.api + c.worker));
+    const durableApp = median(durableCpu.map((c) => c.api));
     return {
       scenario: 'new small uploads (4 KiB)',
       oncelyRps: o.rps,
@@ -227,6 +245,10 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
       bareTemporalP50ms: t.p50ms,
       bareTemporalP99ms: t.p99ms,
       ratioVsBareTemporal: round2(o.rps / t.rps),
+      bareUpdateWithStartRps: u.rps,
+      bareUpdateWithStartP50ms: u.p50ms,
+      // #42's targets: ≥ 0.85 here, and ≤ 1.5 for ownCpuVsDurable below.
+      ratioVsBareUpdateWithStart: round2(o.rps / u.rps),
       pgOnlyRps: p.rps,
       pgOnlyP50ms: p.p50ms,
       pgOnlyP99ms: p.p99ms,
@@ -237,6 +259,10 @@ export async function newSmallUploads(services: BenchServices, opts: { seconds: 
       durableP99ms: d.p99ms,
       durableCpuMsPerUpload: JSON.stringify(medianCpu(durableCpu)),
       ratioVsDurable: round2(o.rps / d.rps),
+      // Oncely's own processes (API + worker) per new upload over the DBOS peer's whole app.
+      ownCpuMsPerUpload: Math.round(own * 10) / 10,
+      durableAppCpuMsPerUpload: Math.round(durableApp * 10) / 10,
+      ownCpuVsDurable: round2(own / durableApp),
     };
   } finally {
     noopWorker.shutdown();

@@ -19,7 +19,7 @@ import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
 import { startTemporalServer } from '../test/support/temporal-server';
 import { startToxiproxy } from '../test/support/toxiproxy';
 import { startVersity, type Versity } from '../test/support/versitygw';
-import { projectRoot } from '../src/paths';
+import { projectRoot, workflowPreloadModules } from '../src/paths';
 import { S3Store } from '../src/storage/s3-store';
 import { SecretBox } from '../src/secret-box';
 import { workflowsPath } from '../src/worker';
@@ -133,6 +133,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
       : bundleWorkflowCode({
           workflowsPath,
           workflowInterceptorModules: WORKFLOW_TRACING_MODULES,
+          preloadModules: workflowPreloadModules,
           logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never,
         }),
   ]);

@@ -45,6 +45,11 @@ const quiet = { log() {}, info() {}, warn: console.warn, error: console.error, d
 const { code } = await bundleWorkflowCode({
   workflowsPath: new URL('../workflows/index.ts', import.meta.url).pathname,
   workflowInterceptorModules: [new URL('../workflows/tracing.ts', import.meta.url).pathname],
+  // src/paths.ts, workflowPreloadModules: the sandbox's settings, then the workflows.
+  preloadModules: [
+    new URL('../workflows/sandbox.ts', import.meta.url).pathname,
+    new URL('../workflows/index.ts', import.meta.url).pathname,
+  ],
   logger: quiet,
 });
 await writeFile('dist/workflow-bundle.js', code);

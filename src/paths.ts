@@ -19,6 +19,13 @@ export const migrationsDir = path.join(projectRoot, 'src', 'db', 'migrations');
 export const workflowsPath = path.join(projectRoot, 'workflows', 'index.ts');
 /** The workflow interceptors bundled with the workflows (traces: workflows/tracing.ts). */
 export const workflowInterceptorsPath = path.join(projectRoot, 'workflows', 'tracing.ts');
+/**
+ * Run once in the worker's shared workflow context (the bundle's `preloadModules`): the
+ * sandbox's settings, then the workflows themselves, so each run reuses their module
+ * instances instead of evaluating its own (they hold no state of their own; the SDK freezes
+ * them).
+ */
+export const workflowPreloadModules = [path.join(projectRoot, 'workflows', 'sandbox.ts'), workflowsPath];
 export const toolsScript = path.join(projectRoot, 'scripts', 'tools.sh');
 /** The workflow bundle scripts/build.mjs writes beside the process bundle. */
 export const prebuiltWorkflowBundle = path.join(projectRoot, 'dist', 'workflow-bundle.js');

@@ -4,7 +4,7 @@
 // bundle once per run).
 import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { workflowsPath } from './paths';
+import { workflowPreloadModules, workflowsPath } from './paths';
 import { createActivities, type ActivityDeps } from '../activities';
 import { removeOrphanedScratchDirs } from './media/scratch';
 import { tracingWorkerOptions } from './telemetry/temporal';
@@ -41,7 +41,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         activities: shortActivities,
         ...traced,
         ...dataConverter,
-        ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath }),
+        ...(setup.workflowBundlePath
+          ? { workflowBundle: { codePath: setup.workflowBundlePath } }
+          : { workflowsPath, bundlerOptions: { preloadModules: workflowPreloadModules } }),
         ...setup.options,
       }),
     );

@@ -12,6 +12,7 @@ import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
 import { startVersity } from './support/versitygw';
 import { createMigratedDatabase, dropDatabase } from './support/postgres';
 import { workflowsPath } from '../src/worker';
+import { workflowPreloadModules } from '../src/paths';
 import { WORKFLOW_TRACING_MODULES } from '../src/telemetry/temporal';
 
 declare module 'vitest' {
@@ -41,6 +42,7 @@ export default async function setup(project: TestProject) {
     bundleWorkflowCode({
       workflowsPath,
       workflowInterceptorModules: WORKFLOW_TRACING_MODULES,
+      preloadModules: workflowPreloadModules,
       logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } as never,
     }),
   ]);

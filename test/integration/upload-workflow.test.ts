@@ -136,6 +136,21 @@ describe('the upload workflow', () => {
     expect(called('discardCopy')).toHaveLength(0);
   });
 
+  it('captures no promise stacks in the sandbox (workflows/sandbox.ts): the stack-trace query of a waiting run names no frame', async () => {
+    behaviour = {};
+    const handle = await start(input({ receiveTimeoutSeconds: 60 }));
+    try {
+      const stack = await handle.query<string>('__stack_trace');
+      expect(typeof stack).toBe('string');
+      expect(stack).not.toMatch(/\bat\b/);
+      const enhanced = await handle.query<{ stacks: { locations: unknown[] }[] }>('__enhanced_stack_trace');
+      expect(enhanced.stacks.length).toBeGreaterThan(0);
+      expect(enhanced.stacks.flatMap((s) => s.locations)).toEqual([]);
+    } finally {
+      await handle.terminate('done');
+    }
+  });
+
   it('is abandoned when no copy arrives in time (failed, so the key can start afresh)', async () => {
     behaviour = {};
     const handle = await start(input({ receiveTimeoutSeconds: 1 }));

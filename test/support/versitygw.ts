@@ -10,6 +10,8 @@ export interface VersityOptions {
   dir: string;
   accessKeyId?: string;
   secretAccessKey?: string;
+  /** Keep connections open between requests (default true); the bench compares without. */
+  keepAlive?: boolean;
 }
 
 export interface Versity {
@@ -44,6 +46,9 @@ export async function startVersity(opts: VersityOptions): Promise<Versity> {
       '--health',
       '/health',
       '--quiet',
+      // S3 services keep connections open; versitygw closes each one unless told otherwise,
+      // which would charge every request a TCP connect that production does not pay.
+      ...(opts.keepAlive === false ? [] : ['--keep-alive']),
       'posix',
       // A sidecar directory keeps metadata off extended attributes, which not every
       // filesystem (overlay, tmpfs) supports.
