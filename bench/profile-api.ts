@@ -1,6 +1,7 @@
-// Ad-hoc: CPU profile of the API (the production bundle through bin/oncely-node, with
-// node --cpu-prof) under one load, then where its time goes: by package and by function.
-//   npx tsx bench/profile-api.ts [replay|new] [seconds]   (after npm run build)
+// Ad-hoc: CPU profile of the API or the worker (the production bundle through
+// bin/oncely-node, with node --cpu-prof) under one load, then where its time goes: by
+// package and by function.
+//   npx tsx bench/profile-api.ts [replay|new] [seconds] [api|worker]   (after npm run build)
 // replay: one completed key sent again and again; new: 4 KiB uploads with fresh keys.
 import { randomUUID, createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -10,15 +11,22 @@ import { closedLoop, httpLoad } from './lib/load';
 
 const mode = process.argv[2] === 'new' ? 'new' : 'replay';
 const seconds = Number(process.argv[3] ?? 10);
+const profiled = process.argv[4] === 'worker' ? 'worker' : 'api';
 const profDir = '/tmp/oncely-prof';
 rmSync(profDir, { recursive: true, force: true });
 
 const services = await startServices();
-const worker = await startOncelyProcess(services, 'worker');
-// bin/oncely-node puts ONCELY_NODE_FLAGS after its own flags; this one API is profiled.
-process.env.BENCH_EXTRA_NODE_FLAGS = `--cpu-prof --cpu-prof-dir=${profDir}`;
-const api = await startOncelyProcess(services, 'api');
-delete process.env.BENCH_EXTRA_NODE_FLAGS;
+// bin/oncely-node puts ONCELY_NODE_FLAGS after its own flags; only the profiled role gets them.
+const start = async (role: 'api' | 'worker') => {
+  if (role === profiled) process.env.BENCH_EXTRA_NODE_FLAGS = `--cpu-prof --cpu-prof-dir=${profDir}`;
+  try {
+    return await startOncelyProcess(services, role);
+  } finally {
+    delete process.env.BENCH_EXTRA_NODE_FLAGS;
+  }
+};
+const worker = await start('worker');
+const api = await start('api');
 const body = Buffer.alloc(4096, 0x61);
 const headers = (key: string) => ({
   authorization: `Bearer ${services.apiKey}`,

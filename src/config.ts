@@ -243,6 +243,13 @@ export const configSchema = z.object({
   ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 24, 'must be at least 24 characters'),
   /** Create the housekeeping Schedules at worker start. */
   HOUSEKEEPING_SCHEDULES: bool.default(true),
+  /**
+   * Worker role: bound every call into the workflow sandbox by the SDK's own watchdog (a thread
+   * per call, ~130 µs of CPU each). Off by default: calls run unbounded and one still running
+   * after WORKFLOW_SANDBOX_CALL_LIMIT_SECONDS makes the process exit (src/temporal/workflow-thread.ts).
+   */
+  WORKFLOW_SANDBOX_WATCHDOG: bool.default(false),
+  WORKFLOW_SANDBOX_CALL_LIMIT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   /** Worker role: JSON of WorkerOptions to override, e.g. `{"maxConcurrentWorkflowTaskExecutions":10}`. */
   WORKER_TUNING: optionalString.transform((v, ctx) => {
     if (v === undefined) return {};

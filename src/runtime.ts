@@ -164,7 +164,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     }
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push(() => connection.close());
-    workers = await createWorkers({
+    const created = await createWorkers({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueues: {
@@ -204,7 +204,20 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       workflowBundlePath: opts.workflowBundlePath,
       payloadCodec,
       options: config.WORKER_TUNING,
+      unwatchedSandbox: config.WORKFLOW_SANDBOX_WATCHDOG
+        ? undefined
+        : {
+            limitMs: config.WORKFLOW_SANDBOX_CALL_LIMIT_SECONDS * 1000,
+            // The workflow thread is lost to a workflow that never yields; its tasks go to
+            // another worker once this process is gone.
+            onRunaway: (ranMs) => {
+              log.fatal({ ranMs }, 'a call into the workflow sandbox has not returned: a workflow never yields; exiting');
+              process.exit(70);
+            },
+          },
     });
+    workers = created.workers;
+    cleanups.push(async () => created.sandboxGuard?.stop());
     // Housekeeping runs on the uploads queue: its Schedules belong to the processes polling it.
     if (config.HOUSEKEEPING_SCHEDULES && config.WORKER_QUEUES.includes('uploads')) {
       progress.step('the housekeeping Schedules');

@@ -8,6 +8,7 @@ import { workflowPreloadModules, workflowsPath } from './paths';
 import { createActivities, type ActivityDeps } from '../activities';
 import { removeOrphanedScratchDirs } from './media/scratch';
 import { tracingWorkerOptions } from './telemetry/temporal';
+import { withUnwatchedSandbox, type SandboxGuard } from './temporal/workflow-thread';
 
 export { workflowsPath };
 
@@ -23,21 +24,33 @@ export interface WorkerSetup {
   payloadCodec?: PayloadCodec;
   /** Overrides for the workflow worker (WORKER_TUNING). */
   options?: Partial<WorkerOptions>;
+  /**
+   * The workflow thread without the SDK's per-call watchdog (WORKFLOW_SANDBOX_WATCHDOG false):
+   * a call into the sandbox running past `limitMs` is reported instead (src/temporal/workflow-thread.ts).
+   */
+  unwatchedSandbox?: { limitMs: number; onRunaway: (ranMs: number) => void };
 }
 
-export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+export interface Workers {
+  workers: Worker[];
+  /** Watches the workflow thread's calls when it runs without the SDK's watchdog. */
+  sandboxGuard?: SandboxGuard;
+}
+
+export async function createWorkers(setup: WorkerSetup): Promise<Workers> {
   // Leftovers of workers killed mid-transcode on this machine.
   await removeOrphanedScratchDirs();
   const { transcode, runStep, renderImageVariant, ...shortActivities } = createActivities(setup.activities);
   const traced = await tracingWorkerOptions();
   const dataConverter = setup.payloadCodec ? { dataConverter: { payloadCodecs: [setup.payloadCodec] } } : {};
   const workers: Worker[] = [];
+  let sandboxGuard: SandboxGuard | undefined;
   if (setup.taskQueues.uploads) {
-    workers.push(
-      await Worker.create({
+    const create = () =>
+      Worker.create({
         connection: setup.connection,
         namespace: setup.namespace,
-        taskQueue: setup.taskQueues.uploads,
+        taskQueue: setup.taskQueues.uploads!,
         activities: shortActivities,
         ...traced,
         ...dataConverter,
@@ -45,8 +58,14 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
           ? { workflowBundle: { codePath: setup.workflowBundlePath } }
           : { workflowsPath, bundlerOptions: { preloadModules: workflowPreloadModules } }),
         ...setup.options,
-      }),
-    );
+      });
+    if (setup.unwatchedSandbox) {
+      const { created, guard } = await withUnwatchedSandbox(create, setup.unwatchedSandbox);
+      workers.push(created);
+      sandboxGuard = guard;
+    } else {
+      workers.push(await create());
+    }
   }
   if (setup.taskQueues.transcode) {
     workers.push(
@@ -62,5 +81,5 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
       }),
     );
   }
-  return workers;
+  return { workers, sandboxGuard };
 }

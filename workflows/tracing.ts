@@ -21,19 +21,31 @@ import type {
   WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 import type { Payload } from '@temporalio/common';
+import type * as OtelWorkflow from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import { carriesSampledTrace } from './trace-header';
-import {
-  OpenTelemetryInboundInterceptor,
-  OpenTelemetryInternalsInterceptor,
-  OpenTelemetryOutboundInterceptor,
-} from '@temporalio/interceptors-opentelemetry/lib/workflow';
+
+/**
+ * OpenTelemetry's modules, evaluated in a run's sandbox only once one of its calls carries a
+ * sampled trace: each run evaluates its own, and for an untraced run they were a fifth of the
+ * workflow thread's time (bench/README.md, #42).
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const loadOtel = (): typeof OtelWorkflow => require('@temporalio/interceptors-opentelemetry/lib/workflow');
 
 export const interceptors = (): WorkflowInterceptors => {
-  let otel: { inbound: OpenTelemetryInboundInterceptor; outbound: OpenTelemetryOutboundInterceptor } | undefined;
+  let otel:
+    | {
+        inbound: OtelWorkflow.OpenTelemetryInboundInterceptor;
+        outbound: OtelWorkflow.OpenTelemetryOutboundInterceptor;
+        module: typeof OtelWorkflow;
+      }
+    | undefined;
   /** The OpenTelemetry interceptors once a call carried a trace context; undefined until then. */
   const traced = (headers?: Record<string, Payload>) => {
-    if (!otel && carriesSampledTrace(headers))
-      otel = { inbound: new OpenTelemetryInboundInterceptor(), outbound: new OpenTelemetryOutboundInterceptor() };
+    if (!otel && carriesSampledTrace(headers)) {
+      const module = loadOtel();
+      otel = { inbound: new module.OpenTelemetryInboundInterceptor(), outbound: new module.OpenTelemetryOutboundInterceptor(), module };
+    }
     return otel;
   };
 
@@ -65,7 +77,7 @@ export const interceptors = (): WorkflowInterceptors => {
   };
   const internals: WorkflowInternalsInterceptor = {
     dispose: (input: DisposeInput, next: Next<WorkflowInternalsInterceptor, 'dispose'>) =>
-      otel ? new OpenTelemetryInternalsInterceptor().dispose(input, next) : next(input),
+      otel ? new otel.module.OpenTelemetryInternalsInterceptor().dispose(input, next) : next(input),
   };
   return { inbound: [inbound], outbound: [outbound], internals: [internals] };
 };
