@@ -50,6 +50,7 @@ export class PayloadKeyring {
   private readonly byScope = new Map<string, { id: string; key: Buffer; at: number }>();
   private readonly byId = new Map<string, { key: Buffer; at: number }>();
   private readonly pending = new Map<string, Promise<{ id: string; key: Buffer }>>();
+  private readonly opening = new Map<string, Promise<Buffer | null>>();
   private readonly tenants = new Map<string, string>();
 
   constructor(
@@ -85,29 +86,46 @@ export class PayloadKeyring {
   /** The keys with these ids; null for a destroyed (or unknown) one. */
   async openingKeys(ids: string[]): Promise<Map<string, Buffer | null>> {
     const found = new Map<string, Buffer | null>();
+    const waiting: [string, Promise<Buffer | null>][] = [];
     const missing: string[] = [];
     for (const id of new Set(ids)) {
       const cached = this.byId.get(id);
       if (cached && this.fresh(cached.at)) found.set(id, cached.key);
+      else if (this.opening.has(id)) waiting.push([id, this.opening.get(id)!]);
       else missing.push(id);
     }
+    // The SDK decodes an activation's parts concurrently: one statement for an id however
+    // many of them ask before it answers.
     if (missing.length) {
-      const rows = await findPayloadKeys(this.pool, missing);
+      const loading = this.loadIds(missing);
       for (const id of missing) {
-        const row = rows.find((r) => r.id === id);
-        if (!row?.wrapped) {
-          found.set(id, null);
-          continue;
-        }
-        // A live key is its scope's only one: what this process seals for that scope next (a
-        // worker's results of the run whose input it just opened) needs no statement of its own.
-        const entry = this.remember(row);
-        this.byScope.set(row.scope, entry);
-        trim(this.byScope);
-        found.set(id, entry.key);
+        const one = loading.then((keys) => keys.get(id) ?? null);
+        this.opening.set(id, one);
+        void one.finally(() => this.opening.delete(id)).catch(() => {});
+        waiting.push([id, one]);
       }
     }
+    for (const [id, key] of waiting) found.set(id, await key);
     return found;
+  }
+
+  private async loadIds(ids: string[]): Promise<Map<string, Buffer | null>> {
+    const rows = await findPayloadKeys(this.pool, ids);
+    const keys = new Map<string, Buffer | null>();
+    for (const id of ids) {
+      const row = rows.find((r) => r.id === id);
+      if (!row?.wrapped) {
+        keys.set(id, null);
+        continue;
+      }
+      // A live key is its scope's only one: what this process seals for that scope next (a
+      // worker's results of the run whose input it just opened) needs no statement of its own.
+      const entry = this.remember(row);
+      this.byScope.set(row.scope, entry);
+      trim(this.byScope);
+      keys.set(id, entry.key);
+    }
+    return keys;
   }
 
   private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {

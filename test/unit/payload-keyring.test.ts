@@ -1,0 +1,58 @@
+// The keyring's reads of data keys by id: the SDK decodes an activation's parts at once, and
+// however many ask for an id before PostgreSQL answers, one statement reads it; a destroyed
+// key opens nothing; an opened key is then served from memory. PostgreSQL is a counting fake
+// here (the real one: test/integration/payload-encryption.test.ts).
+import { randomBytes, randomUUID } from 'node:crypto';
+import { expect, it } from 'vitest';
+import type { Pool } from '../../src/db/pool';
+import type { PayloadKeyRow } from '../../src/db/queries/payload-keys';
+import { SecretBox } from '../../src/secret-box';
+import { PayloadKeyring } from '../../src/temporal/payload-codec';
+
+const box = new SecretBox(randomBytes(32));
+
+function fakePool(rows: PayloadKeyRow[]) {
+  const asked: string[][] = [];
+  const pool = {
+    async query(statement: { values: [string[]] }) {
+      asked.push(statement.values[0]);
+      await new Promise((r) => setTimeout(r, 20));
+      return { rows: rows.filter((r) => statement.values[0].includes(r.id)) };
+    },
+  };
+  return { pool: pool as unknown as Pool, asked };
+}
+
+const liveKey = () => {
+  const id = randomUUID();
+  const key = randomBytes(32);
+  return { id, key, row: { id, scope: `run:${id}`, wrapped: box.seal(key.toString('base64'), `payload-key\n${id}`) } };
+};
+
+it('reads an id asked for by several decodes at once with one statement, and then from memory', async () => {
+  const a = liveKey();
+  const b = liveKey();
+  const { pool, asked } = fakePool([a.row, b.row]);
+  const keyring = new PayloadKeyring(pool, box);
+  const answers = await Promise.all([keyring.openingKeys([a.id]), keyring.openingKeys([a.id, b.id]), keyring.openingKeys([a.id])]);
+  for (const answer of answers) expect(answer.get(a.id)).toEqual(a.key);
+  expect(answers[1]!.get(b.id)).toEqual(b.key);
+  // The first call read a; the second read only b, which nobody was reading yet.
+  expect(asked).toEqual([[a.id], [b.id]]);
+  expect((await keyring.openingKeys([a.id, b.id])).get(b.id)).toEqual(b.key);
+  expect(asked).toHaveLength(2);
+});
+
+it('opens nothing with a destroyed or unknown key, and asks again next time', async () => {
+  const gone = liveKey();
+  const unknown = randomUUID();
+  const { pool, asked } = fakePool([{ ...gone.row, wrapped: null }]);
+  const keyring = new PayloadKeyring(pool, box);
+  const [first, second] = await Promise.all([keyring.openingKeys([gone.id, unknown]), keyring.openingKeys([gone.id])]);
+  expect(first.get(gone.id)).toBeNull();
+  expect(first.get(unknown)).toBeNull();
+  expect(second.get(gone.id)).toBeNull();
+  expect(asked).toHaveLength(1);
+  await keyring.openingKeys([gone.id]);
+  expect(asked).toHaveLength(2);
+});
