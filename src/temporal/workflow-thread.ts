@@ -1,10 +1,10 @@
 // The worker's workflow thread without the SDK's per-call watchdog (WORKFLOW_SANDBOX_WATCHDOG
 // false, the default). The SDK bounds each call into the workflow sandbox by vm's `timeout`,
-// which costs a thread per call (sandbox-thread.cjs); that thread is loaded with
-// sandbox-thread.cjs instead, which runs calls unbounded and marks when each began in a
-// clock shared with this thread. A call still running after `limitMs` is a workflow that
-// never yields (a loop in workflow code): the process logs it and exits, as its workflow
-// tasks would otherwise stall behind it, and Temporal hands them to another worker.
+// and node makes a thread for each such call (nodejs/node#47739). The SDK's workflow thread
+// is made with sandbox-thread.cjs preloaded instead, which runs calls unbounded and marks when
+// each began in a clock shared with this thread. A call still running after `limitMs` is a
+// workflow that never yields (a loop in workflow code): the process logs it and exits, as its
+// workflow tasks would otherwise stall behind it, and Temporal hands them to another worker.
 import path from 'node:path';
 import workerThreads from 'node:worker_threads';
 import { projectRoot } from '../paths';
