@@ -1,6 +1,7 @@
 // Rendering one image variant (on the transcode queue, beside the other media work): the
-// upload's bytes read into memory (a picture within IMAGE_MAX_PIXELS), sharp, the variant to a key derived from the upload and
-// the canonical spec, its row recorded once. A retry finds the row and answers it; a variant
+// upload's bytes read into memory (through a scratch file above 32 MiB), sharp, the variant
+// to a key derived from the upload and the canonical spec, its row recorded once (within
+// the upload's variant cap). A retry finds the row and answers it; a variant
 // finished after its upload was deleted is removed again.
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';

@@ -40,8 +40,7 @@ export class ImageVariants {
       db(() => countImageVariants(this.deps.pool, upload.id)),
       dependency('temporal_unavailable', () => this.deps.temporal.workflow.count(rendersOf(upload.tenant_id))),
     ]);
-    if (variants >= this.deps.maxPerUpload)
-      throw problem('too_many_image_variants', `The upload has ${this.deps.maxPerUpload} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
+    if (variants >= this.deps.maxPerUpload) throw variantsFull(this.deps.maxPerUpload);
     // The run's result is the stored variant: no second read of its row.
     const made = await this.render(upload, spec, running.count);
     return { spec: made.spec, storage_key: made.storageKey, content_type: made.contentType, bytes: String(made.bytes) };
@@ -107,13 +106,15 @@ export class ImageVariants {
 const rendersOf = (tenantId: string) =>
   `${searchAttributes.tenant.name} = '${tenantId}' AND ${searchAttributes.phase.name} = 'rendering' AND ExecutionStatus = 'Running'`;
 
+/** The upload has as many variants as it may: asked before a render, or found by one that raced others. */
+const variantsFull = (max: number) => problem('too_many_image_variants', `The upload has ${max} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
+
 /** What a failed render answers: the variant cannot be made, the upload is gone or full, or ask again. */
 function renderProblem(err: WorkflowFailedError, uploadId: string, maxPerUpload: number) {
   const cause = failureOf(err);
   if (cause?.type === failureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
   if (cause?.type === failureTypes.uploadDeleted) return problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
-  if (cause?.type === failureTypes.imageVariantsFull)
-    return problem('too_many_image_variants', `The upload has ${maxPerUpload} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
+  if (cause?.type === failureTypes.imageVariantsFull) return variantsFull(maxPerUpload);
   return problem('image_render_failed', 'The render did not finish; ask again.');
 }
 

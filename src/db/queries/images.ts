@@ -100,10 +100,6 @@ export async function countImageVariants(db: Queryable, uploadId: string): Promi
 }
 
 /**
- * Records a rendered variant unless one is there, and answers the row kept; undefined when
- * the upload has been deleted meanwhile (the caller removes the object it wrote).
- */
-/**
  * Records a rendered variant once, under the upload row's lock: the row already there for
  * (upload, spec) wins; none while the upload is deleted; none past `maxVariants` distinct
  * variants (concurrent renders of new specs cannot overshoot the cap).
