@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import getPort from 'get-port';
 import type { Proxy } from 'toxiproxy-node-client';
 import { createPool, type Pool } from '../src/db/pool';
 import { migrate } from '../src/db/migrate';
@@ -18,6 +17,7 @@ import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../src/dev
 import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
 import { startTemporalServer } from '../test/support/temporal-server';
 import { startToxiproxy } from '../test/support/toxiproxy';
+import { serverPort } from '../test/support/ports';
 import { startVersity, type Versity } from '../test/support/versitygw';
 import { projectRoot, workflowPreloadModules } from '../src/paths';
 import { S3Store } from '../src/storage/s3-store';
@@ -105,7 +105,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
   const temporalKind = opts.temporal ?? 'dev';
   // Sequential, so no two lookups hand out the same free port.
   const ports: number[] = [];
-  while (ports.length < 8 + 2 * replicas) ports.push(await getPort({ host: '127.0.0.1', exclude: ports }));
+  while (ports.length < 8 + 2 * replicas) ports.push(await serverPort(ports));
   const [pgPort, s3Port, temporalPort, toxiPort, pgProxyPort, s3ProxyPort, temporalPgProxyPort] = ports as [
     number,
     number,

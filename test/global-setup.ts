@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import getPort from 'get-port';
+import { serverPort } from './support/ports';
 import type { TestProject } from 'vitest/node';
 import 'vitest';
 import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
@@ -36,8 +36,8 @@ export default async function setup(project: TestProject) {
   const templateDb = `oncely_template_${process.pid}`;
 
   const [temporal, s3, , bundle] = await Promise.all([
-    startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(tmpDir, 'temporal.db') }),
-    startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: path.join(tmpDir, 's3') }),
+    startTemporalDevServer({ port: await serverPort(), dbFile: path.join(tmpDir, 'temporal.db') }),
+    startVersity({ port: await serverPort(), dir: path.join(tmpDir, 's3') }),
     createMigratedDatabase(pgAdminUrl, templateDb),
     bundleWorkflowCode({
       workflowsPath,

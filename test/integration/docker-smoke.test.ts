@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync, copyFileSync, createWriteStream } from 'node:
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { Connection } from '@temporalio/client';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import Long from 'long';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool';
@@ -77,10 +77,10 @@ beforeAll(async () => {
     );
 
   ports = {
-    api: await getPort({ host: '127.0.0.1' }),
-    worker: await getPort({ host: '127.0.0.1' }),
-    transcode: await getPort({ host: '127.0.0.1' }),
-    clamd: await getPort({ host: '127.0.0.1' }),
+    api: await serverPort(),
+    worker: await serverPort(),
+    transcode: await serverPort(),
+    clamd: await serverPort(),
   };
   // clamd's image: Debian's daemon with the tests' signature, listening on loopback.
   const clamdContext = path.join(dir, 'clamd');

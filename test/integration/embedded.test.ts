@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { getJson, postUpload, sha256, writeAllThenRead } from '../helpers/http';
@@ -65,13 +65,13 @@ async function start(): Promise<string> {
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-embedded-'));
-  const port = await getPort({ host: '127.0.0.1' });
+  const port = await serverPort();
   url = `http://127.0.0.1:${port}`;
   env = {
     ...process.env,
     DATA_DIR: dataDir,
     PORT: String(port),
-    TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })),
+    TEMPORAL_UI_PORT: String(await serverPort()),
     LOG_LEVEL: 'warn',
     DATABASE_URL: '',
     S3_ENDPOINT: '',
@@ -332,7 +332,7 @@ it('a SIGKILLed embedded process leaves no Temporal dev server behind, and one l
   // port and the database file, with its pid on record: the next start stops it first.
   const { startTemporalDevServer } = await import('../../src/devstack/temporal-dev-server');
   const orphan = await startTemporalDevServer({
-    port: await getPort({ host: '127.0.0.1' }),
+    port: await serverPort(),
     uiPort: Number(env.TEMPORAL_UI_PORT),
     dbFile: path.join(dataDir, 'temporal.db'),
   });

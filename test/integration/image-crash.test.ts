@@ -5,7 +5,7 @@
 // variant object, whose bytes decode.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
@@ -25,7 +25,7 @@ let tenant: { tenantId: string; apiKey: string };
 beforeAll(async () => {
   cluster = await stackWithWorkerProcess('img_crash', { TENANT_MAX_RENDERS_IN_FLIGHT: '1' });
   const { stack } = cluster;
-  const port = await getPort({ host: '127.0.0.1' });
+  const port = await serverPort();
   const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, TENANT_MAX_RENDERS_IN_FLIGHT: '1' };
   replica = await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-replica.log`));
   replicaUrl = `http://127.0.0.1:${port}`;

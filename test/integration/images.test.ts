@@ -6,6 +6,9 @@
 // bad spec or upload refused with nothing stored; a deletion erases the variants and the
 // audit finds none left.
 import { randomUUID } from 'node:crypto';
+import { watch } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import os from 'node:os';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
@@ -188,6 +191,35 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
       expect([accept, meta.format, meta.width]).toEqual([accept, format, 40]);
     }
     expect((await call(ctx, 'GET', `/v1/uploads/${ctx.imageId}/images/thumb`)).headers.get('vary')).toBeNull();
+  });
+
+  it('renders a source above 32 MiB through a scratch file, and removes the file after', async () => {
+    // Noise stored uncompressed: 3500×3500 RGB is ~35 MiB of PNG, above the in-memory bound.
+    const big = await sharp({
+      create: { width: 3500, height: 3500, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+    })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+    expect(big.length).toBeGreaterThan(32 * 1024 * 1024);
+    const id = await uploadOf(ctx, big, 'image/png');
+    // The upload's own pipeline work (its thumbnail) is done before the render is watched.
+    await eventually(async () => (await call(ctx, 'GET', `/v1/uploads/${id}`)).json().status === 'processed', 120_000);
+    const mine = `oncely-transcode-${process.pid}-`;
+    const made: string[] = [];
+    const watcher = watch(os.tmpdir(), (_event, name) => {
+      if (name?.startsWith(mine) && !made.includes(name)) made.push(name);
+    });
+    try {
+      const res = await call(ctx, 'GET', `/v1/uploads/${id}/images/thumb`);
+      expect(res.status, res.body.toString()).toBe(200);
+      const meta = await sharp(res.body).metadata();
+      expect([meta.format, meta.width, meta.height]).toEqual(['webp', 16, 16]);
+    } finally {
+      watcher.close();
+    }
+    expect(made).toHaveLength(1);
+    expect((await readdir(os.tmpdir())).filter((n) => n.startsWith(mine))).toEqual([]);
+    expect((await variantRows(ctx, id)).map((r) => r.spec)).toEqual(['w_16,h_16,fit_cover,f_webp,q_80']);
   });
 
   it('refuses bad specs, non-images and too many variants with a problem, rendering nothing', async () => {

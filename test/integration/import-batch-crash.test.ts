@@ -3,7 +3,7 @@
 // is imported exactly once (one upload and one object per item), the audit clean.
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
 import type { ManagedProcess } from '../../src/devstack/process';
@@ -24,7 +24,7 @@ const apiLog = () => path.join(inject('stack').tmpDir, `${env.stack.name}-api.lo
 beforeAll(async () => {
   env = await stackWithWorkerProcess('batch_crash');
   apiEnv = { ...stackEnv(env.stack.name, env.stack.dbUrl), S3_BUCKET: env.stack.config.S3_BUCKET };
-  const port = await getPort({ host: '127.0.0.1' });
+  const port = await serverPort();
   apiUrl = `http://127.0.0.1:${port}`;
   api = await startApiProcess(apiEnv, port, apiLog());
   origin = await startFileOrigin(randomBytes(64 * 1024));

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { uploadWorkflowId } from '../../src/temporal/ids';
@@ -32,7 +32,7 @@ let source: Versity;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-s3-source-'));
-  source = await startVersity({ port: await getPort({ host: '127.0.0.1' }), dir, accessKeyId: KEY_ID, secretAccessKey: SECRET });
+  source = await startVersity({ port: await serverPort(), dir, accessKeyId: KEY_ID, secretAccessKey: SECRET });
   const s3 = new S3Client({
     endpoint: source.endpoint,
     region: 'us-east-1',

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import Long from 'long';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
@@ -96,7 +96,7 @@ it("a split worker serves its health, readiness and own counters on WORKER_HTTP_
 }, 120_000);
 
 it('an API told to stop answers /readyz 503 while it still serves uploads for the drain, then exits 0', async () => {
-  const port = await getPort({ host: '127.0.0.1' });
+  const port = await serverPort();
   const url = `http://127.0.0.1:${port}`;
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-api.log`);
   const api = await startApiProcess({ ...roleEnv(), SHUTDOWN_DRAIN_SECONDS: '4' }, port, logFile);

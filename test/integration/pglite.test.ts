@@ -4,14 +4,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/pool';
 import { createEmbeddedPool, startPglite } from '../../src/devstack/pglite-server';
 
 it('finishes 300 concurrent transactions and statements, each with its own answer', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-pglite-test-'));
-  const db = await startPglite(dir, await getPort({ host: '127.0.0.1' }));
+  const db = await startPglite(dir, await serverPort());
   const pool = createEmbeddedPool(db.url);
   try {
     await pool.query('CREATE TABLE t (id int PRIMARY KEY, v text NOT NULL)');

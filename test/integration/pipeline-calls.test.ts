@@ -4,7 +4,7 @@
 // decided by a callback or by their deadline. Every call is signed with the pipeline's secret.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson, postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
@@ -188,7 +188,7 @@ describe('the validation hook', () => {
   });
 
   it('a hook that cannot be asked is 503 with Retry-After, and nothing is kept', async () => {
-    const closed = await getPort({ host: '127.0.0.1' });
+    const closed = await serverPort();
     const down = await receiver();
     await declare({ name: 'unreachable', validate: { url: `http://127.0.0.1:${closed}/hook`, timeoutSeconds: 2 }, steps: [] }, down);
     const key = `val-down-${randomUUID()}`;

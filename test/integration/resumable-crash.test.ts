@@ -4,7 +4,7 @@
 // RESUMABLE_EXPIRY_HOURS is aborted by its workflow and its key is free again.
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
 import { getJson, openRequest, sha256 } from '../helpers/http';
@@ -43,7 +43,7 @@ const tusHeaders = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'tus-resum
 
 describe('resumable sessions across process death and idleness', () => {
   it('an API killed mid-PATCH loses only the unacknowledged bytes; a new process resumes and commits once', async () => {
-    const port = await getPort({ host: '127.0.0.1' });
+    const port = await serverPort();
     const base = `http://127.0.0.1:${port}`;
     api = await startApiProcess(apiEnv(), port, logFile('1'));
     const file = randomBytes(12 * MiB);
@@ -106,7 +106,7 @@ describe('resumable sessions across process death and idleness', () => {
   }, 120_000);
 
   it('RUFH: an API killed mid-creation keeps what its 104s reported; HEAD on a new process tells the truth and the rest commits once', async () => {
-    const port = await getPort({ host: '127.0.0.1' });
+    const port = await serverPort();
     const base = `http://127.0.0.1:${port}`;
     await api?.stop('SIGKILL');
     api = await startApiProcess(apiEnv(), port, logFile('rufh-1'));
@@ -156,7 +156,7 @@ describe('resumable sessions across process death and idleness', () => {
   }, 120_000);
 
   it('a session idle past its expiry is aborted by its workflow: 404, its parts gone, its key free', async () => {
-    const port = await getPort({ host: '127.0.0.1' });
+    const port = await serverPort();
     const base = `http://127.0.0.1:${port}`;
     await api?.stop('SIGKILL');
     api = await startApiProcess(apiEnv(), port, logFile('3'));

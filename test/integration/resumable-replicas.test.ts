@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
@@ -33,7 +33,7 @@ async function hashReadBacks(): Promise<number> {
 beforeAll(async () => {
   stack = await startTestStack('tus_replicas', { role: 'worker', env: { RESUMABLE_PART_MIB: '5' } });
   const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, RESUMABLE_PART_MIB: '5' };
-  ports = [await getPort({ host: '127.0.0.1' }), await getPort({ host: '127.0.0.1' })];
+  ports = [await serverPort(), await serverPort()];
   for (const [i, port] of ports.entries())
     replicas.push(await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-${i}.log`)));
   balancer = await new TcpProxy(ports.map((port) => ({ host: '127.0.0.1', port }))).start();

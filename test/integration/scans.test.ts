@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { startTestStack, type TestStack } from '../helpers/stack';
@@ -24,7 +24,7 @@ let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
   clamdDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-clamd-'));
-  clamd = await startClamd({ port: await getPort({ host: '127.0.0.1' }), dir: clamdDir });
+  clamd = await startClamd({ port: await serverPort(), dir: clamdDir });
   stack = await startTestStack('scans', {
     env: { CLAMD_ADDRESS: clamd.address, CLAMD_MAX_BYTES: String(clamd.maxBytes), CLAMD_TIMEOUT_SECONDS: '5' },
   });

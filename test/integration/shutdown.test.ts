@@ -3,7 +3,7 @@
 // whole) or never acknowledged (and a retry with the same key stores it once).
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
@@ -27,7 +27,7 @@ afterAll(async () => {
 
 it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async () => {
   const tenant = await stack.createTenant();
-  const port = await getPort({ host: '127.0.0.1' });
+  const port = await serverPort();
   const env = {
     ...process.env,
     ...stackEnv(stack.name, stack.dbUrl),

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { context, trace } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
@@ -37,7 +37,7 @@ let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-traces-'));
-  const [otlpPort, queryPort, grpcQueryPort, healthPort] = await Promise.all([1, 2, 3, 4].map(() => getPort({ host: '127.0.0.1' })));
+  const [otlpPort, queryPort, grpcQueryPort, healthPort] = await Promise.all([1, 2, 3, 4].map(() => serverPort()));
   jaeger = await startJaeger({ dir, otlpPort: otlpPort!, queryPort: queryPort!, grpcQueryPort: grpcQueryPort!, healthPort: healthPort! });
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint, OTEL_BSP_SCHEDULE_DELAY: '200' };
   await startTracing('api', otel);

@@ -2,7 +2,7 @@
 // restart the upload completes once — one row, one key row, one object, one execution.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -38,7 +38,7 @@ it('completes exactly once after the worker dies while the commit retries its re
     PAYLOAD_ENCRYPTION: 'false',
   };
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-worker.log`);
-  const metricsPort = await getPort({ host: '127.0.0.1' });
+  const metricsPort = await serverPort();
   worker = await startWorkerProcess({ ...workerEnv, WORKER_METRICS_PORT: String(metricsPort) }, logFile);
   // The worker exports the SDK's own metrics for Prometheus.
   const sdkMetrics = await eventually(async () => {

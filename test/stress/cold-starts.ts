@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { startProcess } from '../../src/devstack/process';
 
 const run = promisify(execFile);
@@ -71,7 +71,7 @@ async function served(role: StartRole, port: number, logFile: string): Promise<b
 export async function coldStart(role: StartRole, env: Record<string, string>, boundMs: number, tree = root): Promise<StartOutcome> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'oncely-cold-'));
   const logFile = path.join(dataDir, 'start.log');
-  const port = await getPort({ host: '127.0.0.1' });
+  const port = await serverPort();
   await dropPageCache();
   const started = Date.now();
   const proc = startProcess('sh', [path.join(tree, 'bin/oncely-node'), role === 'embedded' ? 'all' : role], {
@@ -84,7 +84,7 @@ export async function coldStart(role: StartRole, env: Record<string, string>, bo
       HOST: '127.0.0.1',
       PORT: String(port),
       WORKER_HTTP_PORT: '0',
-      TEMPORAL_UI_PORT: String(await getPort({ host: '127.0.0.1' })),
+      TEMPORAL_UI_PORT: String(await serverPort()),
       LOG_LEVEL: 'info',
     },
   });

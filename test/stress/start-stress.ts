@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
-import getPort from 'get-port';
+import { serverPort } from '../support/ports';
 import { createMigratedDatabase, dropDatabase } from '../support/postgres';
 import { startTemporalDevServer } from '../../src/devstack/temporal-dev-server';
 import { dropPageCache, stress, type StressSummary } from './cold-starts';
@@ -23,7 +23,7 @@ const opts = new Command()
 const pgAdminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `oncely_start_stress_${process.pid}`;
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'oncely-start-stress-'));
-const temporal = await startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(tmp, 'temporal.db') });
+const temporal = await startTemporalDevServer({ port: await serverPort(), dbFile: path.join(tmp, 'temporal.db') });
 const databaseUrl = await createMigratedDatabase(pgAdminUrl, dbName);
 const env = {
   DATABASE_URL: databaseUrl,

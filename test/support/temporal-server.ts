@@ -9,12 +9,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
-import getPort, { portNumbers } from 'get-port';
 import Long from 'long';
 import pg from 'pg';
 import { ensureSearchAttributes } from '../../src/temporal/search-attributes';
 import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { toolPath } from '../../src/devstack/tools';
+import { serverPort } from './ports';
 
 const run = promisify(execFile);
 
@@ -76,12 +76,14 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
   }
 
   const ports = {
-    frontend: o.port ?? (await lowPort()),
-    frontendHttp: await lowPort(),
-    history: await lowPort(),
-    matching: await lowPort(),
-    worker: await lowPort(),
-    members: [await lowPort(), await lowPort(), await lowPort(), await lowPort()],
+    // Below 32768 (serverPort's range): the server records its services' ports in a
+    // smallint column (cluster membership).
+    frontend: o.port ?? (await serverPort()),
+    frontendHttp: await serverPort(),
+    history: await serverPort(),
+    matching: await serverPort(),
+    worker: await serverPort(),
+    members: [await serverPort(), await serverPort(), await serverPort(), await serverPort()],
   };
   const configDir = path.join(o.dir, 'config');
   mkdirSync(configDir, { recursive: true });
@@ -152,15 +154,6 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
     },
     stop: () => proc.stop(),
   };
-}
-
-/**
- * A free port below 32768: the server records its services' ports in a smallint column
- * (cluster membership), so the kernel's ephemeral range (32768+) does not fit.
- */
-async function lowPort(): Promise<number> {
-  const start = 20_000 + Math.floor(Math.random() * 12_000);
-  return getPort({ host: '127.0.0.1', port: portNumbers(start, 32_767) });
 }
 
 /** Creates the database unless it exists; true when it was created (its schema is then set up). */
