@@ -9,6 +9,7 @@ import { createUploadActivities, type UploadActivityDeps } from './upload-activi
 import { createReprocessActivities } from './reprocess-activities';
 import { createImportActivities, type ImportActivityDeps } from './import-activities';
 import { createImageActivities } from './image-activities';
+import { createTenantDeletionActivities } from './tenant-deletion-activities';
 
 export type ActivityDeps = UploadActivityDeps &
   StepActivityDeps &
@@ -30,6 +31,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createReprocessActivities(deps),
     ...createImportActivities(deps),
     ...createImageActivities(deps),
+    ...createTenantDeletionActivities(deps),
   };
 }
 

@@ -17,6 +17,7 @@ import { builtinPipeline, pipelineChoice, type DefaultPresets } from '../src/pip
 import type { ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
+import { isTenantClosed } from '../src/errors';
 import { failureTypes, workflowIds, workflowTypes } from '../src/temporal/names';
 import { activeTraceparent } from '../src/telemetry/context';
 import type { CommitObjectInput, CommitRecordsInput, CommitUploadInput, StoredResponse, UploadRequest } from './types';
@@ -130,6 +131,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
       }).catch((err: unknown) => {
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
         if (err instanceof TokenExhausted) throw ApplicationFailure.nonRetryable(err.message, failureTypes.tokenExhausted);
+        if (isTenantClosed(err)) throw ApplicationFailure.nonRetryable('the tenant was deleted', failureTypes.tenantClosed);
         // The copy is gone with it: the run fails (503 upload_failed) and a retry sends the bytes.
         if (err instanceof PipelineUnknown) throw ApplicationFailure.nonRetryable(err.message, failureTypes.pipelineUnknown);
         if (err instanceof SharedObjectReleased) throw ApplicationFailure.nonRetryable(err.message, failureTypes.stagedCopyMissing);

@@ -84,6 +84,7 @@ export const catalogue = {
   not_an_image: { status: 415, title: 'The upload is not an image Oncely transforms' },
   image_unrenderable: { status: 422, title: 'The image cannot give this variant' },
   image_render_failed: { status: 503, title: 'The variant could not be rendered', retryAfter: 5 },
+  tenant_deleted: { status: 410, title: 'The tenant has been deleted' },
   too_many_image_variants: { status: 409, title: 'The upload already has as many variants as allowed' },
   too_many_renders: { status: 429, title: 'Too many image renders under way for this tenant', retryAfter: 2 },
   database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
@@ -163,6 +164,16 @@ export function inputRefusedByDatabase(err: unknown): Problem | undefined {
   );
 }
 
+/** SQLSTATE of migration 027's trigger: a row for a tenant whose deletion has begun. */
+const TENANT_CLOSED_SQLSTATE = 'ONC01';
+
+/** Whether the database refused a write because the tenant is deleted (or being deleted), here or beneath (a codec's key). */
+export function isTenantClosed(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++)
+    if ((e as { code?: unknown }).code === TENANT_CLOSED_SQLSTATE) return true;
+  return false;
+}
+
 /**
  * Runs one call to an infrastructure dependency; any failure that is not already a
  * catalogue error becomes that dependency's 503, so a client retries with the same key
@@ -176,6 +187,7 @@ export async function dependency<T>(
     return await fn();
   } catch (err) {
     if (err instanceof Problem) throw err;
+    if (isTenantClosed(err)) throw problem('tenant_deleted', 'This tenant has been deleted.', { cause: err });
     if (code === 'database_unavailable') {
       const refused = inputRefusedByDatabase(err);
       if (refused) throw refused;

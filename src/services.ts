@@ -20,6 +20,7 @@ import { ImportBatches } from './imports/batches';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
+import { TenantDeletions } from './lifecycle/tenant-deletions';
 import { Redeliveries } from './lifecycle/redeliveries';
 import { StepDecisions } from './lifecycle/step-decisions';
 import { Reprocessing } from './lifecycle/reprocessing';
@@ -144,6 +145,11 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     webhookRetry: downstreamSettings(config).webhookRetry,
     answers: overrides.receiver?.answers ?? answers,
   });
+  const tenantDeletions = new TenantDeletions({
+    temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    webhookRetry: downstreamSettings(config).webhookRetry,
+  });
   const redeliveries = new Redeliveries({ temporal, taskQueue: config.TASK_QUEUE_UPLOADS });
   const decisions = new StepDecisions({ temporal, pool });
   const reprocessing = new Reprocessing({
@@ -184,6 +190,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     importBatches,
     links,
     deletions,
+    tenantDeletions,
     redeliveries,
     pipelines,
     decisions,

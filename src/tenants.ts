@@ -5,8 +5,7 @@ import { withTransaction } from './db/pool';
 import { heldScopes, type Credential, type Scope } from './credentials';
 import { findActiveKeyByHash, insertApiKey, insertTenant, type ApiKeyRow, type DedupeMode, type TenantRow } from './db/queries/tenants';
 
-/** Reserved tenant (migration 005) that holds the idempotency keys of operator routes. */
-export const OPERATOR_TENANT_ID = '00000000-0000-0000-0000-000000000000';
+export { OPERATOR_TENANT_ID } from './db/queries/tenants';
 
 /** API keys are stored and looked up only by this hash. */
 export function hashApiKey(token: string): Buffer {

@@ -107,7 +107,8 @@ export type BatchControl = 'pause' | 'resume' | 'cancel';
 export const controlBatchUpdate = defineUpdate<void, [BatchControl]>(updates.controlBatch);
 
 /** Why an upload is deleted: its tenant asked, or its retention ran out. */
-export type DeletionReason = 'request' | 'retention';
+/** `tenant`: the tenant's deletion erases each of its uploads. */
+export type DeletionReason = 'request' | 'retention' | 'tenant';
 
 /** The deletion workflow's input (ID `delete/{uploadId}`). */
 export interface DeletionInput {
@@ -126,4 +127,21 @@ export interface DeletionResult {
   objectDeleted: boolean;
   renditionsDeleted: number;
   bytesErased: number;
+}
+
+/** The tenant deletion's input (ID `tenant-delete/{tenantId}`). */
+export interface TenantDeletionInput {
+  tenantId: string;
+  webhookRetry: WebhookRetrySchedule;
+}
+
+/** What a finished tenant deletion reports. */
+export interface TenantDeletionResult {
+  tenantId: string;
+  closedAt: string;
+  erasedAt: string;
+  uploadsErased: number;
+  sessionsEnded: number;
+  dataKeysDestroyed: number;
+  objectsDeleted: number;
 }

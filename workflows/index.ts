@@ -7,3 +7,4 @@ export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';
 export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';
 export { importBatchWorkflow } from './import-batch';
 export { imageVariantWorkflow } from './image-variant';
+export { tenantDeletionWorkflow } from './tenant-deletion';

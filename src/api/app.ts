@@ -113,7 +113,7 @@ function sessionTraces(pool: Pool): (path: string) => Promise<string | null> {
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
   const services = createServices({ config, pool, store, temporal, box });
-  const { links, deletions, redeliveries, pipelines, decisions, reprocessing } = services;
+  const { links, deletions, tenantDeletions, redeliveries, pipelines, decisions, reprocessing } = services;
 
   const app = router();
   const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
@@ -145,12 +145,12 @@ export function createApp(deps: AppDeps) {
         (document ??= openApiDocument(app, { keyTtlHours: config.IDEMPOTENCY_TTL_HOURS, tombstoneTtlHours: config.TOMBSTONE_TTL_HOURS })),
     ),
   );
+  const keyCache = new CredentialCache();
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
-  app.route('/admin', adminTenantRoutes({ idempotency }));
+  app.route('/admin', adminTenantRoutes({ idempotency, pool, config, tenantDeletions, credentials: keyCache }));
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
   app.route('/', codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }));
-  const keyCache = new CredentialCache();
   // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.
   const doors = { ...services, config, pool, store, temporal, box };
   mountPublicDoors(app, doors);

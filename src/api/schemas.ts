@@ -109,8 +109,32 @@ export const Tenant = z
     dedupe: z.enum(['off', 'sha256']),
     retentionDays: z.number().int().nullable(),
     imageSpecs: z.enum(['presets', 'any']),
+    status: z.enum(['active', 'deleting', 'deleted']).openapi({
+      description: '`deleting`: closed (its credentials refused, nothing new written), its uploads being erased; `deleted`: erased.',
+    }),
+    closedAt: z.string().nullable(),
+    erasedAt: z.string().nullable(),
   })
   .openapi('Tenant');
+
+export const TenantDeletion = z
+  .object({
+    tenantId: Uuid,
+    status: z.enum(['deleting', 'deleted']),
+    closedAt: z.string().nullable(),
+    erasedAt: z.string().nullable(),
+    uploadsErased: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'Uploads the deletion erased (on the answer of the DELETE that saw it finish).' }),
+    sessionsEnded: z.number().int().optional(),
+    dataKeysDestroyed: z.number().int().optional(),
+    objectsDeleted: z.number().int().optional().openapi({
+      description: "Objects left under the tenant's prefix after its uploads were erased (staged copies of runs the deletion ended).",
+    }),
+  })
+  .openapi('TenantDeletion');
 
 export const Scope = z.enum(SCOPES).openapi('Scope');
 export const CreateApiKey = z

@@ -1,9 +1,11 @@
 // What a resumable session holds in the store besides its final object: the multipart
 // upload (or the local parts) and the tail object. Removed when the session ends without
 // a commit (expired, terminated, refused); deleting what is already gone is not an error.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { SessionRow } from '../db/queries/sessions';
 import type { ObjectStore } from '../storage/store';
 import { isAppended } from '../modes';
+import { uploadWorkflowId } from '../temporal/ids';
 
 export async function discardSessionObjects(
   store: ObjectStore,
@@ -20,4 +22,14 @@ export async function discardSessionObjects(
 /** The session's tail objects (…/{sessionId}.tail.{offset}); none is needed once it ends. */
 export async function deleteTails(store: ObjectStore, storageKey: string): Promise<void> {
   for await (const o of store.list(`${storageKey}.tail.`)) await store.delete(o.key);
+}
+
+/** Ends the run of a session that ended without a commit: its key is free again (its reuse policy allows a new run after a failed one). */
+export async function endSessionRun(temporal: Client, s: Pick<SessionRow, 'tenant_id' | 'idempotency_key'>): Promise<void> {
+  await temporal.workflow
+    .getHandle(uploadWorkflowId(s.tenant_id, s.idempotency_key))
+    .terminate('resumable session ended without a commit')
+    .catch((err: unknown) => {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    });
 }

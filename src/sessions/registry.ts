@@ -4,7 +4,7 @@
 // key's upload workflow started beside it; found, and discarded (row, bytes, run). Writes
 // and completion live in the modes (src/arrivals/*) and in ./lease.ts and ./complete.ts.
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { findKeyAnswer } from '../db/queries/idempotency-keys';
 import { deleteSession, findSession, findSessionByKey, insertSessionOrGet, sessionExists, type SessionRow } from '../db/queries/sessions';
@@ -18,7 +18,7 @@ import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
 
 import type { uploadWorkflow } from '../../workflows/upload';
-import { discardSessionObjects } from './cleanup';
+import { discardSessionObjects, endSessionRun } from './cleanup';
 import { noSuchSession } from './lease';
 import { workflowTypes } from '../temporal/names';
 import { activeTraceparent } from '../telemetry/context';
@@ -183,13 +183,7 @@ export class SessionRegistry {
     await dependency('database_unavailable', () => deleteSession(this.deps.pool, s.id));
     await dependency('storage_unavailable', () => discardSessionObjects(this.deps.store, s, opts));
     if (opts.endRun === false) return;
-    // Ending the run frees the key (its reuse policy allows a new run after a failed one).
-    await this.deps.temporal.workflow
-      .getHandle(uploadWorkflowId(s.tenant_id, s.idempotency_key))
-      .terminate('resumable session ended without a commit')
-      .catch((err: unknown) => {
-        if (!(err instanceof WorkflowNotFoundError)) throw problem('temporal_unavailable', undefined, { cause: err });
-      });
+    await dependency('temporal_unavailable', () => endSessionRun(this.deps.temporal, s));
   }
 
   private sameRequest(s: SessionRow, fp: string): SessionRow {

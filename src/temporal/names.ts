@@ -36,6 +36,7 @@ export const workflowTypes = {
   reprocessJob: 'reprocessJobWorkflow',
   importBatch: 'importBatchWorkflow',
   imageVariant: 'imageVariantWorkflow',
+  tenantDeletion: 'tenantDeletionWorkflow',
 } as const;
 
 /**
@@ -55,6 +56,8 @@ export const workflowIds = {
   housekeeping: (taskQueue: string, task: string) => `housekeeping/${taskQueue}/${task}`,
   /** One render per (upload, canonical spec), ever: every replica's first request names the same run. */
   imageVariant: (uploadId: string, spec: string) => `image/${uploadId}/${spec}`,
+  /** One per tenant: a repeated DELETE attaches to it or finds it finished. */
+  tenantDeletion: (tenantId: string) => `tenant-delete/${tenantId}`,
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
@@ -69,6 +72,8 @@ export const failureTypes = {
   keyReuse: 'idempotency_key_reuse',
   /** The upload token's uploads are used up (counted at the commit): answered 403, nothing recorded. */
   tokenExhausted: 'token_exhausted',
+  /** The tenant was deleted before the commit (migration 027 refused its rows): the run fails, nothing recorded. */
+  tenantClosed: 'tenant_deleted',
   /** A step decision for a step that is not an undecided async http.call of the upload: answered 409. */
   stepNotWaiting: 'step_not_waiting',
   /** No attempt delivered a whole body before the upload workflow gave up. */

@@ -10,7 +10,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { problem, type Problem } from '../errors';
+import { isTenantClosed, problem, type Problem } from '../errors';
 import { isResourceExhausted } from '../temporal/client';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
@@ -109,6 +109,8 @@ export class CopyOffer {
           err,
         );
       }
+      // The tenant was deleted while the body arrived: the run's data key was refused, no run started.
+      if (isTenantClosed(err)) throw new OfferRefused(problem('tenant_deleted', 'This tenant has been deleted.'), err);
       if (isResourceExhausted(err)) {
         throw new OfferRefused(
           problem('idempotency_in_progress', 'Many requests with this key are in flight; retry shortly.', { retryAfter: 2 }),

@@ -56,4 +56,34 @@ describe('API key cache and revocation', () => {
     for (let i = 0; i < 5; i++) expect((await call(app)).status).toBe(200);
     expect(lookups).toBe(1);
   });
+
+  it("a tenant's deletion evicts every credential of that tenant, and only those", async () => {
+    let closed = false;
+    let lookups = 0;
+    const cache = new CredentialCache();
+    const app = new Hono<AppEnv>();
+    app.use(
+      '*',
+      bearerAuth({
+        pool: {} as Pool,
+        cache,
+        lookup: async (token) => {
+          lookups++;
+          if (token === TOKEN) return closed ? undefined : { tenantId: 't1', principal };
+          return { tenantId: 't2', principal: { ...principal, id: 'k2' } };
+        },
+      }),
+    );
+    app.get('/who', (c) => c.text(c.get('tenantId')));
+    app.onError(onError);
+    const as = (token: string) => app.request('/who', { headers: { authorization: `Bearer ${token}` } });
+    const other = 'onc_other_token_0123456789';
+    expect((await as(TOKEN)).status).toBe(200);
+    expect((await as(other)).status).toBe(200);
+    closed = true; // the tenant's close committed; this replica evicts its keys
+    cache.forgetTenant('t1');
+    expect((await as(TOKEN)).status).toBe(401);
+    expect(await (await as(other)).text()).toBe('t2');
+    expect(lookups).toBe(3); // t2's key stayed cached
+  });
 });

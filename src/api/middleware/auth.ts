@@ -41,8 +41,17 @@ export class CredentialCache {
 
   /** Evicts the credential (an API key or an upload token) with this id. */
   forget(id: string): void {
+    this.forgetWhere((e) => e.principal.id === id);
+  }
+
+  /** Evicts every credential of a tenant (its deletion began). */
+  forgetTenant(tenantId: string): void {
+    this.forgetWhere((e) => e.tenantId === tenantId);
+  }
+
+  private forgetWhere(match: (e: Credential) => boolean): void {
     this.revocations++;
-    for (const [token, e] of this.entries) if (e.principal.id === id) this.entries.delete(token);
+    for (const [token, e] of this.entries) if (match(e)) this.entries.delete(token);
   }
 }
 

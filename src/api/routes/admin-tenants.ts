@@ -1,16 +1,25 @@
-// POST /admin/tenants: an operator creates a tenant with its first API key; PATCH
-// /admin/tenants/{id} changes its settings (retention, image specs). Idempotent like
-// every mutating route (keys under the reserved operator tenant); the answer, which holds
-// the new key, is stored sealed.
+// POST /admin/tenants: an operator creates a tenant with its first API key; GET and PATCH
+// /admin/tenants/{id} read and change its settings (retention, image specs); DELETE starts
+// (or attaches to) its deletion, `tenant-delete/{id}`. Creating is idempotent like every
+// mutating route (keys under the reserved operator tenant; the answer, which holds the new
+// key, is stored sealed); a repeated DELETE attaches to the one deletion.
 import { createRoute, z } from '@hono/zod-openapi';
-import { setTenantSettings } from '../../db/queries/tenants';
+import type { Context } from 'hono';
+import type { Config } from '../../config';
+import { findTenant, setTenantSettings, type TenantSettingsRow } from '../../db/queries/tenants';
+import type { Pool } from '../../db/pool';
+import type { CredentialCache } from '../middleware/auth';
+import type { TenantDeletions } from '../../lifecycle/tenant-deletions';
+import type { AppEnv } from '../../http/env';
+import { header } from '../../http/headers';
+import { parsePrefer } from '../../http/parse/request-headers';
 import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../../http/openapi';
-import { CreateTenant, Tenant, TenantCreated, TenantSettings } from '../schemas';
-import { Uuid } from '../../http/schemas';
+import { CreateTenant, Tenant, TenantCreated, TenantDeletion, TenantSettings } from '../schemas';
+import { PreferHeader, Uuid } from '../../http/schemas';
 import { apiKeyView } from './api-keys';
 
 const createTenantRoute = createRoute({
@@ -42,20 +51,119 @@ const updateTenantRoute = createRoute({
   },
   responses: {
     200: { description: 'The tenant with its settings', content: { 'application/json': { schema: Tenant } } },
-    ...problems('unauthorized', 'not_found', 'body_invalid', 'payload_too_large', 'database_unavailable', 'internal_error'),
+    ...problems(
+      'unauthorized',
+      'not_found',
+      'tenant_deleted',
+      'body_invalid',
+      'payload_too_large',
+      'database_unavailable',
+      'internal_error',
+    ),
   },
 });
 
-export function adminTenantRoutes(deps: { idempotency: IdempotentRouteOptions }) {
+const getTenantRoute = createRoute({
+  method: 'get',
+  path: '/tenants/{id}',
+  tags: ['operators'],
+  summary: 'A tenant: its settings, and whether it is being or has been deleted',
+  security: [{ adminToken: [] }],
+  request: { params: z.object({ id: Uuid }) },
+  responses: {
+    200: { description: 'The tenant', content: { 'application/json': { schema: Tenant } } },
+    ...problems('unauthorized', 'not_found', 'database_unavailable', 'internal_error'),
+  },
+});
+
+const deleteTenantRoute = createRoute({
+  method: 'delete',
+  path: '/tenants/{id}',
+  tags: ['operators'],
+  summary: 'Delete a tenant with erasure: every upload, its credentials, and the data keys of its workflow histories',
+  description:
+    'Starts (or attaches to) the workflow `tenant-delete/{id}`. Its first step closes the tenant: its API keys and upload tokens are ' +
+    'refused from then on (other replicas within their 30 s credential cache), its webhook endpoints removed, and the database refuses ' +
+    'any new row of it (an upload committing late fails; its copy is erased). Then its open sessions end, its other runs (import ' +
+    'batches, re-processing jobs, renders) are terminated and each upload is erased by its own deletion run (no `upload.deleted` ' +
+    'webhooks); last its data keys are destroyed, so every history of its runs holds only ciphertext, and what it kept besides its ' +
+    "uploads (tokens' subjects, endpoints, batch sources, events) is scrubbed. 200 when done within the wait (`Prefer: wait=N`), else " +
+    '202: poll the Location.',
+  security: [{ adminToken: [] }],
+  request: { params: z.object({ id: Uuid }), headers: z.object({ prefer: PreferHeader.optional() }) },
+  responses: {
+    200: { description: 'Deleted (or already deleted).', content: { 'application/json': { schema: TenantDeletion } } },
+    202: { description: 'Deleting: closed, erasure under way.', content: { 'application/json': { schema: TenantDeletion } } },
+    ...problems('unauthorized', 'not_found', 'header_invalid', 'database_unavailable', 'temporal_unavailable', 'internal_error'),
+  },
+});
+
+const statusOf = (t: TenantSettingsRow) => (t.erased_at ? 'deleted' : t.closed_at ? 'deleting' : 'active');
+
+function tenantView(t: TenantSettingsRow) {
+  return {
+    tenantId: t.id,
+    name: t.name,
+    dedupe: t.dedupe,
+    retentionDays: t.retention_days,
+    imageSpecs: t.image_specs,
+    status: statusOf(t),
+    closedAt: t.closed_at?.toISOString() ?? null,
+    erasedAt: t.erased_at?.toISOString() ?? null,
+  };
+}
+
+export function adminTenantRoutes(deps: {
+  idempotency: IdempotentRouteOptions;
+  pool: Pool;
+  config: Config;
+  tenantDeletions: TenantDeletions;
+  /** This process's credential cache: a deleted tenant's keys are refused here at once. */
+  credentials: CredentialCache;
+}) {
+  const { pool, config, tenantDeletions, credentials } = deps;
   const app = router();
-  route(app, updateTenantRoute, async function updateTenant(c) {
+  const tenantOf = async (c: Context<AppEnv>) => {
     const id = c.req.param('id')!;
-    const body = await jsonBody(c, TenantSettings);
-    const row = Uuid.safeParse(id).success
-      ? await dependency('database_unavailable', () => setTenantSettings(deps.idempotency.pool, id, body))
-      : undefined;
+    const row = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findTenant(pool, id)) : undefined;
     if (!row) throw problem('not_found', 'No such tenant.');
-    return c.json({ tenantId: row.id, name: row.name, dedupe: row.dedupe, retentionDays: row.retention_days, imageSpecs: row.image_specs });
+    return row;
+  };
+  route(app, getTenantRoute, async function getTenant(c) {
+    return c.json(tenantView(await tenantOf(c)), 200);
+  });
+  route(app, updateTenantRoute, async function updateTenant(c) {
+    const tenant = await tenantOf(c);
+    const body = await jsonBody(c, TenantSettings);
+    const row = tenant.closed_at ? undefined : await dependency('database_unavailable', () => setTenantSettings(pool, tenant.id, body));
+    if (!row) throw problem('tenant_deleted', 'This tenant is deleted; its settings no longer change.');
+    return c.json(tenantView(row), 200);
+  });
+  route(app, deleteTenantRoute, async function deleteTenant(c) {
+    const tenant = await tenantOf(c);
+    const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
+    const view = {
+      tenantId: tenant.id,
+      closedAt: tenant.closed_at?.toISOString() ?? null,
+      erasedAt: tenant.erased_at?.toISOString() ?? null,
+    };
+    if (tenant.erased_at) return c.json({ ...view, status: 'deleted' as const }, 200);
+    credentials.forgetTenant(tenant.id);
+    const result = await tenantDeletions.run(tenant.id, waitMs);
+    // Again: a lookup begun before the close committed may have cached a key meanwhile.
+    credentials.forgetTenant(tenant.id);
+    if (result) {
+      const { tenantId, closedAt, erasedAt, uploadsErased, sessionsEnded, dataKeysDestroyed, objectsDeleted } = result;
+      return c.json(
+        { tenantId, status: 'deleted' as const, closedAt, erasedAt, uploadsErased, sessionsEnded, dataKeysDestroyed, objectsDeleted },
+        200,
+      );
+    }
+    const now = (await dependency('database_unavailable', () => findTenant(pool, tenant.id))) ?? tenant;
+    return c.json({ tenantId: now.id, status: 'deleting' as const, closedAt: now.closed_at?.toISOString() ?? null, erasedAt: null }, 202, {
+      location: `/admin/tenants/${now.id}`,
+      'retry-after': '1',
+    });
   });
   route(app, createTenantRoute, idempotentRoute(deps.idempotency), async function createTenant(c) {
     const body = await jsonBody(c, CreateTenant);

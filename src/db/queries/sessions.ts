@@ -306,3 +306,12 @@ export async function findSessionTraceparent(db: Queryable, id: string): Promise
   );
   return res.rows[0]?.traceparent ?? null;
 }
+
+/** A tenant's sessions not yet committed (its deletion ends them), a page at a time. */
+export async function openSessionsOf(db: Queryable, tenantId: string, limit: number): Promise<SessionRow[]> {
+  const res = await db.query<SessionRow>(
+    `SELECT ${COLUMNS} FROM resumable_sessions WHERE tenant_id = $1 AND state <> 'committed' ORDER BY created_at LIMIT $2`,
+    [tenantId, limit],
+  );
+  return res.rows;
+}

@@ -2,6 +2,9 @@
 import { statement, type Queryable } from '../pool';
 import { pageInCreationOrder, type ListPosition } from './keyset';
 
+/** Reserved tenant (migration 005) that holds the idempotency keys of operator routes. */
+export const OPERATOR_TENANT_ID = '00000000-0000-0000-0000-000000000000';
+
 export type DedupeMode = 'off' | 'sha256';
 
 export interface TenantRow {
@@ -28,10 +31,26 @@ export async function insertTenant(db: Queryable, id: string, name: string, dedu
   return res.rows[0]!;
 }
 
-/** Sets how many days a tenant's uploads are kept (null: forever); undefined when there is no such tenant. */
-export type TenantSettingsRow = TenantRow & { retention_days: number | null; image_specs: 'presets' | 'any' };
+/** A tenant with its settings and, once its deletion began, when (`closed_at`) and when it ended (`erased_at`). */
+export type TenantSettingsRow = TenantRow & {
+  retention_days: number | null;
+  image_specs: 'presets' | 'any';
+  closed_at: Date | null;
+  erased_at: Date | null;
+};
 
-/** Changes the settings given (an absent one is kept); undefined when there is no such tenant. */
+const TENANT_COLUMNS = 'id, name, dedupe, created_at, retention_days, image_specs, closed_at, erased_at';
+
+/** The tenant (not the reserved operator tenant), deleted or not. */
+export async function findTenant(db: Queryable, id: string): Promise<TenantSettingsRow | undefined> {
+  const res = await db.query<TenantSettingsRow>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1 AND id <> $2`, [
+    id,
+    OPERATOR_TENANT_ID,
+  ]);
+  return res.rows[0];
+}
+
+/** Changes the settings given (an absent one is kept); undefined when there is no such tenant or it is deleted. */
 export async function setTenantSettings(
   db: Queryable,
   id: string,
@@ -39,7 +58,7 @@ export async function setTenantSettings(
 ): Promise<TenantSettingsRow | undefined> {
   const res = await db.query<TenantSettingsRow>(
     `UPDATE tenants SET retention_days = CASE WHEN $2 THEN $3 ELSE retention_days END, image_specs = coalesce($4, image_specs)
-      WHERE id = $1 RETURNING id, name, dedupe, created_at, retention_days, image_specs`,
+      WHERE id = $1 AND closed_at IS NULL RETURNING ${TENANT_COLUMNS}`,
     [id, s.retentionDays !== undefined, s.retentionDays ?? null, s.imageSpecs ?? null],
   );
   return res.rows[0];

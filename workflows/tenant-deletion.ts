@@ -1,0 +1,33 @@
+// The deletion of a tenant (ID `tenant-delete/{tenantId}`; a repeated DELETE attaches to
+// it): closed first (no row of it can be written from then on, its credentials and webhook
+// endpoints gone), then swept (its open sessions ended, import batches and re-processing
+// jobs cancelled, every upload erased by its own deletion run), then its data keys
+// destroyed and what it kept besides its uploads scrubbed. Its payloads are the
+// deployment's (payload-scope.ts): its result outlives the tenant's keys.
+import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { failureTypes } from '../src/temporal/names';
+import type { TenantDeletionInput, TenantDeletionResult } from './definitions';
+
+const step = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+export async function tenantDeletionWorkflow(input: TenantDeletionInput): Promise<TenantDeletionResult> {
+  const { tenantId } = input;
+  const closed = await step.closeTenant({ tenantId });
+  if (!closed) throw ApplicationFailure.nonRetryable(`No tenant ${tenantId}`, failureTypes.notFound);
+
+  setCurrentDetails('ending sessions and jobs, erasing every upload');
+  const swept = await proxyActivities<Activities>({
+    summary: "End the tenant's open work and erase its uploads",
+    startToCloseTimeout: '7 days',
+    heartbeatTimeout: '1 minute',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  }).sweepTenant({ tenantId, webhookRetry: input.webhookRetry });
+
+  const erased = await step.eraseTenant({ tenantId });
+  setCurrentDetails(`erased: ${swept.uploadsErased} uploads, ${erased.dataKeysDestroyed} data keys destroyed`);
+  return { tenantId, closedAt: closed.closedAt, ...swept, ...erased };
+}
