@@ -2,13 +2,14 @@
 // rendered by the run whose ID is derived from the upload and the canonical spec, started
 // or attached to (USE_EXISTING) by every replica's first request, and awaited. A failed run
 // may be started again (its ID is reused only after a failure); a finished one never is.
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import { countImageVariants, findImageVariant, type ImageVariantRow } from '../db/queries/images';
 import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import { startOrAttach } from '../temporal/start-or-attach';
 import type { ImageVariantInput } from '../../workflows/image-variant';
 import type { ImageVariantSummary } from '../../activities/image-activities';
 import type { CanonicalSpec } from './spec';
@@ -74,25 +75,16 @@ export class ImageVariants {
       maxVariants: this.deps.maxPerUpload,
     };
     await this.admit(running, workflowId);
-    const handle = await dependency('temporal_unavailable', async () => {
-      try {
-        return await temporal.workflow.start(workflowTypes.imageVariant, {
-          workflowId,
-          taskQueue: this.deps.taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-          staticSummary: `Render ${spec.text} of upload ${upload.id}`,
-          typedSearchAttributes: [
-            { key: searchAttributes.tenant, value: upload.tenant_id },
-            { key: searchAttributes.phase, value: 'rendering' },
-          ],
-        });
-      } catch (err) {
-        // Finished already: its row is the answer.
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return temporal.workflow.getHandle(workflowId);
-        throw err;
-      }
+    const handle = await startOrAttach(temporal, workflowTypes.imageVariant, {
+      workflowId,
+      taskQueue: this.deps.taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      staticSummary: `Render ${spec.text} of upload ${upload.id}`,
+      typedSearchAttributes: [
+        { key: searchAttributes.tenant, value: upload.tenant_id },
+        { key: searchAttributes.phase, value: 'rendering' },
+      ],
     });
     return dependency('temporal_unavailable', () =>
       (handle.result() as Promise<ImageVariantSummary>).catch((err: unknown) => {

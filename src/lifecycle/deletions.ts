@@ -1,12 +1,13 @@
 // Starting and awaiting deletions. One workflow per upload, `delete/{uploadId}`: a repeated
 // or concurrent delete (the same request retried, a batch naming it again, retention)
 // attaches to the run that exists, or finds the one that finished.
-import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { dependency } from '../errors';
 import type { DeletionInput, DeletionReason, DeletionResult } from '../../workflows/definitions';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { resultWithin } from '../temporal/result-within';
+import { startOrAttach } from '../temporal/start-or-attach';
 import type { AnswerCache } from '../upload/answer-cache';
 
 export class Deletions {
@@ -25,25 +26,16 @@ export class Deletions {
     this.deps.answers?.forget(tenantId, key);
     const workflowId = workflowIds.deletion(uploadId);
     const input: DeletionInput = { tenantId, uploadId, reason, webhookRetry: this.deps.webhookRetry };
-    return dependency('temporal_unavailable', async () => {
-      try {
-        return await this.deps.temporal.workflow.start(workflowTypes.deletion, {
-          workflowId,
-          taskQueue: this.deps.taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          staticSummary: `Delete upload ${uploadId} (${reason})`,
-          typedSearchAttributes: [
-            { key: searchAttributes.tenant, value: tenantId },
-            { key: searchAttributes.phase, value: 'deleting' },
-          ],
-        });
-      } catch (err) {
-        // A finished deletion: its result is the answer.
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return this.deps.temporal.workflow.getHandle(workflowId);
-        throw err;
-      }
+    return startOrAttach(this.deps.temporal, workflowTypes.deletion, {
+      workflowId,
+      taskQueue: this.deps.taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Delete upload ${uploadId} (${reason})`,
+      typedSearchAttributes: [
+        { key: searchAttributes.tenant, value: tenantId },
+        { key: searchAttributes.phase, value: 'deleting' },
+      ],
     });
   }
 

@@ -1,12 +1,13 @@
 // Starting and awaiting a tenant's deletion: one run per tenant, `tenant-delete/{tenantId}`;
 // a repeated DELETE attaches to the run that exists, or finds the one that finished.
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TenantDeletionInput, TenantDeletionResult } from '../../workflows/definitions';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { dependency, problem } from '../errors';
 import { failureTypes, workflowIds, workflowTypes } from '../temporal/names';
 import { resultWithin } from '../temporal/result-within';
+import { startOrAttach } from '../temporal/start-or-attach';
 
 export class TenantDeletions {
   constructor(private readonly deps: { temporal: Client; taskQueue: string; webhookRetry: WebhookRetrySchedule }) {}
@@ -16,20 +17,12 @@ export class TenantDeletions {
     const { temporal } = this.deps;
     const workflowId = workflowIds.tenantDeletion(tenantId);
     const input: TenantDeletionInput = { tenantId, webhookRetry: this.deps.webhookRetry };
-    const handle = await dependency('temporal_unavailable', async () => {
-      try {
-        return await temporal.workflow.start(workflowTypes.tenantDeletion, {
-          workflowId,
-          taskQueue: this.deps.taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          staticSummary: `Delete tenant ${tenantId}`,
-        });
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return temporal.workflow.getHandle(workflowId);
-        throw err;
-      }
+    const handle = await startOrAttach(temporal, workflowTypes.tenantDeletion, {
+      workflowId,
+      taskQueue: this.deps.taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Delete tenant ${tenantId}`,
     });
     return resultWithin(
       dependency('temporal_unavailable', () =>

@@ -5,11 +5,13 @@
 // arriving when the tenant closed is refused and leaves nothing. Bad requests get a
 // problem and change nothing.
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { createApiKey } from '../../src/tenants';
 import { uploadWorkflowId } from '../../src/temporal/ids';
+import { workflowIds } from '../../src/temporal/names';
 import { OPERATOR_TENANT_ID } from '../../src/db/queries/tenants';
 import { openRequest, postUpload } from '../helpers/http';
 import { eventually, listKeys, openHistory } from '../helpers/inspect';
@@ -22,10 +24,20 @@ const ADMIN = `admin-${randomUUID()}`;
 
 describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (kind) => {
   let stack: TestStack;
+  let silent: net.Server;
+  const sockets = new Set<net.Socket>();
   beforeAll(async () => {
-    stack = await startStackOnStore(kind, `tenant_delete_${kind}`, { env: { ADMIN_TOKEN: ADMIN } });
+    // The import origin below is on 127.0.0.1.
+    stack = await startStackOnStore(kind, `tenant_delete_${kind}`, { env: { ADMIN_TOKEN: ADMIN, IMPORT_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    // An origin that takes a connection and never answers: an import batch from it stays running.
+    silent = net.createServer((socket) => sockets.add(socket.on('close', () => sockets.delete(socket))));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   });
-  afterAll(() => stack?.stop());
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    silent?.close();
+    await stack?.stop();
+  });
 
   const call = async (method: string, pathname: string, token: string, o: { json?: unknown; headers?: Record<string, string> } = {}) => {
     const res = await fetch(`${stack.url}${pathname}`, {
@@ -76,6 +88,14 @@ describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (ki
       body: 'half!',
     });
     expect(patched.status).toBe(204);
+    // An import batch whose one item waits on an origin that never answers: running when the tenant goes.
+    const { port } = silent.address() as net.AddressInfo;
+    const batch = await call('POST', '/v1/import-batches', doomed.apiKey, {
+      json: { items: [{ url: `http://127.0.0.1:${port}/never` }], concurrency: 1 },
+      headers: { 'idempotency-key': `td-${randomUUID()}` },
+    });
+    expect(batch.status, batch.text).toBe(202);
+    await eventually(async () => sockets.size > 0, 30_000);
     const other = await postUpload(stack.url, {
       apiKey: kept.apiKey,
       key: `td-${randomUUID()}`,
@@ -141,6 +161,13 @@ describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (ki
     }
     // A late write for it is refused by the database itself.
     await expect(createApiKey(stack.runtime.pool, doomed.tenantId, 'late')).rejects.toMatchObject({ code: 'ONC01' });
+
+    // Its running batch was ended: its run terminated, its row closed.
+    const batchRun = await stack.temporal.workflow.getHandle(workflowIds.importBatch(batch.json.id)).describe();
+    expect(batchRun.status.name).toBe('TERMINATED');
+    expect((await stack.runtime.pool.query('SELECT state FROM import_batches WHERE id = $1', [batch.json.id])).rows[0].state).toBe(
+      'cancelled',
+    );
 
     // Read, deleted again, changed: it answers as deleted.
     const read = await call('GET', `/admin/tenants/${doomed.tenantId}`, ADMIN);

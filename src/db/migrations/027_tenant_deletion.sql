@@ -15,22 +15,17 @@ BEGIN
 END;
 $$;
 
-CREATE TRIGGER uploads_tenant_open BEFORE INSERT ON uploads
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER idempotency_keys_tenant_open BEFORE INSERT ON idempotency_keys
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER resumable_sessions_tenant_open BEFORE INSERT ON resumable_sessions
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER imports_tenant_open BEFORE INSERT ON imports
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER import_batches_tenant_open BEFORE INSERT ON import_batches
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER api_keys_tenant_open BEFORE INSERT ON api_keys
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER upload_tokens_tenant_open BEFORE INSERT ON upload_tokens
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
-CREATE TRIGGER webhook_endpoints_tenant_open BEFORE INSERT ON webhook_endpoints
-  FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant();
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['uploads', 'idempotency_keys', 'resumable_sessions', 'imports', 'import_batches',
+                           'api_keys', 'upload_tokens', 'webhook_endpoints'] LOOP
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT ON %I FOR EACH ROW EXECUTE FUNCTION oncely_refuse_closed_tenant()',
+                   t || '_tenant_open', t);
+  END LOOP;
+END;
+$$;
+
 -- An upload run's own key (its input holds the file name): the run cannot even be started.
 -- The tenant's other scopes stay open: the deletion's own runs seal under the tenant's key.
 CREATE TRIGGER payload_keys_tenant_open BEFORE INSERT ON payload_keys
