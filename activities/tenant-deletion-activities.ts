@@ -26,7 +26,6 @@ const POLL_MS = 500;
 
 /** Progress kept in the heartbeat, so a retried sweep counts on from where it was. */
 interface SweepProgress {
-  uploadsErased: number;
   sessionsEnded: number;
 }
 
@@ -39,15 +38,16 @@ export function createTenantDeletionActivities({ pool, store }: TenantDeletionAc
     },
 
     /**
-     * Ends the tenant's open sessions, terminates its runs (an upload run's commit is refused
-     * from the close on; its copy is erased with the prefix), and erases every upload
-     * committed before the close through its deletion run; done once none is live and no run
-     * of the tenant but those deletions is running.
+     * Ends the tenant's open sessions, terminates its runs but the upload deletions (an upload
+     * run's commit is refused from the close on; its copy is erased with the prefix), and
+     * erases every upload committed before the close through its deletion run; done once a
+     * pass finds no session, no live upload and no run of the tenant running, deletions
+     * included (they need the tenant's key, destroyed next).
      */
     async sweepTenant(a: { tenantId: string; webhookRetry: WebhookRetrySchedule }): Promise<SweepProgress> {
       const ctx = Context.current();
       const { client } = ctx;
-      const progress: SweepProgress = { uploadsErased: 0, sessionsEnded: 0, ...(ctx.info.heartbeatDetails as SweepProgress | undefined) };
+      const progress: SweepProgress = { sessionsEnded: 0, ...(ctx.info.heartbeatDetails as SweepProgress | undefined) };
       const deletions = new Deletions({ temporal: client, taskQueue: ctx.info.taskQueue, webhookRetry: a.webhookRetry });
       const running = `${searchAttributes.tenant.name} = '${a.tenantId}' AND ExecutionStatus = 'Running'`;
       for (;;) {
@@ -58,14 +58,16 @@ export function createTenantDeletionActivities({ pool, store }: TenantDeletionAc
           await endSessionRun(client, s);
           ctx.heartbeat(progress);
         }
-        let others = 0;
+        let pending = 0;
         for await (const run of client.workflow.list({ query: running })) {
-          if (run.type === workflowTypes.deletion) continue;
-          others++;
-          await client.workflow
-            .getHandle(run.workflowId, run.runId)
-            .terminate('the tenant is deleted')
-            .catch(() => {}); // closed meanwhile
+          pending++;
+          // A deletion (this sweep's, or one asked before the close) is waited for.
+          if (run.type !== workflowTypes.deletion)
+            await client.workflow
+              .getHandle(run.workflowId, run.runId)
+              .terminate('the tenant is deleted')
+              .catch(() => {}); // closed meanwhile
+          ctx.heartbeat(progress);
         }
         const uploads = await liveUploadsOf(pool, a.tenantId, PAGE);
         const runs = await Promise.all(uploads.map((u) => deletions.start(a.tenantId, u.id, u.idempotency_key, 'tenant')));
@@ -75,22 +77,23 @@ export function createTenantDeletionActivities({ pool, store }: TenantDeletionAc
         } finally {
           clearInterval(beat);
         }
-        progress.uploadsErased += uploads.length;
         ctx.heartbeat(progress);
-        if (!sessions.length && !others && !uploads.length) return progress;
+        if (!sessions.length && !pending && !uploads.length) return progress;
         await sleep(POLL_MS, undefined, { signal: ctx.cancellationSignal });
       }
     },
 
     /** Destroys the tenant's data keys, scrubs what it kept and deletes what is left under its prefix. */
-    async eraseTenant(a: { tenantId: string }): Promise<{ erasedAt: string; dataKeysDestroyed: number; objectsDeleted: number }> {
+    async eraseTenant(a: {
+      tenantId: string;
+    }): Promise<{ erasedAt: string; uploadsErased: number; dataKeysDestroyed: number; objectsDeleted: number }> {
       let objectsDeleted = 0;
       for await (const o of store.list(`tenants/${a.tenantId}/`)) {
         await store.delete(o.key);
         objectsDeleted++;
       }
-      const { erasedAt, keysDestroyed } = await eraseTenantRecords(pool, a.tenantId);
-      return { erasedAt: erasedAt.toISOString(), dataKeysDestroyed: keysDestroyed, objectsDeleted };
+      const { erasedAt, keysDestroyed, uploadsErased } = await eraseTenantRecords(pool, a.tenantId);
+      return { erasedAt: erasedAt.toISOString(), uploadsErased, dataKeysDestroyed: keysDestroyed, objectsDeleted };
     },
   };
 }

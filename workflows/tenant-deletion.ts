@@ -23,11 +23,11 @@ export async function tenantDeletionWorkflow(input: TenantDeletionInput): Promis
   const swept = await proxyActivities<Activities>({
     summary: "End the tenant's open work and erase its uploads",
     startToCloseTimeout: '7 days',
-    heartbeatTimeout: '1 minute',
+    heartbeatTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   }).sweepTenant({ tenantId, webhookRetry: input.webhookRetry });
 
   const erased = await step.eraseTenant({ tenantId });
-  setCurrentDetails(`erased: ${swept.uploadsErased} uploads, ${erased.dataKeysDestroyed} data keys destroyed`);
+  setCurrentDetails(`erased: ${erased.uploadsErased} uploads, ${erased.dataKeysDestroyed} data keys destroyed`);
   return { tenantId, closedAt: closed.closedAt, ...swept, ...erased };
 }

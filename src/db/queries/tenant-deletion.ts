@@ -38,7 +38,10 @@ export async function liveUploadsOf(db: Queryable, tenantId: string, limit: numb
  * destroyed (its runs' histories then hold only ciphertext), and what it kept besides its
  * uploads is scrubbed of what could be personal or secret.
  */
-export async function eraseTenantRecords(pool: Pool, id: string): Promise<{ erasedAt: Date; keysDestroyed: number }> {
+export async function eraseTenantRecords(
+  pool: Pool,
+  id: string,
+): Promise<{ erasedAt: Date; keysDestroyed: number; uploadsErased: number }> {
   return withTransaction(pool, async (tx) => {
     const keys = await tx.query(
       'UPDATE payload_keys SET wrapped = NULL, destroyed_at = now() WHERE tenant_id = $1 AND destroyed_at IS NULL',
@@ -67,6 +70,11 @@ export async function eraseTenantRecords(pool: Pool, id: string): Promise<{ eras
       `UPDATE tenants SET name = '', erased_at = coalesce(erased_at, now()) WHERE id = $1 RETURNING erased_at`,
       [id],
     );
-    return { erasedAt: res.rows[0]!.erased_at, keysDestroyed: keys.rowCount ?? 0 };
+    // Counted, not carried: a sweep retried after a crash cannot tell what it erased before.
+    const erased = await tx.query<{ n: string }>(
+      `SELECT count(*) AS n FROM uploads u JOIN tenants t ON t.id = u.tenant_id WHERE u.tenant_id = $1 AND u.erased_at >= t.closed_at`,
+      [id],
+    );
+    return { erasedAt: res.rows[0]!.erased_at, keysDestroyed: keys.rowCount ?? 0, uploadsErased: Number(erased.rows[0]!.n) };
   });
 }
