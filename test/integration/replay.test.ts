@@ -17,11 +17,12 @@ import { eventually } from '../helpers/inspect';
 import { workflowIds } from '../../src/temporal/names';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
+const ADMIN = `admin-${randomUUID()}`;
 let stack: TestStack;
 
 beforeAll(async () => {
   // Sessions idle for 3 s expire: the expiry branch of the workflow is recorded too.
-  stack = await startTestStack('replay', { env: { RESUMABLE_EXPIRY_HOURS: String(3 / 3600) } });
+  stack = await startTestStack('replay', { env: { RESUMABLE_EXPIRY_HOURS: String(3 / 3600), ADMIN_TOKEN: ADMIN } });
 });
 afterAll(() => stack?.stop());
 
@@ -135,6 +136,23 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
   } finally {
     await receiver.stop();
   }
+  // A tenant's deletion: closed, its one upload erased by a deletion run, its keys destroyed.
+  const leaving = await stack.createTenant('leaving');
+  const kept = await postUpload(stack.url, {
+    apiKey: leaving.apiKey,
+    key: `replay-tenant-${randomUUID()}`,
+    body: Buffer.from('x'),
+    contentType: 'text/plain',
+  });
+  expect(kept.status).toBe(201);
+  const gone = await fetch(`${stack.url}/admin/tenants/${leaving.tenantId}`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${ADMIN}`, prefer: 'wait=60' },
+  });
+  expect(gone.status).toBe(200);
+  const tenantRun = workflowIds.tenantDeletion(leaving.tenantId);
+  histories.push({ workflowId: tenantRun, history: await sealed(tenantRun) });
+  await record('tenant-deletion.json', tenantRun);
   for (const file of readdirSync(fixtures).filter((f) => f.endsWith('.json'))) {
     histories.push({
       workflowId: `fixture/${file}`,
