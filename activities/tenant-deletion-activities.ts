@@ -6,11 +6,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
-import { openSessionsOf } from '../src/db/queries/sessions';
+import { deleteSession, openSessionsOf } from '../src/db/queries/sessions';
 import { closeTenant, eraseTenantRecords, liveUploadsOf } from '../src/db/queries/tenant-deletion';
 import { Deletions } from '../src/lifecycle/deletions';
 import { discardSessionObjects, endSessionRun } from '../src/sessions/cleanup';
-import { deleteSession } from '../src/db/queries/sessions';
 import type { ObjectStore } from '../src/storage/store';
 import { searchAttributes, workflowTypes } from '../src/temporal/names';
 import type { WebhookRetrySchedule } from '../src/downstream/types';

@@ -1,7 +1,7 @@
 // The deletion of a tenant (ID `tenant-delete/{tenantId}`; a repeated DELETE attaches to
 // it): closed first (no row of it can be written from then on, its credentials and webhook
-// endpoints gone), then swept (its open sessions ended, import batches and re-processing
-// jobs cancelled, every upload erased by its own deletion run), then its data keys
+// endpoints gone), then swept (its open sessions ended, its other runs terminated, every
+// upload erased by its own deletion run), then its data keys
 // destroyed and what it kept besides its uploads scrubbed. Its payloads are the
 // deployment's (payload-scope.ts): its result outlives the tenant's keys.
 import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
@@ -27,7 +27,11 @@ export async function tenantDeletionWorkflow(input: TenantDeletionInput): Promis
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   }).sweepTenant({ tenantId, webhookRetry: input.webhookRetry });
 
-  const erased = await step.eraseTenant({ tenantId });
+  // Listing and deleting what is left under its prefix may take a while for a large tenant.
+  const erased = await proxyLocalActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  }).eraseTenant({ tenantId });
   setCurrentDetails(`erased: ${erased.uploadsErased} uploads, ${erased.dataKeysDestroyed} data keys destroyed`);
   return { tenantId, closedAt: closed.closedAt, ...swept, ...erased };
 }
