@@ -217,14 +217,21 @@ describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (ki
       [`/admin/tenants/${t.tenantId}`, 'wrong-token-wrong-token-wrong', 401, 'unauthorized'],
       [`/admin/tenants/${t.tenantId}`, t.apiKey, 401, 'unauthorized'],
     ] as const) {
-      const res = await call('DELETE', pathname, token);
-      expect([pathname, res.status, res.json?.error, res.headers.get('content-type')]).toEqual([
-        pathname,
-        status,
-        error,
-        'application/problem+json',
-      ]);
+      for (const method of ['DELETE', 'GET']) {
+        const res = await call(method, pathname, token);
+        expect([method, pathname, res.status, res.json?.error, res.headers.get('content-type')]).toEqual([
+          method,
+          pathname,
+          status,
+          error,
+          'application/problem+json',
+        ]);
+      }
     }
+    // Unknown settings fields are refused, the tenant unchanged.
+    const unknown = await call('PATCH', `/admin/tenants/${t.tenantId}`, ADMIN, { json: { retentionDays: 3, owner: 'x' } });
+    expect([unknown.status, unknown.json.error]).toEqual([400, 'body_invalid']);
+    expect((await call('GET', `/admin/tenants/${t.tenantId}`, ADMIN)).json).toMatchObject({ retentionDays: null });
     expect((await call('GET', '/v1/uploads', t.apiKey)).status).toBe(200);
     expect((await call('GET', `/admin/tenants/${t.tenantId}`, ADMIN)).json).toMatchObject({ status: 'active' });
   });
