@@ -136,6 +136,23 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
   } finally {
     await receiver.stop();
   }
+  // An image variant rendered on request (the tenant allows any spec).
+  await stack.runtime.pool.query(`UPDATE tenants SET image_specs = 'any' WHERE id = $1`, [tenant.tenantId]);
+  const picture = await postUpload(stack.url, {
+    apiKey: tenant.apiKey,
+    key: `replay-image-${randomUUID()}`,
+    body: await png(64, 48),
+    contentType: 'image/png',
+  });
+  expect(picture.status).toBe(201);
+  const pictureId = picture.json.uploadId as string;
+  const variant = await fetch(`${stack.url}/v1/uploads/${pictureId}/images/w_32,f_webp`, {
+    headers: { authorization: `Bearer ${tenant.apiKey}` },
+  });
+  expect(variant.status).toBe(200);
+  const imageRun = workflowIds.imageVariant(pictureId, 'w_32,fit_inside,f_webp,q_80');
+  histories.push({ workflowId: imageRun, history: await sealed(imageRun) });
+  await record('image-variant.json', imageRun);
   // A tenant's deletion: closed, its one upload erased by a deletion run, its keys destroyed.
   const leaving = await stack.createTenant('leaving');
   const kept = await postUpload(stack.url, {
