@@ -100,6 +100,14 @@ const deleteTenantRoute = createRoute({
 
 const statusOf = (t: TenantSettingsRow) => (t.erased_at ? 'deleted' : t.closed_at ? 'deleting' : 'active');
 
+/** A deletion's answer from the tenant's row (a finished run's answer adds its counts). */
+const deletionView = (t: TenantSettingsRow) => ({
+  tenantId: t.id,
+  status: t.erased_at ? ('deleted' as const) : ('deleting' as const),
+  closedAt: t.closed_at?.toISOString() ?? null,
+  erasedAt: t.erased_at?.toISOString() ?? null,
+});
+
 function tenantView(t: TenantSettingsRow) {
   return {
     tenantId: t.id,
@@ -142,12 +150,7 @@ export function adminTenantRoutes(deps: {
   route(app, deleteTenantRoute, async function deleteTenant(c) {
     const tenant = await tenantOf(c);
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const view = {
-      tenantId: tenant.id,
-      closedAt: tenant.closed_at?.toISOString() ?? null,
-      erasedAt: tenant.erased_at?.toISOString() ?? null,
-    };
-    if (tenant.erased_at) return c.json({ ...view, status: 'deleted' as const }, 200);
+    if (tenant.erased_at) return c.json(deletionView(tenant), 200);
     credentials.forgetTenant(tenant.id);
     const result = await tenantDeletions.run(tenant.id, waitMs);
     // Again: a lookup begun before the close committed may have cached a key meanwhile.
@@ -159,8 +162,9 @@ export function adminTenantRoutes(deps: {
         200,
       );
     }
+    // Still under way: the row read again, for the close's time once the run has recorded it.
     const now = (await dependency('database_unavailable', () => findTenant(pool, tenant.id))) ?? tenant;
-    return c.json({ tenantId: now.id, status: 'deleting' as const, closedAt: now.closed_at?.toISOString() ?? null, erasedAt: null }, 202, {
+    return c.json({ ...deletionView(now), status: 'deleting' as const, erasedAt: null }, 202, {
       location: `/admin/tenants/${now.id}`,
       'retry-after': '1',
     });
