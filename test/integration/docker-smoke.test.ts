@@ -227,7 +227,7 @@ it('takes a tus upload in two PATCHes', async () => {
   expect(answer.response.sha256).toBe(sha256(file));
 });
 
-it('processes a PNG through the default pipeline on the transcode worker and delivers each webhook once; erases it on delete', async () => {
+it('processes a PNG through the default pipeline on the transcode worker, renders a variant there, and delivers each webhook once; erases it on delete', async () => {
   const endpoint = await postJson('/v1/webhook-endpoints', { url: receiver!.url });
   expect(endpoint.status).toBe(201);
   receiver!.secret = endpoint.json.secret;
@@ -244,6 +244,13 @@ it('processes a PNG through the default pipeline on the transcode worker and del
   const thumbnail = await fetch(`${api}/v1/uploads/${uploadId}/renditions/thumbnail`, { headers: auth() });
   expect(thumbnail.status).toBe(200);
   expect((await thumbnail.arrayBuffer()).byteLength).toBeGreaterThan(0);
+  // A variant on request: its render run on the uploads worker, its render an activity on the transcode worker.
+  expect((await postJson('/v1/image-presets', { name: 'smoke', spec: 'w_80,f_webp' })).status).toBe(201);
+  const variant = await fetch(`${api}/v1/uploads/${uploadId}/images/smoke`, { headers: auth() });
+  expect(variant.status, await variant.clone().text()).toBe(200);
+  expect(variant.headers.get('content-type')).toBe('image/webp');
+  const webp = Buffer.from(await variant.arrayBuffer());
+  expect([webp.subarray(0, 4).toString(), webp.subarray(8, 12).toString()]).toEqual(['RIFF', 'WEBP']);
   const forUpload = () => receiver!.received.filter((r) => r.json.data?.uploadId === uploadId);
   await eventually(async () => forUpload().some((r) => r.json.type === 'upload.processed') || undefined, 60_000);
   // Nothing is delivered twice: each event once, under one webhook-id.
