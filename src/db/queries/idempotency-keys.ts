@@ -36,15 +36,17 @@ export async function findKey(db: Queryable, tenantId: string, key: string): Pro
   return res.rows[0];
 }
 
+/** Inserts the key row unless (tenant, key) is held; the inserted row as its holder, or undefined when it was held. */
 export async function insertKeyIfAbsent(
   db: Queryable,
   row: Omit<KeyRow, 'completed_at' | 'expires_at' | 'traceparent'> & { ttlSeconds: number; traceparent?: string | null },
-): Promise<void> {
-  await db.query(
+): Promise<KeyHolder | undefined> {
+  const res = await db.query<KeyHolder>(
     `INSERT INTO idempotency_keys
        (tenant_id, key, fingerprint, route, workflow_id, upload_id, response_status, response_body, created_at, expires_at, traceparent)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10), $11)
-     ON CONFLICT (tenant_id, key) DO NOTHING`,
+     ON CONFLICT (tenant_id, key) DO NOTHING
+     RETURNING route, fingerprint, upload_id, response_status, response_body`,
     [
       row.tenant_id,
       row.key,
@@ -59,6 +61,7 @@ export async function insertKeyIfAbsent(
       row.traceparent ?? null,
     ],
   );
+  return res.rows[0];
 }
 
 /** Whoever holds (tenant, key) in the key table, answered or still claimed, live or expired. */

@@ -79,24 +79,29 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
     if (existing) return answerOfOwnRow(tx, existing, input);
     let createdAt = new Date();
     let storageKey: string | null = null;
+    /** Known when this transaction wrote the upload row: whether it left work downstream (not settled as processed). */
+    let downstreamNeeded: boolean | undefined;
     if (input.upload) {
       if (input.upload.token_id && !(await countTokenUpload(tx, input.upload.token_id))) throw new TokenExhausted(input.upload.token_id);
       // Under the tenant's dedupe, identical bytes already stored become this upload's object.
       storageKey = await shareObject(tx, input.upload);
       const choice = input.pipeline;
       const pipeline = choice && (await resolvePipeline(tx, input.tenantId, choice));
-      await insertUploadIfAbsent(tx, {
+      const inserted = await insertUploadIfAbsent(tx, {
         ...input.upload,
         storage_key: storageKey,
         traceparent: input.traceparent ?? null,
         ...(pipeline ? { pipeline: pipeline.name, pipeline_version: pipeline.version } : {}),
         ...(pipeline && choice.startsGated(pipeline, input.upload.content_type) ? { availability: 'gated' as const } : {}),
       });
-      const row = await tx.query<{ id: string; created_at: Date }>(
-        'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
-        [input.tenantId, input.key],
-      );
-      const stored = row.rows[0];
+      const stored =
+        inserted ??
+        (
+          await tx.query<{ id: string; created_at: Date }>(
+            'SELECT id, created_at FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2',
+            [input.tenantId, input.key],
+          )
+        ).rows[0];
       if (!stored || stored.id !== input.upload.id) {
         // Another upload already owns this key: refuse loudly rather than pair the key
         // row with the wrong upload (the unique constraint did its job).
@@ -104,10 +109,11 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       }
       createdAt = stored.created_at;
       const idle = pipeline && choice.idleReason(pipeline, input.upload.content_type);
-      if (pipeline && idle) await settleIfQuiet(tx, input.tenantId, input.upload.id, idle, choice.announces(pipeline));
+      const settled = !!pipeline && !!idle && (await settleIfQuiet(tx, input.tenantId, input.upload.id, idle, choice.announces(pipeline)));
+      if (inserted) downstreamNeeded = !settled;
     }
     const { status, body } = input.response(createdAt, storageKey);
-    await insertKeyIfAbsent(tx, {
+    const ours = await insertKeyIfAbsent(tx, {
       route: UPLOAD_ROUTE,
       tenant_id: input.tenantId,
       key: input.key,
@@ -120,11 +126,22 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       ttlSeconds: input.ttlSeconds,
       traceparent: input.traceparent ?? null,
     });
-    // Another route may have claimed the key since the read above (its insert won the
-    // conflict): throwing rolls back the upload row too.
-    const stored = await findKeyHolder(tx, input.tenantId, input.key);
-    if (!stored) throw new Error(`key row for ${input.key} vanished inside its own transaction`);
-    const answer = await answerOfOwnRow(tx, stored, input);
+    let answer: StoredResponse;
+    if (ours) {
+      // Written here: the answer is what was just inserted; the upload's status, what this transaction left.
+      answer = {
+        status,
+        body,
+        uploadId: ours.upload_id,
+        downstreamNeeded: downstreamNeeded ?? (await downstreamPending(tx, ours.upload_id)),
+      };
+    } else {
+      // Another route may have claimed the key since the read above (its insert won the
+      // conflict): throwing rolls back the upload row too.
+      const stored = await findKeyHolder(tx, input.tenantId, input.key);
+      if (!stored) throw new Error(`key row for ${input.key} vanished inside its own transaction`);
+      answer = await answerOfOwnRow(tx, stored, input);
+    }
     if (input.importId) await endImport(tx, input.importId, input.upload ? 'committed' : 'failed');
     return answer;
   });
@@ -218,14 +235,15 @@ export async function objectInUse(db: Queryable, storageKey: string): Promise<bo
   return (res.rowCount ?? 0) > 0;
 }
 
-/** Settles an upload no step works on, unless a webhook step has an endpoint to announce it to. */
-async function settleIfQuiet(tx: Queryable, tenantId: string, uploadId: string, reason: string, announces: boolean): Promise<void> {
-  await tx.query(
+/** Settles an upload no step works on, unless a webhook step has an endpoint to announce it to; whether it did. */
+async function settleIfQuiet(tx: Queryable, tenantId: string, uploadId: string, reason: string, announces: boolean): Promise<boolean> {
+  const res = await tx.query(
     `UPDATE uploads SET status = 'processed', processing_status = 'skipped', processing_reason = $3, processed_at = now()
       WHERE id = $1 AND status = 'committed'
         AND (NOT $4 OR NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = $2 AND enabled AND deleted_at IS NULL))`,
     [uploadId, tenantId, reason, announces],
   );
+  return res.rowCount === 1;
 }
 
 /** The pipeline was never declared (the API checks names first; versions are never removed). */

@@ -52,12 +52,14 @@ export type NewUpload = Pick<
 };
 
 /** Inserts the row unless this upload (or another for the same key) already exists. */
-export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<void> {
-  await db.query(
+/** Inserts the row unless one conflicts; the inserted row's id and creation time, or undefined after a conflict. */
+export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<{ id: string; created_at: Date } | undefined> {
+  const res = await db.query<{ id: string; created_at: Date }>(
     `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
                           token_id, subject, token_metadata, pipeline, pipeline_version, availability, traceparent)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-     ON CONFLICT DO NOTHING`,
+     ON CONFLICT DO NOTHING
+     RETURNING id, created_at`,
     [
       u.id,
       u.tenant_id,
@@ -78,6 +80,7 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.traceparent ?? null,
     ],
   );
+  return res.rows[0];
 }
 
 export async function findUpload(db: Queryable, tenantId: string, id: string): Promise<UploadRow | undefined> {
