@@ -52,9 +52,12 @@ export async function imageVariants(services: BenchServices, opts: { rounds: num
     // Cold: each round a width not asked before; the plain loop renders the same spec from the same bytes.
     const oncelyMs: number[] = [];
     const sharpMs: number[] = [];
+    const spans: RenderSpans[] = [];
     for (let round = 0; round < Math.max(3, opts.rounds); round++) {
       const width = 800 + round;
-      oncelyMs.push((await get(`/v1/uploads/${id}/images/w_${width},h_600,fit_cover,f_webp`)).ms);
+      const cold = await get(`/v1/uploads/${id}/images/w_${width},h_600,fit_cover,f_webp`);
+      oncelyMs.push(cold.ms);
+      spans.push(await renderSpans(temporal, workflowIds.imageVariant(id, `w_${width},h_600,fit_cover,f_webp,q_80`), cold.ms));
       const t = performance.now();
       await sharp(source, { failOn: 'error' })
         .rotate()
@@ -89,6 +92,11 @@ export async function imageVariants(services: BenchServices, opts: { rounds: num
       coldSharpMs: Math.round(median(sharpMs)),
       // Target: at most 1.2× the plain sharp call.
       coldRatio: round2(median(oncelyMs) / median(sharpMs)),
+      // Where a cold request's time went (medians, from the render run's history): the
+      // activity (the render with its reads and writes), Temporal's path around it, the rest.
+      coldActivityMs: Math.round(median(spans.map((x) => x.activityMs))),
+      coldTemporalMs: Math.round(median(spans.map((x) => x.temporalMs))),
+      coldApiMs: Math.round(median(spans.map((x) => x.apiMs))),
       variantBytes,
       warmRps: Math.round(median(warm)),
       contentRps: Math.round(median(content)),
@@ -110,3 +118,26 @@ export async function imageVariants(services: BenchServices, opts: { rounds: num
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
+
+interface RenderSpans {
+  /** The render activity from its start to its completion (source read, sharp, variant stored, row). */
+  activityMs: number;
+  /** The run from its start to its completion, less the activity: start, tasks, dispatch. */
+  temporalMs: number;
+  /** The request less the run: the API's lookups and start call, the result's return, the variant read back. */
+  apiMs: number;
+}
+
+/** A cold request split by its render run's history (event times). */
+async function renderSpans(temporal: Client, workflowId: string, requestMs: number): Promise<RenderSpans> {
+  const events = (await temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const at = (pick: (e: (typeof events)[number]) => unknown, last = false) => {
+    const found = last ? events.findLast((e) => pick(e)) : events.find((e) => pick(e));
+    const t = found?.eventTime;
+    if (!t) throw new Error(`${workflowId}: an event is missing from its history`);
+    return Number(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6;
+  };
+  const runMs = at((e) => e.workflowExecutionCompletedEventAttributes) - at((e) => e.workflowExecutionStartedEventAttributes);
+  const activityMs = at((e) => e.activityTaskCompletedEventAttributes, true) - at((e) => e.activityTaskStartedEventAttributes, true);
+  return { activityMs, temporalMs: runMs - activityMs, apiMs: requestMs - runMs };
+}
