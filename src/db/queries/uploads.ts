@@ -51,7 +51,6 @@ export type NewUpload = Pick<
   traceparent?: string | null;
 };
 
-/** Inserts the row unless this upload (or another for the same key) already exists. */
 /** Inserts the row unless one conflicts; the inserted row's id and creation time, or undefined after a conflict. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<{ id: string; created_at: Date } | undefined> {
   const res = await db.query<{ id: string; created_at: Date }>(
