@@ -64,9 +64,9 @@ export function createImageActivities({ pool, store, presets }: ImageActivityDep
       spec: CanonicalSpec;
       maxVariants?: number;
     }): Promise<ImageVariantSummary> {
-      const kept = await findImageVariant(pool, a.uploadId, a.spec.text);
+      // Both rows asked at once: a retry's answer is the first, a first attempt needs the second.
+      const [kept, upload] = await Promise.all([findImageVariant(pool, a.uploadId, a.spec.text), findUploadById(pool, a.uploadId)]);
       if (kept) return imageVariantSummary(kept);
-      const upload = await findUploadById(pool, a.uploadId);
       if (!upload || upload.deleted_at) throw gone();
       const source = await store.get(upload.storage_key);
       if (!source) throw ApplicationFailure.nonRetryable(`object ${upload.storage_key} is missing`, failureTypes.objectMissing);
