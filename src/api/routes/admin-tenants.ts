@@ -100,12 +100,12 @@ const deleteTenantRoute = createRoute({
 
 const statusOf = (t: TenantSettingsRow) => (t.erased_at ? 'deleted' : t.closed_at ? 'deleting' : 'active');
 
-/** A deletion's answer from the tenant's row (a finished run's answer adds its counts). */
-const deletionView = (t: TenantSettingsRow) => ({
+/** A deletion's answer from the tenant's row, done or under way (a finished run's answer adds its counts). */
+const deletionView = (t: TenantSettingsRow, status: 'deleted' | 'deleting') => ({
   tenantId: t.id,
-  status: t.erased_at ? ('deleted' as const) : ('deleting' as const),
+  status,
   closedAt: t.closed_at?.toISOString() ?? null,
-  erasedAt: t.erased_at?.toISOString() ?? null,
+  erasedAt: status === 'deleted' ? (t.erased_at?.toISOString() ?? null) : null,
 });
 
 function tenantView(t: TenantSettingsRow) {
@@ -150,7 +150,7 @@ export function adminTenantRoutes(deps: {
   route(app, deleteTenantRoute, async function deleteTenant(c) {
     const tenant = await tenantOf(c);
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    if (tenant.erased_at) return c.json(deletionView(tenant), 200);
+    if (tenant.erased_at) return c.json(deletionView(tenant, 'deleted'), 200);
     credentials.forgetTenant(tenant.id);
     const result = await tenantDeletions.run(tenant.id, waitMs);
     // Again: a lookup begun before the close committed may have cached a key meanwhile.
@@ -164,7 +164,7 @@ export function adminTenantRoutes(deps: {
     }
     // Still under way: the row read again, for the close's time once the run has recorded it.
     const now = (await dependency('database_unavailable', () => findTenant(pool, tenant.id))) ?? tenant;
-    return c.json({ ...deletionView(now), status: 'deleting' as const, erasedAt: null }, 202, {
+    return c.json(deletionView(now, 'deleting'), 202, {
       location: `/admin/tenants/${now.id}`,
       'retry-after': '1',
     });
