@@ -1,22 +1,33 @@
 // The records transaction against real PostgreSQL: the answer a fresh commit returns (built
 // from what it wrote, without reading its rows back) is the one its key's row answers
 // afterwards, whether the upload was settled at once, has work downstream, or was rejected;
-// a repeat of the same commit writes nothing and answers the same.
+// a repeat of the same commit writes nothing and answers the same; a key taken by another
+// upload row, or claimed by another route while the transaction ran, writes nothing.
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool';
-import { commitUploadRecords, findCommittedAnswer, type PipelineChoice, type RecordsInput } from '../../src/db/queries/records';
+import {
+  commitUploadRecords,
+  findCommittedAnswer,
+  KeyHeldElsewhere,
+  type PipelineChoice,
+  type RecordsInput,
+} from '../../src/db/queries/records';
+import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
+import { eventually } from '../helpers/inspect';
 import { createTenant } from '../../src/tenants';
 import { createDatabase, dropDatabase } from '../support/postgres';
 import { uniqueName } from '../helpers/stack';
 
 const shared = inject('stack');
 const name = uniqueName('records');
+let url: string;
 let pool: Pool;
 let tenantId: string;
 
 beforeAll(async () => {
-  const url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
+  url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
   pool = createPool(url, 2);
   tenantId = (await createTenant(pool, 'records')).tenantId;
 });
@@ -96,4 +107,44 @@ it.each([
   // The same commit again (a retried activity): nothing written, the same answer.
   expect(await commitUploadRecords(pool, input)).toEqual(answer);
   expect(await counts()).toEqual(after);
+});
+
+it('refuses a commit whose key another upload row holds, and writes nothing', async () => {
+  const input = commitInput('downstream');
+  const other = { ...input.upload!, id: randomUUID(), storage_key: `tenants/${tenantId}/objects/other` };
+  await insertUploadIfAbsent(pool, other);
+  const before = await counts();
+  await expect(commitUploadRecords(pool, input)).rejects.toThrow(`key ${input.key} already belongs to upload ${other.id}`);
+  expect(await counts()).toEqual(before);
+  expect(await findCommittedAnswer(pool, tenantId, input.key, input.fingerprint)).toBeUndefined();
+});
+
+it('refuses a commit whose key another route claimed while its transaction ran, and writes nothing', async () => {
+  const input = commitInput('downstream');
+  const before = await counts();
+  // Another route's claim, inserted but not yet committed: the commit's own key insert waits on it.
+  const claim = new pg.Client({ connectionString: url });
+  await claim.connect();
+  try {
+    await claim.query('BEGIN');
+    await claim.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, route, workflow_id, created_at, expires_at)
+       VALUES ($1, $2, $3, '/v1/webhook-endpoints', 'none', now(), now() + interval '1 hour')`,
+      [tenantId, input.key, 'e'.repeat(64)],
+    );
+    const commit = commitUploadRecords(pool, input);
+    commit.catch(() => {}); // awaited below
+    await eventually(async () => {
+      const waiting = await pool.query(
+        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO idempotency_keys%'`,
+      );
+      return (waiting.rowCount ?? 0) > 0;
+    });
+    await claim.query('COMMIT');
+    await expect(commit).rejects.toBeInstanceOf(KeyHeldElsewhere);
+  } finally {
+    await claim.end();
+  }
+  // The upload row went with the rolled-back transaction; the claim stands.
+  expect(await counts()).toEqual({ uploads: before.uploads, keys: before.keys + 1 });
 });
