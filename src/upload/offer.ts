@@ -18,6 +18,8 @@ import type { StagedCopy, UploadRequest } from './types';
 import { failureTypes, workflowTypes } from '../temporal/names';
 
 const OFFER_DEADLINE_MS = 8_000;
+/** How long an offer whose outcome is unknown spends asking whether the key's run is open. */
+const RUN_PROBE_DEADLINE_MS = 2_000;
 
 /**
  * A copy offered to the key's run: the answering offer's result (the committed answer,
@@ -52,7 +54,7 @@ export class CopyOffer {
     waitMs: number,
     extra?: Partial<UploadWorkflowInput>,
   ): Promise<Offered> {
-    const handle = await this.offerCall(() =>
+    const handle = await this.offerCall(workflowId, () =>
       this.deps.temporal.workflow.startUpdateWithStart(offerCopyForAnswerUpdate, {
         updateId: copy.attemptId,
         args: [copy],
@@ -79,7 +81,7 @@ export class CopyOffer {
     copy: StagedCopy,
     extra?: Partial<UploadWorkflowInput>,
   ): Promise<'accepted' | 'not_needed'> {
-    return this.offerCall(() =>
+    return this.offerCall(workflowId, () =>
       this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
         updateId: `${copy.attemptId}-plain`,
         args: [copy],
@@ -92,7 +94,7 @@ export class CopyOffer {
   }
 
   /** An offer's call to Temporal, bounded, its refusals told apart from an unknown outcome. */
-  private async offerCall<T>(call: () => Promise<T>): Promise<T> {
+  private async offerCall<T>(workflowId: string, call: () => Promise<T>): Promise<T> {
     try {
       // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
       // caller is better served by a prompt 503 and its own retry with the same key.
@@ -117,7 +119,23 @@ export class CopyOffer {
           err,
         );
       }
+      // The outcome is unknown. Temporal answering that the key's run is open means it is up
+      // but slow (many offers queued on one run): the retry with this key attaches or replays.
+      if (await this.runIsOpen(workflowId)) {
+        throw problem('idempotency_in_progress', 'The upload for this key is under way; retry shortly.', { retryAfter: 2, cause: err });
+      }
       throw problem('temporal_unavailable', undefined, { cause: err });
+    }
+  }
+
+  private async runIsOpen(workflowId: string): Promise<boolean> {
+    try {
+      const run = await this.deps.temporal.withDeadline(Date.now() + RUN_PROBE_DEADLINE_MS, () =>
+        this.deps.temporal.workflow.getHandle(workflowId).describe(),
+      );
+      return run.status.name === 'RUNNING';
+    } catch {
+      return false;
     }
   }
 }

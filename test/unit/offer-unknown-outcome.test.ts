@@ -1,0 +1,77 @@
+// An offer whose call to Temporal ends without an outcome (its deadline passed, the
+// connection dropped) is answered by what Temporal says of the key's run: open → 409
+// `idempotency_in_progress` (Temporal is up, only slow: many offers queued on one run), no
+// answer or no open run → 503 `temporal_unavailable`. A fake client stands in for Temporal;
+// the real outage path is outages.test.ts, the real crowd on one key concurrency.test.ts.
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { ServiceError, type Client } from '@temporalio/client';
+import { expect, it } from 'vitest';
+import { CopyOffer } from '../../src/upload/offer';
+import { Problem } from '../../src/errors';
+import type { StagedCopy, UploadRequest } from '../../src/upload/types';
+
+const req: UploadRequest = {
+  tenantId: 't1',
+  idempotencyKey: 'k1',
+  fingerprint: 'fp',
+  contentType: 'text/plain',
+  fileName: null,
+  declaredBytes: 3,
+  declaredSha256: null,
+};
+const copy: StagedCopy = { attemptId: 'a1', fingerprint: 'fp', storageKey: 'tenants/t1/k1/a1', bytes: 3, sha256: 'ab', sniffedType: null };
+
+const deadlineExceeded = () =>
+  new ServiceError('Failed to start update', { cause: Object.assign(new Error('deadline'), { code: grpcStatus.DEADLINE_EXCEEDED }) });
+
+function offerWith(describe: () => Promise<{ status: { name: string } }>) {
+  const described: string[] = [];
+  const temporal = {
+    withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn(),
+    withAbortSignal: (_signal: AbortSignal, fn: () => Promise<unknown>) => fn(),
+    workflow: {
+      startUpdateWithStart: async () => {
+        throw deadlineExceeded();
+      },
+      getHandle: (id: string) => ({
+        describe: () => {
+          described.push(id);
+          return describe();
+        },
+      }),
+    },
+  } as unknown as Client;
+  const offers = new CopyOffer({ temporal, startOptions: (_r, workflowId) => ({ workflowId, taskQueue: 'q', args: [] as never }) });
+  return { offers, described };
+}
+
+async function refusal(offers: CopyOffer): Promise<Problem> {
+  const err = await offers.offer(req, 'wf-k1', copy, 1_000).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(Problem);
+  return err as Problem;
+}
+
+it('the key run is open: 409 idempotency_in_progress with Retry-After, the cause kept', async () => {
+  const { offers, described } = offerWith(async () => ({ status: { name: 'RUNNING' } }));
+  const err = await refusal(offers);
+  expect(described).toEqual(['wf-k1']);
+  expect(err.code).toBe('idempotency_in_progress');
+  expect(err.status).toBe(409);
+  expect(err.retryAfter).toBeGreaterThan(0);
+  expect(err.cause).toBeInstanceOf(ServiceError);
+});
+
+it.each([
+  ['Temporal does not answer the probe', () => Promise.reject(deadlineExceeded())],
+  ['the key has no open run', () => Promise.resolve({ status: { name: 'FAILED' } })],
+])('%s: 503 temporal_unavailable', async (_name, describe) => {
+  const { offers, described } = offerWith(describe);
+  const err = await refusal(offers);
+  expect(described).toEqual(['wf-k1']);
+  expect(err.code).toBe('temporal_unavailable');
+  expect(err.status).toBe(503);
+  expect(err.retryAfter).toBeGreaterThan(0);
+});
