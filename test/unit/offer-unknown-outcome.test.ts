@@ -41,7 +41,10 @@ function offerWith(describe: () => Promise<{ status: { name: string } }>) {
       }),
     },
   } as unknown as Client;
-  const offers = new CopyOffer({ temporal, startOptions: (_r, workflowId) => ({ workflowId, taskQueue: 'q', args: [] as never }) });
+  const offers = new CopyOffer({
+    temporal,
+    startOptions: (_r, workflowId) => ({ workflowId, taskQueue: 'q', args: [] as never, workflowIdConflictPolicy: 'USE_EXISTING' }),
+  });
   return { offers, described };
 }
 
