@@ -6,9 +6,14 @@ import { compareModes, round2 } from './lib/modes';
 import type { BenchServices } from './lib/services';
 
 export async function payloadEncryptionOverhead(services: BenchServices, opts: { seconds: number; rounds: number; connections: number }) {
-  const { off, on } = await compareModes(
+  const { off, on, onKeyReads } = await compareModes(
     services,
-    { off: { PAYLOAD_ENCRYPTION: 'false' }, on: { PAYLOAD_ENCRYPTION: 'true' } },
+    {
+      off: { PAYLOAD_ENCRYPTION: 'false' },
+      on: { PAYLOAD_ENCRYPTION: 'true' },
+      // The worker reads each run's key by id instead of hearing it announced (migration 028).
+      onKeyReads: { PAYLOAD_ENCRYPTION: 'true', PAYLOAD_KEY_LISTEN: 'false' },
+    },
     { ...opts, tag: 'codec' },
   );
   return {
@@ -23,6 +28,8 @@ export async function payloadEncryptionOverhead(services: BenchServices, opts: {
     onCpuMsPerUpload: JSON.stringify(on.cpuMsPerUpload),
     // Target: at most 5 % more of Oncely's CPU (API + worker) per new upload with the codec on.
     cpuRatio: round2(on.apiWorkerCpuMsPerUpload / off.apiWorkerCpuMsPerUpload),
+    onKeyReadsCpuMsPerUpload: JSON.stringify(onKeyReads.cpuMsPerUpload),
+    cpuRatioKeyReads: round2(onKeyReads.apiWorkerCpuMsPerUpload / off.apiWorkerCpuMsPerUpload),
     newRatio: round2(on.newRps / off.newRps),
     replayRatio: round2(on.replayRps / off.replayRps),
   };

@@ -47,6 +47,8 @@ export const configSchema = z.object({
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** LISTEN for processed uploads (off behind poolers without LISTEN, e.g. PgBouncer in transaction mode). */
   UPLOAD_WAIT_LISTEN: bool.default(true),
+  /** Workers LISTEN for new payload data keys (off behind poolers without LISTEN: each run's key is then read once). */
+  PAYLOAD_KEY_LISTEN: bool.default(true),
 
   S3_ENDPOINT: optionalString,
   S3_BUCKET: z.string().default('oncely'),

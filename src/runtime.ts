@@ -22,6 +22,7 @@ import { createStore } from './storage';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { PayloadKeyring, SealingCodec } from './temporal/payload-codec';
+import { listenForPayloadKeys } from './temporal/payload-key-notices';
 import { createServices, downstreamSettings, mediaPresets } from './services';
 import { dependencyChecks } from './api/routes/health';
 import { serveOps } from './ops-server';
@@ -139,7 +140,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   // Both roles: the API seals secrets, the worker opens webhook secrets to sign.
   const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS);
   // One keyring per process: the API's client and the workers share its cached data keys.
-  const payloadCodec = config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box)) : undefined;
+  const keyring = config.PAYLOAD_ENCRYPTION ? new PayloadKeyring(pool, box) : undefined;
+  const payloadCodec = keyring ? new SealingCodec(keyring) : undefined;
 
   let workers: Worker[] = [];
   let opsUrl: string | undefined;
@@ -164,6 +166,11 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     }
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push(() => connection.close());
+    // PGlite's one session cannot hold a LISTEN beside the pool's connection: read keys by id there.
+    if (keyring && config.DATABASE_URL && config.PAYLOAD_KEY_LISTEN) {
+      const keyNotices = await listenForPayloadKeys(config.DATABASE_URL, keyring, log);
+      cleanups.push(() => keyNotices.close());
+    }
     const created = await createWorkers({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,

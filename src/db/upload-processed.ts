@@ -2,11 +2,10 @@
 // trigger NOTIFYs on commit and one LISTEN connection per API process (outside the pool)
 // hands the id to whoever waits for it. Waiters still re-read the row now and then, which
 // covers a notification lost while the connection was down and reconnecting.
-import pg from 'pg';
 import type { Logger } from 'pino';
+import { ListenConnection } from './listen-connection';
 
 const CHANNEL = 'oncely_upload_processed';
-const RECONNECT_MAX_MS = 10_000;
 
 export interface Subscription {
   /** 'processed' when the upload's notification arrived, 'timeout' when `ms` passed first. */
@@ -79,18 +78,12 @@ export function pollingOnly(pollMs = 250): ProcessedSignal {
   };
 }
 
-/** LISTENs on its own connection; reconnects with backoff; polls quickly while down. */
+/** LISTENs on its own connection (listen-connection.ts); polls quickly while it is down. */
 export class UploadProcessedListener implements ProcessedSignal {
   private readonly waiters = new Waiters();
-  private client: pg.Client | undefined;
-  private listening = false;
-  private closed = false;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private failures = 0;
+  private connection!: ListenConnection;
 
   private constructor(
-    private readonly connectionString: string,
-    private readonly log: Logger,
     private readonly listeningPollMs: number,
     private readonly fallbackPollMs: number,
   ) {}
@@ -101,18 +94,22 @@ export class UploadProcessedListener implements ProcessedSignal {
     log: Logger,
     opts: { pollMs?: number; fallbackPollMs?: number } = {},
   ): Promise<UploadProcessedListener> {
-    const listener = new UploadProcessedListener(connectionString, log, opts.pollMs ?? 5_000, opts.fallbackPollMs ?? 250);
-    await listener.connect();
+    const listener = new UploadProcessedListener(opts.pollMs ?? 5_000, opts.fallbackPollMs ?? 250);
+    listener.connection = await ListenConnection.start(connectionString, CHANNEL, log, {
+      message: (uploadId) => listener.waiters.wake(uploadId),
+      // Anything committed while nobody listened is found by the waiters' next read.
+      lost: () => listener.waiters.wakeAll(),
+    });
     return listener;
   }
 
   get pollMs(): number {
-    return this.listening ? this.listeningPollMs : this.fallbackPollMs;
+    return this.isListening ? this.listeningPollMs : this.fallbackPollMs;
   }
 
   /** True while the LISTEN connection is up. */
   get isListening(): boolean {
-    return this.listening;
+    return this.connection.isListening;
   }
 
   subscribe(uploadId: string, ms: number): Subscription {
@@ -120,42 +117,7 @@ export class UploadProcessedListener implements ProcessedSignal {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.reconnectTimer);
-    this.listening = false;
+    await this.connection.close();
     this.waiters.wakeAll();
-    await this.client?.end().catch(() => {}); // closing: a connection that fails to end is gone anyway
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, keepAlive: true, connectionTimeoutMillis: 5_000 });
-    client.on('notification', (msg) => {
-      if (msg.channel === CHANNEL && msg.payload) this.waiters.wake(msg.payload);
-    });
-    client.on('error', () => this.lost(client));
-    client.on('end', () => this.lost(client));
-    this.client = client;
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
-      this.listening = true;
-      this.failures = 0;
-    } catch (err) {
-      this.log.warn({ err }, 'upload notifications: LISTEN failed; waiters poll until it is back');
-      this.lost(client);
-    }
-  }
-
-  private lost(client: pg.Client): void {
-    if (this.client !== client) return; // an older connection's late event
-    this.client = undefined;
-    this.listening = false;
-    client.end().catch(() => {}); // already broken; a new one is made below
-    if (this.closed) return;
-    // Anything committed while nobody listened is found by the waiters' next read.
-    this.waiters.wakeAll();
-    const delay = Math.min(RECONNECT_MAX_MS, 250 * 2 ** this.failures++);
-    this.reconnectTimer = setTimeout(() => void this.connect(), delay);
-    this.reconnectTimer.unref();
   }
 }

@@ -109,23 +109,33 @@ export class PayloadKeyring {
     return found;
   }
 
+  /**
+   * A live key made by another process, announced before anyone here asks for it (a worker
+   * hears each new run's key before the run's first activation: payload-key-notices.ts).
+   */
+  learn(row: PayloadKeyRow): void {
+    if (row.wrapped) this.adopt(row);
+  }
+
   private async loadIds(ids: string[]): Promise<Map<string, Buffer | null>> {
     const rows = await findPayloadKeys(this.pool, ids);
     const keys = new Map<string, Buffer | null>();
     for (const id of ids) {
       const row = rows.find((r) => r.id === id);
-      if (!row?.wrapped) {
-        keys.set(id, null);
-        continue;
-      }
-      // A live key is its scope's only one: what this process seals for that scope next (a
-      // worker's results of the run whose input it just opened) needs no statement of its own.
-      const entry = this.remember(row);
-      this.byScope.set(row.scope, entry);
-      trim(this.byScope);
-      keys.set(id, entry.key);
+      keys.set(id, row?.wrapped ? this.adopt(row).key : null);
     }
     return keys;
+  }
+
+  /**
+   * A live key is its scope's only one: what this process seals for that scope next (a
+   * worker's results of the run whose input it just opened) needs no statement of its own.
+   */
+  private adopt(row: PayloadKeyRow): { id: string; key: Buffer; at: number } {
+    const entry = this.remember(row);
+    this.byScope.set(row.scope, entry);
+    trim(this.byScope);
+    return entry;
   }
 
   private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {
