@@ -8,21 +8,14 @@ import { expect, it } from 'vitest';
 import { UploadReceiver } from '../../src/upload/receive';
 import type { Admission } from '../../src/upload/admission';
 import { AnswerCache } from '../../src/upload/answer-cache';
-import type { StagedCopy, StoredResponse, UploadRequest } from '../../src/upload/types';
+import type { StoredResponse } from '../../src/upload/types';
+import { fakeCopy, fakeRequest } from '../helpers/offer-fixtures';
 import type { ObjectStore } from '../../src/storage/store';
 import type { Pool } from '../../src/db/pool';
 import { updates } from '../../src/temporal/names';
 
-const req: UploadRequest = {
-  tenantId: 't1',
-  idempotencyKey: 'k1',
-  fingerprint: 'fp',
-  contentType: 'text/plain',
-  fileName: null,
-  declaredBytes: 3,
-  declaredSha256: null,
-};
-const copy: StagedCopy = { attemptId: 'a1', fingerprint: 'fp', storageKey: 'tenants/t1/k1/a1', bytes: 3, sha256: 'ab', sniffedType: null };
+const req = fakeRequest;
+const copy = fakeCopy;
 const response: StoredResponse = { status: 201, body: JSON.stringify({ uploadId: 'u1', storageKey: copy.storageKey }), uploadId: 'u1' };
 
 const noHandler = () =>

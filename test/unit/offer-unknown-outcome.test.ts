@@ -8,18 +8,10 @@ import { ServiceError, type Client } from '@temporalio/client';
 import { expect, it } from 'vitest';
 import { CopyOffer } from '../../src/upload/offer';
 import { Problem } from '../../src/errors';
-import type { StagedCopy, UploadRequest } from '../../src/upload/types';
+import { fakeCopy, fakeRequest } from '../helpers/offer-fixtures';
 
-const req: UploadRequest = {
-  tenantId: 't1',
-  idempotencyKey: 'k1',
-  fingerprint: 'fp',
-  contentType: 'text/plain',
-  fileName: null,
-  declaredBytes: 3,
-  declaredSha256: null,
-};
-const copy: StagedCopy = { attemptId: 'a1', fingerprint: 'fp', storageKey: 'tenants/t1/k1/a1', bytes: 3, sha256: 'ab', sniffedType: null };
+const req = fakeRequest;
+const copy = fakeCopy;
 
 const deadlineExceeded = () =>
   new ServiceError('Failed to start update', { cause: Object.assign(new Error('deadline'), { code: grpcStatus.DEADLINE_EXCEEDED }) });
