@@ -119,9 +119,10 @@ export class CopyOffer {
           err,
         );
       }
-      // The outcome is unknown. Temporal answering that the key's run is open means it is up
-      // but slow (many offers queued on one run): the retry with this key attaches or replays.
-      if (await this.runIsOpen(workflowId)) {
+      // No answer within the bound: the outcome is unknown. Temporal answering that the key's
+      // run is open means it is up but slow (many offers queued on one run): the retry with
+      // this key attaches or replays.
+      if (!(err instanceof WorkflowUpdateFailedError) && (await this.runIsOpen(workflowId))) {
         throw problem('idempotency_in_progress', 'The upload for this key is under way; retry shortly.', { retryAfter: 2, cause: err });
       }
       throw problem('temporal_unavailable', undefined, { cause: err });

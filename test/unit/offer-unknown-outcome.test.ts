@@ -4,7 +4,8 @@
 // answer or no open run → 503 `temporal_unavailable`. A fake client stands in for Temporal;
 // the real outage path is outages.test.ts, the real crowd on one key concurrency.test.ts.
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { ServiceError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
 import { CopyOffer } from '../../src/upload/offer';
 import { Problem } from '../../src/errors';
@@ -16,14 +17,14 @@ const copy = fakeCopy;
 const deadlineExceeded = () =>
   new ServiceError('Failed to start update', { cause: Object.assign(new Error('deadline'), { code: grpcStatus.DEADLINE_EXCEEDED }) });
 
-function offerWith(describe: () => Promise<{ status: { name: string } }>) {
+function offerWith(describe: () => Promise<{ status: { name: string } }>, failure: () => Error = deadlineExceeded) {
   const described: string[] = [];
   const temporal = {
     withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn(),
     withAbortSignal: (_signal: AbortSignal, fn: () => Promise<unknown>) => fn(),
     workflow: {
       startUpdateWithStart: async () => {
-        throw deadlineExceeded();
+        throw failure();
       },
       getHandle: (id: string) => ({
         describe: () => {
@@ -69,4 +70,13 @@ it.each([
   expect(err.code).toBe('temporal_unavailable');
   expect(err.status).toBe(503);
   expect(err.retryAfter).toBeGreaterThan(0);
+});
+
+it('an update the run refused is an outcome, not a slow Temporal: 503 without asking about the run', async () => {
+  const refused = () =>
+    new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.nonRetryable('refused', 'SomethingElse'));
+  const { offers, described } = offerWith(async () => ({ status: { name: 'RUNNING' } }), refused);
+  const err = await refusal(offers);
+  expect(described).toEqual([]);
+  expect(err.code).toBe('temporal_unavailable');
 });
