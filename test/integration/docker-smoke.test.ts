@@ -332,14 +332,16 @@ it('a worker crashing mid-upload is brought back by its restart policy, and the 
   sendRest();
   const first = await answer;
   const text = await first.text();
-  // 201/202, or 503 with Retry-After when no worker took the upload in time; a client then
-  // sends the same request again under its key, as this one does.
-  expect([201, 202, 503], text).toContain(first.status);
-  if (first.status === 503) {
+  // 201/202, or — no worker took the upload in time — 409 (the key's run is open) or 503
+  // with Retry-After; a client then sends the same request again under its key, as this one does.
+  const retryLater = (status: number) => status === 409 || status === 503;
+  expect([201, 202, 409, 503], text).toContain(first.status);
+  if (retryLater(first.status)) {
+    expect(Number(first.headers.get('retry-after')), text).toBeGreaterThan(0);
     await eventually(async () => {
       const again = await postUpload(api, { apiKey: tenant.apiKey, key, body: file, sha: null, prefer: 'wait=30' });
-      expect([201, 202, 503], again.text).toContain(again.status);
-      return again.status !== 503 || undefined;
+      expect([201, 202, 409, 503], again.text).toContain(again.status);
+      return !retryLater(again.status) || undefined;
     }, 180_000);
   }
   const committed = await eventually(async () => {

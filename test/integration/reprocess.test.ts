@@ -51,9 +51,10 @@ async function uploadMany(n: number, pipeline: string, width = 16): Promise<stri
         const i = next++;
         const key = `many-${pipeline}-${i}-${randomUUID()}`;
         const body = await tinyPng(i);
-        // As a client does: a 503 (a dependency slow under the suite's load) is retried with the same key.
+        // As a client does: a 409 or 503 with Retry-After (a dependency slow under the suite's
+        // load) is retried with the same key.
         let res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'image/png', pipeline });
-        for (let attempt = 0; res.status === 503 && attempt < 5; attempt++) {
+        for (let attempt = 0; (res.status === 409 || res.status === 503) && attempt < 5; attempt++) {
           await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
           res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'image/png', pipeline });
         }
