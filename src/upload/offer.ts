@@ -16,6 +16,7 @@ import { offerCopyForAnswerUpdate, offerCopyUpdate, type OfferAnswer, type Uploa
 import type { uploadWorkflow } from '../../workflows/upload';
 import type { StagedCopy, UploadRequest } from './types';
 import { failureTypes, workflowTypes } from '../temporal/names';
+import { uploadRunningCheck } from './upload-running';
 
 const OFFER_DEADLINE_MS = 8_000;
 /** How long an offer whose outcome is unknown spends asking whether the key's run is open. */
@@ -39,7 +40,11 @@ export interface OfferDeps {
 }
 
 export class CopyOffer {
-  constructor(private readonly deps: OfferDeps) {}
+  private readonly uploadRunning: ReturnType<typeof uploadRunningCheck>;
+
+  constructor(private readonly deps: OfferDeps) {
+    this.uploadRunning = uploadRunningCheck(deps.temporal, RUN_PROBE_DEADLINE_MS);
+  }
 
   /**
    * Phase "offer": start the key's workflow if needed and hand it this attempt's copy. The
@@ -54,7 +59,7 @@ export class CopyOffer {
     waitMs: number,
     extra?: Partial<UploadWorkflowInput>,
   ): Promise<Offered> {
-    const handle = await this.offerCall(workflowId, () =>
+    const handle = await this.offerCall(req, () =>
       this.deps.temporal.workflow.startUpdateWithStart(offerCopyForAnswerUpdate, {
         updateId: copy.attemptId,
         args: [copy],
@@ -81,7 +86,7 @@ export class CopyOffer {
     copy: StagedCopy,
     extra?: Partial<UploadWorkflowInput>,
   ): Promise<'accepted' | 'not_needed'> {
-    return this.offerCall(workflowId, () =>
+    return this.offerCall(req, () =>
       this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
         updateId: `${copy.attemptId}-plain`,
         args: [copy],
@@ -94,7 +99,7 @@ export class CopyOffer {
   }
 
   /** An offer's call to Temporal, bounded, its refusals told apart from an unknown outcome. */
-  private async offerCall<T>(workflowId: string, call: () => Promise<T>): Promise<T> {
+  private async offerCall<T>(req: UploadRequest, call: () => Promise<T>): Promise<T> {
     try {
       // Bounded: with Temporal unreachable the client's own retries would take ~25 s; the
       // caller is better served by a prompt 503 and its own retry with the same key.
@@ -122,22 +127,15 @@ export class CopyOffer {
       // No answer within the bound: the outcome is unknown. Temporal answering that the key's
       // run is open means it is up but slow (many offers queued on one run): the retry with
       // this key attaches or replays.
-      if (!(err instanceof WorkflowUpdateFailedError) && (await this.runIsOpen(workflowId))) {
+      if (!(err instanceof WorkflowUpdateFailedError) && (await this.keyRunIsOpen(req))) {
         throw problem('idempotency_in_progress', 'The upload for this key is under way; retry shortly.', { retryAfter: 2, cause: err });
       }
       throw problem('temporal_unavailable', undefined, { cause: err });
     }
   }
 
-  private async runIsOpen(workflowId: string): Promise<boolean> {
-    try {
-      const run = await this.deps.temporal.withDeadline(Date.now() + RUN_PROBE_DEADLINE_MS, () =>
-        this.deps.temporal.workflow.getHandle(workflowId).describe(),
-      );
-      return run.status.name === 'RUNNING';
-    } catch {
-      return false;
-    }
+  private keyRunIsOpen(req: UploadRequest): Promise<boolean> {
+    return this.uploadRunning(req.tenantId, req.idempotencyKey).catch(() => false); // no answer: unavailable
   }
 }
 

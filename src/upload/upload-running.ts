@@ -7,11 +7,14 @@ import { uploadWorkflowId } from '../temporal/ids';
 
 const DESCRIBE_DEADLINE_MS = 5_000;
 
-export function uploadRunningCheck(temporal: Client): (tenantId: string, key: string) => Promise<boolean> {
+export function uploadRunningCheck(
+  temporal: Client,
+  deadlineMs = DESCRIBE_DEADLINE_MS,
+): (tenantId: string, key: string) => Promise<boolean> {
   return async function uploadRunning(tenantId, key) {
     try {
       const handle = temporal.workflow.getHandle(uploadWorkflowId(tenantId, key));
-      const { status } = await temporal.withDeadline(Date.now() + DESCRIBE_DEADLINE_MS, () => handle.describe());
+      const { status } = await temporal.withDeadline(Date.now() + deadlineMs, () => handle.describe());
       return status.name === 'RUNNING';
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return false;

@@ -10,6 +10,7 @@ import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../../src/config';
 import { createDatabase, dropDatabase } from '../support/postgres';
+import { createPool, type Pool } from '../../src/db/pool';
 import { startRuntime, type Role, type Runtime } from '../../src/runtime';
 import { createTenant } from '../../src/tenants';
 import { S3Store } from '../../src/storage/s3-store';
@@ -97,6 +98,31 @@ export function stackEnv(name: string, dbUrl: string): Record<string, string> {
     WEBHOOK_RETRY_INITIAL_SECONDS: '0.2',
     WEBHOOK_RETRY_COEFFICIENT: '2',
     WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '2',
+  };
+}
+
+/** A database of its own (cloned from the migrated template) with one tenant, for tests below the API. */
+export interface TenantDatabase {
+  url: string;
+  pool: Pool;
+  tenantId: string;
+  drop(): Promise<void>;
+}
+
+export async function startTenantDatabase(prefix: string): Promise<TenantDatabase> {
+  const shared = inject('stack');
+  const name = uniqueName(prefix);
+  const url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
+  const pool = createPool(url, 2);
+  const { tenantId } = await createTenant(pool, prefix);
+  return {
+    url,
+    pool,
+    tenantId,
+    drop: async () => {
+      await pool.end();
+      await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+    },
   };
 }
 

@@ -5,38 +5,33 @@
 // nothing but costs the read by id it always cost.
 import { randomBytes, randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { createPool, type Pool } from '../../src/db/pool';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Pool } from '../../src/db/pool';
 import type { ListenConnection } from '../../src/db/listen-connection';
 import { SecretBox } from '../../src/secret-box';
-import { createTenant } from '../../src/tenants';
 import { PayloadKeyring, SealingCodec } from '../../src/temporal/payload-codec';
 import { listenForPayloadKeys } from '../../src/temporal/payload-key-notices';
 import { scopes } from '../../src/temporal/payload-scope';
 import { destroyPayloadKeys } from '../../src/db/queries/payload-keys';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { createDatabase, dropDatabase } from '../support/postgres';
-import { uniqueName } from '../helpers/stack';
+import { startTenantDatabase, type TenantDatabase } from '../helpers/stack';
 import { eventually } from '../helpers/inspect';
 
-const shared = inject('stack');
-const name = uniqueName('keynotice');
 const box = new SecretBox(randomBytes(32));
 let url: string;
 let pool: Pool;
 let tenantId: string;
+let db: TenantDatabase | undefined;
 let listening: ListenConnection | undefined;
 
 beforeAll(async () => {
-  url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
-  pool = createPool(url, 2);
-  tenantId = (await createTenant(pool, 'keynotice')).tenantId;
+  db = await startTenantDatabase('keynotice');
+  ({ url, pool, tenantId } = db);
 });
 
 afterAll(async () => {
   await listening?.close();
-  await pool?.end();
-  await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+  await db?.drop();
 });
 
 /** A worker's keyring over the real pool, its statements counted, and the keys it heard. */
@@ -88,7 +83,7 @@ it("opens a new run's input and seals its next payloads without reading the key,
   expect(new TextDecoder().decode(back!.data!)).toBe('"result"');
 });
 
-it('reads by id a key announced while it did not listen, and ignores a notice that is not a key', async () => {
+it('reads by id a key announced while it did not listen, and ignores a notice that is not a key or not its own', async () => {
   const worker = workerKeyring();
   const api = new SealingCodec(new PayloadKeyring(pool, box));
   const [missed] = await api.encode([payload('"made before listening"')], runContext());
@@ -96,10 +91,13 @@ it('reads by id a key announced while it did not listen, and ignores a notice th
   const ears = await listenForPayloadKeys(url, worker.keyring, pino({ level: 'silent' }));
   try {
     await pool.query(`SELECT pg_notify('oncely_payload_key', 'not json'), pg_notify('oncely_payload_key', '{"id":"x","scope":"s"}')`);
+    // A key wrapped under another SECRETS_KEY (a misconfigured process made it): heard, not opened, no crash.
+    const foreign = new SealingCodec(new PayloadKeyring(pool, new SecretBox(randomBytes(32))));
+    const [foreignSealed] = await foreign.encode([payload('"foreign"')], runContext());
     const [heardLater] = await api.encode([payload('"made while listening"')], runContext());
     await eventually(async () => worker.heard.includes(keyIdOf(heardLater!)) || undefined);
-    // Notices arrive in commit order: the malformed ones came and went before this one.
-    expect(worker.heard).toEqual([keyIdOf(heardLater!)]);
+    // Notices arrive in commit order: the malformed ones came and went before these.
+    expect(worker.heard).toEqual([keyIdOf(foreignSealed!), keyIdOf(heardLater!)]);
 
     const codec = new SealingCodec(worker.keyring);
     const [opened] = await codec.decode([missed!]);
@@ -108,6 +106,9 @@ it('reads by id a key announced while it did not listen, and ignores a notice th
     expect(worker.statements[0]).toMatch(/FROM payload_keys WHERE id = ANY/);
     await codec.decode([heardLater!]);
     expect(worker.statements).toHaveLength(1);
+    // The foreign key was not kept: opening its payload reads it, and fails as it always did.
+    await expect(codec.decode([foreignSealed!])).rejects.toThrow();
+    expect(worker.statements).toHaveLength(2);
   } finally {
     await ears.close();
   }

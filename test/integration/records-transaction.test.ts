@@ -5,8 +5,8 @@
 // upload row, or claimed by another route while the transaction ran, writes nothing.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { createPool, type Pool } from '../../src/db/pool';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Pool } from '../../src/db/pool';
 import {
   commitUploadRecords,
   findCommittedAnswer,
@@ -16,25 +16,20 @@ import {
 } from '../../src/db/queries/records';
 import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
 import { eventually } from '../helpers/inspect';
-import { createTenant } from '../../src/tenants';
-import { createDatabase, dropDatabase } from '../support/postgres';
-import { uniqueName } from '../helpers/stack';
+import { startTenantDatabase, type TenantDatabase } from '../helpers/stack';
 
-const shared = inject('stack');
-const name = uniqueName('records');
 let url: string;
 let pool: Pool;
 let tenantId: string;
+let db: TenantDatabase | undefined;
 
 beforeAll(async () => {
-  url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
-  pool = createPool(url, 2);
-  tenantId = (await createTenant(pool, 'records')).tenantId;
+  db = await startTenantDatabase('records');
+  ({ url, pool, tenantId } = db);
 });
 
 afterAll(async () => {
-  await pool?.end();
-  await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+  await db?.drop();
 });
 
 /** The built-in pipeline, with what it makes of a file decided by the test. */

@@ -4,33 +4,28 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { createPool, withTransaction, type Pool } from '../../src/db/pool';
+import { withTransaction, type Pool } from '../../src/db/pool';
 import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
 import { pollingOnly, UploadProcessedListener } from '../../src/db/upload-processed';
 import { awaitProcessed } from '../../src/upload/await-processed';
-import { createDatabase, dropDatabase } from '../support/postgres';
 import { createTenant } from '../../src/tenants';
-import { uniqueName } from '../helpers/stack';
+import { startTenantDatabase, type TenantDatabase } from '../helpers/stack';
 import { eventually } from '../helpers/inspect';
 
-const shared = inject('stack');
-const name = uniqueName('notify');
 let pool: Pool;
 let listener: UploadProcessedListener;
 let tenantId: string;
+let db: TenantDatabase | undefined;
 
 beforeAll(async () => {
-  const url = await createDatabase(shared.pgAdminUrl, name, shared.templateDb);
-  pool = createPool(url, 2);
-  tenantId = (await createTenant(pool, 'notify')).tenantId;
-  listener = await UploadProcessedListener.start(url, pino({ level: 'silent' }));
+  db = await startTenantDatabase('notify');
+  ({ pool, tenantId } = db);
+  listener = await UploadProcessedListener.start(db.url, pino({ level: 'silent' }));
 });
 
 afterAll(async () => {
   await listener?.close();
-  await pool?.end();
-  await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
+  await db?.drop();
 });
 
 async function newUpload(): Promise<string> {

@@ -9,6 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
 import { CopyOffer } from '../../src/upload/offer';
 import { Problem } from '../../src/errors';
+import { uploadWorkflowId } from '../../src/temporal/ids';
 import { fakeCopy, fakeRequest } from '../helpers/offer-fixtures';
 
 const req = fakeRequest;
@@ -53,7 +54,7 @@ async function refusal(offers: CopyOffer): Promise<Problem> {
 it('the key run is open: 409 idempotency_in_progress with Retry-After, the cause kept', async () => {
   const { offers, described } = offerWith(async () => ({ status: { name: 'RUNNING' } }));
   const err = await refusal(offers);
-  expect(described).toEqual(['wf-k1']);
+  expect(described).toEqual([uploadWorkflowId(req.tenantId, req.idempotencyKey)]);
   expect(err.code).toBe('idempotency_in_progress');
   expect(err.status).toBe(409);
   expect(err.retryAfter).toBeGreaterThan(0);
@@ -66,7 +67,7 @@ it.each([
 ])('%s: 503 temporal_unavailable', async (_name, describe) => {
   const { offers, described } = offerWith(describe);
   const err = await refusal(offers);
-  expect(described).toEqual(['wf-k1']);
+  expect(described).toEqual([uploadWorkflowId(req.tenantId, req.idempotencyKey)]);
   expect(err.code).toBe('temporal_unavailable');
   expect(err.status).toBe(503);
   expect(err.retryAfter).toBeGreaterThan(0);
