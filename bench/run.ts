@@ -30,6 +30,9 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     // dev: temporal server start-dev (SQLite); server: the real server on PostgreSQL, 4 shards.
     temporal: { type: 'string', default: 'dev' },
+    // A directory for the S3 server's data, on the filesystem to measure (e.g. one with
+    // reflinks, where completing a multipart upload does not copy the parts).
+    'store-dir': { type: 'string' },
     // Scenario "list": how many uploads are seeded, smaller then larger (comma-separated).
     'list-sizes': { type: 'string', default: '10000,1000000' },
     'delete-uploads': { type: 'string', default: '200' },
@@ -71,7 +74,7 @@ const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 const temporalKind = values.temporal === 'server' ? 'server' : 'dev';
 if (values.temporal !== 'dev' && values.temporal !== 'server') throw new Error('--temporal is dev or server');
-const services = await startServices(temporalKind);
+const services = await startServices(temporalKind, { storeDir: values['store-dir'] });
 const results: Record<string, unknown>[] = [];
 try {
   if (wanted.has('large')) results.push(await largeUpload(services, { bytes: Number(values['large-bytes']), rounds }));

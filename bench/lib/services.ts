@@ -16,7 +16,7 @@ export interface BenchServices {
   dir: string;
   env: Record<string, string>;
   temporalAddress: string;
-  s3: { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string };
+  s3: { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string; dir: string };
   databaseUrl: string;
   apiKey: string;
   tenantId: string;
@@ -27,16 +27,21 @@ export interface BenchServices {
 
 export const adminUrl = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-/** `temporal`: the dev server (SQLite, one shard) or the real server on PostgreSQL (4 shards). */
-export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Promise<BenchServices> {
+/**
+ * `temporal`: the dev server (SQLite, one shard) or the real server on PostgreSQL (4 shards).
+ * `storeDir`: a directory (on the filesystem to measure) for versitygw's data instead of the
+ * temporary one.
+ */
+export async function startServices(temporalKind: 'dev' | 'server' = 'dev', opts: { storeDir?: string } = {}): Promise<BenchServices> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-bench-'));
+  const storeDir = opts.storeDir ? mkdtempSync(path.join(opts.storeDir, 'oncely-bench-s3-')) : path.join(dir, 's3');
   const dbName = `oncely_bench_${process.pid}`;
   const temporalDb = `temporal_bench_${process.pid}`;
   const [temporal, s3, databaseUrl] = await Promise.all([
     temporalKind === 'server'
       ? startTemporalServer({ pgAdminUrl: adminUrl, database: temporalDb, dir: path.join(dir, 'temporal') })
       : startTemporalDevServer({ port: await getPort({ host: '127.0.0.1' }), dbFile: path.join(dir, 'temporal.db') }),
-    startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: path.join(dir, 's3') }),
+    startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: storeDir }),
     createMigratedDatabase(adminUrl, dbName),
   ]);
   const pool = createPool(databaseUrl, 1);
@@ -60,7 +65,7 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Pro
     dir,
     env,
     temporalAddress: temporal.address,
-    s3: { endpoint: s3.endpoint, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, bucket },
+    s3: { endpoint: s3.endpoint, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, bucket, dir: storeDir },
     databaseUrl,
     apiKey,
     tenantId,
@@ -71,6 +76,7 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev'): Pro
       if (temporalKind === 'server')
         for (const db of [temporalDb, `${temporalDb}_visibility`]) await dropDatabase(adminUrl, db).catch(() => {});
       rmSync(dir, { recursive: true, force: true });
+      if (opts.storeDir) rmSync(storeDir, { recursive: true, force: true });
     },
   };
 }

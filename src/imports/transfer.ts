@@ -142,14 +142,18 @@ async function bufferParts({ store, partBytes, key, multipartId, got, state, cou
   return filled > 0 ? buf.subarray(0, filled) : null;
 }
 
-/** Every part streamed from the origin to the store as it arrives (the file's length is known). */
+/**
+ * Every part streamed from the origin to the store as it arrives (the file's length is known).
+ * The next part starts once this one's bytes are all read, while the store still answers for
+ * it: the origin is never paused for a round trip. Parts are recorded in order, so a resume
+ * starts after the last part stored with all before it.
+ */
 async function streamParts({ store, partBytes, key, multipartId, got, state, counted, stored }: Parts): Promise<null> {
   const length = got.length!;
   const source = (got.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   let carry: Buffer | undefined;
-  /** The next `n` bytes of the body, ending early only with an ImportFailure. */
-  async function* next(n: number): AsyncGenerator<Buffer> {
-    const from = state.offset;
+  /** The next `n` bytes of the body from `from`, ending early only with an ImportFailure; `read` once all are. */
+  async function* next(n: number, from: number, read: () => void): AsyncGenerator<Buffer> {
     for (let left = n; left > 0;) {
       let chunk = carry ?? (await source.next()).value;
       carry = undefined;
@@ -162,11 +166,38 @@ async function streamParts({ store, partBytes, key, multipartId, got, state, cou
       counted(chunk);
       yield chunk;
     }
+    read();
   }
-  while (state.offset < length) {
-    const size = Math.min(partBytes, length - state.offset);
-    const partNumber = state.parts.length + 1;
-    stored(partNumber, await store.putPartStreamed!(key, multipartId, partNumber, Readable.from(next(size)), size), size);
+  const answered = new Map<number, { etag: string; bytes: number }>();
+  const recordInOrder = () => {
+    for (let n = state.parts.length + 1; answered.has(n); n = state.parts.length + 1) {
+      const part = answered.get(n)!;
+      answered.delete(n);
+      stored(n, part.etag, part.bytes);
+    }
+  };
+  const inFlight: Promise<void>[] = [];
+  try {
+    for (let sent = state.offset, partNumber = state.parts.length + 1; sent < length; partNumber++) {
+      const size = Math.min(partBytes, length - sent);
+      const n = partNumber;
+      let read!: () => void;
+      const allRead = new Promise<void>((resolve) => (read = resolve));
+      const put = store.putPartStreamed!(key, multipartId, n, Readable.from(next(size, sent, read)), size).then((etag) => {
+        answered.set(n, { etag, bytes: size });
+        recordInOrder();
+      });
+      inFlight.push(put);
+      sent += size;
+      await Promise.race([allRead, put]);
+      // At most two parts in flight: this one, read, and the one before it.
+      if (inFlight.length > 1) await inFlight.shift();
+    }
+    await Promise.all(inFlight);
+  } catch (err) {
+    // What did reach the store stays recorded for the next attempt.
+    await Promise.allSettled(inFlight);
+    throw err;
   }
   if (carry || !(await source.next()).done)
     throw new ImportFailure('import_failed', `The origin sent more than the ${length} bytes it declared.`);

@@ -106,3 +106,72 @@ describe.each([
     expect(sha(Buffer.concat(chunks))).toBe(sha(file));
   });
 });
+
+/**
+ * A streaming store whose answers for chosen parts come late (after the next part was
+ * stored) or as a failure: the transfer reads the next part while the store still answers for
+ * one, and records parts only in order.
+ */
+class LateAnswersStore extends StreamingStore {
+  started: number[] = [];
+  answered: number[] = [];
+  constructor(
+    dir: string,
+    private readonly late: Set<number>,
+    private readonly refuse?: number,
+  ) {
+    super(dir);
+  }
+  override async putPartStreamed(key: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string> {
+    this.started.push(partNumber);
+    const etag = await super.putPartStreamed(key, uploadId, partNumber, body, bytes);
+    // Answered once the next part is in the store, or for the last part at once.
+    if (this.late.has(partNumber)) await until(() => this.answered.includes(partNumber + 1) || this.started.length === partNumber);
+    this.answered.push(partNumber);
+    if (partNumber === this.refuse) throw new Error(`the store refused part ${partNumber}`);
+    return etag;
+  }
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 2));
+  if (!done()) throw new Error('the condition never held');
+}
+
+describe('parts streamed while the store still answers for the one before', () => {
+  const job = (name: string) => ({ url: `${origin.base}/f`, storageKey: `tenants/t/keys/k/${name}`, contentType: 'image/png' });
+
+  it('reads the next part before the store answers and records parts in order', async () => {
+    const store = new LateAnswersStore(path.join(dir, 'late'), new Set([1, 3]));
+    const reports: TransferProgress[] = [];
+    const got = await transfer({ origins, store, partBytes: 64 * KiB }, job('late'), undefined, (p) => reports.push(p));
+    expect(got).toMatchObject({ bytes: file.length, sha256: sha(file) });
+    // Part 2 was answered before part 1, part 4 before part 3 …
+    expect(store.answered.indexOf(2)).toBeLessThan(store.answered.indexOf(1));
+    expect(store.answered.indexOf(4)).toBeLessThan(store.answered.indexOf(3));
+    // … yet the progress only ever names a run of parts from the first.
+    for (const r of reports) expect(r.parts.map((p) => p.partNumber)).toEqual(r.parts.map((_, i) => i + 1));
+    expect(reports.map((r) => r.offset)).toEqual([0, 64, 128, 192, 256, 300, 300].map((k) => k * KiB));
+  });
+
+  it('a part the store refuses leaves only the parts before it recorded; the resume stores the rest', async () => {
+    const store = new LateAnswersStore(path.join(dir, 'refused'), new Set([2]), 2);
+    let progress: TransferProgress | undefined;
+    await expect(transfer({ origins, store, partBytes: 64 * KiB }, job('refused'), undefined, (p) => (progress = p))).rejects.toThrow(
+      'the store refused part 2',
+    );
+    // Part 3 reached the store before part 2's refusal, but a resume must start at part 2.
+    expect(store.answered).toContain(3);
+    expect(progress!.parts.map((p) => p.partNumber)).toEqual([1]);
+    expect(progress!.offset).toBe(64 * KiB);
+
+    origin.served = 0;
+    const again = new StreamingStore(path.join(dir, 'refused'));
+    const got = await transfer({ origins, store: again, partBytes: 64 * KiB }, job('refused'), progress, (p) => (progress = p));
+    expect(got).toMatchObject({ bytes: file.length, fetched: file.length - 64 * KiB });
+    const stored = await again.get(job('refused').storageKey);
+    const chunks: Buffer[] = [];
+    for await (const c of stored!) chunks.push(c as Buffer);
+    expect(sha(Buffer.concat(chunks))).toBe(sha(file));
+  });
+});
