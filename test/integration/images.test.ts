@@ -156,6 +156,11 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
     expect(strict.status).toBe(403);
     expect(strict.json()).toMatchObject({ error: 'transform_not_allowed' });
     expect(strict.json().detail).toContain('imageSpecs');
+    // A spec no URL could render says why, strict or not.
+    for (const bad of ['w_20,foo_1', 'w_20,w_30', 'dpr_100']) {
+      const res = await call(ctx, 'GET', `/v1/uploads/${ctx.imageId}/images/${bad}`);
+      expect([bad, res.status, res.json().error]).toEqual([bad, 400, 'image_spec_invalid']);
+    }
     const patched = await fetch(`${ctx.stack.url}/admin/tenants/${ctx.tenant.tenantId}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },

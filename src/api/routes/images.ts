@@ -263,12 +263,14 @@ export function uploadImageRoutes(deps: ImageDeps) {
     const tenantId = c.get('tenantId');
     const upload = imageUpload(await tenantUpload(pool, tenantId, c.req.param('id')!, callingToken(c)?.id, findImageSource));
     const asked = c.req.param('spec')!;
+    // Parsed first: a spec no URL could render is 400 naming the option, whatever the tenant allows.
+    const spec = await resolveSpec(pool, tenantId, asked);
     if (isOptionString(asked) && upload.image_specs !== 'any')
       throw problem(
         'transform_not_allowed',
         'Option strings are served only through signed URLs (the tenant\'s imageSpecs is "presets"): name a preset, or ask POST /v1/uploads/{id}/image-urls.',
       );
-    return serveVariant(c, deps, upload, await resolveSpec(pool, tenantId, asked), 'private');
+    return serveVariant(c, deps, upload, spec, 'private');
   });
 
   route(app, imageUrlRoute, async function createImageUrl(c) {
