@@ -37,6 +37,9 @@ it("lets the dev server's own UI decode from this machine, and nothing else with
   expect((await call(dev, { origin: 'http://127.0.0.1:9999' })).status).toBe(401);
   expect((await call(dev, { origin: UI }, '10.0.0.7')).status).toBe(401);
   expect((await call(dev, {})).status).toBe(401);
+  // Through a proxy on this machine (the peer is loopback, the caller is not): the token is asked for.
+  expect((await call(dev, { origin: UI, 'x-forwarded-for': '203.0.113.9' })).status).toBe(401);
+  expect((await call(dev, { origin: UI, forwarded: 'for=203.0.113.9' })).status).toBe(401);
   // A request that brings a credential is judged by it, wherever it comes from.
   expect((await call(dev, { origin: UI, authorization: 'Bearer wrong-token-0123456789abc' })).status).toBe(401);
   expect((await call(dev, { authorization: `Bearer ${TOKEN}` }, '10.0.0.7')).status).toBe(200);

@@ -21,7 +21,7 @@ export function adminAuth(adminToken: string | undefined): MiddlewareHandler<App
 /**
  * The codec server's guard: the operator token, or — in the embedded default only, where this
  * process started the Temporal dev server and its UI on 127.0.0.1 — a browser showing that UI
- * on this machine (its Origin, from a loopback address). Nothing more is open there: anyone
+ * on this machine (its Origin, from a loopback address, with no proxy's forwarding header). Nothing more is open there: anyone
  * on this machine can already read the data directory, SECRETS_KEY file included.
  */
 export function codecAuth(adminToken: string | undefined, devUiOrigin: string | undefined): MiddlewareHandler<AppEnv> {
@@ -30,7 +30,9 @@ export function codecAuth(adminToken: string | undefined, devUiOrigin: string | 
     const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
     const peer = env?.incoming?.socket?.remoteAddress ?? '';
     const loopback = peer === '127.0.0.1' || peer === '::1' || peer === '::ffff:127.0.0.1';
-    if (devUiOrigin && loopback && header(c, 'origin') === devUiOrigin && !header(c, 'authorization')) return next();
+    // A proxy on this machine makes every peer loopback; the headers it adds say so.
+    const proxied = header(c, 'forwarded') !== undefined || header(c, 'x-forwarded-for') !== undefined;
+    if (devUiOrigin && loopback && !proxied && header(c, 'origin') === devUiOrigin && !header(c, 'authorization')) return next();
     return operator(c, next);
   };
 }
