@@ -21,8 +21,9 @@ export function adminAuth(adminToken: string | undefined): MiddlewareHandler<App
 /**
  * The codec server's guard: the operator token, or — in the embedded default only, where this
  * process started the Temporal dev server and its UI on 127.0.0.1 — a browser showing that UI
- * on this machine (its Origin, from a loopback address, with no proxy's forwarding header). Nothing more is open there: anyone
- * on this machine can already read the data directory, SECRETS_KEY file included.
+ * on this machine (its Origin, from a loopback address, with no proxy's forwarding header).
+ * Nothing more is open there: anyone on this machine can already read the data directory,
+ * SECRETS_KEY file included.
  */
 export function codecAuth(adminToken: string | undefined, devUiOrigin: string | undefined): MiddlewareHandler<AppEnv> {
   const operator = adminAuth(adminToken);
