@@ -50,13 +50,14 @@ export function presentation(contentType: string, fileName: string | null, wante
 }
 
 /**
- * The header for `fileName` (null: none stored) under `disposition`. Control characters and
- * path separators are removed from the name first, so neither the quoted fallback nor the
- * decoded `filename*` can carry CR/LF or a directory.
+ * The header for `fileName` (null: none stored) under `disposition`. Control characters,
+ * bidirectional overrides and path separators are removed from the name first, so neither the
+ * quoted fallback nor the decoded `filename*` can carry CR/LF or a directory, or display as
+ * another name.
  */
 export function contentDisposition(disposition: Disposition, fileName: string | null): string {
   const name = fileName
-    ?.replace(/[\u0000-\u001f\u007f]/g, '')
+    ?.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, '')
     .replace(/[/\\]/g, '_')
     .trim();
   if (!name) return disposition;

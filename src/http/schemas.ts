@@ -50,16 +50,17 @@ export const Sha256Header = z
 /** The file name after percent-decoding (non-ASCII names arrive percent-encoded). */
 export const FileName = z
   .string()
-  .regex(FILE_NAME_PATTERN, 'X-File-Name must be 1-255 characters without control characters or slashes.')
+  .regex(FILE_NAME_PATTERN, 'X-File-Name must be 1-255 characters without control characters, bidirectional overrides or slashes.')
   .openapi({
-    description: 'Original file name, percent-encoded when not ASCII (1-255 characters, no control characters or slashes).',
+    description:
+      'Original file name, percent-encoded when not ASCII (1-255 characters, no control characters, bidirectional overrides or slashes).',
     example: 'holiday%20photo.jpg',
   });
 
 /** A file name in a JSON body (the same rule as X-File-Name, not percent-encoded). */
 export const FileNameField = z
   .string()
-  .regex(FILE_NAME_PATTERN, 'fileName must be 1-255 characters without control characters or slashes.')
+  .regex(FILE_NAME_PATTERN, 'fileName must be 1-255 characters without control characters, bidirectional overrides or slashes.')
   .openapi({ example: 'talk.mp4' });
 
 /** A media type's essence (parameters are dropped before this check). */

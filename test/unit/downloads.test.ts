@@ -54,6 +54,10 @@ describe('contentDisposition (RFC 6266)', () => {
     expect(contentDisposition('inline', null)).toBe('inline');
     expect(contentDisposition('attachment', '\r\n')).toBe('attachment');
   });
+  it('a bidirectional override in a stored name cannot make it display as another', () => {
+    const parsed = parse(contentDisposition('attachment', 'photo\u202egpj.exe'));
+    expect(parsed.parameters.filename).toBe('photogpj.exe');
+  });
   it('scripts and markup are browser-active; images, PDFs and text are not', () => {
     for (const t of [
       'text/html',

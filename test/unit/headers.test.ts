@@ -68,6 +68,12 @@ describe('other upload headers', () => {
     expect(code(() => parseFileName('a/b'))).toBe('header_invalid');
     expect(code(() => parseFileName('%E0%A4%A'))).toBe('header_invalid');
     expect(code(() => parseFileName('x'.repeat(256)))).toBe('header_invalid');
+    // C1 controls and bidirectional overrides (a name that displays as another): refused.
+    expect(code(() => parseFileName('a%C2%85b'))).toBe('header_invalid');
+    expect(code(() => parseFileName('photo%E2%80%AEgpj.exe'))).toBe('header_invalid');
+    expect(code(() => parseFileName('photo%E2%81%A6x%E2%81%A9.txt'))).toBe('header_invalid');
+    // Right-to-left text itself is a name like any other.
+    expect(parseFileName('%D7%A9%D7%9C%D7%95%D7%9D.txt')).toBe('שלום.txt');
   });
   it('Content-Type keeps the essence only', () => {
     expect(parseContentType(undefined)).toBe('application/octet-stream');
