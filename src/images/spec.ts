@@ -75,9 +75,19 @@ const FORMATS: Record<string, ImageFormat | 'auto'> = {
 const DEFAULT_QUALITY: Record<ImageFormat, number | undefined> = { webp: 80, avif: 50, jpeg: 80, png: undefined };
 const DPRS = new Set([1, 1.5, 2, 3, 4]);
 
-/** Whether a `{spec}` path segment is an option string (else it names a preset). */
+/** A table's own entry: a word like "constructor" names nothing (never Object.prototype's). */
+function lookup<T>(table: Record<string, T>, word: string): T | undefined {
+  return Object.hasOwn(table, word) ? table[word] : undefined;
+}
+
+/**
+ * Whether a `{spec}` path segment is an option string (else it names a preset): it lists
+ * several options, or its first word is an option this parser knows. A preset may not be
+ * named like one (`thumb_small` is a name, `w_100` is not).
+ */
 export function isOptionString(spec: string): boolean {
-  return /^[a-z]+_/.test(spec);
+  const first = /^([a-z]+)_/.exec(spec);
+  return spec.includes(',') || (first !== null && lookup(KEYS, first[1]!) !== undefined);
 }
 
 /** Parses an option string; SpecError names the first option it cannot take. */
@@ -86,7 +96,7 @@ export function parseSpec(spec: string): ParsedSpec {
   const seen = new Map<string, string>();
   for (const part of spec.split(',')) {
     const m = /^([a-z]+)_([a-z0-9.]+)$/.exec(part);
-    const key = m ? KEYS[m[1]!] : undefined;
+    const key = m ? lookup(KEYS, m[1]!) : undefined;
     if (!m || !key) throw new SpecError(`"${part}" is not an option (w_, h_, fit_, f_, q_, dpr_)`);
     if (seen.has(key)) throw new SpecError(`"${part}" repeats an option already given`);
     seen.set(key, m[2]!);
@@ -106,10 +116,10 @@ export function parseSpec(spec: string): ParsedSpec {
   const height = dimension('h');
   if (width === undefined && height === undefined) throw new SpecError('give w_, h_ or both');
   const fitText = seen.get('fit');
-  const fit = fitText === undefined ? 'inside' : FITS[fitText];
+  const fit = fitText === undefined ? 'inside' : lookup(FITS, fitText);
   if (!fit) throw new SpecError(`fit_${fitText} is not one of ${Object.keys(FITS).join(', ')}`);
   const formatText = seen.get('f');
-  const format = formatText === undefined ? undefined : FORMATS[formatText];
+  const format = formatText === undefined ? undefined : lookup(FORMATS, formatText);
   if (formatText !== undefined && !format) throw new SpecError(`f_${formatText} is not one of webp, avif, jpeg, png, auto`);
   const qText = seen.get('q');
   let quality: number | undefined;

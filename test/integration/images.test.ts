@@ -88,6 +88,9 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
       { name: 'ok', spec: 'w_10,f_bmp' },
       { name: 'ok', spec: 'w_10', extra: true },
       { name: 'ok' },
+      // Names a `{spec}` segment would read as options: no request could name them.
+      { name: 'w_100', spec: 'w_10' },
+      { name: 'width_big', spec: 'w_10' },
     ]) {
       const res = await call(ctx, 'POST', '/v1/image-presets', { body });
       expect(res.status, JSON.stringify(body)).toBe(400);
@@ -96,6 +99,16 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
     }
     expect((await ctx.stack.runtime.pool.query('SELECT count(*)::int AS n FROM image_presets')).rows[0].n).toBe(before);
     expect((await call(ctx, 'GET', '/v1/image-presets/nope')).status).toBe(404);
+  });
+
+  it('serves a preset whose name holds an underscore by that name', async () => {
+    const declared = await call(ctx, 'POST', '/v1/image-presets', { body: { name: 'thumb_small', spec: 'w_8,f_webp' } });
+    expect(declared.status).toBe(201);
+    const id = await uploadOf(ctx, await png(40, 30), 'image/png');
+    const res = await call(ctx, 'GET', `/v1/uploads/${id}/images/thumb_small`);
+    expect(res.status, res.body.toString()).toBe(200);
+    const meta = await sharp(res.body).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 8, 6]);
   });
 
   it('caps presets per tenant and versions per name: one more answers 409 and stores nothing', async () => {

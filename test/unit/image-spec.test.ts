@@ -68,6 +68,10 @@ describe('image spec', () => {
       ['w_10,,h_10', /not an option/],
       ['W_10', /not an option/],
       [`w_10,${'q_1,'.repeat(60)}`, /at most 200/],
+      // Words every object answers to are not options or values.
+      ['w_10,constructor_1', /"constructor_1" is not an option/],
+      ['w_10,fit_constructor', /fit_constructor/],
+      ['w_10,f_constructor', /f_constructor/],
     ];
     for (const [spec, reason] of bad) {
       expect(() => parseSpec(spec), spec).toThrow(SpecError);
@@ -79,5 +83,11 @@ describe('image spec', () => {
     expect(isOptionString('w_400')).toBe(true);
     expect(isOptionString('thumb')).toBe(false);
     expect(isOptionString('hero-2x')).toBe(false);
+    // A name with an underscore is still a name; a list, or a first word that is an option, is options.
+    expect(isOptionString('thumb_small')).toBe(false);
+    expect(isOptionString('constructor_1')).toBe(false);
+    expect(isOptionString('width_400')).toBe(true);
+    expect(isOptionString('c_fill')).toBe(true);
+    expect(isOptionString('x_10,w_10')).toBe(true);
   });
 });

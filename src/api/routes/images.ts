@@ -44,6 +44,12 @@ const PresetName = z
   .regex(NAME, 'lower-case letters, digits, "-" and "_", at most 63, starting with a letter or digit')
   .openapi({ example: 'thumb' });
 
+/** A new preset's name: `{spec}` would read one that begins like an option as options, so no request could name it. */
+const NewPresetName = PresetName.refine(
+  (name) => !isOptionString(name),
+  'a preset name may not begin like an option (w_, h_, fit_, c_, f_, q_, dpr_, width_, ...)',
+);
+
 const SPEC_DESCRIPTION =
   'Options joined by commas: `w_` and `h_` (pixels, at most 8192), `fit_` (`inside` default, `cover`, `contain`, `fill`, `outside`), ' +
   '`f_` (`webp`, `avif`, `jpeg`, `png`, `auto` from Accept; absent: the source format), `q_` (1-100), `dpr_` (1, 1.5, 2, 3, 4: multiplies ' +
@@ -60,7 +66,7 @@ export const ImagePreset = z
 
 const DeclareImagePreset = z
   .object({
-    name: PresetName,
+    name: NewPresetName,
     spec: z.string().min(1).max(MAX_SPEC_LENGTH).openapi({ example: 'w_400,h_300,fit_cover,f_auto', description: SPEC_DESCRIPTION }),
   })
   .strict()
