@@ -89,7 +89,14 @@ export async function transfer(
   // A store that takes a part as a stream, and a length known beforehand: each part streams
   // from the origin to the store as it arrives (no part held in memory, no stop-and-go).
   const parts: Parts = { ...deps, key: job.storageKey, multipartId, got, state, counted, stored };
-  const filled = store.putPartStreamed && got.length !== null ? await streamParts(parts) : await bufferParts(parts);
+  let filled: Buffer | null;
+  try {
+    filled = store.putPartStreamed && got.length !== null ? await streamParts(parts) : await bufferParts(parts);
+  } catch (err) {
+    // The origin's connection is let go now, not at the total timeout.
+    got.body.destroy();
+    throw err;
+  }
   const bytes = state.offset + (filled?.length ?? 0);
   if (got.length !== null && bytes !== got.length)
     throw new ImportFailure('import_failed', `The origin sent ${bytes} bytes of the ${got.length} it declared.`);

@@ -154,6 +154,22 @@ describe('parts streamed while the store still answers for the one before', () =
     expect(reports.map((r) => r.offset)).toEqual([0, 64, 128, 192, 256, 300, 300].map((k) => k * KiB));
   });
 
+  it('lets go of the origin as soon as a part fails, not at the total timeout', async () => {
+    const store = new LateAnswersStore(path.join(dir, 'let-go'), new Set(), 1);
+    origin.throttle(100 * KiB);
+    origin.served = 0;
+    try {
+      await expect(transfer({ origins, store, partBytes: 64 * KiB }, job('let-go'), undefined, () => {})).rejects.toThrow(
+        'the store refused part 1',
+      );
+      // Paced at 100 KiB/s the rest would be sent within 3 s if the connection stayed open.
+      await new Promise((r) => setTimeout(r, 3_500));
+      expect(origin.served).toBeLessThan(file.length);
+    } finally {
+      origin.throttle(undefined);
+    }
+  });
+
   it('a part the store refuses leaves only the parts before it recorded; the resume stores the rest', async () => {
     const store = new LateAnswersStore(path.join(dir, 'refused'), new Set([2]), 2);
     let progress: TransferProgress | undefined;
