@@ -1,6 +1,7 @@
 // Reading a file from its origin for an import: every hop checked by the one URL guard the
 // webhooks use (http(s) only, no userinfo, the connection pinned to the address that was
-// checked), redirects followed by hand and each re-checked, bounded in number; connect, idle
+// checked), redirects followed by hand and each re-checked, bounded in number (the tenant's
+// headers go to the URL's own origin only, and no more once a redirect left it); connect, idle
 // and total timeouts; the size limit applied before the body when the origin declares a
 // length and while streaming when it does not. A resumed read asks for the rest with Range
 // and If-Range (the validator the first answer carried); an origin that answers the whole
@@ -36,7 +37,7 @@ export interface OriginLimits {
 
 export interface OriginRead {
   url: string;
-  /** Request headers the tenant gave (e.g. Authorization for a private origin). */
+  /** Request headers the tenant gave (e.g. Authorization for a private origin): sent to `url`'s origin only. */
   headers?: Record<string, string>;
   /** Resume after `offset` bytes, if the origin still holds what `validator` (ETag or Last-Modified) named. */
   resume?: { offset: number; validator: string };
@@ -80,9 +81,14 @@ export class Origins {
   /** Opens the file (or its rest); the body errors with an ImportFailure past the size limit or a timeout. */
   async open(read: OriginRead): Promise<OriginBody> {
     const signal = AbortSignal.timeout(this.limits.totalMs);
+    const own = URL.parse(read.url)?.origin;
     let url = read.url;
+    // An Authorization (or any header the tenant gave) is for the origin it named: once a hop
+    // leaves it for another scheme, host or port, the rest go without them (as in fetch).
+    let ownOrigin = true;
     for (let hop = 0; ; hop++) {
-      const res = await this.get(url, read, signal);
+      ownOrigin &&= URL.parse(url)?.origin === own;
+      const res = await this.get(url, read, signal, ownOrigin);
       if (REDIRECTS.has(res.statusCode)) {
         await res.body.dump().catch(() => {}); // only the Location matters
         const location = one(res.headers.location);
@@ -101,7 +107,7 @@ export class Origins {
     return this.agent.close();
   }
 
-  private async get(url: string, read: OriginRead, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  private async get(url: string, read: OriginRead, signal: AbortSignal, ownOrigin: boolean): Promise<Dispatcher.ResponseData> {
     const host = URL.parse(url)?.hostname;
     if (read.hosts && host && !hostListed(read.hosts, host))
       throw new ImportFailure('import_forbidden_address', `The import reached ${host}, which the upload token does not allow.`);
@@ -112,7 +118,11 @@ export class Origins {
         throw new ImportFailure('import_forbidden_address', `The import URL is not allowed: ${err.message}.`);
       throw err;
     }
-    const headers: Record<string, string> = { ...read.headers, 'accept-encoding': 'identity', 'user-agent': 'Oncely-Import/1' };
+    const headers: Record<string, string> = {
+      ...(ownOrigin ? read.headers : {}),
+      'accept-encoding': 'identity',
+      'user-agent': 'Oncely-Import/1',
+    };
     if (read.resume) {
       headers.range = `bytes=${read.resume.offset}-`;
       headers['if-range'] = read.resume.validator;

@@ -12,6 +12,8 @@ import { hostListed } from '../../src/tokens/grant';
 const file = randomBytes(64 * 1024);
 let version = 'v1';
 let served = 0;
+/** The request headers /seen last got. */
+let seen: http.IncomingHttpHeaders = {};
 let server: LoopbackServer;
 let base = '';
 
@@ -63,6 +65,22 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     }
     case '/to-localhost':
       res.writeHead(302, { location: base.replace('127.0.0.1', 'localhost') + '/file' });
+      return res.end();
+    case '/seen':
+      seen = req.headers;
+      return whole();
+    case '/to-seen':
+      res.writeHead(302, { location: '/seen' });
+      return res.end();
+    case '/to-localhost-seen':
+      res.writeHead(307, { location: base.replace('127.0.0.1', 'localhost') + '/seen' });
+      return res.end();
+    case '/away-and-back':
+      // From 127.0.0.1 to localhost, which sends the read back to 127.0.0.1's /seen.
+      res.writeHead(302, { location: base.replace('127.0.0.1', 'localhost') + '/to-seen-here' });
+      return res.end();
+    case '/to-seen-here':
+      res.writeHead(302, { location: base + '/seen' });
       return res.end();
     case '/to-metadata':
       res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' });
@@ -151,6 +169,26 @@ describe('reading an import from its origin', () => {
     expect(tooMany.code).toBe('import_failed');
     const metadata = await failureOf(o.open({ url: `${base}/to-metadata` }));
     expect(metadata.code).toBe('import_forbidden_address');
+    await o.close();
+  });
+
+  it("sends the tenant's headers to the URL's own origin only, never to another one a redirect names", async () => {
+    const o = origins();
+    const headers = { authorization: 'Bearer private-origin-secret', 'x-api-key': 'k-123' };
+    await bytesOf((await o.open({ url: `${base}/to-seen`, headers })).body);
+    expect(seen).toMatchObject(headers);
+    seen = {};
+    const away = await o.open({ url: `${base}/to-localhost-seen`, headers });
+    expect(away.finalUrl).toBe(`${base.replace('127.0.0.1', 'localhost')}/seen`);
+    expect((await bytesOf(away.body)).equals(file)).toBe(true);
+    expect(seen['user-agent']).toBe('Oncely-Import/1');
+    expect(seen.authorization).toBeUndefined();
+    expect(seen['x-api-key']).toBeUndefined();
+    // Once left, the origin is not given them again: the other host chose where to send the read.
+    seen = {};
+    await bytesOf((await o.open({ url: `${base}/away-and-back`, headers })).body);
+    expect(seen['user-agent']).toBe('Oncely-Import/1');
+    expect(seen.authorization).toBeUndefined();
     await o.close();
   });
 

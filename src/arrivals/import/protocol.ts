@@ -49,7 +49,7 @@ export const CreateImport = z
       .optional()
       .openapi({
         description:
-          'Request headers for the origin (e.g. `Authorization` for a private file). Stored sealed with the secrets box, sent only to the origin, never shown again.',
+          "Request headers for the origin (e.g. `Authorization` for a private file). Stored sealed with the secrets box, sent only to the URL's own origin (once a redirect leaves it for another scheme, host or port, the rest of the hops go without them), never shown again.",
       }),
   })
   .strict()
