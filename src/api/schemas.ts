@@ -321,7 +321,9 @@ export const BatchDeletion = z
     items: z.array(
       z.object({
         uploadId: Uuid,
-        status: z.enum(['deleting', 'deleted', 'not_found']),
+        status: z.enum(['deleting', 'deleted', 'importing', 'not_found']).openapi({
+          description: '`importing`: still being read from its origin (nothing to delete yet): delete it once it is committed.',
+        }),
       }),
     ),
   })

@@ -57,6 +57,21 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     const text = await res.text();
     return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
   };
+  const deleteUpload = async (uploadId: string, key: string, prefer?: string) => {
+    const res = await fetch(`${stack.url}/v1/uploads/${uploadId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key, ...(prefer ? { prefer } : {}) },
+    });
+    return { status: res.status, headers: res.headers, json: (await res.json()) as Record<string, any> };
+  };
+  const postJson = async (route: string, body: unknown) => {
+    const res = await fetch(`${stack.url}${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, json: (await res.json()) as Record<string, any> };
+  };
   const importRows = async () => (await stack.runtime.pool.query('SELECT * FROM imports WHERE tenant_id = $1', [tenant.tenantId])).rows;
 
   it('commits the file once under its key, resuming a cut read where its stored parts end', async () => {
@@ -109,6 +124,15 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
         return r.json.status === 'importing' && r.json.bytesFetched > 0 ? r.json : undefined;
       }, 30_000);
       expect(progressed).toMatchObject({ bytesTotal: file.length });
+      // Nothing is committed yet: a delete says so, deletes nothing, and is not stored under its key.
+      const uploadId = accepted.json.uploadId as string;
+      const deleteKey = `delete-${randomUUID()}`;
+      const early = await deleteUpload(uploadId, deleteKey);
+      expect(early.status).toBe(409);
+      expect(early.json).toMatchObject({ error: 'import_in_progress', status: 409 });
+      expect(early.headers.get('retry-after')).toBe('10');
+      const batch = await postJson('/v1/uploads/delete', { ids: [uploadId] });
+      expect(batch.json.items).toEqual([{ uploadId, status: 'importing' }]);
       // A repeat while it runs answers the same import.
       const repeat = await importFile(key, { url: `${origin.base}/slow.png` }, { prefer: 'respond-async' });
       expect(repeat.status).toBe(202);
@@ -121,6 +145,10 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
         sha256: sha256(file),
         fileName: 'slow.png',
       });
+      // Committed: the same DELETE (its key kept nothing) now deletes it.
+      const later = await deleteUpload(uploadId, deleteKey, 'wait=30');
+      expect([200, 202]).toContain(later.status);
+      expect(later.json).toMatchObject({ uploadId, status: later.status === 200 ? 'deleted' : 'deleting' });
     } finally {
       origin.throttle(undefined);
     }
@@ -138,6 +166,8 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     const view = await getJson(`${stack.url}/v1/uploads/${accepted.json.uploadId}`, tenant.apiKey);
     expect(view.json).toMatchObject({ status: 'failed', error: { error: 'import_failed', originStatus: 404 } });
+    // A failed import stored nothing: there is nothing to delete.
+    expect((await deleteUpload(accepted.json.uploadId, `delete-${randomUUID()}`)).json.error).toBe('not_found');
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toEqual([]);
     expect((await importRows()).filter((r) => r.state === 'importing')).toEqual([]);
   });

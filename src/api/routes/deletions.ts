@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
+import { findImport } from '../../db/queries/imports';
 import type { DeletionResult } from '../../../workflows/definitions';
 import { dependency, problem } from '../../errors';
 import type { Deletions } from '../../lifecycle/deletions';
@@ -24,12 +25,23 @@ export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config:
   const { pool, deletions, config } = deps;
   const app = router();
 
+  /** The upload, or (none yet) whether an import will make it: GET shows an import's progress under the same id. */
+  async function uploadOrImport(tenantId: string, id: string): Promise<UploadRow | 'importing' | undefined> {
+    const upload = await dependency('database_unavailable', () => findUpload(pool, tenantId, id));
+    if (upload) return upload;
+    const importing = await dependency('database_unavailable', () => findImport(pool, tenantId, id));
+    if (importing?.state === 'importing') return 'importing';
+    // Committed between the two reads (the import's row goes with the commit).
+    return importing ? undefined : dependency('database_unavailable', () => findUpload(pool, tenantId, id));
+  }
+
   route(app, batchDeleteRoute, idempotentRoute(deps.idempotency), async function deleteUploads(c) {
     const { ids } = await jsonBody(c, BatchDelete);
     const tenantId = c.get('tenantId');
     const items = await Promise.all(
       ids.map(async (uploadId) => {
-        const upload = await dependency('database_unavailable', () => findUpload(pool, tenantId, uploadId));
+        const upload = await uploadOrImport(tenantId, uploadId);
+        if (upload === 'importing') return { uploadId, status: 'importing' as const };
         if (!upload) return { uploadId, status: 'not_found' as const };
         if (upload.erased_at) return { uploadId, status: 'deleted' as const };
         await deletions.start(tenantId, uploadId, upload.idempotency_key, 'request');
@@ -43,7 +55,13 @@ export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config:
     const tenantId = c.get('tenantId');
     const id = c.req.param('id')!;
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUpload(pool, tenantId, id)) : undefined;
+    const upload = Uuid.safeParse(id).success ? await uploadOrImport(tenantId, id) : undefined;
+    // Not stored under the key (409): the same DELETE succeeds once the import has committed.
+    if (upload === 'importing')
+      throw problem(
+        'import_in_progress',
+        'The upload is still being read from its origin: it can be deleted once it is committed (GET /v1/uploads/{id} shows when).',
+      );
     if (!upload) throw problem('not_found', 'No such upload.');
     if (upload.erased_at) return c.json(deletionView(upload), 200);
     const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
@@ -94,7 +112,7 @@ const deleteRoute = createRoute({
       description: 'Deleting: tombstoned, erasure under way. Poll the Location (the upload) or repeat the DELETE.',
       content: { 'application/json': { schema: Deletion } },
     },
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'not_found', 'header_invalid', 'temporal_unavailable'),
+    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'not_found', 'import_in_progress', 'header_invalid', 'temporal_unavailable'),
   },
 });
 
@@ -110,7 +128,7 @@ const batchDeleteRoute = createRoute({
   },
   responses: {
     202: {
-      description: "Each upload's state: deleting (started), deleted, or not_found.",
+      description: "Each upload's state: deleting (started), deleted, importing (not committed yet: nothing deleted), or not_found.",
       content: { 'application/json': { schema: BatchDeletion } },
     },
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
