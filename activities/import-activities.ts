@@ -6,7 +6,7 @@
 // origin that failed mid-transfer is retried.
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
 import { endImport, recordImportProgress } from '../src/db/queries/imports';
 import {
@@ -102,6 +102,15 @@ export function createImportActivities({ pool, store, secrets, imports, importer
           });
         }
       }, 1_000);
+      // A deletion of the upload stops the read (the heartbeat brings the request). A worker
+      // shutting down does not: the next attempt resumes where this one got.
+      let canceled = false;
+      const stopOnCancel = () => {
+        if (!ctx.cancellationDetails?.cancelRequested) return;
+        canceled = true;
+        void origins.destroy();
+      };
+      ctx.cancellationSignal.addEventListener('abort', stopOnCancel, { once: true });
       try {
         const headers = spec.sealedHeaders ? openImportHeaders(secrets, spec.storageKey, spec.sealedHeaders) : undefined;
         // An S3 source's object: each attempt signs its own read (a resume may come long after the first).
@@ -139,6 +148,10 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         await checkFile(store, job, copy, contentType);
         return { copy, contentType };
       } catch (err) {
+        if (canceled) {
+          if (progress) await store.abortParts(spec.storageKey, progress.multipartId).catch(() => {});
+          throw new CancelledFailure('The import was canceled: its upload was deleted.');
+        }
         if (err instanceof ApplicationFailure) throw err;
         if (!(err instanceof ImportFailure)) throw err;
         const status = err.originStatus;
@@ -149,6 +162,7 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         throw refusal(err.code, err.message, { originStatus: status ?? null }, final);
       } finally {
         clearInterval(beat);
+        ctx.cancellationSignal.removeEventListener('abort', stopOnCancel);
         void origins.close();
       }
     },

@@ -68,6 +68,7 @@ export const catalogue = {
   too_many_import_batches: { status: 429, title: 'Too many open import batches for this tenant', retryAfter: 60 },
   import_batch_closed: { status: 409, title: 'The import batch has ended' },
   import_in_progress: { status: 409, title: 'The upload is still being imported', retryAfter: 10 },
+  import_canceled: { status: 410, title: 'The import was canceled: its upload was deleted before it was committed' },
   import_url_invalid: { status: 400, title: 'The import URL is not allowed' },
   import_source_invalid: { status: 422, title: "The import batch's S3 source cannot be imported" },
   import_host_not_allowed: { status: 403, title: 'The upload token does not allow imports from this host' },

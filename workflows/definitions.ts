@@ -92,6 +92,15 @@ export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(
  */
 export const completeStepUpdate = defineUpdate<{ step: number; outcome: StepDecision['outcome'] }, [StepDecision]>(updates.completeStep);
 
+/**
+ * What `cancelImport` answers: `canceling` while an import's file is still being read (the
+ * read stops, its parts go, and the key answers 410 `import_canceled`); `committing` once it
+ * has been read (too late: the upload commits, and is then deleted like any other).
+ * Registered on import runs only (a handler is no command: runs of any revision replay).
+ */
+export type ImportCancelOutcome = 'canceling' | 'committing';
+export const cancelImportUpdate = defineUpdate<ImportCancelOutcome, []>(updates.cancelImport);
+
 /** An import batch's workflow input (ID `import-batch/{batchId}`). */
 export interface ImportBatchInput {
   batchId: string;

@@ -4,9 +4,17 @@
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { needsDownstream } from '../src/downstream/types';
-import type { UploadWorkflowInput } from './definitions';
+import { cancelImportUpdate, type UploadWorkflowInput } from './definitions';
 import { discardCopy, localStep, refusable, runUpload, setPhase, type Revision, type RunRecords } from './upload-offers';
-import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  proxyActivities,
+  setHandler,
+  TimeoutFailure,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { isImportRefusal, type ImportRefusal } from '../src/imports/failures';
 import { uploadWorkflowR3 } from './upload-r3';
@@ -34,22 +42,59 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
     },
   };
   if (!input.import) return runUpload(input, revision);
+  const read = cancellableRead();
   try {
-    return await runUpload(input, { ...revision, fetch: fetchImported });
+    return await runUpload(input, { ...revision, fetch: (run) => fetchImported(run, read) });
   } catch (err) {
     await failImport(input.import.uploadId);
     throw err;
   }
 }
 
+/** An import's read, which a deletion before it ends cancels (`cancelImport`). */
+interface CancellableRead {
+  scope: CancellationScope;
+  /** A deletion asked for it while the file was still being read. */
+  readonly canceled: boolean;
+  /** The read has ended: from now on a deletion waits for the commit. */
+  ended(): void;
+}
+
+function cancellableRead(): CancellableRead {
+  const scope = new CancellationScope();
+  let canceled = false;
+  let ended = false;
+  setHandler(cancelImportUpdate, () => {
+    if (ended) return 'committing';
+    canceled = true;
+    scope.cancel();
+    return 'canceling';
+  });
+  return {
+    scope,
+    get canceled() {
+      return canceled;
+    },
+    ended: () => (ended = true),
+  };
+}
+
+const CANCELED = 'The import was canceled: its upload was deleted before it was committed.';
+
 /**
  * An import's read, retried (each attempt resuming) up to its bound; a refusal (what the
- * origin answered, a file past its limits) is recorded as the key's answer in one commit.
+ * origin answered, a file past its limits, a deletion while it read) is recorded as the
+ * key's answer in one commit.
  */
-async function fetchImported(run: RunRecords): Promise<{ copy: StagedCopy; request: UploadWorkflowInput } | StoredResponse> {
+async function fetchImported(
+  run: RunRecords,
+  read: CancellableRead,
+): Promise<{ copy: StagedCopy; request: UploadWorkflowInput } | StoredResponse> {
   const { request } = run;
   const spec = request.import!;
   const { fetchImport } = proxyActivities<Activities>({
+    // A canceled read is waited for: its parts are gone (or its object is discarded below) before the refusal commits.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     // The read's own bound, plus hashing a resumed file and completing its parts.
     startToCloseTimeout: (spec.attemptSeconds + 300) * 1000,
     heartbeatTimeout: spec.heartbeatSeconds * 1000,
@@ -57,20 +102,33 @@ async function fetchImported(run: RunRecords): Promise<{ copy: StagedCopy; reque
     summary: 'Read the file from its origin into the store',
   });
   try {
-    const got = await fetchImport({
-      spec,
-      fingerprint: request.fingerprint,
-      contentType: request.contentType,
-      sha256: request.declaredSha256,
-      ...(request.grant ? { grant: request.grant } : {}),
-    });
-    return { copy: got.copy, request: { ...request, contentType: got.contentType } };
+    const got = await read.scope.run(() =>
+      fetchImport({
+        spec,
+        fingerprint: request.fingerprint,
+        contentType: request.contentType,
+        sha256: request.declaredSha256,
+        ...(request.grant ? { grant: request.grant } : {}),
+      }),
+    );
+    read.ended();
+    if (!read.canceled) return { copy: got.copy, request: { ...request, contentType: got.contentType } };
+    // The read finished as the deletion arrived: the file is not kept.
+    await discardCopy(got.copy.storageKey);
+    return await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
   } catch (err) {
-    const rejection = importRefusal(err);
-    const response = await commitUpload({ ...run, rejection });
-    setPhase('rejected');
-    return response;
+    read.ended();
+    if (!read.canceled) return await rejectImport(run, importRefusal(err));
+    // Whatever the canceled read left (its parts are aborted; an object it completed first is not).
+    await discardCopy(spec.storageKey);
+    return await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
   }
+}
+
+async function rejectImport(run: RunRecords, rejection: { code: ImportRefusal; detail: string; extra?: Record<string, unknown> }) {
+  const response = await commitUpload({ ...run, rejection });
+  setPhase('rejected');
+  return response;
 }
 
 /** What a failed read records: its own refusal, a timeout, or (anything else, retries spent) that the file could not be read. */

@@ -170,7 +170,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadRoutes({ pool, config, processed, importer: services.importer }));
   app.route('/v1/uploads', uploadContentRoutes(downloads));
   app.route('/v1/uploads', uploadImageRoutes(images));
-  app.route('/v1/uploads', deletionRoutes({ pool, deletions, config, idempotency }));
+  app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/import-batches', importBatchRoutes({ idempotency, batches: services.importBatches, pipelines }));

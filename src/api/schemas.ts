@@ -322,7 +322,7 @@ export const BatchDeletion = z
       z.object({
         uploadId: Uuid,
         status: z.enum(['deleting', 'deleted', 'importing', 'not_found']).openapi({
-          description: '`importing`: still being read from its origin (nothing to delete yet): delete it once it is committed.',
+          description: '`importing`: an import read and being committed (too late to cancel): delete it again once it is committed.',
         }),
       }),
     ),

@@ -5,8 +5,12 @@ import type { ErrorCode } from '../errors';
 /** What the origin decided (or failed to do in time). */
 export type ImportFailureCode = 'import_failed' | 'import_too_large' | 'import_forbidden_address' | 'import_timeout';
 
-/** Every way an import's fetch refuses its file for good: the origin's failures, and the file's checks after it is read. */
+/**
+ * Every way an import ends without its file for good: the origin's failures, the file's
+ * checks after it is read, and a deletion before it committed.
+ */
 export const IMPORT_REFUSALS = [
+  'import_canceled',
   'import_failed',
   'import_too_large',
   'import_forbidden_address',

@@ -3,7 +3,7 @@
 // and progress, under the tenant's quota) and its run, which reads the file itself and
 // commits through the same path as every other door.
 import { randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Pool } from '../db/pool';
 import { findImport, findImportByKey, insertImportOrGet, removeImport, type ImportRow } from '../db/queries/imports';
@@ -22,7 +22,7 @@ import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
-import type { ImportSpec } from '../../workflows/definitions';
+import { cancelImportUpdate, type ImportCancelOutcome, type ImportSpec } from '../../workflows/definitions';
 import { importRequest, type ImportBody } from './request';
 
 export interface ImporterDeps {
@@ -90,6 +90,22 @@ export class Importer {
       if (answer) return answer;
     }
     return { kind: 'importing', view: importView(now ?? row), workflowId };
+  }
+
+  /**
+   * A deletion of an upload still being imported: its run stops the read (`canceling`: the key
+   * then answers 410 import_canceled) unless the file is already read (`committing`: delete
+   * the upload once it is committed). A run that no longer takes it (ended, or started by a
+   * release without the update) answers `committing` too: its outcome is moments away.
+   */
+  async cancel(row: ImportRow): Promise<ImportCancelOutcome> {
+    const handle = this.deps.temporal.workflow.getHandle(uploadWorkflowId(row.tenant_id, row.idempotency_key));
+    try {
+      return await handle.executeUpdate(cancelImportUpdate);
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) return 'committing';
+      throw problem('temporal_unavailable', undefined, { cause: err });
+    }
   }
 
   /** An import not yet committed, for GET /v1/uploads/{id}: its progress, or its failure with the answer it recorded. */

@@ -66,6 +66,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 export class Origins {
   private readonly agent: Agent;
+  private destroyed = false;
 
   constructor(
     private readonly guard: GuardOptions & { resolve?: Resolver },
@@ -104,7 +105,13 @@ export class Origins {
   }
 
   close(): Promise<void> {
-    return this.agent.close();
+    return this.destroyed ? Promise.resolve() : this.agent.close();
+  }
+
+  /** Drops every connection now: a read under way fails at once (its import was canceled). */
+  destroy(): Promise<void> {
+    this.destroyed = true;
+    return this.agent.destroy().catch(() => {}); // already closed: nothing left to drop
   }
 
   private async get(url: string, read: OriginRead, signal: AbortSignal, ownOrigin: boolean): Promise<Dispatcher.ResponseData> {

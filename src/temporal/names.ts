@@ -24,6 +24,7 @@ export const updates = {
   offerCopyForAnswer: 'offerCopyForAnswer',
   completeStep: 'completeStep',
   controlBatch: 'controlBatch',
+  cancelImport: 'cancelImport',
 } as const;
 
 /** Every workflow type the worker registers (the names its workflow functions are exported under). */

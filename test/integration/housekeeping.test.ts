@@ -43,10 +43,13 @@ async function runNow(task: HousekeepingTask): Promise<Record<string, number>> {
 
 it('creates one schedule per housekeeping task at worker start', async () => {
   for (const task of Object.keys(HOUSEKEEPING) as HousekeepingTask[]) {
-    const desc = await stack.temporal.schedule.getHandle(scheduleId(stack.config.TASK_QUEUE_UPLOADS, task)).describe();
+    const handle = stack.temporal.schedule.getHandle(scheduleId(stack.config.TASK_QUEUE_UPLOADS, task));
+    // A describe asks the schedule's own run, which a dev server busy with the whole suite can
+    // answer late: each try gets 10 s, and the test polls.
+    const desc = await eventually(() => stack.temporal.withDeadline(Date.now() + 10_000, () => handle.describe()), 90_000);
     expect(desc.action).toMatchObject({ type: 'startWorkflow', workflowType: 'housekeepingWorkflow', args: [task] });
   }
-});
+}, 180_000);
 
 it('expires key rows into tombstones; a reused expired key is refused, naming the upload', async () => {
   const key = `hk-${randomUUID()}`;

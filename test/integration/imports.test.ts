@@ -124,15 +124,6 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
         return r.json.status === 'importing' && r.json.bytesFetched > 0 ? r.json : undefined;
       }, 30_000);
       expect(progressed).toMatchObject({ bytesTotal: file.length });
-      // Nothing is committed yet: a delete says so, deletes nothing, and is not stored under its key.
-      const uploadId = accepted.json.uploadId as string;
-      const deleteKey = `delete-${randomUUID()}`;
-      const early = await deleteUpload(uploadId, deleteKey);
-      expect(early.status).toBe(409);
-      expect(early.json).toMatchObject({ error: 'import_in_progress', status: 409 });
-      expect(early.headers.get('retry-after')).toBe('10');
-      const batch = await postJson('/v1/uploads/delete', { ids: [uploadId] });
-      expect(batch.json.items).toEqual([{ uploadId, status: 'importing' }]);
       // A repeat while it runs answers the same import.
       const repeat = await importFile(key, { url: `${origin.base}/slow.png` }, { prefer: 'respond-async' });
       expect(repeat.status).toBe(202);
@@ -145,31 +136,54 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
         sha256: sha256(file),
         fileName: 'slow.png',
       });
-      // Committed: the same DELETE (its key kept nothing) now deletes it.
-      const later = await deleteUpload(uploadId, deleteKey, 'wait=30');
-      expect([200, 202]).toContain(later.status);
-      expect(later.json).toMatchObject({ uploadId, status: later.status === 200 ? 'deleted' : 'deleting' });
     } finally {
       origin.throttle(undefined);
     }
   });
 
-  it("records the origin's refusal as the key's answer, replayed, and frees the import's slot", async () => {
-    const key = `import-${randomUUID()}`;
-    const accepted = await importFile(key, { url: `${origin.base}/missing` }, { prefer: 'respond-async' });
-    expect(accepted.status).toBe(202);
-    const failed = await importFile(key, { url: `${origin.base}/missing` }, { prefer: 'wait=30' });
-    expect(failed.status).toBe(422);
-    expect(failed.json).toMatchObject({ error: 'import_failed', originStatus: 404 });
-    const replayed = await importFile(key, { url: `${origin.base}/missing` });
-    expect(replayed.status).toBe(422);
-    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
-    const view = await getJson(`${stack.url}/v1/uploads/${accepted.json.uploadId}`, tenant.apiKey);
-    expect(view.json).toMatchObject({ status: 'failed', error: { error: 'import_failed', originStatus: 404 } });
-    // A failed import stored nothing: there is nothing to delete.
-    expect((await deleteUpload(accepted.json.uploadId, `delete-${randomUUID()}`)).json.error).toBe('not_found');
-    expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toEqual([]);
-    expect((await importRows()).filter((r) => r.state === 'importing')).toEqual([]);
+  it('a delete while the file is read stops the read: nothing kept, and the key answers 410 import_canceled', async () => {
+    const keys = [`import-${randomUUID()}`, `import-${randomUUID()}`];
+    const body = { url: `${origin.base}/canceled.png` };
+    origin.throttle(MiB);
+    try {
+      const ids: string[] = [];
+      for (const key of keys) {
+        const accepted = await importFile(key, body, { prefer: 'respond-async' });
+        expect(accepted.status).toBe(202);
+        ids.push(accepted.json.uploadId as string);
+      }
+      origin.served = 0;
+      await eventually(async () => origin.served > 0 || undefined, 30_000);
+      // One deleted on its own, the other in a batch.
+      const deleted = await deleteUpload(ids[0]!, `delete-${randomUUID()}`);
+      expect(deleted.status).toBe(202);
+      expect(deleted.json).toEqual({ uploadId: ids[0], status: 'deleting', deletedAt: null, erasedAt: null });
+      expect(deleted.headers.get('location')).toBe(`/v1/uploads/${ids[0]}`);
+      const batch = await postJson('/v1/uploads/delete', { ids: [ids[1]] });
+      expect(batch.json.items).toEqual([{ uploadId: ids[1], status: 'deleting' }]);
+      // Each read stops (the heartbeat brings the cancel) and its key records the refusal.
+      for (const [i, uploadId] of ids.entries()) {
+        const ended = await eventually(async () => {
+          const r = await getJson(`${stack.url}/v1/uploads/${uploadId}`, tenant.apiKey);
+          return r.json.status === 'failed' ? r.json : undefined;
+        }, 60_000);
+        expect(ended.error).toMatchObject({ error: 'import_canceled', status: 410 });
+        const replayed = await importFile(keys[i], body);
+        expect(replayed.status).toBe(410);
+        expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+        expect(replayed.json.error).toBe('import_canceled');
+        // Nothing kept: no upload, no object, and (it stored nothing) nothing left to delete.
+        expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, keys[i]!)).uploads).toEqual([]);
+        expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, keys[i]!))).toEqual([]);
+        expect((await deleteUpload(uploadId, `delete-${randomUUID()}`)).status).toBe(404);
+      }
+      expect(origin.served).toBeLessThan(2 * file.length);
+      expect(await openMultipartUploads(keyStoragePrefix(tenant.tenantId, keys[0]!))).toEqual([]);
+      expect((await importRows()).filter((r) => r.state === 'importing')).toEqual([]);
+      expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+    } finally {
+      origin.throttle(undefined);
+    }
   });
 
   /** The store's multipart uploads not completed nor aborted under `prefix` (the local store: its parts directories). */

@@ -15,16 +15,29 @@ import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { workflowIds } from '../../src/temporal/names';
+import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
 const ADMIN = `admin-${randomUUID()}`;
 let stack: TestStack;
+let origin: FileOrigin;
 
 beforeAll(async () => {
   // Sessions idle for 3 s expire: the expiry branch of the workflow is recorded too.
-  stack = await startTestStack('replay', { env: { RESUMABLE_EXPIRY_HOURS: String(3 / 3600), ADMIN_TOKEN: ADMIN } });
+  stack = await startTestStack('replay', {
+    env: {
+      RESUMABLE_EXPIRY_HOURS: String(3 / 3600),
+      ADMIN_TOKEN: ADMIN,
+      IMPORT_ALLOW_PRIVATE_NETWORKS: 'true',
+      IMPORT_HEARTBEAT_SECONDS: '2',
+    },
+  });
+  origin = await startFileOrigin(Buffer.alloc(256 * 1024, 7), { contentType: 'application/octet-stream' });
 });
-afterAll(() => stack?.stop());
+afterAll(async () => {
+  await origin?.close();
+  await stack?.stop();
+});
 
 it('replays fresh and recorded histories without nondeterminism', async () => {
   const tenant = await stack.createTenant();
@@ -93,6 +106,39 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
       expect((await fetch(`${stack.url}/v1/direct-uploads/${id}/complete`, { method: 'POST', headers: auth })).status).toBe(201);
       return key;
     },
+    // An import read from its origin and committed.
+    'import-completed': async () => {
+      const key = `replay-import-${randomUUID()}`;
+      expect((await importFrom(key, 'wait=60')).status).toBe(201);
+      return key;
+    },
+    // An import deleted while its file was read: the read canceled, import_canceled recorded.
+    'import-canceled': async () => {
+      const key = `replay-import-${randomUUID()}`;
+      origin.throttle(16 * 1024);
+      try {
+        const accepted = await importFrom(key, 'respond-async');
+        expect(accepted.status).toBe(202);
+        const deleted = await fetch(`${stack.url}/v1/uploads/${accepted.json.uploadId}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${tenant.apiKey}` },
+        });
+        expect(deleted.status).toBe(202);
+        const handle = stack.temporal.workflow.getHandle(uploadWorkflowId(tenant.tenantId, key));
+        expect(await handle.result()).toMatchObject({ status: 410 });
+      } finally {
+        origin.throttle(undefined);
+      }
+      return key;
+    },
+  };
+  const importFrom = async (key: string, prefer: string) => {
+    const res = await fetch(`${stack.url}/v1/imports`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'idempotency-key': key, 'content-type': 'application/json', prefer },
+      body: JSON.stringify({ url: `${origin.base}/replay.bin` }),
+    });
+    return { status: res.status, json: (await res.json()) as { uploadId: string } };
   };
   const tusAuth = () => ({ authorization: `Bearer ${tenant.apiKey}`, 'tus-resumable': '1.0.0' });
   const histories: { workflowId: string; history: unknown }[] = [];

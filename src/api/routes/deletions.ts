@@ -7,7 +7,8 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
-import { findImport } from '../../db/queries/imports';
+import { findImport, type ImportRow } from '../../db/queries/imports';
+import type { Importer } from '../../imports/importer';
 import type { DeletionResult } from '../../../workflows/definitions';
 import { dependency, problem } from '../../errors';
 import type { Deletions } from '../../lifecycle/deletions';
@@ -21,16 +22,22 @@ import { BatchDelete, BatchDeletion, Deletion } from '../schemas';
 import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { requires } from '../../http/scopes';
 
-export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config: Config; idempotency: IdempotentRouteOptions }) {
-  const { pool, deletions, config } = deps;
+export function deletionRoutes(deps: {
+  pool: Pool;
+  deletions: Deletions;
+  importer: Importer;
+  config: Config;
+  idempotency: IdempotentRouteOptions;
+}) {
+  const { pool, deletions, importer, config } = deps;
   const app = router();
 
-  /** The upload, or (none yet) whether an import will make it: GET shows an import's progress under the same id. */
-  async function uploadOrImport(tenantId: string, id: string): Promise<UploadRow | 'importing' | undefined> {
+  /** The upload, or (none yet) the import that will make it: GET shows an import's progress under the same id. */
+  async function uploadOrImport(tenantId: string, id: string): Promise<UploadRow | ImportRow | undefined> {
     const upload = await dependency('database_unavailable', () => findUpload(pool, tenantId, id));
     if (upload) return upload;
     const importing = await dependency('database_unavailable', () => findImport(pool, tenantId, id));
-    if (importing?.state === 'importing') return 'importing';
+    if (importing?.state === 'importing') return importing;
     // Committed between the two reads (the import's row goes with the commit).
     return importing ? undefined : dependency('database_unavailable', () => findUpload(pool, tenantId, id));
   }
@@ -41,7 +48,8 @@ export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config:
     const items = await Promise.all(
       ids.map(async (uploadId) => {
         const upload = await uploadOrImport(tenantId, uploadId);
-        if (upload === 'importing') return { uploadId, status: 'importing' as const };
+        if (upload && isImport(upload))
+          return { uploadId, status: (await importer.cancel(upload)) === 'canceling' ? ('deleting' as const) : ('importing' as const) };
         if (!upload) return { uploadId, status: 'not_found' as const };
         if (upload.erased_at) return { uploadId, status: 'deleted' as const };
         await deletions.start(tenantId, uploadId, upload.idempotency_key, 'request');
@@ -56,12 +64,16 @@ export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config:
     const id = c.req.param('id')!;
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const upload = Uuid.safeParse(id).success ? await uploadOrImport(tenantId, id) : undefined;
-    // Not stored under the key (409): the same DELETE succeeds once the import has committed.
-    if (upload === 'importing')
-      throw problem(
-        'import_in_progress',
-        'The upload is still being read from its origin: it can be deleted once it is committed (GET /v1/uploads/{id} shows when).',
-      );
+    if (upload && isImport(upload)) {
+      // Still being read: the read stops and nothing is kept (GET shows it failed with import_canceled).
+      if ((await importer.cancel(upload)) === 'canceling')
+        return c.json({ uploadId: id, status: 'deleting' as const, deletedAt: null, erasedAt: null }, 202, {
+          location: `/v1/uploads/${id}`,
+          'retry-after': '1',
+        });
+      // Read already, committing: not stored under the key (409), so the same DELETE works once it has.
+      throw problem('import_in_progress', 'The upload is being committed: delete it again in a moment.');
+    }
     if (!upload) throw problem('not_found', 'No such upload.');
     if (upload.erased_at) return c.json(deletionView(upload), 200);
     const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
@@ -72,6 +84,8 @@ export function deletionRoutes(deps: { pool: Pool; deletions: Deletions; config:
 
   return app;
 }
+
+const isImport = (row: UploadRow | ImportRow): row is ImportRow => 'bytes_fetched' in row;
 
 function deletionView(u: UploadRow) {
   return {
@@ -100,7 +114,8 @@ const deleteRoute = createRoute({
     '`deleted`; a running transcode is cancelled and can write nothing; renditions and the original are deleted (bytes another upload ' +
     'shares under dedupe stay until the last one goes); the file name and media metadata are scrubbed; `upload.deleted` is sent once. ' +
     'A replay of the original upload request under its key then answers 410 `upload_deleted`. 200 when erased within the wait ' +
-    '(`Prefer: wait=N`), else 202: poll the Location.',
+    '(`Prefer: wait=N`), else 202: poll the Location. An import still reading its file is canceled instead (202): the read stops, ' +
+    'nothing is kept, and its key answers 410 `import_canceled`; one already read and being committed is 409 `import_in_progress`.',
   security: requires('uploads:delete'),
   request: {
     params: z.object({ id: Uuid }),
@@ -128,7 +143,8 @@ const batchDeleteRoute = createRoute({
   },
   responses: {
     202: {
-      description: "Each upload's state: deleting (started), deleted, importing (not committed yet: nothing deleted), or not_found.",
+      description:
+        "Each upload's state: deleting (started; an import still reading is canceled), deleted, importing (read, being committed: delete it again in a moment), or not_found.",
       content: { 'application/json': { schema: BatchDeletion } },
     },
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable'),
