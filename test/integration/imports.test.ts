@@ -411,6 +411,32 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     expect(JSON.parse((await follow()).at(-1)!.payload.response.responseText).uploadId).toBe(upload.uploadId);
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads).toHaveLength(1);
 
+    // The file removed in Uppy while it is read: its `cancel` on the socket cancels the import.
+    const removedKey = `uppy-url-${randomUUID()}`;
+    origin.throttle(MiB);
+    try {
+      const removed = await post('/url/get', { url, metadata: { idempotencyKey: removedKey, name: 'cat.png' } });
+      expect(removed.status).toBe(200);
+      const seen = await new Promise<{ action: string; payload: any }[]>((resolve, reject) => {
+        const got: { action: string; payload: any }[] = [];
+        const ws = new WebSocket(`${stack.url.replace('http', 'ws')}${companionEndpoint}/api/${removed.json.token}`);
+        ws.on('message', (data) => {
+          got.push(JSON.parse(String(data)));
+          if (got.length === 1) ws.send(JSON.stringify({ action: 'cancel', payload: {} }));
+        });
+        ws.on('close', () => resolve(got));
+        ws.on('error', reject);
+      });
+      expect(seen[0]!.action).toBe('progress');
+      expect(seen.at(-1)).toMatchObject({ action: 'error', payload: { error: { message: expect.stringContaining('canceled') } } });
+      const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, removedKey);
+      expect(rows.uploads).toEqual([]);
+      expect(rows.keys.map((k: { response_status: number }) => k.response_status)).toEqual([410]);
+      expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, removedKey))).toEqual([]);
+    } finally {
+      origin.throttle(undefined);
+    }
+
     expect((await post('/url/get', { url, metadata: {} })).status).toBe(400);
     const forged = new WebSocket(`${stack.url.replace('http', 'ws')}/uppy/forged.1.x/api/${started.json.token}`);
     expect(await new Promise((r) => forged.on('unexpected-response', (_req, res) => r(res.statusCode)).on('error', () => r('error')))).toBe(

@@ -1,8 +1,9 @@
 // The progress socket of an import started through Uppy's URL plugin, as Companion speaks it
 // (`GET /uppy/{token}/api/{socketToken}`, a WebSocket): `progress` with the bytes read so
 // far, then `success` with the upload's JSON as `response.responseText`, or `error`. It
-// reads what the import's row and the key's answer say, once a second; Uppy's own messages
-// (pause, resume) are ignored: an import goes on once started.
+// reads what the import's row and the key's answer say, once a second. Of Uppy's own
+// messages, `cancel` (the file removed, or all canceled) cancels the import as a DELETE of its
+// upload does; pause and resume are ignored: an import goes on once started.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -10,6 +11,7 @@ import type { Pool } from '../../db/pool';
 import { findKeyAnswer } from '../../db/queries/idempotency-keys';
 import { findImportByKey } from '../../db/queries/imports';
 import { findUpload } from '../../db/queries/uploads';
+import type { Importer } from '../../imports/importer';
 import type { CompanionOwner, UppyCompanion } from './uppy-companion';
 
 const SOCKET_PATH = /^\/uppy\/([^/]+)\/api\/([A-Za-z0-9_-]{1,400})$/;
@@ -27,7 +29,7 @@ type Message =
 export class ImportProgressSockets {
   private readonly server = new WebSocketServer({ noServer: true });
 
-  constructor(private readonly deps: { uppy: UppyCompanion; pool: Pool; intervalMs?: number }) {}
+  constructor(private readonly deps: { uppy: UppyCompanion; pool: Pool; importer: Importer; intervalMs?: number }) {}
 
   /** Takes the upgrade when it is for a progress socket (true), else leaves it (false). */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
@@ -70,9 +72,18 @@ export class ImportProgressSockets {
       }
     };
     const timer = setInterval(() => void tick(), this.deps.intervalMs ?? 1000);
+    ws.on('message', (data) => {
+      if (parseAction(String(data)) === 'cancel') void this.cancel(owner, key).then(tick, () => {});
+    });
     ws.on('close', () => clearInterval(timer));
     ws.on('error', () => clearInterval(timer));
     void tick();
+  }
+
+  /** Cancels this caller's import under `key` while its file is read (once read, it commits: nothing to do). */
+  private async cancel(owner: CompanionOwner, key: string): Promise<void> {
+    const row = await findImportByKey(this.deps.pool, owner.tenantId, key);
+    if (row?.state === 'importing' && (!owner.tokenId || row.token_id === owner.tokenId)) await this.deps.importer.cancel(row);
   }
 
   /** What the import under `key` has come to, for this endpoint's caller; undefined: nothing to say yet. */
@@ -105,5 +116,14 @@ export class ImportProgressSockets {
       action: 'progress',
       payload: { progress: ((fetched / total) * 100).toFixed(2), bytesUploaded: fetched, bytesTotal: total },
     };
+  }
+}
+
+/** The `action` of a message Uppy sent, if it is one. */
+function parseAction(text: string): unknown {
+  try {
+    return (JSON.parse(text) as { action?: unknown } | null)?.action;
+  } catch {
+    return undefined;
   }
 }
