@@ -167,6 +167,9 @@ export class Origins {
     const etag = one(res.headers.etag);
     const validator = etag && !etag.startsWith('W/') ? etag : (one(res.headers['last-modified']) ?? null);
     const body = limitTo(maxBytes, offset);
+    // Until the caller reads it (it may first await the store), a failure must not go
+    // unhandled: the stream keeps its error, and the read that follows throws it.
+    body.on('error', () => {});
     res.body.on('error', (err) => body.destroy(failureOf(err, this.limits)));
     // A refused or abandoned read frees its connection.
     body.once('close', () => res.body.destroy());

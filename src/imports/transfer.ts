@@ -64,7 +64,12 @@ export async function transfer(
     ...(job.hosts ? { hosts: job.hosts } : {}),
     ...(resume ? { resume } : {}),
   });
-  const multipartId = progress?.multipartId ?? (await store.beginParts(job.storageKey, job.contentType));
+  const multipartId =
+    progress?.multipartId ??
+    (await store.beginParts(job.storageKey, job.contentType).catch((err: unknown) => {
+      got.body.destroy(); // the origin's connection is let go now, not at the total timeout
+      throw err;
+    }));
   // A fresh read (or one the origin restarted) writes its parts from part 1 again.
   const state: TransferProgress = {
     multipartId,

@@ -16,7 +16,7 @@ import { offerCopyForAnswerUpdate, offerCopyUpdate, type OfferAnswer, type Uploa
 import type { uploadWorkflow } from '../../workflows/upload';
 import type { StagedCopy, UploadRequest } from './types';
 import { failureTypes, workflowTypes } from '../temporal/names';
-import { uploadRunningCheck } from './upload-running';
+import { uploadRunStateCheck, type UploadRunState } from './upload-running';
 
 const OFFER_DEADLINE_MS = 8_000;
 /** How long an offer whose outcome is unknown spends asking whether the key's run is open. */
@@ -40,10 +40,10 @@ export interface OfferDeps {
 }
 
 export class CopyOffer {
-  private readonly uploadRunning: ReturnType<typeof uploadRunningCheck>;
+  private readonly uploadRunState: ReturnType<typeof uploadRunStateCheck>;
 
   constructor(private readonly deps: OfferDeps) {
-    this.uploadRunning = uploadRunningCheck(deps.temporal, RUN_PROBE_DEADLINE_MS);
+    this.uploadRunState = uploadRunStateCheck(deps.temporal, RUN_PROBE_DEADLINE_MS);
   }
 
   /**
@@ -125,17 +125,23 @@ export class CopyOffer {
         );
       }
       // No answer within the bound: the outcome is unknown. Temporal answering that the key's
-      // run is open means it is up but slow (many offers queued on one run): the retry with
-      // this key attaches or replays.
-      if (!(err instanceof WorkflowUpdateFailedError) && (await this.keyRunIsOpen(req))) {
-        throw problem('idempotency_in_progress', 'The upload for this key is under way; retry shortly.', { retryAfter: 2, cause: err });
+      // run is open (or has just ended) means it is up but slow (many offers queued on one
+      // run): the retry with this key attaches or replays. (Not OfferRefused: this copy may
+      // be the one the run took.)
+      const run = err instanceof WorkflowUpdateFailedError ? 'none' : await this.keyRunState(req);
+      if (run !== 'none') {
+        const detail =
+          run === 'running'
+            ? 'The upload for this key is under way; retry shortly.'
+            : 'The upload for this key has just finished; retry shortly.';
+        throw problem('idempotency_in_progress', detail, { retryAfter: 2, cause: err });
       }
       throw problem('temporal_unavailable', undefined, { cause: err });
     }
   }
 
-  private keyRunIsOpen(req: UploadRequest): Promise<boolean> {
-    return this.uploadRunning(req.tenantId, req.idempotencyKey).catch(() => false); // no answer: unavailable
+  private keyRunState(req: UploadRequest): Promise<UploadRunState> {
+    return this.uploadRunState(req.tenantId, req.idempotencyKey).catch((): UploadRunState => 'none'); // no answer: unavailable
   }
 }
 

@@ -7,18 +7,29 @@ import { uploadWorkflowId } from '../temporal/ids';
 
 const DESCRIBE_DEADLINE_MS = 5_000;
 
+/** Where the key's run is: under way, ended (its answer is in Postgres, or on its way), or never started. */
+export type UploadRunState = 'running' | 'closed' | 'none';
+
+export function uploadRunStateCheck(
+  temporal: Client,
+  deadlineMs = DESCRIBE_DEADLINE_MS,
+): (tenantId: string, key: string) => Promise<UploadRunState> {
+  return async function uploadRunState(tenantId, key) {
+    try {
+      const handle = temporal.workflow.getHandle(uploadWorkflowId(tenantId, key));
+      const { status } = await temporal.withDeadline(Date.now() + deadlineMs, () => handle.describe());
+      return status.name === 'RUNNING' ? 'running' : 'closed';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return 'none';
+      throw problem('temporal_unavailable', undefined, { cause: err });
+    }
+  };
+}
+
 export function uploadRunningCheck(
   temporal: Client,
   deadlineMs = DESCRIBE_DEADLINE_MS,
 ): (tenantId: string, key: string) => Promise<boolean> {
-  return async function uploadRunning(tenantId, key) {
-    try {
-      const handle = temporal.workflow.getHandle(uploadWorkflowId(tenantId, key));
-      const { status } = await temporal.withDeadline(Date.now() + deadlineMs, () => handle.describe());
-      return status.name === 'RUNNING';
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
-      throw problem('temporal_unavailable', undefined, { cause: err });
-    }
-  };
+  const state = uploadRunStateCheck(temporal, deadlineMs);
+  return async (tenantId, key) => (await state(tenantId, key)) === 'running';
 }

@@ -66,6 +66,11 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     case '/to-localhost':
       res.writeHead(302, { location: base.replace('127.0.0.1', 'localhost') + '/file' });
       return res.end();
+    case '/trickle':
+      // The headers and a first chunk, the rest much later.
+      res.writeHead(200, { 'content-length': file.length });
+      res.write(file.subarray(0, 1024));
+      return void setTimeout(() => res.end(file.subarray(1024)), 3_000).unref();
     case '/seen':
       seen = req.headers;
       return whole();
@@ -189,6 +194,17 @@ describe('reading an import from its origin', () => {
     await bytesOf((await o.open({ url: `${base}/away-and-back`, headers })).body);
     expect(seen['user-agent']).toBe('Oncely-Import/1');
     expect(seen.authorization).toBeUndefined();
+    await o.close();
+  });
+
+  it('keeps a failure of a body nobody reads yet for its reader: never an unhandled error', async () => {
+    const o = origins();
+    const got = await o.open({ url: `${base}/trickle` });
+    // The connection dropped (a canceled import) while the caller was busy elsewhere.
+    await o.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const failure = await failureOf(bytesOf(got.body));
+    expect(failure.code).toBe('import_failed');
     await o.close();
   });
 

@@ -154,20 +154,28 @@ describe('parts streamed while the store still answers for the one before', () =
     expect(reports.map((r) => r.offset)).toEqual([0, 64, 128, 192, 256, 300, 300].map((k) => k * KiB));
   });
 
-  it('lets go of the origin as soon as a part fails, not at the total timeout', async () => {
-    const store = new LateAnswersStore(path.join(dir, 'let-go'), new Set(), 1);
+  /** The transfer into `store` fails with `refusal`, and the origin (paced at 100 KiB/s) is not read to the end. */
+  async function expectOriginLetGo(store: LocalDirectoryStore, name: string, refusal: string) {
     origin.throttle(100 * KiB);
     origin.served = 0;
     try {
-      await expect(transfer({ origins, store, partBytes: 64 * KiB }, job('let-go'), undefined, () => {})).rejects.toThrow(
-        'the store refused part 1',
-      );
-      // Paced at 100 KiB/s the rest would be sent within 3 s if the connection stayed open.
+      await expect(transfer({ origins, store, partBytes: 64 * KiB }, job(name), undefined, () => {})).rejects.toThrow(refusal);
+      // Paced at 100 KiB/s the whole file would be sent within 3 s if the connection stayed open.
       await new Promise((r) => setTimeout(r, 3_500));
       expect(origin.served).toBeLessThan(file.length);
     } finally {
       origin.throttle(undefined);
     }
+  }
+
+  it('lets go of the origin as soon as a part fails, not at the total timeout', async () => {
+    await expectOriginLetGo(new LateAnswersStore(path.join(dir, 'let-go'), new Set(), 1), 'let-go', 'the store refused part 1');
+  });
+
+  it('lets go of the origin when the store cannot begin the parts', async () => {
+    const store = new LocalDirectoryStore(path.join(dir, 'no-begin'));
+    store.beginParts = () => Promise.reject(new Error('the store refused to begin'));
+    await expectOriginLetGo(store, 'no-begin', 'the store refused to begin');
   });
 
   it('a part the store refuses leaves only the parts before it recorded; the resume stores the rest', async () => {

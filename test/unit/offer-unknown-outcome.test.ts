@@ -1,10 +1,11 @@
 // An offer whose call to Temporal ends without an outcome (its deadline passed, the
 // connection dropped) is answered by what Temporal says of the key's run: open → 409
-// `idempotency_in_progress` (Temporal is up, only slow: many offers queued on one run), no
-// answer or no open run → 503 `temporal_unavailable`. A fake client stands in for Temporal;
+// `idempotency_in_progress` (Temporal is up, only slow: many offers queued on one run), and so
+// is a run that has just ended (its answer is a retry away); no answer or no run at all → 503
+// `temporal_unavailable`. A fake client stands in for Temporal;
 // the real outage path is outages.test.ts, the real crowd on one key concurrency.test.ts.
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { ServiceError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
 import { CopyOffer } from '../../src/upload/offer';
@@ -61,9 +62,20 @@ it('the key run is open: 409 idempotency_in_progress with Retry-After, the cause
   expect(err.cause).toBeInstanceOf(ServiceError);
 });
 
+it.each(['COMPLETED', 'FAILED'])(
+  'the key run has just ended (%s): 409 idempotency_in_progress, the retry replays or starts afresh',
+  async (name) => {
+    const { offers } = offerWith(async () => ({ status: { name } }));
+    const err = await refusal(offers);
+    expect(err.code).toBe('idempotency_in_progress');
+    expect(err.detail).toContain('just finished');
+    expect(err.retryAfter).toBeGreaterThan(0);
+  },
+);
+
 it.each([
   ['Temporal does not answer the probe', () => Promise.reject(deadlineExceeded())],
-  ['the key has no open run', () => Promise.resolve({ status: { name: 'FAILED' } })],
+  ['the key has no run at all', () => Promise.reject(new WorkflowNotFoundError('not found', 'wf-k1', undefined))],
 ])('%s: 503 temporal_unavailable', async (_name, describe) => {
   const { offers, described } = offerWith(describe);
   const err = await refusal(offers);
