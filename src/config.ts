@@ -167,6 +167,8 @@ export const configSchema = z.object({
   TENANT_MAX_OPEN_IMPORT_BATCHES: z.coerce.number().int().min(1).max(1000).default(4),
   /** Per tenant, all replicas: imports not yet committed or failed (429 past it). */
   TENANT_MAX_IMPORTS_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(32),
+  /** Per tenant and API process: Uppy's progress sockets open at once (429 past it). */
+  TENANT_MAX_PROGRESS_SOCKETS: z.coerce.number().int().min(1).max(100_000).default(64),
   /** Per-tenant quotas: live webhook endpoints, active API keys (counts, 409 past them). */
   TENANT_MAX_WEBHOOK_ENDPOINTS: z.coerce.number().int().min(1).max(256).default(16),
   TENANT_MAX_API_KEYS: z.coerce.number().int().min(1).max(10_000).default(32),

@@ -26,6 +26,7 @@ import { listenForPayloadKeys } from './temporal/payload-key-notices';
 import { createServices, downstreamSettings, mediaPresets } from './services';
 import { dependencyChecks } from './api/routes/health';
 import { serveOps } from './ops-server';
+import { rawProblemResponse } from './http/raw-problem';
 
 function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -46,10 +47,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stre
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? problem('request_timeout', 'The request body was not received within the body timeout.')
           : problem('malformed_request', 'The request could not be parsed as HTTP/1.1 (for example a control character in a header).');
-  const body = JSON.stringify(p.toJSON());
-  socket.end(
-    `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  socket.end(rawProblemResponse(p));
 }
 
 export type Role = 'all' | 'api' | 'worker';

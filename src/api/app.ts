@@ -203,5 +203,12 @@ export function createApp(deps: AppDeps) {
   app.onError(onError);
   app.notFound(onNotFound);
   // The WebSockets the server upgrades to (Uppy's progress of an import by link).
-  return Object.assign(app, { progressSockets: new ImportProgressSockets({ uppy: services.uppy, pool, importer: services.importer }) });
+  return Object.assign(app, {
+    progressSockets: new ImportProgressSockets({
+      uppy: services.uppy,
+      pool,
+      importer: services.importer,
+      maxPerTenant: config.TENANT_MAX_PROGRESS_SOCKETS,
+    }),
+  });
 }

@@ -4,9 +4,15 @@
 // reads what the import's row and the key's answer say, once a second. Of Uppy's own
 // messages, `cancel` (the file removed, or all canceled) cancels the import as a DELETE of its
 // upload does; pause and resume are ignored: an import goes on once started.
+//
+// The endpoint's token lives in browsers, so the sockets are bounded like a route is: a
+// tenant's open sockets per process, a message's size, and a socket whose key names no import
+// of its caller's says so and closes instead of asking the database forever.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { problem, Problem } from '../../errors';
+import { rawProblemResponse } from '../../http/raw-problem';
 import type { Pool } from '../../db/pool';
 import { findKeyAnswer } from '../../db/queries/idempotency-keys';
 import { findImportByKey } from '../../db/queries/imports';
@@ -26,10 +32,28 @@ type Message =
   | { action: 'success'; payload: { url: string; response: { status: number; responseText: string } } }
   | { action: 'error'; payload: { error: { message: string } } };
 
-export class ImportProgressSockets {
-  private readonly server = new WebSocketServer({ noServer: true });
+const NO_SUCH_IMPORT: Message = { action: 'error', payload: { error: { message: 'No such import.' } } };
 
-  constructor(private readonly deps: { uppy: UppyCompanion; pool: Pool; importer: Importer; intervalMs?: number }) {}
+/** Uppy's own messages are a few dozen bytes (`{"action":"cancel"}`). */
+const MAX_MESSAGE_BYTES = 4096;
+
+export interface ProgressSocketDeps {
+  uppy: UppyCompanion;
+  pool: Pool;
+  importer: Importer;
+  /** A tenant's sockets open at once on this process; one more is refused with 429. */
+  maxPerTenant: number;
+  /** How often a socket reads its import's state. */
+  intervalMs?: number;
+  /** How long a socket waits for its key to name an import of its caller's before it gives up. */
+  nothingToFollowMs?: number;
+}
+
+export class ImportProgressSockets {
+  private readonly server = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  private readonly openByTenant = new Map<string, number>();
+
+  constructor(private readonly deps: ProgressSocketDeps) {}
 
   /** Takes the upgrade when it is for a progress socket (true), else leaves it (false). */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
@@ -38,12 +62,27 @@ export class ImportProgressSockets {
     let owner: CompanionOwner;
     try {
       owner = this.deps.uppy.ownerOf(m[1]!);
-    } catch {
-      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n\r\n');
+    } catch (err) {
+      socket.end(rawProblemResponse(err instanceof Problem ? err : problem('unauthorized')));
+      return true;
+    }
+    const open = this.openByTenant.get(owner.tenantId) ?? 0;
+    if (open >= this.deps.maxPerTenant) {
+      const detail = `This tenant has ${open} import progress sockets open on this server, the most it may; close one or retry later.`;
+      socket.end(rawProblemResponse(problem('too_many_progress_sockets', detail, { extra: { limit: this.deps.maxPerTenant } })));
       return true;
     }
     const key = Buffer.from(m[2]!, 'base64url').toString();
-    this.server.handleUpgrade(req, socket, head, (ws) => this.follow(ws, owner, key));
+    // The handshake completes synchronously (no verifyClient), so the count cannot be overtaken.
+    this.server.handleUpgrade(req, socket, head, (ws) => {
+      this.openByTenant.set(owner.tenantId, (this.openByTenant.get(owner.tenantId) ?? 0) + 1);
+      ws.once('close', () => {
+        const left = (this.openByTenant.get(owner.tenantId) ?? 1) - 1;
+        if (left > 0) this.openByTenant.set(owner.tenantId, left);
+        else this.openByTenant.delete(owner.tenantId);
+      });
+      this.follow(ws, owner, key);
+    });
     return true;
   }
 
@@ -55,11 +94,12 @@ export class ImportProgressSockets {
   private follow(ws: WebSocket, owner: CompanionOwner, key: string): void {
     let last = '';
     let reading = false;
+    const giveUpAt = Date.now() + (this.deps.nothingToFollowMs ?? 30_000);
     const tick = async () => {
       if (reading) return;
       reading = true;
       try {
-        const message = await this.state(owner, key);
+        const message = (await this.state(owner, key)) ?? (Date.now() >= giveUpAt ? NO_SUCH_IMPORT : undefined);
         if (!message) return;
         const text = JSON.stringify(message);
         if (text !== last) ws.send(text);
@@ -94,7 +134,7 @@ export class ImportProgressSockets {
     if (answer && !answer.expired && answer.response_status !== null) {
       if (answer.response_status < 300 && answer.upload_id) {
         const upload = await findUpload(pool, owner.tenantId, answer.upload_id);
-        if (!upload || !mine(upload.token_id)) return { action: 'error', payload: { error: { message: 'No such import.' } } };
+        if (!upload || !mine(upload.token_id)) return NO_SUCH_IMPORT;
         return {
           action: 'success',
           payload: {

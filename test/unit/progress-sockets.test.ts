@@ -1,0 +1,142 @@
+// Uppy's progress sockets as an attacker holding a browser's companion endpoint would use
+// them: more sockets than a tenant may hold, an oversized message, a socket for a key that
+// names no import, a forged endpoint. Real WebSockets over a real HTTP server on loopback; the
+// database answers "nothing under this key" (the imports' real sockets, on both stores, are
+// imports.test.ts).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { ImportProgressSockets } from '../../src/arrivals/uppy/url-progress';
+import type { UppyCompanion } from '../../src/arrivals/uppy/uppy-companion';
+import type { Pool } from '../../src/db/pool';
+import { problem } from '../../src/errors';
+import type { Importer } from '../../src/imports/importer';
+
+const uppy = {
+  ownerOf: (token: string) => {
+    if (token.startsWith('tenant-')) return { tenantId: token };
+    throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
+  },
+} as unknown as UppyCompanion;
+
+let queries = 0;
+const pool = {
+  query: async () => {
+    queries++;
+    return { rows: [], rowCount: 0 };
+  },
+} as unknown as Pool;
+
+let server: Server;
+let sockets: ImportProgressSockets;
+let base: string;
+const opened: WebSocket[] = [];
+
+function start(opts: { maxPerTenant: number; nothingToFollowMs?: number }) {
+  sockets = new ImportProgressSockets({ uppy, pool, importer: {} as Importer, intervalMs: 50, nothingToFollowMs: 60_000, ...opts });
+  server.on('upgrade', (req, socket: Duplex, head) => {
+    if (!sockets.handleUpgrade(req, socket, head)) socket.destroy();
+  });
+}
+
+beforeEach(async () => {
+  queries = 0;
+  server = createServer((_req, res) => res.end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(async () => {
+  for (const ws of opened.splice(0)) ws.terminate();
+  sockets?.close();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+type Outcome =
+  { open: WebSocket } | { status: number; headers: Record<string, string | string[] | undefined>; body: Record<string, unknown> };
+
+function connect(endpoint: string, key = 'a2V5'): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${base}/uppy/${endpoint}/api/${key}`);
+    ws.on('open', () => {
+      opened.push(ws);
+      resolve({ open: ws });
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+    });
+    ws.on('error', reject);
+  });
+}
+
+function closed(ws: WebSocket): Promise<{ code: number; messages: unknown[] }> {
+  const messages: unknown[] = [];
+  ws.on('message', (data) => messages.push(JSON.parse(String(data))));
+  return new Promise((resolve) => ws.on('close', (code) => resolve({ code, messages })));
+}
+
+it("refuses a tenant's socket past its limit with 429 problem+json, and takes one again once a socket closes", async () => {
+  start({ maxPerTenant: 2 });
+  const first = await connect('tenant-a');
+  const second = await connect('tenant-a');
+  expect('open' in first && 'open' in second).toBe(true);
+
+  const refused = await connect('tenant-a');
+  expect(refused).toMatchObject({
+    status: 429,
+    headers: { 'content-type': 'application/problem+json', 'retry-after': '10' },
+    body: { error: 'too_many_progress_sockets', status: 429, limit: 2 },
+  });
+  // Another tenant's sockets are counted apart.
+  expect('open' in (await connect('tenant-b'))).toBe(true);
+
+  const gone = closed((first as { open: WebSocket }).open);
+  (first as { open: WebSocket }).open.close();
+  await gone;
+  let again: Outcome | undefined;
+  for (let i = 0; i < 100 && !(again && 'open' in again); i++) {
+    again = await connect('tenant-a');
+    if (!('open' in again)) await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(again && 'open' in again).toBe(true);
+});
+
+it("closes a socket sent a message larger than any of Uppy's (1009), and frees its place", async () => {
+  start({ maxPerTenant: 1 });
+  const outcome = await connect('tenant-a');
+  if (!('open' in outcome)) throw new Error(`not opened: ${outcome.status}`);
+  const ending = closed(outcome.open);
+  outcome.open.send(JSON.stringify({ action: 'cancel', padding: 'x'.repeat(8192) }));
+  expect((await ending).code).toBe(1009);
+  let again: Outcome | undefined;
+  for (let i = 0; i < 100 && !(again && 'open' in again); i++) {
+    again = await connect('tenant-a');
+    if (!('open' in again)) await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(again && 'open' in again).toBe(true);
+});
+
+it('says "No such import." and closes when its key names no import of the caller\'s, then stops asking', async () => {
+  start({ maxPerTenant: 4, nothingToFollowMs: 300 });
+  const outcome = await connect('tenant-a');
+  if (!('open' in outcome)) throw new Error(`not opened: ${outcome.status}`);
+  const end = await closed(outcome.open);
+  expect(end).toEqual({ code: 1000, messages: [{ action: 'error', payload: { error: { message: 'No such import.' } } }] });
+  const asked = queries;
+  await new Promise((r) => setTimeout(r, 300));
+  expect(queries).toBe(asked);
+});
+
+it("answers a forged endpoint with the route's own problem (403 signature_invalid), opening nothing", async () => {
+  start({ maxPerTenant: 4 });
+  expect(await connect('forged.1.x')).toMatchObject({
+    status: 403,
+    headers: { 'content-type': 'application/problem+json' },
+    body: { error: 'signature_invalid' },
+  });
+  expect(queries).toBe(0);
+});
