@@ -16,6 +16,7 @@ import { adminAuth, codecAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';
 import { nulGuard } from './middleware/nul-guard';
+import { repeatedQueryGuard } from './middleware/repeated-query-guard';
 import { openApiDocument, router } from '../http/openapi';
 import { onError, onNotFound } from './problem-handler';
 import { adminTenantRoutes } from './routes/admin-tenants';
@@ -121,6 +122,7 @@ export function createApp(deps: AppDeps) {
   app.use(requestTrace(sessionTraces(pool)));
   app.use(accessLog(log));
   app.use(nulGuard());
+  app.use(repeatedQueryGuard());
   app.use(
     cors({
       allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],

@@ -8,6 +8,7 @@ import { accessLog } from '../../src/api/middleware/access-log';
 import { adminAuth } from '../../src/api/middleware/admin-auth';
 import { cors } from '../../src/api/middleware/cors';
 import { nulGuard } from '../../src/api/middleware/nul-guard';
+import { repeatedQueryGuard } from '../../src/api/middleware/repeated-query-guard';
 import { onError } from '../../src/api/problem-handler';
 import type { AppEnv } from '../../src/http/env';
 
@@ -79,6 +80,26 @@ describe('nulGuard', () => {
     }
     expect(reached()).toBe(0);
     expect((await app.request('/thing?q=%2500')).status).toBe(200);
+  });
+});
+
+describe('repeatedQueryGuard', () => {
+  it('refuses a query parameter given twice with a problem naming it, before the route', async () => {
+    const { app, reached } = appWith(repeatedQueryGuard());
+    for (const [url, name] of [
+      ['/thing?limit=1&limit=500', 'limit'],
+      ['/thing?expires=1&signature=a&expires=2', 'expires'],
+      ['/thing?a=1&metadata%5Bname%5D=x&metadata[name]=y', 'metadata[name]'],
+    ] as const) {
+      const res = await app.request(url);
+      expect(res.status, url).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({ error: 'query_invalid', detail: expect.stringContaining(`"${name}"`) });
+    }
+    expect(reached()).toBe(0);
+    for (const url of ['/thing', '/thing?', '/thing?limit=1&cursor=x', '/thing?a=1&A=2'])
+      expect((await app.request(url)).status, url).toBe(200);
+    expect(reached()).toBe(4);
   });
 });
 
