@@ -101,8 +101,9 @@ async function fetchImported(
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: spec.maxAttempts },
     summary: 'Read the file from its origin into the store',
   });
+  let got: Awaited<ReturnType<typeof fetchImport>> | undefined;
   try {
-    const got = await read.scope.run(() =>
+    got = await read.scope.run(() =>
       fetchImport({
         spec,
         fingerprint: request.fingerprint,
@@ -111,18 +112,18 @@ async function fetchImported(
         ...(request.grant ? { grant: request.grant } : {}),
       }),
     );
-    read.ended();
-    if (!read.canceled) return { copy: got.copy, request: { ...request, contentType: got.contentType } };
-    // The read finished as the deletion arrived: the file is not kept.
-    await discardCopy(got.copy.storageKey);
-    return await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
   } catch (err) {
-    read.ended();
-    if (!read.canceled) return await rejectImport(run, importRefusal(err));
-    // Whatever the canceled read left (its parts are aborted; an object it completed first is not).
-    await discardCopy(spec.storageKey);
-    return await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
+    if (!read.canceled) {
+      read.ended();
+      return await rejectImport(run, importRefusal(err));
+    }
   }
+  read.ended();
+  if (got && !read.canceled) return { copy: got.copy, request: { ...request, contentType: got.contentType } };
+  // Canceled, whether the read finished as the deletion arrived or failed after it: its parts
+  // are aborted, and an object it completed (always at spec.storageKey) is not kept.
+  await discardCopy(spec.storageKey);
+  return await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
 }
 
 async function rejectImport(run: RunRecords, rejection: { code: ImportRefusal; detail: string; extra?: Record<string, unknown> }) {
