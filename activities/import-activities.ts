@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
-import { endImport, recordImportProgress } from '../src/db/queries/imports';
+import { endImport, findImportByKey, recordImportProgress, type ImportRow } from '../src/db/queries/imports';
 import {
   findBatchItem,
   findImportBatchById,
@@ -52,6 +52,7 @@ type ItemOutcome = { kind: 'answer'; response: StoredResponse } | { kind: 'proce
 export interface ItemImporter {
   create(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<ItemOutcome>;
   awaitAnswer(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<ItemOutcome>;
+  cancel(row: ImportRow): Promise<unknown>;
 }
 
 /** What an import's fetch is told by its run. */
@@ -73,8 +74,8 @@ export interface ImportedCopy {
 /** Failures the origin decided: retrying cannot change them. */
 const FINAL = new Set(['import_too_large', 'import_forbidden_address']);
 
-/** How long an item waits for its import's answer at a time, heartbeating between. */
-const ITEM_WAIT_MS = 20_000;
+/** How long an item waits for its import's answer at a time, heartbeating between (below its heartbeat timeout). */
+const ITEM_WAIT_MS = 5_000;
 
 export function createImportActivities({ pool, store, secrets, imports, importerFor }: ImportActivityDeps) {
   let importer: ItemImporter | undefined;
@@ -186,35 +187,35 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         ...(batch.source ? { s3: openS3Access(secrets, batch.id, batch.source.sealedAccess) } : {}),
       };
       const upload = batchItemUpload(batch, item);
+      // The batch was cancelled (heard on a heartbeat; the SDK then also aborts this
+      // activity's own Temporal calls). A worker shutting down instead leaves the item to its retry.
+      const batchCancelled = () => !!ctx.cancellationDetails?.cancelRequested;
       let outcome: ItemOutcome;
       try {
         outcome = await importer.create(upload, body, 0);
-        while (outcome.kind !== 'answer') {
+        while (outcome.kind !== 'answer' && !batchCancelled()) {
           ctx.heartbeat();
           outcome = await importer.awaitAnswer(upload, body, ITEM_WAIT_MS);
         }
+        if (outcome.kind !== 'answer') outcome = await cancelItemImport(pool, ctx, importer, { upload, body });
       } catch (err) {
+        if (batchCancelled()) outcome = await cancelItemImport(pool, ctx, importer, { upload, body });
         // Past the tenant's imports in flight: try again soon (a slot frees as any import ends),
         // not on the backoff an outage gets, which would leave the batch's slots idle for a minute.
-        if (err instanceof Problem && err.code === 'too_many_imports')
+        else if (err instanceof Problem && err.code === 'too_many_imports')
           throw ApplicationFailure.create({
             type: err.code,
             message: err.detail,
             nextRetryDelay: QUOTA_RETRY_MS + Math.floor(Math.random() * QUOTA_RETRY_MS),
           });
-        if (!(err instanceof Problem) || RETRIED.has(err.code)) throw err;
-        await recordBatchItem(pool, batchId, n, { state: 'failed', uploadId: null, error: err.toJSON() });
-        return;
+        else if (!(err instanceof Problem) || RETRIED.has(err.code)) throw err;
+        else return recordBatchItem(pool, batchId, n, { state: 'failed', uploadId: null, error: err.toJSON() });
       }
       const { response } = outcome;
-      await recordBatchItem(
-        pool,
-        batchId,
-        n,
-        response.status < 300
-          ? { state: 'done', uploadId: response.uploadId, error: null }
-          : { state: 'failed', uploadId: null, error: JSON.parse(response.body) as Record<string, unknown> },
-      );
+      if (response.status < 300) return recordBatchItem(pool, batchId, n, { state: 'done', uploadId: response.uploadId, error: null });
+      const error = JSON.parse(response.body) as Record<string, unknown>;
+      // Its import cancelled (the batch's cancel, or a DELETE of its upload): skipped, with the reason.
+      await recordBatchItem(pool, batchId, n, { state: error.error === 'import_canceled' ? 'skipped' : 'failed', uploadId: null, error });
     },
 
     async pendingImportBatchItems({ batchId, after, limit }: { batchId: string; after: number; limit: number }): Promise<number[]> {
@@ -234,6 +235,40 @@ export function createImportActivities({ pool, store, secrets, imports, importer
       await endImport(pool, uploadId, 'failed');
     },
   };
+}
+
+/** How long a cancelled item waits for its cancelled import to end. */
+const CANCEL_WAIT_MS = 120_000;
+
+/**
+ * The batch was cancelled while this item ran: its import, once started, is cancelled as a
+ * DELETE of its upload would be, and what it came to is awaited (the 410 import_canceled, or
+ * the upload if it was already being committed). An import that never started, or did not end
+ * within the bound, leaves the item cancelled: the batch's end counts it skipped.
+ */
+async function cancelItemImport(
+  pool: Pool,
+  ctx: Context,
+  importer: ItemImporter,
+  item: { upload: DeclaredUpload; body: ImportBody },
+): Promise<{ kind: 'answer'; response: StoredResponse }> {
+  try {
+    // The activity's own signal now fails its Temporal calls: these get a bound of their own.
+    return await ctx.client.withAbortSignal(AbortSignal.timeout(CANCEL_WAIT_MS), async () => {
+      const row = await findImportByKey(pool, item.upload.tenantId, item.upload.key);
+      // No row: never started, or committed (its row is gone and its answer kept: awaited below).
+      if (row?.state === 'failed') throw new CancelledFailure('The batch was cancelled after this item failed.');
+      if (row) await importer.cancel(row);
+      for (;;) {
+        const outcome = await importer.awaitAnswer(item.upload, item.body, ITEM_WAIT_MS);
+        if (outcome.kind === 'answer') return outcome;
+        ctx.heartbeat();
+      }
+    });
+  } catch (err) {
+    if (err instanceof CancelledFailure) throw err;
+    throw new CancelledFailure(`The batch was cancelled; this item's import did not start, or did not end in time (${String(err)}).`);
+  }
 }
 
 /** How long an item past the imports-in-flight quota waits before it asks again (up to twice this, spread). */

@@ -65,6 +65,7 @@ export const catalogue = {
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   too_many_sessions: { status: 429, title: 'Too many open upload sessions for this tenant', retryAfter: 10 },
   too_many_imports: { status: 429, title: 'Too many imports in flight for this tenant', retryAfter: 10 },
+  upgrade_required: { status: 426, title: 'This route is a WebSocket: connect with Upgrade: websocket' },
   too_many_progress_sockets: { status: 429, title: 'Too many import progress sockets open for this tenant', retryAfter: 10 },
   too_many_import_batches: { status: 429, title: 'Too many open import batches for this tenant', retryAfter: 60 },
   import_batch_closed: { status: 409, title: 'The import batch has ended' },

@@ -1,12 +1,17 @@
 // An import batch (ID `import-batch/{batchId}`): its items, a page at a time, each imported by
 // one activity (the import door's own path, keyed by batch and item) with at most
 // `concurrency` at once. Pausing stops starting items (those under way finish); cancelling
-// also ends the batch once they have, its items not started skipped. The batch continues as
-// new every few pages, so its history stays short however many items it has.
+// stops starting them and cancels those under way (each cancels its import, or sees it
+// commit), and ends the batch once they have, its items not started skipped. The batch
+// continues as new every few pages, so its history stays short however many items it has.
 import {
+  ActivityCancellationType,
   allHandlersFinished,
+  CancellationScope,
   condition,
   continueAsNew,
+  isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -17,10 +22,13 @@ import { controlBatchUpdate, type ImportBatchInput } from './definitions';
 import { inWindows, JOB_STEP_OPTIONS } from './windows';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
-// An item runs as long as its import: it heartbeats while it waits for the import's answer.
+// An item runs as long as its import: it heartbeats while it waits for the import's answer,
+// which is also how it hears of the batch's cancel (the SDK sends heartbeats at most every
+// 0.8 × the timeout). A cancelled item is waited for: it records what came of its import.
 const items = proxyActivities<Activities>({
   startToCloseTimeout: '7 days',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: '20 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   summary: 'Import one item of the batch',
 });
@@ -32,10 +40,14 @@ const PAGES_PER_RUN = 5;
 export async function importBatchWorkflow(input: ImportBatchInput): Promise<void> {
   let paused = input.paused ?? false;
   let cancelled = input.cancelled ?? false;
+  const underWay = new CancellationScope();
   setHandler(controlBatchUpdate, async (action) => {
     if (cancelled) return;
-    if (action === 'cancel') cancelled = true;
-    else paused = action === 'pause';
+    if (action === 'cancel') {
+      cancelled = true;
+      // Batches cancelled before this release let their items under way finish.
+      if (patched('import-batch-cancels-items-under-way')) underWay.cancel();
+    } else paused = action === 'pause';
     if (action !== 'cancel') await local.pauseImportBatch({ batchId: input.batchId, paused });
   });
   let after = input.after ?? 0;
@@ -44,7 +56,13 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
     if (!ns.length) break;
     await inWindows(ns, input.concurrency, async (n) => {
       await condition(() => !paused || cancelled);
-      if (!cancelled) await items.importBatchItem({ batchId: input.batchId, n });
+      if (cancelled) return;
+      await underWay
+        .run(() => items.importBatchItem({ batchId: input.batchId, n }))
+        .catch((err: unknown) => {
+          // An item cancelled while it waited to be retried (past the tenant's imports in flight) never started: skipped at the end.
+          if (!(cancelled && isCancellation(err))) throw err;
+        });
     });
     after = ns.at(-1)!;
     if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {

@@ -255,7 +255,10 @@ export class UploadReceiver {
     if (waitMs <= 0) return this.answerAfterWait(req, workflowId, replayed);
     const handle = this.deps.temporal.workflow.getHandle<typeof uploadWorkflow>(workflowId);
     try {
-      const response = await this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => handle.result());
+      // Bounded both ways: the API's connection honours an abort, a worker's native one (batch items) only a deadline.
+      const response = await this.deps.temporal.withDeadline(deadline, () =>
+        this.deps.temporal.withAbortSignal(AbortSignal.timeout(waitMs), () => handle.result()),
+      );
       return { kind: 'answer', response, replayed, workflowId };
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
@@ -296,7 +299,9 @@ function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {
 
 function isAbort(err: unknown): boolean {
   for (let e = err as { name?: string; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    if (e.name === 'AbortError' || e.name === 'TimeoutError' || (e as { code?: number }).code === 1 /* grpc CANCELLED */) return true;
+    const code = (e as { code?: number }).code;
+    if (e.name === 'AbortError' || e.name === 'TimeoutError' || code === 1 /* grpc CANCELLED */ || code === 4 /* DEADLINE_EXCEEDED */)
+      return true;
   }
   return false;
 }

@@ -7,7 +7,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { sha256 } from '../helpers/http';
-import { eventually } from '../helpers/inspect';
+import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
+import { keyStoragePrefix } from '../../src/temporal/ids';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -178,6 +179,52 @@ it('pauses (items under way finish, none starts), resumes, and cancels (items no
     origin.throttle(undefined);
   }
 });
+
+it('cancels the items under way with the batch: their imports end import_canceled, the items skipped, nothing stored', async () => {
+  // 64 KiB at 1 KiB/s per connection: a read that went on would take a minute.
+  origin.throttle(1024);
+  try {
+    const items = Array.from({ length: 4 }, (_, i) => ({ url: `${origin.base}/under-way/${i}.bin` }));
+    const started = await call('POST', '/v1/import-batches', { items, concurrency: 2 }, `batch-${randomUUID()}`);
+    expect(started.status).toBe(202);
+    const id = started.json.id as string;
+    const importing = () =>
+      stack.runtime.pool.query(`SELECT id FROM imports WHERE tenant_id = $1 AND idempotency_key LIKE $2 AND state = 'importing'`, [
+        tenant.tenantId,
+        `import-batch/${id}/%`,
+      ]);
+    await eventually(async () => (await importing()).rowCount === 2, 60_000);
+    const servedBefore = origin.served;
+    const cancelledAt = Date.now();
+
+    const cancelling = await call('POST', `/v1/import-batches/${id}/cancel`);
+    expect(cancelling.status).toBe(202);
+    const batch = await ended(id);
+    expect(Date.now() - cancelledAt).toBeLessThan(55_000);
+    expect(batch).toMatchObject({ state: 'cancelled', total: 4, done: 0, failed: 0, skipped: 4 });
+    const listed = (await call('GET', `/v1/import-batches/${id}/items`)).json.items as {
+      n: number;
+      state: string;
+      error?: { error: string };
+    }[];
+    expect(listed.map((i) => i.state)).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
+    // The two under way were cancelled (their keys answer 410); the two not started never ran.
+    expect(listed.slice(0, 2).map((i) => i.error?.error)).toEqual(['import_canceled', 'import_canceled']);
+    expect(listed.slice(2).map((i) => i.error ?? null)).toEqual([null, null]);
+    for (const n of [1, 2]) {
+      const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, `import-batch/${id}/${n}`);
+      expect(rows.uploads).toEqual([]);
+      expect(rows.keys.map((k: { response_status: number }) => k.response_status)).toEqual([410]);
+      expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, `import-batch/${id}/${n}`))).toEqual([]);
+    }
+    expect((await importing()).rowCount).toBe(0);
+    // The origin stopped being read well short of the files.
+    expect(origin.served - servedBefore).toBeLessThan(2 * file.length);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  } finally {
+    origin.throttle(undefined);
+  }
+}, 150_000);
 
 it('refuses bad batches with a problem and stores nothing', async () => {
   const before = await batchRows();

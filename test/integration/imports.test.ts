@@ -438,6 +438,11 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     }
 
     expect((await post('/url/get', { url, metadata: {} })).status).toBe(400);
+    // The socket's URL without an upgrade: 426 naming the protocol.
+    const plain = await fetch(`${stack.url}${companionEndpoint}/api/${started.json.token}`);
+    expect(plain.status).toBe(426);
+    expect(plain.headers.get('upgrade')).toBe('websocket');
+    expect(((await plain.json()) as { error: string }).error).toBe('upgrade_required');
     const forged = new WebSocket(`${stack.url.replace('http', 'ws')}/uppy/forged.1.x/api/${started.json.token}`);
     expect(await new Promise((r) => forged.on('unexpected-response', (_req, res) => r(res.statusCode)).on('error', () => r('error')))).toBe(
       403,

@@ -17,6 +17,8 @@ import type { Importer } from '../../src/imports/importer';
 const uppy = {
   ownerOf: (token: string) => {
     if (token.startsWith('tenant-')) return { tenantId: token };
+    // An endpoint minted for an upload token (the fake database holds no token rows: as if revoked and purged).
+    if (token.startsWith('token-')) return { tenantId: 'tenant-t', tokenId: '0b5c9a4e-64c4-4c41-9c3c-4d1d6d1a3b8e' };
     throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
   },
 } as unknown as UppyCompanion;
@@ -139,4 +141,14 @@ it("answers a forged endpoint with the route's own problem (403 signature_invali
     body: { error: 'signature_invalid' },
   });
   expect(queries).toBe(0);
+});
+
+it("refuses an endpoint whose upload token is revoked (401 unauthorized), as the endpoint's HTTP routes do", async () => {
+  start({ maxPerTenant: 4 });
+  expect(await connect('token-1')).toMatchObject({
+    status: 401,
+    headers: { 'content-type': 'application/problem+json' },
+    body: { error: 'unauthorized' },
+  });
+  expect(queries).toBe(1);
 });

@@ -156,7 +156,7 @@ function controlRoute(action: BatchControl) {
   const what = {
     pause: 'Pause: no new item starts (those under way finish)',
     resume: 'Resume a paused batch',
-    cancel: 'Cancel: no new item starts; the batch ends (items not started: skipped) once those under way have',
+    cancel: 'Cancel: no new item starts, those under way cancel their imports; the batch ends once they have (both kinds skipped)',
   }[action];
   return createRoute({
     method: 'post',

@@ -11,10 +11,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { problem, Problem } from '../../errors';
+import { dependency, problem, Problem } from '../../errors';
 import { rawProblemResponse } from '../../http/raw-problem';
 import type { Pool } from '../../db/pool';
 import { findKeyAnswer } from '../../db/queries/idempotency-keys';
+import { findUploadToken } from '../../db/queries/upload-tokens';
 import { findImportByKey } from '../../db/queries/imports';
 import { findUpload } from '../../db/queries/uploads';
 import type { Importer } from '../../imports/importer';
@@ -59,20 +60,31 @@ export class ImportProgressSockets {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const m = SOCKET_PATH.exec(new URL(req.url ?? '/', 'http://socket').pathname);
     if (!m) return false;
-    let owner: CompanionOwner;
-    try {
-      owner = this.deps.uppy.ownerOf(m[1]!);
-    } catch (err) {
-      socket.end(rawProblemResponse(err instanceof Problem ? err : problem('unauthorized')));
-      return true;
+    const key = Buffer.from(m[2]!, 'base64url').toString();
+    void this.admit(m[1]!).then(
+      (owner) => this.upgrade(req, socket, head, owner, key),
+      (err: unknown) => socket.end(rawProblemResponse(err instanceof Problem ? err : problem('internal_error'))),
+    );
+    return true;
+  }
+
+  /** Whom the endpoint serves, as its HTTP routes check it: minted here, and its upload token (if any) not revoked. */
+  private async admit(endpoint: string): Promise<CompanionOwner> {
+    const owner = this.deps.uppy.ownerOf(endpoint);
+    if (owner.tokenId) {
+      const row = await dependency('database_unavailable', () => findUploadToken(this.deps.pool, owner.tenantId, owner.tokenId!));
+      if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
     }
+    return owner;
+  }
+
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, owner: CompanionOwner, key: string): void {
     const open = this.openByTenant.get(owner.tenantId) ?? 0;
     if (open >= this.deps.maxPerTenant) {
       const detail = `This tenant has ${open} import progress sockets open on this server, the most it may; close one or retry later.`;
       socket.end(rawProblemResponse(problem('too_many_progress_sockets', detail, { extra: { limit: this.deps.maxPerTenant } })));
-      return true;
+      return;
     }
-    const key = Buffer.from(m[2]!, 'base64url').toString();
     // The handshake completes synchronously (no verifyClient), so the count cannot be overtaken.
     this.server.handleUpgrade(req, socket, head, (ws) => {
       this.openByTenant.set(owner.tenantId, (this.openByTenant.get(owner.tenantId) ?? 0) + 1);
@@ -83,7 +95,6 @@ export class ImportProgressSockets {
       });
       this.follow(ws, owner, key);
     });
-    return true;
   }
 
   close(): void {

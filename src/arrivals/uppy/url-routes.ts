@@ -102,6 +102,23 @@ const getRoute = createRoute({
   },
 });
 
+const socketRoute = createRoute({
+  method: 'get',
+  path: '/{token}/api/{socketToken}',
+  tags: [TAG],
+  summary: "An import's progress socket, as Companion's (a WebSocket: connect with `Upgrade: websocket`)",
+  description:
+    'Messages: `progress` (`bytesUploaded`, `bytesTotal`) about once a second, then `success` with the upload (`response.responseText`) ' +
+    "or `error`, and the socket closes. Uppy's `cancel` on it cancels the import as a DELETE of its upload would. A key naming no import " +
+    'of the caller\'s answers `error` "No such import." after 30 s; a message over 4 KiB closes the socket (1009). A tenant holds at most ' +
+    '`TENANT_MAX_PROGRESS_SOCKETS` per API process.',
+  request: { params: z.object({ token, socketToken: z.string().openapi({ description: 'The `token` url/get answered.' }) }) },
+  responses: {
+    101: { description: 'Switching Protocols: the socket' },
+    ...problems('signature_invalid', 'unauthorized', 'upgrade_required', 'too_many_progress_sockets'),
+  },
+});
+
 export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer: Importer; intake: Intake }) {
   const app = router();
 
@@ -133,6 +150,14 @@ export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer:
     });
     await deps.importer.create(upload, { url: body.url, ...(fileName ? { fileName } : {}) }, 0);
     return c.json({ token: progressToken(key) }, 200);
+  });
+
+  // Upgrades are taken by the HTTP server before routing (./url-progress.ts); a plain GET gets here.
+  route(app, socketRoute, async function uppyProgressSocket(c) {
+    await companionOwner(c, deps, false);
+    throw problem('upgrade_required', 'This is a WebSocket: connect with `Connection: Upgrade` and `Upgrade: websocket`.', {
+      headers: { upgrade: 'websocket', connection: 'Upgrade' },
+    });
   });
 
   return app;

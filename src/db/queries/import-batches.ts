@@ -121,7 +121,7 @@ export async function recordBatchItem(
   pool: Pool,
   batchId: string,
   n: number,
-  outcome: { state: 'done' | 'failed'; uploadId: string | null; error: Record<string, unknown> | null },
+  outcome: { state: 'done' | 'failed' | 'skipped'; uploadId: string | null; error: Record<string, unknown> | null },
 ): Promise<void> {
   await withTransaction(pool, async (tx) => {
     const moved = await tx.query(
