@@ -75,6 +75,16 @@ function connect(endpoint: string, key = 'a2V5'): Promise<Outcome> {
   });
 }
 
+/** A socket of `endpoint` once a place has freed (the server hears a close a moment after the client). */
+async function connectOnceFreed(endpoint: string): Promise<Outcome> {
+  let outcome = await connect(endpoint);
+  for (let i = 0; i < 100 && !('open' in outcome); i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    outcome = await connect(endpoint);
+  }
+  return outcome;
+}
+
 function closed(ws: WebSocket): Promise<{ code: number; messages: unknown[] }> {
   const messages: unknown[] = [];
   ws.on('message', (data) => messages.push(JSON.parse(String(data))));
@@ -99,12 +109,7 @@ it("refuses a tenant's socket past its limit with 429 problem+json, and takes on
   const gone = closed((first as { open: WebSocket }).open);
   (first as { open: WebSocket }).open.close();
   await gone;
-  let again: Outcome | undefined;
-  for (let i = 0; i < 100 && !(again && 'open' in again); i++) {
-    again = await connect('tenant-a');
-    if (!('open' in again)) await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(again && 'open' in again).toBe(true);
+  expect('open' in (await connectOnceFreed('tenant-a'))).toBe(true);
 });
 
 it("closes a socket sent a message larger than any of Uppy's (1009), and frees its place", async () => {
@@ -114,12 +119,7 @@ it("closes a socket sent a message larger than any of Uppy's (1009), and frees i
   const ending = closed(outcome.open);
   outcome.open.send(JSON.stringify({ action: 'cancel', padding: 'x'.repeat(8192) }));
   expect((await ending).code).toBe(1009);
-  let again: Outcome | undefined;
-  for (let i = 0; i < 100 && !(again && 'open' in again); i++) {
-    again = await connect('tenant-a');
-    if (!('open' in again)) await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(again && 'open' in again).toBe(true);
+  expect('open' in (await connectOnceFreed('tenant-a'))).toBe(true);
 });
 
 it('says "No such import." and closes when its key names no import of the caller\'s, then stops asking', async () => {
@@ -133,22 +133,11 @@ it('says "No such import." and closes when its key names no import of the caller
   expect(queries).toBe(asked);
 });
 
-it("answers a forged endpoint with the route's own problem (403 signature_invalid), opening nothing", async () => {
+it.each([
+  ['a forged endpoint', 'forged.1.x', 403, 'signature_invalid', 0],
+  ["one whose upload token is revoked (as the endpoint's HTTP routes do)", 'token-1', 401, 'unauthorized', 1],
+] as const)('refuses %s with its problem, opening nothing', async (_what, endpoint, status, error, reads) => {
   start({ maxPerTenant: 4 });
-  expect(await connect('forged.1.x')).toMatchObject({
-    status: 403,
-    headers: { 'content-type': 'application/problem+json' },
-    body: { error: 'signature_invalid' },
-  });
-  expect(queries).toBe(0);
-});
-
-it("refuses an endpoint whose upload token is revoked (401 unauthorized), as the endpoint's HTTP routes do", async () => {
-  start({ maxPerTenant: 4 });
-  expect(await connect('token-1')).toMatchObject({
-    status: 401,
-    headers: { 'content-type': 'application/problem+json' },
-    body: { error: 'unauthorized' },
-  });
-  expect(queries).toBe(1);
+  expect(await connect(endpoint)).toMatchObject({ status, headers: { 'content-type': 'application/problem+json' }, body: { error } });
+  expect(queries).toBe(reads);
 });
