@@ -9,6 +9,8 @@ import type { Pool } from '../src/db/pool';
 import { deleteRenditionRows, dueUploads, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
 import { Deletions } from '../src/lifecycle/deletions';
 import { allRenditionKeys } from '../src/db/queries/renditions';
+import { destroyPayloadKeys } from '../src/db/queries/payload-keys';
+import { uploadScopes } from '../src/temporal/payload-scope';
 import { rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
@@ -111,6 +113,12 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
       const released = await releaseObject(pool, a.uploadId);
       if (!released.unused) return { objectDeleted: false, bytes: 0 };
       return { objectDeleted: true, bytes: await deleteObject(released.storageKey) };
+    },
+
+    /** Destroys the data keys of a run that made no upload (a canceled import): from now on its history is ciphertext nobody opens. */
+    async eraseRunKeys(a: { uploadId: string; uploadWorkflowId: string }): Promise<{ erasedAt: string }> {
+      await destroyPayloadKeys(pool, uploadScopes(a.uploadId, a.uploadWorkflowId));
+      return { erasedAt: new Date().toISOString() };
     },
 
     /** Scrubs the personal metadata; a replay of the upload's key now answers 410 upload_deleted. */

@@ -119,6 +119,15 @@ export const controlBatchUpdate = defineUpdate<void, [BatchControl]>(updates.con
 /** `tenant`: the tenant's deletion erases each of its uploads. */
 export type DeletionReason = 'request' | 'retention' | 'tenant';
 
+/**
+ * An import canceled while its file was read (ID `delete/{uploadId}`; no upload was made):
+ * once its run has ended, the data keys its payloads are sealed under are destroyed.
+ */
+export interface ImportErasureInput {
+  uploadId: string;
+  uploadWorkflowId: string;
+}
+
 /** The deletion workflow's input (ID `delete/{uploadId}`). */
 export interface DeletionInput {
   tenantId: string;

@@ -6,7 +6,7 @@ import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDe
 import { failureTypes, searchAttributes } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { eventId } from '../src/downstream/events';
-import type { DeletionInput, DeletionResult } from './definitions';
+import type { DeletionInput, DeletionResult, ImportErasureInput } from './definitions';
 import { announcer } from './announce';
 
 // The erasure steps are short database and store calls: as local activities they skip two
@@ -23,18 +23,29 @@ const { listWebhookEndpoints } = proxyLocalActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
+const { awaitUploadRunsClosed } = proxyActivities<Activities>({
+  summary: 'Wait for the upload run; cancel and wait for its downstream child',
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+/** A canceled import's erasure: nothing was stored, so only its run's history is left to seal for good. */
+export async function importErasureWorkflow({ uploadId, uploadWorkflowId }: ImportErasureInput): Promise<{ erasedAt: string }> {
+  setCurrentDetails('waiting for the canceled import run to end');
+  await awaitUploadRunsClosed({ uploadId, uploadWorkflowId });
+  const erased = await step("Destroy the data keys of the canceled import's run").eraseRunKeys({ uploadId, uploadWorkflowId });
+  setCurrentDetails('erased: the run holds only ciphertext');
+  return erased;
+}
+
 export async function deletionWorkflow(input: DeletionInput): Promise<DeletionResult> {
   const { uploadId, tenantId } = input;
   const tombstone = await step('Tombstone the upload: its bytes are no longer served').tombstoneUpload({ tenantId, uploadId });
   if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, failureTypes.notFound);
 
   setCurrentDetails('waiting for the upload run and its downstream child');
-  await proxyActivities<Activities>({
-    summary: 'Wait for the upload run; cancel and wait for its downstream child',
-    startToCloseTimeout: '1 hour',
-    heartbeatTimeout: '30 seconds',
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-  }).awaitUploadRunsClosed({ uploadId, uploadWorkflowId: tombstone.uploadWorkflowId });
+  await awaitUploadRunsClosed({ uploadId, uploadWorkflowId: tombstone.uploadWorkflowId });
 
   setCurrentDetails('erasing renditions and the original');
   const renditions = await step('Delete every rendition', '10 minutes').eraseRenditions({ tenantId, uploadId });

@@ -2,7 +2,7 @@
 export { uploadWorkflow } from './upload';
 export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';
-export { deletionWorkflow } from './deletion';
+export { deletionWorkflow, importErasureWorkflow } from './deletion';
 export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';
 export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';
 export { importBatchWorkflow } from './import-batch';

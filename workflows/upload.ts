@@ -11,10 +11,17 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
+  startChild,
   TimeoutFailure,
+  workflowInfo,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { importErasureWorkflow } from './deletion';
+import { workflowIds } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { isImportRefusal, type ImportRefusal } from '../src/imports/failures';
 import { uploadWorkflowR3 } from './upload-r3';
@@ -123,7 +130,25 @@ async function fetchImported(
   // Canceled, whether the read finished as the deletion arrived or failed after it: its parts
   // are aborted, and an object it completed (always at spec.storageKey) is not kept.
   await discardCopy(spec.storageKey);
-  return await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
+  const response = await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
+  // The run's history holds the import's URL, headers and file name: sealed for good once it
+  // has ended, by a run of its own (this one's keys seal its own completion).
+  if (patched('erase-canceled-import')) await startImportErasure(spec.uploadId);
+  return response;
+}
+
+async function startImportErasure(uploadId: string): Promise<void> {
+  try {
+    await startChild(importErasureWorkflow, {
+      workflowId: workflowIds.deletion(uploadId),
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Erase canceled import ${uploadId}`,
+      args: [{ uploadId, uploadWorkflowId: workflowInfo().workflowId }],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
 }
 
 async function rejectImport(run: RunRecords, rejection: { code: ImportRefusal; detail: string; extra?: Record<string, unknown> }) {

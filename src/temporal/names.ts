@@ -32,6 +32,7 @@ export const workflowTypes = {
   upload: 'uploadWorkflow',
   downstream: 'downstreamWorkflow',
   deletion: 'deletionWorkflow',
+  importErasure: 'importErasureWorkflow',
   redelivery: 'redeliveryWorkflow',
   recovery: 'recoveryWorkflow',
   reprocessJob: 'reprocessJobWorkflow',

@@ -178,13 +178,14 @@ it('pauses (items under way finish, none starts), resumes, and cancels (items no
   } finally {
     origin.throttle(undefined);
   }
-});
+}, 180_000);
 
 it('cancels the items under way with the batch: their imports end import_canceled, the items skipped, nothing stored', async () => {
-  // 64 KiB at 1 KiB/s per connection: a read that went on would take a minute.
-  origin.throttle(1024);
+  // 64 KiB at 1 KiB/s per connection, from an origin of its own: a read that went on would take a minute.
+  const slow = await startFileOrigin(file);
+  slow.throttle(1024);
   try {
-    const items = Array.from({ length: 4 }, (_, i) => ({ url: `${origin.base}/under-way/${i}.bin` }));
+    const items = Array.from({ length: 4 }, (_, i) => ({ url: `${slow.base}/under-way/${i}.bin` }));
     const started = await call('POST', '/v1/import-batches', { items, concurrency: 2 }, `batch-${randomUUID()}`);
     expect(started.status).toBe(202);
     const id = started.json.id as string;
@@ -194,7 +195,7 @@ it('cancels the items under way with the batch: their imports end import_cancele
         `import-batch/${id}/%`,
       ]);
     await eventually(async () => (await importing()).rowCount === 2, 60_000);
-    const servedBefore = origin.served;
+    const servedBefore = slow.served;
     const cancelledAt = Date.now();
 
     const cancelling = await call('POST', `/v1/import-batches/${id}/cancel`);
@@ -219,10 +220,10 @@ it('cancels the items under way with the batch: their imports end import_cancele
     }
     expect((await importing()).rowCount).toBe(0);
     // The origin stopped being read well short of the files.
-    expect(origin.served - servedBefore).toBeLessThan(2 * file.length);
+    expect(slow.served - servedBefore).toBeLessThan(2 * file.length);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   } finally {
-    origin.throttle(undefined);
+    await slow.close();
   }
 }, 150_000);
 

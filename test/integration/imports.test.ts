@@ -14,6 +14,9 @@ import WebSocket from 'ws';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
+import { Client } from '@temporalio/client';
+import { PayloadKeyring, SealingCodec } from '../../src/temporal/payload-codec';
+import { loadSecretBox } from '../../src/secret-box';
 
 const MiB = 1024 * 1024;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -176,6 +179,13 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
         expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, keys[i]!)).uploads).toEqual([]);
         expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, keys[i]!))).toEqual([]);
         expect((await deleteUpload(uploadId, `delete-${randomUUID()}`)).status).toBe(404);
+        // The run's history (the URL, the file name) is sealed for good once it has ended: its data key is destroyed.
+        const run = uploadWorkflowId(tenant.tenantId, keys[i]!);
+        await eventually(async () => {
+          const key = await stack.runtime.pool.query(`SELECT wrapped FROM payload_keys WHERE scope = $1`, [`run:${run}`]);
+          return key.rows.length === 1 && key.rows[0].wrapped === null ? true : undefined;
+        }, 30_000);
+        expect(await (await freshClient()).workflow.getHandle(run).result()).toBe('erased');
       }
       expect(origin.served).toBeLessThan(2 * file.length);
       expect(await openMultipartUploads(keyStoragePrefix(tenant.tenantId, keys[0]!))).toEqual([]);
@@ -185,6 +195,13 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
       origin.throttle(undefined);
     }
   });
+
+  /** A client reading runs through the codec with keys of its own (not the stack's cached ones). */
+  async function freshClient(): Promise<Client> {
+    const box = await loadSecretBox(stack.config.SECRETS_KEY, stack.config.DATA_DIR);
+    const codec = new SealingCodec(new PayloadKeyring(stack.runtime.pool, box));
+    return new Client({ connection: stack.temporal.connection, dataConverter: { payloadCodecs: [codec] } });
+  }
 
   /** The store's multipart uploads not completed nor aborted under `prefix` (the local store: its parts directories). */
   async function openMultipartUploads(prefix: string): Promise<string[]> {
