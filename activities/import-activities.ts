@@ -187,9 +187,10 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         ...(batch.source ? { s3: openS3Access(secrets, batch.id, batch.source.sealedAccess) } : {}),
       };
       const upload = batchItemUpload(batch, item);
-      // The batch was cancelled (heard on a heartbeat; the SDK then also aborts this
-      // activity's own Temporal calls). A worker shutting down instead leaves the item to its retry.
+      // The batch was cancelled (heard on a heartbeat). A worker shutting down instead leaves the item to its retry.
       const batchCancelled = () => !!ctx.cancellationDetails?.cancelRequested;
+      // Heartbeats go on whatever a call to Temporal or the database takes meanwhile.
+      const beating = setInterval(() => ctx.heartbeat(), ITEM_WAIT_MS);
       let outcome: ItemOutcome;
       try {
         outcome = await importer.create(upload, body, 0);
@@ -210,6 +211,8 @@ export function createImportActivities({ pool, store, secrets, imports, importer
           });
         else if (!(err instanceof Problem) || RETRIED.has(err.code)) throw err;
         else return recordBatchItem(pool, batchId, n, { state: 'failed', uploadId: null, error: err.toJSON() });
+      } finally {
+        clearInterval(beating);
       }
       const { response } = outcome;
       if (response.status < 300) return recordBatchItem(pool, batchId, n, { state: 'done', uploadId: response.uploadId, error: null });
@@ -252,23 +255,23 @@ async function cancelItemImport(
   importer: ItemImporter,
   item: { upload: DeclaredUpload; body: ImportBody },
 ): Promise<{ kind: 'answer'; response: StoredResponse }> {
+  // A worker's native connection bounds calls by deadline (it ignores abort signals).
+  const until = Date.now() + CANCEL_WAIT_MS;
   try {
-    // The activity's own signal now fails its Temporal calls: these get a bound of their own.
-    return await ctx.client.withAbortSignal(AbortSignal.timeout(CANCEL_WAIT_MS), async () => {
-      const row = await findImportByKey(pool, item.upload.tenantId, item.upload.key);
-      // No row: never started, or committed (its row is gone and its answer kept: awaited below).
-      if (row?.state === 'failed') throw new CancelledFailure('The batch was cancelled after this item failed.');
-      if (row) await importer.cancel(row);
-      for (;;) {
-        const outcome = await importer.awaitAnswer(item.upload, item.body, ITEM_WAIT_MS);
-        if (outcome.kind === 'answer') return outcome;
-        ctx.heartbeat();
-      }
-    });
+    const row = await findImportByKey(pool, item.upload.tenantId, item.upload.key);
+    // No row: never started, or committed (its row is gone and its answer kept: awaited below).
+    if (row?.state === 'failed') throw new CancelledFailure('The batch was cancelled after this item failed.');
+    if (row) await ctx.client.withDeadline(until, () => importer.cancel(row));
+    while (Date.now() < until) {
+      const outcome = await importer.awaitAnswer(item.upload, item.body, Math.min(ITEM_WAIT_MS, until - Date.now()));
+      if (outcome.kind === 'answer') return outcome;
+      ctx.heartbeat();
+    }
   } catch (err) {
     if (err instanceof CancelledFailure) throw err;
-    throw new CancelledFailure(`The batch was cancelled; this item's import did not start, or did not end in time (${String(err)}).`);
+    throw new CancelledFailure(`The batch was cancelled; this item's import could not be followed (${String(err)}).`);
   }
+  throw new CancelledFailure("The batch was cancelled; this item's import did not end in time.");
 }
 
 /** How long an item past the imports-in-flight quota waits before it asks again (up to twice this, spread). */

@@ -13,6 +13,7 @@ import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { workflowIds } from '../../src/temporal/names';
+import { temporal } from '@temporalio/proto';
 
 const file = randomBytes(64 * 1024);
 let stack: TestStack;
@@ -181,9 +182,9 @@ it('pauses (items under way finish, none starts), resumes, and cancels (items no
 }, 180_000);
 
 it('cancels the items under way with the batch: their imports end import_canceled, the items skipped, nothing stored', async () => {
-  // 64 KiB at 1 KiB/s per connection, from an origin of its own: a read that went on would take a minute.
+  // 64 KiB at 512 B/s per connection, from an origin of its own: a read that went on would take two minutes.
   const slow = await startFileOrigin(file);
-  slow.throttle(1024);
+  slow.throttle(512);
   try {
     const items = Array.from({ length: 4 }, (_, i) => ({ url: `${slow.base}/under-way/${i}.bin` }));
     const started = await call('POST', '/v1/import-batches', { items, concurrency: 2 }, `batch-${randomUUID()}`);
@@ -195,6 +196,8 @@ it('cancels the items under way with the batch: their imports end import_cancele
         `import-batch/${id}/%`,
       ]);
     await eventually(async () => (await importing()).rowCount === 2, 60_000);
+    // Longer than an item's heartbeat timeout (20 s): an item waiting on its import keeps heartbeating.
+    await new Promise((r) => setTimeout(r, 25_000));
     const servedBefore = slow.served;
     const cancelledAt = Date.now();
 
@@ -219,6 +222,8 @@ it('cancels the items under way with the batch: their imports end import_cancele
       expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, `import-batch/${id}/${n}`))).toEqual([]);
     }
     expect((await importing()).rowCount).toBe(0);
+    const timedOut = temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT;
+    expect((await stack.history(`import-batch/${id}`)).events!.filter((e) => e.eventType === timedOut)).toEqual([]);
     // The origin stopped being read well short of the files.
     expect(slow.served - servedBefore).toBeLessThan(2 * file.length);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
