@@ -316,7 +316,7 @@ it("links a redelivery's and a deletion's own traces to the upload's commit", as
       [commit.traceId, commit.spanId, why],
     ]);
   }
-});
+}, 240_000);
 
 it('traces nothing anywhere for a request the sampler left out: no span, no orphan trace, no traceparent sent on', async () => {
   const since = Date.now() * 1000;
