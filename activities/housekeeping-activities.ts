@@ -11,6 +11,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { searchAttributes } from '../src/temporal/names';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
+import { removeUnusedRunKey, unusedRunKeys } from '../src/db/queries/payload-keys';
 
 export interface HousekeepingDeps {
   pool: Pool;
@@ -26,7 +27,7 @@ const ATTEMPT_OBJECT = /^tenants\/[0-9a-f-]{36}\/keys\/[0-9a-f]{32}\/[0-9a-f-]{3
 
 export function createHousekeepingActivities({ pool, store, housekeeping }: HousekeepingDeps) {
   return {
-    async expireIdempotencyKeys(): Promise<{ expired: number; tombstonesRemoved: number; orphanedImports: number }> {
+    async expireIdempotencyKeys(): Promise<{ expired: number; tombstonesRemoved: number; orphanedImports: number; unusedRunKeys: number }> {
       let total = { expired: 0, tombstonesRemoved: 0 };
       for (;;) {
         const r = await expireKeys(pool, housekeeping.tombstoneSeconds);
@@ -34,7 +35,8 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         Context.current().heartbeat(total);
         metrics.housekeepingRemoved.inc({ kind: 'expired_keys' }, r.expired);
         metrics.housekeepingRemoved.inc({ kind: 'tombstones' }, r.tombstonesRemoved);
-        if (r.expired < 1000) return { ...total, orphanedImports: await failOrphanedImports(pool) };
+        if (r.expired < 1000)
+          return { ...total, orphanedImports: await failOrphanedImports(pool), unusedRunKeys: await removeUnusedRunKeys(pool) };
       }
     },
 
@@ -102,6 +104,45 @@ async function failOrphanedImports(pool: Pool): Promise<number> {
   }
   metrics.housekeepingRemoved.inc({ kind: 'orphaned_imports' }, failed);
   return failed;
+}
+
+/**
+ * How long a run key must have gone unused before it may be removed: far past the keyring's
+ * cache (a minute) and any start's call, so no process still holds it to seal a run's start.
+ */
+export const UNUSED_RUN_KEY_SECONDS = 3600;
+
+/**
+ * Removes run keys nothing was sealed with: recorded by a replay lookup (src/upload/receive.ts)
+ * for a request refused before its run started. A key whose run Temporal still knows stays
+ * (its history is sealed with it), as does one an upload names (its erasure destroys it); a
+ * run past the namespace's retention that committed no upload has nothing left to open.
+ */
+async function removeUnusedRunKeys(pool: Pool): Promise<number> {
+  const client = Context.current().client;
+  let removed = 0;
+  let after: string | null = null;
+  for (;;) {
+    const page = await unusedRunKeys(pool, UNUSED_RUN_KEY_SECONDS, after, 500);
+    for (const key of page) {
+      const known = await client.workflow
+        .getHandle(key.scope.slice('run:'.length))
+        .describe()
+        .then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof WorkflowNotFoundError) return false;
+            throw err;
+          },
+        );
+      if (!known && (await removeUnusedRunKey(pool, key.id, UNUSED_RUN_KEY_SECONDS))) removed++;
+    }
+    Context.current().heartbeat({ removed });
+    if (page.length < 500) break;
+    after = page.at(-1)!.id;
+  }
+  metrics.housekeepingRemoved.inc({ kind: 'unused_run_keys' }, removed);
+  return removed;
 }
 
 /** Object-store folders of keys with a running upload workflow or an open claim. */

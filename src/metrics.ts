@@ -92,7 +92,7 @@ export const metrics = {
   }),
   housekeepingRemoved: new Counter({
     name: 'oncely_housekeeping_removed_total',
-    help: 'What housekeeping removed or ended (expired_keys, tombstones, staging_objects, multipart_uploads, orphaned_imports)',
+    help: 'What housekeeping removed or ended (expired_keys, tombstones, staging_objects, multipart_uploads, orphaned_imports, unused_run_keys)',
     labelNames: ['kind'] as const,
     registers: [registry],
   }),

@@ -8,6 +8,7 @@ import type { Presets } from './media/transcode';
 import type { Pool } from './db/pool';
 import { subjectTag } from './tokens/grant';
 import type { SecretBox } from './secret-box';
+import type { PayloadKeyring } from './temporal/payload-codec';
 import type { ObjectStore } from './storage/store';
 import { DirectUploads } from './arrivals/direct/direct-uploads';
 import { PresignedTarget, SelfSignedTarget } from './arrivals/direct/targets';
@@ -40,6 +41,8 @@ export interface ServiceDeps {
   store: ObjectStore;
   temporal: Client;
   box: SecretBox;
+  /** The process's payload keyring (codec on): see ReceiveDeps.runKeys. */
+  payloadKeys?: PayloadKeyring;
 }
 
 export type Services = ReturnType<typeof createServices>;
@@ -72,7 +75,7 @@ export function mediaPresets(config: Config): Presets {
 
 /** `receiver` overrides the receiver's own settings (a test's downstream or cache). */
 export function createServices(deps: ServiceDeps, overrides: { receiver?: Partial<ReceiveDeps> } = {}) {
-  const { config, pool, store, temporal, box } = deps;
+  const { config, pool, store, temporal, box, payloadKeys } = deps;
   const MiB = 1024 * 1024;
   const answers = new AnswerCache(config.REPLAY_CACHE_MIB * MiB, config.REPLAY_CACHE_SECONDS * 1000);
   const pipelines = new DeclaredPipelines(pool);
@@ -89,6 +92,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     admission: new Admission({ pipelines, calls }),
     downstream: downstreamSettings(config),
     subjectTag: (tenantId, subject) => subjectTag(box, tenantId, subject),
+    runKeys: payloadKeys,
     ...overrides.receiver,
   });
   // Every door's new uploads pass the one intake; the session core asks it before a session exists.

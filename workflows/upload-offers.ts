@@ -199,8 +199,10 @@ async function afterFailedCommit(
   const refused = err instanceof ApplicationFailure && (err.type === failureTypes.keyReuse || err.type === failureTypes.tokenExhausted);
   const committed = !refused ? await findCommittedAnswer(input) : null;
   if (committed) return adopt(committed);
+  // A tenant closed while the body arrived refuses the commit: its offers are told so (410).
+  const told = refused || (err instanceof ApplicationFailure && err.type === failureTypes.tenantClosed);
   offers.settle({
-    failure: refused
+    failure: told
       ? (err as ApplicationFailure)
       : ApplicationFailure.nonRetryable('The upload could not be completed', failureTypes.uploadFailed),
   });

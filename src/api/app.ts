@@ -95,6 +95,8 @@ export interface AppDeps {
   health?: Pick<HealthDeps, 'role' | 'draining'>;
   /** The Temporal UI this process started (embedded default): it may use the codec server from this machine. */
   devUiOrigin?: string;
+  /** The keyring the Temporal client's codec seals with (codec on): the receiver records new runs' keys ahead. */
+  payloadKeys?: PayloadKeyring;
 }
 
 /** The traceparent each session was created under, by request path (a session's is fixed: kept for the last 10,000 asked). */
@@ -113,7 +115,7 @@ function sessionTraces(pool: Pool): (path: string) => Promise<string | null> {
 
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
-  const services = createServices({ config, pool, store, temporal, box });
+  const services = createServices({ config, pool, store, temporal, box, payloadKeys: deps.payloadKeys });
   const { links, deletions, tenantDeletions, redeliveries, pipelines, decisions, reprocessing } = services;
 
   const app = router();

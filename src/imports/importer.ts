@@ -62,7 +62,7 @@ export class Importer {
   async create(upload: DeclaredUpload, body: ImportBody, waitMs: number): Promise<ImportOutcome> {
     const { pool } = this.deps;
     const req = importRequest(upload, body);
-    const replay = await this.deps.receiver.replay(req);
+    const replay = await this.deps.receiver.replay(req, { beforeStart: true });
     if (replay) return replay;
     let row = await dependency('database_unavailable', () => findImportByKey(pool, req.tenantId, req.idempotencyKey));
     if (row && row.fingerprint !== req.fingerprint) throw reuseProblem();

@@ -16,6 +16,7 @@ import {
   type PayloadKeyRow,
 } from '../db/queries/payload-keys';
 import type { Pool } from '../db/pool';
+import type { DraftedRunKey } from '../db/queries/idempotency-keys';
 import type { SecretBox } from '../secret-box';
 import { payloadOwner, scopes, type TenantRow } from './payload-scope';
 
@@ -35,6 +36,9 @@ const WirePayload = proto.temporal.api.common.v1.Payload;
 const utf8 = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : undefined);
 const wrapContext = (id: string) => `payload-key\n${id}`;
+
+/** A data key made here, with its plain bytes, before its row is recorded. */
+export type DraftedKey = DraftedRunKey & { plain: Buffer };
 
 /** A sealed payload that cannot be opened: its key id is malformed or its bytes were changed. */
 export class UnreadablePayload extends Error {}
@@ -131,25 +135,47 @@ export class PayloadKeyring {
    * A live key is its scope's only one: what this process seals for that scope next (a
    * worker's results of the run whose input it just opened) needs no statement of its own.
    */
-  private adopt(row: PayloadKeyRow): { id: string; key: Buffer; at: number } {
-    const entry = this.remember(row);
+  private adopt(row: PayloadKeyRow, plain?: Buffer): { id: string; key: Buffer; at: number } {
+    const entry = this.remember(row, plain);
     this.byScope.set(row.scope, entry);
     trim(this.byScope);
     return entry;
   }
 
-  private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {
+  /**
+   * A new data key for an upload run, for the caller to record in a statement of its own (the
+   * replay lookup before the run starts: src/upload/receive.ts); `recorded` then makes it the
+   * key the run's start seals with.
+   */
+  draftRunKey(workflowId: string): DraftedKey {
+    return this.draft(scopes.run(workflowId));
+  }
+
+  /**
+   * A drafted key its caller recorded as its scope's live key. It seals for half the cache's
+   * time only: a worker that heard it announced at the same moment still holds it when the
+   * run's first task comes, even if the tenant's deletion destroyed it meanwhile (the run's
+   * commit is then refused and its client told 410). A start after that asks PostgreSQL,
+   * which refuses a closed tenant's run.
+   */
+  recorded(draft: DraftedKey): void {
+    const entry = this.remember({ id: draft.id, scope: draft.scope, wrapped: draft.wrapped }, draft.plain);
+    this.byScope.set(draft.scope, { ...entry, at: entry.at - this.cacheMs / 2 });
+    trim(this.byScope);
+  }
+
+  private draft(scope: string): DraftedKey {
     const id = randomUUID();
-    const made = randomBytes(32);
-    const wrapped = this.box.seal(made.toString('base64'), wrapContext(id));
-    const row =
-      (await ensurePayloadKey(this.pool, { id, scope, wrapped, tenantId, uploadId })) ?? (await findLivePayloadKey(this.pool, scope));
+    const plain = randomBytes(32);
+    return { id, scope, plain, wrapped: this.box.seal(plain.toString('base64'), wrapContext(id)) };
+  }
+
+  private async loadScope(scope: string, tenantId: string | undefined, uploadId: string | undefined) {
+    const draft = this.draft(scope);
+    const row = (await ensurePayloadKey(this.pool, { ...draft, tenantId, uploadId })) ?? (await findLivePayloadKey(this.pool, scope));
     if (!row) throw new Error(`the payload key of ${scope} was destroyed while it was being created`);
     // Ours won (the usual case for a new run): no need to unwrap what was just wrapped.
-    const key = this.remember(row, row.id === id ? made : undefined);
-    this.byScope.set(scope, key);
-    trim(this.byScope);
-    return key;
+    return this.adopt(row, row.id === draft.id ? draft.plain : undefined);
   }
 
   private remember(row: PayloadKeyRow, plain?: Buffer): { id: string; key: Buffer; at: number } {

@@ -116,7 +116,7 @@ export class CopyOffer {
           err,
         );
       }
-      // The tenant was deleted while the body arrived: the run's data key was refused, no run started.
+      // The tenant was deleted while the body arrived and the run's data key is made only now: it was refused, no run started.
       if (isTenantClosed(err)) throw new OfferRefused(problem('tenant_deleted', 'This tenant has been deleted.'), err);
       if (isResourceExhausted(err)) {
         throw new OfferRefused(

@@ -11,7 +11,8 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpda
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import type { AnswerCache } from './answer-cache';
-import { findKeyAnswer, type KeyAnswer } from '../db/queries/idempotency-keys';
+import { findKeyAnswer, findKeyAnswerRecordingRunKey, type KeyAnswer } from '../db/queries/idempotency-keys';
+import type { PayloadKeyring } from '../temporal/payload-codec';
 import { linkToCommit } from '../telemetry/context';
 import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
@@ -44,6 +45,11 @@ export interface ReceiveDeps {
    * attributes stay in clear in Temporal, so they never hold the subject itself.
    */
   subjectTag?: (tenantId: string, subject: string) => string;
+  /**
+   * The process's payload keyring (codec on): a new run's data key is recorded with the
+   * replay lookup instead of by the start's sealing, one round trip fewer per new upload.
+   */
+  runKeys?: Pick<PayloadKeyring, 'draftRunKey' | 'recorded'>;
 }
 
 export type UploadOutcome =
@@ -61,15 +67,28 @@ export class UploadReceiver {
     this.copies = new CopySettler(deps);
   }
 
-  /** Phase "replay": the stored answer for a completed key, or 422 for another request. */
-  async replay(req: UploadRequest): Promise<UploadOutcome | undefined> {
+  /**
+   * Phase "replay": the stored answer for a completed key, or 422 for another request.
+   * `beforeStart`: the caller starts the key's run when nothing answers, so the run's payload
+   * data key is recorded by the same statement (codec on).
+   */
+  async replay(req: UploadRequest, opts: { beforeStart?: boolean } = {}): Promise<UploadOutcome | undefined> {
     const cached = this.deps.answers.get(req.tenantId, req.idempotencyKey);
     if (cached) return answerFromRow(cached, req);
-    const row = await dependency('database_unavailable', () => findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey));
+    const row = await dependency('database_unavailable', () => this.findAnswer(req, opts.beforeStart === true));
     if (!row) return undefined;
     // Only complete answers are immutable (a claim by another route has none yet).
     if (!row.expired && row.response_status !== null) this.deps.answers.remember(req.tenantId, req.idempotencyKey, row);
     return answerFromRow(row, req);
+  }
+
+  private async findAnswer(req: UploadRequest, beforeStart: boolean): Promise<KeyAnswer | undefined> {
+    const { pool, runKeys } = this.deps;
+    if (!beforeStart || !runKeys) return findKeyAnswer(pool, req.tenantId, req.idempotencyKey);
+    const draft = runKeys.draftRunKey(uploadWorkflowId(req.tenantId, req.idempotencyKey));
+    const { answer, recorded } = await findKeyAnswerRecordingRunKey(pool, req.tenantId, req.idempotencyKey, draft);
+    if (recorded) runKeys.recorded(draft);
+    return answer;
   }
 
   /** Refuses a new upload its pipeline does not admit (src/upload/admission.ts); nothing is stored. */
@@ -109,7 +128,7 @@ export class UploadReceiver {
     try {
       if (req.declaredSha256 && req.declaredSha256 !== copy.sha256)
         throw problem('checksum_mismatch', `The declared SHA-256 is ${req.declaredSha256} but the received bytes hash to ${copy.sha256}.`);
-      replay = await this.replay(req);
+      replay = await this.replay(req, { beforeStart: true });
       // A replay answers whatever it names; a new upload must name a declared pipeline.
       if (!replay) await this.admit(req, { ...arrival, bytes: req.declaredBytes });
     } catch (err) {
@@ -232,11 +251,7 @@ export class UploadReceiver {
         });
         return this.awaitRunResult(req, workflowId, deadline, plain === 'not_needed');
       }
-      if (err instanceof WorkflowUpdateFailedError) {
-        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
-        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.tokenExhausted) throw exhaustedProblem(req);
-        throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
-      }
+      if (err instanceof WorkflowUpdateFailedError) throw failedRunProblem(err, req);
       if (isAbort(err)) return this.answerAfterWait(req, workflowId, false);
       // The update's outcome could not be read (e.g. the run was reset or terminated): the
       // run's own result says what happened, within what is left of the budget.
@@ -263,11 +278,7 @@ export class UploadReceiver {
       if (typeof response !== 'object' || response === null) return this.answerAfterWait(req, workflowId, replayed);
       return { kind: 'answer', response: response as StoredResponse, replayed, workflowId };
     } catch (err) {
-      if (err instanceof WorkflowFailedError) {
-        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.keyReuse) throw reuseProblem();
-        if (err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.tokenExhausted) throw exhaustedProblem(req);
-        throw problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
-      }
+      if (err instanceof WorkflowFailedError) throw failedRunProblem(err, req);
       if (isAbort(err)) return this.answerAfterWait(req, workflowId, replayed);
       throw problem('temporal_unavailable', undefined, { cause: err });
     }
@@ -281,6 +292,16 @@ export class UploadReceiver {
     const answer = answerFromRow(row, req);
     return answer.kind === 'answer' ? { ...answer, replayed } : answer;
   }
+}
+
+/** What a client is told when the key's run (or its offer) failed, by the failure's type. */
+function failedRunProblem(err: WorkflowFailedError | WorkflowUpdateFailedError, req: UploadRequest): Problem {
+  const type = err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
+  if (type === failureTypes.keyReuse) return reuseProblem();
+  if (type === failureTypes.tokenExhausted) return exhaustedProblem(req);
+  // Closed while its body arrived: the commit was refused (migration 027), nothing was kept.
+  if (type === failureTypes.tenantClosed) return problem('tenant_deleted', 'This tenant has been deleted.', { cause: err });
+  return problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });
 }
 
 function answerFromRow(row: KeyAnswer, req: UploadRequest): UploadOutcome {

@@ -1,11 +1,13 @@
 // Housekeeping Schedules: created at worker start; a forced run expires key rows into
-// tombstones and removes orphaned attempt objects, never a referenced one; a reused
-// expired key gets idempotency_key_expired naming the original upload.
+// tombstones, removes orphaned attempt objects (never a referenced one) and run keys nothing
+// was sealed with; a reused expired key gets idempotency_key_expired naming the original upload.
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { keyStoragePrefix } from '../../src/temporal/ids';
+import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
+import { scopes } from '../../src/temporal/payload-scope';
+import { ensurePayloadKey } from '../../src/db/queries/payload-keys';
 import { HOUSEKEEPING, scheduleId } from '../../src/temporal/schedules';
 import type { HousekeepingTask } from '../../workflows/housekeeping';
 import { startTestStack, type TestStack } from '../helpers/stack';
@@ -104,6 +106,49 @@ it('fails an import in flight that no run will finish, and leaves a running one 
       [orphan, alive],
     ]);
     expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({ [orphan]: 'failed', [alive]: 'importing' });
+  } finally {
+    await waiting.terminate();
+  }
+});
+
+it('removes a run key left by a request refused before its run started; keeps one a run, an upload or a recent use still needs', async () => {
+  const { pool } = stack.runtime;
+  const runScope = (key: string) => scopes.run(uploadWorkflowId(tenant.tenantId, key));
+  const liveKey = async (key: string) =>
+    (await pool.query<{ id: string }>('SELECT id FROM payload_keys WHERE scope = $1 AND destroyed_at IS NULL', [runScope(key)])).rows[0]
+      ?.id;
+  // The replay lookup records a new key's run key; the request is then refused (no such pipeline).
+  const refused = `hk-refused-${randomUUID()}`;
+  const usedSince = `hk-used-${randomUUID()}`;
+  for (const key of [refused, usedSince]) {
+    const res = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: Buffer.from('never read'), pipeline: 'no-such-pipeline' });
+    expect(res.status).toBe(422);
+    expect(await liveKey(key)).toBeDefined();
+  }
+  const committed = `hk-committed-${randomUUID()}`;
+  expect((await postUpload(stack.url, { apiKey: tenant.apiKey, key: committed, body: Buffer.from('an upload names my key') })).status).toBe(
+    201,
+  );
+  const running = `hk-running-${randomUUID()}`;
+  const waiting = await startWaitingRun(stack, tenant.tenantId, running, { declaredBytes: 5, receiveTimeoutSeconds: 300 });
+  try {
+    const keys = [refused, usedSince, committed, running];
+    const ids = await Promise.all(keys.map(liveKey));
+    expect(ids.every(Boolean)).toBe(true);
+    // All of them unused for two hours; then one is taken to seal with (as a start finds it).
+    await pool.query(`UPDATE payload_keys SET created_at = now() - interval '2 hours', used_at = NULL WHERE id = ANY($1)`, [ids]);
+    const taken = await ensurePayloadKey(pool, {
+      id: randomUUID(),
+      scope: runScope(usedSince),
+      wrapped: 'unused',
+      tenantId: tenant.tenantId,
+    });
+    expect(taken?.id).toBe(ids[1]);
+
+    const report = await runNow('expire-keys');
+    expect(report.unusedRunKeys).toBeGreaterThanOrEqual(1);
+    expect(await Promise.all(keys.map(liveKey))).toEqual([undefined, ids[1], ids[2], ids[3]]);
+    expect((await pool.query('SELECT 1 FROM payload_keys WHERE id = $1', [ids[0]])).rows).toHaveLength(0);
   } finally {
     await waiting.terminate();
   }

@@ -66,7 +66,7 @@ export function oneRequestRoutes(deps: {
     const req = oneRequestUpload(upload);
     c.set('idempotencyKey', key);
     // The key rule first: a replay answers whatever credential asks for it.
-    const replay = await receiver.replay(req);
+    const replay = await receiver.replay(req, { beforeStart: true });
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
     await intake.admit(upload);
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.

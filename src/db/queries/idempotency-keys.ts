@@ -98,22 +98,58 @@ export type KeyAnswer = LiveKeyAnswer | { expired: true; fingerprint: string | n
  * live answer, or the fact that its TTL passed); or, once it is gone, the tombstone or the
  * upload that still holds the key (an expired key).
  */
+const KEY_ANSWER = `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
+         extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, traceparent, 0 AS rank
+    FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
+  UNION ALL
+  SELECT fingerprint, upload_id, NULL, NULL, true, NULL, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
+  UNION ALL
+  SELECT NULL, id, NULL, NULL, true, NULL, NULL, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
+  ORDER BY rank LIMIT 1`;
+
 export async function findKeyAnswer(db: Queryable, tenantId: string, key: string): Promise<KeyAnswer | undefined> {
-  const res = await db.query<KeyAnswer>(
+  const res = await db.query<KeyAnswer>(statement('find_idempotency_key_answer', KEY_ANSWER, [tenantId, key]));
+  return res.rows[0];
+}
+
+/** A new run's payload data key, made and wrapped by the caller (src/temporal/payload-codec.ts). */
+export interface DraftedRunKey {
+  id: string;
+  scope: string;
+  wrapped: string;
+}
+
+/**
+ * The replay path's read before a new run may start: when the key has nothing to answer,
+ * the run's data key is recorded in the same statement (the run's start then seals with it
+ * without a round trip of its own). `recorded` is false when the key answers, or when the
+ * scope already has a live key (another request's, or one left by a request that never
+ * started its run): the run's start then finds that one.
+ */
+export async function findKeyAnswerRecordingRunKey(
+  db: Queryable,
+  tenantId: string,
+  key: string,
+  runKey: DraftedRunKey,
+): Promise<{ answer: KeyAnswer | undefined; recorded: boolean }> {
+  const res = await db.query<(KeyAnswer & { recorded: false }) | { recorded: true }>(
     statement(
-      'find_idempotency_key_answer',
-      `SELECT fingerprint, upload_id, response_status, response_body, expires_at <= now() AS expired,
-              extract(epoch FROM expires_at - now())::float8 AS ttl_seconds, traceparent, 0 AS rank
-         FROM idempotency_keys WHERE tenant_id = $1 AND key = $2
+      'find_idempotency_key_answer_recording_run_key',
+      `WITH answer AS (${KEY_ANSWER}),
+       made AS (
+         INSERT INTO payload_keys (id, scope, tenant_id, wrapped)
+         SELECT $3, $4, $1, $5 WHERE NOT EXISTS (SELECT 1 FROM answer)
+         ON CONFLICT (scope) WHERE destroyed_at IS NULL DO NOTHING
+         RETURNING id)
+       SELECT fingerprint, upload_id, response_status, response_body, expired, ttl_seconds, traceparent, false AS recorded FROM answer
        UNION ALL
-       SELECT fingerprint, upload_id, NULL, NULL, true, NULL, NULL, 1 FROM idempotency_tombstones WHERE tenant_id = $1 AND key = $2
-       UNION ALL
-       SELECT NULL, id, NULL, NULL, true, NULL, NULL, 2 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2
-       ORDER BY rank LIMIT 1`,
-      [tenantId, key],
+       SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM made`,
+      [tenantId, key, runKey.id, runKey.scope, runKey.wrapped],
     ),
   );
-  return res.rows[0];
+  const answer = res.rows.find((r): r is KeyAnswer & { recorded: false } => !r.recorded);
+  if (answer) delete (answer as { recorded?: boolean }).recorded;
+  return { answer, recorded: res.rows.some((r) => r.recorded) };
 }
 
 /**

@@ -20,8 +20,9 @@ export async function findLivePayloadKey(db: Queryable, scope: string): Promise<
 
 /**
  * The scope's live key, recorded first when it has none (then `wrapped` is the one given):
- * one round trip either way. Undefined only when another process recorded the scope's key
- * during this statement (its snapshot cannot see it): read it then.
+ * one round trip either way; a live key found is marked used now (a run key unused for long
+ * may be removed: removeUnusedRunKey). Undefined only when another process recorded the
+ * scope's key during this statement (its snapshot cannot see it): read it then.
  */
 export async function ensurePayloadKey(
   db: Queryable,
@@ -34,10 +35,13 @@ export async function ensurePayloadKey(
          INSERT INTO payload_keys (id, scope, tenant_id, wrapped)
          VALUES ($1, $2, coalesce($3::uuid, (SELECT tenant_id FROM uploads WHERE id = $4::uuid)), $5)
          ON CONFLICT (scope) WHERE destroyed_at IS NULL DO NOTHING
+         RETURNING id, wrapped, scope),
+       found AS (
+         UPDATE payload_keys SET used_at = now() WHERE scope = $2 AND destroyed_at IS NULL
          RETURNING id, wrapped, scope)
        SELECT id, wrapped, scope FROM made
        UNION ALL
-       SELECT id, wrapped, scope FROM payload_keys WHERE scope = $2 AND destroyed_at IS NULL
+       SELECT id, wrapped, scope FROM found
        LIMIT 1`,
       [k.id, k.scope, k.tenantId ?? null, k.uploadId ?? null, k.wrapped],
     ),
@@ -92,5 +96,35 @@ export async function rewrapPayloadKey(db: Queryable, id: string, before: string
     before,
     wrapped,
   ]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/**
+ * Live run keys unused for `seconds` that no upload names (its run committed none), a page
+ * after `after` by id: housekeeping asks Temporal about each (removeUnusedRunKey).
+ */
+export async function unusedRunKeys(
+  db: Queryable,
+  seconds: number,
+  after: string | null,
+  limit: number,
+): Promise<{ id: string; scope: string }[]> {
+  const res = await db.query<{ id: string; scope: string }>(
+    `SELECT p.id, p.scope FROM payload_keys p
+      WHERE p.destroyed_at IS NULL AND p.scope LIKE 'run:%' AND coalesce(p.used_at, p.created_at) < now() - make_interval(secs => $1)
+        AND ($2::uuid IS NULL OR p.id > $2::uuid)
+        AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u.tenant_id = p.tenant_id AND u.workflow_id = substr(p.scope, 5))
+      ORDER BY p.id LIMIT $3`,
+    [seconds, after, limit],
+  );
+  return res.rows;
+}
+
+/** Removes a run key if it is still unused for `seconds` (a process that took it to seal since keeps it). */
+export async function removeUnusedRunKey(db: Queryable, id: string, seconds: number): Promise<boolean> {
+  const res = await db.query(
+    `DELETE FROM payload_keys WHERE id = $1 AND destroyed_at IS NULL AND coalesce(used_at, created_at) < now() - make_interval(secs => $2)`,
+    [id, seconds],
+  );
   return (res.rowCount ?? 0) > 0;
 }
