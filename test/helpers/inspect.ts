@@ -86,3 +86,16 @@ export async function openHistory<T>(history: T, codec: PayloadCodec | undefined
   });
   return history;
 }
+
+/** The pool seen through a wrapper that records the text of every statement made through it. */
+export function countingPool(pool: Pool): { pool: Pool; statements: string[] } {
+  const statements: string[] = [];
+  const counted = {
+    query: (...args: Parameters<Pool['query']>) => {
+      const first = args[0] as string | { text: string };
+      statements.push(typeof first === 'string' ? first : first.text);
+      return (pool.query as (...a: unknown[]) => unknown)(...args);
+    },
+  } as unknown as Pool;
+  return { pool: counted, statements };
+}

@@ -15,7 +15,7 @@ import { scopes } from '../../src/temporal/payload-scope';
 import { destroyPayloadKeys } from '../../src/db/queries/payload-keys';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { startTenantDatabase, type TenantDatabase } from '../helpers/stack';
-import { eventually } from '../helpers/inspect';
+import { countingPool, eventually } from '../helpers/inspect';
 
 const box = new SecretBox(randomBytes(32));
 let url: string;
@@ -36,14 +36,7 @@ afterAll(async () => {
 
 /** A worker's keyring over the real pool, its statements counted, and the keys it heard. */
 function workerKeyring(cacheMs?: number) {
-  const statements: string[] = [];
-  const counted = {
-    query: (...args: Parameters<Pool['query']>) => {
-      const first = args[0] as string | { text: string };
-      statements.push(typeof first === 'string' ? first : first.text);
-      return (pool.query as (...a: unknown[]) => unknown)(...args);
-    },
-  } as unknown as Pool;
+  const { pool: counted, statements } = countingPool(pool);
   const keyring = new PayloadKeyring(counted, box, cacheMs);
   const heard: string[] = [];
   const learn = keyring.learn.bind(keyring);

@@ -13,6 +13,7 @@ import { findKeyAnswer, findKeyAnswerRecordingRunKey, insertKeyIfAbsent, UPLOAD_
 import { closeTenant } from '../../src/db/queries/tenant-deletion';
 import { createTenant } from '../../src/tenants';
 import { startTenantDatabase, type TenantDatabase } from '../helpers/stack';
+import { countingPool } from '../helpers/inspect';
 
 const box = new SecretBox(randomBytes(32));
 let pool: Pool;
@@ -27,14 +28,7 @@ afterAll(() => db?.drop());
 
 /** A keyring whose own statements are counted. */
 function countedKeyring() {
-  const statements: string[] = [];
-  const counted = {
-    query: (...args: Parameters<Pool['query']>) => {
-      const first = args[0] as string | { text: string };
-      statements.push(typeof first === 'string' ? first : first.text);
-      return (pool.query as (...a: unknown[]) => unknown)(...args);
-    },
-  } as unknown as Pool;
+  const { pool: counted, statements } = countingPool(pool);
   return { keyring: new PayloadKeyring(counted, box), statements };
 }
 
