@@ -7,7 +7,7 @@ import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekee
 import { expireEvents } from '../src/db/queries/events';
 import { keyStoragePrefix, uploadWorkflowId } from '../src/temporal/ids';
 import { endImport, staleImports } from '../src/db/queries/imports';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { workflowRunState } from '../src/upload/upload-running';
 import { searchAttributes } from '../src/temporal/names';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
@@ -91,14 +91,7 @@ async function failOrphanedImports(pool: Pool): Promise<number> {
   const client = Context.current().client;
   let failed = 0;
   for (const row of await staleImports(pool, ORPHANED_IMPORT_SECONDS)) {
-    const run = await client.workflow
-      .getHandle(uploadWorkflowId(row.tenant_id, row.idempotency_key))
-      .describe()
-      .catch((err: unknown) => {
-        if (err instanceof WorkflowNotFoundError) return undefined;
-        throw err;
-      });
-    if (run?.status.name === 'RUNNING') continue;
+    if ((await workflowRunState(client, uploadWorkflowId(row.tenant_id, row.idempotency_key))) === 'running') continue;
     await endImport(pool, row.id, 'failed');
     failed++;
   }
@@ -125,17 +118,8 @@ async function removeUnusedRunKeys(pool: Pool): Promise<number> {
   for (;;) {
     const page = await unusedRunKeys(pool, UNUSED_RUN_KEY_SECONDS, after, 500);
     for (const key of page) {
-      const known = await client.workflow
-        .getHandle(key.scope.slice('run:'.length))
-        .describe()
-        .then(
-          () => true,
-          (err: unknown) => {
-            if (err instanceof WorkflowNotFoundError) return false;
-            throw err;
-          },
-        );
-      if (!known && (await removeUnusedRunKey(pool, key.id, UNUSED_RUN_KEY_SECONDS))) removed++;
+      const run = await workflowRunState(client, key.scope.slice('run:'.length));
+      if (run === 'none' && (await removeUnusedRunKey(pool, key.id, UNUSED_RUN_KEY_SECONDS))) removed++;
     }
     Context.current().heartbeat({ removed });
     if (page.length < 500) break;

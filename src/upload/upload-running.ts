@@ -10,20 +10,22 @@ const DESCRIBE_DEADLINE_MS = 5_000;
 /** Where the key's run is: under way, ended (its answer is in Postgres, or on its way), or never started. */
 export type UploadRunState = 'running' | 'closed' | 'none';
 
+/** Where a run is, by workflow ID (the latest run of that ID); Temporal not answering is 503. */
+export async function workflowRunState(temporal: Client, workflowId: string, deadlineMs = DESCRIBE_DEADLINE_MS): Promise<UploadRunState> {
+  try {
+    const { status } = await temporal.withDeadline(Date.now() + deadlineMs, () => temporal.workflow.getHandle(workflowId).describe());
+    return status.name === 'RUNNING' ? 'running' : 'closed';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'none';
+    throw problem('temporal_unavailable', undefined, { cause: err });
+  }
+}
+
 export function uploadRunStateCheck(
   temporal: Client,
   deadlineMs = DESCRIBE_DEADLINE_MS,
 ): (tenantId: string, key: string) => Promise<UploadRunState> {
-  return async function uploadRunState(tenantId, key) {
-    try {
-      const handle = temporal.workflow.getHandle(uploadWorkflowId(tenantId, key));
-      const { status } = await temporal.withDeadline(Date.now() + deadlineMs, () => handle.describe());
-      return status.name === 'RUNNING' ? 'running' : 'closed';
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return 'none';
-      throw problem('temporal_unavailable', undefined, { cause: err });
-    }
-  };
+  return (tenantId, key) => workflowRunState(temporal, uploadWorkflowId(tenantId, key), deadlineMs);
 }
 
 export function uploadRunningCheck(

@@ -3,7 +3,7 @@
 // key opens nothing; an opened key is then served from memory. PostgreSQL is a counting fake
 // here (the real one: test/integration/payload-encryption.test.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import type { Pool } from '../../src/db/pool';
 import type { PayloadKeyRow } from '../../src/db/queries/payload-keys';
 import { SecretBox } from '../../src/secret-box';
@@ -55,4 +55,39 @@ it('opens nothing with a destroyed or unknown key, and asks again next time', as
   expect(asked).toHaveLength(1);
   await keyring.openingKeys([gone.id]);
   expect(asked).toHaveLength(2);
+});
+
+it('seals with a key recorded by the replay lookup for half its cache time without a statement, then asks PostgreSQL', async () => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  try {
+    const asked: unknown[] = [];
+    const live: { row?: PayloadKeyRow } = {};
+    const pool = {
+      async query(statement: unknown) {
+        asked.push(statement);
+        return { rows: live.row ? [live.row] : [] };
+      },
+    } as unknown as Pool;
+    const keyring = new PayloadKeyring(pool, box, 60_000);
+    const workflowId = `upload/${randomUUID()}/a-key`;
+    const context = { type: 'workflow' as const, namespace: 'default', workflowId };
+    const draft = keyring.draftRunKey(workflowId);
+    live.row = { id: draft.id, scope: draft.scope, wrapped: draft.wrapped };
+    keyring.recorded(draft);
+
+    vi.setSystemTime(Date.now() + 29_000);
+    expect((await keyring.sealingKey(context)).id).toBe(draft.id);
+    expect(asked).toHaveLength(0);
+    // Past half the cache time a start asks PostgreSQL (which refuses a closed tenant's new
+    // key and marks a found one used); opening what it sealed still needs no statement.
+    vi.setSystemTime(Date.now() + 2_000);
+    const later = await keyring.sealingKey(context);
+    expect(later.id).toBe(draft.id);
+    expect(later.key).toEqual(draft.plain);
+    expect(asked).toHaveLength(1);
+    expect((await keyring.openingKeys([draft.id])).get(draft.id)).toEqual(draft.plain);
+    expect(asked).toHaveLength(1);
+  } finally {
+    vi.useRealTimers();
+  }
 });

@@ -147,9 +147,13 @@ export async function findKeyAnswerRecordingRunKey(
       [tenantId, key, runKey.id, runKey.scope, runKey.wrapped],
     ),
   );
-  const answer = res.rows.find((r): r is KeyAnswer & { recorded: false } => !r.recorded);
-  if (answer) delete (answer as { recorded?: boolean }).recorded;
-  return { answer, recorded: res.rows.some((r) => r.recorded) };
+  let answer: KeyAnswer | undefined;
+  let recorded = false;
+  for (const { recorded: made, ...row } of res.rows) {
+    if (made) recorded = true;
+    else answer = row as KeyAnswer;
+  }
+  return { answer, recorded };
 }
 
 /**
