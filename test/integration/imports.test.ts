@@ -9,7 +9,7 @@ import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { getJson, postUpload, sha256 } from '../helpers/http';
 import { bytesIn, eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
-import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import { partStored, startFileOrigin, type FileOrigin } from '../support/file-origin';
 import WebSocket from 'ws';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -81,7 +81,7 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     const key = `import-${randomUUID()}`;
     const body = { url: `${origin.base}/photos/cat.png`, sha256: sha256(file) };
     origin.served = 0;
-    origin.cutNextAfter(7 * MiB);
+    origin.cutNextAfter(7 * MiB, partStored(stack.runtime.store, 1));
     const created = await importFile(key, body, { prefer: 'wait=60' });
     expect(created.status).toBe(201);
     expect(created.json).toMatchObject({ bytes: file.length, sha256: sha256(file), contentType: 'image/png', fileName: 'cat.png' });

@@ -1,15 +1,20 @@
 // An origin for import tests on 127.0.0.1: serves one file with a strong ETag, honours
-// Range with a matching If-Range, can cut its next answer mid-file like a dropped connection,
-// and counts the bytes it sent. `/missing` answers 404; `/redirect?to=URL` redirects there;
+// Range with a matching If-Range, can cut its next answer mid-file like a dropped connection
+// (once the client has taken what the test waits for), and counts the bytes it sent. `/missing` answers 404; `/redirect?to=URL` redirects there;
 // `/stall` sends the file's first KiB and then nothing more; `?type=T` serves the file as T.
 import http from 'node:http';
+import type { ObjectStore } from '../../src/storage/store';
 import { serveOnLoopback } from './loopback';
 
 export interface FileOrigin {
   /** `http://127.0.0.1:port` */
   base: string;
-  /** The next answer sends `bytes` of the file, then the connection drops. */
-  cutNextAfter(bytes: number): void;
+  /**
+   * The next answer sends `bytes` of the file, then the connection drops once `after` settles:
+   * dropped at once, a reset discards what the client has not read yet, so a test that counts
+   * what was stored before the cut waits for the store (see partStored).
+   */
+  cutNextAfter(bytes: number, after?: Promise<unknown>): void;
   /** Bytes sent so far (reset with `served = 0`). */
   served: number;
   /** The Authorization header of the last request. */
@@ -24,7 +29,7 @@ export interface FileOrigin {
 
 export async function startFileOrigin(file: Buffer, o: { etag?: string; contentType?: string } = {}): Promise<FileOrigin> {
   const etag = o.etag ?? '"f1"';
-  let cutAfter: number | undefined;
+  let cut: { bytes: number; after: Promise<unknown> } | undefined;
   let rate: number | undefined;
   const server = await serveOnLoopback((req, res) => {
     origin.lastAuthorization = req.headers.authorization;
@@ -54,11 +59,11 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
         'content-length': file.length - from,
       });
     else res.writeHead(200, { ...typed, etag, 'content-length': file.length });
-    if (cutAfter !== undefined) {
-      const n = cutAfter;
-      cutAfter = undefined;
-      origin.served += n;
-      res.write(file.subarray(from, from + n), () => setTimeout(() => res.socket?.destroy(), 50));
+    if (cut) {
+      const { bytes, after } = cut;
+      cut = undefined;
+      origin.served += bytes;
+      res.write(file.subarray(from, from + bytes), () => void after.finally(() => res.socket?.destroy()));
       return;
     }
     if (rate !== undefined) return void paced(res, file.subarray(from));
@@ -79,7 +84,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
   }
   const origin: FileOrigin = {
     base: server.base,
-    cutNextAfter: (bytes) => void (cutAfter = bytes),
+    cutNextAfter: (bytes, after = new Promise((r) => setTimeout(r, 50))) => void (cut = { bytes, after }),
     served: 0,
     lastAuthorization: undefined,
     requests: 0,
@@ -88,4 +93,32 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     close: server.close,
   };
   return origin;
+}
+
+/**
+ * Settles once `store` has answered for part `n` of a multipart upload, through either part
+ * method of this instance (wrapped until then; the class's methods answer again after): the
+ * client has read every byte before it.
+ */
+export function partStored(store: ObjectStore, n: number): Promise<void> {
+  const own = { putPart: store.putPart, putPartStreamed: store.putPartStreamed };
+  return new Promise<void>((resolve) => {
+    const done = (partNumber: number) => {
+      if (partNumber !== n) return;
+      Reflect.deleteProperty(store, 'putPart');
+      Reflect.deleteProperty(store, 'putPartStreamed');
+      resolve();
+    };
+    store.putPart = async (key, uploadId, partNumber, bytes) => {
+      const etag = await own.putPart.call(store, key, uploadId, partNumber, bytes);
+      done(partNumber);
+      return etag;
+    };
+    if (own.putPartStreamed)
+      store.putPartStreamed = async (key, uploadId, partNumber, body, bytes) => {
+        const etag = await own.putPartStreamed!.call(store, key, uploadId, partNumber, body, bytes);
+        done(partNumber);
+        return etag;
+      };
+  });
 }

@@ -15,7 +15,7 @@ import type { ImportSpec } from '../../workflows/definitions';
 import type { TransferProgress } from '../../src/imports/transfer';
 import { SecretBox } from '../../src/secret-box';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
-import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import { partStored, startFileOrigin, type FileOrigin } from '../support/file-origin';
 
 const KiB = 1024;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -116,7 +116,7 @@ describe('fetchImport', () => {
     const first = new MockActivityEnvironment();
     let last: TransferProgress | undefined;
     first.on('heartbeat', (d: TransferProgress | undefined) => d && (last = d));
-    origin.cutNextAfter(150 * KiB);
+    origin.cutNextAfter(150 * KiB, partStored(s, 2));
     origin.served = 0;
     const cut = await first.run(activities(s).fetchImport, job()).catch((e: unknown) => e);
     expect(cut).toBeInstanceOf(ApplicationFailure);

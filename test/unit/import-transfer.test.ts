@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Origins } from '../../src/imports/origin';
 import { transfer, type TransferProgress } from '../../src/imports/transfer';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
-import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import { partStored, startFileOrigin, type FileOrigin } from '../support/file-origin';
 
 const KiB = 1024;
 const file = randomBytes(300 * KiB);
@@ -87,7 +87,7 @@ describe.each([
     const store = storeAt(path.join(dir, `b-${mode}`));
     const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/cut', contentType: 'image/png' };
     let progress: TransferProgress | undefined;
-    origin.cutNextAfter(150 * KiB);
+    origin.cutNextAfter(150 * KiB, partStored(store, 2));
     origin.served = 0;
     await expect(transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => (progress = p))).rejects.toMatchObject({
       code: 'import_failed',
