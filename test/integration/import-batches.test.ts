@@ -1,19 +1,18 @@
 // Import batches on the embedded store: every item imported once under (batch, item), the
 // counts and the items' outcomes, the same batch for the same key, items past the tenant's
 // imports in flight waiting their turn, a pipeline's validation hook refusing an item (and one
-// it could not answer retried), pause, resume and cancel, the open-batch quota, and bad
-// requests refused with nothing stored.
+// it could not answer retried), pause, resume and cancel (items under way cancelled:
+// import-batch-cancel.test.ts), the open-batch quota, and bad requests refused with nothing
+// stored.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { sha256 } from '../helpers/http';
-import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
-import { keyStoragePrefix } from '../../src/temporal/ids';
+import { eventually } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { workflowIds } from '../../src/temporal/names';
-import { temporal } from '@temporalio/proto';
 
 const file = randomBytes(64 * 1024);
 let stack: TestStack;
@@ -180,57 +179,6 @@ it('pauses (items under way finish, none starts), resumes, and cancels (items no
     origin.throttle(undefined);
   }
 }, 180_000);
-
-it('cancels the items under way with the batch: their imports end import_canceled, the items skipped, nothing stored', async () => {
-  // 64 KiB at 512 B/s per connection, from an origin of its own: a read that went on would take two minutes.
-  const slow = await startFileOrigin(file);
-  slow.throttle(512);
-  try {
-    const items = Array.from({ length: 4 }, (_, i) => ({ url: `${slow.base}/under-way/${i}.bin` }));
-    const started = await call('POST', '/v1/import-batches', { items, concurrency: 2 }, `batch-${randomUUID()}`);
-    expect(started.status).toBe(202);
-    const id = started.json.id as string;
-    const importing = () =>
-      stack.runtime.pool.query(`SELECT id FROM imports WHERE tenant_id = $1 AND idempotency_key LIKE $2 AND state = 'importing'`, [
-        tenant.tenantId,
-        `import-batch/${id}/%`,
-      ]);
-    await eventually(async () => (await importing()).rowCount === 2, 60_000);
-    // Longer than an item's heartbeat timeout (20 s): an item waiting on its import keeps heartbeating.
-    await new Promise((r) => setTimeout(r, 25_000));
-    const servedBefore = slow.served;
-    const cancelledAt = Date.now();
-
-    const cancelling = await call('POST', `/v1/import-batches/${id}/cancel`);
-    expect(cancelling.status).toBe(202);
-    const batch = await ended(id);
-    expect(Date.now() - cancelledAt).toBeLessThan(55_000);
-    expect(batch).toMatchObject({ state: 'cancelled', total: 4, done: 0, failed: 0, skipped: 4 });
-    const listed = (await call('GET', `/v1/import-batches/${id}/items`)).json.items as {
-      n: number;
-      state: string;
-      error?: { error: string };
-    }[];
-    expect(listed.map((i) => i.state)).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
-    // The two under way were cancelled (their keys answer 410); the two not started never ran.
-    expect(listed.slice(0, 2).map((i) => i.error?.error)).toEqual(['import_canceled', 'import_canceled']);
-    expect(listed.slice(2).map((i) => i.error ?? null)).toEqual([null, null]);
-    for (const n of [1, 2]) {
-      const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, `import-batch/${id}/${n}`);
-      expect(rows.uploads).toEqual([]);
-      expect(rows.keys.map((k: { response_status: number }) => k.response_status)).toEqual([410]);
-      expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, `import-batch/${id}/${n}`))).toEqual([]);
-    }
-    expect((await importing()).rowCount).toBe(0);
-    const timedOut = temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT;
-    expect((await stack.history(`import-batch/${id}`)).events!.filter((e) => e.eventType === timedOut)).toEqual([]);
-    // The origin stopped being read well short of the files.
-    expect(slow.served - servedBefore).toBeLessThan(2 * file.length);
-    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
-  } finally {
-    await slow.close();
-  }
-}, 150_000);
 
 it('refuses bad batches with a problem and stores nothing', async () => {
   const before = await batchRows();

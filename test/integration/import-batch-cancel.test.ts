@@ -1,0 +1,109 @@
+// Cancelling an import batch on both stores while its items are in every state an item can
+// be in: importing (their imports cancelled, 410 import_canceled, nothing kept, no multipart
+// upload left behind), turned away by the tenant's imports in flight and waiting to ask again
+// (never started: skipped with no error, nothing under its key), and not started at all.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { audit } from '../../src/audit';
+import { keyStoragePrefix } from '../../src/temporal/ids';
+import { workflowIds } from '../../src/temporal/names';
+import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
+import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+
+const file = randomBytes(64 * 1024);
+
+describe.each(['local', 's3'] as const)('cancelling an import batch on the %s store', (kind) => {
+  let stack: TestStack;
+  let tenant: { tenantId: string; apiKey: string };
+  let slow: FileOrigin;
+
+  beforeAll(async () => {
+    stack = await startStackOnStore(kind, `batch_cancel_${kind}`, { env: { TENANT_MAX_IMPORTS_IN_FLIGHT: '3' } });
+    tenant = await stack.createTenant();
+    // 64 KiB at 512 B/s per connection: a read that went on would take two minutes.
+    slow = await startFileOrigin(file);
+    slow.throttle(512);
+  });
+  afterAll(async () => {
+    await slow?.close();
+    await stack?.stop();
+  });
+
+  async function call(method: string, route: string, body?: unknown, key?: string) {
+    const res = await fetch(`${stack.url}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${tenant.apiKey}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(key ? { 'idempotency-key': key } : {}),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined };
+  }
+
+  it('cancels the items importing, and skips those turned away by the quota and those never started; nothing is kept', async () => {
+    // Four at once against three imports in flight: one item is turned away and asks again.
+    const items = Array.from({ length: 5 }, (_, i) => ({ url: `${slow.base}/under-way/${i}.bin` }));
+    const started = await call('POST', '/v1/import-batches', { items, concurrency: 4 }, `batch-${randomUUID()}`);
+    expect(started.status).toBe(202);
+    const id = started.json.id as string;
+    const itemKey = (n: number) => `import-batch/${id}/${n}`;
+    const importing = async () =>
+      (
+        await stack.runtime.pool.query(
+          `SELECT idempotency_key FROM imports WHERE tenant_id = $1 AND idempotency_key LIKE $2 AND state = 'importing'`,
+          [tenant.tenantId, `import-batch/${id}/%`],
+        )
+      ).rows.map((r: { idempotency_key: string }) => r.idempotency_key);
+    const batchRun = stack.temporal.workflow.getHandle(workflowIds.importBatch(id));
+    await eventually(async () => (await importing()).length === 3, 60_000);
+    // The fourth item was refused for the quota and is between its attempts.
+    await eventually(async () => (await batchRun.describe()).raw.pendingActivities?.some((a) => (a.attempt ?? 0) >= 2), 60_000);
+    // Longer than an item's heartbeat timeout (20 s): an item waiting on its import keeps heartbeating.
+    await new Promise((r) => setTimeout(r, 25_000));
+    const underWay = await importing();
+    expect(underWay).toHaveLength(3);
+    const servedBefore = slow.served;
+    const cancelledAt = Date.now();
+
+    expect((await call('POST', `/v1/import-batches/${id}/cancel`)).status).toBe(202);
+    const batch = await eventually(async () => {
+      const b = await call('GET', `/v1/import-batches/${id}`);
+      return b.json.state === 'cancelled' ? b.json : undefined;
+    }, 120_000);
+    expect(Date.now() - cancelledAt).toBeLessThan(55_000);
+    expect(batch).toMatchObject({ total: 5, done: 0, failed: 0, skipped: 5, pending: 0 });
+    const listed = (await call('GET', `/v1/import-batches/${id}/items`)).json.items as {
+      n: number;
+      state: string;
+      error?: { error: string };
+    }[];
+    expect(listed.map((i) => i.state)).toEqual(Array(5).fill('skipped'));
+    for (const item of listed) {
+      const key = itemKey(item.n);
+      const rows = await rowsForKey(stack.runtime.pool, tenant.tenantId, key);
+      expect(rows.uploads).toEqual([]);
+      expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+      if (underWay.includes(key)) {
+        // Its import was cancelled, and its key answers so.
+        expect(item.error?.error).toBe('import_canceled');
+        expect(rows.keys.map((k: { response_status: number }) => k.response_status)).toEqual([410]);
+      } else {
+        // Turned away by the quota or never started: no import, nothing under its key.
+        expect(item.error ?? null).toBeNull();
+        expect(rows.keys).toEqual([]);
+      }
+    }
+    expect(await importing()).toEqual([]);
+    const timedOut = temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT;
+    expect((await stack.history(workflowIds.importBatch(id))).events!.filter((e) => e.eventType === timedOut)).toEqual([]);
+    // The origin stopped being read well short of the files, and no part upload was left open.
+    expect(slow.served - servedBefore).toBeLessThan(2 * file.length);
+    expect(await stack.runtime.store.abortStaleMultipartUploads(new Date(Date.now() + 60_000))).toBe(0);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  }, 180_000);
+});
