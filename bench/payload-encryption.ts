@@ -2,7 +2,7 @@
 // PAYLOAD_ENCRYPTION off and on (bench/lib/modes.ts), CPU per upload by component. The
 // codec's work is in the API (sealing the run's input, its data key made) and the worker
 // (opening and sealing every activation's payloads); PostgreSQL pays the key rows.
-import { compareModes, round2 } from './lib/modes';
+import { compareModes, ratioPerRound, round2 } from './lib/modes';
 import type { BenchServices } from './lib/services';
 
 export async function payloadEncryptionOverhead(services: BenchServices, opts: { seconds: number; rounds: number; connections: number }) {
@@ -28,6 +28,8 @@ export async function payloadEncryptionOverhead(services: BenchServices, opts: {
     onCpuMsPerUpload: JSON.stringify(on.cpuMsPerUpload),
     // Target: at most 5 % more of Oncely's CPU (API + worker) per new upload with the codec on.
     cpuRatio: round2(on.apiWorkerCpuMsPerUpload / off.apiWorkerCpuMsPerUpload),
+    // The same, paired round by round: the median and the range show the run's noise.
+    cpuRatioByRound: JSON.stringify(ratioPerRound(on, off)),
     onKeyReadsCpuMsPerUpload: JSON.stringify(onKeyReads.cpuMsPerUpload),
     cpuRatioKeyReads: round2(onKeyReads.apiWorkerCpuMsPerUpload / off.apiWorkerCpuMsPerUpload),
     newRatio: round2(on.newRps / off.newRps),

@@ -1,8 +1,9 @@
 // New 4 KiB uploads and replays of one key under several settings of one process
 // environment (tracing off / on, payload encryption off / on), each mode its own API and
 // worker process on its own task queues over the same dev server, store and database: requests
-// per second and CPU per upload by component. The modes take turns within each round, so
-// drift in the machine hits them alike.
+// per second and CPU per upload by component. The modes take turns within each round, each
+// round starting with the next mode, so drift in the machine and the slot a mode runs in hit
+// them alike; `ratioPerRound` pairs each round's figures, so a ratio's spread is printed too.
 import { createHash, randomUUID } from 'node:crypto';
 import { cpuMsPerOp, cpuSnapshot, medianCpu } from './cpu';
 import { httpLoad, type LoadResult } from './load';
@@ -19,6 +20,8 @@ export interface ModeFigures {
   cpuMsPerUpload: Record<string, number>;
   /** Oncely's own processes (API + worker) per new upload. */
   apiWorkerCpuMsPerUpload: number;
+  /** The same, round by round (in the order the rounds ran). */
+  apiWorkerCpuMsPerRound: number[];
 }
 
 export async function compareModes<M extends string>(
@@ -54,7 +57,7 @@ export async function compareModes<M extends string>(
     ) as Record<M, { fresh: LoadResult[]; replay: LoadResult[]; cpu: Record<string, number>[] }>;
     const run = Date.now();
     for (let round = 0; round < opts.rounds; round++) {
-      for (const mode of names) {
+      for (const mode of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
         const { api, worker } = stacks[mode];
         const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
         const before = cpuSnapshot(pids);
@@ -93,6 +96,7 @@ export async function compareModes<M extends string>(
           replayRps: median(results[m].replay.map((r) => r.rps)),
           cpuMsPerUpload: medianCpu(results[m].cpu),
           apiWorkerCpuMsPerUpload: median(results[m].cpu.map(own)),
+          apiWorkerCpuMsPerRound: results[m].cpu.map(own),
         },
       ]),
     ) as Record<M, ModeFigures>;
@@ -106,3 +110,12 @@ export async function compareModes<M extends string>(
 }
 
 export const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/**
+ * One mode's API + worker CPU over another's, round by round (each pair measured in the same
+ * round, seconds apart): the median and the range, for a target one figure cannot settle.
+ */
+export function ratioPerRound(mode: ModeFigures, base: ModeFigures): { median: number; min: number; max: number; rounds: number[] } {
+  const rounds = mode.apiWorkerCpuMsPerRound.map((ms, i) => round2(ms / base.apiWorkerCpuMsPerRound[i]!));
+  return { median: round2(median(rounds)), min: Math.min(...rounds), max: Math.max(...rounds), rounds };
+}
