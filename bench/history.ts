@@ -2,10 +2,12 @@
 // of the upload run and of its downstream child, for an upload with nothing downstream (a
 // type nothing transcodes, no webhook endpoint), one with a transcode, and one that also
 // has a webhook endpoint to notify. Counted from one upload of each: the histories are
-// deterministic for a given path, so one is the figure.
+// deterministic for a given path, so one is the figure. Also their bytes as Temporal keeps
+// them, and what the upload run's start event carries (search attributes, memo, input).
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { createPool } from '../src/db/pool';
 import { createTenant } from '../src/tenants';
 import { uploadWorkflowId } from '../src/temporal/ids';
@@ -15,16 +17,39 @@ import { workflowIds } from '../src/temporal/names';
 
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 
-/** Events and completed workflow tasks of a closed run (zeros when there is no such run). */
-async function cost(client: Client, workflowId: string): Promise<{ events: number; workflowTasks: number }> {
+const { History, WorkflowExecutionStartedEventAttributes: Started } = temporal.api.history.v1;
+type StartedProps = temporal.api.history.v1.IWorkflowExecutionStartedEventAttributes;
+
+interface RunCost {
+  events: number;
+  workflowTasks: number;
+  /** The history as Temporal stores it (protobuf bytes), and what its start event carries. */
+  historyBytes: number;
+  start: { searchAttributes: number; memo: number; input: number; all: number };
+}
+
+/** Events, completed workflow tasks and bytes of a closed run (zeros when there is no such run). */
+async function cost(client: Client, workflowId: string): Promise<RunCost> {
   try {
     const handle = client.workflow.getHandle(workflowId);
     await handle.result().catch(() => undefined);
     const history = await handle.fetchHistory();
     const events = history.events ?? [];
-    return { events: events.length, workflowTasks: events.filter((e) => e.workflowTaskCompletedEventAttributes).length };
+    const started = events[0]?.workflowExecutionStartedEventAttributes ?? {};
+    const bytes = (attrs: StartedProps) => Started.encode(attrs).finish().length;
+    return {
+      events: events.length,
+      workflowTasks: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
+      historyBytes: History.encode(history).finish().length,
+      start: {
+        searchAttributes: bytes({ searchAttributes: started.searchAttributes }),
+        memo: bytes({ memo: started.memo }),
+        input: bytes({ input: started.input }),
+        all: bytes(started),
+      },
+    };
   } catch {
-    return { events: 0, workflowTasks: 0 };
+    return { events: 0, workflowTasks: 0, historyBytes: 0, start: { searchAttributes: 0, memo: 0, input: 0, all: 0 } };
   }
 }
 
@@ -53,7 +78,7 @@ export async function historyCost(services: BenchServices) {
       { kind: 'transcodeAndWebhook', tenant: notified, body: PNG_1X1, type: 'image/png' },
     ];
     const out: Record<string, string | number> = {
-      scenario: 'history: events / workflow tasks per upload (upload run + downstream child)',
+      scenario: 'history: events / workflow tasks / bytes per upload (upload run + downstream child)',
       cases: 'idle = text, no endpoint; transcode = PNG, no endpoint; transcodeAndWebhook = PNG with an endpoint',
     };
     for (const c of cases) {
@@ -69,6 +94,9 @@ export async function historyCost(services: BenchServices) {
       const child = await cost(client, workflowIds.downstream(answer.uploadId));
       out[`${c.kind}Events`] = `${upload.events} + ${child.events} = ${upload.events + child.events}`;
       out[`${c.kind}WorkflowTasks`] = `${upload.workflowTasks} + ${child.workflowTasks} = ${upload.workflowTasks + child.workflowTasks}`;
+      out[`${c.kind}HistoryBytes`] = `${upload.historyBytes} + ${child.historyBytes}`;
+      // What each start writes (the upload run's): search attributes, memo and input, of the start event's bytes.
+      if (c.kind === 'idle') out.uploadStartBytes = JSON.stringify(upload.start);
     }
     return out;
   } finally {

@@ -19,6 +19,7 @@ import { importBatch, importFromUrl } from './imports';
 import { tracingOverhead } from './traces';
 import { payloadEncryptionOverhead } from './payload-encryption';
 import { imageVariants } from './images';
+import { workerLevers } from './worker-levers';
 
 const { values } = parseArgs({
   options: {
@@ -67,6 +68,7 @@ const all = [
   'traces',
   'images',
   'codec',
+  'levers',
 ];
 const wanted = new Set(values.scenario ?? all);
 const rounds = Number(values.rounds);
@@ -99,6 +101,7 @@ try {
   if (wanted.has('batch')) results.push(await importBatch(services, { items: Number(values['batch-items']), rounds, concurrency: 16 }));
   if (wanted.has('traces')) results.push(await tracingOverhead(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('codec')) results.push(await payloadEncryptionOverhead(services, { seconds, rounds, connections: 8 }));
+  if (wanted.has('levers')) results.push(await workerLevers(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))
     results.push(await embeddedMemory({ rounds, trees: values['embedded-trees']?.split(',').map((t) => path.resolve(t)) }));
