@@ -7,7 +7,7 @@
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { createPool } from '../src/db/pool';
 import { createTenant } from '../src/tenants';
 import { uploadWorkflowId } from '../src/temporal/ids';
@@ -17,8 +17,8 @@ import { workflowIds } from '../src/temporal/names';
 
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 
-const { History, WorkflowExecutionStartedEventAttributes: Started } = temporal.api.history.v1;
-type StartedProps = temporal.api.history.v1.IWorkflowExecutionStartedEventAttributes;
+const { History, WorkflowExecutionStartedEventAttributes: Started } = proto.temporal.api.history.v1;
+type StartedProps = proto.temporal.api.history.v1.IWorkflowExecutionStartedEventAttributes;
 
 interface RunCost {
   events: number;
