@@ -43,6 +43,27 @@ export async function getJson(url: string, apiKey?: string): Promise<{ status: n
   return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
 }
 
+/**
+ * A JSON request to the API as a tenant (`base` and `apiKey` read at each call, so they can
+ * be set in a `beforeAll`): a body is sent as JSON, `key` as the Idempotency-Key.
+ */
+export function jsonCaller(at: () => { base: string; apiKey: string }) {
+  return async (method: string, route: string, body?: unknown, key?: string) => {
+    const { base, apiKey } = at();
+    const res = await fetch(`${base}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(key ? { 'idempotency-key': key } : {}),
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, text, json: text ? (JSON.parse(text) as any) : undefined };
+  };
+}
+
 export interface RawResponse {
   status: number;
   headers: Record<string, string>;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { keyStoragePrefix } from '../../src/temporal/ids';
 import { workflowIds } from '../../src/temporal/names';
+import { jsonCaller } from '../helpers/http';
 import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
@@ -31,19 +32,7 @@ describe.each(['local', 's3'] as const)('cancelling an import batch on the %s st
     await stack?.stop();
   });
 
-  async function call(method: string, route: string, body?: unknown, key?: string) {
-    const res = await fetch(`${stack.url}${route}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${tenant.apiKey}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...(key ? { 'idempotency-key': key } : {}),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  }
+  const call = jsonCaller(() => ({ base: stack.url, apiKey: tenant.apiKey }));
 
   it('cancels the items importing, and skips those turned away by the quota and those never started; nothing is kept', async () => {
     // Four at once against three imports in flight: one item is turned away and asks again.

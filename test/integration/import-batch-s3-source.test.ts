@@ -11,7 +11,7 @@ import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { sha256 } from '../helpers/http';
+import { jsonCaller, sha256 } from '../helpers/http';
 import { bytesIn, eventually, readObject } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startVersity, type Versity } from '../support/versitygw';
@@ -62,19 +62,7 @@ describe.each(['local', 's3'] as const)('an S3 source on the %s store', (kind) =
     await stack?.stop();
   });
 
-  async function call(method: string, p: string, body?: unknown, key?: string) {
-    const res = await fetch(`${stack.url}${p}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${tenant.apiKey}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...(key ? { 'idempotency-key': key } : {}),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, text, headers: res.headers, json: text ? JSON.parse(text) : undefined };
-  }
+  const call = jsonCaller(() => ({ base: stack.url, apiKey: tenant.apiKey }));
   const s3Source = (over: Record<string, unknown> = {}) => ({
     endpoint: source.endpoint,
     bucket: 'archive',

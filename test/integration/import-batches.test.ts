@@ -7,7 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { sha256 } from '../helpers/http';
+import { jsonCaller, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
@@ -31,19 +31,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function call(method: string, path: string, body?: unknown, key?: string) {
-  const res = await fetch(`${stack.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${tenant.apiKey}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(key ? { 'idempotency-key': key } : {}),
-    },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
-}
+const call = jsonCaller(() => ({ base: stack.url, apiKey: tenant.apiKey }));
 const batchRows = async () => Number((await stack.runtime.pool.query('SELECT count(*) AS n FROM import_batches')).rows[0].n);
 const ended = (id: string) =>
   eventually(async () => {
