@@ -14,7 +14,7 @@ import {
   PipelineUnknown,
 } from '../src/db/queries/records';
 import { builtinPipeline, pipelineChoice, type DefaultPresets } from '../src/pipelines/steps';
-import type { ObjectStore } from '../src/storage/store';
+import { ANY_AGE, type ObjectStore } from '../src/storage/store';
 import { createdAnswer, rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import { isTenantClosed } from '../src/errors';
@@ -146,10 +146,15 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
       return (await findCommittedAnswer(pool, request.tenantId, request.idempotencyKey, request.fingerprint)) ?? null;
     },
 
-    /** Removes an attempt's object that did not become the upload (retry-safe); never bytes an upload names (dedupe). */
+    /**
+     * Removes an attempt's object that did not become the upload, and any parts begun for it
+     * (an import's read whose cancel completed without its worker's cleanup), retry-safe;
+     * never bytes an upload names (dedupe).
+     */
     async discardCopy(storageKey: string): Promise<void> {
       if (await objectInUse(pool, storageKey)) return;
       await store.delete(storageKey);
+      await store.abortStaleMultipartUploads(ANY_AGE, storageKey);
     },
   };
   return activities;

@@ -1,7 +1,7 @@
 // Object store over a local directory: the embedded default. Writes go to a temporary
 // file that is renamed into place, so a reader never sees a half-written object.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -11,6 +11,8 @@ import type { ObjectStore, PutOptions, StoredObject } from './store';
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9/_.:-]*$/;
 const TMP_MARK = '.partial-';
 const PARTS_DIR = '.parts';
+/** In a parts directory, beside the numbered parts: the object's key. */
+const PARTS_KEY_FILE = 'key';
 /** Reads in 1 MiB chunks: fewer, larger writes to the socket than the 64 KiB default. */
 const READ_CHUNK_BYTES = 1024 * 1024;
 
@@ -89,6 +91,8 @@ export class LocalDirectoryStore implements ObjectStore {
     this.pathOf(key);
     const uploadId = randomUUID();
     await mkdir(this.partsDir(uploadId), { recursive: true });
+    // Which object the parts are for: aborting a key's parts finds them by it.
+    await writeFile(path.join(this.partsDir(uploadId), PARTS_KEY_FILE), key);
     return uploadId;
   }
 
@@ -125,12 +129,13 @@ export class LocalDirectoryStore implements ObjectStore {
     await rm(this.partsDir(uploadId), { recursive: true, force: true });
   }
 
-  async abortStaleMultipartUploads(olderThan: Date): Promise<number> {
+  async abortStaleMultipartUploads(olderThan: Date, key?: string): Promise<number> {
     const root = path.join(this.root, PARTS_DIR);
     let aborted = 0;
     for (const id of await readdir(root).catch(() => [] as string[])) {
       const s = await stat(path.join(root, id)).catch(() => undefined);
-      if (s && s.mtime < olderThan) {
+      const ofKey = key === undefined || (await readFile(path.join(root, id, PARTS_KEY_FILE), 'utf8').catch(() => undefined)) === key;
+      if (s && s.mtime < olderThan && ofKey) {
         await rm(path.join(root, id), { recursive: true, force: true });
         aborted++;
       }

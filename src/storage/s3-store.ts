@@ -253,16 +253,16 @@ export class S3Store implements ObjectStore {
     } while (token);
   }
 
-  async abortStaleMultipartUploads(olderThan: Date): Promise<number> {
+  async abortStaleMultipartUploads(olderThan: Date, key?: string): Promise<number> {
     let aborted = 0;
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     do {
       const page = await this.client.send(
-        new ListMultipartUploadsCommand({ Bucket: this.opts.bucket, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
+        new ListMultipartUploadsCommand({ Bucket: this.opts.bucket, Prefix: key, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
       );
       for (const u of page.Uploads ?? []) {
-        if (u.Key && u.UploadId && u.Initiated && u.Initiated < olderThan) {
+        if (u.Key && u.UploadId && u.Initiated && u.Initiated < olderThan && (key === undefined || u.Key === key)) {
           await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.opts.bucket, Key: u.Key, UploadId: u.UploadId }));
           aborted++;
         }

@@ -41,8 +41,11 @@ export interface ObjectStore {
   putPartStreamed?(key: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string>;
   completeParts(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
   abortParts(key: string, uploadId: string): Promise<void>;
-  /** Aborts multipart uploads started before `olderThan`; returns how many. */
-  abortStaleMultipartUploads(olderThan: Date): Promise<number>;
+  /**
+   * Aborts multipart uploads started before `olderThan` (only those of `key` when given: a
+   * rejected copy's parts, whoever began them); returns how many.
+   */
+  abortStaleMultipartUploads(olderThan: Date, key?: string): Promise<number>;
   /** Throws when the store cannot be reached (for /readyz). */
   probe(): Promise<void>;
   /**
@@ -90,3 +93,6 @@ export interface ObjectPresigner {
   /** Size and stored SHA-256 (base64; undefined when the store kept none) of an object. */
   checksum(key: string): Promise<{ bytes: number; sha256Base64?: string; composite: boolean } | undefined>;
 }
+
+/** `olderThan` for aborting multipart uploads whatever their age. */
+export const ANY_AGE = new Date(8.64e15);

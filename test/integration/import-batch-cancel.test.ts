@@ -1,11 +1,12 @@
 // Cancelling an import batch on both stores while its items are in every state an item can
-// be in: importing (their imports cancelled, 410 import_canceled, no object kept), turned
-// away by the tenant's imports in flight and waiting to ask again (never started: skipped with
-// no error, nothing under its key), and not started at all.
+// be in: importing (their imports cancelled, 410 import_canceled, no object or part upload
+// kept), turned away by the tenant's imports in flight and waiting to ask again (never
+// started: skipped with no error, nothing under its key), and not started at all.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
+import { ANY_AGE } from '../../src/storage/store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
 import { workflowIds } from '../../src/temporal/names';
 import { jsonCaller } from '../helpers/http';
@@ -90,8 +91,9 @@ describe.each(['local', 's3'] as const)('cancelling an import batch on the %s st
     expect(await importing()).toEqual([]);
     const timedOut = temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT;
     expect((await stack.history(workflowIds.importBatch(id))).events!.filter((e) => e.eventType === timedOut)).toEqual([]);
-    // The origin stopped being read well short of the files.
+    // The origin stopped being read well short of the files, and no part upload was left open.
     expect(slow.served - servedBefore).toBeLessThan(2 * file.length);
+    expect(await stack.runtime.store.abortStaleMultipartUploads(ANY_AGE)).toBe(0);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   }, 180_000);
 });

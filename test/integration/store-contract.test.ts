@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { LocalDirectoryStore } from '../../src/storage/local-store';
-import type { ObjectStore } from '../../src/storage/store';
+import { ANY_AGE, type ObjectStore } from '../../src/storage/store';
 import { testS3Store, uniqueName } from '../helpers/stack';
 import { listKeys, readObject } from '../helpers/inspect';
 
@@ -72,6 +72,28 @@ describe.each(stores)('%s store', (_name, make) => {
     expect(back.length).toBe(parts * chunk.length);
     expect(back.every((b) => b === 0xab)).toBe(true);
     expect(await store.abortStaleMultipartUploads(new Date())).toBe(0);
+  });
+
+  it("aborts one key's multipart uploads, whatever their age, and no other key's", async () => {
+    const store = await make();
+    const key = 'tenants/t5/keys/k/copy';
+    const longer = `${key}-2`; // shares the key as a prefix
+    const other = 'tenants/t5/keys/other/copy';
+    const [a1, a2, b, c] = await Promise.all([key, key, longer, other].map((k) => store.beginParts(k, 'text/plain')));
+    const part = Buffer.alloc(5 * 1024 * 1024, 1); // S3's smallest part that may be followed by another
+    await store.putPart(key, a1!, 1, part);
+    expect(await store.abortStaleMultipartUploads(ANY_AGE, key)).toBe(2);
+    expect(await store.abortStaleMultipartUploads(ANY_AGE, key)).toBe(0);
+    await expect(store.completeParts(key, a2!, [])).rejects.toThrow();
+    for (const [k, id] of [
+      [longer, b!],
+      [other, c!],
+    ] as const) {
+      const etag = await store.putPart(k, id, 1, Buffer.from('kept'));
+      await store.completeParts(k, id, [{ partNumber: 1, etag }]);
+      expect((await readObject(store, k)).toString()).toBe('kept');
+    }
+    expect(await store.head(key)).toBeUndefined();
   });
 
   it('takes a body that arrives in small uneven pieces (as socket reads may) and reads it back intact', async () => {
