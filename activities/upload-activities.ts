@@ -147,14 +147,14 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
     },
 
     /**
-     * Removes an attempt's object that did not become the upload, and any parts begun for it
-     * (an import's read whose cancel completed without its worker's cleanup), retry-safe;
-     * never bytes an upload names (dedupe).
+     * Removes an attempt's object that did not become the upload (retry-safe); never bytes an
+     * upload names (dedupe). `parts`: also any multipart upload begun for its key (a canceled
+     * import's read, whose own cleanup may not have run); other copies were complete.
      */
-    async discardCopy(storageKey: string): Promise<void> {
+    async discardCopy(storageKey: string, o: { parts?: boolean } = {}): Promise<void> {
       if (await objectInUse(pool, storageKey)) return;
       await store.delete(storageKey);
-      await store.abortStaleMultipartUploads(ANY_AGE, storageKey);
+      if (o.parts) await store.abortStaleMultipartUploads(ANY_AGE, storageKey);
     },
   };
   return activities;

@@ -128,8 +128,9 @@ async function fetchImported(
   read.ended();
   if (got && !read.canceled) return { copy: got.copy, request: { ...request, contentType: got.contentType } };
   // Canceled, whether the read finished as the deletion arrived or failed after it: its parts
-  // are aborted, and an object it completed (always at spec.storageKey) is not kept.
-  await discardCopy(spec.storageKey);
+  // and any still begun for its key are aborted, and an object it completed (always at
+  // spec.storageKey) is not kept.
+  await discardCopy(spec.storageKey, { parts: true });
   const response = await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
   // The run's history holds the import's URL, headers and file name: sealed for good once it
   // has ended, by a run of its own (this one's keys seal its own completion).
