@@ -4,6 +4,9 @@
 // per second and CPU per upload by component. The modes take turns within each round, each
 // round starting with the next mode, so drift in the machine and the slot a mode runs in hit
 // them alike; `ratioPerRound` pairs each round's figures, so a ratio's spread is printed too.
+// With `sideBySide`, rounds follow in which the modes it names take new uploads at the same
+// time, each on its share of the connections: the machine's state then weighs on them alike
+// within a round, which pairs far tighter than turns seconds apart (`ratioSideBySide`).
 import { createHash, randomUUID } from 'node:crypto';
 import { cpuMsPerOp, cpuSnapshot, medianCpu } from './cpu';
 import { httpLoad, type LoadResult } from './load';
@@ -22,12 +25,16 @@ export interface ModeFigures {
   apiWorkerCpuMsPerUpload: number;
   /** The same, round by round (in the order the rounds ran). */
   apiWorkerCpuMsPerRound: number[];
+  /** The same in the side-by-side rounds (empty without them). */
+  apiWorkerCpuMsSideBySide: number[];
+  /** API and worker CPU ms per new upload in the side-by-side rounds (the median of each). */
+  cpuMsSideBySide: Record<string, number>;
 }
 
 export async function compareModes<M extends string>(
   services: BenchServices,
   modes: Record<M, Record<string, string>>,
-  opts: { seconds: number; rounds: number; connections: number; tag: string },
+  opts: { seconds: number; rounds: number; connections: number; tag: string; sideBySide?: { rounds: number; modes: NoInfer<M>[] } },
 ): Promise<Record<M, ModeFigures>> {
   const names = Object.keys(modes) as M[];
   const stacks = {} as Record<
@@ -53,23 +60,33 @@ export async function compareModes<M extends string>(
       'x-file-sha256': BODY_SHA,
     });
     const results = Object.fromEntries(
-      names.map((m) => [m, { fresh: [] as LoadResult[], replay: [] as LoadResult[], cpu: [] as Record<string, number>[] }]),
-    ) as Record<M, { fresh: LoadResult[]; replay: LoadResult[]; cpu: Record<string, number>[] }>;
+      names.map((m) => [
+        m,
+        {
+          fresh: [] as LoadResult[],
+          replay: [] as LoadResult[],
+          cpu: [] as Record<string, number>[],
+          together: [] as Record<string, number>[],
+        },
+      ]),
+    ) as Record<M, { fresh: LoadResult[]; replay: LoadResult[]; cpu: Record<string, number>[]; together: Record<string, number>[] }>;
     const run = Date.now();
+    const newUploads = (mode: M, round: number | string, connections: number) =>
+      httpLoad({
+        url: `${stacks[mode].api.url}/v1/uploads`,
+        method: 'POST',
+        headers: headers(`bench-${opts.tag}-${run}-${mode}-${round}-[<id>]`),
+        body: BODY,
+        idReplacement: true,
+        connections,
+        duration: opts.seconds,
+      });
     for (let round = 0; round < opts.rounds; round++) {
       for (const mode of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
         const { api, worker } = stacks[mode];
         const pids = { api: api.proc.child.pid, worker: worker.proc.child.pid, ...services.pids };
         const before = cpuSnapshot(pids);
-        const fresh = await httpLoad({
-          url: `${api.url}/v1/uploads`,
-          method: 'POST',
-          headers: headers(`bench-${opts.tag}-${run}-${mode}-${round}-[<id>]`),
-          body: BODY,
-          idReplacement: true,
-          connections: opts.connections,
-          duration: opts.seconds,
-        });
+        const fresh = await newUploads(mode, round, opts.connections);
         results[mode].fresh.push(fresh);
         results[mode].cpu.push(cpuMsPerOp(before, cpuSnapshot(pids), fresh.statuses['201'] ?? 0));
         const key = `bench-${opts.tag}-replay-${randomUUID()}`;
@@ -87,6 +104,17 @@ export async function compareModes<M extends string>(
         );
       }
     }
+    const together = opts.sideBySide?.modes ?? [];
+    const share = Math.max(1, Math.floor(opts.connections / Math.max(1, together.length)));
+    for (let round = 0; round < (opts.sideBySide?.rounds ?? 0); round++) {
+      const before = together.map((m) => cpuSnapshot({ api: stacks[m].api.proc.child.pid, worker: stacks[m].worker.proc.child.pid }));
+      const loads = await Promise.all(together.map((m) => newUploads(m, `together-${round}`, share)));
+      together.forEach((m, i) => {
+        const after = cpuSnapshot({ api: stacks[m].api.proc.child.pid, worker: stacks[m].worker.proc.child.pid });
+        const { api, worker } = cpuMsPerOp(before[i]!, after, loads[i]!.statuses['201'] ?? 0);
+        results[m].together.push({ api, worker });
+      });
+    }
     const own = (c: Record<string, number>) => Math.round(((c.api ?? 0) + (c.worker ?? 0)) * 10) / 10;
     return Object.fromEntries(
       names.map((m) => [
@@ -97,6 +125,8 @@ export async function compareModes<M extends string>(
           cpuMsPerUpload: medianCpu(results[m].cpu),
           apiWorkerCpuMsPerUpload: median(results[m].cpu.map(own)),
           apiWorkerCpuMsPerRound: results[m].cpu.map(own),
+          apiWorkerCpuMsSideBySide: results[m].together.map(own),
+          cpuMsSideBySide: results[m].together.length ? medianCpu(results[m].together) : {},
         },
       ]),
     ) as Record<M, ModeFigures>;
@@ -110,6 +140,14 @@ export async function compareModes<M extends string>(
 }
 
 export const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/** `ratioPerRound` over the side-by-side rounds. */
+export function ratioSideBySide(mode: ModeFigures, base: ModeFigures): ReturnType<typeof ratioPerRound> {
+  return ratioPerRound(
+    { ...mode, apiWorkerCpuMsPerRound: mode.apiWorkerCpuMsSideBySide },
+    { ...base, apiWorkerCpuMsPerRound: base.apiWorkerCpuMsSideBySide },
+  );
+}
 
 /**
  * One mode's API + worker CPU over another's, round by round (each pair measured in the same

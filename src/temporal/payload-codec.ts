@@ -137,8 +137,8 @@ export class PayloadKeyring {
    */
   private adopt(row: PayloadKeyRow, plain?: Buffer): { id: string; key: Buffer; at: number } {
     const entry = this.remember(row, plain);
-    this.byScope.set(row.scope, entry);
-    trim(this.byScope);
+    refresh(this.byScope, row.scope, entry);
+    this.forgetStale(this.byScope);
     return entry;
   }
 
@@ -160,8 +160,8 @@ export class PayloadKeyring {
    */
   recorded(draft: DraftedKey): void {
     const entry = this.remember({ id: draft.id, scope: draft.scope, wrapped: draft.wrapped }, draft.plain);
-    this.byScope.set(draft.scope, { ...entry, at: entry.at - this.cacheMs / 2 });
-    trim(this.byScope);
+    refresh(this.byScope, draft.scope, { ...entry, at: entry.at - this.cacheMs / 2 });
+    this.forgetStale(this.byScope);
   }
 
   private draft(scope: string): DraftedKey {
@@ -179,11 +179,19 @@ export class PayloadKeyring {
   }
 
   private remember(row: PayloadKeyRow, plain?: Buffer): { id: string; key: Buffer; at: number } {
-    const key = plain ?? Buffer.from(this.box.open(row.wrapped!, wrapContext(row.id)), 'base64');
+    const key = ownBytes(plain ?? Buffer.from(this.box.open(row.wrapped!, wrapContext(row.id)), 'base64'));
     const entry = { id: row.id, key, at: Date.now() };
-    this.byId.set(row.id, entry);
-    trim(this.byId);
+    refresh(this.byId, row.id, entry);
+    this.forgetStale(this.byId);
     return entry;
+  }
+
+  /** Drops the oldest entries once they are no longer fresh (maps kept in the order entries were set). */
+  private forgetStale(map: Map<string, { at: number }>): void {
+    for (const [k, v] of map) {
+      if (this.fresh(v.at) && map.size <= MAX_CACHED) return;
+      map.delete(k);
+    }
   }
 
   /** A run's tenant, read once from its row (a row not found yet is asked again next time). */
@@ -203,9 +211,29 @@ export class PayloadKeyring {
   }
 }
 
+const MAX_CACHED = 10_000;
+
 /** Keeps a cache map within bounds (the oldest entries go first). */
-function trim(map: Map<string, unknown>, max = 10_000): void {
+function trim(map: Map<string, unknown>, max = MAX_CACHED): void {
   while (map.size > max) map.delete(map.keys().next().value!);
+}
+
+/** Sets an entry at the end of a map's order, which is then the order of the entries' times. */
+function refresh<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+}
+
+/**
+ * A key's bytes in memory of their own. Node hands out small buffers as views of a shared
+ * 64 KiB block (a base64 decode's among them): a cached 32-byte key kept such a view would
+ * keep its whole block alive for as long as the key is cached.
+ */
+function ownBytes(bytes: Buffer): Buffer {
+  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes;
+  const own = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(own);
+  return own;
 }
 
 function keyIdOf(p: Payload): string {

@@ -91,3 +91,21 @@ it('seals with a key recorded by the replay lookup for half its cache time witho
     vi.useRealTimers();
   }
 });
+
+it('keeps an announced key in memory of its own, not in a view of a shared block', async () => {
+  const { pool, asked } = fakePool([]);
+  const keyring = new PayloadKeyring(pool, box);
+  const announced = Array.from({ length: 3 }, liveKey);
+  for (const k of announced) {
+    keyring.learn(k.row);
+    Buffer.from('x'.repeat(512)); // other small buffers made between two notices
+  }
+  const held = await keyring.openingKeys(announced.map((k) => k.id));
+  for (const k of announced) {
+    const key = held.get(k.id)!;
+    expect(key).toEqual(k.key);
+    // A view into Node's pooled block would keep the whole block alive while the key is cached.
+    expect(key.buffer.byteLength).toBe(32);
+  }
+  expect(asked).toHaveLength(0);
+});
