@@ -37,6 +37,7 @@ export async function payloadEncryptionOverhead(services: BenchServices, opts: {
     cpuRatioSideBySide: JSON.stringify(ratioSideBySide(on, off)),
     twinRatioByRound: JSON.stringify(ratioPerRound(offTwin, off)),
     twinRatioSideBySide: JSON.stringify(ratioSideBySide(offTwin, off)),
+    peakRssMiB: JSON.stringify({ off: off.peakRssMiB, offTwin: offTwin.peakRssMiB, on: on.peakRssMiB, onKeyReads: onKeyReads.peakRssMiB }),
     cpuMsSideBySide: JSON.stringify({ off: off.cpuMsSideBySide, offTwin: offTwin.cpuMsSideBySide, on: on.cpuMsSideBySide }),
     onKeyReadsCpuMsPerUpload: JSON.stringify(onKeyReads.cpuMsPerUpload),
     cpuRatioKeyReads: round2(onKeyReads.apiWorkerCpuMsPerUpload / off.apiWorkerCpuMsPerUpload),

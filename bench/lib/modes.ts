@@ -10,7 +10,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { cpuMsPerOp, cpuSnapshot, medianCpu } from './cpu';
 import { httpLoad, type LoadResult } from './load';
-import { startOncelyProcess, type BenchServices } from './services';
+import { peakRssMiB, startOncelyProcess, type BenchServices } from './services';
 import { median } from './stats';
 
 const BODY = Buffer.alloc(4096, 0x62);
@@ -29,6 +29,8 @@ export interface ModeFigures {
   apiWorkerCpuMsSideBySide: number[];
   /** API and worker CPU ms per new upload in the side-by-side rounds (the median of each). */
   cpuMsSideBySide: Record<string, number>;
+  /** The API's and the worker's peak resident set size over the whole run. */
+  peakRssMiB: Record<'api' | 'worker', number>;
 }
 
 export async function compareModes<M extends string>(
@@ -116,10 +118,17 @@ export async function compareModes<M extends string>(
       });
     }
     const own = (c: Record<string, number>) => Math.round(((c.api ?? 0) + (c.worker ?? 0)) * 10) / 10;
+    const peaks = {} as Record<M, Record<'api' | 'worker', number>>;
+    for (const m of names)
+      peaks[m] = {
+        api: Math.round(await peakRssMiB(stacks[m].api.proc.child.pid!)),
+        worker: Math.round(await peakRssMiB(stacks[m].worker.proc.child.pid!)),
+      };
     return Object.fromEntries(
       names.map((m) => [
         m,
         {
+          peakRssMiB: peaks[m],
           newRps: median(results[m].fresh.map((r) => r.rps)),
           replayRps: median(results[m].replay.map((r) => r.rps)),
           cpuMsPerUpload: medianCpu(results[m].cpu),
