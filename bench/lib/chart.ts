@@ -47,10 +47,12 @@ export function ratioChart(results: Record<string, unknown>[]): string {
   for (const r of results) {
     for (const [k, v] of Object.entries(r)) {
       if (!k.toLowerCase().includes('cpums') || typeof v !== 'string') continue;
-      const parsed = JSON.parse(v) as Record<string, number>;
+      const parsed = JSON.parse(v) as Record<string, unknown>;
+      // Per-mode breakdowns (an object per mode) have no one bar.
+      if (!Object.values(parsed).every((x) => typeof x === 'number')) continue;
       cpuBars.push({
         label: `${r.scenario} (${k.replace(/^cpuMsPer/, 'per ').replace(/^tusCpuMsPer/, 'tus, per ')})`,
-        parts: Object.entries(parsed).filter(([c]) => c !== 'total'),
+        parts: (Object.entries(parsed) as [string, number][]).filter(([c]) => c !== 'total'),
       });
     }
   }

@@ -134,11 +134,10 @@ export class LocalDirectoryStore implements ObjectStore {
     let aborted = 0;
     for (const id of await readdir(root).catch(() => [] as string[])) {
       const s = await stat(path.join(root, id)).catch(() => undefined);
-      const ofKey = key === undefined || (await readFile(path.join(root, id, PARTS_KEY_FILE), 'utf8').catch(() => undefined)) === key;
-      if (s && s.mtime < olderThan && ofKey) {
-        await rm(path.join(root, id), { recursive: true, force: true });
-        aborted++;
-      }
+      if (!s || s.mtime >= olderThan) continue;
+      if (key !== undefined && (await readFile(path.join(root, id, PARTS_KEY_FILE), 'utf8').catch(() => undefined)) !== key) continue;
+      await rm(path.join(root, id), { recursive: true, force: true });
+      aborted++;
     }
     return aborted;
   }

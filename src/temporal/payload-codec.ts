@@ -19,6 +19,7 @@ import type { Pool } from '../db/pool';
 import type { DraftedRunKey } from '../db/queries/idempotency-keys';
 import type { SecretBox } from '../secret-box';
 import { payloadOwner, scopes, type TenantRow } from './payload-scope';
+import { RecentSeals } from './recent-seals';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
@@ -33,7 +34,10 @@ export const ERASED_MARKER = 'erased';
 
 /** The wire form of a payload (@temporalio/proto is CommonJS: its namespace comes through the default export). */
 const WirePayload = proto.temporal.api.common.v1.Payload;
-const utf8 = (s: string) => new TextEncoder().encode(s);
+const encoder = new TextEncoder();
+const utf8 = (s: string) => encoder.encode(s);
+/** Shared by every sealed payload's metadata (nothing writes into a payload's bytes). */
+const ENCRYPTED_ENCODING_BYTES = utf8(ENCRYPTED_ENCODING);
 const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : undefined);
 const wrapContext = (id: string) => `payload-key\n${id}`;
 
@@ -118,6 +122,9 @@ export class PayloadKeyring {
    * hears each new run's key before the run's first activation: payload-key-notices.ts).
    */
   learn(row: PayloadKeyRow): void {
+    // A key this process made or read already (every listener hears its own keys too).
+    const known = this.byId.get(row.id);
+    if (known && this.fresh(known.at)) return;
     if (row.wrapped) this.adopt(row);
   }
 
@@ -186,12 +193,8 @@ export class PayloadKeyring {
     return entry;
   }
 
-  /** Drops the oldest entries once they are no longer fresh (maps kept in the order entries were set). */
   private forgetStale(map: Map<string, { at: number }>): void {
-    for (const [k, v] of map) {
-      if (this.fresh(v.at) && map.size <= MAX_CACHED) return;
-      map.delete(k);
-    }
+    forgetOldest(map, (v) => this.fresh(v.at));
   }
 
   /** A run's tenant, read once from its row (a row not found yet is asked again next time). */
@@ -201,7 +204,7 @@ export class PayloadKeyring {
     if (!tenant) {
       tenant = await tenantOfRow(this.pool, row, id);
       if (tenant) this.tenants.set(key, tenant);
-      trim(this.tenants);
+      forgetOldest(this.tenants);
     }
     return tenant;
   }
@@ -213,9 +216,15 @@ export class PayloadKeyring {
 
 const MAX_CACHED = 10_000;
 
-/** Keeps a cache map within bounds (the oldest entries go first). */
-function trim(map: Map<string, unknown>, max = MAX_CACHED): void {
-  while (map.size > max) map.delete(map.keys().next().value!);
+/**
+ * Keeps a cache map within MAX_CACHED entries and, given `fresh`, drops its stale ones: the
+ * oldest go first, the map being kept in the order its entries were set (`refresh`).
+ */
+function forgetOldest<V>(map: Map<string, V>, fresh: (entry: V) => boolean = () => true): void {
+  for (const [k, v] of map) {
+    if (fresh(v) && map.size <= MAX_CACHED) return;
+    map.delete(k);
+  }
 }
 
 /** Sets an entry at the end of a map's order, which is then the order of the entries' times. */
@@ -247,21 +256,35 @@ export function isSealed(p: Payload): boolean {
 }
 
 export class SealingCodec implements PayloadCodec {
-  constructor(private readonly keyring: PayloadKeyring) {}
+  private readonly recent: RecentSeals | undefined;
+
+  /**
+   * `rememberMs`: how long what this process sealed is remembered (recent-seals.ts), for a
+   * process that opens what it sealed (one running a worker); 0 for one that does not.
+   */
+  constructor(
+    private readonly keyring: PayloadKeyring,
+    opts: { rememberMs?: number } = {},
+  ) {
+    this.recent = opts.rememberMs ? new RecentSeals(opts.rememberMs) : undefined;
+  }
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
     if (!payloads.length) return payloads;
     const { id, key } = await this.keyring.sealingKey(context);
+    const idBytes = utf8(id);
     return payloads.map((p) => {
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
-      cipher.setAAD(utf8(id));
       const plain = WirePayload.encode(p).finish();
-      const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
-      return {
-        metadata: { encoding: utf8(ENCRYPTED_ENCODING), [KEY_ID]: utf8(id) },
-        data: Buffer.concat([iv, cipher.getAuthTag(), sealed]),
-      };
+      let data = this.recent?.sealedBefore(id, plain);
+      if (!data) {
+        const iv = randomBytes(IV_BYTES);
+        const cipher = createCipheriv('aes-256-gcm', key, iv);
+        cipher.setAAD(idBytes);
+        const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+        data = Buffer.concat([iv, cipher.getAuthTag(), sealed]);
+        this.recent?.remember(id, plain, data);
+      }
+      return { metadata: { encoding: ENCRYPTED_ENCODING_BYTES, [KEY_ID]: idBytes }, data };
     });
   }
 
@@ -274,7 +297,9 @@ export class SealingCodec implements PayloadCodec {
       const id = keyIdOf(p);
       const key = keys.get(id);
       if (!key) return { metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(ERASED_MARKER)) };
-      const data = Buffer.from(p.data ?? new Uint8Array());
+      const data = p.data ? Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength) : Buffer.alloc(0);
+      const known = this.recent?.openedBefore(id, data);
+      if (known) return WirePayload.decode(known);
       if (data.length < IV_BYTES + TAG_BYTES) throw new UnreadablePayload(`a payload sealed under ${id} is truncated`);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAAD(utf8(id));

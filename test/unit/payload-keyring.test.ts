@@ -109,3 +109,24 @@ it('keeps an announced key in memory of its own, not in a view of a shared block
   }
   expect(asked).toHaveLength(0);
 });
+
+it('unwraps a key heard again (every listener hears its own keys too) only once while it is cached', async () => {
+  const { pool, asked } = fakePool([]);
+  const keyring = new PayloadKeyring(pool, box);
+  const opened = vi.spyOn(box, 'open');
+  try {
+    const k = liveKey();
+    keyring.learn(k.row);
+    keyring.learn(k.row);
+    expect(opened).toHaveBeenCalledTimes(1);
+    expect((await keyring.openingKeys([k.id])).get(k.id)).toEqual(k.key);
+    // A key this process made itself is not unwrapped when its notice comes back.
+    const made = keyring.draftRunKey(`upload/${randomUUID()}/own`);
+    keyring.recorded(made);
+    keyring.learn({ id: made.id, scope: made.scope, wrapped: made.wrapped });
+    expect(opened).toHaveBeenCalledTimes(1);
+    expect(asked).toHaveLength(0);
+  } finally {
+    opened.mockRestore();
+  }
+});

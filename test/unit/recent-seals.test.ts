@@ -1,0 +1,110 @@
+// A worker's codec remembers what it sealed a moment ago: the same plaintext under the same
+// key seals to the same bytes once, and opening those bytes again needs no cipher. Only the
+// exact bytes match, the payloads stay readable by any other codec, and an erased key opens
+// nothing even though this process remembers the plaintext. PostgreSQL is an in-memory fake
+// of payload_keys here (the real one: test/integration/payload-encryption.test.ts).
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Payload } from '@temporalio/common';
+import { beforeEach, expect, it, vi } from 'vitest';
+import type { Pool } from '../../src/db/pool';
+import type { PayloadKeyRow } from '../../src/db/queries/payload-keys';
+import { SecretBox } from '../../src/secret-box';
+import { ERASED_MARKER, PayloadKeyring, SealingCodec, UnreadablePayload } from '../../src/temporal/payload-codec';
+
+const deciphered = vi.hoisted(() => ({ count: 0 }));
+vi.mock('node:crypto', async (actual) => {
+  const crypto = await actual<typeof import('node:crypto')>();
+  return {
+    ...crypto,
+    createDecipheriv: (...args: Parameters<typeof crypto.createDecipheriv>) => {
+      deciphered.count++;
+      return crypto.createDecipheriv(...args);
+    },
+  };
+});
+
+const box = new SecretBox(randomBytes(32));
+
+/** payload_keys in memory: the three statements the keyring sends. */
+function keyTable() {
+  const rows: PayloadKeyRow[] = [];
+  const pool = {
+    async query({ text, values }: { text: string; values: unknown[] }) {
+      if (text.includes('INSERT INTO payload_keys')) {
+        const [id, scope, , , wrapped] = values as string[];
+        let row = rows.find((r) => r.scope === scope && r.wrapped);
+        if (!row) rows.push((row = { id: id!, scope: scope!, wrapped: wrapped! }));
+        return { rows: [row] };
+      }
+      if (text.includes('id = ANY')) return { rows: rows.filter((r) => (values[0] as string[]).includes(r.id)) };
+      return { rows: rows.filter((r) => r.scope === values[0] && r.wrapped) };
+    },
+  } as unknown as Pool;
+  return { pool, destroyAll: () => rows.forEach((r) => (r.wrapped = null)) };
+}
+
+const json = (value: unknown): Payload => ({
+  metadata: { encoding: new TextEncoder().encode('json/plain') },
+  data: new TextEncoder().encode(JSON.stringify(value)),
+});
+const valueOf = (p: Payload) => JSON.parse(Buffer.from(p.data!).toString('utf8')) as unknown;
+const run = (name: string) => ({ type: 'workflow' as const, namespace: 'default', workflowId: `upload/${randomUUID()}/${name}` });
+
+beforeEach(() => {
+  deciphered.count = 0;
+});
+
+it('seals the same plaintext under the same key to the same bytes, and opens them again without a cipher', async () => {
+  const { pool } = keyTable();
+  const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
+  const context = run('a');
+  const answer = { status: 201, body: '{"uploadId":"u"}' };
+  const [commit, result, other] = await codec.encode([json(answer), json(answer), json({ status: 409 })], context);
+  expect(Buffer.from(result!.data!)).toEqual(Buffer.from(commit!.data!));
+  expect(Buffer.from(other!.data!)).not.toEqual(Buffer.from(commit!.data!));
+  // Another run's key seals the same answer to other bytes.
+  const [elsewhere] = await codec.encode([json(answer)], run('b'));
+  expect(Buffer.from(elsewhere!.data!)).not.toEqual(Buffer.from(commit!.data!));
+
+  const opened = await codec.decode([commit!, other!, elsewhere!]);
+  expect(opened.map(valueOf)).toEqual([answer, { status: 409 }, answer]);
+  expect(deciphered.count).toBe(0);
+
+  // A codec that did not seal them (another process) opens the same bytes with its cipher.
+  const elsewhereKeys = new PayloadKeyring(pool, box);
+  await elsewhereKeys.openingKeys([Buffer.from(commit!.metadata!['encryption-key-id']!).toString()]); // its key unwrapped
+  deciphered.count = 0;
+  const elsewhereCodec = new SealingCodec(elsewhereKeys);
+  expect((await elsewhereCodec.decode([commit!, other!])).map(valueOf)).toEqual([answer, { status: 409 }]);
+  expect(deciphered.count).toBe(2);
+});
+
+it('matches only exact bytes: a changed payload goes to the cipher and is refused', async () => {
+  const { pool } = keyTable();
+  const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
+  const [sealed] = await codec.encode([json('a file name.pdf')], run('a'));
+  const changed = Buffer.from(sealed!.data!);
+  changed[changed.length - 1]! ^= 1;
+  await expect(codec.decode([{ ...sealed!, data: changed }])).rejects.toThrow(UnreadablePayload);
+  expect(deciphered.count).toBe(1);
+});
+
+it('opens nothing whose key was destroyed, though it remembers the plaintext', async () => {
+  const { pool, destroyAll } = keyTable();
+  // Keys read from PostgreSQL every time (as the codec server does): the erasure is seen at once.
+  const codec = new SealingCodec(new PayloadKeyring(pool, box, 0), { rememberMs: 30_000 });
+  const [sealed] = await codec.encode([json('a file name.pdf')], run('a'));
+  expect((await codec.decode([sealed!])).map(valueOf)).toEqual(['a file name.pdf']);
+  destroyAll();
+  expect((await codec.decode([sealed!])).map(valueOf)).toEqual([ERASED_MARKER]);
+});
+
+it('without remembering, seals every payload afresh', async () => {
+  const { pool } = keyTable();
+  const codec = new SealingCodec(new PayloadKeyring(pool, box));
+  const context = run('a');
+  const [one, two] = await codec.encode([json('same'), json('same')], context);
+  expect(Buffer.from(two!.data!)).not.toEqual(Buffer.from(one!.data!));
+  expect((await codec.decode([one!, two!])).map(valueOf)).toEqual(['same', 'same']);
+  expect(deciphered.count).toBe(2);
+});
