@@ -19,6 +19,7 @@ import type { Pool } from '../db/pool';
 import type { DraftedRunKey } from '../db/queries/idempotency-keys';
 import type { SecretBox } from '../secret-box';
 import { payloadOwner, scopes, type TenantRow } from './payload-scope';
+import { forgetOldest, refresh } from './cache-order';
 import { RecentSeals } from './recent-seals';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -194,7 +195,7 @@ export class PayloadKeyring {
   }
 
   private forgetStale(map: Map<string, { at: number }>): void {
-    forgetOldest(map, (v) => this.fresh(v.at));
+    forgetOldest(map, MAX_CACHED, (v) => this.fresh(v.at));
   }
 
   /** A run's tenant, read once from its row (a row not found yet is asked again next time). */
@@ -204,7 +205,7 @@ export class PayloadKeyring {
     if (!tenant) {
       tenant = await tenantOfRow(this.pool, row, id);
       if (tenant) this.tenants.set(key, tenant);
-      forgetOldest(this.tenants);
+      forgetOldest(this.tenants, MAX_CACHED);
     }
     return tenant;
   }
@@ -217,23 +218,6 @@ export class PayloadKeyring {
 const MAX_CACHED = 10_000;
 
 /**
- * Keeps a cache map within MAX_CACHED entries and, given `fresh`, drops its stale ones: the
- * oldest go first, the map being kept in the order its entries were set (`refresh`).
- */
-function forgetOldest<V>(map: Map<string, V>, fresh: (entry: V) => boolean = () => true): void {
-  for (const [k, v] of map) {
-    if (fresh(v) && map.size <= MAX_CACHED) return;
-    map.delete(k);
-  }
-}
-
-/** Sets an entry at the end of a map's order, which is then the order of the entries' times. */
-function refresh<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-}
-
-/**
  * A key's bytes in memory of their own. Node hands out small buffers as views of a shared
  * 64 KiB block (a base64 decode's among them): a cached 32-byte key kept such a view would
  * keep its whole block alive for as long as the key is cached.
@@ -243,6 +227,18 @@ function ownBytes(bytes: Buffer): Buffer {
   const own = Buffer.allocUnsafeSlow(bytes.length);
   bytes.copy(own);
   return own;
+}
+
+/** Random bytes drawn 4 KiB at a time (one call into OpenSSL's generator per 341 IVs), each IV used once. */
+let randomBlock = Buffer.alloc(0);
+let randomAt = 0;
+function freshIv(): Buffer {
+  if (randomAt + IV_BYTES > randomBlock.length) {
+    randomBlock = randomBytes(4096);
+    randomAt = 0;
+  }
+  randomAt += IV_BYTES;
+  return randomBlock.subarray(randomAt - IV_BYTES, randomAt);
 }
 
 function keyIdOf(p: Payload): string {
@@ -266,7 +262,7 @@ export class SealingCodec implements PayloadCodec {
     private readonly keyring: PayloadKeyring,
     opts: { rememberMs?: number } = {},
   ) {
-    this.recent = opts.rememberMs ? new RecentSeals(opts.rememberMs) : undefined;
+    this.recent = opts.rememberMs ? new RecentSeals(opts.rememberMs, IV_BYTES) : undefined;
   }
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
@@ -275,26 +271,24 @@ export class SealingCodec implements PayloadCodec {
     const idBytes = utf8(id);
     return payloads.map((p) => {
       const plain = WirePayload.encode(p).finish();
-      let data = this.recent?.sealedBefore(id, plain);
-      if (!data) {
-        const iv = randomBytes(IV_BYTES);
-        const cipher = createCipheriv('aes-256-gcm', key, iv);
-        cipher.setAAD(idBytes);
-        const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
-        data = Buffer.concat([iv, cipher.getAuthTag(), sealed]);
-        this.recent?.remember(id, plain, data);
-      }
+      const iv = freshIv();
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(idBytes);
+      const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+      const data = Buffer.concat([iv, cipher.getAuthTag(), sealed]);
+      this.recent?.remember(id, plain, data);
       return { metadata: { encoding: ENCRYPTED_ENCODING_BYTES, [KEY_ID]: idBytes }, data };
     });
   }
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
-    const ids = payloads.filter(isSealed).map(keyIdOf);
+    const keyIds = payloads.map((p) => (isSealed(p) ? keyIdOf(p) : undefined));
+    const ids = keyIds.filter((id) => id !== undefined);
     if (!ids.length) return payloads;
     const keys = await this.keyring.openingKeys(ids);
-    return payloads.map((p) => {
-      if (!isSealed(p)) return p;
-      const id = keyIdOf(p);
+    return payloads.map((p, i) => {
+      const id = keyIds[i];
+      if (id === undefined) return p;
       const key = keys.get(id);
       if (!key) return { metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(ERASED_MARKER)) };
       const data = p.data ? Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength) : Buffer.alloc(0);
