@@ -16,7 +16,7 @@ const mode = process.argv[2] === 'new' ? 'new' : 'replay';
 const seconds = Number(process.argv[3] ?? 10);
 const profiled = process.argv[4] === 'worker' ? 'worker' : 'api';
 const inclusive = process.argv[5] ? new RegExp(process.argv[5]) : undefined;
-const profDir = '/tmp/oncely-prof';
+const profDir = process.env.PROFILE_DIR ?? '/tmp/oncely-prof';
 rmSync(profDir, { recursive: true, force: true });
 
 const services = await startServices();
