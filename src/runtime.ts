@@ -139,8 +139,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS);
   // One keyring per process: the API's client and the workers share its cached data keys.
   const keyring = config.PAYLOAD_ENCRYPTION ? new PayloadKeyring(pool, box) : undefined;
-  // A process running a worker opens much of what it sealed a moment before (recent-seals.ts).
-  const payloadCodec = keyring ? new SealingCodec(keyring, { rememberMs: role === 'api' ? 0 : 30_000 }) : undefined;
+  // A process running a worker opens its activities' payloads a moment after sealing them (recent-seals.ts).
+  const payloadCodec = keyring ? new SealingCodec(keyring, { rememberMs: role === 'api' ? 0 : 10_000 }) : undefined;
 
   let workers: Worker[] = [];
   let opsUrl: string | undefined;

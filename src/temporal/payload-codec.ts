@@ -255,8 +255,8 @@ export class SealingCodec implements PayloadCodec {
   private readonly recent: RecentSeals | undefined;
 
   /**
-   * `rememberMs`: how long what this process sealed is remembered (recent-seals.ts), for a
-   * process that opens what it sealed (one running a worker); 0 for one that does not.
+   * `rememberMs`: how long what this process sealed for an activity is remembered
+   * (recent-seals.ts), for a process that runs activities; 0 for one that does not.
    */
   constructor(
     private readonly keyring: PayloadKeyring,
@@ -269,6 +269,7 @@ export class SealingCodec implements PayloadCodec {
     if (!payloads.length) return payloads;
     const { id, key } = await this.keyring.sealingKey(context);
     const idBytes = utf8(id);
+    const recent = context?.type === 'activity' ? this.recent : undefined;
     return payloads.map((p) => {
       const plain = WirePayload.encode(p).finish();
       const iv = freshIv();
@@ -276,7 +277,7 @@ export class SealingCodec implements PayloadCodec {
       cipher.setAAD(idBytes);
       const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
       const data = Buffer.concat([iv, cipher.getAuthTag(), sealed]);
-      this.recent?.remember(id, plain, data);
+      recent?.remember(id, plain, data);
       return { metadata: { encoding: ENCRYPTED_ENCODING_BYTES, [KEY_ID]: idBytes }, data };
     });
   }
@@ -292,7 +293,7 @@ export class SealingCodec implements PayloadCodec {
       const key = keys.get(id);
       if (!key) return { metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(ERASED_MARKER)) };
       const data = p.data ? Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength) : Buffer.alloc(0);
-      const known = this.recent?.openedBefore(id, data);
+      const known = this.recent?.take(id, data);
       if (known) return WirePayload.decode(known);
       if (data.length < IV_BYTES + TAG_BYTES) throw new UnreadablePayload(`a payload sealed under ${id} is truncated`);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));

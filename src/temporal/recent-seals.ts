@@ -1,9 +1,10 @@
-// What a worker process sealed a moment ago: a payload it opens soon after sealing it (a local
-// activity's input and result; in a process that is API and worker at once, a run's input)
-// is not deciphered again. Found by its key id and IV (random per seal), then matched on all
-// its sealed bytes. The codec still asks the keyring for the key first, so an erased upload's
-// payloads open to nothing here as anywhere. Entries are strings: no view of a shared buffer
-// block is kept alive by the cache.
+// What a worker process sealed for an activity a moment ago: the activity's input and result,
+// which this same process usually opens right after (a local activity's always), are then not
+// deciphered again. Each entry is taken once, and is found by its key id and IV (random per
+// seal), then matched on all its sealed bytes. The codec still asks the keyring for the key
+// first, so an erased upload's payloads open to nothing here as anywhere. Entries are strings
+// (no view of a shared buffer block is kept alive), few and short-lived: what is never opened
+// here (an activity's summary) goes within seconds, before it weighs on the old generation.
 import { forgetOldest, refresh } from './cache-order';
 
 const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
@@ -14,13 +15,15 @@ export class RecentSeals {
   constructor(
     private readonly maxAgeMs: number,
     private readonly ivBytes: number,
-    private readonly max = 2_048,
+    private readonly max = 512,
   ) {}
 
-  /** The plaintext of these sealed bytes (IV first) under this key, if this process sealed them lately. */
-  openedBefore(keyId: string, sealed: Uint8Array): Buffer | undefined {
-    const seal = this.seals.get(this.entryKey(keyId, sealed));
+  /** The plaintext of these sealed bytes (IV first) under this key, if this process sealed them lately; forgotten once taken. */
+  take(keyId: string, sealed: Uint8Array): Buffer | undefined {
+    const key = this.entryKey(keyId, sealed);
+    const seal = this.seals.get(key);
     if (!seal || !this.fresh(seal) || seal.sealed !== latin1(sealed)) return undefined;
+    this.seals.delete(key);
     return Buffer.from(seal.plain, 'latin1');
   }
 

@@ -1,6 +1,7 @@
-// A worker's codec remembers what it sealed a moment ago: opening those bytes again needs no
-// cipher. Only the exact bytes match, the payloads stay readable by any other codec, and an
-// erased key opens nothing even though this process remembers the plaintext. PostgreSQL is an in-memory fake
+// A worker's codec remembers what it sealed for an activity a moment ago: opening those bytes
+// once more needs no cipher. Only the exact bytes match, each is taken once, what a workflow
+// owns is not remembered, the payloads stay readable by any other codec, and an erased key
+// opens nothing even though this process remembers the plaintext. PostgreSQL is an in-memory fake
 // of payload_keys here (the real one: test/integration/payload-encryption.test.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Payload } from '@temporalio/common';
@@ -48,24 +49,40 @@ const json = (value: unknown): Payload => ({
 });
 const valueOf = (p: Payload) => JSON.parse(Buffer.from(p.data!).toString('utf8')) as unknown;
 const run = (name: string) => ({ type: 'workflow' as const, namespace: 'default', workflowId: `upload/${randomUUID()}/${name}` });
+/** A local activity of a run: its input and result are sealed under the run's key. */
+const activityOf = (workflow: ReturnType<typeof run>) => ({
+  type: 'activity' as const,
+  namespace: 'default',
+  workflowId: workflow.workflowId,
+  activityId: '1',
+  isLocal: true,
+});
 
 beforeEach(() => {
   deciphered.count = 0;
 });
 
-it('opens what it sealed a moment ago without a cipher', async () => {
+it("opens once without a cipher what it sealed for an activity a moment ago, and not a workflow's payloads", async () => {
   const { pool } = keyTable();
   const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
-  const context = run('a');
+  const context = activityOf(run('a'));
   const answer = { status: 201, body: '{"uploadId":"u"}' };
   const [commit, result, other] = await codec.encode([json(answer), json(answer), json({ status: 409 })], context);
   // Each seal has an IV of its own: the same answer twice is two different sealed payloads.
   expect(Buffer.from(result!.data!)).not.toEqual(Buffer.from(commit!.data!));
-  const [elsewhere] = await codec.encode([json(answer)], run('b'));
+  const [elsewhere] = await codec.encode([json(answer)], activityOf(run('b')));
 
   const opened = await codec.decode([commit!, result!, other!, elsewhere!]);
   expect(opened.map(valueOf)).toEqual([answer, answer, { status: 409 }, answer]);
   expect(deciphered.count).toBe(0);
+  // Taken once: opened again (a replay after the run left the cache), it is deciphered.
+  expect((await codec.decode([commit!])).map(valueOf)).toEqual([answer]);
+  expect(deciphered.count).toBe(1);
+  // A workflow's own payloads (its result, an update's answer) are opened elsewhere: not remembered.
+  const [runResult] = await codec.encode([json(answer)], run('c'));
+  expect((await codec.decode([runResult!])).map(valueOf)).toEqual([answer]);
+  expect(deciphered.count).toBe(2);
+  deciphered.count = 0;
 
   // A codec that did not seal them (another process) opens the same bytes with its cipher.
   const elsewhereKeys = new PayloadKeyring(pool, box);
@@ -79,7 +96,7 @@ it('opens what it sealed a moment ago without a cipher', async () => {
 it('matches only exact bytes: a changed payload goes to the cipher and is refused', async () => {
   const { pool } = keyTable();
   const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
-  const [sealed] = await codec.encode([json('a file name.pdf')], run('a'));
+  const [sealed] = await codec.encode([json('a file name.pdf')], activityOf(run('a')));
   const changed = Buffer.from(sealed!.data!);
   changed[changed.length - 1]! ^= 1;
   await expect(codec.decode([{ ...sealed!, data: changed }])).rejects.toThrow(UnreadablePayload);
@@ -90,17 +107,16 @@ it('opens nothing whose key was destroyed, though it remembers the plaintext', a
   const { pool, destroyAll } = keyTable();
   // Keys read from PostgreSQL every time (as the codec server does): the erasure is seen at once.
   const codec = new SealingCodec(new PayloadKeyring(pool, box, 0), { rememberMs: 30_000 });
-  const [sealed] = await codec.encode([json('a file name.pdf')], run('a'));
-  expect((await codec.decode([sealed!])).map(valueOf)).toEqual(['a file name.pdf']);
+  const [sealed] = await codec.encode([json('a file name.pdf')], activityOf(run('a')));
   destroyAll();
   expect((await codec.decode([sealed!])).map(valueOf)).toEqual([ERASED_MARKER]);
+  expect(deciphered.count).toBe(0);
 });
 
 it('without remembering, opens every payload with its cipher', async () => {
   const { pool } = keyTable();
   const codec = new SealingCodec(new PayloadKeyring(pool, box));
-  const context = run('a');
-  const [one, two] = await codec.encode([json('same'), json('same')], context);
+  const [one, two] = await codec.encode([json('same'), json('same')], activityOf(run('a')));
   expect((await codec.decode([one!, two!])).map(valueOf)).toEqual(['same', 'same']);
   expect(deciphered.count).toBe(2);
 });
