@@ -1,6 +1,7 @@
 // Ad-hoc: the payload codec's CPU per new upload by thread, off and on side by side (both
 // stacks take 4 KiB uploads at once on shared services), from /proc/<pid>/task/*/stat.
 //   npx tsx bench/thread-cpu-ab.ts [seconds]   (after npm run build)
+// AB_ON='{"PAYLOAD_KEY_LISTEN":"false"}' replaces the second stack's settings (JSON of env).
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { closedLoop } from './lib/load';
@@ -8,7 +9,10 @@ import { startOncelyProcess, startServices } from './lib/services';
 
 const seconds = Number(process.argv[2] ?? 60);
 const services = await startServices();
-const modes = { off: { PAYLOAD_ENCRYPTION: 'false' }, on: { PAYLOAD_ENCRYPTION: 'true' } } as const;
+const modes = {
+  off: { PAYLOAD_ENCRYPTION: 'false' },
+  on: process.env.AB_ON ? (JSON.parse(process.env.AB_ON) as Record<string, string>) : { PAYLOAD_ENCRYPTION: 'true' },
+} as const;
 type Mode = keyof typeof modes;
 
 /** utime + stime (ticks) per thread name (digits folded: "tokio-runtime-w", "V8 Worker"…). */
