@@ -6,6 +6,7 @@
 // continues as new every few pages, so its history stays short however many items it has.
 import {
   ActivityCancellationType,
+  ActivityFailure,
   allHandlersFinished,
   CancellationScope,
   condition,
@@ -32,6 +33,10 @@ const items = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   summary: 'Import one item of the batch',
 });
+
+function failedOnCancel(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.retryState === 'CANCEL_REQUESTED';
+}
 
 /** Items listed per page, and pages per run before it continues as new. */
 const PAGE = 100;
@@ -61,7 +66,11 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
         .run(() => items.importBatchItem({ batchId: input.batchId, n }))
         .catch((err: unknown) => {
           // An item cancelled while it waited to be retried (past the tenant's imports in flight) never started: skipped at the end.
-          if (!(cancelled && isCancellation(err))) throw err;
+          if (cancelled && isCancellation(err)) return;
+          // An attempt that failed as the cancel reached it (turned away by the quota before
+          // its heartbeat brought the cancel): Temporal does not retry it, and it is skipped too.
+          if (cancelled && failedOnCancel(err) && patched('import-batch-skips-items-failed-on-cancel')) return;
+          throw err;
         });
     });
     after = ns.at(-1)!;

@@ -23,8 +23,8 @@ describe.each(['local', 's3'] as const)('cancelling an import batch on the %s st
 
   beforeAll(async () => {
     stack = await startStackOnStore(kind, `batch_cancel_${kind}`, {
-      // Its warnings (an activity's failures and retries) are kept: once, under a full run's
-      // load, a cancelled import here did not end within two minutes.
+      // Its warnings (an activity's failures and retries) are kept: a failure only load brings
+      // out is then explained by its log.
       env: { TENANT_MAX_IMPORTS_IN_FLIGHT: '3', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
     });
     tenant = await stack.createTenant();

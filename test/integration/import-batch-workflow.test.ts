@@ -1,0 +1,77 @@
+// The import batch workflow's cancel at its own level: the real workflow code (the run's one
+// bundle) on the shared dev server, with recording activities in place of the importer. An
+// item whose attempt fails just as the batch's cancel reaches it (turned away by the tenant's
+// imports in flight before a heartbeat brought the cancel) is not retried by Temporal; the
+// batch still ends cancelled, that item skipped.
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { controlBatchUpdate } from '../../workflows/definitions';
+import { importBatchWorkflow } from '../../workflows/import-batch';
+import { eventually } from '../helpers/inspect';
+
+const calls: { name: string; args: unknown[] }[] = [];
+const called = (name: string) => calls.filter((c) => c.name === name);
+const record =
+  (name: string, fn: (...args: any[]) => unknown = () => undefined) =>
+  async (...args: unknown[]) => {
+    calls.push({ name, args });
+    return fn(...args);
+  };
+
+/** Lets an item's attempt fail once the test has sent the cancel. */
+let cancelSent: () => void = () => {};
+const activities = {
+  pendingImportBatchItems: record('pendingImportBatchItems', ({ after }: { after: number }) => (after === 0 ? [1] : [])),
+  pauseImportBatch: record('pauseImportBatch'),
+  finishImportBatch: record('finishImportBatch'),
+  importBatchItem: record('importBatchItem', async () => {
+    // No heartbeat in between: the attempt fails without having heard the cancel.
+    await new Promise<void>((resolve) => (cancelSent = resolve));
+    throw ApplicationFailure.create({
+      type: 'too_many_imports',
+      message: 'This tenant already has 3 imports in flight.',
+      nextRetryDelay: 1_000,
+    });
+  }),
+};
+
+let env: TestWorkflowEnvironment;
+let worker: Worker;
+let running: Promise<void>;
+const taskQueue = `import-batch-workflow-${randomUUID()}`;
+
+beforeAll(async () => {
+  const stack = inject('stack');
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address: stack.temporalAddress });
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: { codePath: stack.workflowBundlePath },
+    activities,
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await env?.teardown();
+});
+
+it('ends cancelled when an item fails as the cancel reaches it, the item not retried', async () => {
+  const batchId = randomUUID();
+  const handle = await env.client.workflow.start(importBatchWorkflow, {
+    taskQueue,
+    workflowId: `import-batch/${batchId}`,
+    args: [{ batchId, concurrency: 1 }],
+  });
+  await eventually(async () => called('importBatchItem').length === 1, 30_000);
+  await handle.executeUpdate(controlBatchUpdate, { args: ['cancel'] });
+  cancelSent();
+  await handle.result();
+  expect(called('finishImportBatch').map((c) => c.args[0])).toEqual([{ batchId, state: 'cancelled' }]);
+  expect(called('importBatchItem')).toHaveLength(1);
+}, 60_000);
