@@ -5,12 +5,11 @@
 // batch still ends cancelled, that item skipped.
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { controlBatchUpdate } from '../../workflows/definitions';
 import { importBatchWorkflow } from '../../workflows/import-batch';
 import { eventually } from '../helpers/inspect';
+import { useWorkflowWorker } from '../helpers/workflow-worker';
 
 const calls: { name: string; args: unknown[] }[] = [];
 const called = (name: string) => calls.filter((c) => c.name === name);
@@ -38,33 +37,12 @@ const activities = {
   }),
 };
 
-let env: TestWorkflowEnvironment;
-let worker: Worker;
-let running: Promise<void>;
-const taskQueue = `import-batch-workflow-${randomUUID()}`;
-
-beforeAll(async () => {
-  const stack = inject('stack');
-  env = await TestWorkflowEnvironment.createFromExistingServer({ address: stack.temporalAddress });
-  worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { codePath: stack.workflowBundlePath },
-    activities,
-  });
-  running = worker.run();
-});
-
-afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await env?.teardown();
-});
+const workflows = useWorkflowWorker('import-batch-workflow', activities);
 
 it('ends cancelled when an item fails as the cancel reaches it, the item not retried', async () => {
   const batchId = randomUUID();
-  const handle = await env.client.workflow.start(importBatchWorkflow, {
-    taskQueue,
+  const handle = await workflows.env.client.workflow.start(importBatchWorkflow, {
+    taskQueue: workflows.taskQueue,
     workflowId: `import-batch/${batchId}`,
     args: [{ batchId, concurrency: 1 }],
   });

@@ -5,13 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StagedCopy, StoredResponse } from '../../src/upload/types';
 import { failureTypes } from '../../src/temporal/names';
 import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../workflows/definitions';
 import { uploadWorkflow } from '../../workflows/upload';
+import { useWorkflowWorker } from '../helpers/workflow-worker';
 import type { ImportFetch } from '../../activities/import-activities';
 
 const FINGERPRINT = 'f'.repeat(64);
@@ -49,28 +48,7 @@ const activities = {
   failImport: record('failImport'),
 };
 
-let env: TestWorkflowEnvironment;
-let worker: Worker;
-let running: Promise<void>;
-const taskQueue = `upload-workflow-${randomUUID()}`;
-
-beforeAll(async () => {
-  const stack = inject('stack');
-  env = await TestWorkflowEnvironment.createFromExistingServer({ address: stack.temporalAddress });
-  worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { codePath: stack.workflowBundlePath },
-    activities,
-  });
-  running = worker.run();
-});
-
-afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await env?.teardown();
-});
+const workflows = useWorkflowWorker('upload-workflow', activities);
 
 function input(over: Partial<UploadWorkflowInput> = {}): UploadWorkflowInput {
   return {
@@ -104,7 +82,11 @@ const copy = (over: Partial<StagedCopy> = {}): StagedCopy => ({
 
 async function start(i: UploadWorkflowInput) {
   calls.length = 0;
-  return env.client.workflow.start(uploadWorkflow, { taskQueue, workflowId: `upload-wf-test/${randomUUID()}`, args: [i] });
+  return workflows.env.client.workflow.start(uploadWorkflow, {
+    taskQueue: workflows.taskQueue,
+    workflowId: `upload-wf-test/${randomUUID()}`,
+    args: [i],
+  });
 }
 
 async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
