@@ -3,7 +3,7 @@
 //   npx tsx bench/thread-cpu-ab.ts [seconds]   (after npm run build)
 // AB_ON='{"PAYLOAD_KEY_LISTEN":"false"}' replaces the second stack's settings (JSON of env).
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { threadCpuSeconds as threads } from './lib/cpu';
 import { closedLoop } from './lib/load';
 import { startOncelyProcess, startServices } from './lib/services';
 
@@ -14,22 +14,6 @@ const modes = {
   on: process.env.AB_ON ? (JSON.parse(process.env.AB_ON) as Record<string, string>) : { PAYLOAD_ENCRYPTION: 'true' },
 } as const;
 type Mode = keyof typeof modes;
-
-/** utime + stime (ticks) per thread name (digits folded: "tokio-runtime-w", "V8 Worker"…). */
-function threads(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+/g, '#');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
 
 const body = Buffer.alloc(4096, 0x61);
 const sha = createHash('sha256').update(body).digest('hex');
@@ -66,8 +50,8 @@ try {
     for (const m of Object.keys(modes) as Mode[]) {
       const after = threads(pid(m, r));
       const was = before.get(`${m}.${r}`)!;
-      for (const [name, ticks] of after) {
-        const ms = ((ticks - (was.get(name) ?? 0)) * 10) / done[m]!;
+      for (const [name, cpu] of after) {
+        const ms = ((cpu - (was.get(name) ?? 0)) * 1000) / done[m]!;
         (rows[name] ??= {})[m] = ms.toFixed(2);
       }
     }

@@ -17,14 +17,33 @@ export type CpuSnapshot = Record<Component, number>;
 function processCpuSeconds(pid: number | undefined, reaped = false): number {
   if (!pid) return 0;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = Number(fields[11]) + Number(fields[12]);
-    return (reaped ? own + Number(fields[13]) + Number(fields[14]) : own) / TICKS_PER_SECOND;
+    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'), reaped);
   } catch {
     return 0;
   }
+}
+
+/** utime + stime (and, `reaped`, cutime + cstime) of a /proc stat line, in seconds. */
+function statCpuSeconds(stat: string, reaped = false): number {
+  // Fields after the command name, which is in parentheses and may contain spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const own = Number(fields[11]) + Number(fields[12]);
+  return (reaped ? own + Number(fields[13]) + Number(fields[14]) : own) / TICKS_PER_SECOND;
+}
+
+/** CPU seconds of a process's threads by name, digits folded ("tokio-runtime-w", "V# Worker"). */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+/g, '#');
+      out.set(name, (out.get(name) ?? 0) + statCpuSeconds(stat));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
 }
 
 /**

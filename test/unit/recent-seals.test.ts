@@ -120,3 +120,27 @@ it('without remembering, opens every payload with its cipher', async () => {
   expect((await codec.decode([one!, two!])).map(valueOf)).toEqual(['same', 'same']);
   expect(deciphered.count).toBe(2);
 });
+
+it('forgets a seal past its time or past its bound: opened then with the cipher', async () => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  try {
+    const { pool } = keyTable();
+    const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 10_000 });
+    const context = activityOf(run('a'));
+    const [old] = await codec.encode([json('old')], context);
+    vi.setSystemTime(Date.now() + 10_001);
+    expect((await codec.decode([old!])).map(valueOf)).toEqual(['old']);
+    expect(deciphered.count).toBe(1);
+    // Past 512 entries the oldest goes first.
+    const many = await codec.encode(
+      Array.from({ length: 513 }, (_, i) => json(i)),
+      context,
+    );
+    expect((await codec.decode([many[0]!])).map(valueOf)).toEqual([0]);
+    expect(deciphered.count).toBe(2);
+    expect((await codec.decode([many[512]!])).map(valueOf)).toEqual([512]);
+    expect(deciphered.count).toBe(2);
+  } finally {
+    vi.useRealTimers();
+  }
+});
