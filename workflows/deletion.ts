@@ -8,6 +8,7 @@ import type { Activities } from '../activities';
 import { eventId } from '../src/downstream/events';
 import type { DeletionInput, DeletionResult, ImportErasureInput } from './definitions';
 import { announcer } from './announce';
+import { stepLabels } from '../src/temporal/step-labels';
 
 // The erasure steps are short database and store calls: as local activities they skip two
 // task-queue round trips each (a deletion is otherwise several times an upload's CPU).
@@ -24,7 +25,7 @@ const { listWebhookEndpoints } = proxyLocalActivities<Activities>({
 });
 
 const { awaitUploadRunsClosed } = proxyActivities<Activities>({
-  summary: 'Wait for the upload run; cancel and wait for its downstream child',
+  summary: stepLabels.awaitUploadRunsClosed,
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
@@ -34,25 +35,25 @@ const { awaitUploadRunsClosed } = proxyActivities<Activities>({
 export async function importErasureWorkflow({ uploadId, uploadWorkflowId }: ImportErasureInput): Promise<{ erasedAt: string }> {
   setCurrentDetails('waiting for the canceled import run to end');
   await awaitUploadRunsClosed({ uploadId, uploadWorkflowId });
-  const erased = await step("Destroy the data keys of the canceled import's run").eraseRunKeys({ uploadId, uploadWorkflowId });
+  const erased = await step(stepLabels.eraseRunKeys).eraseRunKeys({ uploadId, uploadWorkflowId });
   setCurrentDetails('erased: the run holds only ciphertext');
   return erased;
 }
 
 export async function deletionWorkflow(input: DeletionInput): Promise<DeletionResult> {
   const { uploadId, tenantId } = input;
-  const tombstone = await step('Tombstone the upload: its bytes are no longer served').tombstoneUpload({ tenantId, uploadId });
+  const tombstone = await step(stepLabels.tombstoneUpload).tombstoneUpload({ tenantId, uploadId });
   if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, failureTypes.notFound);
 
   setCurrentDetails('waiting for the upload run and its downstream child');
   await awaitUploadRunsClosed({ uploadId, uploadWorkflowId: tombstone.uploadWorkflowId });
 
   setCurrentDetails('erasing renditions and the original');
-  const renditions = await step('Delete every rendition', '10 minutes').eraseRenditions({ tenantId, uploadId });
-  const original = await step('Release the original; delete its bytes unless another upload shares them', '10 minutes').releaseOriginal({
+  const renditions = await step(stepLabels.eraseRenditions, '10 minutes').eraseRenditions({ tenantId, uploadId });
+  const original = await step(stepLabels.releaseOriginal, '10 minutes').releaseOriginal({
     uploadId,
   });
-  const scrubbed = await step('Scrub the personal metadata; the key now answers 410').scrubUpload({ uploadId, reason: input.reason });
+  const scrubbed = await step(stepLabels.scrubUpload).scrubUpload({ uploadId, reason: input.reason });
 
   setCurrentDetails('announcing upload.deleted');
   const deliveries: Record<string, string> = {};

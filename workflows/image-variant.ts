@@ -4,6 +4,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CanonicalSpec } from '../src/images/spec';
+import { stepLabels } from '../src/temporal/step-labels';
 
 export interface ImageVariantInput {
   tenantId: string;
@@ -16,7 +17,7 @@ export interface ImageVariantInput {
 
 export async function imageVariantWorkflow(input: ImageVariantInput) {
   const { renderImageVariant } = proxyActivities<Activities>({
-    summary: 'Render the variant and record it',
+    summary: stepLabels.renderImageVariant,
     taskQueue: input.transcodeQueue,
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: '10 seconds',

@@ -21,6 +21,7 @@ import {
 import type { Activities } from '../activities';
 import { controlBatchUpdate, type ImportBatchInput } from './definitions';
 import { inWindows, JOB_STEP_OPTIONS } from './windows';
+import { stepLabels } from '../src/temporal/step-labels';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // An item runs as long as its import: it heartbeats while it waits for the import's answer,
@@ -31,7 +32,7 @@ const items = proxyActivities<Activities>({
   heartbeatTimeout: '20 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-  summary: 'Import one item of the batch',
+  summary: stepLabels.importBatchItem,
 });
 
 function failedOnCancel(err: unknown): boolean {

@@ -5,12 +5,13 @@
 // answers its progress to the `progress` query.
 import { continueAsNew, defineQuery, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { stepLabels } from '../src/temporal/step-labels';
 
 /** Where the recovery's next page starts (the event log's keyset position, as the activity hands it over). */
 type ListPosition = Awaited<ReturnType<Activities['listUndelivered']>>[number]['position'];
 
 const { redeliverEvent } = proxyActivities<Activities>({
-  summary: 'Send the recorded event again (same webhook-id, same body)',
+  summary: stepLabels.redeliverEvent,
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
 });

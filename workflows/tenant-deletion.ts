@@ -8,6 +8,7 @@ import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDe
 import type { Activities } from '../activities';
 import { failureTypes } from '../src/temporal/names';
 import type { TenantDeletionInput, TenantDeletionResult } from './definitions';
+import { stepLabels } from '../src/temporal/step-labels';
 
 const step = proxyLocalActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -21,7 +22,7 @@ export async function tenantDeletionWorkflow(input: TenantDeletionInput): Promis
 
   setCurrentDetails('ending sessions and jobs, erasing every upload');
   const swept = await proxyActivities<Activities>({
-    summary: "End the tenant's open work and erase its uploads",
+    summary: stepLabels.sweepTenant,
     startToCloseTimeout: '7 days',
     heartbeatTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },

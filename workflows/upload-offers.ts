@@ -21,6 +21,7 @@ import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, patches, searchAttributes } from '../src/temporal/names';
 import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
+import { stepLabels } from '../src/temporal/step-labels';
 
 export const commitOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
@@ -37,8 +38,8 @@ export const commitOptions: ActivityOptions = {
 // backoff it retries on a timer instead, releasing the task.
 export const localStep = (summary: string) =>
   proxyLocalActivities<Activities>({ ...commitOptions, localRetryThreshold: '2 seconds', summary });
-const { findCommittedAnswer } = localStep('Look for an answer a lost workflow task committed');
-export const { discardCopy } = localStep('Delete the copy of a rejected upload');
+const { findCommittedAnswer } = localStep(stepLabels.findCommittedAnswer);
+export const { discardCopy } = localStep(stepLabels.discardCopy);
 
 export function setPhase(phase: UploadPhase): void {
   upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
@@ -241,10 +242,7 @@ async function awaitCopy(input: UploadWorkflowInput, arrived: () => boolean): Pr
   for (;;) {
     const r = await wait(waitSeconds);
     if (r !== 'timeout') return r;
-    const check = await sessionStep('Expire the resumable session if it has been idle').expireIdleSession(
-      input.resumable.sessionId,
-      input.resumable.idleSeconds,
-    );
+    const check = await sessionStep(stepLabels.expireIdleSession).expireIdleSession(input.resumable.sessionId, input.resumable.idleSeconds);
     if (check.expired) return 'abandoned';
     waitSeconds = check.secondsLeft;
   }

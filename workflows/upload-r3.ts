@@ -11,9 +11,10 @@ import { downstreamInput, downstreamSummary, needsDownstream } from '../src/down
 import { downstreamWorkflow } from './downstream';
 import type { UploadWorkflowInput } from './definitions';
 import { discardCopy, localStep, refusable, runUpload, setPhase, type RunRecords } from './upload-offers';
+import { stepLabels } from '../src/temporal/step-labels';
 
-const { commitObject } = localStep('Verify the accepted copy in the object store');
-const { commitRecords } = localStep('Write the upload row and the key row in one transaction');
+const { commitObject } = localStep(stepLabels.commitObject);
+const { commitRecords } = localStep(stepLabels.commitRecords);
 
 export function uploadWorkflowR3(input: UploadWorkflowInput): Promise<StoredResponse> {
   return runUpload(input, {

@@ -25,12 +25,11 @@ import { workflowIds } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { isImportRefusal, type ImportRefusal } from '../src/imports/failures';
 import { uploadWorkflowR3 } from './upload-r3';
+import { stepLabels } from '../src/temporal/step-labels';
 
-const { commitUpload } = localStep(
-  'Verify the accepted copy, write the upload row and the key row in one transaction, start the downstream run',
-);
-const { startDownstream } = localStep('Start the downstream run of an upload a lost workflow task committed');
-const { failImport } = localStep('Mark an import whose run failed without an answer');
+const { commitUpload } = localStep(stepLabels.commitUpload);
+const { startDownstream } = localStep(stepLabels.startDownstream);
+const { failImport } = localStep(stepLabels.failImport);
 
 /**
  * Revisions 4 and 5 commit in one local activity that also starts the downstream run (a
@@ -106,7 +105,7 @@ async function fetchImported(
     startToCloseTimeout: (spec.attemptSeconds + 300) * 1000,
     heartbeatTimeout: spec.heartbeatSeconds * 1000,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: spec.maxAttempts },
-    summary: 'Read the file from its origin into the store',
+    summary: stepLabels.fetchImport,
   });
   let got: Awaited<ReturnType<typeof fetchImport>> | undefined;
   try {

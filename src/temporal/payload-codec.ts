@@ -21,6 +21,7 @@ import type { SecretBox } from '../secret-box';
 import { payloadOwner, scopes, type TenantRow } from './payload-scope';
 import { forgetOldest, refresh } from './cache-order';
 import { RecentSeals } from './recent-seals';
+import { stepLabels } from './step-labels';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
@@ -41,6 +42,21 @@ const utf8 = (s: string) => encoder.encode(s);
 const ENCRYPTED_ENCODING_BYTES = utf8(ENCRYPTED_ENCODING);
 const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : undefined);
 const wrapContext = (id: string) => `payload-key\n${id}`;
+
+/** The steps' fixed labels as the SDK's converter writes them (a JSON string), by length: left in clear (step-labels.ts). */
+const LABELS_BY_LENGTH = new Map<number, Buffer[]>();
+for (const label of Object.values(stepLabels)) {
+  const bytes = Buffer.from(JSON.stringify(label));
+  LABELS_BY_LENGTH.set(bytes.length, [...(LABELS_BY_LENGTH.get(bytes.length) ?? []), bytes]);
+}
+const JSON_PLAIN = Buffer.from('json/plain');
+
+/** One of the steps' fixed labels, which the codec leaves in clear. */
+export function isStepLabel(p: Payload): boolean {
+  const labels = p.data ? LABELS_BY_LENGTH.get(p.data.length) : undefined;
+  const encoding = p.metadata?.encoding;
+  return !!labels && !!encoding && JSON_PLAIN.equals(encoding) && labels.some((l) => l.equals(p.data!));
+}
 
 /** A data key made here, with its plain bytes, before its row is recorded. */
 export type DraftedKey = DraftedRunKey & { plain: Buffer };
@@ -266,12 +282,16 @@ export class SealingCodec implements PayloadCodec {
   }
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
-    if (!payloads.length) return payloads;
+    if (payloads.every(isStepLabel)) return payloads;
     const { id, key } = await this.keyring.sealingKey(context);
     const idBytes = utf8(id);
     const recent = context?.type === 'activity' ? this.recent : undefined;
     return payloads.map((p) => {
+      if (isStepLabel(p)) return p;
       const plain = WirePayload.encode(p).finish();
+      // A run's result repeats its commit's, sealed a moment ago under the same key: the same bytes again.
+      const again = this.recent?.sealedAgain(id, plain);
+      if (again) return { metadata: { encoding: ENCRYPTED_ENCODING_BYTES, [KEY_ID]: idBytes }, data: again };
       const iv = freshIv();
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       cipher.setAAD(idBytes);

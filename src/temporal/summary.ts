@@ -1,10 +1,10 @@
-// What the Temporal UI shows for an upload run. Summaries are one line of at most 200 bytes
-// and details at most 20 KB; both are rendered as Markdown, so values a client chose (the
-// file name, the key) are escaped and cut to fit, never passed through as markup.
+// What the Temporal UI shows for an upload run: a summary, one line of at most 200 bytes,
+// rendered as Markdown, so a value a client chose (the file name) is escaped and cut to fit,
+// never passed through as markup. (No details: the tenant and the key are the run's search
+// attributes, which the UI shows already.)
 import type { UploadRequest } from '../upload/types';
 
 export const SUMMARY_MAX_BYTES = 200;
-export const DETAILS_MAX_BYTES = 20_000;
 
 /** Backslash-escapes Markdown and HTML punctuation; control characters become spaces. */
 export function escapeMarkdown(text: string): string {
@@ -34,8 +34,4 @@ export function uploadSummary(req: Pick<UploadRequest, 'fileName' | 'contentType
     `Upload ${truncateUtf8(name, Math.max(16, SUMMARY_MAX_BYTES - 7 - Buffer.byteLength(tail)))}${tail}`,
     SUMMARY_MAX_BYTES,
   );
-}
-
-export function uploadDetails(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>): string {
-  return truncateUtf8(`tenant ${escapeMarkdown(req.tenantId)}  \nidempotency key ${escapeMarkdown(req.idempotencyKey)}`, DETAILS_MAX_BYTES);
 }

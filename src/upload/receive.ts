@@ -18,7 +18,7 @@ import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import { uploadWorkflowId } from '../temporal/ids';
 import { failureTypes, searchAttributes } from '../temporal/names';
-import { uploadDetails, uploadSummary } from '../temporal/summary';
+import { uploadSummary } from '../temporal/summary';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
 import { UPLOAD_WORKFLOW_REVISION, type UploadWorkflowInput } from '../../workflows/definitions';
 import type { uploadWorkflow } from '../../workflows/upload';
@@ -193,9 +193,12 @@ export class UploadReceiver {
   }
 
   /**
-   * How the key's workflow is started when no run holds the key: by the first offer, or by a
-   * resumable session's creation (`extra.resumable`; the fingerprint goes in the memo, so a
-   * later creation can tell whose run it found).
+   * How the key's workflow is started when no run holds the key: by the first offer, by a
+   * resumable session's creation (`extra.resumable`) or by an import (`extra.import`). Only
+   * those two carry a memo (the fingerprint, and the session): a later creation or import
+   * with the key reads it to tell whose run it found. An offer's run needs none — the run
+   * itself refuses another request's copy — and every payload is one more cipher each way.
+   * The UI's details would repeat the search attributes: none.
    */
   startOptions(req: UploadRequest, workflowId: string, extra?: Partial<UploadWorkflowInput>) {
     return {
@@ -213,9 +216,10 @@ export class UploadReceiver {
       ] as [UploadWorkflowInput],
       workflowIdConflictPolicy: 'USE_EXISTING' as const,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
-      memo: { fingerprint: req.fingerprint, ...(extra?.resumable ? { sessionId: extra.resumable.sessionId } : {}) },
+      ...(extra?.resumable || extra?.import
+        ? { memo: { fingerprint: req.fingerprint, ...(extra.resumable ? { sessionId: extra.resumable.sessionId } : {}) } }
+        : {}),
       staticSummary: uploadSummary(req),
-      staticDetails: uploadDetails(req),
       typedSearchAttributes: [
         { key: searchAttributes.tenant, value: req.tenantId },
         { key: searchAttributes.idempotencyKey, value: req.idempotencyKey },

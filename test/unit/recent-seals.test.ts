@@ -10,6 +10,7 @@ import type { Pool } from '../../src/db/pool';
 import type { PayloadKeyRow } from '../../src/db/queries/payload-keys';
 import { SecretBox } from '../../src/secret-box';
 import { ERASED_MARKER, PayloadKeyring, SealingCodec, UnreadablePayload } from '../../src/temporal/payload-codec';
+import { stepLabels } from '../../src/temporal/step-labels';
 
 const deciphered = vi.hoisted(() => ({ count: 0 }));
 vi.mock('node:crypto', async (actual) => {
@@ -67,16 +68,15 @@ it("opens once without a cipher what it sealed for an activity a moment ago, and
   const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
   const context = activityOf(run('a'));
   const answer = { status: 201, body: '{"uploadId":"u"}' };
-  const [commit, result, other] = await codec.encode([json(answer), json(answer), json({ status: 409 })], context);
-  // Each seal has an IV of its own: the same answer twice is two different sealed payloads.
-  expect(Buffer.from(result!.data!)).not.toEqual(Buffer.from(commit!.data!));
+  const input = { copy: 'c' };
+  const [commit, result, other] = await codec.encode([json(input), json(answer), json({ status: 409 })], context);
   const [elsewhere] = await codec.encode([json(answer)], activityOf(run('b')));
 
   const opened = await codec.decode([commit!, result!, other!, elsewhere!]);
-  expect(opened.map(valueOf)).toEqual([answer, answer, { status: 409 }, answer]);
+  expect(opened.map(valueOf)).toEqual([input, answer, { status: 409 }, answer]);
   expect(deciphered.count).toBe(0);
   // Taken once: opened again (a replay after the run left the cache), it is deciphered.
-  expect((await codec.decode([commit!])).map(valueOf)).toEqual([answer]);
+  expect((await codec.decode([commit!])).map(valueOf)).toEqual([input]);
   expect(deciphered.count).toBe(1);
   // A workflow's own payloads (its result, an update's answer) are opened elsewhere: not remembered.
   const [runResult] = await codec.encode([json(answer)], run('c'));
@@ -89,8 +89,57 @@ it("opens once without a cipher what it sealed for an activity a moment ago, and
   await elsewhereKeys.openingKeys([Buffer.from(commit!.metadata!['encryption-key-id']!).toString()]); // its key unwrapped
   deciphered.count = 0;
   const elsewhereCodec = new SealingCodec(elsewhereKeys);
-  expect((await elsewhereCodec.decode([commit!, other!])).map(valueOf)).toEqual([answer, { status: 409 }]);
+  expect((await elsewhereCodec.decode([commit!, other!])).map(valueOf)).toEqual([input, { status: 409 }]);
   expect(deciphered.count).toBe(2);
+});
+
+it("seals a plaintext again as the bytes it was last sealed to under the same key (a run's result repeating its commit's), and nothing else", async () => {
+  const { pool } = keyTable();
+  const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
+  const upload = run('a');
+  const answer = { status: 201, body: '{"uploadId":"u"}' };
+  const [commit] = await codec.encode([json(answer)], activityOf(upload));
+  const [runResult] = await codec.encode([json(answer)], upload);
+  expect(Buffer.from(runResult!.data!)).toEqual(Buffer.from(commit!.data!));
+  expect(runResult!.metadata).toEqual(commit!.metadata);
+  // Another plaintext under that key, or the same one under another run's key: a seal of its own (a fresh IV).
+  const [refused] = await codec.encode([json({ status: 409 })], upload);
+  const [otherRun] = await codec.encode([json(answer)], run('b'));
+  for (const p of [refused!, otherRun!])
+    expect(Buffer.from(p.data!).subarray(0, 12)).not.toEqual(Buffer.from(commit!.data!).subarray(0, 12));
+  // What a workflow seals is never what is sealed again: only an activity's last seal is kept.
+  const [first] = await codec.encode([json('w')], upload);
+  const [second] = await codec.encode([json('w')], upload);
+  expect(Buffer.from(second!.data!)).not.toEqual(Buffer.from(first!.data!));
+  // The bytes sealed again open anywhere, with the cipher.
+  const elsewhereKeys = new PayloadKeyring(pool, box);
+  await elsewhereKeys.openingKeys([Buffer.from(commit!.metadata!['encryption-key-id']!).toString()]); // its key unwrapped
+  deciphered.count = 0;
+  const elsewhere = new SealingCodec(elsewhereKeys);
+  expect((await elsewhere.decode([commit!, runResult!])).map(valueOf)).toEqual([answer, answer]);
+  expect(deciphered.count).toBe(2);
+  // A process without the memory (the API) seals every payload anew.
+  const api = new SealingCodec(new PayloadKeyring(pool, box));
+  const [a, b] = await api.encode([json(answer), json(answer)], activityOf(upload));
+  expect(Buffer.from(b!.data!)).not.toEqual(Buffer.from(a!.data!));
+});
+
+it("leaves the steps' fixed labels in clear and seals a label made of a run's data", async () => {
+  const { pool } = keyTable();
+  const codec = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
+  const label = json(stepLabels.commitUpload);
+  const made = json(`Step 1: transcode of video/mp4 (12 bytes)`);
+  const longer = json(`${stepLabels.commitUpload} `);
+  const [clear, sealedMade, sealedLonger] = await codec.encode([label, made, longer], activityOf(run('a')));
+  expect(clear).toBe(label);
+  for (const p of [sealedMade!, sealedLonger!]) expect(Buffer.from(p.metadata!.encoding!).toString()).toBe('binary/encrypted');
+  // The label's bytes under another encoding are not a label.
+  const [binary] = await codec.encode([{ ...label, metadata: { encoding: new TextEncoder().encode('binary/plain') } }], run('a'));
+  expect(Buffer.from(binary!.metadata!.encoding!).toString()).toBe('binary/encrypted');
+  expect((await codec.decode([clear!, sealedMade!])).map(valueOf)).toEqual([
+    stepLabels.commitUpload,
+    'Step 1: transcode of video/mp4 (12 bytes)',
+  ]);
 });
 
 it('matches only exact bytes: a changed payload goes to the cipher and is refused', async () => {
