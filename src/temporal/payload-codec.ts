@@ -257,6 +257,16 @@ function freshIv(): Buffer {
   return randomBlock.subarray(randomAt - IV_BYTES, randomAt);
 }
 
+/**
+ * A cipher's output: what `update` gave, in a buffer of its own and of its exact size, unless
+ * `final` added bytes (GCM adds none). Not a copy into Node's shared pool: an opened payload's
+ * bytes are views of this buffer, and a worker posts every activation's payloads to its
+ * workflow thread, which copies each whole buffer a view belongs to (a pool block is 64 KiB).
+ */
+function withFinal(head: Buffer, tail: Buffer): Buffer {
+  return tail.length ? Buffer.concat([head, tail]) : head;
+}
+
 function keyIdOf(p: Payload): string {
   const id = text(p.metadata?.[KEY_ID]) ?? '';
   if (!UUID.test(id)) throw new UnreadablePayload('a sealed payload names no key');
@@ -295,7 +305,7 @@ export class SealingCodec implements PayloadCodec {
       const iv = freshIv();
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       cipher.setAAD(idBytes);
-      const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+      const sealed = withFinal(cipher.update(plain), cipher.final());
       const data = Buffer.concat([iv, cipher.getAuthTag(), sealed]);
       recent?.remember(id, plain, data);
       return { metadata: { encoding: ENCRYPTED_ENCODING_BYTES, [KEY_ID]: idBytes }, data };
@@ -320,7 +330,7 @@ export class SealingCodec implements PayloadCodec {
       decipher.setAAD(utf8(id));
       decipher.setAuthTag(data.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       try {
-        const plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+        const plain = withFinal(decipher.update(data.subarray(IV_BYTES + TAG_BYTES)), decipher.final());
         return WirePayload.decode(plain);
       } catch {
         throw new UnreadablePayload(`a payload sealed under ${id} does not open: its bytes were changed`);

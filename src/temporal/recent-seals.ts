@@ -15,6 +15,13 @@ interface Seal {
   at: number;
 }
 
+/** Bytes in a buffer of their own (not a view of Node's shared pool: see withFinal in payload-codec.ts). */
+function ownLatin1(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(text.length);
+  bytes.write(text, 'latin1');
+  return bytes;
+}
+
 const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 
 export class RecentSeals {
@@ -34,7 +41,7 @@ export class RecentSeals {
     const seal = this.seals.get(key);
     if (!seal || !this.fresh(seal) || seal.sealed !== latin1(sealed)) return undefined;
     this.seals.delete(key);
-    return Buffer.from(seal.plain, 'latin1');
+    return ownLatin1(seal.plain);
   }
 
   remember(keyId: string, plain: Uint8Array, sealed: Uint8Array): void {
@@ -51,7 +58,7 @@ export class RecentSeals {
   sealedAgain(keyId: string, plain: Uint8Array): Buffer | undefined {
     const last = this.lastByKey.get(keyId);
     if (!last || last.plain.length !== plain.length || !this.fresh(last) || last.plain !== latin1(plain)) return undefined;
-    return Buffer.from(last.sealed, 'latin1');
+    return ownLatin1(last.sealed);
   }
 
   private fresh(seal: Seal): boolean {

@@ -193,3 +193,18 @@ it('forgets a seal past its time or past its bound: opened then with the cipher'
     vi.useRealTimers();
   }
 });
+
+it("opens a payload into bytes of their own, not a view of Node's shared pool (a worker posts them to its workflow thread, which copies the whole buffer)", async () => {
+  const { pool } = keyTable();
+  const remembering = new SealingCodec(new PayloadKeyring(pool, box), { rememberMs: 30_000 });
+  const upload = run('a');
+  const value = { status: 201, body: 'x'.repeat(300) };
+  const [sealed] = await remembering.encode([json(value)], activityOf(upload));
+  const elsewhere = new SealingCodec(new PayloadKeyring(pool, box));
+  // Opened by the cipher (another process) and from this process's memory of its seal.
+  for (const opened of [...(await elsewhere.decode([sealed!])), ...(await remembering.decode([sealed!]))]) {
+    expect(valueOf(opened)).toEqual(value);
+    // The protobuf form of the payload: its data, its metadata and their tags, nothing more.
+    expect(opened.data!.buffer.byteLength).toBeLessThan(opened.data!.byteLength + 64);
+  }
+});
