@@ -76,6 +76,8 @@ export class PayloadKeyring {
   private readonly byId = new Map<string, { key: Buffer; at: number }>();
   private readonly pending = new Map<string, Promise<{ id: string; key: Buffer }>>();
   private readonly opening = new Map<string, Promise<Buffer | null>>();
+  /** Announced keys not unwrapped yet: most a worker hears are other workers' runs'. */
+  private readonly heard = new Map<string, { row: PayloadKeyRow; at: number }>();
   private readonly tenants = new Map<string, string>();
 
   constructor(
@@ -114,7 +116,7 @@ export class PayloadKeyring {
     const waiting: [string, Promise<Buffer | null>][] = [];
     const missing: string[] = [];
     for (const id of new Set(ids)) {
-      const cached = this.byId.get(id);
+      const cached = this.byId.get(id) ?? this.unwrapHeard(id);
       if (cached && this.fresh(cached.at)) found.set(id, cached.key);
       else if (this.opening.has(id)) waiting.push([id, this.opening.get(id)!]);
       else missing.push(id);
@@ -136,13 +138,28 @@ export class PayloadKeyring {
 
   /**
    * A live key made by another process, announced before anyone here asks for it (a worker
-   * hears each new run's key before the run's first activation: payload-key-notices.ts).
+   * hears each new run's key before the run's first activation: payload-key-notices.ts). It
+   * is unwrapped when first asked for: every worker hears every key, and one of them runs it.
    */
   learn(row: PayloadKeyRow): void {
     // A key this process made or read already (every listener hears its own keys too).
     const known = this.byId.get(row.id);
-    if (known && this.fresh(known.at)) return;
-    if (row.wrapped) this.adopt(row);
+    if ((known && this.fresh(known.at)) || !row.wrapped) return;
+    refresh(this.heard, row.id, { row, at: Date.now() });
+    this.forgetStale(this.heard);
+  }
+
+  /** An announced key, unwrapped now; none if it was not heard lately or does not unwrap here (then it is read by id). */
+  private unwrapHeard(id: string): { key: Buffer; at: number } | undefined {
+    const heard = this.heard.get(id);
+    if (!heard) return undefined;
+    this.heard.delete(id);
+    if (!this.fresh(heard.at)) return undefined;
+    try {
+      return this.adopt(heard.row);
+    } catch {
+      return undefined;
+    }
   }
 
   private async loadIds(ids: string[]): Promise<Map<string, Buffer | null>> {

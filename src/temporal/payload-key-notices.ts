@@ -16,12 +16,8 @@ export function listenForPayloadKeys(connectionString: string, keyring: PayloadK
     message: (payload) => {
       const notice = Notice.safeParse(parseJson(payload));
       if (!notice.success) return log.warn({ channel: CHANNEL }, 'ignored a malformed payload key notice');
-      try {
-        keyring.learn(notice.data);
-      } catch (err) {
-        // Not wrapped by this process's SECRETS_KEY: a read by id will say so where it matters.
-        log.warn({ err, channel: CHANNEL }, 'could not open an announced payload key');
-      }
+      // Unwrapped when first asked for; one that does not unwrap here is then read by id, which says why.
+      keyring.learn(notice.data);
     },
     lost: () => {}, // keys announced meanwhile are read by id when first asked for
   });

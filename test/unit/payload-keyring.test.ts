@@ -110,16 +110,20 @@ it('keeps an announced key in memory of its own, not in a view of a shared block
   expect(asked).toHaveLength(0);
 });
 
-it('unwraps a key heard again (every listener hears its own keys too) only once while it is cached', async () => {
+it('unwraps an announced key when first asked for, once (a key heard again, or never used here, costs no unwrap)', async () => {
   const { pool, asked } = fakePool([]);
   const keyring = new PayloadKeyring(pool, box);
   const opened = vi.spyOn(box, 'open');
   try {
     const k = liveKey();
+    const others = Array.from({ length: 5 }, liveKey); // other workers' runs' keys
     keyring.learn(k.row);
     keyring.learn(k.row);
-    expect(opened).toHaveBeenCalledTimes(1);
+    for (const other of others) keyring.learn(other.row);
+    expect(opened).toHaveBeenCalledTimes(0);
     expect((await keyring.openingKeys([k.id])).get(k.id)).toEqual(k.key);
+    expect((await keyring.openingKeys([k.id])).get(k.id)).toEqual(k.key);
+    expect(opened).toHaveBeenCalledTimes(1);
     // A key this process made itself is not unwrapped when its notice comes back.
     const made = keyring.draftRunKey(`upload/${randomUUID()}/own`);
     keyring.recorded(made);
@@ -129,4 +133,15 @@ it('unwraps a key heard again (every listener hears its own keys too) only once 
   } finally {
     opened.mockRestore();
   }
+});
+
+it('reads by id an announced key that does not unwrap here (another SECRETS_KEY), and says so there', async () => {
+  const foreign = new SecretBox(randomBytes(32));
+  const k = liveKey();
+  const wrappedElsewhere = { ...k.row, wrapped: foreign.seal(k.key.toString('base64'), `payload-key\n${k.id}`) };
+  const { pool, asked } = fakePool([wrappedElsewhere]);
+  const keyring = new PayloadKeyring(pool, box);
+  keyring.learn(wrappedElsewhere);
+  await expect(keyring.openingKeys([k.id])).rejects.toThrow();
+  expect(asked).toHaveLength(1);
 });
