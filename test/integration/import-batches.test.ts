@@ -126,16 +126,20 @@ it("runs each item past its pipeline's validation hook: a refusal fails the item
 });
 
 it('pauses (items under way finish, none starts), resumes, and cancels (items not started are skipped); open batches are counted', async () => {
-  origin.throttle(256 * 1024);
+  // Each 64 KiB file takes 4 s at this rate: the items under way are still reading when the pause lands.
+  origin.throttle(16 * 1024);
   try {
-    const items = Array.from({ length: 30 }, (_, i) => ({ url: `${origin.base}/slow/${i}.bin` }));
+    const items = Array.from({ length: 30 }, (_, i) => ({ url: `${origin.base}/slow/a${i}.bin` }));
     const a = await call('POST', '/v1/import-batches', { items, concurrency: 2 }, `batch-${randomUUID()}`);
-    const b = await call('POST', '/v1/import-batches', { items: items.slice(0, 3), concurrency: 1 }, `batch-${randomUUID()}`);
+    const bItems = Array.from({ length: 3 }, (_, i) => ({ url: `${origin.base}/slow/b${i}.bin` }));
+    const b = await call('POST', '/v1/import-batches', { items: bItems, concurrency: 1 }, `batch-${randomUUID()}`);
     expect([a.status, b.status]).toEqual([202, 202]);
     const third = await call('POST', '/v1/import-batches', { items: items.slice(0, 1) }, `batch-${randomUUID()}`);
     expect(third.status).toBe(429);
     expect(third.json).toMatchObject({ error: 'too_many_import_batches', limit: 2 });
 
+    // Paused once an item of the batch is under way (its read has begun), however slowly the machine starts it.
+    await eventually(async () => origin.paths.some((p) => p.startsWith('/slow/a')), 60_000);
     const paused = await call('POST', `/v1/import-batches/${a.json.id}/pause`);
     expect(paused.status).toBe(200);
     expect(paused.json.state).toBe('paused');
@@ -151,7 +155,8 @@ it('pauses (items under way finish, none starts), resumes, and cancels (items no
     expect(still.done).toBe((await call('GET', `/v1/import-batches/${a.json.id}`)).json.done);
     expect(settled.state).toBe('paused');
 
-    origin.throttle(256 * 1024);
+    // Slow again, so items are still left when the cancel lands.
+    origin.throttle(16 * 1024);
     expect((await call('POST', `/v1/import-batches/${a.json.id}/resume`)).json.state).toBe('running');
     await eventually(async () => (await call('GET', `/v1/import-batches/${a.json.id}`)).json.done > still.done, 60_000);
     const cancelling = await call('POST', `/v1/import-batches/${a.json.id}/cancel`);

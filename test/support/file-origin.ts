@@ -21,6 +21,8 @@ export interface FileOrigin {
   lastAuthorization: string | undefined;
   /** Requests answered so far, and how many of them with the rest of the file (206). */
   requests: number;
+  /** The path of every request so far, in order. */
+  paths: string[];
   ranges: number;
   /** Sends at most `bytesPerSecond` from now on (undefined: as fast as it can). */
   throttle(bytesPerSecond: number | undefined): void;
@@ -35,6 +37,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     origin.lastAuthorization = req.headers.authorization;
     origin.requests++;
     const url = new URL(req.url ?? '/', 'http://origin');
+    origin.paths.push(url.pathname);
     const type = url.searchParams.get('type') ?? o.contentType;
     const typed = type ? { 'content-type': type } : {};
     if (url.pathname === '/redirect') {
@@ -88,6 +91,7 @@ export async function startFileOrigin(file: Buffer, o: { etag?: string; contentT
     served: 0,
     lastAuthorization: undefined,
     requests: 0,
+    paths: [],
     ranges: 0,
     throttle: (bytesPerSecond) => void (rate = bytesPerSecond),
     close: server.close,
