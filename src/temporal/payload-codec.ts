@@ -309,12 +309,13 @@ export class SealingCodec implements PayloadCodec {
   }
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
-    if (payloads.every(isStepLabel)) return payloads;
+    const labels = payloads.map(isStepLabel);
+    if (labels.every(Boolean)) return payloads;
     const { id, key } = await this.keyring.sealingKey(context);
     const idBytes = utf8(id);
     const recent = context?.type === 'activity' ? this.recent : undefined;
-    return payloads.map((p) => {
-      if (isStepLabel(p)) return p;
+    return payloads.map((p, i) => {
+      if (labels[i]) return p;
       const plain = WirePayload.encode(p).finish();
       // A run's result repeats its commit's, sealed a moment ago under the same key: the same bytes again.
       const again = this.recent?.sealedAgain(id, plain);

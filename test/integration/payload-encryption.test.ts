@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { ENCRYPTED_ENCODING, PayloadKeyring, payloadsIn, SealingCodec } from '../../src/temporal/payload-codec';
+import { ENCRYPTED_ENCODING, isStepLabel, PayloadKeyring, payloadsIn, SealingCodec } from '../../src/temporal/payload-codec';
 import { loadSecretBox, SecretBox } from '../../src/secret-box';
 import { stepLabels } from '../../src/temporal/step-labels';
 import { postUpload } from '../helpers/http';
@@ -20,8 +20,6 @@ import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 
 const ADMIN = randomBytes(24).toString('hex');
-/** The steps' fixed labels as a history carries them (JSON strings): the codec leaves them in clear. */
-const LABELS = new Set(Object.values(stepLabels).map((label) => JSON.stringify(label)));
 
 interface WirePayload {
   metadata?: Record<string, string>;
@@ -64,6 +62,13 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
     }));
   }
   const encodingOf = (p: WirePayload) => Buffer.from(p.metadata?.encoding ?? '', 'base64').toString();
+  const textOf = (p: WirePayload) => Buffer.from(p.data ?? '', 'base64').toString();
+  /** One of the steps' fixed labels, which the codec leaves in clear. */
+  const isLabel = (p: WirePayload) =>
+    isStepLabel({
+      metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+      data: Buffer.from(p.data ?? '', 'base64'),
+    });
   const decodedText = async (payloads: WirePayload[]) => {
     const res = await codec('decode', payloads);
     expect(res.status, res.text).toBe(200);
@@ -103,12 +108,9 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
       const payloads = await wirePayloads(run);
       expect(payloads.length, run).toBeGreaterThan(0);
       // In clear: the steps' fixed labels only (the commit's among them), nothing of the upload's.
-      const clear = payloads.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING).map((p) => Buffer.from(p.data ?? '', 'base64').toString());
-      expect(
-        clear.filter((t) => !LABELS.has(t)),
-        run,
-      ).toEqual([]);
-      if (run === first.runs[0]) expect(clear).toContain(JSON.stringify(stepLabels.commitUpload));
+      const clear = payloads.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING);
+      expect(clear.filter((p) => !isLabel(p)).map(textOf), run).toEqual([]);
+      if (run === first.runs[0]) expect(clear.map(textOf)).toContain(JSON.stringify(stepLabels.commitUpload));
       const history = await raw.workflow.getHandle(run).fetchHistory();
       for (const value of personal)
         expect(
@@ -127,7 +129,7 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
 
     // Every payload of the deleted upload's runs is now sealed for good; the other upload's still opens.
     for (const run of first.runs) {
-      const texts = (await decodedText(await wirePayloads(run))).filter((t) => !LABELS.has(t));
+      const texts = await decodedText((await wirePayloads(run)).filter((p) => !isLabel(p)));
       expect(texts.length).toBeGreaterThan(0);
       expect(new Set(texts), run).toEqual(new Set(['"erased"']));
     }
@@ -152,9 +154,7 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
     // The deletion's own run stays readable: it is sealed under the tenant's key, which outlives
     // the upload, and it holds nothing personal.
     const deletion = await wirePayloads(`delete/${first.id}`);
-    expect(
-      deletion.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING).every((p) => LABELS.has(Buffer.from(p.data ?? '', 'base64').toString())),
-    ).toBe(true);
+    expect(deletion.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING).every(isLabel)).toBe(true);
     const deletionTexts = await decodedText(deletion);
     expect(deletionTexts.some((t) => t.includes(first.id))).toBe(true);
     for (const value of personal)
@@ -174,6 +174,51 @@ describe.each(['s3', 'local'] as const)('payload encryption on the %s store', (k
       contentType: 'image/png',
     });
     expect(replay.status).not.toBe(500);
+  });
+
+  it("lists an erased session's run with its memo (which only a session's or an import's run keeps) decoded to the marker", async () => {
+    const key = `sealed-tus-${randomUUID()}`;
+    const tus = { authorization: `Bearer ${tenant.apiKey}`, 'tus-resumable': '1.0.0' };
+    const created = await fetch(`${stack.url}/v1/tus`, {
+      method: 'POST',
+      headers: {
+        ...tus,
+        'upload-length': '5',
+        'idempotency-key': key,
+        'upload-metadata': `filename ${Buffer.from('tus-name.txt').toString('base64')}`,
+      },
+    });
+    expect(created.status).toBe(201);
+    const patched = await fetch(`${stack.url}${created.headers.get('location')}`, {
+      method: 'PATCH',
+      headers: { ...tus, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+      body: 'whole',
+    });
+    expect(patched.status).toBe(204);
+    const answer = await call('GET', `/v1/idempotency-keys/${key}`, tenant.apiKey);
+    const uploadId = answer.json.response.uploadId as string;
+    const runId = uploadWorkflowId(tenant.tenantId, key);
+    // A process that never held the run's key (the stack's own may cache it for a minute).
+    const box = await loadSecretBox(stack.config.SECRETS_KEY, stack.config.DATA_DIR);
+    const listMemo = async () => {
+      const another = new Client({
+        connection: stack.temporal.connection,
+        dataConverter: { payloadCodecs: [new SealingCodec(new PayloadKeyring(stack.runtime.pool, box, 0))] },
+      });
+      const memos: Record<string, unknown>[] = [];
+      for await (const w of another.workflow.list({ query: `WorkflowId = '${runId}'` })) memos.push(w.memo ?? {});
+      expect(memos).toHaveLength(1);
+      return memos[0]!;
+    };
+    const before = await listMemo();
+    expect(before.sessionId).toEqual(expect.any(String));
+    expect(before.sessionId).not.toBe('erased');
+
+    const deleted = await call('DELETE', `/v1/uploads/${uploadId}`, tenant.apiKey);
+    expect(deleted.status, deleted.text).toBe(200);
+    const after = await listMemo();
+    expect(Object.keys(after).sort()).toEqual(Object.keys(before).sort());
+    expect(new Set(Object.values(after))).toEqual(new Set(['erased']));
   });
 
   it('refuses codec requests without the operator token, with bad bodies or changed bytes, and passes unsealed payloads through', async () => {
