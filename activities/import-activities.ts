@@ -83,6 +83,20 @@ export function createImportActivities({ pool, store, secrets, imports, importer
     if (!importerFor) throw new Error('this worker cannot import batch items (no importer)');
     return (importer ??= importerFor(client));
   };
+  /** What a batch's pending item asks the import door for; none once the item has an outcome (or the batch is gone). */
+  const pendingItemRequest = async (batchId: string, n: number): Promise<{ upload: DeclaredUpload; body: ImportBody } | undefined> => {
+    const batch = await findImportBatchById(pool, batchId);
+    const item = batch && (await findBatchItem(pool, batchId, n));
+    if (!batch || !item || item.state !== 'pending') return undefined;
+    const body: ImportBody = {
+      url: item.url,
+      ...(item.file_name ? { fileName: item.file_name } : {}),
+      ...(item.sha256 ? { sha256: item.sha256 } : {}),
+      ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
+      ...(batch.source ? { s3: openS3Access(secrets, batch.id, batch.source.sealedAccess) } : {}),
+    };
+    return { upload: batchItemUpload(batch, item), body };
+  };
   return {
     async fetchImport(job: ImportFetch): Promise<ImportedCopy> {
       const { spec } = job;
@@ -175,18 +189,10 @@ export function createImportActivities({ pool, store, secrets, imports, importer
      */
     async importBatchItem({ batchId, n }: { batchId: string; n: number }): Promise<void> {
       const ctx = Context.current();
-      const batch = await findImportBatchById(pool, batchId);
-      const item = batch && (await findBatchItem(pool, batchId, n));
-      if (!batch || !item || item.state !== 'pending') return;
+      const pending = await pendingItemRequest(batchId, n);
+      if (!pending) return;
+      const { upload, body } = pending;
       const importer = importerOf(ctx.client);
-      const body: ImportBody = {
-        url: item.url,
-        ...(item.file_name ? { fileName: item.file_name } : {}),
-        ...(item.sha256 ? { sha256: item.sha256 } : {}),
-        ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
-        ...(batch.source ? { s3: openS3Access(secrets, batch.id, batch.source.sealedAccess) } : {}),
-      };
-      const upload = batchItemUpload(batch, item);
       // The batch was cancelled (heard on a heartbeat). A worker shutting down instead leaves the item to its retry.
       const batchCancelled = () => !!ctx.cancellationDetails?.cancelRequested;
       // Heartbeats go on whatever a call to Temporal or the database takes meanwhile.
@@ -214,11 +220,27 @@ export function createImportActivities({ pool, store, secrets, imports, importer
       } finally {
         clearInterval(beating);
       }
-      const { response } = outcome;
-      if (response.status < 300) return recordBatchItem(pool, batchId, n, { state: 'done', uploadId: response.uploadId, error: null });
-      const error = JSON.parse(response.body) as Record<string, unknown>;
-      // Its import cancelled (the batch's cancel, or a DELETE of its upload): skipped, with the reason.
-      await recordBatchItem(pool, batchId, n, { state: error.error === 'import_canceled' ? 'skipped' : 'failed', uploadId: null, error });
+      await recordItemAnswer(pool, batchId, n, outcome.response);
+    },
+
+    /**
+     * An item whose attempt failed as the batch's cancel reached it, so Temporal did not retry
+     * it: the import that attempt may have created is cancelled like an item's under way, and
+     * what it came to recorded. An item that never started (or whose import could not be
+     * followed) is left pending: the batch's end skips it.
+     */
+    async cancelImportBatchItem({ batchId, n }: { batchId: string; n: number }): Promise<void> {
+      const ctx = Context.current();
+      const pending = await pendingItemRequest(batchId, n);
+      if (!pending) return;
+      let outcome: { response: StoredResponse };
+      try {
+        outcome = await cancelItemImport(pool, ctx, importerOf(ctx.client), pending);
+      } catch (err) {
+        if (err instanceof CancelledFailure) return;
+        throw err;
+      }
+      await recordItemAnswer(pool, batchId, n, outcome.response);
     },
 
     async pendingImportBatchItems({ batchId, after, limit }: { batchId: string; after: number; limit: number }): Promise<number[]> {
@@ -272,6 +294,13 @@ async function cancelItemImport(
     throw new CancelledFailure(`The batch was cancelled; this item's import could not be followed (${String(err)}).`);
   }
   throw new CancelledFailure("The batch was cancelled; this item's import did not end in time.");
+}
+
+/** An item's outcome from its import's answer: done, skipped (its import cancelled: the batch's cancel, or a DELETE of its upload, with the reason) or failed. */
+async function recordItemAnswer(pool: Pool, batchId: string, n: number, response: StoredResponse): Promise<void> {
+  if (response.status < 300) return recordBatchItem(pool, batchId, n, { state: 'done', uploadId: response.uploadId, error: null });
+  const error = JSON.parse(response.body) as Record<string, unknown>;
+  await recordBatchItem(pool, batchId, n, { state: error.error === 'import_canceled' ? 'skipped' : 'failed', uploadId: null, error });
 }
 
 /** How long an item past the imports-in-flight quota waits before it asks again (up to twice this, spread). */

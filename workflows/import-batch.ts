@@ -2,7 +2,8 @@
 // one activity (the import door's own path, keyed by batch and item) with at most
 // `concurrency` at once. Pausing stops starting items (those under way finish); cancelling
 // stops starting them and cancels those under way (each cancels its import, or sees it
-// commit), and ends the batch once they have, its items not started skipped. The batch
+// commit; so does an item whose attempt failed as the cancel came), and ends the batch once
+// they have, its items not started skipped. The batch
 // continues as new every few pages, so its history stays short however many items it has.
 import {
   ActivityCancellationType,
@@ -33,6 +34,13 @@ const items = proxyActivities<Activities>({
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   summary: stepLabels.importBatchItem,
+});
+// The same bounds: it waits for the item's import to end as an item under way does.
+const cancelling = proxyActivities<Activities>({
+  startToCloseTimeout: '7 days',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  summary: stepLabels.cancelImportBatchItem,
 });
 
 function failedOnCancel(err: unknown): boolean {
@@ -65,12 +73,17 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
       if (cancelled) return;
       await underWay
         .run(() => items.importBatchItem({ batchId: input.batchId, n }))
-        .catch((err: unknown) => {
+        .catch(async (err: unknown) => {
           // An item cancelled while it waited to be retried (past the tenant's imports in flight) never started: skipped at the end.
           if (cancelled && isCancellation(err)) return;
-          // An attempt that failed as the cancel reached it (turned away by the quota before
-          // its heartbeat brought the cancel): Temporal does not retry it, and it is skipped too.
-          if (cancelled && failedOnCancel(err) && patched('import-batch-skips-items-failed-on-cancel')) return;
+          // An attempt that failed as the cancel reached it (turned away by the quota, or its
+          // wait for the import's answer broken, before its heartbeat brought the cancel):
+          // Temporal does not retry it. An import it created is cancelled (or its upload
+          // recorded, if it was committing); an item that never started is skipped.
+          if (cancelled && failedOnCancel(err) && patched('import-batch-skips-items-failed-on-cancel')) {
+            if (patched('import-batch-cancels-failed-items-import')) await cancelling.cancelImportBatchItem({ batchId: input.batchId, n });
+            return;
+          }
           throw err;
         });
     });

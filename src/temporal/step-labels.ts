@@ -22,6 +22,7 @@ export const stepLabels = {
   scrubUpload: 'Scrub the personal metadata; the key now answers 410',
   renderImageVariant: 'Render the variant and record it',
   importBatchItem: 'Import one item of the batch',
+  cancelImportBatchItem: "Cancel the import of an item whose attempt failed as the batch's cancel reached it",
   redeliverEvent: 'Send the recorded event again (same webhook-id, same body)',
   sweepTenant: "End the tenant's open work and erase its uploads",
 } as const;
