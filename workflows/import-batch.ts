@@ -3,8 +3,8 @@
 // `concurrency` at once. Pausing stops starting items (those under way finish); cancelling
 // stops starting them and cancels those under way (each cancels its import, or sees it
 // commit; so does an item whose attempt failed as the cancel came), and ends the batch once
-// they have, its items not started skipped. The batch
-// continues as new every few pages, so its history stays short however many items it has.
+// they have, its items not started skipped. The batch continues as new every few pages, so
+// its history stays short however many items it has.
 import {
   ActivityCancellationType,
   ActivityFailure,
@@ -28,20 +28,18 @@ const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // An item runs as long as its import: it heartbeats while it waits for the import's answer,
 // which is also how it hears of the batch's cancel (the SDK sends heartbeats at most every
 // 0.8 × the timeout). A cancelled item is waited for: it records what came of its import.
-const items = proxyActivities<Activities>({
+const ITEM_BOUNDS = {
   startToCloseTimeout: '7 days',
   heartbeatTimeout: '20 seconds',
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+} as const;
+const items = proxyActivities<Activities>({
+  ...ITEM_BOUNDS,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   summary: stepLabels.importBatchItem,
 });
-// The same bounds: it waits for the item's import to end as an item under way does.
-const cancelling = proxyActivities<Activities>({
-  startToCloseTimeout: '7 days',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-  summary: stepLabels.cancelImportBatchItem,
-});
+// The cancel of an item's import, which it waits for as an item under way does: the same bounds.
+const cancelling = proxyActivities<Activities>({ ...ITEM_BOUNDS, summary: stepLabels.cancelImportBatchItem });
 
 function failedOnCancel(err: unknown): boolean {
   return err instanceof ActivityFailure && err.retryState === 'CANCEL_REQUESTED';
