@@ -24,6 +24,8 @@ export interface SignedDownload {
   uploadId: string;
   rendition: string | undefined;
   disposition: Disposition;
+  /** The API key that asked for the URL (src/tokens/parent.ts): the URL serves while that key could. */
+  by: string;
 }
 
 export class DownloadLinks {
@@ -46,6 +48,7 @@ export class DownloadLinks {
     const query = new URLSearchParams({
       ...(what.rendition ? { rendition: what.rendition } : {}),
       disposition,
+      by: what.by,
       expires: String(expires),
       signature,
     });
@@ -61,5 +64,5 @@ export class DownloadLinks {
 }
 
 function signedData(tenantId: string, w: SignedDownload): string {
-  return [tenantId, w.uploadId, w.rendition ?? '', w.disposition].join('\n');
+  return [tenantId, w.uploadId, w.rendition ?? '', w.disposition, w.by].join('\n');
 }

@@ -2,6 +2,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Principal } from '../credentials';
+import type { Parent } from '../tokens/parent';
 
 export interface AppEnv {
   Bindings: Partial<HttpBindings>;
@@ -9,6 +10,8 @@ export interface AppEnv {
     tenantId: string;
     /** The credential of a /v1 request (set by bearerAuth). */
     principal: Principal;
+    /** The credential that minted the derived credential of this request (set by actAsParent). */
+    parent: Parent;
     log: Logger;
     /** X-Request-Id: the caller's, or one made for this request (set by requestTrace). */
     requestId: string;

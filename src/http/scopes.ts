@@ -2,11 +2,12 @@
 // by route() from that same declaration, so the document and the checks cannot differ.
 import type { RouteConfig } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { SCOPES, type Scope } from '../credentials';
-import { problem } from '../errors';
+import { SCOPES, type Principal, type Scope } from '../credentials';
+import { dependency, problem } from '../errors';
 import type { AppEnv } from './env';
 import type { Caller } from '../upload/types';
 import { assertGrantLive } from '../tokens/grant';
+import type { Parent } from '../tokens/parent';
 
 /** The OpenAPI security scheme of an API key holding `scope` (component names allow no colon). */
 export function schemeOf(scope: Scope): string {
@@ -50,7 +51,7 @@ export function accessOf(security: RouteConfig['security']): Access | undefined 
   );
 }
 
-interface Access {
+export interface Access {
   scope: Scope;
   uploadToken: boolean;
   tokenExpiryWaived: boolean;
@@ -58,7 +59,11 @@ interface Access {
 
 /** 403 insufficient_scope unless the caller holds `scope` (or is an upload token where one is taken). */
 export function assertAccess(c: Context<AppEnv>, access: Access): void {
-  const principal = c.get('principal');
+  assertMay(c.get('principal'), access);
+}
+
+/** assertAccess for a principal outside a route (a progress socket's upgrade). */
+export function assertMay(principal: Principal | undefined, access: Access): void {
   if (!principal) throw problem('unauthorized', 'Send Authorization: Bearer <api key>.');
   if (principal.kind === 'token') {
     if (!access.uploadToken)
@@ -67,14 +72,14 @@ export function assertAccess(c: Context<AppEnv>, access: Access): void {
         `An upload token only uploads (and reads its own uploads); this needs an API key with ${access.scope}.`,
         { extra: { scope: access.scope } },
       );
-    if (!access.tokenExpiryWaived) assertTokenLive(c);
+    if (!access.tokenExpiryWaived) assertGrantLive(principal.grant);
     return;
   }
   if (!principal.scopes.includes(access.scope))
     throw problem('insufficient_scope', `This API key does not hold the scope ${access.scope}.`, { extra: { scope: access.scope } });
 }
 
-/** Who is uploading, as a pipeline's validation hook is told (a companion endpoint minted by a key names no key). */
+/** Who is uploading, as a pipeline's validation hook is told (a companion endpoint acts as the key or token that minted it). */
 export function callerOf(c: Context<AppEnv>): Caller {
   const principal = c.get('principal');
   if (principal?.kind === 'key') return { kind: 'key', id: principal.id, label: principal.label };
@@ -86,4 +91,35 @@ export function callerOf(c: Context<AppEnv>): Caller {
 export function callingToken(c: Context<AppEnv>) {
   const principal = c.get('principal');
   return principal?.kind === 'token' ? principal : undefined;
+}
+
+/** What a derived credential's route asks of its parent: as `requires` would declare it. */
+export function parentAccess(scope: Scope, opts: Parameters<typeof requires>[1] = {}): Access {
+  return accessOf(requires(scope, opts))!;
+}
+
+/**
+ * A request made with a derived credential (src/tokens/parent.ts) acts as its parent: the
+ * tenant and the parent's current principal are set on it and checked as the parent itself
+ * would be. 401 when the parent is revoked or gone; 403 when it lacks the scope.
+ */
+export async function actAsParent(
+  c: Context<AppEnv>,
+  tenantId: string,
+  parent: Parent,
+  current: () => Promise<Principal | undefined>,
+  access: Access,
+): Promise<void> {
+  c.set('tenantId', tenantId);
+  c.set('parent', parent);
+  const principal = await dependency('database_unavailable', current);
+  assertParentMay(parent, principal, access);
+  c.set('principal', principal!);
+}
+
+/** actAsParent's check, for a derived credential used outside a route. */
+export function assertParentMay(parent: Parent, current: Principal | undefined, access: Access): void {
+  if (!current)
+    throw problem('unauthorized', `The ${parent.kind === 'key' ? 'API key' : 'upload token'} this credential was made with is revoked.`);
+  assertMay(current, access);
 }

@@ -14,19 +14,32 @@ import type { Pool } from '../../src/db/pool';
 import { problem } from '../../src/errors';
 import type { Importer } from '../../src/imports/importer';
 
+const LIVE_KEY = '5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f';
 const uppy = {
   ownerOf: (token: string) => {
-    if (token.startsWith('tenant-')) return { tenantId: token };
+    // Minted by an API key the fake database holds (with every scope), or by one it no longer does.
+    if (token.startsWith('tenant-')) return { tenantId: token, parent: { kind: 'key', id: LIVE_KEY } };
+    if (token.startsWith('revoked-key-'))
+      return { tenantId: 'tenant-r', parent: { kind: 'key', id: '1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b' } };
+    if (token.startsWith('scoped-key-'))
+      return { tenantId: 'tenant-s', parent: { kind: 'key', id: '2e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b' } };
     // An endpoint minted for an upload token (the fake database holds no token rows: as if revoked and purged).
-    if (token.startsWith('token-')) return { tenantId: 'tenant-t', tokenId: '0b5c9a4e-64c4-4c41-9c3c-4d1d6d1a3b8e' };
+    if (token.startsWith('token-')) {
+      const id = '0b5c9a4e-64c4-4c41-9c3c-4d1d6d1a3b8e';
+      return { tenantId: 'tenant-t', parent: { kind: 'token', id }, tokenId: id };
+    }
     throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
   },
 } as unknown as UppyCompanion;
 
 let queries = 0;
 const pool = {
-  query: async () => {
+  query: async (q: string | { text: string; values: unknown[] }, params: unknown[] = []) => {
     queries++;
+    const [text, values] = typeof q === 'string' ? [q, params] : [q.text, q.values];
+    if (text.includes('FROM api_keys') && values[1] === LIVE_KEY) return { rows: [{ id: LIVE_KEY, label: 'k', scopes: null }], rowCount: 1 };
+    if (text.includes('FROM api_keys') && values[0] === 'tenant-s')
+      return { rows: [{ id: values[1], label: 'writes only', scopes: ['uploads:write'] }], rowCount: 1 };
     return { rows: [], rowCount: 0 };
   },
 } as unknown as Pool;
@@ -136,6 +149,8 @@ it('says "No such import." and closes when its key names no import of the caller
 it.each([
   ['a forged endpoint', 'forged.1.x', 403, 'signature_invalid', 0],
   ["one whose upload token is revoked (as the endpoint's HTTP routes do)", 'token-1', 401, 'unauthorized', 1],
+  ['one whose API key is revoked', 'revoked-key-1', 401, 'unauthorized', 1],
+  ['one whose API key does not hold imports:create', 'scoped-key-1', 403, 'insufficient_scope', 1],
 ] as const)('refuses %s with its problem, opening nothing', async (_what, endpoint, status, error, reads) => {
   start({ maxPerTenant: 4 });
   expect(await connect(endpoint)).toMatchObject({ status, headers: { 'content-type': 'application/problem+json' }, body: { error } });

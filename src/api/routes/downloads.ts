@@ -21,6 +21,8 @@ import { absoluteUrl } from '../../http/public-url';
 import { CreateDownloadUrl, DispositionQuery, DownloadUrl } from '../schemas';
 import { Uuid } from '../../http/schemas';
 import { callingToken, requires } from '../../http/scopes';
+import { formatParent, parentOf } from '../../tokens/parent';
+import { actAsSigner } from '../signed-urls';
 
 const DEFAULT_URL_SECONDS = 900;
 
@@ -76,7 +78,12 @@ export function uploadContentRoutes(deps: DownloadDeps) {
       throw problem('body_invalid', `expiresInSeconds may be at most ${config.DOWNLOAD_URL_MAX_SECONDS} (DOWNLOAD_URL_MAX_SECONDS).`);
     }
     const obj = body.rendition ? renditionOf(upload, await findRendition(pool, upload, body.rendition)) : original(upload);
-    const what = { uploadId: upload.id, rendition: body.rendition, disposition: body.disposition ?? 'attachment' };
+    const what = {
+      uploadId: upload.id,
+      rendition: body.rendition,
+      disposition: body.disposition ?? 'attachment',
+      by: formatParent(parentOf(c.get('principal'))),
+    };
     const link = await dependency('storage_unavailable', () => links.create(upload.tenant_id, what, obj, seconds));
     return c.json(
       {
@@ -103,7 +110,9 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
     const upload = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUploadById(pool, id)) : undefined;
     // An unknown id answers like a bad signature: a URL names nothing it was not signed for.
     if (!upload) throw problem('signature_invalid', 'The download URL is not one this server signed (or it was changed).');
-    links.check(upload.tenant_id, { uploadId: id, rendition, disposition }, c.req.query('expires'), c.req.query('signature'));
+    const by = c.req.query('by') ?? '';
+    links.check(upload.tenant_id, { uploadId: id, rendition, disposition, by }, c.req.query('expires'), c.req.query('signature'));
+    await actAsSigner(c, pool, upload.tenant_id, by);
     servable(upload);
     const obj = rendition ? renditionOf(upload, await findRendition(pool, upload, rendition)) : original(upload);
     return serveObject(store, obj, serveRequest(c), disposition);
@@ -305,6 +314,7 @@ const signedDownloadRoute = createRoute({
     query: z.object({
       rendition: z.string().optional(),
       disposition: DispositionQuery,
+      by: z.string().openapi({ description: 'The API key that asked for the URL: the URL serves while that key may read uploads.' }),
       expires: z.string(),
       signature: z.string(),
     }),
@@ -313,6 +323,8 @@ const signedDownloadRoute = createRoute({
     ...contentResponses('The file (or rendition) the URL was signed for.'),
     ...problems(
       'signature_invalid',
+      'unauthorized',
+      'insufficient_scope',
       'not_found',
       ...UNSERVABLE_PROBLEMS,
       'query_invalid',

@@ -34,6 +34,8 @@ import type { AppEnv } from '../../http/env';
 import type { Context } from 'hono';
 import { absoluteUrl } from '../../http/public-url';
 import { checkImageUrl, signImageUrl } from '../../images/image-links';
+import { formatParent, parentOf } from '../../tokens/parent';
+import { actAsSigner } from '../signed-urls';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
 import { withinQuota } from '../quota';
@@ -250,12 +252,24 @@ const signedImageRoute = createRoute({
   summary: 'A variant through a signed image URL (no API key): rendered once, then served from the store',
   request: {
     params: z.object({ id: z.string(), spec: z.string() }),
-    query: z.object({ expires: z.string().optional(), signature: z.string().optional() }),
+    query: z.object({
+      by: z.string().optional().openapi({ description: 'The API key that asked for the URL: the URL serves while that key may read uploads.' }),
+      expires: z.string().optional(),
+      signature: z.string().optional(),
+    }),
     headers: contentRequest.headers,
   },
   responses: {
     ...contentResponses('The variant, with its media type.'),
-    ...problems('signature_invalid', ...UNSERVABLE_PROBLEMS, ...RENDER_PROBLEMS, 'database_unavailable', 'internal_error'),
+    ...problems(
+      'signature_invalid',
+      'unauthorized',
+      'insufficient_scope',
+      ...UNSERVABLE_PROBLEMS,
+      ...RENDER_PROBLEMS,
+      'database_unavailable',
+      'internal_error',
+    ),
   },
 });
 
@@ -287,7 +301,7 @@ export function uploadImageRoutes(deps: ImageDeps) {
     if (seconds > deps.maxUrlSeconds)
       throw problem('body_invalid', `expiresInSeconds may be at most ${deps.maxUrlSeconds} (DOWNLOAD_URL_MAX_SECONDS).`);
     const spec = specText(await resolveSpec(pool, tenantId, body.spec, 'body_invalid'));
-    const link = signImageUrl(deps.box, tenantId, upload.id, spec, seconds);
+    const link = signImageUrl(deps.box, tenantId, upload.id, spec, formatParent(parentOf(c.get('principal'))), seconds);
     return c.json({ url: absoluteUrl(c, deps.publicUrl, link.url), expiresAt: link.expiresAt.toISOString(), spec }, 201);
   });
 
@@ -305,7 +319,9 @@ export function signedImageRoutes(deps: ImageDeps) {
     const found = Uuid.safeParse(id).success ? await dependency('database_unavailable', () => findUploadById(pool, id)) : undefined;
     // An unknown id answers like a bad signature: a URL names nothing it was not signed for.
     if (!found) throw problem('signature_invalid', 'The image URL is not one this server signed (or it was changed).');
-    checkImageUrl(deps.box, found.tenant_id, id, spec, c.req.query('expires'), c.req.query('signature'));
+    const by = c.req.query('by') ?? '';
+    checkImageUrl(deps.box, found.tenant_id, id, spec, { by, expires: c.req.query('expires'), signature: c.req.query('signature') });
+    await actAsSigner(c, pool, found.tenant_id, by);
     return serveVariant(c, deps, imageUpload(servable(found)), parseSpec(spec), 'public');
   });
 

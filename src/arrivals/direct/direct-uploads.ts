@@ -15,7 +15,12 @@ import type { UploadOutcome } from '../../upload/receive';
 import type { DeclaredUpload, StagedCopy } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
-import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget } from './targets';
+import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget, type SignedQuery } from './targets';
+import { currentPrincipal, formatParent, parseParent, type Parent } from '../../tokens/parent';
+import { assertParentMay, parentAccess } from '../../http/scopes';
+
+/** What the credential behind the embedded store's signed PUT must hold now: what planning it took. */
+const DIRECT_PUTS = parentAccess('uploads:write', { uploadToken: 'own-sessions' });
 
 /** The route in a direct session's fingerprint: a key first used here is refused elsewhere. */
 export const DIRECT_ROUTE = '/v1/direct-uploads';
@@ -47,7 +52,12 @@ export class DirectUploads {
 
   /** The key's session: created once; the same request again gets it again, with fresh URLs. */
   /** `waitMs`: how long an instant upload's commit may take before the plan answers (state completing). */
-  async plan(r: DeclaredUpload & { bytes: number; sha256: string }, waitMs: number): Promise<{ plan: DirectPlan; replayed: boolean }> {
+  /** `by`: the credential planning it (src/tokens/parent.ts), which the embedded store's signed PUT acts as. */
+  async plan(
+    r: DeclaredUpload & { bytes: number; sha256: string },
+    waitMs: number,
+    by: Parent,
+  ): Promise<{ plan: DirectPlan; replayed: boolean }> {
     const { target } = this.deps;
     const partBytes = target.partBytesFor(r.bytes);
     const kind: SessionKind = {
@@ -67,13 +77,13 @@ export class DirectUploads {
         // No part will come: the plan's multipart upload (if any) goes.
         if (now.state === 'committed' && now.multipart_id)
           await this.deps.store.abortParts(now.storage_key, now.multipart_id).catch(() => {}); // the store's multipart expiry ends it
-        const plan = await this.view(now);
+        const plan = await this.view(now, by);
         if (outcome.kind === 'answer' && outcome.response.status < 300)
           plan.committedUpload = JSON.parse(outcome.response.body) as Record<string, unknown>;
         return { plan, replayed };
       }
     }
-    return { plan: await this.view(session), replayed };
+    return { plan: await this.view(session, by), replayed };
   }
 
   /** The copy of an instant upload: the object already stored with the declared bytes. */
@@ -91,9 +101,9 @@ export class DirectUploads {
     });
   }
 
-  /** The plan; with `tokenId`, only one that upload token made. */
-  async find(tenantId: string, id: string, tokenId?: string): Promise<DirectPlan> {
-    return this.view(await this.deps.sessions.find(tenantId, id, 'direct', tokenId));
+  /** The plan, for the credential `by` asking; an upload token finds only the plans it made. */
+  async find(tenantId: string, id: string, by: Parent): Promise<DirectPlan> {
+    return this.view(await this.deps.sessions.find(tenantId, id, 'direct', by.kind === 'token' ? by.id : undefined), by);
   }
 
   /** A signed URL for part `n` of a multipart plan; the store checks the part against `sha256Base64`. */
@@ -120,13 +130,18 @@ export class DirectUploads {
    * The embedded store's PUT: checks the signature, then streams the body to the session's
    * object; a body of another length or SHA-256 leaves nothing behind.
    */
-  async receiveObject(id: string, expires: string | undefined, signature: string | undefined, body: Readable): Promise<void> {
+  async receiveObject(id: string, signed: SignedQuery, body: Readable): Promise<void> {
     const { target } = this.deps;
     // Only the self-signed target's URLs point here.
     if (!(target instanceof SelfSignedTarget)) throw problem('not_found', 'No such direct upload.');
-    target.checkSignature(id, expires, signature);
+    target.checkSignature(id, signed);
     const s = await dependency('database_unavailable', () => findSessionById(this.deps.pool, id, 'direct'));
     if (!s) throw problem('not_found', 'No such direct upload (it may have expired).');
+    // The URL acts as the credential that planned the upload, as it stands now.
+    const parent = parseParent(signed.by);
+    if (!parent) throw problem('signature_invalid', 'The URL names no credential that asked for it; get the plan again.');
+    const current = await dependency('database_unavailable', () => currentPrincipal(this.deps.pool, s.tenant_id, parent));
+    assertParentMay(parent, current, DIRECT_PUTS);
     if (s.state !== 'open') throw problem('upload_committed', 'This direct upload is completing or complete; its object is not replaced.');
     await target.receive(s, body);
   }
@@ -180,7 +195,7 @@ export class DirectUploads {
     return dependency('storage_unavailable', () => readStoredHead(this.deps.store, key));
   }
 
-  private async view(s: SessionRow): Promise<DirectPlan> {
+  private async view(s: SessionRow, by: Parent): Promise<DirectPlan> {
     const plan: DirectPlan = {
       id: s.id,
       idempotencyKey: s.idempotency_key,
@@ -194,12 +209,12 @@ export class DirectUploads {
     if (s.state !== 'open') return plan;
     if (s.part_bytes)
       plan.multipart = { partBytes: Number(s.part_bytes), partCount: partCount(Number(s.upload_length), Number(s.part_bytes)) };
-    else plan.upload = await this.objectRequest(s);
+    else plan.upload = await this.objectRequest(s, by);
     return plan;
   }
 
-  private objectRequest(s: SessionRow): Promise<SignedRequest> {
-    return dependency('storage_unavailable', () => this.deps.target.putRequest(s, this.urlSeconds(s)));
+  private objectRequest(s: SessionRow, by: Parent): Promise<SignedRequest> {
+    return dependency('storage_unavailable', () => this.deps.target.putRequest(s, this.urlSeconds(s), formatParent(by)));
   }
 
   /** A URL never outlives its session. */

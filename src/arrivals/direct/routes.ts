@@ -32,6 +32,7 @@ import { CreateDirectUpload, DirectPartRequest, DirectPartUrl, DirectUploadPlan 
 import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
 import { renderOutcome } from '../../http/upload-answer';
 import { callingToken, requires } from '../../http/scopes';
+import { parentOf } from '../../tokens/parent';
 import { ADMISSION_PROBLEMS, type Intake } from '../intake';
 
 const TAG = 'direct uploads (presigned)';
@@ -140,13 +141,19 @@ const putObjectRoute = createRoute({
   summary: "The embedded store's signed PUT (the URL of a plan on the local-directory store; no API key: the signature is the credential)",
   request: {
     params: z.object({ id: Uuid }),
-    query: z.object({ expires: z.string(), signature: z.string() }),
+    query: z.object({
+      by: z.string().openapi({ description: 'The credential that planned the upload: the URL takes the object while it may upload.' }),
+      expires: z.string(),
+      signature: z.string(),
+    }),
     body: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
   },
   responses: {
     200: { description: 'Stored (length and SHA-256 checked while streaming); now complete the upload.' },
     ...problems(
       'signature_invalid',
+      'unauthorized',
+      'insufficient_scope',
       'not_found',
       'upload_committed',
       'body_incomplete',
@@ -165,7 +172,8 @@ export function directObjectRoutes(deps: { direct: DirectUploads }) {
   const app = router();
   route(app, putObjectRoute, async function putDirectObject(c) {
     if (header(c, 'content-length') === undefined) throw problem('content_length_required', "Send Content-Length (the plan's headers).");
-    await deps.direct.receiveObject(pathId(c, 'direct upload'), c.req.query('expires'), c.req.query('signature'), requestBody(c));
+    const signed = { by: c.req.query('by'), expires: c.req.query('expires'), signature: c.req.query('signature') };
+    await deps.direct.receiveObject(pathId(c, 'direct upload'), signed, requestBody(c));
     return c.body(null, 200);
   });
   return app;
@@ -189,21 +197,20 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
     });
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const { plan, replayed } = await direct.plan(upload, waitMs);
+    const { plan, replayed } = await direct.plan(upload, waitMs, parentOf(c.get('principal')));
     c.set('outcome', replayed ? 'replayed' : 'created');
     return c.json(withAbsoluteUrl(c, plan), 201, replayHeaders(replayed));
   });
 
   route(app, getPlanRoute, async function getDirectUpload(c) {
-    const plan = await direct.find(c.get('tenantId'), pathId(c, 'direct upload'), callingToken(c)?.id);
+    const plan = await direct.find(c.get('tenantId'), pathId(c, 'direct upload'), parentOf(c.get('principal')));
     return c.json(withAbsoluteUrl(c, plan), 200, { 'cache-control': 'no-store' });
   });
 
   route(app, partRoute, async function presignDirectPart(c) {
     const body = await jsonBody(c, DirectPartRequest);
     const sha = /^[0-9a-f]{64}$/.test(body.sha256) ? Buffer.from(body.sha256, 'hex').toString('base64') : body.sha256;
-    const token = callingToken(c);
-    if (token) await direct.find(c.get('tenantId'), pathId(c, 'direct upload'), token.id);
+    if (callingToken(c)) await direct.find(c.get('tenantId'), pathId(c, 'direct upload'), parentOf(c.get('principal')));
     const signed = await direct.partRequest(c.get('tenantId'), pathId(c, 'direct upload'), Number(c.req.param('n')), sha);
     return c.json({ ...signed, expiresAt: signed.expiresAt.toISOString() }, 200);
   });
@@ -212,7 +219,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
     const tenantId = c.get('tenantId');
     const id = pathId(c, 'direct upload');
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const plan = await direct.find(tenantId, id, callingToken(c)?.id);
+    const plan = await direct.find(tenantId, id, parentOf(c.get('principal')));
     const sent = headerValues(c, 'idempotency-key');
     if (sent && sent.length > 0 && parseIdempotencyKey(sent) !== plan.idempotencyKey)
       throw problem('idempotency_key_reuse', 'This direct upload belongs to another Idempotency-Key.');

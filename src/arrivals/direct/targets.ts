@@ -29,8 +29,8 @@ export interface DirectTarget {
   partBytesFor(bytes: number): number | null;
   /** Starts the multipart of a plan in parts; '' when there is none. */
   begin(storageKey: string, contentType: string, inParts: boolean): Promise<string>;
-  /** The signed PUT of a one-PUT plan. */
-  putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest>;
+  /** The signed PUT of a one-PUT plan, for the credential `by` (src/tokens/parent.ts) that asked for it. */
+  putRequest(s: SessionRow, expiresSeconds: number, by: string): Promise<SignedRequest>;
   /** The signed PUT of part n of a plan in parts. */
   partRequest(s: SessionRow, n: number, o: { bytes: number; sha256Base64: string; expiresSeconds: number }): Promise<SignedRequest>;
   /**
@@ -101,6 +101,13 @@ export class PresignedTarget implements DirectTarget {
 
 const SIGN_PURPOSE = 'direct-upload-object';
 
+/** What the embedded store's signed PUT carries in its query. */
+export interface SignedQuery {
+  by: string | undefined;
+  expires: string | undefined;
+  signature: string | undefined;
+}
+
 export class SelfSignedTarget implements DirectTarget {
   constructor(
     private readonly store: ObjectStore,
@@ -115,10 +122,10 @@ export class SelfSignedTarget implements DirectTarget {
     return Promise.resolve('');
   }
 
-  putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest> {
-    const { expires, signature } = this.box.signUntil(SIGN_PURPOSE, s.id, expiresSeconds);
+  putRequest(s: SessionRow, expiresSeconds: number, by: string): Promise<SignedRequest> {
+    const { expires, signature } = this.box.signUntil(SIGN_PURPOSE, `${s.id}\n${by}`, expiresSeconds);
     // A path of the API (made absolute by the route, from PUBLIC_URL or the request).
-    const url = `/v1/direct-uploads/${s.id}/object?expires=${expires}&signature=${signature}`;
+    const url = `/v1/direct-uploads/${s.id}/object?${new URLSearchParams({ by, expires: String(expires), signature })}`;
     return Promise.resolve({
       method: 'PUT',
       url,
@@ -137,9 +144,9 @@ export class SelfSignedTarget implements DirectTarget {
     return head ? { bytes: head.bytes, sha256Base64: hexToBase64(s.declared_sha256!), composite: false } : undefined;
   }
 
-  /** Whether a URL's expiry and signature are this server's for session `id` (403 when not, or expired). */
-  checkSignature(id: string, expires: string | undefined, signature: string | undefined): void {
-    const check = this.box.checkUntil(SIGN_PURPOSE, id, expires, signature);
+  /** Whether a URL's credential, expiry and signature are this server's for session `id` (403 when not, or expired). */
+  checkSignature(id: string, signed: SignedQuery): void {
+    const check = this.box.checkUntil(SIGN_PURPOSE, `${id}\n${signed.by ?? ''}`, signed.expires, signed.signature);
     if (check === 'invalid') throw problem('signature_invalid', 'The URL is not one this server signed (or it was changed).');
     if (check === 'expired')
       throw problem(

@@ -2,9 +2,9 @@
 // /uppy/{token}/s3/…, where {token} is the tenant-scoped credential the page got from
 // POST /v1/uppy-endpoints (Uppy sends no Authorization header to a companion).
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
-import type { CompanionOwner, UppyCompanion } from './uppy-companion';
+import { companionOwner, type CompanionOwner, type UppyCompanion } from './uppy-companion';
 import type { Declared, Intake } from '../intake';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../../http/parse/request-headers';
@@ -17,10 +17,9 @@ import { jsonBody } from '../../http/json-body';
 import { absoluteUrl } from '../../http/public-url';
 import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS, jsonRequestBody } from '../../http/openapi';
 import { renderOutcome } from '../../http/upload-answer';
-import { assertTokenLive, callingToken, requires } from '../../http/scopes';
-import { findUploadToken } from '../../db/queries/upload-tokens';
+import { actAsParent, assertTokenLive, parentAccess, requires, type Access } from '../../http/scopes';
 import type { Pool } from '../../db/pool';
-import { credentialOf } from '../../tokens/upload-tokens';
+import { currentPrincipal, parentOf } from '../../tokens/parent';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -182,44 +181,45 @@ const abortRouteDef = createRoute({
 export function uppyEndpointRoutes(deps: { uppy: UppyCompanion }) {
   const app = router();
   route(app, mintRoute, async function mintUppyEndpoint(c) {
-    const token = callingToken(c);
-    const { companionEndpoint, expiresAt } = deps.uppy.mintEndpoint({
-      tenantId: c.get('tenantId'),
-      ...(token ? { tokenId: token.id } : {}),
-    });
+    const { companionEndpoint, expiresAt } = deps.uppy.mintEndpoint(c.get('tenantId'), parentOf(c.get('principal')));
     return c.json({ companionEndpoint, expiresAt: expiresAt.toISOString() }, 201);
   });
   return app;
 }
 
+/** What the companion's multipart and form routes ask of the endpoint's parent; its own files finish past a token's expiry. */
+export const COMPANION_UPLOADS = parentAccess('uploads:write', { uploadToken: 'own-sessions' });
+/** What the URL routes and progress sockets ask: they import, as POST /v1/imports does. */
+export const COMPANION_IMPORTS = parentAccess('imports:create', { uploadToken: 'own-sessions' });
+
 /**
- * Whom a companion endpoint (`/uppy/{token}/…`) serves, set on the request as its tenant and
- * caller. One minted with an upload token carries its limits: the token must be unrevoked,
- * and unexpired to start a file (`starting`); a file started before it expired may finish,
- * as a tus session does.
+ * A companion endpoint's requests (`/uppy/{token}/…`) act as the credential that minted it,
+ * checked now on every request (src/tokens/parent.ts), before anything else.
  */
-export async function companionOwner(
-  c: Context<AppEnv>,
-  deps: { uppy: UppyCompanion; pool: Pool },
-  starting: boolean,
-): Promise<CompanionOwner> {
-  const o = deps.uppy.ownerOf(c.req.param('token') ?? '');
-  c.set('tenantId', o.tenantId);
-  if (o.tokenId) {
-    const row = await dependency('database_unavailable', () => findUploadToken(deps.pool, o.tenantId, o.tokenId!));
-    if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
-    c.set('principal', credentialOf(row).principal);
-    if (starting) assertTokenLive(c);
-  }
-  return o;
+export function companionAuth(deps: { uppy: UppyCompanion; pool: Pool }, access: Access): MiddlewareHandler<AppEnv> {
+  return async function companionAuth(c, next) {
+    const o = deps.uppy.ownerOf(c.req.param('token') ?? '');
+    await actAsParent(c, o.tenantId, o.parent, () => currentPrincipal(deps.pool, o.tenantId, o.parent), access);
+    await next();
+  };
+}
+
+/**
+ * Whom a companion endpoint serves (set by companionAuth). `starting`: a file is started, which
+ * an upload token past its expiry may not do (a file started before may finish, as a tus session does).
+ */
+export function endpointOwner(c: Context<AppEnv>, starting: boolean): CompanionOwner {
+  if (starting) assertTokenLive(c);
+  return companionOwner(c.get('tenantId'), c.get('parent'));
 }
 
 /** /uppy/{token}/s3/… (the token is the credential; mounted outside /v1's API-key check). */
 export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: UploadReceiver; config: Config; intake: Intake; pool: Pool }) {
   const { uppy, config, intake } = deps;
   const app = router();
-  const owner = (c: Context<AppEnv>, starting: boolean) => companionOwner(c, deps, starting);
-  const tenant = async (c: Context<AppEnv>) => (await owner(c, true)).tenantId;
+  app.use('/:token/s3/*', companionAuth(deps, COMPANION_UPLOADS));
+  const owner = endpointOwner;
+  const tenant = (c: Context<AppEnv>) => owner(c, true).tenantId;
   const objectKeyOf = (c: Context<AppEnv>) => {
     const key = c.req.query('key');
     if (!key) throw problem('not_found', 'Send ?key= (the object key of the upload).');
@@ -229,7 +229,7 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   const waitMs = config.MAX_WAIT_SECONDS * 1000;
 
   route(app, paramsRoute, async function uppyParams(c) {
-    await tenant(c);
+    tenant(c);
     const key = keyOf({ idempotencyKey: c.req.query('metadata[idempotencyKey]') });
     const filename = c.req.query('filename') ?? 'file';
     const fields: Record<string, string> = { key: filename, idempotencyKey: key, fileName: filename.split('/').pop() || 'file' };
@@ -245,11 +245,11 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   });
 
   route(app, formRoute, async function uppyForm(c) {
-    return answerFormPost(c, deps, await tenant(c), 'uppy');
+    return answerFormPost(c, deps, tenant(c), 'uppy');
   });
 
   route(app, createRouteDef, async function uppyCreateMultipart(c) {
-    await tenant(c);
+    tenant(c);
     const body = await jsonBody(c, UppyCreate);
     const { declared, metadata } = uppyFile(body);
     c.set('idempotencyKey', declared.key);
@@ -257,16 +257,16 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   });
 
   route(app, partRouteDef, async function uppySignPart(c) {
-    const signed = await uppy.partUrl(await owner(c, false), uploadIdOf(c), objectKeyOf(c), Number(c.req.param('n')));
+    const signed = await uppy.partUrl(owner(c, false), uploadIdOf(c), objectKeyOf(c), Number(c.req.param('n')));
     return c.json(signed, 200);
   });
 
   route(app, listRouteDef, async function uppyListParts(c) {
-    return c.json(await uppy.listParts(await owner(c, false), uploadIdOf(c), objectKeyOf(c)), 200);
+    return c.json(await uppy.listParts(owner(c, false), uploadIdOf(c), objectKeyOf(c)), 200);
   });
 
   route(app, completeRouteDef, async function uppyComplete(c) {
-    const o = await owner(c, false);
+    const o = owner(c, false);
     const key = objectKeyOf(c);
     const body = await jsonBody(c, UppyComplete);
     const outcome = await uppy.complete(o, uploadIdOf(c), key, body.parts, waitMs);
@@ -281,7 +281,7 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
   });
 
   route(app, abortRouteDef, async function uppyAbort(c) {
-    await uppy.abort(await owner(c, false), uploadIdOf(c), objectKeyOf(c));
+    await uppy.abort(owner(c, false), uploadIdOf(c), objectKeyOf(c));
     return c.body(null, 204);
   });
 

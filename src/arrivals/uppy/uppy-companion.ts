@@ -17,39 +17,49 @@ import type { UploadOutcome } from '../../upload/receive';
 import type { DeclaredUpload, StagedCopy } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
+import { formatParent, parseParent, type Parent } from '../../tokens/parent';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
 
 export type UppyCompanionDeps = SignedModeDeps;
 
-/** Whom a companion endpoint serves: a tenant, through an API key or one of its upload tokens. */
+/** Whom a companion endpoint serves: a tenant, through the API key or upload token that minted it (its parent). */
 export interface CompanionOwner {
   tenantId: string;
+  parent: Parent;
+  /** The parent's id when it is an upload token: the endpoint sees only that token's files. */
   tokenId?: string;
+}
+
+export function companionOwner(tenantId: string, parent: Parent): CompanionOwner {
+  return { tenantId, parent, ...(parent.kind === 'token' ? { tokenId: parent.id } : {}) };
 }
 
 export class UppyCompanion {
   constructor(private readonly deps: UppyCompanionDeps) {}
 
-  /** A companion endpoint for one tenant (and the upload token minting it), valid for the session expiry. */
-  mintEndpoint(owner: CompanionOwner): { companionEndpoint: string; expiresAt: Date } {
-    const subject = owner.tokenId ? `${owner.tenantId}.${owner.tokenId}` : owner.tenantId;
+  /** A companion endpoint for one tenant, naming its parent, valid for the session expiry. */
+  mintEndpoint(tenantId: string, parent: Parent): { companionEndpoint: string; expiresAt: Date } {
+    const subject = `${tenantId}.${formatParent(parent)}`;
     const { expires, signature } = this.deps.box.signUntil(TOKEN_PURPOSE, subject, this.deps.expirySeconds);
     return { companionEndpoint: `/uppy/${subject}.${expires}.${signature}`, expiresAt: new Date(expires * 1000) };
   }
 
-  /** Whom a companion token was minted for; 403 when forged or expired. */
+  /** Whom a companion token was minted for and by; 403 when forged, expired or naming no parent. */
   ownerOf(token: string): CompanionOwner {
     const parts = token.split('.');
     const [exp, sig] = parts.slice(-2);
     const subject = parts.slice(0, -2);
-    const [tenantId = '', tokenId] = subject;
-    const check = subject.length <= 2 ? this.deps.box.checkUntil(TOKEN_PURPOSE, subject.join('.'), exp, sig) : 'invalid';
+    const check = subject.length === 2 ? this.deps.box.checkUntil(TOKEN_PURPOSE, subject.join('.'), exp, sig) : 'invalid';
     if (check === 'invalid') throw problem('signature_invalid', 'This companion endpoint is not one this server minted.');
     if (check === 'expired')
       throw problem('signature_invalid', 'This companion endpoint has expired; get a new one from POST /v1/uppy-endpoints.');
-    return { tenantId, ...(tokenId ? { tokenId } : {}) };
+    const [tenantId = '', named] = subject;
+    // Endpoints minted by an upload token before they named their parent's kind carry its bare id.
+    const parent = parseParent(named) ?? parseParent(`t-${named}`);
+    if (!parent) throw problem('signature_invalid', 'This companion endpoint names no credential; get a new one from POST /v1/uppy-endpoints.');
+    return companionOwner(tenantId, parent);
   }
 
   /** POST /s3/multipart: the key's session (the same file again gets the same upload id). */

@@ -15,7 +15,9 @@ import { dependency, problem, Problem } from '../../errors';
 import { rawProblemResponse } from '../../http/raw-problem';
 import type { Pool } from '../../db/pool';
 import { findKeyAnswer } from '../../db/queries/idempotency-keys';
-import { findUploadToken } from '../../db/queries/upload-tokens';
+import { currentPrincipal } from '../../tokens/parent';
+import { assertParentMay } from '../../http/scopes';
+import { COMPANION_IMPORTS } from './routes';
 import { findImportByKey } from '../../db/queries/imports';
 import { findUpload } from '../../db/queries/uploads';
 import type { Importer } from '../../imports/importer';
@@ -68,13 +70,11 @@ export class ImportProgressSockets {
     return true;
   }
 
-  /** Whom the endpoint serves, as its HTTP routes check it: minted here, and its upload token (if any) not revoked. */
+  /** Whom the endpoint serves, checked as its HTTP routes check it (companionAuth): minted here, its parent as it is now. */
   private async admit(endpoint: string): Promise<CompanionOwner> {
     const owner = this.deps.uppy.ownerOf(endpoint);
-    if (owner.tokenId) {
-      const row = await dependency('database_unavailable', () => findUploadToken(this.deps.pool, owner.tenantId, owner.tokenId!));
-      if (!row || row.revoked_at) throw problem('unauthorized', 'The upload token of this companion endpoint was revoked.');
-    }
+    const current = await dependency('database_unavailable', () => currentPrincipal(this.deps.pool, owner.tenantId, owner.parent));
+    assertParentMay(owner.parent, current, COMPANION_IMPORTS);
     return owner;
   }
 
@@ -137,7 +137,11 @@ export class ImportProgressSockets {
     if (row?.state === 'importing' && (!owner.tokenId || row.token_id === owner.tokenId)) await this.deps.importer.cancel(row);
   }
 
-  /** What the import under `key` has come to, for this endpoint's caller; undefined: nothing to say yet. */
+  /**
+   * What the import under `key` has come to, for this endpoint's caller; undefined: nothing to
+   * say yet. A key that is not the caller's answers as a key that names nothing, whatever its
+   * state, so a socket tells an upload token nothing of another principal's keys.
+   */
   private async state(owner: CompanionOwner, key: string): Promise<Message | undefined> {
     const { pool } = this.deps;
     const mine = (tokenId: string | null) => !owner.tokenId || tokenId === owner.tokenId;
@@ -145,7 +149,7 @@ export class ImportProgressSockets {
     if (answer && !answer.expired && answer.response_status !== null) {
       if (answer.response_status < 300 && answer.upload_id) {
         const upload = await findUpload(pool, owner.tenantId, answer.upload_id);
-        if (!upload || !mine(upload.token_id)) return NO_SUCH_IMPORT;
+        if (!upload || !mine(upload.token_id)) return undefined;
         return {
           action: 'success',
           payload: {
@@ -154,6 +158,8 @@ export class ImportProgressSockets {
           },
         };
       }
+      // A token is shown the refusal of its own import only (the import's row stays, failed).
+      if (owner.tokenId && !mine((await findImportByKey(pool, owner.tenantId, key))?.token_id ?? null)) return undefined;
       const detail = (JSON.parse(answer.response_body) as { detail?: string; title?: string }) ?? {};
       return { action: 'error', payload: { error: { message: detail.detail ?? detail.title ?? 'The import failed.' } } };
     }

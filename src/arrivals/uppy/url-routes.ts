@@ -16,7 +16,7 @@ import { nameFromUrl } from '../../imports/request';
 import { FILE_NAME_PATTERN } from '../../upload/file-name';
 import type { Intake } from '../intake';
 import { callingToken } from '../../http/scopes';
-import { companionOwner } from './routes';
+import { COMPANION_IMPORTS, companionAuth, endpointOwner } from './routes';
 import type { UppyCompanion } from './uppy-companion';
 import { progressToken } from './url-progress';
 
@@ -121,9 +121,11 @@ const socketRoute = createRoute({
 
 export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer: Importer; intake: Intake }) {
   const app = router();
+  app.use('/:token/url/*', companionAuth(deps, COMPANION_IMPORTS));
+  app.use('/:token/api/*', companionAuth(deps, COMPANION_IMPORTS));
 
   route(app, metaRoute, async function uppyUrlMeta(c) {
-    await companionOwner(c, deps, true);
+    endpointOwner(c, true);
     const { url } = await jsonBody(c, UrlMeta);
     const parsed = URL.parse(url);
     if (!parsed) throw problem('import_url_invalid', 'The import URL is not an absolute URL.');
@@ -132,7 +134,7 @@ export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer:
   });
 
   route(app, getRoute, async function uppyUrlGet(c) {
-    await companionOwner(c, deps, true);
+    endpointOwner(c, true);
     const body = await jsonBody(c, UrlGet);
     const sent = body.metadata.idempotencyKey;
     const key = parseIdempotencyKey(typeof sent === 'string' ? [sent] : undefined);
@@ -154,7 +156,6 @@ export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer:
 
   // Upgrades are taken by the HTTP server before routing (./url-progress.ts); a plain GET gets here.
   route(app, socketRoute, async function uppyProgressSocket(c) {
-    await companionOwner(c, deps, false);
     throw problem('upgrade_required', 'This is a WebSocket: connect with `Connection: Upgrade` and `Upgrade: websocket`.', {
       headers: { upgrade: 'websocket', connection: 'Upgrade' },
     });

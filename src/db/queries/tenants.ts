@@ -107,3 +107,16 @@ export async function revokeApiKey(db: Queryable, tenantId: string, id: string):
   ]);
   return res.rowCount === 1;
 }
+
+/** One of the tenant's unrevoked keys, by id (a derived credential's parent). */
+export async function findActiveKeyById(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+): Promise<{ id: string; label: string; scopes: string[] | null } | undefined> {
+  const res = await db.query<{ id: string; label: string; scopes: string[] | null }>(
+    'SELECT id, label, scopes FROM api_keys WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL',
+    [tenantId, id],
+  );
+  return res.rows[0];
+}
