@@ -37,7 +37,8 @@ const pool = {
   query: async (q: string | { text: string; values: unknown[] }, params: unknown[] = []) => {
     queries++;
     const [text, values] = typeof q === 'string' ? [q, params] : [q.text, q.values];
-    if (text.includes('FROM api_keys') && values[1] === LIVE_KEY) return { rows: [{ id: LIVE_KEY, label: 'k', scopes: null }], rowCount: 1 };
+    if (text.includes('FROM api_keys') && values[1] === LIVE_KEY)
+      return { rows: [{ id: LIVE_KEY, label: 'k', scopes: null }], rowCount: 1 };
     if (text.includes('FROM api_keys') && values[0] === 'tenant-s')
       return { rows: [{ id: values[1], label: 'writes only', scopes: ['uploads:write'] }], rowCount: 1 };
     return { rows: [], rowCount: 0 };

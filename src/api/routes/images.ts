@@ -253,7 +253,10 @@ const signedImageRoute = createRoute({
   request: {
     params: z.object({ id: z.string(), spec: z.string() }),
     query: z.object({
-      by: z.string().optional().openapi({ description: 'The API key that asked for the URL: the URL serves while that key may read uploads.' }),
+      by: z
+        .string()
+        .optional()
+        .openapi({ description: 'The API key that asked for the URL: the URL serves while that key may read uploads.' }),
       expires: z.string().optional(),
       signature: z.string().optional(),
     }),

@@ -9,7 +9,7 @@ import type { Declared, Intake } from '../intake';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
-import { dependency, problem } from '../../errors';
+import { problem } from '../../errors';
 import type { UploadReceiver } from '../../upload/receive';
 import type { AppEnv } from '../../http/env';
 import { answerFormPost } from '../form/form-answer';

@@ -58,7 +58,8 @@ export class UppyCompanion {
     const [tenantId = '', named] = subject;
     // Endpoints minted by an upload token before they named their parent's kind carry its bare id.
     const parent = parseParent(named) ?? parseParent(`t-${named}`);
-    if (!parent) throw problem('signature_invalid', 'This companion endpoint names no credential; get a new one from POST /v1/uppy-endpoints.');
+    if (!parent)
+      throw problem('signature_invalid', 'This companion endpoint names no credential; get a new one from POST /v1/uppy-endpoints.');
     return companionOwner(tenantId, parent);
   }
 

@@ -155,7 +155,7 @@ export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer:
   });
 
   // Upgrades are taken by the HTTP server before routing (./url-progress.ts); a plain GET gets here.
-  route(app, socketRoute, async function uppyProgressSocket(c) {
+  route(app, socketRoute, async function uppyProgressSocket() {
     throw problem('upgrade_required', 'This is a WebSocket: connect with `Connection: Upgrade` and `Upgrade: websocket`.', {
       headers: { upgrade: 'websocket', connection: 'Upgrade' },
     });
