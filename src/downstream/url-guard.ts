@@ -1,12 +1,15 @@
-// Webhook targets must be http(s) and, unless private networks are allowed, must not
-// resolve to loopback, private, link-local (cloud metadata) or otherwise internal
-// addresses. The endpoint's URL is checked when it is created; at delivery the *connection*
+// The one address rule of every outgoing request (imports, webhooks, validation hooks, a
+// pipeline's calls): http(s) only, and every address connected to globally routable unicast
+// per IANA's special-purpose registries, with every IPv4 an IPv6 address embeds (mapped,
+// compatible, translated, NAT64, 6to4, Teredo) checked again; private networks may be
+// allowed (tests, an on-premises install), link-local and metadata services never. The endpoint's URL is checked when it is created; at delivery the *connection*
 // resolves the name through `guardedLookup`, so the address connected to is the address
 // checked (a second resolution, as with DNS rebinding, cannot slip past the check).
 // Errors never name the resolved address: tenants see them, and internal addresses are
 // none of their business.
 import dns from 'node:dns';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 export class DisallowedUrlError extends Error {}
 
@@ -15,67 +18,78 @@ export type Resolver = (hostname: string) => Promise<{ address: string; family: 
 
 export const systemResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
-const blockList = new net.BlockList();
-for (const [addr, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blockList.addSubnet(addr, prefix, 'ipv4');
+/**
+ * How far an address reaches: `global` (globally routable unicast per IANA's special-purpose
+ * registries), `internal` (loopback, private, shared, reserved, documentation, multicast…:
+ * allowed only with private networks allowed), or `never` (unspecified, link-local, a cloud
+ * metadata service: refused even then).
+ */
+type Reach = 'global' | 'internal' | 'never';
+const ORDER: Reach[] = ['global', 'internal', 'never'];
+const worst = (...reaches: Reach[]): Reach => ORDER[Math.max(...reaches.map((r) => ORDER.indexOf(r)))]!;
+
+const METADATA_V6 = ipaddr.parse('fd00:ec2::254'); // AWS instance metadata over IPv6
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+function reachOfIpv4(a: ipaddr.IPv4): Reach {
+  const range = a.range();
+  if (range === 'unicast') return 'global';
+  return range === 'linkLocal' || range === 'unspecified' || range === 'broadcast' ? 'never' : 'internal';
 }
-// NAT64 (64:ff9b::/96, 64:ff9b:1::/48) addresses reach IPv4 hosts, internal ones included;
-// fc00::/7 is unique-local, fe80::/10 link-local. IPv4-mapped addresses (::ffff:a.b.c.d)
-// are checked as the IPv4 address they carry (unmapIpv4).
-for (const [addr, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  blockList.addSubnet(addr, prefix, 'ipv6');
+
+const v4 = (hi: number, lo: number) => ipaddr.fromByteArray([hi >> 8, hi & 255, lo >> 8, lo & 255]) as ipaddr.IPv4;
+
+/**
+ * The IPv4 addresses an IPv6 address carries, and the best its own form may reach: mapped
+ * and NAT64's well-known prefix (64:ff9b::/96) take the embedded address's reach; 6to4 and
+ * Teredo (server and de-obfuscated client) too; IPv4-compatible (::/96), translated
+ * (::ffff:0:0:0/96) and the local-use NAT64 prefix (64:ff9b:1::/48, every RFC 6052 position)
+ * are internal at best. Undefined when it embeds none.
+ */
+function embeddedIpv4(a: ipaddr.IPv6): { carried: ipaddr.IPv4[]; atBest: Reach } | undefined {
+  const p = a.parts;
+  const range = a.range();
+  if (range === 'ipv4Mapped' || a.match(ipaddr.parseCIDR('64:ff9b::/96'))) return { carried: [v4(p[6]!, p[7]!)], atBest: 'global' };
+  if (range === 'rfc6145') return { carried: [v4(p[6]!, p[7]!)], atBest: 'internal' };
+  if (range === 'rfc6052') {
+    // 64:ff9b:1::/48 with the IPv4 at bits 48–63 and 72–87 (RFC 6052's /48 layout) or at the end
+    // (the /96 layout); the layout not in use reads as zeros.
+    const carried = [v4(p[3]!, ((p[4]! & 0xff) << 8) | (p[5]! >> 8)), v4(p[6]!, p[7]!)];
+    return { carried: carried.filter((x) => x.toString() !== '0.0.0.0'), atBest: 'internal' };
+  }
+  if (range === '6to4') return { carried: [v4(p[1]!, p[2]!)], atBest: 'global' };
+  if (range === 'teredo') return { carried: [v4(p[2]!, p[3]!), v4(~p[6]! & 0xffff, ~p[7]! & 0xffff)], atBest: 'global' };
+  if (p.slice(0, 6).every((x) => x === 0) && (p[6] !== 0 || p[7]! > 1)) return { carried: [v4(p[6]!, p[7]!)], atBest: 'internal' };
+  return undefined;
 }
-/** Never allowed, even with private networks allowed: link-local and cloud metadata services. */
-const alwaysBlocked = new net.BlockList();
-alwaysBlocked.addSubnet('169.254.0.0', 16, 'ipv4');
-alwaysBlocked.addSubnet('fe80::', 10, 'ipv6');
-alwaysBlocked.addAddress('0.0.0.0', 'ipv4');
-alwaysBlocked.addAddress('fd00:ec2::254', 'ipv6'); // AWS instance metadata over IPv6
-alwaysBlocked.addAddress('64:ff9b::a9fe:a9fe', 'ipv6'); // 169.254.169.254 through NAT64
+
+function reachOf(address: string): Reach {
+  const parsed = ipaddr.parse(address.replace(/%.*$/, ''));
+  if (parsed.kind() === 'ipv4') return reachOfIpv4(parsed as ipaddr.IPv4);
+  const a = parsed as ipaddr.IPv6;
+  if (a.toNormalizedString() === METADATA_V6.toNormalizedString()) return 'never';
+  const embedded = embeddedIpv4(a);
+  if (embedded) return worst(embedded.atBest, ...embedded.carried.map(reachOfIpv4));
+  const range = a.range();
+  if (range === 'linkLocal' || range === 'unspecified') return 'never';
+  return range === 'unicast' && a.match(GLOBAL_UNICAST_V6) ? 'global' : 'internal';
+}
 
 export interface GuardOptions {
   allowPrivateNetworks: boolean;
 }
 
-/** Throws when connecting to `address` is not allowed. */
+/**
+ * Throws when connecting to `address` is not allowed: the one address rule of every outgoing
+ * request (imports, webhooks, validation hooks, a pipeline's calls).
+ */
 export function assertAllowedAddress(raw: string, opts: GuardOptions): void {
-  const address = unmapIpv4(raw);
-  const type = net.isIPv6(address) ? 'ipv6' : 'ipv4';
-  if (alwaysBlocked.check(address, type))
+  if (!ipaddr.isValid(raw.replace(/%.*$/, ''))) throw new DisallowedUrlError('the host resolves to an address that is not one');
+  const reach = reachOf(raw);
+  if (reach === 'never')
     throw new DisallowedUrlError('the host resolves to an address that is never allowed (link-local or metadata service)');
-  if (!opts.allowPrivateNetworks && blockList.check(address, type))
+  if (reach === 'internal' && !opts.allowPrivateNetworks)
     throw new DisallowedUrlError('the host resolves to a private or internal address');
-}
-
-/** `::ffff:7f00:1` or `::ffff:127.0.0.1` → `127.0.0.1`; anything else unchanged. */
-function unmapIpv4(address: string): string {
-  if (!net.isIPv6(address)) return address;
-  const normal = new URL(`http://[${address}]/`).hostname.slice(1, -1); // WHATWG form: ::ffff:7f00:1
-  const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(normal);
-  if (!m) return address;
-  const hi = parseInt(m[1]!, 16);
-  const lo = parseInt(m[2]!, 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** Parses and checks a webhook URL (scheme, no credentials, every resolved address allowed). */
