@@ -92,16 +92,18 @@ export function assertAllowedAddress(raw: string, opts: GuardOptions): void {
     throw new DisallowedUrlError('the host resolves to a private or internal address');
 }
 
-/** Parses and checks a webhook URL (scheme, no credentials, every resolved address allowed). */
-export async function assertDeliverableUrl(raw: string, opts: GuardOptions & { resolve?: Resolver }): Promise<URL> {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new DisallowedUrlError('not a valid absolute URL');
-  }
+/** Parses an outgoing URL and checks what its text says (scheme, no credentials); its host is checked apart. */
+export function parseOutgoingUrl(raw: string): URL {
+  const url = URL.parse(raw);
+  if (!url) throw new DisallowedUrlError('not a valid absolute URL');
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new DisallowedUrlError('only http and https URLs are allowed');
   if (url.username || url.password) throw new DisallowedUrlError('URLs with credentials are not allowed');
+  return url;
+}
+
+/** Parses and checks a webhook URL (scheme, no credentials, every resolved address allowed). */
+export async function assertDeliverableUrl(raw: string, opts: GuardOptions & { resolve?: Resolver }): Promise<URL> {
+  const url = parseOutgoingUrl(raw);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   for (const { address } of net.isIP(host) ? [{ address: host }] : await resolveOrRefuse(host, opts.resolve ?? systemResolver)) {
     assertAllowedAddress(address, opts);

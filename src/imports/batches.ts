@@ -15,7 +15,7 @@ import {
 import { QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
-import { assertImportOriginsAllowed, assertImportUrlAllowed } from './url-check';
+import { assertImportUrlsAllowed, assertImportUrlAllowed } from './url-check';
 import { listSource, sealS3Access, type S3Source } from './s3-source';
 import type { SecretBox } from '../secret-box';
 import type { UploadGrant } from '../tokens/grant';
@@ -99,7 +99,7 @@ export class ImportBatches {
   ): Promise<{ items: BatchItem[]; source: ImportBatchSource | null }> {
     const { allowPrivateNetworks, connectMs, secrets } = this.deps;
     if ('items' in b) {
-      await assertImportOriginsAllowed(
+      await assertImportUrlsAllowed(
         b.items.map((i) => i.url),
         allowPrivateNetworks,
       );

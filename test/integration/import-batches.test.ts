@@ -186,11 +186,15 @@ it('refuses bad batches with a problem and stores nothing', async () => {
     // Every host is checked before anything is stored: one that does not resolve, a metadata address.
     [{ items: [{ url }, { url: 'http://no-such-host.invalid/a.bin' }] }, 400, 'import_url_invalid'],
     [{ items: [{ url: 'http://169.254.169.254/latest/meta-data/' }] }, 400, 'import_url_invalid'],
+    [{ items: [{ url: 'http://[::a9fe:a9fe]/latest/meta-data/' }] }, 400, 'import_url_invalid'],
+    // An item's URL passes the door's own checks: no credentials (never stored, never echoed).
+    [{ items: [{ url }, { url: url.replace('http://', 'http://alice:hunter2-secret@') }] }, 400, 'import_url_invalid'],
     ['not json', 400, 'body_invalid'],
   ];
   for (const [body, status, error] of cases) {
     const res = await call('POST', '/v1/import-batches', body, `bad-${randomUUID()}`);
     expect({ status: res.status, error: res.json?.error }).toEqual({ status, error });
+    expect(JSON.stringify(res.json)).not.toContain('hunter2');
   }
   expect(await batchRows()).toBe(before);
   expect((await call('GET', `/v1/import-batches/${randomUUID()}`)).status).toBe(404);
