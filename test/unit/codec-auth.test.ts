@@ -40,6 +40,25 @@ it("lets the dev server's own UI decode from this machine, and nothing else with
   // Through a proxy on this machine (the peer is loopback, the caller is not): the token is asked for.
   expect((await call(dev, { origin: UI, 'x-forwarded-for': '203.0.113.9' })).status).toBe(401);
   expect((await call(dev, { origin: UI, forwarded: 'for=203.0.113.9' })).status).toBe(401);
+  for (const proxyHeader of [
+    'x-real-ip',
+    'via',
+    'x-forwarded-host',
+    'x-forwarded-proto',
+    'x-client-ip',
+    'true-client-ip',
+    'cf-connecting-ip',
+    'x-cluster-client-ip',
+    'fastly-client-ip',
+    'x-original-forwarded-for',
+  ])
+    expect({
+      proxyHeader,
+      status: (await call(dev, { origin: UI, [proxyHeader]: proxyHeader === 'via' ? '1.1 proxy' : '203.0.113.9' })).status,
+    }).toEqual({
+      proxyHeader,
+      status: 401,
+    });
   // A request that brings a credential is judged by it, wherever it comes from.
   expect((await call(dev, { origin: UI, authorization: 'Bearer wrong-token-0123456789abc' })).status).toBe(401);
   expect((await call(dev, { authorization: `Bearer ${TOKEN}` }, '10.0.0.7')).status).toBe(200);

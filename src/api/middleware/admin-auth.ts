@@ -25,14 +25,18 @@ export function adminAuth(adminToken: string | undefined): MiddlewareHandler<App
  * Nothing more is open there: anyone on this machine can already read the data directory,
  * SECRETS_KEY file included.
  */
+/** Headers proxies and CDNs add (Forwarded, Via, X-Forwarded-*, X-Real-IP and the client-IP family). */
+const PROXY_HEADER =
+  /^(forwarded|forwarded-for|via|x-forwarded(-.+)?|x-original-forwarded-for|x-real-ip|x-client-ip|true-client-ip|cf-connecting-ip|x-cluster-client-ip|fastly-client-ip|x-proxyuser-ip)$/i;
+
 export function codecAuth(adminToken: string | undefined, devUiOrigin: string | undefined): MiddlewareHandler<AppEnv> {
   const operator = adminAuth(adminToken);
   return async function codecAuth(c, next) {
     const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
     const peer = env?.incoming?.socket?.remoteAddress ?? '';
     const loopback = peer === '127.0.0.1' || peer === '::1' || peer === '::ffff:127.0.0.1';
-    // A proxy on this machine makes every peer loopback; the headers it adds say so.
-    const proxied = header(c, 'forwarded') !== undefined || header(c, 'x-forwarded-for') !== undefined;
+    // A proxy on this machine makes every peer loopback; any header a proxy adds says so.
+    const proxied = [...c.req.raw.headers.keys()].some((name) => PROXY_HEADER.test(name));
     if (devUiOrigin && loopback && !proxied && header(c, 'origin') === devUiOrigin && !header(c, 'authorization')) return next();
     return operator(c, next);
   };
