@@ -19,7 +19,8 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
-import type { Span, Context } from '@opentelemetry/api';
+import type { Attributes, Span, Context } from '@opentelemetry/api';
+import { createHmac, randomBytes } from 'node:crypto';
 import { metrics } from '../metrics';
 import { version } from '../version';
 
@@ -128,6 +129,53 @@ export async function otlpExporter(env: NodeJS.ProcessEnv): Promise<SpanExporter
   throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: use http/protobuf or http/json`);
 }
 
+/** An upload run's workflow ID (`upload/{tenant}/{key}`, src/temporal/ids.ts) inside an attribute's value. */
+const UPLOAD_WORKFLOW_ID = /(upload\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/)(\S+)/g;
+/** Spans name a key by a keyed hash: the same key reads the same within a process, and no key can be guessed from it. */
+const SPAN_KEY_SECRET = randomBytes(32);
+
+const keyHash = (key: string) => createHmac('sha256', SPAN_KEY_SECRET).update(key).digest('hex').slice(0, 32);
+const redactString = (text: string) =>
+  text.replace(UPLOAD_WORKFLOW_ID, (_m, head: string, key: string) => `${head}key-hmac:${keyHash(key)}`);
+const isPrimitive = (v: unknown) => v === null || v === undefined || ['string', 'number', 'boolean'].includes(typeof v);
+
+/**
+ * The attributes as exported: `upload/{tenant}/{key}` as `upload/{tenant}/key-hmac:{hash}` in
+ * every string, and only values OpenTelemetry allows (primitives and arrays of them): the
+ * workflow sandbox's spans also carry the run's whole info as objects (its search attributes,
+ * the key among them; its memo), which go.
+ */
+export function redactKeys(attributes: Attributes): Attributes {
+  const out: Attributes = {};
+  let changed = false;
+  for (const [name, value] of Object.entries(attributes)) {
+    let kept: unknown = value;
+    if (typeof value === 'string') kept = redactString(value);
+    else if (Array.isArray(value))
+      kept = value.every(isPrimitive) ? value.map((v) => (typeof v === 'string' ? redactString(v) : v)) : undefined;
+    else if (!isPrimitive(value)) kept = undefined;
+    if (kept !== value && !(Array.isArray(kept) && (kept as unknown[]).every((v, i) => v === (value as unknown[])[i]))) changed = true;
+    if (kept !== undefined) out[name] = kept as Attributes[string];
+  }
+  return changed ? out : attributes;
+}
+
+/**
+ * The span as exported: no attribute (the Temporal interceptors' `temporalWorkflowId` and
+ * `workflowId`, an event's, a link's) carries an Idempotency-Key. The span itself is left as it is.
+ */
+function withoutIdempotencyKeys(span: ReadableSpan): ReadableSpan {
+  const attributes = redactKeys(span.attributes);
+  const events = span.events.map((e) => (e.attributes ? { ...e, attributes: redactKeys(e.attributes) } : e));
+  const links = span.links.map((l) => (l.attributes ? { ...l, attributes: redactKeys(l.attributes) } : l));
+  const unchanged =
+    attributes === span.attributes &&
+    events.every((e, i) => e.attributes === span.events[i]!.attributes) &&
+    links.every((l, i) => l.attributes === span.links[i]!.attributes);
+  if (unchanged) return span;
+  return Object.create(span, { attributes: { value: attributes }, events: { value: events }, links: { value: links } }) as ReadableSpan;
+}
+
 /**
  * A batch processor whose queue (spans waiting or being sent) is bounded by
  * OTEL_BSP_MAX_QUEUE_SIZE: past it a span is dropped, as is every span of a failed export,
@@ -167,7 +215,7 @@ class BoundedProcessor implements SpanProcessor {
       return;
     }
     this.pending++;
-    this.batch.onEnd(span);
+    this.batch.onEnd(withoutIdempotencyKeys(span));
   }
 
   forceFlush(): Promise<void> {

@@ -99,8 +99,9 @@ const withinTestSpan = <T>(name: string, fn: () => Promise<T>) =>
 
 it('follows one PNG upload with a webhook endpoint end to end in one trace', async () => {
   const body = await png(32, 24);
+  const key = `trace-${randomUUID()}`;
   const created = await withinTestSpan('client upload', () =>
-    postUpload(stack.url, { apiKey: tenant.apiKey, key: `trace-${randomUUID()}`, body, contentType: 'image/png' }),
+    postUpload(stack.url, { apiKey: tenant.apiKey, key, body, contentType: 'image/png' }),
   );
   expect(created.status).toBe(201);
   expect(created.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -111,7 +112,7 @@ it('follows one PNG upload with a webhook endpoint end to end in one trace', asy
   );
   const traceId = await traceIdOf(uploadId);
 
-  const { spans } = await traceWith(
+  const { spans, raw } = await traceWith(
     traceId,
     [
       'POST /v1/uploads',
@@ -124,6 +125,10 @@ it('follows one PNG upload with a webhook endpoint end to end in one trace', asy
     ],
     { whole: true },
   );
+  // No attribute of any span (the API's, the worker's, the workflow's) names the Idempotency-Key:
+  // the run's workflow ID is there with a keyed hash in its place.
+  expect(JSON.stringify(raw)).not.toContain(key);
+  expect(JSON.stringify(raw)).toMatch(new RegExp(`upload/${tenant.tenantId}/key-hmac:[0-9a-f]{32}`));
   // This process is traced too: its fetch is the client span the server's span continues.
   const post = named(spans, 'POST /v1/uploads')[0]!;
   expect(post.where).toBe('api');

@@ -15,7 +15,7 @@ import { requestTrace } from '../../src/api/middleware/request-trace';
 import type { AppEnv } from '../../src/http/env';
 import { registry } from '../../src/metrics';
 import { activeTraceparent, linkToCommit, traceFields } from '../../src/telemetry/context';
-import { startTracing, tracing } from '../../src/telemetry/tracing';
+import { redactKeys, startTracing, tracing } from '../../src/telemetry/tracing';
 import { serveOnLoopback, type LoopbackServer } from '../support/loopback';
 
 /** Keeps spans, and refuses exports while `failing` (a collector that is down). */
@@ -168,5 +168,26 @@ describe('a traced request', () => {
     } finally {
       collector.failing = false;
     }
+  });
+});
+
+describe('span attributes never carry an Idempotency-Key', () => {
+  const tenant = '1a79f57b-851b-4d35-8346-0e8a3e333f38';
+  it('names an upload run by a keyed hash of its key, the same within a process, and drops object values', () => {
+    const a = redactKeys({
+      temporalWorkflowId: `upload/${tenant}/order-0042-invoice.pdf`,
+      workflowType: 'uploadWorkflow',
+      attempt: 1,
+      ids: [`upload/${tenant}/order-0042-invoice.pdf`, 'other'],
+      searchAttributes: { OncelyIdempotencyKey: ['order-0042-invoice.pdf'] } as never,
+    });
+    expect(JSON.stringify(a)).not.toContain('order-0042');
+    expect(a.temporalWorkflowId).toMatch(new RegExp(`^upload/${tenant}/key-hmac:[0-9a-f]{32}$`));
+    expect((a.ids as string[])[0]).toBe(a.temporalWorkflowId);
+    expect(a).toMatchObject({ workflowType: 'uploadWorkflow', attempt: 1 });
+    expect(a).not.toHaveProperty('searchAttributes');
+    expect(redactKeys({ workflowId: `upload/${tenant}/order-0043-invoice.pdf` }).workflowId).not.toBe(a.temporalWorkflowId);
+    const plain = { workflowId: 'downstream/7d1e3f5a-0b2c-4d6e-8f9a-0b1c2d3e4f5a', n: 2 };
+    expect(redactKeys(plain)).toBe(plain);
   });
 });
