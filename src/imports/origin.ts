@@ -5,7 +5,10 @@
 // and total timeouts; the size limit applied before the body when the origin declares a
 // length and while streaming when it does not. A resumed read asks for the rest with Range
 // and If-Range (the validator the first answer carried); an origin that answers the whole
-// body instead (no ranges, or the content changed) starts the file over, and says so.
+// body instead (no ranges, or the content changed) starts the file over, and says so. A range
+// answer is taken only when it is the same file's rest: its validator the one the transfer
+// began with, its Content-Range starting where asked and its total the same; any other (a
+// changed or weak ETag, none at all, a shifted start, another total) starts the file over, once.
 import { Transform, type Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import { hostListed } from '../tokens/grant';
@@ -39,8 +42,8 @@ export interface OriginRead {
   url: string;
   /** Request headers the tenant gave (e.g. Authorization for a private origin): sent to `url`'s origin only. */
   headers?: Record<string, string>;
-  /** Resume after `offset` bytes, if the origin still holds what `validator` (ETag or Last-Modified) named. */
-  resume?: { offset: number; validator: string };
+  /** Resume after `offset` bytes, if the origin still holds what `validator` (ETag or Last-Modified) named, `length` bytes long. */
+  resume?: { offset: number; validator: string; length: number | null };
   /** This import's size limit (the tenant's, token's or pipeline's), when below the server's. */
   maxBytes?: number;
   /** The only hosts every hop may name (an upload token's list); absent: any. */
@@ -81,6 +84,17 @@ export class Origins {
 
   /** Opens the file (or its rest); the body errors with an ImportFailure past the size limit or a timeout. */
   async open(read: OriginRead): Promise<OriginBody> {
+    try {
+      return await this.openOnce(read);
+    } catch (err) {
+      if (!(err instanceof NotTheSameFile)) throw err;
+      // The origin's rest is of another file (or of none it can name): the whole file, from byte 0.
+      const { resume: _, ...fresh } = read;
+      return { ...(await this.openOnce(fresh)), restarted: true };
+    }
+  }
+
+  private async openOnce(read: OriginRead): Promise<OriginBody> {
     const signal = AbortSignal.timeout(this.limits.totalMs);
     const own = URL.parse(read.url)?.origin;
     let url = read.url;
@@ -149,11 +163,11 @@ export class Origins {
       throw new ImportFailure('import_failed', `The origin answered ${status}.`, status);
     }
     const offset = resumed ? rangeStart(one(res.headers['content-range'])) : 0;
-    if (resumed && offset !== read.resume!.offset) {
-      await res.body.dump().catch(() => {});
-      throw new ImportFailure('import_failed', 'The origin answered another range than the one asked for.', status);
-    }
     const length = resumed ? rangeTotal(one(res.headers['content-range'])) : declaredLength(one(res.headers['content-length']));
+    if (resumed && !sameFileRest(res, read.resume!, offset, length)) {
+      discard(res);
+      throw new NotTheSameFile();
+    }
     const maxBytes = Math.min(read.maxBytes ?? Infinity, this.limits.maxBytes);
     if (length !== null && length > maxBytes) {
       discard(res);
@@ -164,8 +178,7 @@ export class Origins {
       discard(res);
       throw new ImportFailure('import_failed', `The origin sent the file ${encoding}-encoded although only identity was accepted.`, status);
     }
-    const etag = one(res.headers.etag);
-    const validator = etag && !etag.startsWith('W/') ? etag : (one(res.headers['last-modified']) ?? null);
+    const validator = validatorOf(res);
     const body = limitTo(maxBytes, offset);
     // Until the caller reads it (it may first await the store), a failure must not go
     // unhandled: the stream keeps its error, and the read that follows throws it.
@@ -185,6 +198,32 @@ export class Origins {
       finalUrl: url,
     };
   }
+}
+
+/** A range answer that is not the rest of the file the transfer began with. */
+class NotTheSameFile extends Error {}
+
+/** What a later resume names in If-Range: a strong ETag, else Last-Modified; null when neither. */
+function validatorOf(res: Dispatcher.ResponseData): string | null {
+  const etag = one(res.headers.etag);
+  return etag && !etag.startsWith('W/') ? etag : (one(res.headers['last-modified']) ?? null);
+}
+
+/**
+ * Whether a 206 is the rest asked for: it names the transfer's validator (its strong ETag, or
+ * for a transfer that began with Last-Modified, the same Last-Modified and no strong ETag
+ * naming another version), starts at the offset asked and has the total the file had.
+ */
+function sameFileRest(
+  res: Dispatcher.ResponseData,
+  resume: NonNullable<OriginRead['resume']>,
+  start: number,
+  total: number | null,
+): boolean {
+  if (start !== resume.offset) return false;
+  if (resume.length !== null && total !== resume.length) return false;
+  if (resume.validator.startsWith('"')) return one(res.headers.etag) === resume.validator;
+  return validatorOf(res) === resume.validator;
 }
 
 /** Drops an answer whose body is not wanted (the refusal is the answer; its connection closes). */

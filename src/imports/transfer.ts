@@ -56,7 +56,9 @@ export async function transfer(
     if (complete) return { bytes: complete.bytes, sha256: null, contentType: progress.done?.contentType ?? null, fetched: 0 };
   }
   const resume =
-    progress && progress.offset > 0 && progress.validator ? { offset: progress.offset, validator: progress.validator } : undefined;
+    progress && progress.offset > 0 && progress.validator
+      ? { offset: progress.offset, validator: progress.validator, length: progress.length ?? null }
+      : undefined;
   const got = await deps.origins.open({
     url: job.url,
     ...(job.headers ? { headers: job.headers } : {}),

@@ -10,6 +10,10 @@ import { ImportFailure, Origins, type OriginLimits } from '../../src/imports/ori
 import { hostListed } from '../../src/tokens/grant';
 
 const file = randomBytes(64 * 1024);
+/** The file's next version, of the same length. */
+const newer = randomBytes(64 * 1024);
+const OLDER_DATE = 'Tue, 01 Dec 2026 10:00:00 GMT';
+const NEWER_DATE = 'Sat, 05 Dec 2026 10:00:00 GMT';
 let version = 'v1';
 let served = 0;
 /** The request headers /seen last got. */
@@ -42,6 +46,31 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse) {
       return whole();
     case '/no-ranges':
       return whole();
+    case '/liar': {
+      // Answers any range with a 206, whatever If-Range named: of another version, or one that lies.
+      const mode = url.searchParams.get('mode');
+      if (!range) {
+        res.writeHead(200, { 'content-length': newer.length, etag: '"new-version"', 'last-modified': NEWER_DATE });
+        return res.end(newer);
+      }
+      const from = Number(range[1]);
+      const start = mode === 'shifted-start' ? from - 1024 : from;
+      const total = mode === 'changed-total' ? file.length + 1 : file.length;
+      const validators: Record<string, string> =
+        mode === 'changed-etag'
+          ? { etag: '"new-version"' }
+          : mode === 'weak-etag'
+            ? { etag: 'W/"v1"' }
+            : mode === 'changed-last-modified'
+              ? { 'last-modified': NEWER_DATE }
+              : mode === 'same-last-modified'
+                ? { 'last-modified': OLDER_DATE }
+                : mode === 'no-validators'
+                  ? {}
+                  : { etag: '"v1"' };
+      res.writeHead(206, { 'content-range': `bytes ${start}-${total - 1}/${total}`, 'content-length': total - start, ...validators });
+      return res.end((mode === 'same-last-modified' ? file : newer).subarray(start, total));
+    }
     case '/chunked':
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.write(file.subarray(0, 40_000));
@@ -140,7 +169,7 @@ describe('reading an import from its origin', () => {
   it('resumes with Range and If-Range: only the rest is sent', async () => {
     const o = origins();
     served = 0;
-    const got = await o.open({ url: `${base}/file`, resume: { offset: 50_000, validator: '"v1"' } });
+    const got = await o.open({ url: `${base}/file`, resume: { offset: 50_000, validator: '"v1"', length: file.length } });
     expect(got).toMatchObject({ offset: 50_000, restarted: false, length: file.length });
     const rest = await bytesOf(got.body);
     expect(
@@ -155,13 +184,39 @@ describe('reading an import from its origin', () => {
   it('starts over when the file changed (If-Range answered with the whole file) or the origin has no ranges', async () => {
     const o = origins();
     version = 'v2';
-    const changed = await o.open({ url: `${base}/file`, resume: { offset: 50_000, validator: '"v1"' } });
+    const changed = await o.open({ url: `${base}/file`, resume: { offset: 50_000, validator: '"v1"', length: file.length } });
     expect(changed).toMatchObject({ offset: 0, restarted: true, validator: '"v2"' });
     expect((await bytesOf(changed.body)).length).toBe(file.length);
     version = 'v1';
-    const plain = await o.open({ url: `${base}/no-ranges`, resume: { offset: 10, validator: '"v1"' } });
+    const plain = await o.open({ url: `${base}/no-ranges`, resume: { offset: 10, validator: '"v1"', length: file.length } });
     expect(plain).toMatchObject({ offset: 0, restarted: true });
     await bytesOf(plain.body);
+    await o.close();
+  });
+
+  it.each([
+    ['a changed ETag', 'changed-etag', '"v1"'],
+    ['a weak ETag', 'weak-etag', '"v1"'],
+    ['a changed total', 'changed-total', '"v1"'],
+    ['a shifted start', 'shifted-start', '"v1"'],
+    ['no validators', 'no-validators', '"v1"'],
+    ['another Last-Modified', 'changed-last-modified', OLDER_DATE],
+  ])('never splices a 206 with %s into the file: it starts over from byte 0', async (_what, mode, validator) => {
+    const o = origins();
+    const got = await o.open({ url: `${base}/liar?mode=${mode}`, resume: { offset: 50_000, validator, length: file.length } });
+    expect(got).toMatchObject({ offset: 0, restarted: true, length: newer.length, validator: '"new-version"' });
+    expect((await bytesOf(got.body)).equals(newer)).toBe(true);
+    await o.close();
+  });
+
+  it('takes the rest of a file that began with Last-Modified while it is unchanged', async () => {
+    const o = origins();
+    const got = await o.open({
+      url: `${base}/liar?mode=same-last-modified`,
+      resume: { offset: 50_000, validator: OLDER_DATE, length: file.length },
+    });
+    expect(got).toMatchObject({ offset: 50_000, restarted: false });
+    expect((await bytesOf(got.body)).equals(file.subarray(50_000))).toBe(true);
     await o.close();
   });
 
