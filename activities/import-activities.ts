@@ -10,9 +10,11 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
 import { endImport, findImportByKey, recordImportProgress, type ImportRow } from '../src/db/queries/imports';
 import {
+  failListing,
   findBatchItem,
   findImportBatchById,
   finishImportBatch,
+  recordListedItems,
   pendingBatchItems,
   recordBatchItem,
   setBatchPaused,
@@ -25,7 +27,8 @@ import type { DeclaredUpload, StoredResponse } from '../src/upload/types';
 import { Problem } from '../src/errors';
 import type { ImportRefusal } from '../src/imports/failures';
 import { openImportHeaders } from '../src/imports/headers';
-import { openS3Access, signedObjectUrl } from '../src/imports/s3-source';
+import { LISTING_BOUNDS, listSource, openS3Access, signedObjectUrl } from '../src/imports/s3-source';
+import { MAX_BATCH_ITEMS } from '../src/imports/batches';
 import { ImportFailure, Origins, type OriginLimits } from '../src/imports/origin';
 import { transfer, type TransferProgress } from '../src/imports/transfer';
 import type { SecretBox } from '../src/secret-box';
@@ -241,6 +244,35 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         throw err;
       }
       await recordItemAnswer(pool, batchId, n, outcome.response);
+    },
+
+    /**
+     * An S3 source's objects, listed once by the batch's run within LISTING_BOUNDS (a heartbeat
+     * a page; the batch's cancel stops it) and recorded as its items: true. A source that cannot
+     * be listed within them fails the batch with the store's words: false.
+     */
+    async listImportBatchSource({ batchId }: { batchId: string }): Promise<boolean> {
+      const ctx = Context.current();
+      const batch = await findImportBatchById(pool, batchId);
+      if (!batch?.source || batch.state !== 'listing') return !!batch && batch.state !== 'failed'; // listed by an earlier attempt
+      const { sealedAccess, ...location } = batch.source;
+      const source = { ...location, ...openS3Access(secrets, batch.id, sealedAccess) };
+      try {
+        const items = await listSource(source, {
+          allowPrivateNetworks: imports.allowPrivateNetworks,
+          connectMs: imports.connectMs,
+          maxItems: MAX_BATCH_ITEMS,
+          ...LISTING_BOUNDS,
+          signal: ctx.cancellationSignal,
+          onPage: (pages, items) => ctx.heartbeat({ pages, items }),
+        });
+        await recordListedItems(pool, batchId, items);
+        return true;
+      } catch (err) {
+        if (!(err instanceof Problem)) throw err;
+        await failListing(pool, batchId, err.toJSON());
+        return false;
+      }
     },
 
     async pendingImportBatchItems({ batchId, after, limit }: { batchId: string; after: number; limit: number }): Promise<number[]> {

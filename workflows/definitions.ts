@@ -105,6 +105,8 @@ export const cancelImportUpdate = defineUpdate<ImportCancelOutcome, []>(updates.
 export interface ImportBatchInput {
   batchId: string;
   concurrency: number;
+  /** Its S3 source is listed first (the batch's first run only). */
+  listSource?: boolean;
   /** Where the previous run stopped, and the state it handed on (continue-as-new). */
   after?: number;
   paused?: boolean;

@@ -38,6 +38,13 @@ const items = proxyActivities<Activities>({
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   summary: stepLabels.importBatchItem,
 });
+// An S3 source's listing: bounded itself (objects, pages, five minutes), heartbeating each page.
+const listing = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5 },
+  summary: stepLabels.listImportBatchSource,
+});
 // The cancel of an item's import, which it waits for as an item under way does: the same bounds.
 const cancelling = proxyActivities<Activities>({ ...ITEM_BOUNDS, summary: stepLabels.cancelImportBatchItem });
 
@@ -62,6 +69,10 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
     } else paused = action === 'pause';
     if (action !== 'cancel') await local.pauseImportBatch({ batchId: input.batchId, paused });
   });
+  // A source that could not be listed has failed the batch (its reason recorded): nothing to import.
+  if (input.listSource && !(await underWay.run(() => listing.listImportBatchSource({ batchId: input.batchId })).catch(skipIfCancelled)))
+    return;
+  if (input.listSource && paused) await local.pauseImportBatch({ batchId: input.batchId, paused });
   let after = input.after ?? 0;
   for (let page = 0; !cancelled; page++) {
     const ns = await local.pendingImportBatchItems({ batchId: input.batchId, after, limit: PAGE });
@@ -88,9 +99,15 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
     after = ns.at(-1)!;
     if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof importBatchWorkflow>({ ...input, after, paused, cancelled });
+      await continueAsNew<typeof importBatchWorkflow>({ ...input, listSource: false, after, paused, cancelled });
     }
   }
   await local.finishImportBatch({ batchId: input.batchId, state: cancelled ? 'cancelled' : 'completed' });
   await condition(allHandlersFinished);
+
+  /** A listing the batch's cancel stopped: the batch ends cancelled (true: go on to its end). */
+  function skipIfCancelled(err: unknown): boolean {
+    if (cancelled && isCancellation(err)) return true;
+    throw err;
+  }
 }

@@ -448,7 +448,10 @@ export const CreateImportBatch = z
 export const ImportBatch = z
   .object({
     id: Uuid,
-    state: z.enum(['running', 'paused', 'completed', 'cancelled']),
+    state: z.enum(['listing', 'running', 'paused', 'completed', 'cancelled', 'failed']).openapi({
+      description:
+        "`listing` while an S3 source's objects are listed (its `total` then known); `failed` when they could not be (see `error`).",
+    }),
     total: z.number().int(),
     done: z.number().int().openapi({ description: 'Items committed.' }),
     failed: z.number().int().openapi({ description: 'Items whose import failed (their error is on the item).' }),
@@ -462,6 +465,11 @@ export const ImportBatch = z
       .openapi({ description: "An S3 source's location (its credentials are never shown); a batch of URLs: null." }),
     createdAt: z.string().openapi({ format: 'date-time' }),
     finishedAt: z.string().nullable().openapi({ format: 'date-time' }),
+    error: z
+      .object({})
+      .passthrough()
+      .nullable()
+      .openapi({ description: "Why a failed batch's source could not be listed (a problem: `error`, `detail`); otherwise null." }),
   })
   .openapi('ImportBatch');
 

@@ -16,7 +16,7 @@ import { QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { assertImportUrlsAllowed, assertImportUrlAllowed } from './url-check';
-import { listSource, sealS3Access, type S3Source } from './s3-source';
+import { probeSource, sealS3Access, type S3Source } from './s3-source';
 import type { SecretBox } from '../secret-box';
 import type { UploadGrant } from '../tokens/grant';
 import type { Caller } from '../upload/types';
@@ -24,6 +24,8 @@ import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '..
 
 /** The most items one batch imports (a listed source may hold no more). */
 export const MAX_BATCH_ITEMS = 10_000;
+/** The longest the request that makes a batch waits for its S3 source's first page. */
+const PROBE_MS = 30_000;
 
 export class ImportBatches {
   constructor(
@@ -46,9 +48,10 @@ export class ImportBatches {
       pipeline?: string;
       concurrency: number;
     } & ({ items: BatchItem[] } | { s3: S3Source }),
+    signal?: AbortSignal,
   ): Promise<ImportBatchRow> {
     const id = randomUUID();
-    const { items, source } = await this.itemsOf(id, b);
+    const { items, source } = await this.itemsOf(id, b, signal);
     const row = await dependency('database_unavailable', () =>
       insertImportBatch(
         this.deps.pool,
@@ -71,14 +74,14 @@ export class ImportBatches {
         throw err;
       }),
     );
-    const input: ImportBatchInput = { batchId: id, concurrency: b.concurrency };
+    const input: ImportBatchInput = { batchId: id, concurrency: b.concurrency, ...(items === 'to-list' ? { listSource: true } : {}) };
     try {
       await dependency('temporal_unavailable', () =>
         this.deps.temporal.workflow.start(workflowTypes.importBatch, {
           workflowId: workflowIds.importBatch(id),
           taskQueue: this.deps.taskQueue,
           args: [input],
-          staticSummary: `Import a batch of ${items.length} files`,
+          staticSummary: items === 'to-list' ? `Import the objects under an S3 prefix` : `Import a batch of ${items.length} files`,
           typedSearchAttributes: [{ key: searchAttributes.tenant, value: b.tenantId }],
         }),
       );
@@ -91,12 +94,14 @@ export class ImportBatches {
 
   /**
    * The batch's items, every host they name checked once before anything is stored (as the
-   * door checks its URL); an S3 source's endpoint is checked, then listed.
+   * door checks its URL); an S3 source's endpoint is checked, and its first page (stopping
+   * when the request ends).
    */
   private async itemsOf(
     id: string,
     b: { items: BatchItem[] } | { s3: S3Source },
-  ): Promise<{ items: BatchItem[]; source: ImportBatchSource | null }> {
+    signal?: AbortSignal,
+  ): Promise<{ items: BatchItem[] | 'to-list'; source: ImportBatchSource | null }> {
     const { allowPrivateNetworks, connectMs, secrets } = this.deps;
     if ('items' in b) {
       await assertImportUrlsAllowed(
@@ -107,8 +112,12 @@ export class ImportBatches {
     }
     const { endpoint, region, bucket, prefix, ...access } = b.s3;
     await assertImportUrlAllowed(`${endpoint}/`, allowPrivateNetworks, 'The source endpoint');
-    const items = await listSource(b.s3, { allowPrivateNetworks, connectMs, maxItems: MAX_BATCH_ITEMS });
-    return { items, source: { endpoint, region, bucket, prefix, sealedAccess: sealS3Access(secrets, id, { region, ...access }) } };
+    // Its first page here; the rest is listed by the batch's run, where a store that never ends cannot hold the API.
+    await probeSource(b.s3, { allowPrivateNetworks, connectMs, maxMs: PROBE_MS, ...(signal ? { signal } : {}) });
+    return {
+      items: 'to-list',
+      source: { endpoint, region, bucket, prefix, sealedAccess: sealS3Access(secrets, id, { region, ...access }) },
+    };
   }
 
   /** Pauses, resumes or cancels an open batch; answers once its workflow recorded it. */

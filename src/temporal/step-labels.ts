@@ -21,6 +21,7 @@ export const stepLabels = {
   releaseOriginal: 'Release the original; delete its bytes unless another upload shares them',
   scrubUpload: 'Scrub the personal metadata; the key now answers 410',
   renderImageVariant: 'Render the variant and record it',
+  listImportBatchSource: "List the S3 source's objects as the batch's items (bounded by objects, pages and time)",
   importBatchItem: 'Import one item of the batch',
   cancelImportBatchItem: "Cancel the import of an item whose attempt failed as the batch's cancel reached it",
   redeliverEvent: 'Send the recorded event again (same webhook-id, same body)',

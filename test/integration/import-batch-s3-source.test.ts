@@ -7,6 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
@@ -29,6 +31,30 @@ const beside = ['2025/old.png', '2026-drafts/x.bin'];
 
 let dir: string;
 let source: Versity;
+
+/** An S3 listing that always says "more" (`mode` circle: naming a page it already gave), counting what it is asked. */
+function lyingListing(mode: 'endless' | 'circle') {
+  let asked = 0;
+  const server = createServer((req, res) => {
+    asked++;
+    req.resume();
+    const token = mode === 'circle' ? `page-${asked % 3}` : `page-${asked}`;
+    res.writeHead(200, { 'content-type': 'application/xml' });
+    res.end(
+      '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' +
+        `<Name>archive</Name><Prefix>2026/</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated>` +
+        `<NextContinuationToken>${token}</NextContinuationToken></ListBucketResult>`,
+    );
+  });
+  return {
+    asked: () => asked,
+    start: () =>
+      new Promise<string>((resolve) =>
+        server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+      ),
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-s3-source-'));
@@ -77,9 +103,10 @@ describe.each(['local', 's3'] as const)('an S3 source on the %s store', (kind) =
     const key = `s3-batch-${randomUUID()}`;
     const started = await call('POST', '/v1/import-batches', { s3: s3Source(), concurrency: 4 }, key);
     expect(started.status).toBe(202);
+    // The batch's run lists the source; the request checked its first page.
     expect(started.json).toMatchObject({
-      state: 'running',
-      total: objects.size,
+      state: 'listing',
+      total: 0,
       source: { endpoint: source.endpoint, region: 'us-east-1', bucket: 'archive', prefix: '2026/' },
     });
     expect(started.text).not.toContain(SECRET);
@@ -141,4 +168,35 @@ describe.each(['local', 's3'] as const)('an S3 source on the %s store', (kind) =
     }
     expect(await batchRows()).toBe(before);
   });
+
+  it.each(['endless', 'circle'] as const)(
+    'lists a source that always says "more" (%s) in the batch\'s run, within its bounds, and fails the batch saying why',
+    async (mode) => {
+      const liar = lyingListing(mode);
+      const endpoint = await liar.start();
+      try {
+        const started = Date.now();
+        const res = await call('POST', '/v1/import-batches', { s3: s3Source({ endpoint }) }, `liar-${randomUUID()}`);
+        // The request looked at one page; the listing is the run's.
+        expect({ status: res.status, state: res.json.state }).toEqual({ status: 202, state: 'listing' });
+        expect(Date.now() - started).toBeLessThan(10_000);
+        const failed = await eventually(async () => {
+          const b = await call('GET', `/v1/import-batches/${res.json.id}`);
+          return b.json.state === 'failed' ? b.json : undefined;
+        }, 60_000);
+        expect(failed).toMatchObject({ total: 0, error: { error: 'import_source_invalid' } });
+        expect(failed.error.detail).toMatch(mode === 'endless' ? /within 1000 pages/ : /went round in a circle/);
+        expect(failed.finishedAt).not.toBeNull();
+        // Bounded, and over: the probe's page and at most the bound's, then nothing more.
+        const asked = liar.asked();
+        expect(asked).toBeLessThanOrEqual(1 + 1000);
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(liar.asked()).toBe(asked);
+        expect((await call('POST', `/v1/import-batches/${res.json.id}/cancel`, {})).json).toMatchObject({ error: 'import_batch_closed' });
+      } finally {
+        await liar.stop();
+      }
+    },
+    90_000,
+  );
 });

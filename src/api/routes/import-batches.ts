@@ -33,13 +33,16 @@ export function importBatchRoutes(deps: { idempotency: IdempotentRouteOptions; b
     const body = await jsonBody(c, CreateImportBatch);
     const tenantId = c.get('tenantId');
     await deps.pipelines.assertDeclared(tenantId, body.pipeline);
-    const row = await deps.batches.start({
-      tenantId,
-      caller: callerOf(c),
-      ...(body.pipeline ? { pipeline: body.pipeline } : {}),
-      concurrency: body.concurrency ?? 4,
-      ...(body.s3 ? { s3: body.s3 } : { items: body.items! }),
-    });
+    const row = await deps.batches.start(
+      {
+        tenantId,
+        caller: callerOf(c),
+        ...(body.pipeline ? { pipeline: body.pipeline } : {}),
+        concurrency: body.concurrency ?? 4,
+        ...(body.s3 ? { s3: body.s3 } : { items: body.items! }),
+      },
+      c.req.raw.signal,
+    );
     return c.json(batchView(row), 202, { location: `/v1/import-batches/${row.id}` });
   });
 
@@ -58,7 +61,7 @@ export function importBatchRoutes(deps: { idempotency: IdempotentRouteOptions; b
   for (const action of ['pause', 'resume', 'cancel'] as const) {
     route(app, controlRoute(action), async function controlImportBatch(c) {
       const batch = await batchOf(c.get('tenantId'), pathId(c, 'import batch'));
-      if (batch.state === 'completed' || batch.state === 'cancelled')
+      if (batch.state === 'completed' || batch.state === 'cancelled' || batch.state === 'failed')
         throw problem('import_batch_closed', `This import batch is ${batch.state}.`, { extra: { state: batch.state } });
       await deps.batches.control(batch.id, action);
       return c.json(batchView(await batchOf(batch.tenant_id, batch.id)), action === 'cancel' ? 202 : 200);
@@ -82,6 +85,7 @@ function batchView(b: ImportBatchRow) {
     source: b.source && { endpoint: b.source.endpoint, region: b.source.region, bucket: b.source.bucket, prefix: b.source.prefix },
     createdAt: b.created_at.toISOString(),
     finishedAt: b.finished_at?.toISOString() ?? null,
+    error: b.error,
   };
 }
 

@@ -8,7 +8,8 @@ import { insertWithinQuota } from './quotas';
 export interface ImportBatchRow {
   id: string;
   tenant_id: string;
-  state: 'running' | 'paused' | 'completed' | 'cancelled';
+  /** `listing` while an S3 source's objects are listed by the batch's workflow; `failed` when they could not be. */
+  state: 'listing' | 'running' | 'paused' | 'completed' | 'cancelled' | 'failed';
   concurrency: number;
   pipeline: string | null;
   caller: Caller;
@@ -21,6 +22,8 @@ export interface ImportBatchRow {
   skipped: number;
   created_at: Date;
   finished_at: Date | null;
+  /** Why a listing failed (a problem's JSON). */
+  error: Record<string, unknown> | null;
 }
 
 export interface ImportBatchSource {
@@ -49,17 +52,21 @@ export interface ImportBatchItemRow {
   error: Record<string, unknown> | null;
 }
 
-/** Records a batch and its items, while the tenant has fewer than `maxOpen` open batches (else QuotaReached). */
+/**
+ * Records a batch and its items (none yet for a source still to be listed: `listing`), while
+ * the tenant has fewer than `maxOpen` open batches (else QuotaReached).
+ */
 export async function insertImportBatch(
   pool: Pool,
   b: Pick<ImportBatchRow, 'id' | 'tenant_id' | 'concurrency' | 'pipeline' | 'caller' | 'upload_grant' | 'source'>,
-  items: BatchItem[],
+  items: BatchItem[] | 'to-list',
   maxOpen: number,
 ): Promise<ImportBatchRow> {
   return insertWithinQuota(pool, b.tenant_id, 'open_import_batches', maxOpen, async (tx) => {
+    const listed = items === 'to-list' ? [] : items;
     const row = await tx.query<ImportBatchRow>(
-      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, source, total)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, source, total, state)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
       [
         b.id,
         b.tenant_id,
@@ -68,18 +75,42 @@ export async function insertImportBatch(
         JSON.stringify(b.caller),
         b.upload_grant && JSON.stringify(b.upload_grant),
         b.source && JSON.stringify(b.source),
-        items.length,
+        listed.length,
+        items === 'to-list' ? 'listing' : 'running',
       ],
     );
-    // One statement for the items, however many: their fields as parallel arrays.
-    await tx.query(
-      `INSERT INTO import_batch_items (batch_id, n, url, file_name, sha256)
-       SELECT $1, n, url, file_name, sha256
-         FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(url, file_name, sha256, n)`,
-      [b.id, items.map((i) => i.url), items.map((i) => i.fileName ?? null), items.map((i) => i.sha256 ?? null)],
-    );
+    await insertItems(tx, b.id, listed);
     return row.rows[0]!;
   });
+}
+
+/** One statement for the items, however many: their fields as parallel arrays. */
+async function insertItems(tx: Queryable, batchId: string, items: BatchItem[]): Promise<void> {
+  await tx.query(
+    `INSERT INTO import_batch_items (batch_id, n, url, file_name, sha256)
+     SELECT $1, n, url, file_name, sha256
+       FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(url, file_name, sha256, n)`,
+    [batchId, items.map((i) => i.url), items.map((i) => i.fileName ?? null), items.map((i) => i.sha256 ?? null)],
+  );
+}
+
+/** A listed batch's items, recorded once: the batch leaves `listing` for `running` (a repeat changes nothing). */
+export async function recordListedItems(pool: Pool, batchId: string, items: BatchItem[]): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    const moved = await tx.query(`UPDATE import_batches SET state = 'running', total = $2 WHERE id = $1 AND state = 'listing'`, [
+      batchId,
+      items.length,
+    ]);
+    if (moved.rowCount) await insertItems(tx, batchId, items);
+  });
+}
+
+/** A batch whose source could not be listed ends `failed`, with the problem that says why. */
+export async function failListing(db: Queryable, batchId: string, error: Record<string, unknown>): Promise<void> {
+  await db.query(`UPDATE import_batches SET state = 'failed', error = $2, finished_at = now() WHERE id = $1 AND state = 'listing'`, [
+    batchId,
+    JSON.stringify(error),
+  ]);
 }
 
 export async function findImportBatch(db: Queryable, tenantId: string, id: string): Promise<ImportBatchRow | undefined> {
@@ -139,7 +170,7 @@ export async function finishImportBatch(pool: Pool, batchId: string, state: 'com
     const skipped = await tx.query(`UPDATE import_batch_items SET state = 'skipped' WHERE batch_id = $1 AND state = 'pending'`, [batchId]);
     await tx.query(
       `UPDATE import_batches SET state = $2, skipped = skipped + $3, finished_at = coalesce(finished_at, now())
-        WHERE id = $1 AND state IN ('running', 'paused')`,
+        WHERE id = $1 AND state IN ('listing', 'running', 'paused')`,
       [batchId, state, skipped.rowCount ?? 0],
     );
   });

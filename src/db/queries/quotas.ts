@@ -11,7 +11,7 @@ const LIVE_ROWS = {
   // Imports until they commit (their row is deleted) or fail.
   imports_in_flight: "SELECT count(*)::int AS n FROM imports WHERE tenant_id = $1 AND state = 'importing'",
   // Batches of imports not yet completed or cancelled.
-  open_import_batches: "SELECT count(*)::int AS n FROM import_batches WHERE tenant_id = $1 AND state IN ('running', 'paused')",
+  open_import_batches: "SELECT count(*)::int AS n FROM import_batches WHERE tenant_id = $1 AND state IN ('listing', 'running', 'paused')",
   // Declared names (a name is never removed: its versions are what uploads recorded).
   pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
   // Declared image presets, by name (kept for the same reason).

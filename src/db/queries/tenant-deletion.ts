@@ -58,7 +58,7 @@ export async function eraseTenantRecords(
     await tx.query(`UPDATE imports SET origin = '' WHERE tenant_id = $1`, [id]);
     // Their runs were terminated by the sweep.
     await tx.query(
-      `UPDATE import_batches SET state = 'cancelled', finished_at = now() WHERE tenant_id = $1 AND state IN ('running', 'paused')`,
+      `UPDATE import_batches SET state = 'cancelled', finished_at = now() WHERE tenant_id = $1 AND state IN ('listing', 'running', 'paused')`,
       [id],
     );
     await tx.query(`UPDATE reprocess_jobs SET state = 'cancelled', finished_at = now() WHERE tenant_id = $1 AND state = 'running'`, [id]);
