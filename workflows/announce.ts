@@ -1,7 +1,7 @@
 // Webhook fan-out shared by the downstream and deletion workflows: one delivery activity per
 // (event, endpoint), retried on the tenant's schedule; one that exhausts its retries is
 // recorded in the result, not fatal.
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { WebhookEvent } from '../src/downstream/events';
 import type { WebhookRetrySchedule } from '../src/downstream/types';
@@ -31,4 +31,28 @@ export function announcer(endpoints: string[], r: WebhookRetrySchedule, deliveri
       }),
     );
   };
+}
+
+export interface AnnounceEventInput {
+  tenantId: string;
+  event: WebhookEvent;
+  timestamp: string;
+  webhookRetry: WebhookRetrySchedule;
+}
+
+const { listWebhookEndpoints } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/**
+ * An event announced to each of the tenant's endpoints in a run of its own (ID
+ * `announce/{eventId}`), started and left by the run that caused it: a receiver that never
+ * answers holds up only this run, never the answer of what it announces.
+ */
+export async function announceEventWorkflow(input: AnnounceEventInput): Promise<Record<string, string>> {
+  setCurrentDetails(`announcing ${input.event.type}`);
+  const deliveries: Record<string, string> = {};
+  await announcer(await listWebhookEndpoints(input.tenantId), input.webhookRetry, deliveries)(input.event, input.timestamp);
+  return deliveries;
 }

@@ -1,13 +1,23 @@
 // The deletion of one upload (ID `delete/{uploadId}`; a repeated or concurrent delete
 // attaches to it): tombstone first, then wait for the upload's own runs (cancelling its
 // downstream child), delete the renditions and the original (shared bytes only when no
-// other upload holds them), scrub the personal metadata, and announce upload.deleted once.
-import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { failureTypes, searchAttributes } from '../src/temporal/names';
+// other upload holds them), scrub the personal metadata, and announce upload.deleted once,
+// in a run of its own (`announce/{eventId}`), so the deletion's answer waits for no receiver.
+import {
+  ApplicationFailure,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  startChild,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { failureTypes, patches, searchAttributes, workflowIds } from '../src/temporal/names';
 import type { Activities } from '../activities';
-import { eventId } from '../src/downstream/events';
+import { eventId, type WebhookEvent } from '../src/downstream/events';
 import type { DeletionInput, DeletionResult, ImportErasureInput } from './definitions';
-import { announcer } from './announce';
+import { announceEventWorkflow, announcer } from './announce';
 import { stepLabels } from '../src/temporal/step-labels';
 
 // The erasure steps are short database and store calls: as local activities they skip two
@@ -55,19 +65,26 @@ export async function deletionWorkflow(input: DeletionInput): Promise<DeletionRe
   });
   const scrubbed = await step(stepLabels.scrubUpload).scrubUpload({ uploadId, reason: input.reason });
 
-  setCurrentDetails('announcing upload.deleted');
-  const deliveries: Record<string, string> = {};
-  const announce = announcer(await listWebhookEndpoints(tenantId), input.webhookRetry, deliveries);
-  await announce(
-    {
-      id: eventId(uploadId, 'upload.deleted'),
-      type: 'upload.deleted',
-      tenantId,
-      uploadId,
-      data: { uploadId, reason: input.reason, deletedAt: scrubbed.deletedAt, erasedAt: scrubbed.erasedAt },
-    },
-    scrubbed.erasedAt,
-  );
+  const event: WebhookEvent = {
+    id: eventId(uploadId, 'upload.deleted'),
+    type: 'upload.deleted',
+    tenantId,
+    uploadId,
+    data: { uploadId, reason: input.reason, deletedAt: scrubbed.deletedAt, erasedAt: scrubbed.erasedAt },
+  };
+  if (patched(patches.deletionAnnouncesApart)) {
+    // The answer is the erasure's: upload.deleted goes out in its own run, however long its receivers take.
+    await startChild(announceEventWorkflow, {
+      workflowId: workflowIds.announce(event.id),
+      args: [{ tenantId, event, timestamp: scrubbed.erasedAt, webhookRetry: input.webhookRetry }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      staticSummary: 'Announce upload.deleted to every webhook endpoint',
+    });
+  } else {
+    setCurrentDetails('announcing upload.deleted');
+    const announce = announcer(await listWebhookEndpoints(tenantId), input.webhookRetry, {});
+    await announce(event, scrubbed.erasedAt);
+  }
   upsertSearchAttributes([{ key: searchAttributes.phase, value: 'deleted' }]);
   setCurrentDetails(`erased: ${renditions.deleted} renditions, original ${original.objectDeleted ? 'deleted' : 'kept (shared)'}`);
   return {

@@ -8,3 +8,4 @@ export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';
 export { importBatchWorkflow } from './import-batch';
 export { imageVariantWorkflow } from './image-variant';
 export { tenantDeletionWorkflow } from './tenant-deletion';
+export { announceEventWorkflow } from './announce';

@@ -33,6 +33,7 @@ export const workflowTypes = {
   downstream: 'downstreamWorkflow',
   deletion: 'deletionWorkflow',
   importErasure: 'importErasureWorkflow',
+  announceEvent: 'announceEventWorkflow',
   redelivery: 'redeliveryWorkflow',
   recovery: 'recoveryWorkflow',
   reprocessJob: 'reprocessJobWorkflow',
@@ -49,6 +50,8 @@ export const workflowTypes = {
 export const workflowIds = {
   downstream: (uploadId: string) => `downstream/${uploadId}`,
   deletion: (uploadId: string) => `delete/${uploadId}`,
+  /** An event's announcement to every endpoint, in a run of its own (its deliveries' retries hold up nothing). */
+  announce: (eventId: string) => `announce/${eventId}`,
   reprocessJob: (jobId: string) => `reprocess-job/${jobId}`,
   importBatch: (batchId: string) => `import-batch/${batchId}`,
   /** One per (upload, version) ever: a repeated job finds the done ones done. */
@@ -67,6 +70,8 @@ export const workflowIds = {
 export const patches = {
   /** The upload workflow discards a copy its commit refused (key held elsewhere, token used up) and marks the run rejected. */
   refusedCopyDiscarded: 'refused-copy-discarded',
+  /** A deletion announces upload.deleted in a run of its own and answers once erased, whatever the receivers do. */
+  deletionAnnouncesApart: 'deletion-announces-apart',
 } as const;
 
 export const failureTypes = {

@@ -3,8 +3,12 @@
 // (dedupe-shared bytes only with the last upload), the personal metadata; upload.deleted
 // once; the original request's key answers 410 from then on. Bad requests change nothing.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
+import { eventId } from '../../src/downstream/events';
+import { workflowIds } from '../../src/temporal/names';
 import { commitUploadRecords, SharedObjectReleased } from '../../src/db/queries/records';
 import { createTenant } from '../../src/tenants';
 import { eventually, listKeys } from '../helpers/inspect';
@@ -133,6 +137,33 @@ describe.each(['s3', 'local'] as const)('deleting uploads on the %s store', (kin
     expect(run.status.name).toBe('COMPLETED');
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   }, 120_000);
+
+  it("answers the erasure, not a webhook receiver's health: a receiver that never answers holds up only upload.deleted's own run", async () => {
+    // Accepts connections and never answers: every delivery attempt runs to its timeout.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const tenant = await createTenant(stack.runtime.pool, 'deletions-silent-receiver');
+      const hook = await call(tenant, 'POST', '/v1/webhook-endpoints', {
+        json: { url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hooks` },
+      });
+      expect(hook.status).toBe(201);
+      const { uploadId } = await upload(tenant, randomBytes(2048));
+      const started = Date.now();
+      const deleted = await call(tenant, 'DELETE', `/v1/uploads/${uploadId}`, { headers: { prefer: 'wait=30' } });
+      expect(deleted.status).toBe(200);
+      expect(deleted.json).toMatchObject({ uploadId, status: 'deleted' });
+      expect(Date.parse(deleted.json.erasedAt)).toBeGreaterThanOrEqual(Date.parse(deleted.json.deletedAt));
+      expect(Date.now() - started).toBeLessThan(25_000);
+      // The event goes on trying in its own run, under its one id.
+      const announce = stack.temporal.workflow.getHandle(workflowIds.announce(eventId(uploadId, 'upload.deleted')));
+      expect((await announce.describe()).status.name).toBe('RUNNING');
+      await announce.terminate('test over');
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
 
   it('with dedupe, deleting one of two uploads of the same bytes keeps them; deleting both removes them', async () => {
     const tenant = await tenantWithReceiver('sha256');

@@ -14,6 +14,8 @@ const ADMIN_TOKEN = `admin-${randomUUID()}`;
 let stack: TestStack;
 let tenant: { tenantId: string; apiKey: string };
 let doc: any;
+/** A companion endpoint of the tenant's key: its routes check it before anything else. */
+let companionToken: string;
 
 beforeAll(async () => {
   stack = await startTestStack('generated', { env: { ADMIN_TOKEN, TENANT_MAX_PIPELINES: '6', PIPELINE_MAX_VERSIONS: '3' } });
@@ -25,6 +27,8 @@ beforeAll(async () => {
     body: JSON.stringify({ name: 'photos', steps: [] }),
   });
   expect(declared.status).toBe(201);
+  const minted = await fetch(`${stack.url}/v1/uppy-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${tenant.apiKey}` } });
+  companionToken = ((await minted.json()) as { companionEndpoint: string }).companionEndpoint.split('/').at(-1)!;
   doc = (await getJson(`${stack.url}/openapi.json`)).json;
 });
 afterAll(() => stack?.stop());
@@ -125,7 +129,7 @@ function samplePathValue(p: { name: string; schema: any }): string {
     version: '1',
     step: '0',
     n: '1',
-    token: 'x'.repeat(43),
+    token: companionToken,
   };
   return byName[p.name] ?? 'x';
 }

@@ -79,7 +79,10 @@ export function deletionRoutes(deps: {
     const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
     const result = await deletions.result(run, waitMs);
     if (result) return c.json(resultView(result), 200);
-    return answerDeleting(c, upload);
+    // The row as it is now: the erasure may be done (its run's result not yet read), and the
+    // answer never shows timestamps older than the truth.
+    const now = (await dependency('database_unavailable', () => findUpload(pool, tenantId, id))) ?? upload;
+    return now.erased_at ? c.json(deletionView(now), 200) : answerDeleting(c, now);
   });
 
   return app;
