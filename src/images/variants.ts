@@ -5,7 +5,8 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
-import { countImageVariants, findImageVariant, type ImageVariantRow } from '../db/queries/images';
+import { claimRender, countImageVariants, findImageVariant, releaseRender, type ImageVariantRow } from '../db/queries/images';
+import { QuotaReached } from '../db/queries/quotas';
 import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
@@ -36,35 +37,41 @@ export class ImageVariants {
     const db = <T>(fn: () => Promise<T>) => dependency('database_unavailable', fn);
     const kept = await db(() => findImageVariant(this.deps.pool, upload.id, spec.text));
     if (kept) return kept;
-    // Cold: the upload's variant count and the tenant's renders under way, asked together.
-    const [variants, running] = await Promise.all([
-      db(() => countImageVariants(this.deps.pool, upload.id)),
-      dependency('temporal_unavailable', () => this.deps.temporal.workflow.count(rendersOf(upload.tenant_id))),
-    ]);
-    if (variants >= this.deps.maxPerUpload) throw variantsFull(this.deps.maxPerUpload);
+    if ((await db(() => countImageVariants(this.deps.pool, upload.id))) >= this.deps.maxPerUpload)
+      throw variantsFull(this.deps.maxPerUpload);
+    await this.admit(upload, spec);
     // The run's result is the stored variant: no second read of its row.
-    const made = await this.render(upload, spec, running.count);
-    return { spec: made.spec, storage_key: made.storageKey, content_type: made.contentType, bytes: String(made.bytes) };
+    try {
+      const made = await this.render(upload, spec);
+      return { spec: made.spec, storage_key: made.storageKey, content_type: made.contentType, bytes: String(made.bytes) };
+    } finally {
+      // The render is over: recorded (which freed its slot in the same transaction; a request
+      // admitted as it finished attached to the finished run) or failed.
+      await releaseRender(this.deps.pool, upload.id, spec.text).catch(() => {}); // else it expires
+    }
   }
 
   /**
-   * Lets a new render start while the tenant has fewer than TENANT_MAX_RENDERS_IN_FLIGHT
-   * under way (`running`, counted from the runs' visibility); a request for a render already
-   * under way (or just finished: visibility lags) joins it whatever the count.
+   * A new render starts while the tenant has fewer than TENANT_MAX_RENDERS_IN_FLIGHT under way,
+   * counted in the database under the tenant's lock (a burst of cold specs is admitted one after
+   * another); a request for a render already under way joins it whatever the count.
    */
-  private async admit(running: number, workflowId: string): Promise<void> {
-    const { temporal, maxRendersInFlight } = this.deps;
-    if (running < maxRendersInFlight) return;
-    const joins = await temporal.workflow
-      .getHandle(workflowId)
-      .describe()
-      .then((d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED')
-      .catch(() => false);
-    if (!joins)
-      throw problem('too_many_renders', `The tenant has ${running} renders under way (TENANT_MAX_RENDERS_IN_FLIGHT); ask again shortly.`);
+  private async admit(upload: UploadRow, spec: CanonicalSpec): Promise<void> {
+    const { pool, maxRendersInFlight } = this.deps;
+    const claim = { tenantId: upload.tenant_id, uploadId: upload.id, spec: spec.text, ttlSeconds: RENDER_CLAIM_SECONDS };
+    await dependency('database_unavailable', () =>
+      claimRender(pool, claim, maxRendersInFlight).catch((err: unknown) => {
+        if (err instanceof QuotaReached)
+          throw problem(
+            'too_many_renders',
+            `The tenant has ${err.limit} renders under way (TENANT_MAX_RENDERS_IN_FLIGHT); ask again shortly.`,
+          );
+        throw err;
+      }),
+    );
   }
 
-  private async render(upload: UploadRow, spec: CanonicalSpec, running: number): Promise<ImageVariantSummary> {
+  private async render(upload: UploadRow, spec: CanonicalSpec): Promise<ImageVariantSummary> {
     const { temporal } = this.deps;
     const workflowId = workflowIds.imageVariant(upload.id, spec.text);
     const input: ImageVariantInput = {
@@ -74,7 +81,6 @@ export class ImageVariants {
       transcodeQueue: this.deps.transcodeQueue,
       maxVariants: this.deps.maxPerUpload,
     };
-    await this.admit(running, workflowId);
     const handle = await startOrAttach(temporal, workflowTypes.imageVariant, {
       workflowId,
       taskQueue: this.deps.taskQueue,
@@ -94,9 +100,8 @@ export class ImageVariants {
   }
 }
 
-/** The query of a tenant's renders under way (the tenant is a UUID: nothing to escape). */
-const rendersOf = (tenantId: string) =>
-  `${searchAttributes.tenant.name} = '${tenantId}' AND ${searchAttributes.phase.name} = 'rendering' AND ExecutionStatus = 'Running'`;
+/** How long a render's slot counts when nothing frees it (its API died): past the longest its run may take (5 attempts of 5 minutes). */
+const RENDER_CLAIM_SECONDS = 30 * 60;
 
 /** The upload has as many variants as it may: asked before a render, or found by one that raced others. */
 const variantsFull = (max: number) => problem('too_many_image_variants', `The upload has ${max} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);

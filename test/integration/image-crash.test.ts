@@ -107,9 +107,23 @@ it("bounds a tenant's renders in flight: another cold variant is refused for now
   const [first, second] = await Promise.all([slow, joined]);
   expect([first.status, second.status]).toEqual([200, 200]);
   expect(second.body.equals(first.body)).toBe(true);
-  // Once the slow render has ended (as the runs' visibility says), the other variant renders.
+  // Once the slow render has ended (its slot freed), the other variant renders.
   await eventually(async () => ((await get(replicaUrl, small, 'w_10,f_png')).status === 200 ? true : undefined));
   expect(await variants(small)).toHaveLength(1);
+}, 240_000);
+
+it('admits a burst of cold specs one after another under the cap: one renders, the rest are refused, over both replicas', async () => {
+  const big = await imageUpload(5000, 4000);
+  // Twelve distinct cold specs at once (the cap is 1): each admission is counted under the tenant's lock.
+  const specs = Array.from({ length: 12 }, (_, i) => `w_${4000 + i},f_avif`);
+  const answers = await Promise.all(specs.map((spec, i) => get(i % 2 ? replicaUrl : cluster.stack.url, big, spec)));
+  const statuses = answers.map((a) => a.status).sort();
+  expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+  expect(statuses.filter((s) => s === 429)).toHaveLength(11);
+  expect(await variants(big)).toHaveLength(1);
+  // Nothing is left counted: the next cold spec is admitted.
+  expect((await cluster.stack.runtime.pool.query('SELECT count(*)::int AS n FROM image_renders')).rows[0].n).toBe(0);
+  expect((await get(replicaUrl, big, 'w_20,f_png')).status).toBe(200);
 }, 240_000);
 
 it('keeps one variant when its worker is SIGKILLed mid-render', async () => {

@@ -2,7 +2,7 @@
 // its spec policy, and the variants rendered once per (upload, canonical spec).
 import { statement, withTransaction, type Pool, type Queryable } from '../pool';
 import type { UploadRow } from './uploads';
-import { countLive, lockTenant, QuotaReached } from './quotas';
+import { countLive, insertWithinQuota, lockTenant, QuotaReached } from './quotas';
 
 export interface ImagePresetRow {
   name: string;
@@ -120,6 +120,41 @@ export async function insertImageVariant(
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
       [v.upload_id, v.spec, v.storage_key, v.content_type, v.bytes, v.width, v.height],
     );
+    await releaseRender(tx, v.upload_id, v.spec);
     return { row: res.rows[0]! };
   });
+}
+
+/**
+ * Admits the render of (upload, spec): one already under way is joined (true: nothing new
+ * starts); a new one is recorded while the tenant has fewer than `max` under way, counted under
+ * the tenant's lock (else QuotaReached).
+ */
+export async function claimRender(
+  pool: Pool,
+  r: { tenantId: string; uploadId: string; spec: string; ttlSeconds: number },
+  max: number,
+): Promise<boolean> {
+  const live = (tx: Queryable) =>
+    tx.query('SELECT 1 FROM image_renders WHERE upload_id = $1 AND spec = $2 AND expires_at > now()', [r.uploadId, r.spec]);
+  return insertWithinQuota(
+    pool,
+    r.tenantId,
+    'renders_in_flight',
+    max,
+    async (tx) => {
+      await tx.query(
+        `INSERT INTO image_renders (upload_id, spec, tenant_id, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+         ON CONFLICT (upload_id, spec) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+        [r.uploadId, r.spec, r.tenantId, r.ttlSeconds],
+      );
+      return false;
+    },
+    async (tx) => ((await live(tx)).rowCount ? true : undefined),
+  );
+}
+
+/** The render of (upload, spec) is over (recorded, or failed): its slot is free. */
+export async function releaseRender(db: Queryable, uploadId: string, spec: string): Promise<void> {
+  await db.query('DELETE FROM image_renders WHERE upload_id = $1 AND spec = $2', [uploadId, spec]);
 }

@@ -12,6 +12,8 @@ const LIVE_ROWS = {
   imports_in_flight: "SELECT count(*)::int AS n FROM imports WHERE tenant_id = $1 AND state = 'importing'",
   // Batches of imports not yet completed or cancelled.
   open_import_batches: "SELECT count(*)::int AS n FROM import_batches WHERE tenant_id = $1 AND state IN ('listing', 'running', 'paused')",
+  // Renders of image variants under way (their row goes when the variant is recorded or the render fails).
+  renders_in_flight: 'SELECT count(*)::int AS n FROM image_renders WHERE tenant_id = $1 AND expires_at > now()',
   // Declared names (a name is never removed: its versions are what uploads recorded).
   pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
   // Declared image presets, by name (kept for the same reason).
