@@ -29,6 +29,8 @@ export interface ImageActivityDeps {
   store: ObjectStore;
   /** `maxPixels` (IMAGE_MAX_PIXELS) bounds the input and the output. */
   presets: Pick<Presets, 'maxPixels'>;
+  /** IMAGE_MAX_RENDER_COST: a variant costing more (src/images/spec.ts, renderCost) is refused before any work. */
+  maxRenderCost: number;
 }
 
 /** What a render answers: the variant as stored. */
@@ -54,7 +56,7 @@ export function imageVariantKey(tenantId: string, uploadId: string, spec: Canoni
   return `tenants/${tenantId}/renditions/${uploadId}/images/${name}.${spec.format === 'jpeg' ? 'jpg' : spec.format}`;
 }
 
-export function createImageActivities({ pool, store, presets }: ImageActivityDeps) {
+export function createImageActivities({ pool, store, presets, maxRenderCost }: ImageActivityDeps) {
   const gone = () => ApplicationFailure.nonRetryable('the upload was deleted', failureTypes.uploadDeleted);
   return {
     /** `maxVariants`: IMAGE_MAX_VARIANTS_PER_UPLOAD when the run was started (absent in runs from before the cap moved here). */
@@ -79,7 +81,10 @@ export function createImageActivities({ pool, store, presets }: ImageActivityDep
       try {
         const file = dir && path.join(dir, 'source');
         if (file) await pipeline(source, createWriteStream(file));
-        image = await renderImage(file || Buffer.concat(await source.toArray()), upload.content_type, a.spec, presets.maxPixels);
+        image = await renderImage(file || Buffer.concat(await source.toArray()), upload.content_type, a.spec, {
+          maxPixels: presets.maxPixels,
+          maxCost: maxRenderCost,
+        });
       } catch (err) {
         if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, failureTypes.imageUnrenderable);
         throw err;

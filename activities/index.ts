@@ -8,7 +8,7 @@ import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 import { createReprocessActivities } from './reprocess-activities';
 import { createImportActivities, type ImportActivityDeps } from './import-activities';
-import { createImageActivities } from './image-activities';
+import { createImageActivities, type ImageActivityDeps } from './image-activities';
 import { createTenantDeletionActivities } from './tenant-deletion-activities';
 
 export type ActivityDeps = UploadActivityDeps &
@@ -16,7 +16,8 @@ export type ActivityDeps = UploadActivityDeps &
   WebhookActivityDeps &
   HousekeepingDeps &
   DeletionActivityDeps &
-  ImportActivityDeps;
+  ImportActivityDeps &
+  ImageActivityDeps;
 
 export function createActivities(deps: ActivityDeps) {
   const webhooks = createWebhookActivities(deps);

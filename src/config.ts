@@ -131,6 +131,11 @@ export const configSchema = z.object({
   TRANSCODE_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   /** Pictures with more pixels than this fail their image step (decompression bombs); sharp's own default. */
   IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(268_402_689),
+  /**
+   * The most one image variant may cost to render: its pixels times its format's cost per pixel
+   * (JPEG 1, PNG 1.5, WebP 2, AVIF 6), in megapixels (48: a 48 MP JPEG, an 8 MP AVIF).
+   */
+  IMAGE_MAX_RENDER_COST: z.coerce.number().positive().default(48),
   /** Distinct variants (GET /v1/uploads/{id}/images/{spec}) one upload may have. */
   IMAGE_MAX_VARIANTS_PER_UPLOAD: z.coerce.number().int().min(1).max(10_000).default(50),
   /** Image renders of one tenant running at once (a cold variant past it answers 429). */

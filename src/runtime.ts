@@ -182,6 +182,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
         store,
         ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
         presets: mediaPresets(config),
+        maxRenderCost: config.IMAGE_MAX_RENDER_COST,
         webhook: {
           allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
           timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000,

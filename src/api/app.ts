@@ -167,6 +167,7 @@ export function createApp(deps: AppDeps) {
     box,
     publicUrl: config.PUBLIC_URL,
     maxUrlSeconds: config.DOWNLOAD_URL_MAX_SECONDS,
+    maxRenderCost: config.IMAGE_MAX_RENDER_COST,
   };
   app.route('/v1/images', signedImageRoutes(images));
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));

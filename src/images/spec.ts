@@ -203,3 +203,51 @@ export const IMAGE_CONTENT_TYPES: Record<ImageFormat, string> = {
   jpeg: 'image/jpeg',
   png: 'image/png',
 };
+
+/** What encoding a pixel costs, relative to JPEG (AVIF's encoder is by far the slowest). */
+export const FORMAT_COST: Record<ImageFormat, number> = { jpeg: 1, png: 1.5, webp: 2, avif: 6 };
+
+/** A render's cost: its output's pixels times its format's cost per pixel, in megapixels of JPEG. */
+export function renderCost(width: number, height: number, format: ImageFormat): number {
+  return (width * height * FORMAT_COST[format]) / 1_000_000;
+}
+
+/**
+ * The most a spec can cost whatever its source (a box it fills whole: both dimensions given);
+ * undefined when only the source decides (one dimension: its aspect sets the other).
+ */
+export function boxCost(spec: Pick<CanonicalSpec, 'width' | 'height' | 'format'>): number | undefined {
+  return spec.width !== undefined && spec.height !== undefined ? renderCost(spec.width, spec.height, spec.format) : undefined;
+}
+
+/**
+ * The size a spec renders a source of `source` pixels (upright) at: never larger than the
+ * source in either dimension, whatever the fit. A box it fills whole (cover, contain, fill)
+ * is scaled down, its shape kept, until it fits within the source.
+ */
+export function outputSize(
+  spec: Pick<CanonicalSpec, 'width' | 'height' | 'fit'>,
+  source: { width: number; height: number },
+): {
+  width: number;
+  height: number;
+  /** The box handed to the resizer (the spec's, scaled down to fit within the source). */
+  box: { width?: number; height?: number };
+} {
+  const { width: w, height: h, fit } = spec;
+  const sw = source.width;
+  const sh = source.height;
+  if (w !== undefined && h !== undefined && fit !== 'inside' && fit !== 'outside') {
+    const scale = Math.min(1, sw / w, sh / h);
+    const box = { width: Math.max(1, Math.round(w * scale)), height: Math.max(1, Math.round(h * scale)) };
+    return { ...box, box };
+  }
+  // The source's shape kept: scaled to the box (inside: within it; outside: covering it), never up.
+  const ratios = [w !== undefined ? w / sw : undefined, h !== undefined ? h / sh : undefined].filter((r) => r !== undefined);
+  const scale = Math.min(1, fit === 'outside' ? Math.max(...ratios) : Math.min(...ratios));
+  return {
+    width: Math.max(1, Math.round(sw * scale)),
+    height: Math.max(1, Math.round(sh * scale)),
+    box: { ...(w !== undefined ? { width: w } : {}), ...(h !== undefined ? { height: h } : {}) },
+  };
+}

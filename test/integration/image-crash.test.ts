@@ -23,10 +23,15 @@ let replicaUrl: string;
 let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
-  cluster = await stackWithWorkerProcess('img_crash', { TENANT_MAX_RENDERS_IN_FLIGHT: '1' });
+  cluster = await stackWithWorkerProcess('img_crash', { TENANT_MAX_RENDERS_IN_FLIGHT: '1', IMAGE_MAX_RENDER_COST: '1000' });
   const { stack } = cluster;
   const port = await serverPort();
-  const env = { ...stackEnv(stack.name, stack.dbUrl), S3_BUCKET: stack.config.S3_BUCKET, TENANT_MAX_RENDERS_IN_FLIGHT: '1' };
+  const env = {
+    ...stackEnv(stack.name, stack.dbUrl),
+    S3_BUCKET: stack.config.S3_BUCKET,
+    TENANT_MAX_RENDERS_IN_FLIGHT: '1',
+    IMAGE_MAX_RENDER_COST: '1000',
+  };
   replica = await startApiProcess(env, port, path.join(inject('stack').tmpDir, `${stack.name}-api-replica.log`));
   replicaUrl = `http://127.0.0.1:${port}`;
   tenant = await stack.createTenant('img-crash');

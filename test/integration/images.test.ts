@@ -286,6 +286,26 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
     expect(stored.sort()).toEqual(kept.map((r: { storage_key: string }) => r.storage_key).sort());
   });
 
+  it('never renders a picture larger than its source, whatever the fit, and refuses a box too costly to render before any work', async () => {
+    const tiny = await uploadOf(ctx, await png(4, 4), 'image/png');
+    // 8192×8192 AVIF or PNG: over IMAGE_MAX_RENDER_COST whatever the source, refused with nothing rendered.
+    for (const spec of ['w_8192,h_8192,fit_contain,f_png', 'w_8192,h_8192,fit_cover,f_avif']) {
+      const res = await call(ctx, 'GET', `/v1/uploads/${tiny}/images/${spec}`);
+      expect([spec, res.status, res.json().error]).toEqual([spec, 400, 'image_spec_invalid']);
+      expect(res.json().detail).toContain('IMAGE_MAX_RENDER_COST');
+    }
+    const signed = await call(ctx, 'POST', `/v1/uploads/${tiny}/image-urls`, { body: { spec: 'w_8192,h_8192,fit_fill,f_avif' } });
+    expect([signed.status, signed.json().error]).toEqual([400, 'body_invalid']);
+    // Within the cost, every fit gives at most the source's 4×4.
+    for (const fit of ['contain', 'cover', 'stretch', 'inside', 'outside']) {
+      const res = await call(ctx, 'GET', `/v1/uploads/${tiny}/images/w_4000,h_3000,fit_${fit},f_png`);
+      expect(res.status).toBe(200);
+      const meta = await sharp(res.body).metadata();
+      expect([fit, meta.width! <= 4 && meta.height! <= 4]).toEqual([fit, true]);
+    }
+    expect(await variantRows(ctx, tiny)).toHaveLength(5);
+  });
+
   it('signs URLs that serve any spec without the API key, cached publicly, and refuses every changed or expired one', async () => {
     const made = await call(ctx, 'POST', `/v1/uploads/${ctx.imageId}/image-urls`, {
       body: { spec: 'width_12,f_jpg', expiresInSeconds: 600 },

@@ -1,7 +1,19 @@
 // Image transform specs: aliases, order, dpr and defaults normalise into one canonical string;
 // f_auto follows Accept; every malformed option is refused with a reason naming it.
 import { describe, expect, it } from 'vitest';
-import { canonicalSpec, isOptionString, negotiateFormat, parseSpec, SpecError, specText } from '../../src/images/spec';
+import sharp from 'sharp';
+import { renderImage } from '../../src/images/render';
+import {
+  boxCost,
+  canonicalSpec,
+  isOptionString,
+  negotiateFormat,
+  outputSize,
+  parseSpec,
+  renderCost,
+  SpecError,
+  specText,
+} from '../../src/images/spec';
 
 const canon = (spec: string, source = 'image/jpeg', accept?: string) => canonicalSpec(parseSpec(spec), source, accept).text;
 
@@ -89,5 +101,63 @@ describe('image spec', () => {
     expect(isOptionString('width_400')).toBe(true);
     expect(isOptionString('c_fill')).toBe(true);
     expect(isOptionString('x_10,w_10')).toBe(true);
+  });
+});
+
+describe('a render is never larger than its source, and its cost is known before any work', () => {
+  const size = (spec: string, source: { width: number; height: number }) => {
+    const out = outputSize(canonicalSpec(parseSpec(spec), 'image/png', undefined), source);
+    return [out.width, out.height];
+  };
+  it.each([
+    ['w_8192,h_8192,fit_contain', { width: 4, height: 4 }, [4, 4]],
+    ['w_8192,h_4096,fit_contain', { width: 4, height: 4 }, [4, 2]],
+    ['w_8192,h_8192,fit_cover', { width: 4, height: 3 }, [3, 3]],
+    ['w_8192,h_8192,fit_fill', { width: 40, height: 30 }, [30, 30]],
+    ['w_8192,h_8192,fit_inside', { width: 40, height: 30 }, [40, 30]],
+    ['w_8192,fit_outside', { width: 40, height: 30 }, [40, 30]],
+    ['w_8192,h_10,fit_outside', { width: 400, height: 300 }, [400, 300]],
+    ['w_100,h_100,fit_outside', { width: 400, height: 300 }, [133, 100]],
+    ['w_200,h_100,fit_contain', { width: 400, height: 300 }, [200, 100]],
+    ['w_200,fit_cover', { width: 400, height: 300 }, [200, 150]],
+    ['h_4000,dpr_2,fit_contain', { width: 4000, height: 3000 }, [4000, 3000]],
+  ] as const)('%s of a %o source renders %o', (spec, source, expected) => {
+    expect(size(spec, source)).toEqual(expected);
+    expect(size(spec, source)[0]! * size(spec, source)[1]!).toBeLessThanOrEqual(source.width * source.height);
+  });
+
+  it('costs pixels times the format, and knows a box it fills whole before the source', () => {
+    expect(renderCost(1000, 1000, 'jpeg')).toBe(1);
+    expect(renderCost(1000, 1000, 'avif')).toBe(6);
+    expect(boxCost(canonicalSpec(parseSpec('w_8192,h_8192,f_avif'), 'image/png', undefined))).toBeCloseTo(402.65, 1);
+    expect(boxCost(canonicalSpec(parseSpec('w_8192,f_avif'), 'image/png', undefined))).toBeUndefined();
+  });
+});
+
+describe('renderImage', () => {
+  it('pads a 4×4 picture asked for 8192×8192 within the source: 4×4, not 8192×8192', async () => {
+    const tiny = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#f00' } })
+      .png()
+      .toBuffer();
+    const out = await renderImage(tiny, 'image/png', canonicalSpec(parseSpec('w_8192,h_8192,fit_contain,f_png'), 'image/png', undefined), {
+      maxPixels: 1e8,
+      maxCost: 1000,
+    });
+    expect([out.width, out.height]).toEqual([4, 4]);
+  });
+
+  it('refuses a variant whose cost is over the limit before encoding it', async () => {
+    const picture = await sharp({ create: { width: 3000, height: 2000, channels: 3, background: '#0f0' } })
+      .png()
+      .toBuffer();
+    const spec = canonicalSpec(parseSpec('w_3000,f_avif'), 'image/png', undefined);
+    const started = Date.now();
+    await expect(renderImage(picture, 'image/png', spec, { maxPixels: 1e8, maxCost: 30 })).rejects.toThrow(/36\.0 megapixels.*limit of 30/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const cheap = await renderImage(picture, 'image/png', canonicalSpec(parseSpec('w_300,f_avif'), 'image/png', undefined), {
+      maxPixels: 1e8,
+      maxCost: 30,
+    });
+    expect([cheap.width, cheap.height]).toEqual([300, 200]);
   });
 });

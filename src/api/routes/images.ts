@@ -24,7 +24,17 @@ import {
 } from '../../http/openapi';
 import { NextCursor, PageQuery, Uuid } from '../../http/schemas';
 import { callingToken, requires } from '../../http/scopes';
-import { canonicalSpec, isOptionString, MAX_SPEC_LENGTH, parseSpec, SpecError, specText, type ParsedSpec } from '../../images/spec';
+import {
+  boxCost,
+  canonicalSpec,
+  isOptionString,
+  MAX_SPEC_LENGTH,
+  parseSpec,
+  SpecError,
+  specText,
+  type CanonicalSpec,
+  type ParsedSpec,
+} from '../../images/spec';
 import type { ImageVariants, StoredVariant } from '../../images/variants';
 import { NAME } from '../../pipelines/catalogue';
 import { mediaKind } from '../../pipelines/steps';
@@ -200,6 +210,8 @@ export interface ImageDeps {
   publicUrl: string | undefined;
   /** DOWNLOAD_URL_MAX_SECONDS: the longest a signed image URL may last. */
   maxUrlSeconds: number;
+  /** IMAGE_MAX_RENDER_COST: a box that would cost more to render is refused before any work. */
+  maxRenderCost: number;
 }
 
 const DEFAULT_URL_SECONDS = 900;
@@ -303,7 +315,9 @@ export function uploadImageRoutes(deps: ImageDeps) {
     const seconds = body.expiresInSeconds ?? Math.min(DEFAULT_URL_SECONDS, deps.maxUrlSeconds);
     if (seconds > deps.maxUrlSeconds)
       throw problem('body_invalid', `expiresInSeconds may be at most ${deps.maxUrlSeconds} (DOWNLOAD_URL_MAX_SECONDS).`);
-    const spec = specText(await resolveSpec(pool, tenantId, body.spec, 'body_invalid'));
+    const resolved = await resolveSpec(pool, tenantId, body.spec, 'body_invalid');
+    affordable(canonicalSpec(resolved, upload.content_type, undefined), deps.maxRenderCost, 'body_invalid');
+    const spec = specText(resolved);
     const link = signImageUrl(deps.box, tenantId, upload.id, spec, formatParent(parentOf(c.get('principal'))), seconds);
     return c.json({ url: absoluteUrl(c, deps.publicUrl, link.url), expiresAt: link.expiresAt.toISOString(), spec }, 201);
   });
@@ -350,12 +364,27 @@ async function resolveSpec(
  * The API key's answers stay private.
  */
 async function serveVariant(c: Context<AppEnv>, deps: ImageDeps, upload: UploadRow, spec: ParsedSpec, caching: 'public' | 'private') {
-  const canonical = canonicalSpec(spec, upload.content_type, header(c, 'accept'));
+  const canonical = affordable(canonicalSpec(spec, upload.content_type, header(c, 'accept')), deps.maxRenderCost);
   const variant = await deps.images.variant(upload, canonical);
   const res = await serveObject(deps.store, variantOf(upload, variant), serveRequest(c), 'inline');
   if (caching === 'public') res.headers.set('cache-control', 'public, max-age=31536000, immutable');
   if (canonical.negotiated) res.headers.set('vary', 'Accept');
   return res;
+}
+
+/** The spec, unless the box it fills could cost more to render than IMAGE_MAX_RENDER_COST (400, before any work). */
+function affordable(
+  spec: CanonicalSpec,
+  maxCost: number,
+  code: 'image_spec_invalid' | 'body_invalid' = 'image_spec_invalid',
+): CanonicalSpec {
+  const cost = boxCost(spec);
+  if (cost !== undefined && cost > maxCost)
+    throw problem(
+      code,
+      `A ${spec.width}×${spec.height} ${spec.format} variant would cost ${cost.toFixed(1)} megapixels of JPEG to render, more than the limit of ${maxCost} (IMAGE_MAX_RENDER_COST): ask for a smaller box or a cheaper format.`,
+    );
+  return spec;
 }
 
 /** The upload, when it is a picture the variants are made from. */
