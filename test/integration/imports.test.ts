@@ -466,6 +466,32 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
     );
   });
 
+  it("tells an upload token's progress socket nothing of another principal's import, failed or not", async () => {
+    // The API key's import under K fails (the origin answers 404) and its answer is stored.
+    const key = `others-${randomUUID()}`;
+    const failed = await importFile(key, { url: `${origin.base}/missing` }, { prefer: 'wait=30' });
+    expect(failed.json).toMatchObject({ error: 'import_failed', originStatus: 404 });
+    // An upload token's companion endpoint follows K's socket: as for a key it never used.
+    const minted = await fetch(`${stack.url}/v1/upload-tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ expiresInSeconds: 600 }),
+    });
+    const token = ((await minted.json()) as { token: string }).token;
+    const endpoint = await fetch(`${stack.url}/v1/uppy-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const { companionEndpoint } = (await endpoint.json()) as { companionEndpoint: string };
+    const heard: string[] = [];
+    const ws = new WebSocket(`${stack.url.replace('http', 'ws')}${companionEndpoint}/api/${Buffer.from(key).toString('base64url')}`);
+    ws.on('message', (data) => heard.push(String(data)));
+    await new Promise((resolve, reject) => ws.on('open', resolve).on('error', reject));
+    await new Promise((r) => setTimeout(r, 3_000)); // the socket reads its key once a second
+    ws.terminate();
+    expect(heard).toEqual([]);
+    // The key's poll says the same to the token.
+    const poll = await fetch(`${stack.url}/v1/idempotency-keys/${key}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(poll.status).toBe(404);
+  });
+
   it('counts imports in flight per tenant: past the limit 429, nothing stored', async () => {
     origin.throttle(256 * 1024);
     const keys = [0, 1, 2].map(() => `quota-${randomUUID()}`);
