@@ -1,5 +1,6 @@
 // Configuration is parsed once, from the environment, with zod. Everything else receives
 // the typed object; nothing reads process.env directly.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -292,11 +293,40 @@ export const configSchema = z.object({
 
 export type Config = z.infer<typeof configSchema>;
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = configSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+/** The settings that hold secrets: each may come from a file instead (`NAME_FILE`: Docker and Kubernetes secrets). */
+export const SECRET_SETTINGS = [
+  'DATABASE_URL',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'SECRETS_KEY',
+  'SECRETS_KEY_PREVIOUS',
+  'ADMIN_TOKEN',
+] as const;
+
+/** The environment with each secret's `NAME_FILE` read into `NAME` (its content, less a trailing newline). */
+function withSecretFiles(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {
+  const out = { ...env };
+  const problems: string[] = [];
+  for (const name of SECRET_SETTINGS) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    if (env[name] !== undefined && env[name] !== '') {
+      problems.push(`  ${name}_FILE: give ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      out[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      problems.push(`  ${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
   }
+  return { env: out, problems };
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const files = withSecretFiles(env);
+  const parsed = configSchema.safeParse(files.env);
+  const lines = [...files.problems, ...(parsed.success ? [] : parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`))];
+  if (lines.length || !parsed.success) throw new Error(`invalid configuration:\n${lines.join('\n')}`);
   return parsed.data;
 }
