@@ -92,7 +92,7 @@ describe.each(['s3', 'local'] as const)('direct uploads on the %s store', (kind)
     // Absolute on the embedded store too: the API's own origin (PUBLIC_URL when set).
     else
       expect(created.json.upload.url).toMatch(
-        new RegExp(`^${ctx.stack.url}/v1/direct-uploads/[0-9a-f-]{36}/object\\?expires=\\d+&signature=`),
+        new RegExp(`^${ctx.stack.url}/v1/direct-uploads/[0-9a-f-]{36}/object\\?by=k-[0-9a-f-]{36}&expires=\\d+&signature=`),
       );
     // Complete before the bytes are there: 409, the session stays open.
     const early = await call(ctx, 'POST', `/v1/direct-uploads/${created.json.id}/complete`);
