@@ -78,7 +78,7 @@ export async function deletionWorkflow(input: DeletionInput): Promise<DeletionRe
       workflowId: workflowIds.announce(event.id),
       args: [{ tenantId, event, timestamp: scrubbed.erasedAt, webhookRetry: input.webhookRetry }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
-      staticSummary: 'Announce upload.deleted to every webhook endpoint',
+      staticSummary: stepLabels.announceDeleted,
     });
   } else {
     setCurrentDetails('announcing upload.deleted');

@@ -20,6 +20,7 @@ export const stepLabels = {
   eraseRenditions: 'Delete every rendition',
   releaseOriginal: 'Release the original; delete its bytes unless another upload shares them',
   scrubUpload: 'Scrub the personal metadata; the key now answers 410',
+  announceDeleted: 'Announce upload.deleted to every webhook endpoint, in a run of its own',
   renderImageVariant: 'Render the variant and record it',
   listImportBatchSource: "List the S3 source's objects as the batch's items (bounded by objects, pages and time)",
   importBatchItem: 'Import one item of the batch',
