@@ -69,6 +69,22 @@ export const configSchema = z.object({
   S3_PUBLIC_ENDPOINT: optionalString,
 
   TEMPORAL_ADDRESS: optionalString,
+  /**
+   * Embedded parts an `api` or `worker` role may run in place of a setting, asked for by name
+   * (comma-separated: database, store, temporal, secrets). Without it a split role missing
+   * DATABASE_URL, S3_ENDPOINT, TEMPORAL_ADDRESS or SECRETS_KEY refuses to start; role `all`,
+   * the embedded default, runs each part whose setting is unset.
+   */
+  EMBEDDED: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(['database', 'store', 'temporal', 'secrets']))),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   TASK_QUEUE_UPLOADS: z.string().min(1).default('uploads'),

@@ -5,6 +5,7 @@ import { loadConfig } from './config';
 import { createLogger, startRuntime, type Role } from './runtime';
 import { StartWatchdog } from './start-watchdog';
 import { startTracing } from './telemetry/tracing';
+import { missingSettings } from './role-settings';
 import { createTenant, tenantForApiKey } from './tenants';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -49,6 +50,12 @@ if (!['all', 'api', 'worker'].includes(role) || args.positionals.length > 1) {
 }
 
 const config = loadConfig();
+// A split role with a part unconfigured would run a private stack of its own: it refuses, saying what to set.
+const missing = missingSettings(config, role);
+if (missing.length) {
+  for (const line of missing) console.error(`oncely ${role}: ${line}`);
+  process.exit(2);
+}
 const log = createLogger(config);
 // --traces: a local trace backend beside the dev server, and this process sending to it.
 const localTraces = args.values.traces ? await startLocalTraceBackend(config.DATA_DIR) : undefined;

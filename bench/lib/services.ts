@@ -55,6 +55,8 @@ export async function startServices(temporalKind: 'dev' | 'server' = 'dev', opts
     S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
     S3_BUCKET: bucket,
     TEMPORAL_ADDRESS: temporal.address,
+    // The bench's processes share the key generated under the checkout's DATA_DIR.
+    EMBEDDED: 'secrets',
     LOG_LEVEL: 'warn',
     HOST: '127.0.0.1',
     WORKER_HTTP_PORT: '0',

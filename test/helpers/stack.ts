@@ -91,6 +91,8 @@ export function stackEnv(name: string, dbUrl: string): Record<string, string> {
     HOST: '127.0.0.1',
     PORT: '0',
     WORKER_HTTP_PORT: '0',
+    // Role processes the tests start share the run's generated key (and a local store's directory).
+    EMBEDDED: 'secrets,store',
     // TEST_LOG_LEVEL=info (or debug) keeps the stacks' logs, for a failure only load brings out.
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DEFAULT_WAIT_SECONDS: '30',

@@ -27,6 +27,8 @@ beforeAll(async () => {
     DATABASE_URL: await createDatabase(shared.pgAdminUrl, dbName, shared.templateDb),
     TEMPORAL_ADDRESS: shared.temporalAddress,
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    // Each start has a data directory of its own: the local store, asked for by name.
+    EMBEDDED: 'store',
     TASK_QUEUE_UPLOADS: `uploads-${dbName}`,
     TASK_QUEUE_TRANSCODE: `transcode-${dbName}`,
     HOUSEKEEPING_SCHEDULES: 'false',

@@ -29,6 +29,7 @@ const env = {
   DATABASE_URL: databaseUrl,
   TEMPORAL_ADDRESS: temporal.address,
   SECRETS_KEY: randomBytes(32).toString('base64'),
+  EMBEDDED: 'store',
   TASK_QUEUE_UPLOADS: `uploads-stress-${process.pid}`,
   TASK_QUEUE_TRANSCODE: `transcode-stress-${process.pid}`,
 };
