@@ -25,7 +25,16 @@ const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
 const objectKey = z.object({ key: z.string().openapi({ description: 'The object key Oncely answered at creation.' }) });
 const json = (description: string, schema: z.ZodType) => ({ description, content: { 'application/json': { schema } } });
-const TOKEN_PROBLEMS = ['signature_invalid', 'not_found', 'database_unavailable', 'storage_unavailable', 'internal_error'] as const;
+/** What any companion route may answer about its token: forged or expired, or its parent revoked or short of the scope. */
+const TOKEN_PROBLEMS = [
+  'signature_invalid',
+  'unauthorized',
+  'insufficient_scope',
+  'not_found',
+  'database_unavailable',
+  'storage_unavailable',
+  'internal_error',
+] as const;
 
 const mintRoute = createRoute({
   method: 'post',
@@ -68,7 +77,7 @@ const paramsRoute = createRoute({
   },
   responses: {
     200: json('The form to post', z.object({ method: z.literal('POST'), url: z.string(), fields: z.record(z.string(), z.string()) })),
-    ...problems('signature_invalid', 'idempotency_key_required', 'idempotency_key_invalid', 'internal_error'),
+    ...problems(...TOKEN_PROBLEMS, 'idempotency_key_required', 'idempotency_key_invalid'),
   },
 });
 

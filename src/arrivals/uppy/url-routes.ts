@@ -65,7 +65,15 @@ const metaRoute = createRoute({
         },
       },
     },
-    ...problems('signature_invalid', 'unauthorized', 'body_invalid', 'import_url_invalid', ...IMPORT_REFUSALS, 'internal_error'),
+    ...problems(
+      'signature_invalid',
+      'unauthorized',
+      'insufficient_scope',
+      'body_invalid',
+      'import_url_invalid',
+      ...IMPORT_REFUSALS,
+      'internal_error',
+    ),
   },
 });
 
@@ -89,6 +97,7 @@ const getRoute = createRoute({
     ...problems(
       'signature_invalid',
       'unauthorized',
+      'insufficient_scope',
       'body_invalid',
       'idempotency_key_required',
       'idempotency_key_invalid',
@@ -115,7 +124,7 @@ const socketRoute = createRoute({
   request: { params: z.object({ token, socketToken: z.string().openapi({ description: 'The `token` url/get answered.' }) }) },
   responses: {
     101: { description: 'Switching Protocols: the socket' },
-    ...problems('signature_invalid', 'unauthorized', 'upgrade_required', 'too_many_progress_sockets'),
+    ...problems('signature_invalid', 'unauthorized', 'insufficient_scope', 'upgrade_required', 'too_many_progress_sockets'),
   },
 });
 
