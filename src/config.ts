@@ -5,6 +5,18 @@ import { z } from 'zod';
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** A comma-separated list (blank entries dropped), `fallback` when unset. */
+const commaList = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v) =>
+      v
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean),
+    );
+
 const optionalString = z
   .string()
   .optional()
@@ -75,16 +87,7 @@ export const configSchema = z.object({
    * DATABASE_URL, S3_ENDPOINT, TEMPORAL_ADDRESS or SECRETS_KEY refuses to start; role `all`,
    * the embedded default, runs each part whose setting is unset.
    */
-  EMBEDDED: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((p) => p.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(['database', 'store', 'temporal', 'secrets']))),
+  EMBEDDED: commaList('').pipe(z.array(z.enum(['database', 'store', 'temporal', 'secrets']))),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   TASK_QUEUE_UPLOADS: z.string().min(1).default('uploads'),
@@ -295,16 +298,9 @@ export const configSchema = z.object({
     return parsed.data;
   }),
   /** Worker role: the task queues this process polls (uploads, transcode, or both). */
-  WORKER_QUEUES: z
-    .string()
-    .default('uploads,transcode')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((q) => q.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(['uploads', 'transcode'])).min(1, 'name at least one of uploads, transcode')),
+  WORKER_QUEUES: commaList('uploads,transcode').pipe(
+    z.array(z.enum(['uploads', 'transcode'])).min(1, 'name at least one of uploads, transcode'),
+  ),
 });
 
 export type Config = z.infer<typeof configSchema>;
