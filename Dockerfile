@@ -4,7 +4,7 @@
 # image (sizes: docs/OPERATIONS.md). The role is the command: api | worker, and a worker's
 # queues are WORKER_QUEUES. The media packages are installed before the application is
 # copied in, so a code change rebuilds neither them nor the dependencies.
-FROM node:24-bookworm-slim AS build
+FROM node:26-bookworm-slim AS build
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
@@ -19,7 +19,7 @@ COPY scripts ./scripts
 ARG ONCELY_COMMIT=unknown
 RUN ONCELY_COMMIT=$ONCELY_COMMIT node scripts/build.mjs && mkdir -p .data
 
-FROM node:24-bookworm-slim AS app
+FROM node:26-bookworm-slim AS app
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=build /app /app
@@ -33,7 +33,7 @@ HEALTHCHECK --interval=10s --timeout=4s --start-period=60s --retries=3 CMD ["nod
 ENTRYPOINT ["/app/bin/oncely-node"]
 CMD ["api"]
 
-FROM node:24-bookworm-slim AS transcode
+FROM node:26-bookworm-slim AS transcode
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ffmpeg poppler-utils \
  && rm -rf /var/lib/apt/lists/*

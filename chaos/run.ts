@@ -32,7 +32,11 @@ const program = new Command('chaos')
   .option('--settle <seconds>', 'after the faults stop: bound on clients finishing and on reaching quiescence', int('settle', 10), 240)
   .option('--json <file>', 'also write the result as JSON')
   .option('--workflow-bundle <file>', 'reuse a prebuilt workflow bundle instead of bundling')
-  .option('--temporal <kind>', "dev (temporal server start-dev) or server (the real server on the run's PostgreSQL, 4 shards)", 'dev')
+  .option(
+    '--temporal <kind>',
+    "dev (Oncely's Temporal dev server, tools/temporal-dev) or server (the real server on the run's PostgreSQL, 4 shards)",
+    'dev',
+  )
   .option(
     '--replicas <n>',
     'API processes and upload workers (above 1, plus a transcode worker); copies of an upload are sprayed across the APIs',

@@ -26,7 +26,7 @@ await build({
   outdir: 'dist',
   bundle: true,
   platform: 'node',
-  target: 'node24',
+  target: 'node26',
   format: 'esm',
   // Role-specific code (the worker, the embedded PGlite and dev server) stays in chunks
   // loaded by its dynamic import, so an API process never loads sharp or the Temporal

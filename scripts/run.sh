@@ -1,5 +1,5 @@
 #!/bin/sh
-# Entry point of the npm scripts: Node 24 first on PATH (scripts/node.sh), dependencies and
+# Entry point of the npm scripts: Node 26 first on PATH (scripts/node.sh), dependencies and
 # pinned tools in place (scripts/bootstrap.sh), then the task.
 #   run.sh start | test | bench | chaos | start-stress [args...]
 set -eu
@@ -14,7 +14,7 @@ case "$task" in
     node scripts/build.mjs
     exec sh bin/oncely-node "$@" ;;
   test)
-    sh scripts/bootstrap.sh --media --scan --browser --docker temporal versitygw toxiproxy temporal-server temporal-sql-tool compose jaeger
+    sh scripts/bootstrap.sh --media --scan --browser --docker temporal-dev versitygw toxiproxy temporal-server temporal-sql-tool compose jaeger
     npm run typecheck
     npm run lint
     npx vitest run

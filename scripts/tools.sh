@@ -1,9 +1,10 @@
 #!/bin/sh
-# Builds the Go tools Oncely runs beside itself (Temporal CLI and server, Versity S3 Gateway,
-# Toxiproxy, Jaeger) from the
-# Go module proxy at pinned versions into a per-user cache, once; later calls reuse them.
-# Prints nothing when everything is already there.
+# Builds the Go tools Oncely runs beside itself (its Temporal dev server, Temporal's server
+# and SQL tool, Versity S3 Gateway, Toxiproxy, Jaeger) from the Go module proxy at pinned
+# versions into a per-user cache, once; later calls reuse them. Prints nothing when
+# everything is already there.
 set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TOOLS_DIR="${ONCELY_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oncely/bin}"
 mkdir -p "$TOOLS_DIR"
 
@@ -40,6 +41,20 @@ in_module() {
   echo "$id" > "$stamp"
 }
 
+# own NAME DIR TOOLCHAIN: a Go program of this repository (DIR holds its module), rebuilt
+# whenever its source changes.
+own() {
+  name=$1 dir=$2 toolchain=$3
+  stamp="$TOOLS_DIR/.$name.version"
+  id=$(cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go | sha256sum | cut -c1-16)
+  if [ -x "$TOOLS_DIR/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$id" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || { echo "oncely: Go is needed to build $name ($dir)" >&2; exit 1; }
+  echo "oncely: building $name from $dir (first run only, minutes) ..." >&2
+  (cd "$dir" && GOTOOLCHAIN="$toolchain" GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$TOOLS_DIR/$name.tmp" .) >&2
+  mv "$TOOLS_DIR/$name.tmp" "$TOOLS_DIR/$name"
+  echo "$id" > "$stamp"
+}
+
 # Docker Compose v5 (its go.mod has exclude directives, which only a main module may have): the
 # throwaway module requires it and repeats them.
 compose_steps() {
@@ -56,9 +71,11 @@ jaeger_steps() {
   GOFLAGS=-mod=mod go build -o "$TOOLS_DIR/jaeger" "$module/cmd/jaeger"
 }
 
-for tool in ${*:-temporal versitygw}; do
+for tool in ${*:-temporal-dev}; do
   case "$tool" in
-    temporal) need temporal github.com/temporalio/cli/cmd/temporal@v1.5.1 ;;
+    # The embedded default's Temporal: the server module of the compose stack (1.32.2) with
+    # its web UI (2.58.1), one process on a SQLite file (tools/temporal-dev).
+    temporal-dev) own temporal-dev "$ROOT/tools/temporal-dev" go1.27.3 ;;
     versitygw) need versitygw github.com/versity/versitygw/cmd/versitygw@v1.7.0 ;;
     toxiproxy) need server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 ;;
     compose) in_module docker-compose github.com/docker/compose/v5@v5.6.0 compose_steps ;;

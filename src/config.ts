@@ -139,11 +139,12 @@ export const configSchema = z.object({
     .default(24 * 3600),
   /** Part size of multipart direct uploads (above S3_SINGLE_PUT_MAX_MIB); S3 allows 10,000 parts. */
   DIRECT_UPLOAD_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
-  /** On SIGTERM, how long in-flight requests may take before their connections close. */
+  /** On SIGTERM, after the drain: the bound on an in-flight request; connections still open then are cut. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).default(30),
   /**
    * API role: after SIGTERM, /readyz answers 503 and every request is still served this long
-   * before the listener closes, so a load balancer takes the replica out first.
+   * (each answer closing its connection) before the listener closes, so a load balancer
+   * takes the replica out first.
    */
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(600).default(5),
   /** The built-in default pipeline's sizes (pixels / ffmpeg bitrate). */

@@ -94,6 +94,7 @@ export const catalogue = {
   database_unavailable: { status: 503, title: 'Database is unavailable', retryAfter: 5 },
   storage_unavailable: { status: 503, title: 'Object storage is unavailable', retryAfter: 5 },
   temporal_unavailable: { status: 503, title: 'Workflow service is unavailable', retryAfter: 5 },
+  shutting_down: { status: 503, title: 'The instance is stopping', retryAfter: 1 },
   internal_error: { status: 500, title: 'Internal server error' },
 } as const satisfies Record<string, { status: number; title: string; retryAfter?: number; type?: string }>;
 

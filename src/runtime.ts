@@ -11,6 +11,7 @@ import { temporalLogger } from './temporal/sdk-logger';
 import { traceFields } from './telemetry/context';
 import { createApp } from './api/app';
 import { lingerOnEarlyClose } from './http/lingering-close';
+import { ConnectionDrain } from './http/drain';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { problem } from './errors';
@@ -89,6 +90,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   const cleanups: (() => Promise<unknown>)[] = [];
   // Set at the start of shutdown: /readyz answers 503 from then on.
   let draining = false;
+  // Set once the listener exists: from the signal on, every answer closes its connection (src/http/drain.ts).
+  let startDrain = () => {};
 
   let databaseUrl = config.DATABASE_URL;
   let embeddedPool: Pool | undefined;
@@ -287,10 +290,11 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     });
     httpApp = app;
     progress.step(`the HTTP listener on ${config.HOST}:${config.PORT}`);
+    const drain = new ConnectionDrain();
     const port = await new Promise<number>((resolve) => {
       server = serve(
         {
-          fetch: app.fetch,
+          fetch: drain.gate(app.fetch),
           hostname: config.HOST,
           port: config.PORT,
           // Slow or stalled bodies are cut off instead of holding a socket forever; the
@@ -301,6 +305,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       );
     });
     const http = server as import('node:http').Server;
+    drain.watch(http);
+    startDrain = () => drain.begin();
     // Requests Node's parser rejects (control characters, oversized headers) still get
     // a problem+json answer rather than a bare "Bad Request".
     http.on('clientError', answerClientError);
@@ -312,17 +318,11 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     // A client may shut its sending side once the request is complete (curl --data with
     // some proxies, raw sockets); it still gets its answer instead of a closed socket.
     (http as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
-    cleanups.push(
-      () =>
-        new Promise<void>((resolve) => {
-          app.progressSockets.close();
-          const http = server as import('node:http').Server;
-          http.close(() => resolve());
-          http.closeIdleConnections();
-          // In-flight requests get a grace period, then their sockets are closed.
-          setTimeout(() => http.closeAllConnections(), config.SHUTDOWN_GRACE_SECONDS * 1000).unref();
-        }),
-    );
+    cleanups.push(() => {
+      app.progressSockets.close();
+      // In-flight requests are answered; one still running after the grace period is cut.
+      return drain.close(config.SHUTDOWN_GRACE_SECONDS * 1000);
+    });
     apiUrl = `http://${config.HOST}:${port}`;
   }
 
@@ -344,6 +344,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       if (stopped) return;
       stopped = true;
       draining = true;
+      startDrain();
       if (role === 'api' && config.SHUTDOWN_DRAIN_SECONDS > 0) {
         log.info({ seconds: config.SHUTDOWN_DRAIN_SECONDS }, 'draining: /readyz answers 503, requests are still served');
         await new Promise((r) => setTimeout(r, config.SHUTDOWN_DRAIN_SECONDS * 1000));

@@ -5,12 +5,7 @@ import { HTTPException } from 'hono/http-exception';
 import { inputRefusedByDatabase, Problem, problem } from '../errors';
 import type { AppEnv } from '../http/env';
 import { closesUnreadBody } from '../http/unread-body';
-
-export function problemResponse(p: Problem, extraHeaders: Record<string, string> = {}): Response {
-  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...p.headers, ...extraHeaders };
-  if (p.retryAfter !== undefined) headers['retry-after'] = String(p.retryAfter);
-  return new Response(JSON.stringify(p.toJSON()), { status: p.status, headers });
-}
+import { problemResponse } from '../http/raw-problem';
 
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof Problem) {

@@ -1,12 +1,13 @@
-// Starts `temporal server start-dev` (the pinned CLI) on loopback with a persistent SQLite
-// file and Oncely's search attributes registered, then raises the namespace retention so
-// closed runs outlive the idempotency-key TTL.
+// Starts Oncely's Temporal dev server (tools/temporal-dev: Temporal's server 1.32.2 and its
+// UI in one process) on loopback with a persistent SQLite file, registers Oncely's search
+// attributes, then raises the namespace retention so closed runs outlive the
+// idempotency-key TTL.
 import { Connection } from '@temporalio/client';
 import Long from 'long';
 import path from 'node:path';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { searchAttributeFlags } from '../temporal/names';
+import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { toolPath } from './tools';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
 
@@ -39,32 +40,11 @@ export interface DevServer {
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-  const args = [
-    'server',
-    'start-dev',
-    '--ip',
-    '127.0.0.1',
-    '--port',
-    String(opts.port),
-    '--db-filename',
-    opts.dbFile,
-    '--namespace',
-    namespace,
-    '--log-level',
-    'error',
-    ...searchAttributeFlags(),
-    // Updates and Update-with-Start are on by default on 1.29; the SQLite pragmas below
-    // trade a little crash durability of the *dev* server for much faster writes.
-    '--sqlite-pragma',
-    'journal_mode=wal',
-    '--sqlite-pragma',
-    'synchronous=normal',
-  ];
-  if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
-  else args.push('--headless');
+  const args = ['--ip', '127.0.0.1', '--port', String(opts.port), '--db-filename', opts.dbFile, '--namespace', namespace];
+  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   if (opts.uiPort && opts.uiCodecEndpoint) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
   if (opts.pidFile) await reapOrphan(opts.pidFile, opts.dbFile);
-  const proc = startProcess(toolPath('temporal'), args, {
+  const proc = startProcess(toolPath('temporal-dev'), args, {
     logFile: opts.logFile ?? `${opts.dbFile}.log`,
     dieWithParent: opts.dieWithParent,
   });
@@ -80,6 +60,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     },
     { proc, timeoutMs: 90_000 },
   );
+  await ensureSearchAttributes(connection!, namespace);
   const retentionSeconds = (opts.retentionHours ?? 72) * 3600;
   await connection!.workflowService.updateNamespace({
     namespace,
@@ -110,7 +91,7 @@ async function reapOrphan(pidFile: string, dbFile: string): Promise<void> {
     try {
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       // Only ours: a dev server on this very database file (a reused pid is left alone).
-      return args.includes('start-dev') && args.includes(dbFile);
+      return path.basename(args[0] ?? '') === 'temporal-dev' && args.includes(dbFile);
     } catch {
       return false;
     }

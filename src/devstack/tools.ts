@@ -6,9 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { toolsScript } from '../paths';
 
-export type Tool = 'temporal' | 'versitygw' | 'toxiproxy' | 'temporal-server' | 'temporal-sql-tool' | 'jaeger';
+export type Tool = 'temporal-dev' | 'versitygw' | 'toxiproxy' | 'temporal-server' | 'temporal-sql-tool' | 'jaeger';
 const binaryName: Record<Tool, string> = {
-  temporal: 'temporal',
+  'temporal-dev': 'temporal-dev',
   versitygw: 'versitygw',
   toxiproxy: 'server',
   'temporal-server': 'temporal-server',

@@ -13,12 +13,6 @@ export const searchAttributes = {
   subject: defineSearchAttributeKey('OncelySubject', SearchAttributeType.KEYWORD),
 } as const;
 
-/** `--search-attribute` flags for the dev server, derived from the keys above. */
-export function searchAttributeFlags(): string[] {
-  const cliType = { KEYWORD: 'Keyword', INT: 'Int' } as const;
-  return Object.values(searchAttributes).flatMap((k) => ['--search-attribute', `${k.name}=${cliType[k.type as keyof typeof cliType]}`]);
-}
-
 export const updates = {
   offerCopy: 'offerCopy',
   offerCopyForAnswer: 'offerCopyForAnswer',

@@ -303,7 +303,7 @@ it('a SIGKILLed embedded process leaves no Temporal dev server behind, and one l
   const pidFile = path.join(dataDir, 'temporal.pid');
   const alive = (pid: number) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev');
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!.endsWith('temporal-dev');
     } catch {
       return false;
     }

@@ -86,8 +86,8 @@ describe('docker-compose.yml', () => {
     expect(compose.services['transcode-worker'].environment.WORKER_QUEUES).toBe('transcode');
     expect(compose.services['transcode-worker'].environment.CLAMD_ADDRESS).toBe('tcp://clamd:3310');
     const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^FROM node:24-bookworm-slim AS app$/m);
-    expect(dockerfile).toMatch(/^FROM node:24-bookworm-slim AS transcode$/m);
+    expect(dockerfile).toMatch(/^FROM node:26-bookworm-slim AS app$/m);
+    expect(dockerfile).toMatch(/^FROM node:26-bookworm-slim AS transcode$/m);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
@@ -180,7 +180,7 @@ describe('docker-compose.yml', () => {
       expect(traced.services[role].environment.OTEL_EXPORTER_OTLP_ENDPOINT, role).toBe('http://jaeger:4318');
   });
 
-  it('the application image runs Node 24', () => {
-    expect(readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/^FROM node:24-/m);
+  it('the application image runs Node 26', () => {
+    expect(readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/^FROM node:26-/m);
   });
 });

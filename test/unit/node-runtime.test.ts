@@ -1,4 +1,4 @@
-// The project runs on Node 24 LTS: the suite itself runs on it, and the bootstrap puts it
+// The project runs on Node 26 LTS: the suite itself runs on it, and the bootstrap puts it
 // first on PATH when the machine's `node` is older (here: a stand-in that claims v20).
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,12 +11,12 @@ const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
 
 describe('Node.js runtime', () => {
-  it('the suite runs on Node 24 or newer, as package.json engines requires', () => {
-    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
-    expect(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).engines.node).toBe('>=24');
+  it('the suite runs on Node 26 or newer, as package.json engines requires', () => {
+    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(26);
+    expect(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).engines.node).toBe('>=26');
   });
 
-  it('scripts/node.sh replaces an older node on PATH with the pinned Node 24', async () => {
+  it('scripts/node.sh replaces an older node on PATH with the pinned Node 26', async () => {
     const fakeBin = mkdtempSync(path.join(os.tmpdir(), 'oncely-old-node-'));
     // An "old" node: answers like Node 20 would.
     writeFileSync(path.join(fakeBin, 'node'), '#!/bin/sh\necho 20\n');
@@ -26,8 +26,8 @@ describe('Node.js runtime', () => {
       env: { ...process.env, PATH: `${fakeBin}:${process.env.PATH}` },
     });
     const [where, version] = stdout.trim().split('\n');
-    expect(where).toMatch(/node-24\.\d+\.\d+\/bin\/node$/);
-    expect(version).toMatch(/^24\./);
+    expect(where).toMatch(/node-26\.\d+\.\d+\/bin\/node$/);
+    expect(version).toMatch(/^26\./);
   }, 120_000);
 
   it('bin/oncely-node runs every role with --expose-gc, 4 MiB semi-spaces, two V8 helper threads and two malloc arenas, and ONCELY_NODE_FLAGS after them', async () => {
