@@ -85,6 +85,10 @@ func run(o options) error {
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			// A search attribute added at start is usable at once, not after the cache's minute.
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+			// Reading them from the database on every request needs room in the persistence
+			// rate limits, which would otherwise slow the first seconds of a run.
+			dynamicconfig.FrontendPersistenceMaxQPS.Key(): 10000,
+			dynamicconfig.HistoryPersistenceMaxQPS.Key():  45000,
 		}),
 	)
 	if err != nil {
@@ -147,7 +151,8 @@ func sqliteStore(o options) (*config.SQL, error) {
 
 // createMissingTables runs this server version's schema statement by statement, keeping
 // what exists: a new file gets the whole schema, and a file an earlier version made gets
-// the tables and indexes added since (Temporal's SQLite schema has grown only by those).
+// the tables, indexes and seed rows added since (Temporal's SQLite schema has grown only
+// by those).
 func createMissingTables(store *config.SQL) error {
 	db, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, store, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
 	if err != nil {
@@ -164,12 +169,17 @@ func createMissingTables(store *config.SQL) error {
 			return err
 		}
 		for _, statement := range statements {
-			if err := db.Exec(statement); err != nil && !strings.Contains(err.Error(), "already exists") {
+			if err := db.Exec(statement); err != nil && !existing(err) {
 				return fmt.Errorf("%s: %w", file, err)
 			}
 		}
 	}
 	return nil
+}
+
+// existing tells a statement that found its table, index or seed row already there.
+func existing(err error) bool {
+	return strings.Contains(err.Error(), "already exists") || strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
 func serverConfig(o options, store *config.SQL) (*config.Config, error) {
