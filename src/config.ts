@@ -251,6 +251,12 @@ export const configSchema = z.object({
   /** Worker role: /healthz, /readyz and /metrics (Oncely's own) on this port of HOST; 0 takes a free one (logged). */
   WORKER_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(9091),
   /**
+   * The operator port of any role: /healthz, /readyz and /metrics on this port of HOST and
+   * nowhere else (the API's public port then answers them 404). Unset: the API serves them on
+   * PORT, a worker on WORKER_HTTP_PORT.
+   */
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /**
    * 32 random bytes, base64: seals secrets at rest (answers holding new API keys or webhook
    * secrets; endpoints' signing secrets). Unset: generated once under DATA_DIR (fine for one
    * node; every API and worker process must share one).

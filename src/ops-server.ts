@@ -1,6 +1,6 @@
-// A worker process's own HTTP port (WORKER_HTTP_PORT): /healthz, /readyz and /metrics, so a
-// split worker's counters (commits, scans, webhooks, deletions) are scraped and its health
-// is checked like the API's. Nothing else is served there.
+// A process's operator port (OPS_PORT; a worker's WORKER_HTTP_PORT by default): /healthz,
+// /readyz and /metrics, so a split worker's counters are scraped and its health checked like
+// the API's, and an API's stay off the port its clients reach. Nothing else is served there.
 import { serve, type ServerType } from '@hono/node-server';
 import { healthRoutes, type HealthDeps } from './api/routes/health';
 import { onError, onNotFound } from './api/problem-handler';

@@ -64,7 +64,7 @@ export interface Runtime {
   server?: ServerType;
   /** The HTTP application (API roles): its routes and OpenAPI registry. */
   app?: ReturnType<typeof createApp>;
-  /** The worker role's /healthz, /readyz and /metrics (WORKER_HTTP_PORT). */
+  /** The operator listener's /healthz, /readyz and /metrics (OPS_PORT, or a worker's WORKER_HTTP_PORT). */
   opsUrl?: string;
   workers: Worker[];
   /** The payload codec its clients and workers use (PAYLOAD_ENCRYPTION); a test's own client takes it too. */
@@ -147,6 +147,10 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
 
   let workers: Worker[] = [];
   let opsUrl: string | undefined;
+  // The operator port (/healthz, /readyz, /metrics): OPS_PORT for any role; a worker's defaults to WORKER_HTTP_PORT.
+  const opsPort = role === 'worker' ? (config.OPS_PORT ?? config.WORKER_HTTP_PORT) : config.OPS_PORT;
+  let temporalConnection: Parameters<typeof dependencyChecks>[0]['temporal'] | undefined;
+  let workerCheck: (() => Promise<void>) | undefined;
   if (role !== 'api') {
     progress.step('the Temporal worker (connection, workflow bundle)');
     const { NativeConnection, Runtime: TemporalRuntime } = await import('@temporalio/worker');
@@ -167,6 +171,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       // already installed (tests install their own, without signal handling)
     }
     const connection = await NativeConnection.connect({ address: temporalAddress });
+    temporalConnection = connection;
     cleanups.push(() => connection.close());
     // PGlite's one session cannot hold a LISTEN beside the pool's connection: read keys by id there.
     if (keyring && config.DATABASE_URL && config.PAYLOAD_KEY_LISTEN) {
@@ -242,23 +247,10 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       }
     }
     const runs = workers.map((w) => w.run());
-    if (role === 'worker') {
-      progress.step(`the worker's health and metrics listener on ${config.HOST}:${config.WORKER_HTTP_PORT}`);
-      const ops = await serveOps(config.HOST, config.WORKER_HTTP_PORT, {
-        role,
-        draining: () => draining,
-        checks: {
-          ...dependencyChecks({ pool, temporal: connection, store }),
-          worker: async () => {
-            const stopped = workers.filter((w) => w.getState() !== 'RUNNING');
-            if (stopped.length) throw new Error(stopped.map((w) => `${w.options.taskQueue}: ${w.getState()}`).join(', '));
-          },
-        },
-      });
-      opsUrl = ops.url;
-      // Closed after the worker has drained (cleanups run in reverse), so it answers meanwhile.
-      cleanups.push(() => ops.close());
-    }
+    workerCheck = async () => {
+      const stopped = workers.filter((w) => w.getState() !== 'RUNNING');
+      if (stopped.length) throw new Error(stopped.map((w) => `${w.options.taskQueue}: ${w.getState()}`).join(', '));
+    };
     cleanups.push(async () => {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
@@ -271,6 +263,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   if (role !== 'worker') {
     progress.step('the Temporal client');
     const temporal: TemporalHandle = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, payloadCodec);
+    temporalConnection = temporal.connection;
     cleanups.push(() => temporal.close());
     // PGlite's one session cannot hold a LISTEN beside the pool's connection: poll there.
     const processed =
@@ -284,7 +277,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       log,
       box,
       processed,
-      health: { role, draining: () => draining },
+      health: { role, draining: () => draining, onOperatorPort: opsPort !== undefined },
       devUiOrigin: uiUrl,
       payloadKeys: keyring,
     });
@@ -324,6 +317,18 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       return drain.close(config.SHUTDOWN_GRACE_SECONDS * 1000);
     });
     apiUrl = `http://${config.HOST}:${port}`;
+  }
+
+  if (opsPort !== undefined) {
+    progress.step(`the operator listener (health and metrics) on ${config.HOST}:${opsPort}`);
+    const ops = await serveOps(config.HOST, opsPort, {
+      role,
+      draining: () => draining,
+      checks: { ...dependencyChecks({ pool, temporal: temporalConnection!, store }), ...(workerCheck ? { worker: workerCheck } : {}) },
+    });
+    opsUrl = ops.url;
+    // Closed last (cleanups run in reverse): /readyz answers 503 through the whole drain.
+    cleanups.unshift(() => ops.close());
   }
 
   let stopped = false;

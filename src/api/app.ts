@@ -91,8 +91,11 @@ export interface AppDeps {
   box: SecretBox;
   /** Wakes `GET /v1/uploads/{id}?wait` when its upload is processed. */
   processed: ProcessedSignal;
-  /** The process's role (on /healthz) and whether it is draining before it stops (/readyz 503). */
-  health?: Pick<HealthDeps, 'role' | 'draining'>;
+  /**
+   * The process's role (on /healthz) and whether it is draining before it stops (/readyz
+   * 503); `onOperatorPort` when /healthz, /readyz and /metrics are served elsewhere (OPS_PORT).
+   */
+  health?: Pick<HealthDeps, 'role' | 'draining'> & { onOperatorPort?: boolean };
   /** The Temporal UI this process started (embedded default): it may use the codec server from this machine. */
   devUiOrigin?: string;
   /** The keyring the Temporal client's codec seals with (codec on): the receiver records new runs' keys ahead. */
@@ -133,14 +136,15 @@ export function createApp(deps: AppDeps) {
       maxAgeSeconds: 600,
     }),
   );
-  app.route(
-    '/',
-    healthRoutes({
-      role: deps.health?.role ?? 'api',
-      draining: deps.health?.draining ?? (() => false),
-      checks: dependencyChecks({ pool, temporal: temporal.connection, store }),
-    }),
-  );
+  if (!deps.health?.onOperatorPort)
+    app.route(
+      '/',
+      healthRoutes({
+        role: deps.health?.role ?? 'api',
+        draining: deps.health?.draining ?? (() => false),
+        checks: dependencyChecks({ pool, temporal: temporal.connection, store }),
+      }),
+    );
   app.route('/', webRoutes());
   app.route(
     '/',

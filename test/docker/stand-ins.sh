@@ -14,8 +14,8 @@ if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then
   mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm - | docker import - debian:bookworm-slim >/dev/null
 fi
 
-if ! docker image inspect node:26-bookworm-slim >/dev/null 2>&1; then
-  echo "oncely: building the node:26-bookworm-slim stand-in (Node $NODE_VERSION) ..." >&2
+if ! docker image inspect node:$NODE_VERSION-bookworm-slim >/dev/null 2>&1; then
+  echo "oncely: building the node:$NODE_VERSION-bookworm-slim stand-in (Node $NODE_VERSION) ..." >&2
   ctx=$(mktemp -d)
   trap 'rm -rf "$ctx"' EXIT
   cp "$(command -v node)" "$ctx/node"
@@ -35,5 +35,5 @@ ENV NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/machine-ca.crt \
     NODE_VERSION=26
 CMD ["node"]
 DOCKERFILE
-  docker build --quiet --network host -t node:26-bookworm-slim "$ctx" >/dev/null
+  docker build --quiet --network host -t node:$NODE_VERSION-bookworm-slim "$ctx" >/dev/null
 fi

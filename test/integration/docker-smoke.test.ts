@@ -32,12 +32,13 @@ const project = name.replaceAll('_', '-');
 let engine: Engine | undefined;
 let env: NodeJS.ProcessEnv;
 let api = '';
-let ports: { api: number; worker: number; transcode: number; clamd: number };
+let ports: { api: number; ops: number; worker: number; transcode: number; clamd: number };
 let pool: Pool | undefined;
 let receiver: WebhookReceiver | undefined;
 let tenant: { tenantId: string; apiKey: string };
 let composeUp = false;
 const timings: Record<string, number> = {};
+const imageSizes: Record<string, number> = {};
 
 const compose = (args: string[], timeoutMs = 300_000) =>
   sh(composeBinary, ['-p', project, '-f', 'docker-compose.yml', '-f', 'test/docker/compose.smoke.yml', ...args], {
@@ -61,23 +62,38 @@ beforeAll(async () => {
   engine = await ensureEngine(path.join(dir, 'dockerd.log'));
   await timed('stand-ins', () => sh('sh', ['test/docker/stand-ins.sh'], { cwd: root, timeoutMs: 900_000 }));
   const commit = (await sh('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root }).catch(() => 'unknown')).trim();
+  // The app with no --target: it is the Dockerfile's default.
   for (const [target, tag] of [
-    ['app', 'oncely:smoke'],
+    [undefined, 'oncely:smoke'],
     ['transcode', 'oncely-transcode:smoke'],
   ] as const)
-    await timed(`build ${target}`, () =>
+    await timed(`build ${target ?? 'default (app)'}`, () =>
       sh(
         'docker',
-        ['build', '--quiet', '--network', 'host', '--target', target, '--build-arg', `ONCELY_COMMIT=${commit}`, '-t', tag, '.'],
+        [
+          'build',
+          '--quiet',
+          '--network',
+          'host',
+          ...(target ? ['--target', target] : []),
+          '--build-arg',
+          `ONCELY_COMMIT=${commit}`,
+          '-t',
+          tag,
+          '.',
+        ],
         {
           cwd: root,
           timeoutMs: 1_200_000,
         },
       ),
     );
+  for (const tag of ['oncely:smoke', 'oncely-transcode:smoke'])
+    imageSizes[tag] = Math.round(Number((await sh('docker', ['image', 'inspect', '-f', '{{.Size}}', tag])).trim()) / 1e6);
 
   ports = {
     api: await serverPort(),
+    ops: await serverPort(),
     worker: await serverPort(),
     transcode: await serverPort(),
     clamd: await serverPort(),
@@ -115,6 +131,8 @@ beforeAll(async () => {
   env = {
     ...process.env,
     POSTGRES_PASSWORD: 'unused-by-the-smoke',
+    ONCELY_DB_PASSWORD: 'unused-by-the-smoke',
+    TEMPORAL_DB_PASSWORD: 'unused-by-the-smoke',
     S3_SECRET_ACCESS_KEY: shared.s3.secretAccessKey,
     SECRETS_KEY: randomBytes(32).toString('base64'),
     ADMIN_TOKEN: randomBytes(24).toString('hex'),
@@ -126,6 +144,7 @@ beforeAll(async () => {
     SMOKE_TEMPORAL_ADDRESS: shared.temporalAddress,
     SMOKE_NAMESPACE: project,
     SMOKE_API_PORT: String(ports.api),
+    SMOKE_OPS_PORT: String(ports.ops),
     SMOKE_WORKER_PORT: String(ports.worker),
     SMOKE_TRANSCODE_PORT: String(ports.transcode),
     SMOKE_CLAMD_PORT: String(ports.clamd),
@@ -151,7 +170,7 @@ afterAll(async () => {
   await pool?.end();
   await dropDatabase(shared.pgAdminUrl, name).catch(() => {});
   await engine?.stop();
-  console.log(`compose smoke timings (ms): ${JSON.stringify(timings)}`);
+  console.log(`compose smoke timings (ms): ${JSON.stringify(timings)}; image sizes (MB): ${JSON.stringify(imageSizes)}`);
 }, 180_000);
 
 const auth = () => ({ authorization: `Bearer ${tenant.apiKey}` });
@@ -163,8 +182,11 @@ it('runs every role from the image: the migration (SQL and search attributes), t
   for (const key of Object.values(searchAttributes)) expect(migrateLog).toContain(key.name);
 
   const version = await compose(['exec', '-T', 'api', 'oncely', '--version']);
-  const health = await getJson(`${api}/healthz`);
+  // The API's health and metrics are on its operator port only, not on the port clients reach.
+  const health = await getJson(`http://127.0.0.1:${ports.ops}/healthz`);
   expect(health.json).toMatchObject({ status: 'ok', role: 'api' });
+  expect((await getJson(`http://127.0.0.1:${ports.ops}/readyz`)).status).toBe(200);
+  for (const route of ['/healthz', '/readyz', '/metrics']) expect((await fetch(`${api}${route}`)).status, route).toBe(404);
   expect(version.trim()).toBe(`${health.json.version} (${health.json.commit})`);
   expect(health.json.commit).toBe((await sh('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root }).catch(() => 'unknown')).trim());
   for (const port of [ports.worker, ports.transcode]) {
@@ -172,6 +194,24 @@ it('runs every role from the image: the migration (SQL and search attributes), t
     expect(ready.status, `worker on ${port}`).toBe(200);
     expect(ready.json.checks.worker).toBe('ok');
     expect((await getJson(`http://127.0.0.1:${port}/healthz`)).json).toMatchObject({ role: 'worker', commit: health.json.commit });
+  }
+  // tini is PID 1 in every role's container (signals forwarded, children reaped); each has
+  // its memory limit and rotated logs from the compose file.
+  for (const service of ['api', 'worker', 'transcode-worker']) {
+    expect((await compose(['exec', '-T', service, 'cat', '/proc/1/comm'])).trim(), service).toBe('tini');
+    const container = (await compose(['ps', '-q', service])).trim();
+    const [memory, logType, maxSize] = (
+      await sh('docker', [
+        'inspect',
+        '-f',
+        '{{.HostConfig.Memory}} {{.HostConfig.LogConfig.Type}} {{index .HostConfig.LogConfig.Config "max-size"}}',
+        container,
+      ])
+    )
+      .trim()
+      .split(' ');
+    expect(Number(memory), service).toBeGreaterThan(0);
+    expect([logType, maxSize], service).toEqual(['json-file', '10m']);
   }
   // The workers run as the unprivileged user, ffmpeg and poppler only where transcoding runs.
   expect((await compose(['exec', '-T', 'worker', 'id', '-u'])).trim()).toBe('1000');

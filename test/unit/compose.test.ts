@@ -2,7 +2,8 @@
 // config` would: it parses and interpolates (secrets required from the environment), every
 // dependency names a service with the needed condition, every Oncely setting it passes is
 // one the config schema knows, and the production rules hold: Temporal's maintained server
-// image with its schema set up by admin-tools, no UI or database published beyond loopback.
+// image with its schema set up by admin-tools, no UI or database published beyond loopback,
+// pinned images, rotated logs, memory limits, a database role per service.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -14,6 +15,8 @@ const root = path.resolve(import.meta.dirname, '../..');
 const text = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
 const SECRETS = {
   POSTGRES_PASSWORD: 'pg-password-from-env',
+  ONCELY_DB_PASSWORD: 'oncely-role-password-from-env',
+  TEMPORAL_DB_PASSWORD: 'temporal-role-password-from-env',
   S3_SECRET_ACCESS_KEY: 's3-secret-from-env',
   SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
   ADMIN_TOKEN: 'operator-token-from-the-environment',
@@ -79,18 +82,57 @@ describe('docker-compose.yml', () => {
       expect(compose.services[role].healthcheck.test).toEqual(['CMD', 'node', '/app/bin/oncely-healthcheck']);
   });
 
-  it('runs each Oncely role from the image that has what it needs', () => {
-    for (const role of ['api', 'worker', 'migrate']) expect(compose.services[role].build.target, role).toBe('app');
+  it('builds the app image once (migrate) and runs each Oncely role from the image that has what it needs', () => {
+    expect(compose.services.migrate.build.target).toBe('app');
+    for (const role of ['api', 'worker']) {
+      expect(compose.services[role].build, role).toBeUndefined();
+      expect(compose.services[role].image, role).toBe(compose.services.migrate.image);
+    }
     expect(compose.services['transcode-worker'].build.target).toBe('transcode');
     expect(compose.services.worker.environment.WORKER_QUEUES).toBe('uploads');
     expect(compose.services['transcode-worker'].environment.WORKER_QUEUES).toBe('transcode');
     expect(compose.services['transcode-worker'].environment.CLAMD_ADDRESS).toBe('tcp://clamd:3310');
+  });
+
+  it('the Dockerfile: app is the default target, the base is the Node the project tests, tini is PID 1, the user unprivileged', () => {
     const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^FROM node:26-bookworm-slim AS app$/m);
-    expect(dockerfile).toMatch(/^FROM node:26-bookworm-slim AS transcode$/m);
+    const stages = [...dockerfile.matchAll(/^FROM (\S+) AS (\S+)$/gm)].map((m) => ({ from: m[1], name: m[2] }));
+    expect(stages.at(-1)!.name).toBe('app');
+    expect(stages.map((s) => s.name).sort()).toEqual(['app', 'build', 'runtime', 'transcode']);
+    const nodeVersion = /^NODE_VERSION=(\S+)$/m.exec(readFileSync(path.join(root, 'scripts/node.sh'), 'utf8'))![1];
+    expect(dockerfile).toMatch(new RegExp(`^ARG NODE_IMAGE=node:${nodeVersion!.replaceAll('.', '\\.')}-bookworm-slim$`, 'm'));
+    expect(stages.find((s) => s.name === 'build')!.from).toBe('${NODE_IMAGE}');
+    expect(stages.find((s) => s.name === 'runtime')!.from).toBe('${NODE_IMAGE}');
+    for (const role of ['app', 'transcode']) expect(stages.find((s) => s.name === role)!.from, role).toBe('runtime');
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--", "\/app\/bin\/oncely-node"\]$/m);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
+  });
+
+  it('pins every image to a full version, rotates every log and limits every memory', () => {
+    for (const [name, svc] of Object.entries<any>(compose.services)) {
+      // PostgreSQL's versions are major.minor; everything else's major.minor.patch.
+      const full = name === 'postgres' ? /:\d+\.\d+-bookworm$/ : /:v?\d+\.\d+\.\d+$/;
+      if (svc.image && !svc.image.startsWith('oncely')) expect(svc.image, name).toMatch(full);
+      expect(svc.logging, name).toEqual({ driver: 'json-file', options: { 'max-size': '10m', 'max-file': '5' } });
+      expect(svc.mem_limit, name).toMatch(/^\d+[mg]$/);
+    }
+  });
+
+  it('gives Oncely and Temporal database roles of their own; only the operator has the superuser', () => {
+    const pg = compose.services.postgres;
+    expect(pg.environment.POSTGRES_USER).toBe('postgres');
+    expect(pg.volumes).toContain('./deploy/postgres-init:/docker-entrypoint-initdb.d:ro');
+    expect(loadConfig(compose.services.api.environment).DATABASE_URL).toBe(
+      `postgres://oncely:${SECRETS.ONCELY_DB_PASSWORD}@postgres:5432/oncely`,
+    );
+    expect(compose.services['temporal-schema'].environment).toMatchObject({
+      SQL_USER: 'temporal',
+      SQL_PASSWORD: SECRETS.TEMPORAL_DB_PASSWORD,
+    });
+    expect(compose.services.temporal.environment).toMatchObject({ POSTGRES_USER: 'temporal', POSTGRES_PWD: SECRETS.TEMPORAL_DB_PASSWORD });
+    expect(text).not.toMatch(/POSTGRES_PASSWORD.*@postgres/);
   });
 
   it('.env.example names every variable the file reads', () => {
@@ -116,7 +158,10 @@ describe('docker-compose.yml', () => {
     expect(compose.services.temporal.environment.NUM_HISTORY_SHARDS).toBe('4');
   });
 
-  it('publishes only the API on all interfaces; the UI (no login) on loopback only, read-only', () => {
+  it('publishes only the API on all interfaces, its health and metrics on the unpublished operator port; the UI (no login) on loopback only, read-only', () => {
+    for (const role of ['api', 'worker', 'transcode-worker', 'migrate'])
+      expect(compose.services[role].environment.OPS_PORT, role).toBe('9090');
+    expect(compose.services.api.ports).toEqual(['3000:3000']);
     for (const [name, svc] of Object.entries<any>(compose.services)) {
       for (const port of svc.ports ?? []) {
         if (name === 'api') continue;
@@ -153,7 +198,7 @@ describe('docker-compose.yml', () => {
       const config = loadConfig(env);
       expect(config.SECRETS_KEY).toBe(SECRETS.SECRETS_KEY);
       expect(config.ADMIN_TOKEN).toBe(SECRETS.ADMIN_TOKEN);
-      expect(config.DATABASE_URL).toContain(SECRETS.POSTGRES_PASSWORD);
+      expect(config.DATABASE_URL).toContain(SECRETS.ONCELY_DB_PASSWORD);
       // Nothing a split role needs is missing: no replica runs an embedded part.
       if (role !== 'migrate') expect(missingSettings(config, 'api'), role).toEqual([]);
     }
@@ -181,6 +226,6 @@ describe('docker-compose.yml', () => {
   });
 
   it('the application image runs Node 26', () => {
-    expect(readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/^FROM node:26-/m);
+    expect(readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/^ARG NODE_IMAGE=node:26\./m);
   });
 });

@@ -136,7 +136,7 @@ func sqliteStore(o options) (*config.SQL, error) {
 	if err := os.MkdirAll(filepath.Dir(o.dbFile), 0o755); err != nil {
 		return nil, err
 	}
-	if err := createMissingTables(store); err != nil {
+	if err := prepareDatabase(store); err != nil {
 		return nil, fmt.Errorf("the schema in %s: %w", o.dbFile, err)
 	}
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, o.namespace, false, nil)
@@ -149,11 +149,13 @@ func sqliteStore(o options) (*config.SQL, error) {
 	return store, nil
 }
 
-// createMissingTables runs this server version's schema statement by statement, keeping
-// what exists: a new file gets the whole schema, and a file an earlier version made gets
-// the tables, indexes and seed rows added since (Temporal's SQLite schema has grown only
-// by those).
-func createMissingTables(store *config.SQL) error {
+// prepareDatabase runs this server version's schema statement by statement, keeping what
+// exists: a new file gets the whole schema, and a file an earlier version made gets the
+// tables, indexes and seed rows added since (Temporal's SQLite schema has grown only by
+// those). Then it forgets the cluster members an earlier run recorded: this process is the
+// file's only server, and members of a run that was killed would hold the services'
+// rings (and every request: "Not enough hosts") until they time out.
+func prepareDatabase(store *config.SQL) error {
 	db, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, store, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
 	if err != nil {
 		return err
@@ -174,7 +176,7 @@ func createMissingTables(store *config.SQL) error {
 			}
 		}
 	}
-	return nil
+	return db.Exec("DELETE FROM cluster_membership")
 }
 
 // existing tells a statement that found its table, index or seed row already there.
