@@ -22,6 +22,8 @@ COPY scripts ./scripts
 # The build's commit for /healthz, oncely_build_info and --version (no .git in the context).
 ARG ONCELY_COMMIT=unknown
 RUN ONCELY_COMMIT=$ONCELY_COMMIT node scripts/build.mjs && mkdir -p .data
+# Only what the roles load stays (what goes, and why: scripts/prune-runtime.sh).
+RUN sh scripts/prune-runtime.sh
 
 # What every role's image starts from: tini as PID 1, so signals reach node and the
 # children a worker spawns (ffmpeg, pdftoppm) are reaped.

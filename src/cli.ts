@@ -9,7 +9,7 @@ import { audit } from './audit';
 import { loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
 import { createPool, usePreparedStatements, type Pool } from './db/pool';
-import { createEmbeddedPool, startPglite } from './devstack/pglite-server';
+import type { EmbeddedPostgres } from './devstack/pglite-server';
 import { createStore } from './storage';
 import { createTenant } from './tenants';
 import {
@@ -39,7 +39,7 @@ import { rewrapPayloadKeys } from './temporal/payload-codec';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();
-  let embedded: Awaited<ReturnType<typeof startPglite>> | undefined;
+  let embedded: EmbeddedPostgres | undefined;
   if (!config.DATABASE_URL) usePreparedStatements(false);
   if (url) {
     const probe = createPool(url, 1);
@@ -50,11 +50,13 @@ async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Prom
     await probe.end();
     if (!reachable && !config.DATABASE_URL) url = undefined;
   }
+  // PGlite is loaded only when it runs: the production image ships without it.
+  const pglite = config.DATABASE_URL ? undefined : await import('./devstack/pglite-server');
   if (!url) {
-    embedded = await startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
+    embedded = await pglite!.startPglite(path.join(config.DATA_DIR, 'pglite'), await getPort({ host: '127.0.0.1' }));
     url = embedded.url;
   }
-  const pool = config.DATABASE_URL ? createPool(url, 2) : createEmbeddedPool(url);
+  const pool = pglite ? pglite.createEmbeddedPool(url) : createPool(url, 2);
   return {
     pool,
     async close() {

@@ -50,7 +50,8 @@ if (!['all', 'api', 'worker'].includes(role) || args.positionals.length > 1) {
 }
 
 const config = loadConfig();
-// A split role with a part unconfigured would run a private stack of its own: it refuses, saying what to set.
+// A split role with a part unconfigured would run a private stack of its own, and the
+// production image ships no embedded database or dev server: it refuses, saying what to set.
 const missing = missingSettings(config, role);
 if (missing.length) {
   for (const line of missing) console.error(`oncely ${role}: ${line}`);

@@ -195,6 +195,29 @@ it('runs every role from the image: the migration (SQL and search attributes), t
     expect(ready.json.checks.worker).toBe('ok');
     expect((await getJson(`http://127.0.0.1:${port}/healthz`)).json).toMatchObject({ role: 'worker', commit: health.json.commit });
   }
+  // The image carries no development stack: even the embedded default's role refuses to run
+  // without a database and Temporal, and the packages and tools for them are not there.
+  const refused = await sh('docker', ['run', '--rm', '--network', 'none', 'oncely:smoke', 'all']).then(
+    () => ({ code: 0, stderr: '' }),
+    (err: { code?: number; message: string }) => ({ code: err.code, stderr: err.message }),
+  );
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toMatch(/oncely all: DATABASE_URL is not set: this installation does not ship the embedded database/);
+  expect(refused.stderr).toMatch(
+    /oncely all: TEMPORAL_ADDRESS is not set: this installation does not ship the embedded Temporal dev server/,
+  );
+  const contents = await sh('docker', [
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--entrypoint',
+    'sh',
+    'oncely:smoke',
+    '-c',
+    'ls node_modules/@temporalio/core-bridge/releases; ls node_modules/@electric-sql node_modules/@swc scripts workflows 2>&1 | grep -c "No such file"',
+  ]);
+  expect(contents.trim().split('\n')).toEqual(['x86_64-unknown-linux-gnu', '4']);
   // tini is PID 1 in every role's container (signals forwarded, children reaped); each has
   // its memory limit and rotated logs from the compose file.
   for (const service of ['api', 'worker', 'transcode-worker']) {

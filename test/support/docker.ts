@@ -59,7 +59,8 @@ export async function sh(
     });
     return stdout;
   } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+    const e = err as { stdout?: string; stderr?: string; message: string; code?: number | string };
+    // The exit code stays on the error, for callers that expect a failure.
+    throw Object.assign(new Error(`${cmd} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`), { code: e.code });
   }
 }

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
 import { loadConfig } from '../../src/config';
 import { nodeTs } from '../../src/devstack/process';
-import { missingSettings } from '../../src/role-settings';
+import { missingSettings, shippedParts } from '../../src/role-settings';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const configured = {
@@ -28,6 +28,22 @@ it('names each setting a split role lacks, and none for the embedded default', (
   expect(names(missingSettings(loadConfig({ ...configured, S3_ENDPOINT: '', EMBEDDED: 'store,secrets' }), 'worker'))).toEqual([]);
   expect(names(missingSettings(loadConfig({ EMBEDDED: 'database, temporal' }), 'api'))).toEqual(['S3_ENDPOINT', 'SECRETS_KEY']);
   expect(() => loadConfig({ EMBEDDED: 'everything' })).toThrow(/EMBEDDED/);
+});
+
+it('a checkout ships every embedded part; where PGlite and the dev server are left out, even the embedded default needs their settings', () => {
+  expect([...shippedParts()].sort()).toEqual(['database', 'secrets', 'store', 'temporal']);
+  const image = new Set(['store', 'secrets'] as const);
+  const lines = missingSettings(loadConfig({}), 'all', image);
+  expect(names(lines)).toEqual(['DATABASE_URL', 'TEMPORAL_ADDRESS']);
+  for (const line of lines) expect(line).toMatch(/does not ship the embedded (database \(PGlite\)|Temporal dev server)/);
+  expect(
+    missingSettings(loadConfig({ DATABASE_URL: configured.DATABASE_URL, TEMPORAL_ADDRESS: configured.TEMPORAL_ADDRESS }), 'all', image),
+  ).toEqual([]);
+  // Asked for by name where it is not shipped: refused, not run.
+  expect(names(missingSettings(loadConfig({ ...configured, DATABASE_URL: '', EMBEDDED: 'database' }), 'api', image))).toEqual([
+    'DATABASE_URL',
+  ]);
+  expect(missingSettings(loadConfig({ ...configured, DATABASE_URL: '', EMBEDDED: 'database' }), 'api', image)[0]).toMatch(/does not ship/);
 });
 
 it.each(['api', 'worker'])(
