@@ -163,8 +163,15 @@ async function send(op: Operation, url: string, body?: unknown) {
 /** A digest of every table's rows: equal before and after a request that changed nothing. */
 async function databaseDigest(): Promise<string> {
   const { pool } = stack.runtime;
-  const tables = (await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)).rows;
-  const parts = tables.map(({ t }) => `(SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM "${t}" x)`);
+  // payload_keys is left out: a data key's used_at moves whenever any run (a housekeeping
+  // Schedule's, say) is about to seal with it, whatever request is in flight.
+  const tables = (
+    await pool.query<{ t: string }>(
+      `SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'payload_keys' ORDER BY 1`,
+    )
+  ).rows;
+  // Each table's digest under its name, so a failure names the table that changed.
+  const parts = tables.map(({ t }) => `'${t}=' || (SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM "${t}" x)`);
   const res = await pool.query<{ d: string }>(`SELECT concat_ws('|', ${parts.join(', ')}) AS d`);
   return res.rows[0]!.d;
 }
@@ -177,7 +184,9 @@ async function expectRefusedOrServed(op: Operation, url: string, body?: unknown)
   expect(res.status, what).toBeLessThan(500);
   if (res.status >= 400) {
     if (op.method !== 'HEAD') expect(res.contentType, what).toContain('application/problem+json');
-    expect(await databaseDigest(), `changed rows: ${what}`).toBe(before);
+    const after = await databaseDigest();
+    const changed = after.split('|').filter((part) => !before.split('|').includes(part));
+    expect(changed, `changed rows: ${what}`).toEqual([]);
   }
   return res;
 }
