@@ -28,18 +28,23 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async () => {
-  const tenant = await stack.createTenant();
-  const port = await serverPort();
-  const env = {
+/** The environment of a role process on this stack, serving on `port`. */
+function roleEnv(port: number, settings: Record<string, string>) {
+  return {
     ...process.env,
     ...stackEnv(stack.name, stack.dbUrl),
     S3_BUCKET: stack.config.S3_BUCKET,
     PORT: String(port),
-    SHUTDOWN_GRACE_SECONDS: '20',
     LOG_LEVEL: 'info',
     WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath,
+    ...settings,
   };
+}
+
+it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async () => {
+  const tenant = await stack.createTenant();
+  const port = await serverPort();
+  const env = roleEnv(port, { SHUTDOWN_GRACE_SECONDS: '20' });
   const logFile = path.join(inject('stack').tmpDir, `${stack.name}-all.log`);
   const app = startProcess(...nodeTs(path.join(root, 'src/main.ts'), 'all'), { logFile, env, cwd: root });
   procs.push(app);
@@ -103,17 +108,11 @@ it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async (
 it('lets keep-alive clients go from the signal on and stops after the drain and the longest request', async () => {
   const tenant = await stack.createTenant();
   const port = await serverPort();
-  const env = {
-    ...process.env,
-    ...stackEnv(stack.name, stack.dbUrl),
-    S3_BUCKET: stack.config.S3_BUCKET,
-    PORT: String(port),
+  const env = roleEnv(port, {
     SHUTDOWN_DRAIN_SECONDS: '2',
     // Far longer than the test waits: a stop that lasts the grace period fails it.
     SHUTDOWN_GRACE_SECONDS: '90',
-    LOG_LEVEL: 'info',
-    WORKFLOW_BUNDLE_PATH: inject('stack').workflowBundlePath,
-  };
+  });
   const tmp = inject('stack').tmpDir;
   procs.push(
     await startWorkerProcess(
