@@ -120,6 +120,14 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('puts no secret on a command line', () => {
+    for (const [name, svc] of Object.entries<any>(compose.services)) {
+      const line = [...(svc.entrypoint ?? []), ...(Array.isArray(svc.command) ? svc.command : [svc.command ?? ''])].join(' ');
+      for (const secret of Object.values(SECRETS)) expect(line, name).not.toContain(secret);
+    }
+    expect(compose.services.s3.environment).toEqual({ ROOT_ACCESS_KEY_ID: 'oncely', ROOT_SECRET_ACCESS_KEY: SECRETS.S3_SECRET_ACCESS_KEY });
+  });
+
   it('gives Oncely and Temporal database roles of their own; only the operator has the superuser', () => {
     const pg = compose.services.postgres;
     expect(pg.environment.POSTGRES_USER).toBe('postgres');
