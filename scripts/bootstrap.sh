@@ -3,6 +3,14 @@
 # builds the pinned Go tools into the user cache. Idempotent and quiet when nothing to do.
 set -eu
 cd "$(dirname "$0")/.."
+tools=""
+for arg in "$@"; do
+  case "$arg" in --*) ;; *) tools="$tools $arg" ;; esac
+done
+# The Go tools build (minutes of CPU on a first run) while npm and apt fetch (network and disk).
+# shellcheck disable=SC2086
+sh scripts/tools.sh $tools &
+tools_pid=$!
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
@@ -18,7 +26,6 @@ apt_need() {
   fi
 }
 
-tools=""
 for arg in "$@"; do
   case "$arg" in
     --media)
@@ -31,8 +38,7 @@ for arg in "$@"; do
       # for the local base-image stand-ins (test/docker/stand-ins.sh).
       docker info >/dev/null 2>&1 || apt_need dockerd docker.io "the compose smoke test (the engine)"
       apt_need mmdebstrap mmdebstrap "the compose smoke test (base images built from Debian's packages)" ;;
-    *) tools="$tools $arg" ;;
+    *) ;;
   esac
 done
-# shellcheck disable=SC2086
-sh scripts/tools.sh $tools
+wait "$tools_pid"
