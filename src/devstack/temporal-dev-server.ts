@@ -1,13 +1,14 @@
 // Starts Oncely's Temporal dev server (tools/temporal-dev: Temporal's server 1.32.2 and its
-// UI in one process) on loopback with a persistent SQLite file, registers Oncely's search
-// attributes, then raises the namespace retention so closed runs outlive the
-// idempotency-key TTL.
+// UI in one process) on loopback with a persistent SQLite file, its namespace made with
+// Oncely's search attributes (and any added since registered), then raises the namespace
+// retention so closed runs outlive the idempotency-key TTL.
 import { Connection } from '@temporalio/client';
 import Long from 'long';
 import path from 'node:path';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
+import { searchAttributeFlags } from '../temporal/names';
 import { toolPath } from './tools';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
 
@@ -40,7 +41,7 @@ export interface DevServer {
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-  const args = ['--ip', '127.0.0.1', '--port', String(opts.port), '--db-filename', opts.dbFile, '--namespace', namespace];
+  const args = ['--ip', '127.0.0.1', '--port', String(opts.port), '--db-filename', opts.dbFile, '--namespace', namespace, ...searchAttributeFlags()];
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   if (opts.uiPort && opts.uiCodecEndpoint) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
   if (opts.pidFile) await reapOrphan(opts.pidFile, opts.dbFile);

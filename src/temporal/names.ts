@@ -13,6 +13,12 @@ export const searchAttributes = {
   subject: defineSearchAttributeKey('OncelySubject', SearchAttributeType.KEYWORD),
 } as const;
 
+/** `--search-attribute` flags for the dev server (tools/temporal-dev), derived from the keys above. */
+export function searchAttributeFlags(): string[] {
+  const devType = { KEYWORD: 'Keyword', INT: 'Int' } as const;
+  return Object.values(searchAttributes).flatMap((k) => ['--search-attribute', `${k.name}=${devType[k.type as keyof typeof devType]}`]);
+}
+
 export const updates = {
   offerCopy: 'offerCopy',
   offerCopyForAnswer: 'offerCopyForAnswer',

@@ -25,9 +25,12 @@ async function get(ctx: Ctx, pathname: string, headers: Record<string, string> =
 
 async function upload(ctx: Ctx, body: Buffer, o: { contentType?: string; fileName?: string } = {}) {
   const key = `dl-${randomUUID()}`;
-  // As a client does: a 503 (a dependency slow under the whole suite's load) is retried with the same key.
+  // As a client does: a 503 (a dependency slow under the whole suite's load), or a 409 saying
+  // the key's upload is under way, is retried with the same key after its Retry-After.
+  const retryable = (r: { status: number; json: any }) =>
+    r.status === 503 || (r.status === 409 && r.json?.error === 'idempotency_in_progress');
   let res = await postUpload(ctx.stack.url, { apiKey: ctx.tenant.apiKey, key, body, ...o });
-  for (let retry = 0; res.status === 503 && retry < 5; retry++) {
+  for (let retry = 0; retryable(res) && retry < 5; retry++) {
     await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
     res = await postUpload(ctx.stack.url, { apiKey: ctx.tenant.apiKey, key, body, ...o });
   }

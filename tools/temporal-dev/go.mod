@@ -4,6 +4,7 @@ go 1.26.10
 
 require (
 	github.com/temporalio/ui-server/v2 v2.58.1
+	go.temporal.io/api v1.64.3
 	go.temporal.io/server v1.32.2
 )
 
@@ -174,7 +175,6 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.45.0 // indirect
 	go.opentelemetry.io/otel/trace v1.45.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.10.0 // indirect
-	go.temporal.io/api v1.64.3 // indirect
 	go.temporal.io/auto-scaled-workers v0.2.1-1.32.0.158.0 // indirect
 	go.temporal.io/sdk v1.44.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect

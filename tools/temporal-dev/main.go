@@ -24,6 +24,7 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -45,6 +46,24 @@ const clusterName = "active"
 type options struct {
 	ip, dbFile, namespace, logLevel, codecEndpoint string
 	port, uiPort                                   int
+	searchAttributes                               map[string]enumspb.IndexedValueType
+}
+
+// searchAttributeFlag reads repeated --search-attribute Name=Type flags.
+type searchAttributeFlag map[string]enumspb.IndexedValueType
+
+func (f searchAttributeFlag) String() string {
+	return fmt.Sprint(map[string]enumspb.IndexedValueType(f))
+}
+
+func (f searchAttributeFlag) Set(v string) error {
+	name, kind, ok := strings.Cut(v, "=")
+	t, known := enumspb.IndexedValueType_shorthandValue[kind]
+	if !ok || name == "" || !known {
+		return fmt.Errorf("want Name=Type (Keyword, Int, Text, Double, Bool, Datetime, KeywordList), got %q", v)
+	}
+	f[name] = enumspb.IndexedValueType(t)
+	return nil
 }
 
 func main() {
@@ -56,6 +75,8 @@ func main() {
 	flag.StringVar(&o.dbFile, "db-filename", "", "SQLite file holding every run (created with its schema when missing)")
 	flag.StringVar(&o.namespace, "namespace", "default", "namespace created on first start")
 	flag.StringVar(&o.logLevel, "log-level", "error", "debug, info, warn or error")
+	o.searchAttributes = searchAttributeFlag{}
+	flag.Var(searchAttributeFlag(o.searchAttributes), "search-attribute", "Name=Type, a search attribute of the namespace created on first start (repeatable)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "temporal-dev:", err)
@@ -83,12 +104,10 @@ func run(o options) error {
 		temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return authorization.NewNoopClaimMapper() }),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			// A search attribute added at start is usable at once, not after the cache's minute.
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
-			// Reading them from the database on every request needs room in the persistence
-			// rate limits, which would otherwise slow the first seconds of a run.
-			dynamicconfig.FrontendPersistenceMaxQPS.Key(): 10000,
-			dynamicconfig.HistoryPersistenceMaxQPS.Key():  45000,
+			// One process's share of memory: 8k cached runs rather than 128k.
+			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8096,
+			// The UI lists runs: more than the default 10 visibility requests a second.
+			dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 		}),
 	)
 	if err != nil {
@@ -139,7 +158,8 @@ func sqliteStore(o options) (*config.SQL, error) {
 	if err := prepareDatabase(store); err != nil {
 		return nil, fmt.Errorf("the schema in %s: %w", o.dbFile, err)
 	}
-	ns, err := sqliteschema.NewNamespaceConfig(clusterName, o.namespace, false, nil)
+	// Search attributes named at creation exist before the first request: no cache to wait for.
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, o.namespace, false, o.searchAttributes)
 	if err != nil {
 		return nil, err
 	}
