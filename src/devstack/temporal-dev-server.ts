@@ -41,7 +41,17 @@ export interface DevServer {
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-  const args = ['--ip', '127.0.0.1', '--port', String(opts.port), '--db-filename', opts.dbFile, '--namespace', namespace, ...searchAttributeFlags()];
+  const args = [
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--db-filename',
+    opts.dbFile,
+    '--namespace',
+    namespace,
+    ...searchAttributeFlags(),
+  ];
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   if (opts.uiPort && opts.uiCodecEndpoint) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
   if (opts.pidFile) await reapOrphan(opts.pidFile, opts.dbFile);
