@@ -30,7 +30,7 @@ RUN sh scripts/prune-runtime.sh
 FROM ${NODE_IMAGE} AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini \
- && rm -rf /var/lib/apt/lists/*
+ && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
 WORKDIR /app
 ENV NODE_ENV=production
 # API (PORT), the operator port of every role (OPS_PORT: /healthz, /readyz, /metrics) and a
@@ -44,7 +44,7 @@ ENTRYPOINT ["/usr/bin/tini", "--", "/app/bin/oncely-node"]
 FROM runtime AS transcode
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ffmpeg poppler-utils \
- && rm -rf /var/lib/apt/lists/*
+ && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
 COPY --from=build /app /app
 RUN ln -s /app/bin/oncely /usr/local/bin/oncely && chown node:node /app/.data
 USER node

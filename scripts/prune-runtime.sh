@@ -20,6 +20,8 @@ done
 rm -rf node_modules/@temporalio/core-bridge/sdk-core node_modules/@temporalio/core-bridge/src
 rm -rf node_modules/@electric-sql node_modules/@swc
 keep=$(mktemp -d)
+# mktemp makes it private to root; the roles run as node.
+chmod 755 "$keep"
 mkdir -p "$keep/db" "$keep/temporal"
 mv src/db/migrations "$keep/db/"
 mv src/web src/client "$keep/"

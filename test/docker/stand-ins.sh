@@ -23,7 +23,7 @@ if ! docker image inspect node:$NODE_VERSION-bookworm-slim >/dev/null 2>&1; then
   cp /etc/ssl/certs/ca-certificates.crt "$ctx/machine-ca.crt"
   cat > "$ctx/Dockerfile" <<'DOCKERFILE'
 FROM debian:bookworm-slim
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libatomic1 && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libatomic1 && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
 COPY machine-ca.crt /usr/local/share/ca-certificates/machine-ca.crt
 COPY node /usr/local/bin/node
 COPY npm /usr/local/lib/node_modules/npm
