@@ -143,6 +143,8 @@ export const COMMON_V1_PROBLEMS: ErrorCode[] = [
   'malformed_request',
   'value_out_of_range',
   'database_unavailable',
+  // On an old keep-alive connection once the instance's drain has ended (src/http/drain.ts).
+  'shutting_down',
   'internal_error',
 ];
 
