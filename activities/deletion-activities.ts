@@ -14,7 +14,7 @@ import { uploadScopes } from '../src/temporal/payload-scope';
 import { rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';
-import type { DeletionReason } from '../workflows/definitions';
+import type { DeletionReason } from '../src/temporal/definitions';
 import type { WebhookRetrySchedule } from '../src/downstream/types';
 import { workflowIds } from '../src/temporal/names';
 import { linkToCommit } from '../src/telemetry/context';

@@ -8,7 +8,7 @@ import { expireEvents } from '../src/db/queries/events';
 import { keyStoragePrefix, uploadWorkflowId } from '../src/temporal/ids';
 import { endImport, staleImports } from '../src/db/queries/imports';
 import { workflowRunState } from '../src/upload/upload-running';
-import { searchAttributes } from '../src/temporal/names';
+import { searchAttributes, workflowTypes } from '../src/temporal/names';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
 import { removeUnusedRunKey, unusedRunKeys } from '../src/db/queries/payload-keys';
@@ -133,7 +133,7 @@ async function removeUnusedRunKeys(pool: Pool): Promise<number> {
 async function busyKeyPrefixes(pool: Pool): Promise<Set<string>> {
   const prefixes = new Set<string>();
   for (const c of await openClaims(pool)) prefixes.add(keyStoragePrefix(c.tenant_id, c.key));
-  const running = Context.current().client.workflow.list({ query: `WorkflowType = 'uploadWorkflow' AND ExecutionStatus = 'Running'` });
+  const running = Context.current().client.workflow.list({ query: `WorkflowType = '${workflowTypes.upload}' AND ExecutionStatus = 'Running'` });
   for await (const wf of running) {
     // The search attributes name the key even when the workflow ID carries only its hash;
     // runs started without them are read from the ID (upload/{tenant}/{key}).

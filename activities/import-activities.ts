@@ -38,7 +38,7 @@ import { checkArrived } from '../src/upload/grant-limits';
 import { SNIFF_BYTES, stagedCopy } from '../src/upload/staged-copy';
 import type { StagedCopy } from '../src/upload/types';
 import { MEDIA_TYPE_PATTERN } from '../src/upload/media-type';
-import type { ImportSpec } from '../workflows/definitions';
+import type { ImportSpec } from '../src/temporal/definitions';
 
 export interface ImportActivityDeps {
   pool: Pool;

@@ -2,7 +2,7 @@
 import type { StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
 import type { DownstreamRequest } from '../src/downstream/types';
 import type { ImportRefusal } from '../src/imports/failures';
-import type { ImportSpec } from '../workflows/definitions';
+import type { ImportSpec } from '../src/temporal/definitions';
 
 export interface CommitObjectInput {
   copy: StagedCopy;

@@ -33,7 +33,7 @@ import { WebhookHttp } from './downstream/webhook-http';
 import { InFlightUploads } from './upload/in-flight';
 import { Intake } from './arrivals/intake';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
-import type { UploadWorkflowInput } from '../workflows/definitions';
+import type { UploadWorkflowInput } from './temporal/definitions';
 
 export interface ServiceDeps {
   config: Config;

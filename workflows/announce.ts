@@ -4,6 +4,7 @@
 import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { WebhookEvent } from '../src/downstream/events';
+import type { AnnounceEventInput } from '../src/temporal/definitions';
 import type { WebhookRetrySchedule } from '../src/downstream/types';
 
 /** Delivers an event to each endpoint, writing each outcome into `deliveries`. */
@@ -31,13 +32,6 @@ export function announcer(endpoints: string[], r: WebhookRetrySchedule, deliveri
       }),
     );
   };
-}
-
-export interface AnnounceEventInput {
-  tenantId: string;
-  event: WebhookEvent;
-  timestamp: string;
-  webhookRetry: WebhookRetrySchedule;
 }
 
 const { listWebhookEndpoints } = proxyLocalActivities<Activities>({

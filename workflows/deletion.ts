@@ -16,7 +16,7 @@ import {
 import { failureTypes, patches, searchAttributes, workflowIds } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { eventId, type WebhookEvent } from '../src/downstream/events';
-import type { DeletionInput, DeletionResult, ImportErasureInput } from './definitions';
+import type { DeletionInput, DeletionResult, ImportErasureInput } from '../src/temporal/definitions';
 import { announceEventWorkflow, announcer } from './announce';
 import { stepLabels } from '../src/temporal/step-labels';
 

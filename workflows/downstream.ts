@@ -14,7 +14,7 @@ import {
   setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
-import { completeStepUpdate } from './definitions';
+import { completeStepUpdate } from '../src/temporal/definitions';
 import { failureTypes } from '../src/temporal/names';
 import { announcer } from './announce';
 import { downstreamV1 } from './downstream-v1';

@@ -1,8 +1,7 @@
 // One scheduled housekeeping task per run; the result is what it removed.
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-
-export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart' | 'expire-uploads' | 'expire-events';
+import type { HousekeepingTask } from '../src/temporal/definitions';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',

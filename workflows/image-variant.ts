@@ -3,17 +3,8 @@
 // variant attaches to this one run and awaits its result.
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { CanonicalSpec } from '../src/images/spec';
+import type { ImageVariantInput } from '../src/temporal/definitions';
 import { stepLabels } from '../src/temporal/step-labels';
-
-export interface ImageVariantInput {
-  tenantId: string;
-  uploadId: string;
-  spec: CanonicalSpec;
-  transcodeQueue: string;
-  /** IMAGE_MAX_VARIANTS_PER_UPLOAD, checked where the variant is recorded. */
-  maxVariants?: number;
-}
 
 export async function imageVariantWorkflow(input: ImageVariantInput) {
   const { renderImageVariant } = proxyActivities<Activities>({

@@ -20,7 +20,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { controlBatchUpdate, type ImportBatchInput } from './definitions';
+import { controlBatchUpdate, type ImportBatchInput } from '../src/temporal/definitions';
 import { inWindows, JOB_STEP_OPTIONS } from './windows';
 import { stepLabels } from '../src/temporal/step-labels';
 

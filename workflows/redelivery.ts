@@ -3,12 +3,10 @@
 // (`recover/{endpointId}/{since}/{until}`) sends every event of a window an endpoint did not
 // take, a page at a time (continue-as-new between pages keeps the history short), and
 // answers its progress to the `progress` query.
-import { continueAsNew, defineQuery, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stepLabels } from '../src/temporal/step-labels';
-
-/** Where the recovery's next page starts (the event log's keyset position, as the activity hands it over). */
-type ListPosition = Awaited<ReturnType<Activities['listUndelivered']>>[number]['position'];
+import { recoveryProgressQuery, type RecoveryInput, type RecoveryProgress, type RedeliveryInput } from '../src/temporal/definitions';
 
 const { redeliverEvent } = proxyActivities<Activities>({
   summary: stepLabels.redeliverEvent,
@@ -16,12 +14,6 @@ const { redeliverEvent } = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
 });
 const { listUndelivered } = proxyActivities<Activities>({ startToCloseTimeout: '1 minute' });
-
-export interface RedeliveryInput {
-  tenantId: string;
-  eventId: string;
-  endpointIds: string[];
-}
 
 export async function redeliveryWorkflow(input: RedeliveryInput): Promise<Record<string, string>> {
   const outcomes: Record<string, string> = {};
@@ -36,25 +28,6 @@ export async function redeliveryWorkflow(input: RedeliveryInput): Promise<Record
   );
   return outcomes;
 }
-
-export interface RecoveryProgress {
-  found: number;
-  delivered: number;
-  failed: number;
-  done: boolean;
-}
-
-export interface RecoveryInput {
-  tenantId: string;
-  endpointId: string;
-  since: string;
-  until: string;
-  /** Carried across continue-as-new: where the next page starts, and the counts so far. */
-  after?: ListPosition | null;
-  progress?: RecoveryProgress;
-}
-
-export const recoveryProgressQuery = defineQuery<RecoveryProgress>('progress');
 
 const PAGE = 100;
 const PARALLEL = 10;

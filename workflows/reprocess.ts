@@ -28,6 +28,7 @@ import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
 import { inWindows, JOB_STEP_OPTIONS } from './windows';
 import { failureTypes, workflowIds } from '../src/temporal/names';
+import type { ReprocessJobInput } from '../src/temporal/definitions';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 const cleanup = proxyActivities<Activities>({
@@ -38,18 +39,6 @@ const cleanup = proxyActivities<Activities>({
 /** Uploads listed per page, and pages per run before it continues as new. */
 const PAGE = 50;
 const PAGES_PER_RUN = 10;
-
-export interface ReprocessJobInput {
-  jobId: string;
-  tenantId: string;
-  pipeline: string;
-  version: number;
-  concurrency: number;
-  transcodeQueue: string;
-  webhookRetry: WebhookRetrySchedule;
-  /** Where the previous run stopped (continue-as-new). */
-  after?: string | null;
-}
 
 export async function reprocessJobWorkflow(input: ReprocessJobInput): Promise<void> {
   let after = input.after ?? null;

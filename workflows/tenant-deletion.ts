@@ -7,7 +7,7 @@
 import { ApplicationFailure, proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { failureTypes } from '../src/temporal/names';
-import type { TenantDeletionInput, TenantDeletionResult } from './definitions';
+import type { TenantDeletionInput, TenantDeletionResult } from '../src/temporal/definitions';
 import { stepLabels } from '../src/temporal/step-labels';
 
 const step = proxyLocalActivities<Activities>({

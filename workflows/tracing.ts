@@ -22,7 +22,7 @@ import type {
 } from '@temporalio/workflow';
 import type { Payload } from '@temporalio/common';
 import type * as OtelWorkflow from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { carriesSampledTrace } from './trace-header';
+import { carriesSampledTrace } from '../src/temporal/trace-header';
 
 /**
  * OpenTelemetry's modules, evaluated in a run's sandbox only once one of its calls carries a

@@ -20,7 +20,7 @@ import type { ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadPhase } from '../src/upload/types';
 import { failureTypes, patches, searchAttributes } from '../src/temporal/names';
-import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from './definitions';
+import { offerCopyForAnswerUpdate, offerCopyUpdate, type UploadWorkflowInput } from '../src/temporal/definitions';
 import { stepLabels } from '../src/temporal/step-labels';
 
 export const commitOptions: ActivityOptions = {

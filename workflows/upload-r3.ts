@@ -9,7 +9,7 @@ import { workflowIds } from '../src/temporal/names';
 import { CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { downstreamInput, downstreamSummary, needsDownstream } from '../src/downstream/types';
 import { downstreamWorkflow } from './downstream';
-import type { UploadWorkflowInput } from './definitions';
+import type { UploadWorkflowInput } from '../src/temporal/definitions';
 import { discardCopy, localStep, refusable, runUpload, setPhase, type RunRecords } from './upload-offers';
 import { stepLabels } from '../src/temporal/step-labels';
 

@@ -4,7 +4,7 @@
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { needsDownstream } from '../src/downstream/types';
-import { cancelImportUpdate, type UploadWorkflowInput } from './definitions';
+import { cancelImportUpdate, type UploadWorkflowInput } from '../src/temporal/definitions';
 import { discardCopy, localStep, refusable, runUpload, setPhase, type Revision, type RunRecords } from './upload-offers';
 import {
   ActivityCancellationType,

@@ -11,7 +11,7 @@ import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { startOrAttach } from '../temporal/start-or-attach';
-import type { ImageVariantInput } from '../../workflows/image-variant';
+import type { ImageVariantInput } from '../temporal/definitions';
 import type { ImageVariantSummary } from '../../activities/image-activities';
 import type { CanonicalSpec } from './spec';
 

@@ -20,7 +20,7 @@ import { probeSource, sealS3Access, type S3Source } from './s3-source';
 import type { SecretBox } from '../secret-box';
 import type { UploadGrant } from '../tokens/grant';
 import type { Caller } from '../upload/types';
-import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../workflows/definitions';
+import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../temporal/definitions';
 
 /** The most items one batch imports (a listed source may hold no more). */
 export const MAX_BATCH_ITEMS = 10_000;

@@ -22,7 +22,7 @@ import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
-import { cancelImportUpdate, type ImportCancelOutcome, type ImportSpec } from '../../workflows/definitions';
+import { cancelImportUpdate, type ImportCancelOutcome, type ImportSpec } from '../temporal/definitions';
 import { importRequest, type ImportBody } from './request';
 
 export interface ImporterDeps {

@@ -3,7 +3,7 @@
 // attaches to the run that exists, or finds the one that finished.
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { dependency } from '../errors';
-import type { DeletionInput, DeletionReason, DeletionResult } from '../../workflows/definitions';
+import type { DeletionInput, DeletionReason, DeletionResult } from '../temporal/definitions';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { resultWithin } from '../temporal/result-within';

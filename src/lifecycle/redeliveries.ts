@@ -6,7 +6,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { dependency } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 
-import type { RecoveryInput, RecoveryProgress, RedeliveryInput } from '../../workflows/redelivery';
+import { recoveryProgressQuery, type RecoveryInput, type RecoveryProgress, type RedeliveryInput } from '../temporal/definitions';
 
 export class Redeliveries {
   constructor(private readonly deps: { temporal: Client; taskQueue: string }) {}
@@ -49,7 +49,7 @@ export class Redeliveries {
       const described = await handle.describe().catch(() => undefined);
       if (!described) return undefined;
       if (described.status.name === 'COMPLETED') return (await handle.result()) as RecoveryProgress;
-      return handle.query<RecoveryProgress>('progress');
+      return handle.query(recoveryProgressQuery);
     });
   }
 }

@@ -7,7 +7,7 @@ import { finishReprocessJob, insertReprocessJob, type ReprocessFilter, type Repr
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { dependency } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
-import type { ReprocessJobInput } from '../../workflows/reprocess';
+import type { ReprocessJobInput } from '../temporal/definitions';
 
 export class Reprocessing {
   constructor(

@@ -9,7 +9,7 @@ import type { StepDecision } from '../pipelines/step-results';
 import { dependency, problem } from '../errors';
 import { DEFAULT_PIPELINE } from '../pipelines/steps';
 import { failureTypes, workflowIds } from '../temporal/names';
-import { completeStepUpdate } from '../../workflows/definitions';
+import { completeStepUpdate } from '../temporal/definitions';
 
 export class StepDecisions {
   constructor(private readonly deps: { temporal: Client; pool: Pool }) {}

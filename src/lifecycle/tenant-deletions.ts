@@ -2,7 +2,7 @@
 // a repeated DELETE attaches to the run that exists, or finds the one that finished.
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TenantDeletionInput, TenantDeletionResult } from '../../workflows/definitions';
+import type { TenantDeletionInput, TenantDeletionResult } from '../temporal/definitions';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { dependency, problem } from '../errors';
 import { failureTypes, workflowIds, workflowTypes } from '../temporal/names';

@@ -17,7 +17,7 @@ import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
 
-import type { uploadWorkflow } from '../../workflows/upload';
+import type { UploadWorkflow } from '../temporal/definitions';
 import { discardSessionObjects, endSessionRun } from './cleanup';
 import { noSuchSession } from './lease';
 import { workflowTypes } from '../temporal/names';
@@ -146,7 +146,7 @@ export class SessionRegistry {
     const startOrFind = () =>
       dependency('temporal_unavailable', async () => {
         const handle = await this.deps.temporal.withDeadline(Date.now() + 8_000, () =>
-          this.deps.temporal.workflow.start<typeof uploadWorkflow>(workflowTypes.upload, options),
+          this.deps.temporal.workflow.start<UploadWorkflow>(workflowTypes.upload, options),
         );
         return handle.describe();
       });

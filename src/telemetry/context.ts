@@ -11,7 +11,7 @@ import {
   type Link,
   type SpanContext,
 } from '@opentelemetry/api';
-import { parseTraceparent } from '../../workflows/trace-header';
+import { parseTraceparent } from '../temporal/trace-header';
 
 const LEFT_OUT = createContextKey('oncely.unsampled');
 

@@ -11,7 +11,7 @@ import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors
 import type { WorkerOptions } from '@temporalio/worker';
 import { tracing } from './tracing';
 import { workflowInterceptorsPath } from '../paths';
-import { carriesSampledTrace } from '../../workflows/trace-header';
+import { carriesSampledTrace } from '../temporal/trace-header';
 
 /** The workflow interceptors' module, bundled with the workflows wherever a bundle is built. */
 export const WORKFLOW_TRACING_MODULES = [workflowInterceptorsPath];

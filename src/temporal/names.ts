@@ -27,6 +27,11 @@ export const updates = {
   cancelImport: 'cancelImport',
 } as const;
 
+export const queries = {
+  /** A recovery's counts so far. */
+  recoveryProgress: 'progress',
+} as const;
+
 /** Every workflow type the worker registers (the names its workflow functions are exported under). */
 export const workflowTypes = {
   upload: 'uploadWorkflow',
@@ -40,6 +45,7 @@ export const workflowTypes = {
   importBatch: 'importBatchWorkflow',
   imageVariant: 'imageVariantWorkflow',
   tenantDeletion: 'tenantDeletionWorkflow',
+  housekeeping: 'housekeepingWorkflow',
 } as const;
 
 /**

@@ -1,8 +1,8 @@
 // Housekeeping Schedules, created idempotently at worker start: one per task, IDs scoped
 // by the task queue so several deployments can share a namespace.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import type { HousekeepingTask } from '../../workflows/housekeeping';
-import { workflowIds } from './names';
+import type { HousekeepingTask } from './definitions';
+import { workflowIds, workflowTypes } from './names';
 
 export const HOUSEKEEPING: Record<HousekeepingTask, string> = {
   'expire-keys': '15 minutes',
@@ -32,7 +32,7 @@ export async function ensureHousekeepingSchedules(
         policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
         action: {
           type: 'startWorkflow',
-          workflowType: 'housekeepingWorkflow',
+          workflowType: workflowTypes.housekeeping,
           args: [task],
           taskQueue,
           workflowId: workflowIds.housekeeping(taskQueue, task),

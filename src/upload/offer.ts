@@ -12,8 +12,8 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { isTenantClosed, problem, type Problem } from '../errors';
 import { isResourceExhausted } from '../temporal/client';
-import { offerCopyForAnswerUpdate, offerCopyUpdate, type OfferAnswer, type UploadWorkflowInput } from '../../workflows/definitions';
-import type { uploadWorkflow } from '../../workflows/upload';
+import { offerCopyForAnswerUpdate, offerCopyUpdate, type OfferAnswer, type UploadWorkflowInput } from '../temporal/definitions';
+import type { UploadWorkflow } from '../temporal/definitions';
 import type { StagedCopy, UploadRequest } from './types';
 import { failureTypes, workflowTypes } from '../temporal/names';
 import { uploadRunStateCheck, type UploadRunState } from './upload-running';
@@ -36,7 +36,7 @@ export interface OfferDeps {
     req: UploadRequest,
     workflowId: string,
     extra?: Partial<UploadWorkflowInput>,
-  ) => ConstructorParameters<typeof WithStartWorkflowOperation<typeof uploadWorkflow>>[1];
+  ) => ConstructorParameters<typeof WithStartWorkflowOperation<UploadWorkflow>>[1];
 }
 
 export class CopyOffer {
@@ -64,7 +64,7 @@ export class CopyOffer {
         updateId: copy.attemptId,
         args: [copy],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
-        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(
+        startWorkflowOperation: new WithStartWorkflowOperation<UploadWorkflow>(
           workflowTypes.upload,
           this.deps.startOptions(req, workflowId, extra),
         ),
@@ -90,7 +90,7 @@ export class CopyOffer {
       this.deps.temporal.workflow.executeUpdateWithStart(offerCopyUpdate, {
         updateId: `${copy.attemptId}-plain`,
         args: [copy],
-        startWorkflowOperation: new WithStartWorkflowOperation<typeof uploadWorkflow>(
+        startWorkflowOperation: new WithStartWorkflowOperation<UploadWorkflow>(
           workflowTypes.upload,
           this.deps.startOptions(req, workflowId, extra),
         ),

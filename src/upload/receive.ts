@@ -20,8 +20,8 @@ import { uploadWorkflowId } from '../temporal/ids';
 import { failureTypes, searchAttributes } from '../temporal/names';
 import { uploadSummary } from '../temporal/summary';
 import type { StagedCopy, StoredResponse, UploadRequest } from './types';
-import { UPLOAD_WORKFLOW_REVISION, type UploadWorkflowInput } from '../../workflows/definitions';
-import type { uploadWorkflow } from '../../workflows/upload';
+import { UPLOAD_WORKFLOW_REVISION, type UploadWorkflowInput } from '../temporal/definitions';
+import type { UploadWorkflow } from '../temporal/definitions';
 import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from './offer';
 import { CopySettler, type DeliveryEnd } from './settle';
 import { stageBody } from './stage';
@@ -272,7 +272,7 @@ export class UploadReceiver {
   private async awaitRunResult(req: UploadRequest, workflowId: string, deadline: number, replayed: boolean): Promise<UploadOutcome> {
     const waitMs = deadline - Date.now();
     if (waitMs <= 0) return this.answerAfterWait(req, workflowId, replayed);
-    const handle = this.deps.temporal.workflow.getHandle<typeof uploadWorkflow>(workflowId);
+    const handle = this.deps.temporal.workflow.getHandle<UploadWorkflow>(workflowId);
     try {
       // Bounded both ways: the API's connection honours an abort, a worker's native one (batch items) only a deadline.
       const response: unknown = await this.deps.temporal.withDeadline(deadline, () =>

@@ -9,7 +9,7 @@ import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { scopes } from '../../src/temporal/payload-scope';
 import { ensurePayloadKey } from '../../src/db/queries/payload-keys';
 import { HOUSEKEEPING, scheduleId } from '../../src/temporal/schedules';
-import type { HousekeepingTask } from '../../workflows/housekeeping';
+import type { HousekeepingTask } from '../../src/temporal/definitions';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload } from '../helpers/http';
 import { eventually, rowsForKey } from '../helpers/inspect';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
-import { controlBatchUpdate } from '../../workflows/definitions';
+import { controlBatchUpdate } from '../../src/temporal/definitions';
 import { importBatchWorkflow } from '../../workflows/import-batch';
 import { eventually } from '../helpers/inspect';
 import { useWorkflowWorker } from '../helpers/workflow-worker';

@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/config';
 import { createUploadActivities } from '../../activities/upload-activities';
 import { startRuntime, type Runtime } from '../../src/runtime';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
-import type { UploadWorkflowInput } from '../../workflows/definitions';
+import type { UploadWorkflowInput } from '../../src/temporal/definitions';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys, readObject, rowsForKey } from '../helpers/inspect';

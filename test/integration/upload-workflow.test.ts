@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import type { StagedCopy, StoredResponse } from '../../src/upload/types';
 import { failureTypes } from '../../src/temporal/names';
-import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../workflows/definitions';
+import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../src/temporal/definitions';
 import { uploadWorkflow } from '../../workflows/upload';
 import { useWorkflowWorker } from '../helpers/workflow-worker';
 import type { ImportFetch } from '../../activities/import-activities';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createImportActivities, type ImportedCopy, type ImportFetch } from '../../activities/import-activities';
 import { sealImportHeaders } from '../../src/imports/headers';
 import type { Pool } from '../../src/db/pool';
-import type { ImportSpec } from '../../workflows/definitions';
+import type { ImportSpec } from '../../src/temporal/definitions';
 import type { TransferProgress } from '../../src/imports/transfer';
 import { SecretBox } from '../../src/secret-box';
 import { LocalDirectoryStore } from '../../src/storage/local-store';

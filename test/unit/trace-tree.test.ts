@@ -6,7 +6,7 @@ import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trac
 import { renderTraceTree, spansOf, type OtlpTrace } from '../../src/client/trace-tree';
 import { otlpExporter, tracesWanted } from '../../src/telemetry/tracing';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { carriesSampledTrace } from '../../workflows/trace-header';
+import { carriesSampledTrace } from '../../src/temporal/trace-header';
 
 const ns = (ms: number) => String(BigInt(1_800_000_000_000 + ms) * 1_000_000n);
 const span = (spanId: string, name: string, from: number, to: number, parentSpanId?: string, error = false) => ({

@@ -9,7 +9,7 @@ import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
 import { findImport, type ImportRow } from '../../db/queries/imports';
 import type { Importer } from '../../imports/importer';
-import type { DeletionResult } from '../../../workflows/definitions';
+import type { DeletionResult } from '../../temporal/definitions';
 import { dependency, problem } from '../../errors';
 import type { Deletions } from '../../lifecycle/deletions';
 import type { AppEnv } from '../../http/env';

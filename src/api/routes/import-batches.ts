@@ -11,7 +11,7 @@ import { Uuid } from '../../http/schemas';
 import { callerOf, requires } from '../../http/scopes';
 import type { ImportBatches } from '../../imports/batches';
 import type { DeclaredPipelines } from '../../pipelines/declared';
-import type { BatchControl } from '../../../workflows/definitions';
+import type { BatchControl } from '../../temporal/definitions';
 import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
 import { encodeNumberCursor, pageOf, parseBatchItemsQuery } from '../parse/list-query';
 import { pathId } from '../../http/path-id';

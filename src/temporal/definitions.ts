@@ -1,12 +1,16 @@
-// What the API and the upload workflow share (as the Temporal samples' shared.ts): the
-// workflow's input, its revision, and its update definitions (its type name, with every
-// other workflow type, ID and failure type, is in src/temporal/names.ts). The API imports
-// this module, never the workflow code itself.
-import { defineUpdate } from '@temporalio/workflow';
-import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
-import type { StepDecision } from '../src/pipelines/step-results';
-import type { WebhookRetrySchedule } from '../src/downstream/types';
-import { updates } from '../src/temporal/names';
+// The contract between the workflows and their callers (as the Temporal samples' shared.ts):
+// each workflow's input and result, the upload's revision, and the update and query
+// definitions. Type names, IDs and failure types are in ./names. Callers (the API, the
+// services, the activities) import this module, never workflow code; workflow code imports
+// it too, so it stays pure (the workflow lint applies to it).
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../upload/types';
+import type { StepDecision } from '../pipelines/step-results';
+import type { WebhookRetrySchedule } from '../downstream/types';
+import type { WebhookEvent } from '../downstream/events';
+import type { CanonicalSpec } from '../images/spec';
+import type { ListPosition } from '../db/queries/keyset';
+import { queries, updates } from './names';
 
 export interface UploadWorkflowInput extends UploadRequest {
   receiveTimeoutSeconds: number;
@@ -68,6 +72,9 @@ export interface ImportSpec {
  * replayed: docs/ARCHITECTURE.md ("Workflow revisions") says why and how to upgrade.
  */
 export const UPLOAD_WORKFLOW_REVISION = 5;
+
+/** The upload workflow's signature, for typed handles (`getHandle<UploadWorkflow>`) without importing workflow code. */
+export type UploadWorkflow = (input: UploadWorkflowInput) => Promise<StoredResponse>;
 
 export const offerCopyUpdate = defineUpdate<OfferOutcome, [StagedCopy]>(updates.offerCopy);
 
@@ -164,4 +171,66 @@ export interface TenantDeletionResult {
   sessionsEnded: number;
   dataKeysDestroyed: number;
   objectsDeleted: number;
+}
+
+/** The scheduled housekeeping tasks (one workflow run per task and firing). */
+export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart' | 'expire-uploads' | 'expire-events';
+
+/** One image variant's render (ID `image/{uploadId}/{spec}`). */
+export interface ImageVariantInput {
+  tenantId: string;
+  uploadId: string;
+  spec: CanonicalSpec;
+  transcodeQueue: string;
+  /** IMAGE_MAX_VARIANTS_PER_UPLOAD, checked where the variant is recorded. */
+  maxVariants?: number;
+}
+
+/** One event announced to every endpoint of its tenant (ID `announce/{eventId}`). */
+export interface AnnounceEventInput {
+  tenantId: string;
+  event: WebhookEvent;
+  timestamp: string;
+  webhookRetry: WebhookRetrySchedule;
+}
+
+/** One recorded event sent again to named endpoints (ID `redeliver/{eventId}/{requestId}`). */
+export interface RedeliveryInput {
+  tenantId: string;
+  eventId: string;
+  endpointIds: string[];
+}
+
+/** A recovery's counts so far (its result, and the answer to `recoveryProgressQuery`). */
+export interface RecoveryProgress {
+  found: number;
+  delivered: number;
+  failed: number;
+  done: boolean;
+}
+
+/** Every event of a window an endpoint did not take, sent again (ID `recover/{endpointId}/{since}/{until}`). */
+export interface RecoveryInput {
+  tenantId: string;
+  endpointId: string;
+  since: string;
+  until: string;
+  /** Carried across continue-as-new: where the next page starts, and the counts so far. */
+  after?: ListPosition | null;
+  progress?: RecoveryProgress;
+}
+
+export const recoveryProgressQuery = defineQuery<RecoveryProgress>(queries.recoveryProgress);
+
+/** A re-processing job (ID `reprocess-job/{jobId}`): one pipeline version over a fixed set of uploads. */
+export interface ReprocessJobInput {
+  jobId: string;
+  tenantId: string;
+  pipeline: string;
+  version: number;
+  concurrency: number;
+  transcodeQueue: string;
+  webhookRetry: WebhookRetrySchedule;
+  /** Where the previous run stopped (continue-as-new). */
+  after?: string | null;
 }
