@@ -144,6 +144,9 @@ export const UploadCreated = z
   .openapi('UploadCreated');
 
 /** The query of a list that pages (every list route does): `limit` per page and the opaque `cursor`. */
+/** A credential's or URL's lifetime in seconds, as asked for (its maximum is a setting, checked by the route). */
+export const lifetimeSeconds = (description: string) => z.number().int().min(1).optional().openapi({ description, example: 900 });
+
 export const PageQuery = z
   .object({
     cursor: z

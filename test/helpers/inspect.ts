@@ -1,6 +1,7 @@
 // Reads what a test stack actually stored: rows per key and objects per prefix.
 import type { PayloadCodec } from '@temporalio/common';
-import { isSealed, payloadsIn } from '../../src/temporal/payload-codec';
+import { isSealed } from '../../src/temporal/payload-codec';
+import { payloadsIn } from '../../src/temporal/payloads-in';
 import type { Pool } from '../../src/db/pool';
 import type { ObjectStore } from '../../src/storage/store';
 

@@ -14,8 +14,8 @@ import {
   TenantCreated,
   UploadDetail,
   UploadList,
-  DownloadUrl,
 } from '../../src/api/schemas';
+import { DownloadUrl } from '../../src/downloads/schemas';
 import { WebhookEndpointCreated, WebhookEndpointList } from '../../src/api/webhook-schemas';
 import { ProblemDetails, UploadCreated } from '../../src/http/schemas';
 import { catalogue } from '../../src/errors';

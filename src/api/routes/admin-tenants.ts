@@ -16,7 +16,7 @@ import { parsePrefer } from '../../http/parse/request-headers';
 import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../../http/json-body';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { CreateTenant, Tenant, TenantCreated, TenantDeletion, TenantSettings } from '../schemas';
 import { PreferHeader, Uuid } from '../../http/schemas';

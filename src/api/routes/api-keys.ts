@@ -6,15 +6,15 @@ import { dependency, problem } from '../../errors';
 import { insertWithinQuota } from '../../db/queries/quotas';
 import { createApiKey } from '../../tenants';
 import { heldScopes, SCOPES } from '../../credentials';
-import { withinQuota } from '../quota';
+import { withinQuota } from '../../http/quota';
 import { jsonBody } from '../../http/json-body';
 import type { CredentialCache } from '../middleware/auth';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
 import { ApiKeyCreated, ApiKeyList, CreateApiKey } from '../schemas';
 import { PageQuery, Uuid } from '../../http/schemas';
-import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
+import { encodeCursor, pageOf, parsePageQuery } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 
 export function apiKeyView(k: ApiKeyRow) {

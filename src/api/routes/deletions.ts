@@ -15,7 +15,7 @@ import type { Deletions } from '../../lifecycle/deletions';
 import type { AppEnv } from '../../http/env';
 import { header } from '../../http/headers';
 import { jsonBody } from '../../http/json-body';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { parsePrefer } from '../../http/parse/request-headers';
 import { BatchDelete, BatchDeletion, Deletion } from '../schemas';

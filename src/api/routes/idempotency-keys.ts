@@ -8,7 +8,7 @@ import { dependency, problem } from '../../errors';
 import { uploadWorkflowId } from '../../temporal/ids';
 import { searchAttributes } from '../../temporal/names';
 import type { SecretBox } from '../../secret-box';
-import { answerContext } from '../middleware/idempotent-route';
+import { answerContext } from '../../http/idempotent-route';
 import { COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../../http/openapi';
 import { IdempotencyKey } from '../../http/schemas';
 import { IdempotencyKeyState } from '../schemas';

@@ -19,7 +19,7 @@ import { assertDeliverableUrl, DisallowedUrlError } from '../../downstream/url-g
 import { pipelineSecretContext } from '../../secret-box';
 import { DEFAULT_PIPELINE, type PipelineVersion } from '../../pipelines/steps';
 import { jsonBody } from '../../http/json-body';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import {
   COMMON_V1_PROBLEMS,
   IDEMPOTENT_PROBLEMS,
@@ -31,8 +31,8 @@ import {
 } from '../../http/openapi';
 import { shownOnce } from '../../http/redact';
 import { INT4_MAX, NextCursor, PageQuery } from '../../http/schemas';
-import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
-import { withinQuota } from '../quota';
+import { encodeNameCursor, pageOf, parseNamePageQuery } from '../../http/list-query';
+import { withinQuota } from '../../http/quota';
 import { requires } from '../../http/scopes';
 
 export const Pipeline = z

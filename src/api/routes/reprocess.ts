@@ -9,7 +9,7 @@ import { dependency, problem } from '../../errors';
 import type { Reprocessing } from '../../lifecycle/reprocessing';
 import { PipelineName } from '../../pipelines/catalogue';
 import { jsonBody } from '../../http/json-body';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import {
   COMMON_V1_PROBLEMS,
   IDEMPOTENT_PROBLEMS,

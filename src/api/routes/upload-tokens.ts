@@ -8,7 +8,7 @@ import { dependency, problem } from '../../errors';
 import { mintUploadToken } from '../../tokens/upload-tokens';
 import { jsonBody } from '../../http/json-body';
 import type { CredentialCache } from '../middleware/auth';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import {
   COMMON_V1_PROBLEMS,
   IDEMPOTENT_PROBLEMS,

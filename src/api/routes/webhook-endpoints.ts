@@ -9,13 +9,13 @@ import { dependency, problem } from '../../errors';
 import { webhookSecretContext } from '../../secret-box';
 import { insertWithinQuota } from '../../db/queries/quotas';
 import { jsonBody } from '../../http/json-body';
-import { withinQuota } from '../quota';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
+import { withinQuota } from '../../http/quota';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/openapi';
 import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
 import { CreateWebhookEndpoint, WebhookEndpointCreated, WebhookEndpointList } from '../webhook-schemas';
 import { PageQuery, Uuid } from '../../http/schemas';
-import { encodeCursor, pageOf, parsePageQuery } from '../parse/list-query';
+import { encodeCursor, pageOf, parsePageQuery } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 
 function view(e: EndpointRow) {

@@ -2,20 +2,20 @@
 // (batch, item) by the batch's workflow, a few at a time; its progress, its items, and pause,
 // resume and cancel.
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Pool } from '../../db/pool';
-import { findImportBatch, listBatchItems, type ImportBatchItemRow, type ImportBatchRow } from '../../db/queries/import-batches';
-import { dependency, problem } from '../../errors';
-import { bodyLimit, jsonBody } from '../../http/json-body';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../../http/openapi';
-import { Uuid } from '../../http/schemas';
-import { callerOf, requires } from '../../http/scopes';
-import type { ImportBatches } from '../../imports/batches';
-import type { DeclaredPipelines } from '../../pipelines/declared';
-import type { BatchControl } from '../../temporal/definitions';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { encodeNumberCursor, pageOf, parseBatchItemsQuery } from '../parse/list-query';
-import { pathId } from '../../http/path-id';
-import { BatchItemsQuery, CreateImportBatch, ImportBatch, ImportBatchItems, MAX_BATCH_BODY_BYTES } from '../schemas';
+import type { Pool } from '../db/pool';
+import { findImportBatch, listBatchItems, type ImportBatchItemRow, type ImportBatchRow } from '../db/queries/import-batches';
+import { dependency, problem } from '../errors';
+import { bodyLimit, jsonBody } from '../http/json-body';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../http/openapi';
+import { Uuid } from '../http/schemas';
+import { callerOf, requires } from '../http/scopes';
+import type { ImportBatches } from './batches';
+import type { DeclaredPipelines } from '../pipelines/declared';
+import type { BatchControl } from '../temporal/definitions';
+import { idempotentRoute, type IdempotentRouteOptions } from '../http/idempotent-route';
+import { decodeNumberCursor, encodeNumberCursor, pageOf, parseQuery } from '../http/list-query';
+import { pathId } from '../http/path-id';
+import { BatchItemsQuery, CreateImportBatch, ImportBatch, ImportBatchItems, MAX_BATCH_BODY_BYTES } from './batch-schemas';
 
 const TAG = 'imports';
 
@@ -52,7 +52,8 @@ export function importBatchRoutes(deps: { idempotency: IdempotentRouteOptions; b
 
   route(app, itemsRoute, async function listImportBatchItems(c) {
     const batch = await batchOf(c.get('tenantId'), pathId(c, 'import batch'));
-    const q = parseBatchItemsQuery(c.req.query());
+    const { state, cursor, limit = 50 } = parseQuery(BatchItemsQuery, c.req.query());
+    const q = { ...(state ? { state } : {}), after: decodeNumberCursor(cursor), limit };
     const rows = await dependency('database_unavailable', () => listBatchItems(pool, batch.id, { ...q, limit: q.limit + 1 }));
     const page = pageOf(rows, q.limit, (last) => encodeNumberCursor(last.n));
     return c.json({ items: page.items.map(itemView), nextCursor: page.nextCursor }, 200);

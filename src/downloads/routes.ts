@@ -4,25 +4,25 @@
 // (its signature is the credential). All answers come from one serveObject.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import type { Config } from '../../config';
-import type { Pool } from '../../db/pool';
-import { findUpload, findUploadById, type UploadRow } from '../../db/queries/uploads';
-import { listRenditions, type RenditionRow } from '../../db/queries/renditions';
-import type { DownloadLinks } from '../../downloads/download-links';
-import type { Disposition } from '../../downloads/disposition';
-import { serveObject, type Servable } from '../../downloads/serve';
-import { dependency, problem } from '../../errors';
-import type { ObjectStore } from '../../storage/store';
-import type { AppEnv } from '../../http/env';
-import { header } from '../../http/headers';
-import { jsonBody } from '../../http/json-body';
-import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../../http/openapi';
-import { absoluteUrl } from '../../http/public-url';
-import { CreateDownloadUrl, DispositionQuery, DownloadUrl } from '../schemas';
-import { Uuid } from '../../http/schemas';
-import { callingToken, requires } from '../../http/scopes';
-import { formatParent, parentOf } from '../../tokens/parent';
-import { actAsSigner } from '../signed-urls';
+import type { Config } from '../config';
+import type { Pool } from '../db/pool';
+import { findUpload, findUploadById, type UploadRow } from '../db/queries/uploads';
+import { listRenditions, type RenditionRow } from '../db/queries/renditions';
+import type { DownloadLinks } from './download-links';
+import type { Disposition } from './disposition';
+import { serveObject, type Servable } from './serve';
+import { dependency, problem } from '../errors';
+import type { ObjectStore } from '../storage/store';
+import type { AppEnv } from '../http/env';
+import { header } from '../http/headers';
+import { jsonBody } from '../http/json-body';
+import { COMMON_V1_PROBLEMS, problems, route, router, jsonRequestBody } from '../http/openapi';
+import { absoluteUrl } from '../http/public-url';
+import { CreateDownloadUrl, DispositionQuery, DownloadUrl } from './schemas';
+import { Uuid } from '../http/schemas';
+import { callingToken, requires } from '../http/scopes';
+import { formatParent, parentOf } from '../tokens/parent';
+import { actAsSigner } from '../http/signed-urls';
 
 const DEFAULT_URL_SECONDS = 900;
 

@@ -6,16 +6,16 @@
 // are not stored (the key stays usable). Without the header the route works as usual.
 import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import type { Pool } from '../../db/pool';
-import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../../db/queries/route-keys';
-import { dependency, problem, Problem } from '../../errors';
-import type { SecretBox } from '../../secret-box';
-import { OPERATOR_TENANT_ID } from '../../tenants';
-import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
-import type { AppEnv } from '../../http/env';
-import { headerValues } from '../../http/headers';
-import { bodyText } from '../../http/json-body';
-import { REPLAY_HEADERS } from '../../http/replay-headers';
+import type { Pool } from '../db/pool';
+import { claimRouteKey, completeRouteKey, releaseRouteKey } from '../db/queries/route-keys';
+import { dependency, problem, Problem } from '../errors';
+import type { SecretBox } from '../secret-box';
+import { OPERATOR_TENANT_ID } from '../tenants';
+import { parseIdempotencyKey } from './parse/idempotency-key';
+import type { AppEnv } from './env';
+import { headerValues } from './headers';
+import { bodyText } from './json-body';
+import { REPLAY_HEADERS } from './replay-headers';
 
 /**
  * Answers not stored under the key: bad input (400, 413), which changed nothing, and answers

@@ -1,167 +1,33 @@
-// Images on request. /v1/image-presets: a tenant's named specs, each name's versions
-// immutable (a new spec is a new version). GET /v1/uploads/{id}/images/{spec}: a variant of
+// Image variants on request. GET /v1/uploads/{id}/images/{spec}: a variant of
 // an image upload, by preset name or by option string (`w_400,h_300,fit_cover,f_webp`),
 // rendered once per (upload, canonical spec) and then streamed from the store. Option
 // strings are served to the API key only when the tenant allows them (`imageSpecs: any`).
 import { createHash } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Pool } from '../../db/pool';
-import { declareImagePreset, findImageSource, latestImagePreset, pageImagePresets, type ImagePresetRow } from '../../db/queries/images';
-import { findUploadById, type UploadRow } from '../../db/queries/uploads';
-import { serveObject, type Servable } from '../../downloads/serve';
-import { dependency, problem } from '../../errors';
-import { header } from '../../http/headers';
-import { jsonBody } from '../../http/json-body';
-import {
-  COMMON_V1_PROBLEMS,
-  IDEMPOTENT_PROBLEMS,
-  createdResponse,
-  idempotentJsonRequest,
-  jsonRequestBody,
-  problems,
-  route,
-  router,
-} from '../../http/openapi';
-import { NextCursor, PageQuery, Uuid } from '../../http/schemas';
-import { callingToken, requires } from '../../http/scopes';
-import {
-  boxCost,
-  canonicalSpec,
-  isOptionString,
-  MAX_SPEC_LENGTH,
-  parseSpec,
-  SpecError,
-  specText,
-  type CanonicalSpec,
-  type ParsedSpec,
-} from '../../images/spec';
-import type { ImageVariants, StoredVariant } from '../../images/variants';
-import { NAME } from '../../pipelines/catalogue';
-import { mediaKind } from '../../pipelines/steps';
-import type { ObjectStore } from '../../storage/store';
-import type { SecretBox } from '../../secret-box';
-import type { AppEnv } from '../../http/env';
+import type { Pool } from '../db/pool';
+import { findImageSource, latestImagePreset } from '../db/queries/images';
+import { findUploadById, type UploadRow } from '../db/queries/uploads';
+import { serveObject, type Servable } from '../downloads/serve';
+import { dependency, problem } from '../errors';
+import { header } from '../http/headers';
+import { jsonBody } from '../http/json-body';
+import { COMMON_V1_PROBLEMS, jsonRequestBody, problems, route, router } from '../http/openapi';
+import { Uuid } from '../http/schemas';
+import { callingToken, requires } from '../http/scopes';
+import { boxCost, canonicalSpec, isOptionString, MAX_SPEC_LENGTH, parseSpec, specText, type CanonicalSpec, type ParsedSpec } from './spec';
+import type { ImageVariants, StoredVariant } from './variants';
+import { NAME } from '../pipelines/catalogue';
+import { mediaKind } from '../pipelines/steps';
+import type { ObjectStore } from '../storage/store';
+import type { SecretBox } from '../secret-box';
+import type { AppEnv } from '../http/env';
 import type { Context } from 'hono';
-import { absoluteUrl } from '../../http/public-url';
-import { checkImageUrl, signImageUrl } from '../../images/image-links';
-import { formatParent, parentOf } from '../../tokens/parent';
-import { actAsSigner } from '../signed-urls';
-import { idempotentRoute, type IdempotentRouteOptions } from '../middleware/idempotent-route';
-import { encodeNameCursor, pageOf, parseNamePageQuery } from '../parse/list-query';
-import { withinQuota } from '../quota';
-import { contentRequest, contentResponses, servable, serveRequest, tenantUpload, UNSERVABLE_PROBLEMS } from './downloads';
-
-const PresetName = z
-  .string()
-  .regex(NAME, 'lower-case letters, digits, "-" and "_", at most 63, starting with a letter or digit')
-  .openapi({ example: 'thumb' });
-
-/** A new preset's name: `{spec}` would read one that begins like an option as options, so no request could name it. */
-const NewPresetName = PresetName.refine(
-  (name) => !isOptionString(name),
-  'a preset name may not begin like an option (w_, h_, fit_, c_, f_, q_, dpr_, width_, ...)',
-);
-
-const SPEC_DESCRIPTION =
-  'Options joined by commas: `w_` and `h_` (pixels, at most 8192), `fit_` (`inside` default, `cover`, `contain`, `fill`, `outside`), ' +
-  '`f_` (`webp`, `avif`, `jpeg`, `png`, `auto` from Accept; absent: the source format), `q_` (1-100), `dpr_` (1, 1.5, 2, 3, 4: multiplies ' +
-  'w and h). Aliases (`width_`, `c_fill`, `f_jpg`, ...) and any order are accepted and normalised into one canonical spec.';
-
-export const ImagePreset = z
-  .object({
-    name: z.string(),
-    version: z.number().int(),
-    spec: z.string().openapi({ description: 'The spec as stored: canonical order, `dpr` folded in, `f_auto` kept.' }),
-    createdAt: z.string(),
-  })
-  .openapi('ImagePreset');
-
-const DeclareImagePreset = z
-  .object({
-    name: NewPresetName,
-    spec: z.string().min(1).max(MAX_SPEC_LENGTH).openapi({ example: 'w_400,h_300,fit_cover,f_auto', description: SPEC_DESCRIPTION }),
-  })
-  .strict()
-  .openapi('DeclareImagePreset');
-
-function presetView(p: ImagePresetRow) {
-  return { name: p.name, version: p.version, spec: p.spec, createdAt: p.createdAt.toISOString() };
-}
-
-const declarePresetRoute = createRoute({
-  method: 'post',
-  path: '/',
-  tags: ['images'],
-  summary: 'Declare an image preset, or a new version of one (the same spec as the latest version answers that version, 200)',
-  security: requires('pipelines:manage'),
-  request: idempotentJsonRequest(DeclareImagePreset, { name: 'thumb', spec: 'w_400,h_300,fit_cover,f_auto' }),
-  responses: {
-    201: createdResponse('Created: the new version.', ImagePreset, { location: true }),
-    200: { description: 'The spec equals the latest version: that version.', content: { 'application/json': { schema: ImagePreset } } },
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'body_invalid', 'quota_exceeded'),
-  },
-});
-
-const listPresetsRoute = createRoute({
-  method: 'get',
-  path: '/',
-  tags: ['images'],
-  summary: "The tenant's image presets in name order, each at its latest version",
-  security: requires('pipelines:manage'),
-  request: { query: PageQuery },
-  responses: {
-    200: {
-      description: 'Presets',
-      content: {
-        'application/json': { schema: z.object({ data: z.array(ImagePreset), nextCursor: NextCursor }).openapi('ImagePresetList') },
-      },
-    },
-    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
-  },
-});
-
-const getPresetRoute = createRoute({
-  method: 'get',
-  path: '/{name}',
-  tags: ['images'],
-  summary: 'An image preset at its latest version: what its name renders',
-  security: requires('pipelines:manage'),
-  request: { params: z.object({ name: PresetName }) },
-  responses: {
-    200: { description: 'The latest version', content: { 'application/json': { schema: ImagePreset } } },
-    ...problems(...COMMON_V1_PROBLEMS, 'not_found'),
-  },
-});
-
-export function imagePresetRoutes(deps: { idempotency: IdempotentRouteOptions; limits: { presets: number; versions: number } }) {
-  const app = router();
-  const pool: Pool = deps.idempotency.pool;
-
-  route(app, declarePresetRoute, idempotentRoute(deps.idempotency), async function declareTenantImagePreset(c) {
-    const body = await jsonBody(c, DeclareImagePreset);
-    const spec = specText(parsed(body.spec, 'body_invalid'));
-    const { row, created } = await withinQuota(() => declareImagePreset(pool, c.get('tenantId'), { name: body.name, spec }, deps.limits));
-    return created ? c.json(presetView(row), 201, { location: `/v1/image-presets/${row.name}` }) : c.json(presetView(row), 200);
-  });
-
-  route(app, listPresetsRoute, async function listTenantImagePresets(c) {
-    const { after, limit } = parseNamePageQuery(c.req.query(), NAME);
-    const rows = await dependency('database_unavailable', () => pageImagePresets(pool, c.get('tenantId'), { after, limit: limit + 1 }));
-    const page = pageOf(rows, limit, (last) => encodeNameCursor(last.name));
-    return c.json({ data: page.items.map(presetView), nextCursor: page.nextCursor }, 200);
-  });
-
-  route(app, getPresetRoute, async function getTenantImagePreset(c) {
-    const name = c.req.param('name')!;
-    const found = NAME.test(name)
-      ? await dependency('database_unavailable', () => latestImagePreset(pool, c.get('tenantId'), name))
-      : undefined;
-    if (!found) throw problem('not_found', 'No such image preset.');
-    return c.json(presetView(found), 200);
-  });
-
-  return app;
-}
+import { absoluteUrl } from '../http/public-url';
+import { checkImageUrl, signImageUrl } from './image-links';
+import { formatParent, parentOf } from '../tokens/parent';
+import { actAsSigner } from '../http/signed-urls';
+import { parsedSpec, SPEC_DESCRIPTION } from './preset-routes';
+import { contentRequest, contentResponses, servable, serveRequest, tenantUpload, UNSERVABLE_PROBLEMS } from '../downloads/routes';
 
 /** What serving a variant may answer besides the upload's own state (signed or not). */
 const RENDER_PROBLEMS = [
@@ -352,7 +218,7 @@ async function resolveSpec(
   asked: string,
   code: 'body_invalid' | 'image_spec_invalid' = 'image_spec_invalid',
 ): Promise<ParsedSpec> {
-  if (isOptionString(asked)) return parsed(asked, code);
+  if (isOptionString(asked)) return parsedSpec(asked, code);
   const preset = NAME.test(asked) ? await dependency('database_unavailable', () => latestImagePreset(pool, tenantId, asked)) : undefined;
   if (!preset) throw problem('not_found', `No image preset named ${asked}.`);
   return parseSpec(preset.spec);
@@ -395,15 +261,6 @@ function imageUpload<T extends UploadRow>(upload: T): T {
       `The upload is ${upload.content_type}; variants are made of JPEG, PNG, WebP, GIF, AVIF and TIFF pictures.`,
     );
   return upload;
-}
-
-function parsed(spec: string, code: 'body_invalid' | 'image_spec_invalid'): ParsedSpec {
-  try {
-    return parseSpec(spec);
-  } catch (err) {
-    if (err instanceof SpecError) throw problem(code, `The image spec is not valid: ${err.message}.`);
-    throw err;
-  }
 }
 
 /** A variant is written once per (upload, canonical spec): the upload's SHA-256 and the spec identify its bytes. */

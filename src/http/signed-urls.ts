@@ -3,8 +3,8 @@
 import type { Context } from 'hono';
 import type { Pool } from '../db/pool';
 import { problem } from '../errors';
-import type { AppEnv } from '../http/env';
-import { actAsParent, parentAccess } from '../http/scopes';
+import type { AppEnv } from './env';
+import { actAsParent, parentAccess } from './scopes';
 import { currentPrincipal, parseParent } from '../tokens/parent';
 
 /** What the key behind a signed URL must hold now: what it needed to sign it. */
