@@ -133,7 +133,9 @@ async function removeUnusedRunKeys(pool: Pool): Promise<number> {
 async function busyKeyPrefixes(pool: Pool): Promise<Set<string>> {
   const prefixes = new Set<string>();
   for (const c of await openClaims(pool)) prefixes.add(keyStoragePrefix(c.tenant_id, c.key));
-  const running = Context.current().client.workflow.list({ query: `WorkflowType = '${workflowTypes.upload}' AND ExecutionStatus = 'Running'` });
+  const running = Context.current().client.workflow.list({
+    query: `WorkflowType = '${workflowTypes.upload}' AND ExecutionStatus = 'Running'`,
+  });
   for await (const wf of running) {
     // The search attributes name the key even when the workflow ID carries only its hash;
     // runs started without them are read from the ID (upload/{tenant}/{key}).

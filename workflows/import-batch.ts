@@ -23,6 +23,7 @@ import type { Activities } from '../activities';
 import { controlBatchUpdate, type ImportBatchInput } from '../src/temporal/definitions';
 import { inWindows, JOB_STEP_OPTIONS } from './windows';
 import { stepLabels } from '../src/temporal/step-labels';
+import { patches } from '../src/temporal/names';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // An item runs as long as its import: it heartbeats while it waits for the import's answer,
@@ -65,7 +66,7 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
     if (action === 'cancel') {
       cancelled = true;
       // Batches cancelled before this release let their items under way finish.
-      if (patched('import-batch-cancels-items-under-way')) underWay.cancel();
+      if (patched(patches.batchCancelsItemsUnderWay)) underWay.cancel();
     } else paused = action === 'pause';
     if (action !== 'cancel') await local.pauseImportBatch({ batchId: input.batchId, paused });
   });
@@ -89,8 +90,8 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
           // wait for the import's answer broken, before its heartbeat brought the cancel):
           // Temporal does not retry it. An import it created is cancelled (or its upload
           // recorded, if it was committing); an item that never started is skipped.
-          if (cancelled && failedOnCancel(err) && patched('import-batch-skips-items-failed-on-cancel')) {
-            if (patched('import-batch-cancels-failed-items-import')) await cancelling.cancelImportBatchItem({ batchId: input.batchId, n });
+          if (cancelled && failedOnCancel(err) && patched(patches.batchSkipsItemsFailedOnCancel)) {
+            if (patched(patches.batchCancelsFailedItemsImport)) await cancelling.cancelImportBatchItem({ batchId: input.batchId, n });
             return;
           }
           throw err;

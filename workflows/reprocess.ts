@@ -27,7 +27,7 @@ import type { ReprocessOutcome, StepResult } from '../src/pipelines/step-results
 import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
 import { inWindows, JOB_STEP_OPTIONS } from './windows';
-import { failureTypes, workflowIds } from '../src/temporal/names';
+import { failureTypes, patches, workflowIds } from '../src/temporal/names';
 import type { ReprocessJobInput } from '../src/temporal/definitions';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
@@ -115,7 +115,7 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
   const version = { uploadId: input.uploadId, pipeline: input.pipeline, version: input.version };
   const results: StepResult[] = [];
   // A cancelled job's step may still be writing: the discard below waits for it to stop.
-  const waitForCancel = patched('reprocess-step-waits-for-cancel');
+  const waitForCancel = patched(patches.reprocessStepWaitsForCancel);
   try {
     for (const [index, step] of plan.steps) {
       setCurrentDetails(`${input.pipeline} v${input.version}: step ${index + 1}, ${step.type}`);

@@ -21,7 +21,7 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { importErasureWorkflow } from './deletion';
-import { workflowIds } from '../src/temporal/names';
+import { patches, workflowIds } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { isImportRefusal, type ImportRefusal } from '../src/imports/failures';
 import { uploadWorkflowR3 } from './upload-r3';
@@ -133,7 +133,7 @@ async function fetchImported(
   const response = await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
   // The run's history holds the import's URL, headers and file name: sealed for good once it
   // has ended, by a run of its own (this one's keys seal its own completion).
-  if (patched('erase-canceled-import')) await startImportErasure(spec.uploadId);
+  if (patched(patches.eraseCanceledImport)) await startImportErasure(spec.uploadId);
   return response;
 }
 

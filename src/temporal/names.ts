@@ -78,6 +78,16 @@ export const patches = {
   refusedCopyDiscarded: 'refused-copy-discarded',
   /** A deletion announces upload.deleted in a run of its own and answers once erased, whatever the receivers do. */
   deletionAnnouncesApart: 'deletion-announces-apart',
+  /** An import canceled while its file was read has its payload keys destroyed once its run ends. */
+  eraseCanceledImport: 'erase-canceled-import',
+  /** A canceled batch cancels the item imports under way. */
+  batchCancelsItemsUnderWay: 'import-batch-cancels-items-under-way',
+  /** A canceled batch records items that failed because of the cancel as skipped. */
+  batchSkipsItemsFailedOnCancel: 'import-batch-skips-items-failed-on-cancel',
+  /** ...and cancels their imports. */
+  batchCancelsFailedItemsImport: 'import-batch-cancels-failed-items-import',
+  /** A re-processing child's steps wait for their activities' cancellation. */
+  reprocessStepWaitsForCancel: 'reprocess-step-waits-for-cancel',
 } as const;
 
 export const failureTypes = {
