@@ -109,12 +109,9 @@ export class Importer {
   }
 
   /** An import not yet committed, for GET /v1/uploads/{id}: its progress, or its failure with the answer it recorded. */
-  async view(tenantId: string, uploadId: string): Promise<ImportView | undefined> {
-    const { pool } = this.deps;
-    const row = await dependency('database_unavailable', () => findImport(pool, tenantId, uploadId));
-    if (!row) return undefined;
+  async view(row: ImportRow): Promise<ImportView> {
     if (row.state !== 'failed') return importView(row);
-    const answer = await dependency('database_unavailable', () => findKeyAnswer(pool, tenantId, row.idempotency_key));
+    const answer = await dependency('database_unavailable', () => findKeyAnswer(this.deps.pool, row.tenant_id, row.idempotency_key));
     const recorded =
       answer && !answer.expired && answer.response_status !== null && answer.fingerprint === row.fingerprint
         ? { status: answer.response_status, body: answer.response_body }

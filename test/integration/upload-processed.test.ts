@@ -1,6 +1,7 @@
 // The LISTEN side of `GET /v1/uploads/{id}?wait` against real PostgreSQL: a committed move
 // to 'processed' wakes exactly that upload's waiters, a rolled-back one wakes nobody, and a
-// listener whose connection is killed comes back and hears the next commit.
+// listener whose connection is killed comes back and hears the next commit. The ?wait loop
+// finds an upload or an import in flight through one lookup, and follows an import to its upload.
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { withTransaction, type Pool } from '../../src/db/pool';
 import { insertUploadIfAbsent } from '../../src/db/queries/uploads';
 import { pollingOnly, UploadProcessedListener } from '../../src/db/upload-processed';
 import { awaitProcessed } from '../../src/upload/await-processed';
+import { endImport, findUploadOrImport, insertImportOrGet, type UploadOrImport } from '../../src/db/queries/imports';
 import { createTenant } from '../../src/tenants';
 import { startTenantDatabase, type TenantDatabase } from '../helpers/stack';
 import { eventually } from '../helpers/inspect';
@@ -43,6 +45,9 @@ async function newUpload(): Promise<string> {
   });
   return id;
 }
+
+/** An upload's status, or an import's state. */
+const statusOf = (f: UploadOrImport | undefined) => (f?.kind === 'upload' ? f.row.status : f?.row.state);
 
 const markProcessed = (id: string) => pool.query(`UPDATE uploads SET status = 'processed', processed_at = now() WHERE id = $1`, [id]);
 
@@ -107,13 +112,13 @@ describe('awaitProcessed (the ?wait loop)', () => {
     const id = await newUpload();
     const waiting = awaitProcessed(deps(), tenantId, id, 30_000);
     await markProcessed(id);
-    expect((await waiting)?.status).toBe('processed');
+    expect(statusOf(await waiting)).toBe('processed');
   });
 
   it('returns the row as it is when the wait runs out, and nothing for an unknown or foreign id', async () => {
     const id = await newUpload();
-    expect((await awaitProcessed(deps(), tenantId, id, 300))?.status).toBe('committed');
-    expect((await awaitProcessed(deps(), tenantId, id, 0))?.status).toBe('committed');
+    expect(statusOf(await awaitProcessed(deps(), tenantId, id, 300))).toBe('committed');
+    expect(statusOf(await awaitProcessed(deps(), tenantId, id, 0))).toBe('committed');
     expect(await awaitProcessed(deps(), tenantId, randomUUID(), 300)).toBeUndefined();
     const other = (await createTenant(pool, 'other')).tenantId;
     expect(await awaitProcessed(deps(), other, id, 300)).toBeUndefined();
@@ -130,9 +135,55 @@ describe('awaitProcessed (the ?wait loop)', () => {
         10_000,
       );
       await markProcessed(id);
-      expect((await waiting)?.status).toBe('processed');
+      expect(statusOf(await waiting)).toBe('processed');
     } finally {
       await slowPoll.close();
     }
   }, 30_000);
+
+  it('finds an import in flight through the same lookup, waits on it, and follows its commit to the upload', async () => {
+    const id = randomUUID();
+    await insertImportOrGet(
+      pool,
+      { id, tenant_id: tenantId, idempotency_key: `k-${id}`, fingerprint: 'f', origin: 'https://files.example', token_id: null },
+      100,
+    );
+    expect(await findUploadOrImport(pool, tenantId, id)).toMatchObject({ kind: 'import', row: { id, state: 'importing' } });
+    expect(await findUploadOrImport(pool, (await createTenant(pool, 'other-import')).tenantId, id)).toBeUndefined();
+    // Still importing when the wait runs out: the import as it is.
+    expect(await awaitProcessed(deps(), tenantId, id, 300)).toMatchObject({ kind: 'import', row: { state: 'importing' } });
+    // Committed while a wait is on it (the commit deletes the import and inserts the upload in
+    // one transaction): the wait goes on with the upload and returns it once processed.
+    const waiting = awaitProcessed(deps(), tenantId, id, 30_000);
+    await withTransaction(pool, async (tx) => {
+      await endImport(tx, id, 'committed');
+      await insertUploadIfAbsent(tx, {
+        id,
+        tenant_id: tenantId,
+        idempotency_key: `k-${id}`,
+        workflow_id: `upload/${tenantId}/k-${id}`,
+        storage_key: `objects/${id}`,
+        sha256: '0'.repeat(64),
+        content_type: 'text/plain',
+        file_name: null,
+        bytes: 1,
+      });
+    });
+    expect(await findUploadOrImport(pool, tenantId, id)).toMatchObject({ kind: 'upload', row: { id, status: 'committed' } });
+    await markProcessed(id);
+    expect(statusOf(await waiting)).toBe('processed');
+  });
+
+  it('returns a failed import at once, whatever the wait', async () => {
+    const id = randomUUID();
+    await insertImportOrGet(
+      pool,
+      { id, tenant_id: tenantId, idempotency_key: `k-${id}`, fingerprint: 'f', origin: 'https://files.example', token_id: null },
+      100,
+    );
+    await endImport(pool, id, 'failed');
+    const started = Date.now();
+    expect(await awaitProcessed(deps(), tenantId, id, 30_000)).toMatchObject({ kind: 'import', row: { state: 'failed' } });
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
 });

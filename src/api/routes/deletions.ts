@@ -7,7 +7,7 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
-import { findImport, type ImportRow } from '../../db/queries/imports';
+import { findUploadOrImport, type UploadOrImport } from '../../db/queries/imports';
 import type { Importer } from '../../imports/importer';
 import type { DeletionResult } from '../../temporal/definitions';
 import { dependency, problem } from '../../errors';
@@ -32,14 +32,10 @@ export function deletionRoutes(deps: {
   const { pool, deletions, importer, config } = deps;
   const app = router();
 
-  /** The upload, or (none yet) the import that will make it: GET shows an import's progress under the same id. */
-  async function uploadOrImport(tenantId: string, id: string): Promise<UploadRow | ImportRow | undefined> {
-    const upload = await dependency('database_unavailable', () => findUpload(pool, tenantId, id));
-    if (upload) return upload;
-    const importing = await dependency('database_unavailable', () => findImport(pool, tenantId, id));
-    if (importing?.state === 'importing') return importing;
-    // Committed between the two reads (the import's row goes with the commit).
-    return importing ? undefined : dependency('database_unavailable', () => findUpload(pool, tenantId, id));
+  /** The upload, or (none yet) the import still reading the file that will make it; one lookup reads both. */
+  async function uploadOrImport(tenantId: string, id: string): Promise<UploadOrImport | undefined> {
+    const found = await dependency('database_unavailable', () => findUploadOrImport(pool, tenantId, id));
+    return found?.kind === 'import' && found.row.state !== 'importing' ? undefined : found;
   }
 
   route(app, batchDeleteRoute, idempotentRoute(deps.idempotency), async function deleteUploads(c) {
@@ -47,10 +43,11 @@ export function deletionRoutes(deps: {
     const tenantId = c.get('tenantId');
     const items = await Promise.all(
       ids.map(async (uploadId) => {
-        const upload = await uploadOrImport(tenantId, uploadId);
-        if (upload && isImport(upload))
-          return { uploadId, status: (await importer.cancel(upload)) === 'canceling' ? ('deleting' as const) : ('importing' as const) };
-        if (!upload) return { uploadId, status: 'not_found' as const };
+        const found = await uploadOrImport(tenantId, uploadId);
+        if (found?.kind === 'import')
+          return { uploadId, status: (await importer.cancel(found.row)) === 'canceling' ? ('deleting' as const) : ('importing' as const) };
+        if (!found) return { uploadId, status: 'not_found' as const };
+        const upload = found.row;
         if (upload.erased_at) return { uploadId, status: 'deleted' as const };
         await deletions.start(tenantId, uploadId, upload.idempotency_key, 'request');
         return { uploadId, status: 'deleting' as const };
@@ -63,10 +60,10 @@ export function deletionRoutes(deps: {
     const tenantId = c.get('tenantId');
     const id = c.req.param('id')!;
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
-    const upload = Uuid.safeParse(id).success ? await uploadOrImport(tenantId, id) : undefined;
-    if (upload && isImport(upload)) {
+    const found = Uuid.safeParse(id).success ? await uploadOrImport(tenantId, id) : undefined;
+    if (found?.kind === 'import') {
       // Still being read: the read stops and nothing is kept (GET shows it failed with import_canceled).
-      if ((await importer.cancel(upload)) === 'canceling')
+      if ((await importer.cancel(found.row)) === 'canceling')
         return c.json({ uploadId: id, status: 'deleting' as const, deletedAt: null, erasedAt: null }, 202, {
           location: `/v1/uploads/${id}`,
           'retry-after': '1',
@@ -74,7 +71,8 @@ export function deletionRoutes(deps: {
       // Read already, committing: not stored under the key (409), so the same DELETE works once it has.
       throw problem('import_in_progress', 'The upload is being committed: delete it again in a moment.');
     }
-    if (!upload) throw problem('not_found', 'No such upload.');
+    if (!found) throw problem('not_found', 'No such upload.');
+    const upload = found.row;
     if (upload.erased_at) return c.json(deletionView(upload), 200);
     const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
     const result = await deletions.result(run, waitMs);
@@ -87,8 +85,6 @@ export function deletionRoutes(deps: {
 
   return app;
 }
-
-const isImport = (row: UploadRow | ImportRow): row is ImportRow => 'bytes_fetched' in row;
 
 function deletionView(u: UploadRow) {
   return {

@@ -8,7 +8,7 @@ import { listUploads, type UploadRow } from '../../db/queries/uploads';
 import { listRenditions, renditionSummary } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
-import { awaitImport, awaitProcessed } from '../../upload/await-processed';
+import { awaitProcessed } from '../../upload/await-processed';
 import type { Importer } from '../../imports/importer';
 import { ImportProgress } from '../../arrivals/import/protocol';
 import { parseWaitQuery } from '../../http/parse/request-headers';
@@ -38,19 +38,12 @@ export function uploadRoutes(deps: { pool: Pool; config: Config; processed: Proc
     const id = c.req.param('id')!;
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
-    const deadline = Date.now() + waitMs;
-    let row = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
-    if (!row) {
-      // An import not yet committed shows its progress (or its failure) until its upload row exists.
-      const importing = await awaitImport(deps.importer, { pool, signal }, c.get('tenantId'), id, deadline);
-      if (importing.view) {
-        if (callingToken(c) && importing.view.tokenId !== callingToken(c)!.id) throw problem('not_found', 'No such upload.');
-        return c.json(importing.view, 200, { 'cache-control': 'no-store' });
-      }
-      row = importing.row;
-    }
-    // An upload token sees only the uploads it made.
-    if (!row || (callingToken(c) && row.token_id !== callingToken(c)!.id)) throw problem('not_found', 'No such upload.');
+    const found = await awaitProcessed({ pool, signal }, c.get('tenantId'), id, waitMs);
+    // An upload token sees only the uploads (and imports) it made.
+    if (!found || (callingToken(c) && found.row.token_id !== callingToken(c)!.id)) throw problem('not_found', 'No such upload.');
+    // An import not yet committed shows its progress (or its failure) until its upload row exists.
+    if (found.kind === 'import') return c.json(await deps.importer.view(found.row), 200, { 'cache-control': 'no-store' });
+    const row = found.row;
     const view = uploadView(row);
     const [renditions, deliveries, steps] = await dependency('database_unavailable', () =>
       Promise.all([

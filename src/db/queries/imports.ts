@@ -1,7 +1,8 @@
 // Imports not yet committed (POST /v1/imports): created by the API under the tenant's quota,
 // advanced by the import's fetch, ended by the records transaction.
-import type { Pool, Queryable } from '../pool';
+import { statement, type Pool, type Queryable } from '../pool';
 import { insertWithinQuota } from './quotas';
+import type { UploadRow } from './uploads';
 
 export interface ImportRow {
   id: string;
@@ -53,6 +54,35 @@ export async function findImportByKey(db: Queryable, tenantId: string, key: stri
 
 export async function findImport(db: Queryable, tenantId: string, id: string): Promise<ImportRow | undefined> {
   return (await db.query<ImportRow>(`SELECT ${COLUMNS} FROM imports WHERE id = $1 AND tenant_id = $2`, [id, tenantId])).rows[0];
+}
+
+/** What an upload id names: a stored upload, or an import that will make it (still reading, or failed). */
+export type UploadOrImport = { kind: 'upload'; row: UploadRow } | { kind: 'import'; row: ImportRow };
+
+const IMPORT_FIELDS = COLUMNS.split(', ');
+
+/**
+ * The upload or the import under an id, in one statement: one snapshot, so an import that
+ * commits meanwhile is seen either still importing or as its upload (the commit inserts the
+ * one row and deletes the other in one transaction), never as neither.
+ */
+export async function findUploadOrImport(db: Queryable, tenantId: string, id: string): Promise<UploadOrImport | undefined> {
+  const res = await db.query<Record<string, unknown>>(
+    statement(
+      'find_upload_or_import',
+      `SELECT u.*, ${IMPORT_FIELDS.map((c) => `i.${c} AS import_${c}`).join(', ')}
+         FROM (SELECT 1) one
+         LEFT JOIN uploads u ON u.tenant_id = $1 AND u.id = $2
+         LEFT JOIN imports i ON i.tenant_id = $1 AND i.id = $2`,
+      [tenantId, id],
+    ),
+  );
+  const row = res.rows[0]!;
+  const imported = Object.fromEntries(IMPORT_FIELDS.map((c) => [c, row[`import_${c}`]]));
+  for (const c of IMPORT_FIELDS) delete row[`import_${c}`];
+  if (row.id !== null) return { kind: 'upload', row: row as unknown as UploadRow };
+  if (imported.id !== null) return { kind: 'import', row: imported as unknown as ImportRow };
+  return undefined;
 }
 
 /** How far the fetch got; never moves an ended import. */
