@@ -104,7 +104,15 @@ export default tseslint.config(
               message: 'Workflow code is deterministic: side effects live in activities/.',
             },
             {
-              group: ['**/src/db/**', '**/src/storage/**', '**/src/api/**', '**/src/devstack/**', '**/src/runtime', '**/src/config'],
+              group: [
+                '**/src/db/**',
+                '**/src/storage/**',
+                '**/src/api/**',
+                '**/src/devstack/**',
+                '**/src/runtime',
+                '**/src/config',
+                '**/src/config/**',
+              ],
               message: 'Workflows may import only pure modules (names, types, pure helpers).',
             },
           ],

@@ -36,7 +36,7 @@ const FLOORS = [
   [4, 'the upload path and its services', /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials)\.ts$/],
   [3, 'Temporal and telemetry', /^src\/(telemetry|temporal)\//],
   [2, 'database and object stores', /^src\/(db|storage)\//],
-  [1, 'base', /^src\/[^/]+\.ts$/],
+  [1, 'base', /^src\/[^/]+\.ts$|^src\/config\//],
 ];
 
 /**
