@@ -2,7 +2,7 @@
 // so production roles run on plain node: no TypeScript loader thread, less memory.
 // Dependencies stay external (node_modules). The workflow bundle is built here too
 // (dist/workflow-bundle.js): a worker started from dist/ loads it instead of running
-// webpack and swc at every start (start-up peak RSS and time: bench/README.md).
+// webpack and swc at every start (start-up peak RSS and time: bench/HISTORY.md).
 import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';

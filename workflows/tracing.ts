@@ -27,7 +27,7 @@ import { carriesSampledTrace } from '../src/temporal/trace-header';
 /**
  * OpenTelemetry's modules, evaluated in a run's sandbox only once one of its calls carries a
  * sampled trace: each run evaluates its own, and for an untraced run they were a fifth of the
- * workflow thread's time (bench/README.md, #42).
+ * workflow thread's time (bench/HISTORY.md, #42).
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const loadOtel = (): typeof OtelWorkflow => require('@temporalio/interceptors-opentelemetry/lib/workflow');

@@ -40,7 +40,7 @@ export const temporalSettings = {
    * `maxConcurrentLocalActivityExecutions`, `maxCachedWorkflows`, `workflowTaskPollerBehavior`
    * (`{"type":"autoscaling","maximum":20}` or `{"type":"simple-maximum","maximum":10}`),
    * `nonStickyToStickyPollRatio`, `reuseV8Context`, `workflowThreadPoolSize`. Any other key is
-   * refused at start. What each measured: bench/README.md.
+   * refused at start. What each measured: bench/HISTORY.md.
    * @default unset: the SDK's defaults
    */
   WORKER_TUNING: optionalString.transform((v, ctx) => {
@@ -63,7 +63,7 @@ export const temporalSettings = {
   /**
    * Worker role: `true` bounds every call into the workflow sandbox by the Temporal SDK's own
    * watchdog (5 s; node makes a thread for each call, ~130 µs of CPU, a few dozen calls per upload:
-   * 30 % of the worker's CPU per upload, bench/README.md). Off, calls run unbounded and the process
+   * 30 % of the worker's CPU per upload, bench/HISTORY.md). Off, calls run unbounded and the process
    * watches them from its main thread instead (`src/temporal/workflow-thread.ts`).
    */
   WORKFLOW_SANDBOX_WATCHDOG: bool.default(false),

@@ -1,5 +1,5 @@
 // Worker tuning an operator may need on another machine size (Temporal's WorkerOptions of the
-// same names); bench/README.md has what each measured here. Unset: the SDK's defaults.
+// same names); bench/HISTORY.md has what each measured here. Unset: the SDK's defaults.
 import { z } from 'zod';
 
 const pollerBehavior = z.discriminatedUnion('type', [

@@ -34,7 +34,7 @@ export async function startPglite(dir: string, port: number): Promise<EmbeddedPo
   mkdirSync(dir, { recursive: true });
   // Postgres's default 128 MB of shared buffers grows PGlite's WebAssembly memory from its
   // 128 MiB floor to 189 MiB, all of it kept for the process's life; an embedded database
-  // is small, and 16 MB of buffers keeps it at the floor (bench/README.md, embedded memory).
+  // is small, and 16 MB of buffers keeps it at the floor (bench/HISTORY.md, embedded memory).
   // PGlite compiles its 9 MB WebAssembly module with nothing else open: every process that
   // opens it (a role's start, a CLI command) holds the loop across it.
   const db = await holdingEventLoop(() => PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'] }));

@@ -66,7 +66,7 @@ export async function serveObject(store: ObjectStore, obj: Servable, req: ServeR
  * The stream, counted into the GC pacer as it flows: a download is the same churn of
  * short-lived buffers as an upload, and without it their memory waits for V8's own
  * schedule (1 GiB download peak over start-up RSS: ~+120 MiB without, ~+15-20 with it and
- * bin/oncely-node's flags; bench/README.md).
+ * bin/oncely-node's flags; bench/HISTORY.md).
  */
 function paced(body: Readable): Readable {
   const counted = new Transform({

@@ -12,7 +12,7 @@ import { builtinPipeline, stepApplies, type DefaultPresets } from '../pipelines/
 import { reportMemory } from '../metrics';
 
 // libvips caches recent operations (up to 50 MB) for reuse on the same input; every upload
-// is a new input, so the cache only held memory (bench/README.md, embedded memory).
+// is a new input, so the cache only held memory (bench/HISTORY.md, embedded memory).
 sharp.cache(false);
 reportMemory('libvips_cache', () => sharp.cache().memory.current * 1024 * 1024);
 

@@ -23,4 +23,4 @@ export function noteStreamedBytes(n: number): void {
 }
 
 // Appends (tus, the draft) get only these young collections: a full one every 32 MiB
-// acknowledged cost more CPU than the memory it saved (bench/README.md, session 12).
+// acknowledged cost more CPU than the memory it saved (bench/HISTORY.md, session 12).

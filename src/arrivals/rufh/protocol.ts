@@ -35,7 +35,7 @@ const VERSIONS: readonly InteropVersion[] = [
   { version: 8, completeness: 'upload-complete', partialUploadType: true, limit: { ageKey: 'max-age' } },
 ];
 
-/** The interop versions served, oldest first (README and OPTIONS publish them). */
+/** The interop versions served, oldest first (docs/doors/resumable.md and OPTIONS publish them). */
 export const INTEROP_VERSIONS = VERSIONS.map((v) => v.version);
 const NEWEST = VERSIONS[VERSIONS.length - 1]!;
 
