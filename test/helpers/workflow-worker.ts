@@ -34,3 +34,20 @@ export function useWorkflowWorker(name: string, activities: object): WorkflowWor
   });
   return handle;
 }
+
+/** Activities that record what they were asked (by name) and answer what the test says. */
+export function recorder() {
+  const calls: { name: string; args: any[] }[] = [];
+  return {
+    calls,
+    /** The calls of one activity, in order. */
+    called: (name: string) => calls.filter((c) => c.name === name),
+    /** An activity named `name` that records its arguments and answers `fn(...args)`. */
+    record:
+      (name: string, fn: (...args: any[]) => unknown = () => undefined) =>
+      async (...args: any[]) => {
+        calls.push({ name, args });
+        return fn(...args);
+      },
+  };
+}

@@ -59,6 +59,7 @@ describe.each(['s3', 'local'] as const)('after the upload, on the %s store', (ki
     const other = await ctx.stack.createTenant('lister');
     const { pool } = ctx.stack.runtime;
     // Seeded rows (the list reads rows only): batches of 100 share one created_at, so the id breaks ties.
+    const seededAt = Date.now();
     for (let batch = 0; batch < 10; batch++) {
       await pool.query(
         `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, created_at)
@@ -121,10 +122,16 @@ describe.each(['s3', 'local'] as const)('after the upload, on the %s store', (ki
     const old = (await get(lister, `/v1/uploads?createdBefore=${before}&limit=100`)).json();
     expect(old.items.length).toBe(100);
     expect(old.items.every((u: { createdAt: string }) => u.createdAt < before)).toBe(true);
+    // The seeded rows stay committed (no run processes them), whatever the added uploads' runs have done by now.
     const recent = (
-      await get(lister, `/v1/uploads?createdAfter=${new Date(Date.now() - 60_000).toISOString()}&status=committed&limit=5`)
+      await get(lister, `/v1/uploads?createdAfter=${new Date(seededAt - 60_000).toISOString()}&status=committed&limit=5`)
     ).json();
     expect(recent.items.length).toBe(5);
+    expect(
+      recent.items.every(
+        (u: { status: string; createdAt: string }) => u.status === 'committed' && Date.parse(u.createdAt) > seededAt - 60_000,
+      ),
+    ).toBe(true);
     // Another tenant's list holds none of these.
     const mine = (await get(ctx, '/v1/uploads?limit=100')).json();
     expect(mine.items.filter((u: { uploadId: string }) => seeded.has(u.uploadId))).toEqual([]);

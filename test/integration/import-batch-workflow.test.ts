@@ -10,16 +10,9 @@ import { expect, it } from 'vitest';
 import { controlBatchUpdate } from '../../src/temporal/definitions';
 import { importBatchWorkflow } from '../../workflows/import-batch';
 import { eventually } from '../helpers/inspect';
-import { useWorkflowWorker } from '../helpers/workflow-worker';
+import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 
-const calls: { name: string; args: unknown[] }[] = [];
-const called = (name: string) => calls.filter((c) => c.name === name);
-const record =
-  (name: string, fn: (...args: any[]) => unknown = () => undefined) =>
-  async (...args: unknown[]) => {
-    calls.push({ name, args });
-    return fn(...args);
-  };
+const { calls, called, record } = recorder();
 
 /** Lets an item's attempt fail once the test has sent the cancel. */
 let cancelSent: () => void = () => {};

@@ -3,14 +3,14 @@
 // activities in place of the store and the database. Abandoned, adopted, rejected, key reuse,
 // revision 3's frozen path, and an import's run (it reads its own copy).
 import { randomUUID } from 'node:crypto';
-import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import type { StagedCopy, StoredResponse } from '../../src/upload/types';
 import { failureTypes } from '../../src/temporal/names';
 import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../src/temporal/definitions';
 import { uploadWorkflow } from '../../workflows/upload';
-import { useWorkflowWorker } from '../helpers/workflow-worker';
+import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 import type { ImportFetch } from '../../activities/import-activities';
 
 const FINGERPRINT = 'f'.repeat(64);
@@ -20,22 +20,14 @@ const answer = (uploadId: string, status = 201): StoredResponse => ({
   uploadId,
 });
 
-/** What the recording activities were asked, by name. */
-const calls: { name: string; args: unknown[] }[] = [];
-const called = (name: string) => calls.filter((c) => c.name === name);
+const { calls, called, record } = recorder();
 /** Per-test behaviour of the activities. */
 let behaviour: {
   committed?: StoredResponse | null;
-  commit?: (records: { rejection?: unknown; uploadId: string }) => StoredResponse;
+  commit?: (records: { rejection?: unknown; uploadId: string }) => StoredResponse | Promise<StoredResponse>;
   fetch?: (job: ImportFetch) => unknown;
 } = {};
 
-const record =
-  (name: string, fn: (...args: any[]) => unknown = () => undefined) =>
-  async (...args: unknown[]) => {
-    calls.push({ name, args });
-    return fn(...args);
-  };
 const activities = {
   findCommittedAnswer: record('findCommittedAnswer', () => behaviour.committed ?? null),
   commitUpload: record('commitUpload', (records) => (behaviour.commit ?? ((r) => answer(r.uploadId)))(records)),
@@ -102,13 +94,16 @@ async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
 
 describe('the upload workflow', () => {
   it('commits the first offered copy in one step and answers every offer with the committed answer', async () => {
-    behaviour = {};
+    // The commit waits until both offers are taken in, so the second meets a run still open.
+    let bothTaken!: () => void;
+    const taken = new Promise<void>((r) => (bothTaken = r));
+    behaviour = { commit: async (r) => (await taken, answer(r.uploadId)) };
     const handle = await start(input());
-    const first = copy();
-    const [a, b] = await Promise.all([
-      handle.executeUpdate(offerCopyForAnswerUpdate, { args: [first] }),
-      handle.executeUpdate(offerCopyForAnswerUpdate, { args: [copy()] }),
-    ]);
+    const offers = await Promise.all(
+      [copy(), copy()].map((c) => handle.startUpdate(offerCopyForAnswerUpdate, { args: [c], waitForStage: WorkflowUpdateStage.ACCEPTED })),
+    );
+    bothTaken();
+    const [a, b] = await Promise.all([offers[0]!.result(), offers[1]!.result()]);
     const result = await handle.result();
     expect([a.offer, b.offer].sort()).toEqual(['accepted', 'not_needed']);
     expect(a.response).toEqual(result);
