@@ -14,8 +14,8 @@ const WORKFLOW_CODE = {
   message: 'src/ never imports workflow code: take the contract from src/temporal/definitions.ts and names.ts.',
 };
 
-/** A rule that `files` import none of `above` (the layers that depend on them), nor workflow code. */
-const layer = (files, above, name) => ({
+/** A rule that `files` import none of `above` (the layers that depend on them), nor workflow code; `extra`: a pattern more. */
+const layer = (files, above, name, extra) => ({
   files,
   rules: {
     'no-restricted-imports': [
@@ -23,6 +23,7 @@ const layer = (files, above, name) => ({
       {
         patterns: [
           WORKFLOW_CODE,
+          ...(extra ? [extra] : []),
           ...(above.length
             ? [
                 {
@@ -67,7 +68,12 @@ export default tseslint.config(
   layer(['src/lifecycle/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS, ...HTTP], 'lifecycle'),
   // A wing holds its routes beside its service code: it uses the HTTP kit, never the API
   // that mounts it nor another door.
-  layer(['src/downloads/**/*.ts', 'src/images/**/*.ts', 'src/imports/**/*.ts'], [...API, ...ARRIVALS, ...SESSIONS], 'A wing'),
+  // A door that lives in a wing uses what doors share (the intake, what a door is, the Uppy
+  // endpoint credential); never the list of doors, nor another door's own code.
+  layer(['src/downloads/**/*.ts', 'src/images/**/*.ts', 'src/imports/**/*.ts'], [...API, ...SESSIONS], 'A wing', {
+    regex: '(^|/)arrivals(/(?!(intake|door|uppy/endpoint)$).*)?$',
+    message: 'A wing uses only what doors share: arrivals/intake, arrivals/door, arrivals/uppy/endpoint.',
+  }),
   layer(
     ['src/db/**/*.ts', 'src/storage/**/*.ts'],
     [...API, ...ARRIVALS, ...SESSIONS, ...HTTP, '**/upload/receive', '**/runtime'],

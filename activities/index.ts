@@ -7,7 +7,7 @@ import { createHousekeepingActivities, type HousekeepingDeps } from './housekeep
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
 import { createReprocessActivities } from './reprocess-activities';
-import { createImportActivities, type ImportActivityDeps } from './import-activities';
+import { createImportActivities, type ImportActivityDeps } from './imports/import-activities';
 import { createImageActivities, type ImageActivityDeps } from './image-activities';
 import { createTenantDeletionActivities } from './tenant-deletion-activities';
 

@@ -45,7 +45,8 @@ const FLOORS = [
  * `patched()`. The patches they already carry are listed; any other fails.
  */
 const FROZEN = {
-  'workflows/upload.ts': ['patches.eraseCanceledImport'],
+  'workflows/upload.ts': [],
+  'workflows/imports/import-run.ts': ['patches.eraseCanceledImport'],
   'workflows/upload-offers.ts': ['patches.refusedCopyDiscarded'],
   'workflows/upload-r3.ts': [],
   'workflows/downstream-v1.ts': [],

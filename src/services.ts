@@ -17,7 +17,7 @@ import { TUS_ROUTE } from './arrivals/tus/protocol';
 import { RUFH_ROUTE } from './arrivals/rufh/protocol';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
 import { Importer } from './imports/importer';
-import { ImportBatches } from './imports/batches';
+import { ImportBatches } from './imports/batches/service';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
@@ -31,6 +31,8 @@ import { Admission } from './upload/admission';
 import { TenantCalls } from './downstream/tenant-calls';
 import { WebhookHttp } from './downstream/webhook-http';
 import { InFlightUploads } from './upload/in-flight';
+import { uploadRunningCheck } from './upload/upload-running';
+import type { IdempotentRouteOptions } from './http/idempotent-route';
 import { Intake } from './arrivals/intake';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
 import type { UploadWorkflowInput } from './temporal/definitions';
@@ -163,6 +165,13 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     transcodeQueue: config.TASK_QUEUE_TRANSCODE,
     webhookRetry: downstreamSettings(config).webhookRetry,
   });
+  // What every keyed route besides the upload doors claims its Idempotency-Key with.
+  const idempotency: IdempotentRouteOptions = {
+    pool,
+    box,
+    ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
+    uploadRunning: uploadRunningCheck(temporal),
+  };
   const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload) });
   const importBatches = new ImportBatches({
     pool,
@@ -182,6 +191,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     maxRendersInFlight: config.TENANT_MAX_RENDERS_IN_FLIGHT,
   });
   return {
+    idempotency,
     images,
     receiver,
     intake,

@@ -4,32 +4,14 @@
 import type { StagedCopy, StoredResponse } from '../src/upload/types';
 import { CHECKED_TYPES, CHECKED_TYPES_BEFORE_R5, contentTypeMismatch } from '../src/upload/sniff';
 import { needsDownstream } from '../src/downstream/types';
-import { cancelImportUpdate, type UploadWorkflowInput } from '../src/temporal/definitions';
+import type { UploadWorkflowInput } from '../src/temporal/definitions';
 import { discardCopy, localStep, refusable, runUpload, setPhase, type Revision, type RunRecords } from './upload-offers';
-import {
-  ActivityCancellationType,
-  ActivityFailure,
-  ApplicationFailure,
-  CancellationScope,
-  ParentClosePolicy,
-  patched,
-  proxyActivities,
-  setHandler,
-  startChild,
-  TimeoutFailure,
-  workflowInfo,
-} from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { importErasureWorkflow } from './deletion';
-import { patches, workflowIds } from '../src/temporal/names';
-import type { Activities } from '../activities';
-import { isImportRefusal, type ImportRefusal } from '../src/imports/failures';
+import { runImport } from './imports/import-run';
 import { uploadWorkflowR3 } from './upload-r3';
 import { stepLabels } from '../src/temporal/step-labels';
 
 const { commitUpload } = localStep(stepLabels.commitUpload);
 const { startDownstream } = localStep(stepLabels.startDownstream);
-const { failImport } = localStep(stepLabels.failImport);
 
 /**
  * Revisions 4 and 5 commit in one local activity that also starts the downstream run (a
@@ -47,125 +29,8 @@ export async function uploadWorkflow(input: UploadWorkflowInput): Promise<Stored
       if (needsDownstream(response)) await startDownstream(input, response);
     },
   };
-  if (!input.import) return runUpload(input, revision);
-  const read = cancellableRead();
-  try {
-    return await runUpload(input, { ...revision, fetch: (run) => fetchImported(run, read) });
-  } catch (err) {
-    await failImport(input.import.uploadId);
-    throw err;
-  }
-}
-
-/** An import's read, which a deletion before it ends cancels (`cancelImport`). */
-interface CancellableRead {
-  scope: CancellationScope;
-  /** A deletion asked for it while the file was still being read. */
-  readonly canceled: boolean;
-  /** The read has ended: from now on a deletion waits for the commit. */
-  ended(): void;
-}
-
-function cancellableRead(): CancellableRead {
-  const scope = new CancellationScope();
-  let canceled = false;
-  let ended = false;
-  setHandler(cancelImportUpdate, () => {
-    if (ended) return 'committing';
-    canceled = true;
-    scope.cancel();
-    return 'canceling';
-  });
-  return {
-    scope,
-    get canceled() {
-      return canceled;
-    },
-    ended: () => (ended = true),
-  };
-}
-
-const CANCELED = 'The import was canceled: its upload was deleted before it was committed.';
-
-/**
- * An import's read, retried (each attempt resuming) up to its bound; a refusal (what the
- * origin answered, a file past its limits, a deletion while it read) is recorded as the
- * key's answer in one commit.
- */
-async function fetchImported(
-  run: RunRecords,
-  read: CancellableRead,
-): Promise<{ copy: StagedCopy; request: UploadWorkflowInput } | StoredResponse> {
-  const { request } = run;
-  const spec = request.import!;
-  const { fetchImport } = proxyActivities<Activities>({
-    // A canceled read is waited for: its parts are gone (or its object is discarded below) before the refusal commits.
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    // The read's own bound, plus hashing a resumed file and completing its parts.
-    startToCloseTimeout: (spec.attemptSeconds + 300) * 1000,
-    heartbeatTimeout: spec.heartbeatSeconds * 1000,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: spec.maxAttempts },
-    summary: stepLabels.fetchImport,
-  });
-  let got: Awaited<ReturnType<typeof fetchImport>> | undefined;
-  try {
-    got = await read.scope.run(() =>
-      fetchImport({
-        spec,
-        fingerprint: request.fingerprint,
-        contentType: request.contentType,
-        sha256: request.declaredSha256,
-        ...(request.grant ? { grant: request.grant } : {}),
-      }),
-    );
-  } catch (err) {
-    if (!read.canceled) {
-      read.ended();
-      return await rejectImport(run, importRefusal(err));
-    }
-  }
-  read.ended();
-  if (got && !read.canceled) return { copy: got.copy, request: { ...request, contentType: got.contentType } };
-  // Canceled, whether the read finished as the deletion arrived or failed after it: its parts
-  // and any still begun for its key are aborted, and an object it completed (always at
-  // spec.storageKey) is not kept.
-  await discardCopy(spec.storageKey, { parts: true });
-  const response = await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
-  // The run's history holds the import's URL, headers and file name: sealed for good once it
-  // has ended, by a run of its own (this one's keys seal its own completion).
-  if (patched(patches.eraseCanceledImport)) await startImportErasure(spec.uploadId);
-  return response;
-}
-
-async function startImportErasure(uploadId: string): Promise<void> {
-  try {
-    await startChild(importErasureWorkflow, {
-      workflowId: workflowIds.deletion(uploadId),
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      staticSummary: `Erase canceled import ${uploadId}`,
-      args: [{ uploadId, uploadWorkflowId: workflowInfo().workflowId }],
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
-}
-
-async function rejectImport(run: RunRecords, rejection: { code: ImportRefusal; detail: string; extra?: Record<string, unknown> }) {
-  const response = await commitUpload({ ...run, rejection });
-  setPhase('rejected');
-  return response;
-}
-
-/** What a failed read records: its own refusal, a timeout, or (anything else, retries spent) that the file could not be read. */
-function importRefusal(err: unknown): { code: ImportRefusal; detail: string; extra?: Record<string, unknown> } {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && isImportRefusal(cause.type)) {
-    const extra = cause.details?.[0] as Record<string, unknown> | undefined;
-    return { code: cause.type, detail: cause.message, ...(extra && Object.keys(extra).length ? { extra } : {}) };
-  }
-  if (cause instanceof TimeoutFailure) return { code: 'import_timeout', detail: 'The origin did not send the file in time.' };
-  return { code: 'import_failed', detail: 'The file could not be read from its origin.' };
+  // An import's run reads the file itself (workflows/imports/import-run.ts).
+  return input.import ? runImport(input, revision) : runUpload(input, revision);
 }
 
 /** One local activity verifies the copy, records it and starts the downstream run; the answer goes out through `answered`. */

@@ -8,7 +8,6 @@ import type { Pool } from '../db/pool';
 import type { ProcessedSignal } from '../db/upload-processed';
 import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
-import { uploadRunningCheck } from '../upload/upload-running';
 import { createServices, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
 import { requestTrace } from './middleware/request-trace';
@@ -33,8 +32,7 @@ import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
 import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
-import { importBatchRoutes } from '../imports/batch-routes';
-import { ImportProgressSockets } from '../arrivals/uppy/url-progress';
+import { ImportProgressSockets } from '../imports/uppy-url/progress';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from '../downloads/routes';
 import { deletionRoutes } from './routes/deletions';
@@ -120,10 +118,9 @@ function sessionTraces(pool: Pool): (path: string) => Promise<string | null> {
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
   const services = createServices({ config, pool, store, temporal, box, payloadKeys: deps.payloadKeys });
-  const { links, deletions, tenantDeletions, redeliveries, pipelines, decisions, reprocessing } = services;
+  const { links, deletions, tenantDeletions, redeliveries, pipelines, decisions, reprocessing, idempotency } = services;
 
   const app = router();
-  const idempotency = { pool, box, ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600, uploadRunning: uploadRunningCheck(temporal) };
   let document: unknown;
   app.use(requestTrace(sessionTraces(pool)));
   app.use(accessLog(log));
@@ -183,7 +180,6 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
-  app.route('/v1/import-batches', importBatchRoutes({ idempotency, batches: services.importBatches, pipelines }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',

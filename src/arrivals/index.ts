@@ -2,12 +2,10 @@
 // it. The app mounts the doors from here (the routes that carry their own credential before
 // the API-key check, the rest after it) and CORS allows and exposes their headers; each
 // door's fingerprint route keeps a key first used at one door from being reused at another.
-// A door's mode and session kind are spelled once, in src/modes.ts.
-import type { OpenAPIHono } from '@hono/zod-openapi';
+// A door's mode and session kind are spelled once, in src/modes.ts; what a door is, in door.ts.
 import { UPLOAD_ROUTE } from '../db/queries/idempotency-keys';
-import type { AppEnv } from '../http/env';
 import type { ArrivalMode } from '../modes';
-import type { ServiceDeps, Services } from '../services';
+import type { App, Door, DoorDeps } from './door';
 import { DIRECT_ROUTE } from './direct/direct-uploads';
 import { directObjectRoutes, directUploadRoutes } from './direct/routes';
 import { FORM_ROUTE } from './form/form-post';
@@ -18,32 +16,7 @@ import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS, TUS_ROUTE } from './tus/prot
 import { tusDiscoveryRoutes, tusRoutes } from './tus/routes';
 import { UPPY_ROUTE } from './uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './uppy/routes';
-import { uppyUrlRoutes } from './uppy/url-routes';
-import { IMPORT_ROUTE } from '../imports/request';
-import { importRoutes } from './import/routes';
-
-/**
- * What the doors are built from: the upload services wired once (src/services.ts) and what
- * they were wired from, so a new door can build its own service in its entry.
- */
-export type DoorDeps = Services & ServiceDeps;
-
-type App = OpenAPIHono<AppEnv>;
-
-export interface Door {
-  /** Recorded in its uploads' fingerprints: a key first used at one door is refused (422) at another. */
-  fingerprintRoute: string;
-  /** Request headers it reads beyond the API's own (allowed cross-origin; each is documented). */
-  requestHeaders: readonly string[];
-  /** Response headers a browser script may read beyond the API's own. */
-  responseHeaders: readonly string[];
-  /** Routes that carry their own credential or none (discovery, signed URLs, companion tokens): mounted before the API-key check. */
-  mountPublic?: (app: App, deps: DoorDeps) => void;
-  /** Routes behind the API-key check. */
-  mount?: (app: App, deps: DoorDeps) => void;
-  /** Where a session's later requests go: `{prefix}/{session id}…` (their traces continue the session's). */
-  sessionPrefix?: string;
-}
+import { importDoor } from '../imports/door/door';
 
 /** In mount order. */
 export const DOORS = {
@@ -78,10 +51,7 @@ export const DOORS = {
     fingerprintRoute: UPPY_ROUTE,
     requestHeaders: [],
     responseHeaders: [],
-    mountPublic: (app, deps) => {
-      app.route('/uppy', uppyCompanionRoutes(deps));
-      app.route('/uppy', uppyUrlRoutes(deps));
-    },
+    mountPublic: (app, deps) => app.route('/uppy', uppyCompanionRoutes(deps)),
     mount: (app, { uppy }) => app.route('/v1/uppy-endpoints', uppyEndpointRoutes({ uppy })),
   },
   // POST /v1/uploads: a raw body; a form post and the draft's creation are told apart there.
@@ -93,12 +63,8 @@ export const DOORS = {
       app.route('/v1/uploads', oneRequestRoutes({ ...deps, resumable: { sessions: deps.rufh, config: deps.config, intake: deps.intake } })),
   },
   form: { fingerprintRoute: FORM_ROUTE, requestHeaders: [], responseHeaders: [] },
-  import: {
-    fingerprintRoute: IMPORT_ROUTE,
-    requestHeaders: [],
-    responseHeaders: [],
-    mount: (app, { importer, intake, config }) => app.route('/v1/imports', importRoutes({ importer, intake, config })),
-  },
+  // Imports live in their wing (src/imports/): its door mounts POST /v1/imports and Uppy's URL plugin.
+  import: importDoor,
 } satisfies Record<ArrivalMode, Door>;
 
 const doors = Object.entries(DOORS) as [ArrivalMode, Door][];

@@ -36,7 +36,7 @@ export interface UploadWorkflowInput extends UploadRequest {
   lostCommitProbeSeconds?: number;
 }
 
-/** What the API decided about an import's read; the run hands it to its fetch (activities/import-activities.ts). */
+/** What the API decided about an import's read; the run hands it to its fetch (activities/imports/import-activities.ts). */
 export interface ImportSpec {
   /** The upload's id, known before the commit (the 202's Location). */
   uploadId: string;

@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createImportActivities } from '../../activities/import-activities';
+import { createImportActivities } from '../../activities/imports/import-activities';
 import { audit } from '../../src/audit';
 import { loadSecretBox } from '../../src/secret-box';
 import { createServices } from '../../src/services';

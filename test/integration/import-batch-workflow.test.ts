@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
 import { controlBatchUpdate } from '../../src/temporal/definitions';
-import { importBatchWorkflow } from '../../workflows/import-batch';
+import { importBatchWorkflow } from '../../workflows/imports/import-batch';
 import { eventually } from '../helpers/inspect';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 

@@ -11,7 +11,7 @@ import { failureTypes } from '../../src/temporal/names';
 import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../src/temporal/definitions';
 import { uploadWorkflow } from '../../workflows/upload';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
-import type { ImportFetch } from '../../activities/import-activities';
+import type { ImportFetch } from '../../activities/imports/import-activities';
 
 const FINGERPRINT = 'f'.repeat(64);
 const answer = (uploadId: string, status = 201): StoredResponse => ({

@@ -21,6 +21,7 @@ function tree(files: Record<string, string>): string {
     'workflows/upload-offers.ts': 'export const a = 1;\n',
     'workflows/upload-r3.ts': 'export const a = 1;\n',
     'workflows/downstream-v1.ts': 'export const a = 1;\n',
+    'workflows/imports/import-run.ts': 'export const a = 1;\n',
     'activities/index.ts': 'export const a = 1;\n',
     'src/config.ts': 'export const a = 1;\n',
   };

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createImportActivities, type ImportedCopy, type ImportFetch } from '../../activities/import-activities';
+import { createImportActivities, type ImportedCopy, type ImportFetch } from '../../activities/imports/import-activities';
 import { sealImportHeaders } from '../../src/imports/headers';
 import type { Pool } from '../../src/db/pool';
 import type { ImportSpec } from '../../src/temporal/definitions';

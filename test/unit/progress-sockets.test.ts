@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ImportProgressSockets } from '../../src/arrivals/uppy/url-progress';
+import { ImportProgressSockets } from '../../src/imports/uppy-url/progress';
 import type { UppyCompanion } from '../../src/arrivals/uppy/uppy-companion';
 import type { Pool } from '../../src/db/pool';
 import { problem } from '../../src/errors';

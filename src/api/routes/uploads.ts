@@ -10,7 +10,7 @@ import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
 import type { Importer } from '../../imports/importer';
-import { ImportProgress } from '../../arrivals/import/protocol';
+import { ImportProgress } from '../../imports/door/protocol';
 import { parseWaitQuery } from '../../http/parse/request-headers';
 import { encodeCursor } from '../../http/list-query';
 import { parseListQuery } from '../parse/list-query';

@@ -2,9 +2,10 @@
 // /uppy/{token}/s3/…, where {token} is the tenant-scoped credential the page got from
 // POST /v1/uppy-endpoints (Uppy sends no Authorization header to a companion).
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import type { Config } from '../../config';
-import { companionOwner, type CompanionOwner, type UppyCompanion } from './uppy-companion';
+import type { UppyCompanion } from './uppy-companion';
+import { COMPANION_UPLOADS, companionAuth, endpointOwner } from './endpoint';
 import type { Declared, Intake } from '../intake';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../../http/parse/request-headers';
@@ -17,9 +18,9 @@ import { jsonBody } from '../../http/json-body';
 import { absoluteUrl } from '../../http/public-url';
 import { COMMON_V1_PROBLEMS, problems, route, router, KEY_PROBLEMS, jsonRequestBody } from '../../http/openapi';
 import { renderOutcome } from '../../http/upload-answer';
-import { actAsParent, assertTokenLive, parentAccess, requires, type Access } from '../../http/scopes';
+import { requires } from '../../http/scopes';
 import type { Pool } from '../../db/pool';
-import { currentPrincipal, parentOf } from '../../tokens/parent';
+import { parentOf } from '../../tokens/parent';
 
 const TAG = 'Uppy (@uppy/aws-s3 companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -194,32 +195,6 @@ export function uppyEndpointRoutes(deps: { uppy: UppyCompanion }) {
     return c.json({ companionEndpoint, expiresAt: expiresAt.toISOString() }, 201);
   });
   return app;
-}
-
-/** What the companion's multipart and form routes ask of the endpoint's parent; its own files finish past a token's expiry. */
-export const COMPANION_UPLOADS = parentAccess('uploads:write', { uploadToken: 'own-sessions' });
-/** What the URL routes and progress sockets ask: they import, as POST /v1/imports does. */
-export const COMPANION_IMPORTS = parentAccess('imports:create', { uploadToken: 'own-sessions' });
-
-/**
- * A companion endpoint's requests (`/uppy/{token}/…`) act as the credential that minted it,
- * checked now on every request (src/tokens/parent.ts), before anything else.
- */
-export function companionAuth(deps: { uppy: UppyCompanion; pool: Pool }, access: Access): MiddlewareHandler<AppEnv> {
-  return async function companionAuth(c, next) {
-    const o = deps.uppy.ownerOf(c.req.param('token') ?? '');
-    await actAsParent(c, o.tenantId, o.parent, () => currentPrincipal(deps.pool, o.tenantId, o.parent), access);
-    await next();
-  };
-}
-
-/**
- * Whom a companion endpoint serves (set by companionAuth). `starting`: a file is started, which
- * an upload token past its expiry may not do (a file started before may finish, as a tus session does).
- */
-export function endpointOwner(c: Context<AppEnv>, starting: boolean): CompanionOwner {
-  if (starting) assertTokenLive(c);
-  return companionOwner(c.get('tenantId'), c.get('parent'));
 }
 
 /** /uppy/{token}/s3/… (the token is the credential; mounted outside /v1's API-key check). */

@@ -18,25 +18,14 @@ import type { DeclaredUpload, StagedCopy } from '../../upload/types';
 import { HeadBytes, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
 import { formatParent, parseParent, type Parent } from '../../tokens/parent';
+import { companionOwner, type CompanionOwner, type EndpointOwners } from './endpoint';
 
 export const UPPY_ROUTE = '/uppy/s3';
 const TOKEN_PURPOSE = 'uppy-companion';
 
 export type UppyCompanionDeps = SignedModeDeps;
 
-/** Whom a companion endpoint serves: a tenant, through the API key or upload token that minted it (its parent). */
-export interface CompanionOwner {
-  tenantId: string;
-  parent: Parent;
-  /** The parent's id when it is an upload token: the endpoint sees only that token's files. */
-  tokenId?: string;
-}
-
-export function companionOwner(tenantId: string, parent: Parent): CompanionOwner {
-  return { tenantId, parent, ...(parent.kind === 'token' ? { tokenId: parent.id } : {}) };
-}
-
-export class UppyCompanion {
+export class UppyCompanion implements EndpointOwners {
   constructor(private readonly deps: UppyCompanionDeps) {}
 
   /** A companion endpoint for one tenant, naming its parent, valid for the session expiry. */

@@ -1,7 +1,7 @@
 // Uppy's URL plugin (@uppy/url) against Oncely's companion endpoint: `url/meta` looks at the
 // file through the import's own checks, `url/get` imports it under the file's
 // `meta.idempotencyKey` (the same import as POST /v1/imports with that key and body) and
-// answers the token of its progress socket (./url-progress.ts). What else Uppy sends to a
+// answers the token of its progress socket (./progress.ts). What else Uppy sends to a
 // companion (its uploader's endpoint, `headers` with the page's credential) is ignored: the
 // file goes through Oncely's import, and nothing from the page is sent to the origin.
 import { createRoute, z } from '@hono/zod-openapi';
@@ -10,15 +10,14 @@ import { problem } from '../../errors';
 import { jsonBody } from '../../http/json-body';
 import { jsonRequestBody, problems, route, router } from '../../http/openapi';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
-import type { Importer } from '../../imports/importer';
-import { IMPORT_REFUSALS } from '../../imports/failures';
-import { nameFromUrl } from '../../imports/request';
+import type { Importer } from '../importer';
+import { IMPORT_REFUSALS } from '../failures';
+import { nameFromUrl } from '../request';
 import { FILE_NAME_PATTERN } from '../../upload/file-name';
-import type { Intake } from '../intake';
+import type { Intake } from '../../arrivals/intake';
 import { callingToken } from '../../http/scopes';
-import { COMPANION_IMPORTS, companionAuth, endpointOwner } from './routes';
-import type { UppyCompanion } from './uppy-companion';
-import { progressToken } from './url-progress';
+import { COMPANION_IMPORTS, companionAuth, endpointOwner, type EndpointOwners } from '../../arrivals/uppy/endpoint';
+import { progressToken } from './progress';
 
 const TAG = 'Uppy (@uppy/url companion routes)';
 const token = z.string().openapi({ description: 'The companion token from POST /v1/uppy-endpoints.' });
@@ -128,7 +127,7 @@ const socketRoute = createRoute({
   },
 });
 
-export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer: Importer; intake: Intake }) {
+export function uppyUrlRoutes(deps: { uppy: EndpointOwners; pool: Pool; importer: Importer; intake: Intake }) {
   const app = router();
   app.use('/:token/url/*', companionAuth(deps, COMPANION_IMPORTS));
   app.use('/:token/api/*', companionAuth(deps, COMPANION_IMPORTS));
@@ -163,7 +162,7 @@ export function uppyUrlRoutes(deps: { uppy: UppyCompanion; pool: Pool; importer:
     return c.json({ token: progressToken(key) }, 200);
   });
 
-  // Upgrades are taken by the HTTP server before routing (./url-progress.ts); a plain GET gets here.
+  // Upgrades are taken by the HTTP server before routing (./progress.ts); a plain GET gets here.
   route(app, socketRoute, async function uppyProgressSocket() {
     throw problem('upgrade_required', 'This is a WebSocket: connect with `Connection: Upgrade` and `Upgrade: websocket`.', {
       headers: { upgrade: 'websocket', connection: 'Upgrade' },

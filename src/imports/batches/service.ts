@@ -4,23 +4,23 @@
 // records before it answers.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { Pool } from '../db/pool';
+import type { Pool } from '../../db/pool';
 import {
   finishImportBatch,
   insertImportBatch,
   type BatchItem,
   type ImportBatchRow,
   type ImportBatchSource,
-} from '../db/queries/import-batches';
-import { QuotaReached } from '../db/queries/quotas';
-import { dependency, problem } from '../errors';
-import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
-import { assertImportUrlsAllowed, assertImportUrlAllowed } from './url-check';
-import { probeSource, sealS3Access, type S3Source } from './s3-source';
-import type { SecretBox } from '../secret-box';
-import type { UploadGrant } from '../tokens/grant';
-import type { Caller } from '../upload/types';
-import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../temporal/definitions';
+} from '../../db/queries/import-batches';
+import { QuotaReached } from '../../db/queries/quotas';
+import { dependency, problem } from '../../errors';
+import { searchAttributes, workflowIds, workflowTypes } from '../../temporal/names';
+import { assertImportUrlsAllowed, assertImportUrlAllowed } from '../url-check';
+import { probeSource, sealS3Access, type S3Source } from '../s3-source';
+import type { SecretBox } from '../../secret-box';
+import type { UploadGrant } from '../../tokens/grant';
+import type { Caller } from '../../upload/types';
+import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../temporal/definitions';
 
 /** The most items one batch imports (a listed source may hold no more). */
 export const MAX_BATCH_ITEMS = 10_000;

@@ -17,11 +17,10 @@ import type { Pool } from '../../db/pool';
 import { findKeyAnswer } from '../../db/queries/idempotency-keys';
 import { currentPrincipal } from '../../tokens/parent';
 import { assertParentMay } from '../../http/scopes';
-import { COMPANION_IMPORTS } from './routes';
+import { COMPANION_IMPORTS, type CompanionOwner, type EndpointOwners } from '../../arrivals/uppy/endpoint';
 import { findImportByKey } from '../../db/queries/imports';
 import { findUpload } from '../../db/queries/uploads';
-import type { Importer } from '../../imports/importer';
-import type { CompanionOwner, UppyCompanion } from './uppy-companion';
+import type { Importer } from '../importer';
 
 const SOCKET_PATH = /^\/uppy\/([^/]+)\/api\/([A-Za-z0-9_-]{1,400})$/;
 
@@ -41,7 +40,7 @@ const NO_SUCH_IMPORT: Message = { action: 'error', payload: { error: { message: 
 const MAX_MESSAGE_BYTES = 4096;
 
 export interface ProgressSocketDeps {
-  uppy: UppyCompanion;
+  uppy: EndpointOwners;
   pool: Pool;
   importer: Importer;
   /** A tenant's sockets open at once on this process; one more is refused with 429. */

@@ -1,8 +1,8 @@
 // The import door's request, its JSON body checked strictly, and the progress it answers.
 import { z } from '@hono/zod-openapi';
 import { ExpiresAt, FileNameField, MediaType } from '../../http/schemas';
-import type { ImportBody } from '../../imports/request';
-import { MAX_IMPORT_HEADERS, reservedHeader } from '../../imports/headers';
+import type { ImportBody } from '../request';
+import { MAX_IMPORT_HEADERS, reservedHeader } from '../headers';
 import { PipelineName } from '../../pipelines/catalogue';
 
 /** An HTTP field name (RFC 9110 token). */

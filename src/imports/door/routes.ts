@@ -21,11 +21,11 @@ import { parseExpiresAt, parsePrefer } from '../../http/parse/request-headers';
 import { IdempotencyKey, PreferHeader } from '../../http/schemas';
 import { requires } from '../../http/scopes';
 import { renderOutcome } from '../../http/upload-answer';
-import { IMPORT_REFUSALS } from '../../imports/failures';
+import { IMPORT_REFUSALS } from '../failures';
 import { parsePipelineName } from '../../pipelines/declared';
-import { ADMISSION_PROBLEMS, type Intake } from '../intake';
-import type { Importer } from '../../imports/importer';
-import { nameFromUrl } from '../../imports/request';
+import { ADMISSION_PROBLEMS, type Intake } from '../../arrivals/intake';
+import type { Importer } from '../importer';
+import { nameFromUrl } from '../request';
 import { CreateImport, ImportProgress } from './protocol';
 
 export function importRoutes(deps: { importer: Importer; intake: Intake; config: Config }) {

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import type { Pool } from '../src/db/pool';
-import { endImport, findImportByKey, recordImportProgress, type ImportRow } from '../src/db/queries/imports';
+import type { Pool } from '../../src/db/pool';
+import { endImport, findImportByKey, recordImportProgress, type ImportRow } from '../../src/db/queries/imports';
 import {
   failListing,
   findBatchItem,
@@ -20,25 +20,25 @@ import {
   setBatchPaused,
   type ImportBatchItemRow,
   type ImportBatchRow,
-} from '../src/db/queries/import-batches';
+} from '../../src/db/queries/import-batches';
 import type { Client } from '@temporalio/client';
-import { nameFromUrl, type ImportBody } from '../src/imports/request';
-import type { DeclaredUpload, StoredResponse } from '../src/upload/types';
-import { Problem } from '../src/errors';
-import type { ImportRefusal } from '../src/imports/failures';
-import { openImportHeaders } from '../src/imports/headers';
-import { LISTING_BOUNDS, listSource, openS3Access, signedObjectUrl } from '../src/imports/s3-source';
-import { MAX_BATCH_ITEMS } from '../src/imports/batches';
-import { ImportFailure, Origins, type OriginLimits } from '../src/imports/origin';
-import { transfer, type TransferProgress } from '../src/imports/transfer';
-import type { SecretBox } from '../src/secret-box';
-import type { ObjectStore } from '../src/storage/store';
-import type { UploadGrant } from '../src/tokens/grant';
-import { checkArrived } from '../src/upload/grant-limits';
-import { SNIFF_BYTES, stagedCopy } from '../src/upload/staged-copy';
-import type { StagedCopy } from '../src/upload/types';
-import { MEDIA_TYPE_PATTERN } from '../src/upload/media-type';
-import type { ImportSpec } from '../src/temporal/definitions';
+import { nameFromUrl, type ImportBody } from '../../src/imports/request';
+import type { DeclaredUpload, StoredResponse } from '../../src/upload/types';
+import { Problem } from '../../src/errors';
+import type { ImportRefusal } from '../../src/imports/failures';
+import { openImportHeaders } from '../../src/imports/headers';
+import { LISTING_BOUNDS, listSource, openS3Access, signedObjectUrl } from '../../src/imports/s3-source';
+import { MAX_BATCH_ITEMS } from '../../src/imports/batches/service';
+import { ImportFailure, Origins, type OriginLimits } from '../../src/imports/origin';
+import { transfer, type TransferProgress } from '../../src/imports/transfer';
+import type { SecretBox } from '../../src/secret-box';
+import type { ObjectStore } from '../../src/storage/store';
+import type { UploadGrant } from '../../src/tokens/grant';
+import { checkArrived } from '../../src/upload/grant-limits';
+import { SNIFF_BYTES, stagedCopy } from '../../src/upload/staged-copy';
+import type { StagedCopy } from '../../src/upload/types';
+import { MEDIA_TYPE_PATTERN } from '../../src/upload/media-type';
+import type { ImportSpec } from '../../src/temporal/definitions';
 
 export interface ImportActivityDeps {
   pool: Pool;

@@ -1,8 +1,8 @@
 // The import batch's schemas: the request (URLs or an S3 source), the batch and its items.
 import { z } from '@hono/zod-openapi';
-import { FileNameField, NextCursor, PageQuery, Uuid } from '../http/schemas';
-import { PipelineName } from '../pipelines/catalogue';
-import { MAX_BATCH_ITEMS } from './batches';
+import { FileNameField, NextCursor, PageQuery, Uuid } from '../../http/schemas';
+import { PipelineName } from '../../pipelines/catalogue';
+import { MAX_BATCH_ITEMS } from './service';
 
 /** The largest import batch body (10,000 items with long URLs). */
 export const MAX_BATCH_BODY_BYTES = 8 * 1024 * 1024;

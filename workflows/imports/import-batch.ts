@@ -19,11 +19,11 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { controlBatchUpdate, type ImportBatchInput } from '../src/temporal/definitions';
-import { inWindows, JOB_STEP_OPTIONS } from './windows';
-import { stepLabels } from '../src/temporal/step-labels';
-import { patches } from '../src/temporal/names';
+import type { Activities } from '../../activities';
+import { controlBatchUpdate, type ImportBatchInput } from '../../src/temporal/definitions';
+import { inWindows, JOB_STEP_OPTIONS } from '../windows';
+import { stepLabels } from '../../src/temporal/step-labels';
+import { patches } from '../../src/temporal/names';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // An item runs as long as its import: it heartbeats while it waits for the import's answer,

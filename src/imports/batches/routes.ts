@@ -2,20 +2,20 @@
 // (batch, item) by the batch's workflow, a few at a time; its progress, its items, and pause,
 // resume and cancel.
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Pool } from '../db/pool';
-import { findImportBatch, listBatchItems, type ImportBatchItemRow, type ImportBatchRow } from '../db/queries/import-batches';
-import { dependency, problem } from '../errors';
-import { bodyLimit, jsonBody } from '../http/json-body';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../http/openapi';
-import { Uuid } from '../http/schemas';
-import { callerOf, requires } from '../http/scopes';
-import type { ImportBatches } from './batches';
-import type { DeclaredPipelines } from '../pipelines/declared';
-import type { BatchControl } from '../temporal/definitions';
-import { idempotentRoute, type IdempotentRouteOptions } from '../http/idempotent-route';
-import { decodeNumberCursor, encodeNumberCursor, pageOf, parseQuery } from '../http/list-query';
-import { pathId } from '../http/path-id';
-import { BatchItemsQuery, CreateImportBatch, ImportBatch, ImportBatchItems, MAX_BATCH_BODY_BYTES } from './batch-schemas';
+import type { Pool } from '../../db/pool';
+import { findImportBatch, listBatchItems, type ImportBatchItemRow, type ImportBatchRow } from '../../db/queries/import-batches';
+import { dependency, problem } from '../../errors';
+import { bodyLimit, jsonBody } from '../../http/json-body';
+import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../../http/openapi';
+import { Uuid } from '../../http/schemas';
+import { callerOf, requires } from '../../http/scopes';
+import type { ImportBatches } from './service';
+import type { DeclaredPipelines } from '../../pipelines/declared';
+import type { BatchControl } from '../../temporal/definitions';
+import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
+import { decodeNumberCursor, encodeNumberCursor, pageOf, parseQuery } from '../../http/list-query';
+import { pathId } from '../../http/path-id';
+import { BatchItemsQuery, CreateImportBatch, ImportBatch, ImportBatchItems, MAX_BATCH_BODY_BYTES } from './schemas';
 
 const TAG = 'imports';
 
