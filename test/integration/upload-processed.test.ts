@@ -30,21 +30,32 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** A committed upload's row under `id`. */
+const uploadRow = (id: string) => ({
+  id,
+  tenant_id: tenantId,
+  idempotency_key: `k-${id}`,
+  workflow_id: `upload/${tenantId}/k-${id}`,
+  storage_key: `objects/${id}`,
+  sha256: '0'.repeat(64),
+  content_type: 'text/plain',
+  file_name: null,
+  bytes: 1,
+});
+
 async function newUpload(): Promise<string> {
   const id = randomUUID();
-  await insertUploadIfAbsent(pool, {
-    id,
-    tenant_id: tenantId,
-    idempotency_key: `k-${id}`,
-    workflow_id: `upload/${tenantId}/k-${id}`,
-    storage_key: `objects/${id}`,
-    sha256: '0'.repeat(64),
-    content_type: 'text/plain',
-    file_name: null,
-    bytes: 1,
-  });
+  await insertUploadIfAbsent(pool, uploadRow(id));
   return id;
 }
+
+/** An import not yet committed under `id`. */
+const newImport = (id: string) =>
+  insertImportOrGet(
+    pool,
+    { id, tenant_id: tenantId, idempotency_key: `k-${id}`, fingerprint: 'f', origin: 'https://files.example', token_id: null },
+    100,
+  );
 
 /** An upload's status, or an import's state. */
 const statusOf = (f: UploadOrImport | undefined) => (f?.kind === 'upload' ? f.row.status : f?.row.state);
@@ -143,11 +154,7 @@ describe('awaitProcessed (the ?wait loop)', () => {
 
   it('finds an import in flight through the same lookup, waits on it, and follows its commit to the upload', async () => {
     const id = randomUUID();
-    await insertImportOrGet(
-      pool,
-      { id, tenant_id: tenantId, idempotency_key: `k-${id}`, fingerprint: 'f', origin: 'https://files.example', token_id: null },
-      100,
-    );
+    await newImport(id);
     expect(await findUploadOrImport(pool, tenantId, id)).toMatchObject({ kind: 'import', row: { id, state: 'importing' } });
     expect(await findUploadOrImport(pool, (await createTenant(pool, 'other-import')).tenantId, id)).toBeUndefined();
     // Still importing when the wait runs out: the import as it is.
@@ -157,17 +164,7 @@ describe('awaitProcessed (the ?wait loop)', () => {
     const waiting = awaitProcessed(deps(), tenantId, id, 30_000);
     await withTransaction(pool, async (tx) => {
       await endImport(tx, id, 'committed');
-      await insertUploadIfAbsent(tx, {
-        id,
-        tenant_id: tenantId,
-        idempotency_key: `k-${id}`,
-        workflow_id: `upload/${tenantId}/k-${id}`,
-        storage_key: `objects/${id}`,
-        sha256: '0'.repeat(64),
-        content_type: 'text/plain',
-        file_name: null,
-        bytes: 1,
-      });
+      await insertUploadIfAbsent(tx, uploadRow(id));
     });
     expect(await findUploadOrImport(pool, tenantId, id)).toMatchObject({ kind: 'upload', row: { id, status: 'committed' } });
     await markProcessed(id);
@@ -176,11 +173,7 @@ describe('awaitProcessed (the ?wait loop)', () => {
 
   it('returns a failed import at once, whatever the wait', async () => {
     const id = randomUUID();
-    await insertImportOrGet(
-      pool,
-      { id, tenant_id: tenantId, idempotency_key: `k-${id}`, fingerprint: 'f', origin: 'https://files.example', token_id: null },
-      100,
-    );
+    await newImport(id);
     await endImport(pool, id, 'failed');
     const started = Date.now();
     expect(await awaitProcessed(deps(), tenantId, id, 30_000)).toMatchObject({ kind: 'import', row: { state: 'failed' } });
