@@ -10,7 +10,7 @@ import { deleteRenditionRows, dueUploads, releaseObject, scrubUpload, tombstoneU
 import { Deletions } from '../src/lifecycle/deletions';
 import { allRenditionKeys } from '../src/db/queries/renditions';
 import { destroyPayloadKeys } from '../src/db/queries/payload-keys';
-import { uploadScopes } from '../src/temporal/payload-scope';
+import { uploadScopes } from '../src/codec/payload-scope';
 import { rejectionAnswer } from '../src/upload/stored-answers';
 import { metrics } from '../src/metrics';
 import type { ObjectStore } from '../src/storage/store';

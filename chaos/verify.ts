@@ -8,8 +8,8 @@ import { audit } from '../src/audit';
 import { allRenditions, allUploads } from '../src/db/queries/audit';
 import type { WebhookReceiver } from '../test/support/webhook-receiver';
 import { eventId, type EventType } from '../src/downstream/events';
-import { ERASED_MARKER, isSealed, isStepLabel, PayloadKeyring, SealingCodec } from '../src/temporal/payload-codec';
-import { payloadsIn } from '../src/temporal/payloads-in';
+import { ERASED_MARKER, isSealed, isStepLabel, PayloadKeyring, SealingCodec } from '../src/codec/payload-codec';
+import { payloadsIn } from '../src/codec/payloads-in';
 import type { UploadRecord } from './load';
 import type { ChaosStack } from './stack';
 

@@ -22,7 +22,7 @@ const FLOORS = [
   [
     1,
     'vocabulary',
-    /^src\/(upload\/(types|sniff)|pipelines\/(step-results|catalogue|steps)|downstream\/(types|events)|tokens\/grant|images\/spec|imports\/failures|temporal\/(names|definitions|ids|trace-header|step-labels|payload-scope))\.ts$/,
+    /^src\/(upload\/(types|sniff)|pipelines\/(step-results|catalogue|steps)|downstream\/(types|events)|tokens\/grant|images\/spec|imports\/failures|temporal\/(names|definitions|ids|trace-header|step-labels)|codec\/payload-scope)\.ts$/,
   ],
   [
     9,
@@ -31,10 +31,10 @@ const FLOORS = [
   ],
   [8, 'the API (mounts every door and wing)', /^src\/api\//],
   [7, 'what the worker runs', /^(workflows|activities)\//],
-  [6, 'doors and wings', /^src\/(arrivals|imports|images|downloads|web|client)\//],
+  [6, 'doors and wings', /^src\/(arrivals|imports|images|downloads|web|client)\/|^src\/codec\/routes\.ts$/],
   [5, 'the HTTP kit, the session core, lifecycle', /^src\/(http|sessions|lifecycle)\//],
   [4, 'the upload path and its services', /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials)\.ts$/],
-  [3, 'Temporal and telemetry', /^src\/(telemetry|temporal)\//],
+  [3, 'Temporal, the payload codec, telemetry', /^src\/(telemetry|temporal|codec)\//],
   [2, 'database and object stores', /^src\/(db|storage)\//],
   [1, 'base', /^src\/[^/]+\.ts$|^src\/config\//],
 ];

@@ -35,7 +35,7 @@ import { ensureSearchAttributes } from './temporal/search-attributes';
 import { searchAttributes } from './temporal/names';
 import { loadSecretBox } from './secret-box';
 import { subjectTag } from './tokens/grant';
-import { rewrapPayloadKeys } from './temporal/payload-codec';
+import { rewrapPayloadKeys } from './codec/payload-codec';
 
 async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Promise<void> }> {
   let url = config.DATABASE_URL ?? (await readFile(path.join(config.DATA_DIR, 'database-url'), 'utf8').catch(() => undefined))?.trim();

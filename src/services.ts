@@ -8,7 +8,7 @@ import type { Presets } from './media/transcode';
 import type { Pool } from './db/pool';
 import { subjectTag } from './tokens/grant';
 import type { SecretBox } from './secret-box';
-import type { PayloadKeyring } from './temporal/payload-codec';
+import type { PayloadKeyring } from './codec/payload-codec';
 import type { ObjectStore } from './storage/store';
 import { DirectUploads } from './arrivals/direct/direct-uploads';
 import { PresignedTarget, SelfSignedTarget } from './arrivals/direct/targets';

@@ -12,7 +12,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
 import type { AnswerCache } from './answer-cache';
 import { findKeyAnswer, findKeyAnswerRecordingRunKey, type KeyAnswer } from '../db/queries/idempotency-keys';
-import type { PayloadKeyring } from '../temporal/payload-codec';
+import type { PayloadKeyring } from '../codec/payload-codec';
 import { linkToCommit } from '../telemetry/context';
 import { dependency, problem, Problem } from '../errors';
 import type { ObjectStore } from '../storage/store';

@@ -1,7 +1,7 @@
 // Reads what a test stack actually stored: rows per key and objects per prefix.
 import type { PayloadCodec } from '@temporalio/common';
-import { isSealed } from '../../src/temporal/payload-codec';
-import { payloadsIn } from '../../src/temporal/payloads-in';
+import { isSealed } from '../../src/codec/payload-codec';
+import { payloadsIn } from '../../src/codec/payloads-in';
 import type { Pool } from '../../src/db/pool';
 import type { ObjectStore } from '../../src/storage/store';
 

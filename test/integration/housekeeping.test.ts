@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
-import { scopes } from '../../src/temporal/payload-scope';
+import { scopes } from '../../src/codec/payload-scope';
 import { ensurePayloadKey } from '../../src/db/queries/payload-keys';
 import { HOUSEKEEPING, scheduleId } from '../../src/temporal/schedules';
 import type { HousekeepingTask } from '../../src/temporal/definitions';

@@ -15,7 +15,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import { Client } from '@temporalio/client';
-import { PayloadKeyring, SealingCodec } from '../../src/temporal/payload-codec';
+import { PayloadKeyring, SealingCodec } from '../../src/codec/payload-codec';
 import { loadSecretBox } from '../../src/secret-box';
 
 const MiB = 1024 * 1024;

@@ -16,8 +16,8 @@ import { OPERATOR_TENANT_ID } from '../../src/db/queries/tenants';
 import { openRequest, postUpload } from '../helpers/http';
 import { eventually, listKeys, openHistory } from '../helpers/inspect';
 import { loadSecretBox } from '../../src/secret-box';
-import { isStepLabel, PayloadKeyring, SealingCodec } from '../../src/temporal/payload-codec';
-import { payloadsIn } from '../../src/temporal/payloads-in';
+import { isStepLabel, PayloadKeyring, SealingCodec } from '../../src/codec/payload-codec';
+import { payloadsIn } from '../../src/codec/payloads-in';
 import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 

@@ -7,7 +7,7 @@ import { expect, it, vi } from 'vitest';
 import type { Pool } from '../../src/db/pool';
 import type { PayloadKeyRow } from '../../src/db/queries/payload-keys';
 import { SecretBox } from '../../src/secret-box';
-import { PayloadKeyring } from '../../src/temporal/payload-codec';
+import { PayloadKeyring } from '../../src/codec/payload-codec';
 
 const box = new SecretBox(randomBytes(32));
 

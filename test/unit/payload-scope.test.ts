@@ -1,6 +1,6 @@
 // Which data key seals a payload: decided by the owning workflow's ID alone.
 import { expect, it } from 'vitest';
-import { payloadOwner, uploadScopes } from '../../src/temporal/payload-scope';
+import { payloadOwner, uploadScopes } from '../../src/codec/payload-scope';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { workflowIds } from '../../src/temporal/names';
 

@@ -9,7 +9,7 @@ import { beforeEach, expect, it, vi } from 'vitest';
 import type { Pool } from '../../src/db/pool';
 import type { PayloadKeyRow } from '../../src/db/queries/payload-keys';
 import { SecretBox } from '../../src/secret-box';
-import { ERASED_MARKER, PayloadKeyring, SealingCodec, UnreadablePayload } from '../../src/temporal/payload-codec';
+import { ERASED_MARKER, PayloadKeyring, SealingCodec, UnreadablePayload } from '../../src/codec/payload-codec';
 import { stepLabels } from '../../src/temporal/step-labels';
 
 const deciphered = vi.hoisted(() => ({ count: 0 }));

@@ -4,7 +4,7 @@ import { withTransaction, type Pool, type Queryable } from '../pool';
 import { replaceUploadAnswer } from './idempotency-keys';
 import { destroyPayloadKeys } from './payload-keys';
 import { objectInUse } from './records';
-import { uploadScopes } from '../../temporal/payload-scope';
+import { uploadScopes } from '../../codec/payload-scope';
 import type { UploadRow } from './uploads';
 
 /**

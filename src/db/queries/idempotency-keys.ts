@@ -112,7 +112,7 @@ export async function findKeyAnswer(db: Queryable, tenantId: string, key: string
   return res.rows[0];
 }
 
-/** A new run's payload data key, made and wrapped by the caller (src/temporal/payload-codec.ts). */
+/** A new run's payload data key, made and wrapped by the caller (src/codec/payload-codec.ts). */
 export interface DraftedRunKey {
   id: string;
   scope: string;

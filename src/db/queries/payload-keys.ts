@@ -1,7 +1,7 @@
 // The data keys of the payload codec (migration 026): one live key per scope, found or
 // created by whichever process needs it first; destroyed with what they protect.
 import { statement, type Queryable } from '../pool';
-import type { TenantRow } from '../../temporal/payload-scope';
+import type { TenantRow } from '../../codec/payload-scope';
 
 export interface PayloadKeyRow {
   id: string;

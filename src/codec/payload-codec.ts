@@ -21,7 +21,7 @@ import type { SecretBox } from '../secret-box';
 import { payloadOwner, scopes, type TenantRow } from './payload-scope';
 import { forgetOldest, refresh } from './cache-order';
 import { RecentSeals } from './recent-seals';
-import { stepLabels } from './step-labels';
+import { stepLabels } from '../temporal/step-labels';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';

@@ -6,12 +6,12 @@
 // input typed in the UI) seals under the deployment's key.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Handler } from 'hono';
-import type { AppEnv } from '../../http/env';
+import type { AppEnv } from '../http/env';
 import type { Payload } from '@temporalio/common';
-import { dependency, problem } from '../../errors';
-import { bodyLimit, jsonBody } from '../../http/json-body';
-import { jsonRequestBody, problems, route, router } from '../../http/openapi';
-import { UnreadablePayload, type SealingCodec } from '../../temporal/payload-codec';
+import { dependency, problem } from '../errors';
+import { bodyLimit, jsonBody } from '../http/json-body';
+import { jsonRequestBody, problems, route, router } from '../http/openapi';
+import { UnreadablePayload, type SealingCodec } from './payload-codec';
 
 /** A history page's payloads in one request (the UI sends them in batches). */
 const MAX_CODEC_BODY_BYTES = 8 * 1024 * 1024;
