@@ -10,7 +10,7 @@ import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
 import { createServices, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
-import { requestTrace } from './middleware/request-trace';
+import { requestTrace } from '../telemetry/request-trace';
 import { adminAuth, codecAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
 import { cors } from './middleware/cors';

@@ -194,7 +194,7 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: n
   );
 }
 
-/** Every operation reads X-Request-Id and the W3C trace context, and answers X-Request-Id (src/api/middleware/request-trace.ts). */
+/** Every operation reads X-Request-Id and the W3C trace context, and answers X-Request-Id (src/telemetry/request-trace.ts). */
 function withRequestTraceHeaders<D extends { paths?: object }>(doc: D): D {
   const parameters = [
     {

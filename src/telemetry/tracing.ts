@@ -2,7 +2,7 @@
 // OTLP endpoint is set. Spans leave through a bounded queue in batches: a collector that is
 // down or slow never blocks or fails an upload; what could not be sent is counted
 // (oncely_trace_spans_dropped_total). Outgoing HTTP (undici and fetch) and `pg` queries are
-// instrumented by their OpenTelemetry libraries; the HTTP server (src/api/middleware/request-trace.ts),
+// instrumented by their OpenTelemetry libraries; the HTTP server (src/telemetry/request-trace.ts),
 // the S3 clients (s3.ts) and the Temporal client and worker (temporal.ts) where they are built.
 import { createRequire } from 'node:module';
 import { diag, DiagLogLevel } from '@opentelemetry/api';

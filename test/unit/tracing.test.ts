@@ -11,7 +11,7 @@ import { Hono } from 'hono';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLog } from '../../src/api/middleware/access-log';
-import { requestTrace } from '../../src/api/middleware/request-trace';
+import { requestTrace } from '../../src/telemetry/request-trace';
 import type { AppEnv } from '../../src/http/env';
 import { registry } from '../../src/metrics';
 import { activeTraceparent, linkToCommit, traceFields } from '../../src/telemetry/context';

@@ -5,9 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter } from '@opentelemetry/api';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { AppEnv } from '../../http/env';
-import { leftOutContext, spanContextOf } from '../../telemetry/context';
-import { tracing } from '../../telemetry/tracing';
+import type { AppEnv } from '../http/env';
+import { leftOutContext, spanContextOf } from './context';
+import { tracing } from './tracing';
 
 const tracer = trace.getTracer('oncely-http');
 
