@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import type { Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { ConnectionDrain } from '../../src/http/drain';
+import { ConnectionDrain, IDLE_LINGER_MS } from '../../src/http/drain';
 
 let server: Server;
 let drain: ConnectionDrain;
@@ -102,8 +102,10 @@ it('from the signal on, closes idle connections and makes every answer close its
 
   drain.begin();
   expect(drain.phase).toBe('draining');
-  // The idle keep-alive connection is let go at once.
+  // The idle keep-alive connection is let go once idle for the linger.
+  const signalled = Date.now();
   await idle.until(() => idle.ended(), 'the idle connection to close');
+  expect(Date.now() - signalled).toBeGreaterThanOrEqual(IDLE_LINGER_MS - 100);
 
   // The request in flight at the signal is answered, and its connection closes after it.
   held.shift()!();
@@ -121,6 +123,28 @@ it('from the signal on, closes idle connections and makes every answer close its
   await late.until(() => late.ended(), 'the new connection to close');
   expect(answers(late.text())).toHaveLength(1);
   expect(late.text()).toMatch(/^HTTP\/1\.1 200[\s\S]*connection: close/i);
+});
+
+it('reads a request written on an idle connection as the stop begins: served with close in the drain, 503 after it, never reset', async () => {
+  const during = client();
+  const after = client();
+  await Promise.all([during.opened, after.opened]);
+  during.get('/fast');
+  after.get('/fast');
+  await during.until(() => answers(during.text()).length === 1, 'the first answer');
+  await after.until(() => answers(after.text()).length === 1, 'the first answer');
+  // Both connections idle; each client writes its next request just as a phase begins.
+  drain.begin();
+  during.get('/fast');
+  await during.until(() => during.ended(), 'the answer and close');
+  expect(answers(during.text())).toHaveLength(2);
+  expect(answers(during.text())[1]).toMatch(/^HTTP\/1\.1 200[\s\S]*connection: close/i);
+  const stopped = drain.close(60_000);
+  after.get('/fast');
+  await after.until(() => after.ended(), 'the refusal and close');
+  expect(answers(after.text())).toHaveLength(2);
+  expect(answers(after.text())[1]).toMatch(/^HTTP\/1\.1 503[\s\S]*retry-after: 1/i);
+  await stopped;
 });
 
 it('ends a connection whose answer began before the signal once that answer is complete', async () => {
