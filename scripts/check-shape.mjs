@@ -10,8 +10,11 @@ const ROOTS = ['src', 'workflows', 'activities'];
 const MAX_FILE_LINES = 400;
 /** Folders that gather what belongs in wings: past the budget, a capability is landing in the wrong place. */
 const FOLDER_BUDGETS = { 'src/api': 3000 };
-/** Imports from a lower floor to a higher one; each is a dependency the layering does not want. */
-const MAX_UP_ARROWS = 14;
+/**
+ * Imports from a lower floor to a higher one; each is a dependency the layering does not
+ * want. A ratchet: the count when the floors were drawn (#61 asked for at most 14).
+ */
+const MAX_UP_ARROWS = 5;
 
 /**
  * The floors, highest first: a module may import its own floor and those below. The first

@@ -70,13 +70,13 @@ describe('check-shape', () => {
     expect(r.out).toContain('workflows/other.ts: patched() with a literal ID');
   });
 
-  it('counts imports that climb floors and refuses more than 14', async () => {
+  it('counts imports that climb floors and refuses more than 5', async () => {
     const files: Record<string, string> = {};
-    for (let i = 0; i < 15; i++) files[`src/db/q${i}.ts`] = `import { x } from '../api/app';\nexport const y${i} = x;\n`;
+    for (let i = 0; i < 6; i++) files[`src/db/q${i}.ts`] = `import { x } from '../api/app';\nexport const y${i} = x;\n`;
     files['src/api/app.ts'] = 'export const x = 1;\n';
     const r = await check(tree(files));
     expect(r.code).toBe(1);
-    expect(r.out).toContain('15 imports climb to a higher floor, over 14');
+    expect(r.out).toContain('6 imports climb to a higher floor, over 5');
     expect(r.out).toContain('src/db/q0.ts (database and object stores) -> src/api/app.ts (the API (mounts every door and wing))');
   });
 
