@@ -52,11 +52,8 @@ export class ConnectionDrain {
     // Before the app's listener: the answer's keep-alive is decided before it is written.
     server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
       const socket = req.socket;
-      if (this.#phase !== 'serving') {
-        res.shouldKeepAlive = false;
-        // The linger was for this request: it is answered however long it takes.
-        socket.setTimeout(0);
-      }
+      // (A request that arrives in the linger clears its connection's idle timer: node's server does.)
+      if (this.#phase !== 'serving') res.shouldKeepAlive = false;
       this.#open.set(res, socket);
       res.once('close', () => this.#open.delete(res));
       // An answer whose head went out before the signal still promised keep-alive: end the connection after it.

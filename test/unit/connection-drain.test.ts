@@ -147,6 +147,22 @@ it('reads a request written on an idle connection as the stop begins: served wit
   await stopped;
 });
 
+it('answers a request that arrives in the linger however long it takes, never cut by the linger', async () => {
+  const c = client();
+  await c.opened;
+  c.get('/fast');
+  await c.until(() => answers(c.text()).length === 1, 'the first answer');
+  drain.begin();
+  c.get('/slow');
+  await c.until(() => held.length === 1, 'the slow request to arrive');
+  // Past the linger with no byte on the wire: the request keeps its connection.
+  await new Promise((r) => setTimeout(r, IDLE_LINGER_MS + 500));
+  expect(c.ended()).toBe(false);
+  held.shift()!();
+  await c.until(() => c.ended(), 'the answer and close');
+  expect(answers(c.text())[1]).toMatch(/^HTTP\/1\.1 200[\s\S]*connection: close[\s\S]*slow ok$/i);
+});
+
 it('ends a connection whose answer began before the signal once that answer is complete', async () => {
   const c = client();
   await c.opened;
