@@ -34,7 +34,11 @@ const FLOORS = [
   ],
   [8, 'the API (mounts every door and wing)', /^src\/api\//],
   [7, 'what the worker runs', /^(workflows|activities)\//],
-  [6, 'doors and wings', /^src\/(arrivals|imports|images|downloads|web|client)\/|^src\/(codec\/routes|telemetry\/request-trace)\.ts$/],
+  [
+    6,
+    'doors and wings',
+    /^src\/(arrivals|imports|images|downloads|web|client|console)\/|^src\/(codec\/routes|telemetry\/request-trace)\.ts$/,
+  ],
   [5, 'the HTTP kit, the session core, lifecycle', /^src\/(http|sessions|lifecycle)\//],
   [4, 'the upload path and its services', /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials)\.ts$/],
   [3, 'Temporal, the payload codec, telemetry', /^src\/(telemetry|temporal|codec)\//],

@@ -39,6 +39,7 @@ import { deletionRoutes } from './routes/deletions';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
+import { consoleWing } from '../console/wing';
 import { doorHeaders, mountDoors, mountPublicDoors, sessionInPath } from '../arrivals';
 import { findSessionTraceparent } from '../db/queries/sessions';
 
@@ -144,6 +145,7 @@ export function createApp(deps: AppDeps) {
       }),
     );
   app.route('/', webRoutes());
+  app.route('/console', consoleWing({ config, pool, devUiOrigin: deps.devUiOrigin, fetch: () => app.fetch }));
   app.route(
     '/',
     docsRoutes(

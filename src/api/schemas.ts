@@ -225,12 +225,15 @@ export const UploadDetail = Upload.extend({
   ),
 }).openapi('UploadDetail');
 
+/** The states the uploads list filters by. */
+export const UPLOAD_STATUSES = ['committed', 'processed', 'deleted'] as const;
+
 export const ListUploadsQuery = z
   .object({
     cursor: PageQuery.shape.cursor,
     limit: PageQuery.shape.limit,
     status: z
-      .enum(['committed', 'processed', 'deleted'], { error: 'status must be committed, processed or deleted.' })
+      .enum(UPLOAD_STATUSES, { error: 'status must be committed, processed or deleted.' })
       .optional()
       .openapi({ description: 'Only uploads in this state.' }),
     contentType: z
@@ -253,6 +256,18 @@ export const ListUploadsQuery = z
       .openapi({ description: 'Only uploads created after this instant (RFC 3339).', example: '2026-12-01T00:00:00Z' }),
     createdBefore: instant('createdBefore').optional().openapi({ description: 'Only uploads created before this instant (RFC 3339).' }),
     idempotencyKey: IdempotencyKey.optional().openapi({ description: 'Only the upload made under this key.' }),
+    keyPrefix: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .openapi({ description: 'Only uploads whose Idempotency-Key starts with this (case-sensitive).', example: 'order-42-' }),
+    fileNamePrefix: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .openapi({ description: 'Only uploads whose file name starts with this, ignoring case.', example: 'invoice' }),
   })
   .strict();
 

@@ -11,6 +11,7 @@ import { processingSettings } from './processing';
 import { outboundSettings } from './outbound';
 import { quotaSettings } from './quotas';
 import { secretSettings } from './secrets';
+import { consoleSettings } from './console';
 
 export const configSchema = z.object({
   ...serverSettings,
@@ -21,6 +22,7 @@ export const configSchema = z.object({
   ...outboundSettings,
   ...quotaSettings,
   ...secretSettings,
+  ...consoleSettings,
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,11 +1,17 @@
 // Typed context for every route and middleware (set once, used everywhere).
 import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
-import type { Principal } from '../credentials';
+import type { Credential, Principal } from '../credentials';
 import type { Parent } from '../tokens/parent';
 
 export interface AppEnv {
-  Bindings: Partial<HttpBindings>;
+  Bindings: Partial<HttpBindings> & {
+    /**
+     * The credential of a request the console makes in-process for a signed-in session
+     * (src/console/api.ts); only code in this process can set it, never a request from outside.
+     */
+    inProcessCredential?: Credential;
+  };
   Variables: {
     tenantId: string;
     /** The credential of a /v1 request (set by bearerAuth). */

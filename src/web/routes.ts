@@ -1,7 +1,6 @@
 // The pages: `/` is the Uppy Dashboard (resumable uploads over tus), `/direct` the same
 // Dashboard sending straight to the object store (@uppy/aws-s3), both holding an upload
-// token minted with the key entered on `/setup` (the operator screen, which also lists the
-// tenant's uploads); `/outbox` the one-request page with its IndexedDB outbox. Their scripts (and Uppy's stylesheets) are
+// token minted through the browser's console session (`/setup` holds their import hosts); `/outbox` the one-request page with its IndexedDB outbox. Their scripts (and Uppy's stylesheets) are
 // bundled from src/web/ with esbuild on first request (browser target, no CDN, no Node
 // built-ins) and kept in memory.
 import { readFile } from 'node:fs/promises';
@@ -17,7 +16,7 @@ interface Bundle {
 
 const bundles = new Map<string, Promise<Bundle>>();
 
-type Entry = 'app' | 'uppy' | 'sw' | 'setup';
+export type Entry = 'app' | 'uppy' | 'sw' | 'setup' | 'console';
 
 export function buildWebApp(entry: Entry = 'app'): Promise<Bundle> {
   let bundle = bundles.get(entry);
@@ -69,22 +68,22 @@ const directPage = html("The straight-to-storage page: Uppy Dashboard with @uppy
 const outboxPage = html('The one-request upload page with its IndexedDB outbox', '/outbox');
 const outboxScript = asset("The outbox page's script", '/app.js', 'text/javascript');
 const setupPage = html(
-  "The operator screen: the API key the upload pages mint their upload tokens with, and the tenant's uploads",
+  "The upload pages' setup: whether this browser's console session can mint their upload tokens, and their import hosts",
   '/setup',
 );
-const setupScript = asset("The operator screen's script", '/setup.js', 'text/javascript');
+const setupScript = asset("The setup page's script", '/setup.js', 'text/javascript');
 
 // The two Uppy pages are one template (src/web/index.html) told which uploader to use.
 const UPLOAD_PAGES = {
   tus: {
     title: 'Oncely — exactly-once uploads',
     lead: 'Drop files: each is uploaded exactly once, resumably. Pause, lose the network, reload the page: the upload continues where it stopped, with the same key.',
-    nav: '<a href="/direct">Straight-to-storage page</a> · <a href="/outbox">One-request page</a> · <a href="/setup">Operator setup</a> · <a href="/docs">API reference</a>',
+    nav: '<a href="/direct">Straight-to-storage page</a> · <a href="/outbox">One-request page</a> · <a href="/console">Console</a> · <a href="/setup">Setup</a> · <a href="/docs">API reference</a>',
   },
   s3: {
     title: 'Oncely — exactly-once uploads straight to storage',
     lead: 'Drop files: each goes straight to the object store (large files in parts; small ones as one form post) and is committed exactly once, under the key it got when you added it.',
-    nav: '<a href="/">Resumable (tus) page</a> · <a href="/outbox">One-request page</a> · <a href="/setup">Operator setup</a> · <a href="/docs">API reference</a>',
+    nav: '<a href="/">Resumable (tus) page</a> · <a href="/outbox">One-request page</a> · <a href="/console">Console</a> · <a href="/setup">Setup</a> · <a href="/docs">API reference</a>',
   },
 } as const;
 

@@ -2,7 +2,7 @@
 // `?protocol=ietf-draft-05`, over the IETF resumable-upload draft to POST /v1/uploads), or straight to
 // the object store with @uppy/aws-s3 through Oncely's companion routes (`/direct`; the
 // body's data-uploader says which). The page holds an upload token, never the API key
-// (src/web/upload-token.ts; the key is entered once on /setup). Each file gets its
+// (src/web/upload-token.ts; minted through the browser's console session). Each file gets its
 // Idempotency-Key once, when it is added; Golden Retriever keeps files, their metadata (the
 // key with them) and progress across reloads. Committed uploads are listed with their
 // thumbnail once processed.
@@ -27,8 +27,8 @@ async function refreshToken(): Promise<void> {
   held = await currentUploadToken();
   who.dataset.tokenId = held?.id ?? '';
   who.innerHTML = held
-    ? `Uploading with upload token <code></code>, valid until ${new Date(held.expiresAt).toLocaleTimeString()}. The API key stays on <a href="/setup">/setup</a>.`
-    : 'No upload token: enter an API key once on <a href="/setup">/setup</a>.';
+    ? `Uploading with upload token <code></code>, valid until ${new Date(held.expiresAt).toLocaleTimeString()}. Minted through your <a href="/console">console</a> session.`
+    : 'No upload token: <a href="/console/sign-in?next=/console">sign in to the console</a> with a key holding tokens:mint, then reload.';
   if (held) who.querySelector('code')!.textContent = held.id;
 }
 await refreshToken();

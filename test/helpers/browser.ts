@@ -1,6 +1,6 @@
 // Headless Debian Chromium driven by playwright-core, with the flags this machine needs
 // (no sandbox as root; no background networking, which the closed network refuses).
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
@@ -16,4 +16,12 @@ export function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/** Signs `page` in to the console at `base` with an API key (the upload pages then mint their tokens through it). */
+export async function signInToConsole(page: Page, base: string, key: string): Promise<void> {
+  await page.goto(`${base}/console/sign-in`);
+  await page.fill('#secret', key);
+  await page.click('button[type=submit]:has-text("Sign in")');
+  await page.waitForURL(/\/console\/(uploads|sessions)/);
 }

@@ -11,7 +11,7 @@ import { png } from '../helpers/media';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, rowsForKey } from '../helpers/inspect';
-import { launchChromium } from '../helpers/browser';
+import { launchChromium, signInToConsole } from '../helpers/browser';
 import { startFileOrigin } from '../support/file-origin';
 
 const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts');
@@ -96,11 +96,11 @@ describe('the Uppy page at /', () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
     if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
-    // The operator enters the key once on /setup; the upload page holds only an upload token.
+    // The operator signs in to the console once; the upload page holds only an upload token
+    // minted through that session.
+    await signInToConsole(page, origin, tenant.apiKey);
     await page.goto(`${origin}/setup`);
-    await page.fill('#key', tenant.apiKey);
-    await page.dispatchEvent('#key', 'change');
-    await page.waitForSelector('#state:has-text("A key is set")');
+    await page.waitForSelector('#state[data-signed-in=yes]');
     if (importHosts) {
       await page.fill('#import-hosts', importHosts);
       await page.dispatchEvent('#import-hosts', 'change');
@@ -128,20 +128,17 @@ describe('the Uppy page at /', () => {
     expect(rows.uploads).toHaveLength(1);
     expect(rows.uploads[0].content_type).toBe('image/png');
     expect(rows.uploads[0].token_id).toBe(await page.getAttribute('#who', 'data-token-id'));
-    // The API key went out only to mint the page's upload token, never with an upload.
-    expect(keyRequests).toEqual(['POST /v1/upload-tokens']);
-    // The operator screen's list: a download through a signed URL, then a delete that erases it.
+    // The API key never went out from the page: the token was minted through the console session.
+    expect(keyRequests).toEqual([]);
+    // The console's page of the upload: a download, then a delete that erases it.
     const uploadId = rows.uploads[0].id as string;
     await page.screenshot({ path: path.join(artifacts, 'uppy-page.png'), fullPage: true });
-    await page.goto(`${origin}/setup`);
-    await page.click('#refresh');
-    const item = page.locator(`#stored li[data-upload-id="${uploadId}"]`);
-    await item.waitFor({ timeout: 30_000 });
-    await page.screenshot({ path: path.join(artifacts, 'setup-page.png'), fullPage: true });
-    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), item.locator('a.download').click()]);
+    await page.goto(`${origin}/console/uploads/${uploadId}`);
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), page.click('a:has-text("Download")')]);
     expect(download.suggestedFilename()).toBe('picture.png');
-    await item.locator('button.delete').click();
-    await page.waitForSelector(`#stored li[data-upload-id="${uploadId}"][data-status=deleted]`, { timeout: 60_000 });
+    await page.click('button:has-text("Delete")');
+    await page.waitForURL(/notice=deleted/);
+    await eventually(async () => (await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads[0]?.status === 'deleted', 60_000);
     expect((await rowsForKey(stack.runtime.pool, tenant.tenantId, key)).uploads[0]).toMatchObject({ status: 'deleted', file_name: null });
     await page.context().close();
   }, 120_000);

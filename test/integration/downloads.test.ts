@@ -118,6 +118,13 @@ describe.each(['s3', 'local'] as const)('after the upload, on the %s store', (ki
     const byKey = (await get(lister, '/v1/uploads?idempotencyKey=seeded-upload-3-42')).json();
     expect(byKey.items.map((u: { idempotencyKey: string }) => u.idempotencyKey)).toEqual(['seeded-upload-3-42']);
     expect(byKey.nextCursor).toBeNull();
+    // A key prefix: seeded-upload-3-4 and -40 … -49; LIKE's wildcards in it are plain characters.
+    const byPrefix = (await get(lister, '/v1/uploads?keyPrefix=seeded-upload-3-4&limit=100')).json();
+    expect(byPrefix.items.map((u: { idempotencyKey: string }) => u.idempotencyKey).sort()).toEqual(
+      ['seeded-upload-3-4', ...Array.from({ length: 10 }, (_, i) => `seeded-upload-3-4${i}`)].sort(),
+    );
+    expect((await get(lister, '/v1/uploads?keyPrefix=seeded%25')).json().items).toEqual([]);
+    expect((await get(lister, '/v1/uploads?keyPrefix=seeded_upload')).json().items).toEqual([]);
     const before = new Date(Date.now() - 5500).toISOString();
     const old = (await get(lister, `/v1/uploads?createdBefore=${before}&limit=100`)).json();
     expect(old.items.length).toBe(100);

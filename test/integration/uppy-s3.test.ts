@@ -13,7 +13,7 @@ import { audit } from '../../src/audit';
 import { sha256 } from '../helpers/http';
 import { readObject } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';
-import { launchChromium } from '../helpers/browser';
+import { launchChromium, signInToConsole } from '../helpers/browser';
 
 const MiB = 1024 * 1024;
 
@@ -285,10 +285,8 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     const tenant = await stack.createTenant('uppy-page');
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
-    // The key is entered once on /setup; /direct holds only the upload token minted with it.
-    await page.goto(`${stack.url}/setup`);
-    await page.fill('#key', tenant.apiKey);
-    await page.dispatchEvent('#key', 'change');
+    // The operator signs in to the console; /direct holds only the upload token minted through it.
+    await signInToConsole(page, stack.url, tenant.apiKey);
     if (process.env.UPPY_DEBUG) await page.evaluate(() => localStorage.setItem('oncely.debug', '1'));
     if (process.env.UPPY_DEBUG) page.on('console', (m) => console.log('PAGE', m.text().slice(0, 300)));
     const keyRequests: string[] = [];
@@ -320,11 +318,11 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
     const sessions = await stack.runtime.pool.query(`SELECT mode, state FROM resumable_sessions WHERE tenant_id = $1`, [tenant.tenantId]);
     expect(sessions.rows).toEqual([{ mode: 'uppy', state: 'committed' }]);
     expect(rows.rows.every((r) => r.idempotency_key.startsWith('web-'))).toBe(true);
-    // Both uploads are the page token's; the key went out only to mint it.
+    // Both uploads are the page token's; the key never went out from the page (the console session minted it).
     const owners = await stack.runtime.pool.query('SELECT DISTINCT token_id FROM uploads WHERE tenant_id = $1', [tenant.tenantId]);
     expect(owners.rows).toHaveLength(1);
     expect(owners.rows[0].token_id).not.toBeNull();
-    expect(keyRequests).toEqual(['POST /v1/upload-tokens']);
+    expect(keyRequests).toEqual([]);
     await page.screenshot({ path: path.join(process.cwd(), 'test-artifacts', 'uppy-direct-page.png'), fullPage: true }).catch(() => {});
     await context.close();
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);

@@ -60,6 +60,12 @@ export function bearerAuth(opts: { pool: Pool; cache: CredentialCache; lookup?: 
     opts.lookup ??
     ((token) => (token.startsWith(UPLOAD_TOKEN_PREFIX) ? lookupUploadToken(opts.pool, token) : lookupApiKey(opts.pool, token)));
   return async function bearerAuth(c, next) {
+    const inProcess = c.env?.inProcessCredential;
+    if (inProcess) {
+      c.set('tenantId', inProcess.tenantId);
+      c.set('principal', inProcess.principal);
+      return next();
+    }
     const authorization = header(c, 'authorization');
     const m = authorization ? /^Bearer\s+([A-Za-z0-9._~+/=-]{16,512})\s*$/i.exec(authorization) : null;
     if (!m) throw problem('unauthorized', 'Send Authorization: Bearer <api key>.');

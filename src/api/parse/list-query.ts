@@ -17,6 +17,8 @@ export function parseListQuery(query: Record<string, string>): { filter: UploadF
       createdBefore: q.createdBefore ? new Date(q.createdBefore) : undefined,
       idempotencyKey: q.idempotencyKey,
       subject: q.subject,
+      keyPrefix: q.keyPrefix,
+      fileNamePrefix: q.fileNamePrefix,
     },
     after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, UUID_ID),
     limit: q.limit ?? 50,

@@ -30,6 +30,7 @@ const ReprocessRequest = z
         createdAfter: instant('createdAfter').optional(),
         createdBefore: instant('createdBefore').optional(),
         contentType: MediaRange.optional().openapi({ example: 'image/*' }),
+        uploadIds: z.array(Uuid).min(1).max(100).optional().openapi({ description: 'Only these uploads (at most 100).' }),
       })
       .strict()
       .optional(),
@@ -43,7 +44,7 @@ const ReprocessJob = z
     id: Uuid,
     pipeline: z.string(),
     version: z.number().int(),
-    filter: z.record(z.string(), z.string()),
+    filter: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
     state: z.enum(['running', 'completed', 'cancelled']),
     total: z.number().int().openapi({ description: "The pipeline's uploads matching the filter, committed before the job." }),
     done: z.number().int(),
@@ -67,7 +68,7 @@ async function jobView(pool: Pool, j: ReprocessJobRow) {
     id: j.id,
     pipeline: j.pipeline,
     version: j.pipeline_version,
-    filter: j.filter as Record<string, string>,
+    filter: j.filter as Record<string, string | string[]>,
     state: j.state,
     total: j.total,
     ...progress,

@@ -12,6 +12,8 @@ export interface ReprocessFilter {
   createdBefore?: string;
   /** A media type (`image/png`) or a family (`image/*`). */
   contentType?: string;
+  /** Only these uploads (the console's Reprocess button names one). */
+  uploadIds?: string[];
 }
 
 export interface ReprocessJobRow {
@@ -33,7 +35,8 @@ const JOB_UPLOADS = `FROM uploads u, reprocess_jobs j
     AND (j.filter->>'createdAfter' IS NULL OR u.created_at >= (j.filter->>'createdAfter')::timestamptz)
     AND (j.filter->>'createdBefore' IS NULL OR u.created_at < (j.filter->>'createdBefore')::timestamptz)
     AND (j.filter->>'contentType' IS NULL OR u.content_type = j.filter->>'contentType'
-         OR (right(j.filter->>'contentType', 2) = '/*' AND u.content_type LIKE left(j.filter->>'contentType', -1) || '%'))`;
+         OR (right(j.filter->>'contentType', 2) = '/*' AND u.content_type LIKE left(j.filter->>'contentType', -1) || '%'))
+    AND (j.filter->'uploadIds' IS NULL OR u.id::text IN (SELECT jsonb_array_elements_text(j.filter->'uploadIds')))`;
 
 /** Records a new job with its total (the uploads it will take, counted in the same transaction). */
 export async function insertReprocessJob(

@@ -107,6 +107,10 @@ export interface UploadFilter {
   idempotencyKey?: string;
   /** Uploads made with an upload token naming this subject. */
   subject?: string;
+  /** Keys starting with this (uploads_key_prefix_idx). */
+  keyPrefix?: string;
+  /** File names starting with this, ignoring case (uploads_file_name_prefix_idx). */
+  fileNamePrefix?: string;
 }
 
 /**
@@ -114,6 +118,23 @@ export interface UploadFilter {
  * uploads_tenant_created_idx: rows inserted meanwhile land before the position, so none is
  * skipped or repeated). Each row carries its position, the next page's cursor.
  */
+function likeEscaped(text: string): string {
+  return text.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+}
+
+/** The tenant's uploads per hour over the last `hours`, oldest hour first (the console's sparkline). */
+export async function uploadsPerHour(db: Queryable, tenantId: string, hours = 24): Promise<number[]> {
+  const res = await db.query<{ hour: number; n: string }>(
+    `SELECT floor(extract(epoch FROM (now() - created_at)) / 3600)::int AS hour, count(*) AS n FROM uploads
+      WHERE tenant_id = $1 AND created_at > now() - make_interval(hours => $2)
+      GROUP BY 1`,
+    [tenantId, hours],
+  );
+  const counts = new Array<number>(hours).fill(0);
+  for (const r of res.rows) if (r.hour >= 0 && r.hour < hours) counts[hours - 1 - r.hour] = Number(r.n);
+  return counts;
+}
+
 export async function listUploads(
   db: Queryable,
   tenantId: string,
@@ -135,6 +156,9 @@ export async function listUploads(
   if (filter.createdBefore) add((n) => `created_at < ${n}`, filter.createdBefore);
   if (filter.idempotencyKey) add((n) => `idempotency_key = ${n}`, filter.idempotencyKey);
   if (filter.subject) add((n) => `subject = ${n}`, filter.subject);
+  // LIKE with the pattern's wildcards escaped, in the form the text_pattern_ops indexes serve.
+  if (filter.keyPrefix) add((n) => `idempotency_key LIKE ${n}`, `${likeEscaped(filter.keyPrefix)}%`);
+  if (filter.fileNamePrefix) add((n) => `lower(file_name) LIKE ${n}`, `${likeEscaped(filter.fileNamePrefix.toLowerCase())}%`);
   values.push(limit);
   const res = await db.query<UploadRow & { created_micros: string }>(
     `SELECT *, ${positionColumn()} FROM uploads

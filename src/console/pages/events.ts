@@ -1,0 +1,71 @@
+// The event log with failed deliveries first, one event's page, and redelivery and recovery.
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { act, html, noticeOf, problemPage, tenantOnly, type ConsoleDeps, type ConsoleEnv } from '../respond';
+import { may } from '../views/kit';
+import { streamSSE } from 'hono/streaming';
+import { eventPage, eventsPage, type Endpoint, type EventSummary } from '../views/events';
+import type { EventDetail } from '../views/upload';
+
+export function eventPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): void {
+  const { api } = deps;
+  app.get('/events', async (c) => {
+    const caller = tenantOnly(c);
+    const q = c.req.query();
+    try {
+      const [failed, all, endpoints] = await Promise.all([
+        api.get<{ items: EventSummary[] }>(caller, '/v1/events', { deliveryFailed: 'true', limit: '20' }),
+        api.get<{ items: EventSummary[]; nextCursor: string | null }>(caller, '/v1/events', {
+          type: q.type,
+          cursor: q.cursor,
+          limit: '50',
+        }),
+        may(caller, 'webhooks:manage')
+          ? api.get<{ data: Endpoint[] }>(caller, '/v1/webhook-endpoints').then((r) => r.data)
+          : Promise.resolve([] as Endpoint[]),
+      ]);
+      return html(c, eventsPage(caller, { failed: failed.items, ...all, type: q.type, endpoints, notice: noticeOf(c) }));
+    } catch (err) {
+      return problemPage(c, err);
+    }
+  });
+  app.get('/events/live', (c) => {
+    const caller = tenantOnly(c);
+    return streamSSE(c, async (stream) => {
+      let last: string | undefined;
+      for (let i = 0; i < 600 && !stream.aborted; i++) {
+        const page = await api.get<{ items: EventSummary[] }>(caller, '/v1/events', { limit: '1' }).catch(() => undefined);
+        const state = page?.items[0]?.id ?? '';
+        if (last !== undefined && state !== last) await stream.writeSSE({ data: '<turbo-stream action="refresh"></turbo-stream>' });
+        last = state;
+        await stream.sleep(2000);
+      }
+    });
+  });
+  app.get('/events/:id', async (c) => {
+    const caller = tenantOnly(c);
+    try {
+      const event = await api.get<EventDetail>(caller, `/v1/events/${encodeURIComponent(c.req.param('id'))}`);
+      return html(c, eventPage(caller, { event, notice: noticeOf(c) }));
+    } catch (err) {
+      return problemPage(c, err);
+    }
+  });
+  app.post('/events/:id/redeliver', (c) =>
+    act(c, async (caller, once) => {
+      const event = await api.json<{ eventId: string }>(caller, 'POST', `/v1/events/${encodeURIComponent(c.req.param('id'))}/redeliver`, {
+        idempotencyKey: once,
+        body: {},
+      });
+      return `/console/events/${event.eventId}?notice=redelivered`;
+    }),
+  );
+  app.post('/endpoints/:id/recover', (c) =>
+    act(c, async (caller, once, form) => {
+      await api.json(caller, 'POST', `/v1/webhook-endpoints/${encodeURIComponent(c.req.param('id'))}/recover`, {
+        idempotencyKey: once,
+        body: { since: typeof form.since === 'string' ? form.since : new Date(Date.now() - 86_400_000).toISOString() },
+      });
+      return '/console/events?notice=recovering';
+    }),
+  );
+}

@@ -1,0 +1,179 @@
+// One upload's page: its record, the key it was made under, its pipeline's steps, its
+// renditions, the events it caused with every delivery attempt, its deletion, and its run.
+import { html } from 'hono/html';
+import type { ConsoleCaller } from '../sessions';
+import { actionButton, badge, bytes, facts, may, page, when, type Fragment } from './kit';
+
+export interface UploadDetail {
+  uploadId: string;
+  status: string;
+  idempotencyKey: string;
+  fileName: string | null;
+  contentType: string;
+  bytes: number;
+  sha256: string;
+  storageKey: string;
+  createdAt: string;
+  deletedAt: string | null;
+  erasedAt: string | null;
+  expiresAt: string | null;
+  tokenId: string | null;
+  subject: string | null;
+  metadata: Record<string, unknown> | null;
+  availability?: string;
+  rejectionReason?: string | null;
+  processing: { status: string | null; reason: string | null; processedAt: string | null; media?: unknown };
+  pipeline: {
+    name: string;
+    version: number;
+    steps: { index: number; type: string; status: string; reason: string | null; finishedAt: string }[];
+  };
+  renditions: { name: string; contentType?: string; bytes?: number; files?: unknown[] }[];
+}
+
+export interface EventAttempt {
+  endpointId: string;
+  trigger: string;
+  attemptedAt: string;
+  durationMs: number | null;
+  status: number | null;
+  error: string | null;
+  delivered: boolean;
+}
+
+export interface EventDetail {
+  id: string;
+  type: string;
+  uploadId: string;
+  createdAt: string;
+  deliveries: { endpointId: string; attempts: number; lastStatus: number | null; lastError: string | null; deliveredAt: string | null }[];
+  attempts: EventAttempt[];
+}
+
+export function uploadPage(
+  caller: ConsoleCaller,
+  p: { upload: UploadDetail; events: EventDetail[]; runUrl?: string; notice?: string; error?: string },
+): Fragment {
+  const u = p.upload;
+  const present = u.status !== 'deleted';
+  const live = (present && u.processing.status === 'pending') || (!present && !u.erasedAt);
+  const canDelete = may(caller, 'uploads:delete') && present;
+  const canReprocess = may(caller, 'pipelines:manage') && present && u.pipeline.version > 0;
+  const image = u.contentType.startsWith('image/') && present;
+  return page(
+    {
+      title: u.fileName ?? u.uploadId,
+      caller,
+      current: '/console/uploads',
+      notice: p.notice,
+      error: p.error,
+      live: live ? `/console/uploads/${u.uploadId}/live` : undefined,
+    },
+    html`<div class="upload-head">
+        ${image ? html`<img class="preview" src="/console/uploads/${u.uploadId}/thumbnail" alt="Preview of ${u.fileName ?? 'the upload'}" />` : ''}
+        ${facts([
+          ['Status', badge(u.status)],
+          ['Processing', html`${badge(u.processing.status ?? 'pending')} ${u.processing.reason ?? ''}`],
+          ['Upload ID', html`<code>${u.uploadId}</code>`],
+          ['Idempotency-Key', html`<code>${u.idempotencyKey}</code>`],
+          ['Size', `${bytes(u.bytes)} (${u.bytes.toLocaleString('en')} bytes)`],
+          ['Type', u.contentType],
+          ['SHA-256', html`<code class="hash">${u.sha256}</code>`],
+          ['Created', when(u.createdAt)],
+          ['Processed', u.processing.processedAt ? when(u.processing.processedAt) : null],
+          ['Expires', u.expiresAt ? when(u.expiresAt) : null],
+          ['Deleted', u.deletedAt ? when(u.deletedAt) : null],
+          ['Erased', u.erasedAt ? when(u.erasedAt) : null],
+          ['Made with', u.tokenId ? html`upload token <code>${u.tokenId}</code>${u.subject ? ` for ${u.subject}` : ''}` : 'an API key'],
+          ['Metadata', u.metadata ? html`<pre>${JSON.stringify(u.metadata, null, 2)}</pre>` : null],
+          ['Rejected because', u.rejectionReason],
+          ['Run', p.runUrl ? html`<a href="${p.runUrl}">Open the run in the Temporal UI</a>` : null],
+        ])}
+      </div>
+      <div class="actions">
+        ${present && may(caller, 'uploads:read') ? html`<a class="button" href="/console/uploads/${u.uploadId}/content">Download</a>` : ''}
+        ${canReprocess ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/reprocess`, label: 'Reprocess' }) : ''}
+        ${canDelete ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/delete`, label: 'Delete', danger: true }) : ''}
+      </div>
+      <section aria-labelledby="steps-h">
+        <h2 id="steps-h">Pipeline ${u.pipeline.name} v${u.pipeline.version}</h2>
+        ${
+          u.pipeline.steps.length === 0
+            ? html`<p class="empty">No step has finished yet.</p>`
+            : html`<ol class="timeline">
+                ${u.pipeline.steps.map(
+                  (s) =>
+                    html`<li class="step step-${s.status.replace(/[^a-z_]/g, '')}">
+                      <span class="step-name">${s.index + 1}. ${s.type}</span> ${badge(s.status)} ${when(s.finishedAt)}
+                      ${s.reason ? html`<div class="muted">${s.reason}</div>` : ''}
+                    </li>`,
+                )}
+              </ol>`
+        }
+      </section>
+      <section aria-labelledby="renditions-h">
+        <h2 id="renditions-h">Renditions</h2>
+        ${
+          u.renditions.length === 0
+            ? html`<p class="empty">None.</p>`
+            : html`<ul class="renditions">
+                ${u.renditions.map(
+                  (r) =>
+                    html`<li>
+                      ${
+                        r.contentType?.startsWith('image/') && present
+                          ? html`<img src="/console/uploads/${u.uploadId}/renditions/${r.name}" alt="${r.name} rendition" loading="lazy" />`
+                          : ''
+                      }
+                      <span>${r.name}</span> ${r.contentType ? html`<span class="muted">${r.contentType}</span>` : ''}
+                      ${r.bytes !== undefined ? html`<span class="muted">${bytes(r.bytes)}</span>` : ''}
+                    </li>`,
+                )}
+              </ul>`
+        }
+      </section>
+      <section aria-labelledby="events-h">
+        <h2 id="events-h">Events and deliveries</h2>
+        ${p.events.length === 0 ? html`<p class="empty">No events yet.</p>` : p.events.map((e) => eventBlock(caller, e))}
+      </section>`,
+  );
+}
+
+/** An event with its deliveries as a timeline of attempts, and its redeliver button. */
+export function eventBlock(caller: ConsoleCaller, e: EventDetail): Fragment {
+  const failed = e.deliveries.some((d) => d.deliveredAt === null);
+  return html`<article class="event${failed ? ' failed' : ''}" aria-labelledby="ev-${e.id}">
+    <h3 id="ev-${e.id}"><a href="/console/events/${e.id}">${e.type}</a> ${when(e.createdAt)}</h3>
+    ${
+      e.deliveries.length === 0
+        ? html`<p class="muted">No endpoint was subscribed.</p>`
+        : html`<ul class="deliveries">
+            ${e.deliveries.map(
+              (d) =>
+                html`<li>
+                  <code>${d.endpointId.slice(0, 8)}</code> ${badge(d.deliveredAt ? 'delivered' : 'failing')} after ${d.attempts}
+                  attempt${d.attempts === 1 ? '' : 's'}${d.lastStatus ? html`, last HTTP ${d.lastStatus}` : ''}${
+                    d.lastError ? html`, <span class="muted">${d.lastError}</span>` : ''
+                  }
+                  <ol class="attempts" aria-label="Attempts">
+                    ${e.attempts
+                      .filter((a) => a.endpointId === d.endpointId)
+                      .map(
+                        (a) =>
+                          html`<li class="${a.delivered ? 'ok' : 'bad'}">
+                            ${when(a.attemptedAt)} ${a.trigger} →
+                            ${a.status ?? a.error ?? 'no answer'}${a.durationMs !== null ? ` in ${a.durationMs} ms` : ''}
+                          </li>`,
+                      )}
+                  </ol>
+                </li>`,
+            )}
+          </ul>`
+    }
+    ${
+      may(caller, 'webhooks:manage') && e.deliveries.length > 0
+        ? actionButton(caller, { action: `/console/events/${e.id}/redeliver`, label: 'Redeliver' })
+        : ''
+    }
+  </article>`;
+}

@@ -1,0 +1,315 @@
+// The console in Debian's Chromium, as a person uses it: sign in with a key, find an upload by
+// name, open it, redeliver an event with a double click (one redelivery), reprocess, delete,
+// sign out. A revoked key's session ends; a read-only key sees no write buttons and is refused
+// if it posts anyway; another tenant sees nothing. Every page passes axe-core with no serious
+// or critical violation. Screenshots land in test-artifacts/console/ (and docs/console/ with
+// ONCELY_DOCS_SCREENSHOTS=1).
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, signInToConsole } from '../helpers/browser';
+import { jsonCaller, postUpload } from '../helpers/http';
+import { eventually } from '../helpers/inspect';
+import { png } from '../helpers/media';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts/console');
+const docs = path.resolve(import.meta.dirname, '../../docs/console');
+const axeSource = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let stack: TestStack;
+let browser: Browser;
+let receiver: WebhookReceiver;
+let owner: { tenantId: string; apiKey: string };
+let other: { tenantId: string; apiKey: string };
+let pictureId: string;
+let notesId: string;
+const api = jsonCaller(() => ({ base: stack.url, apiKey: owner.apiKey }));
+
+beforeAll(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  stack = await startTestStack('console', { env: { WEBHOOK_RETRY_MAX_ATTEMPTS: '2', WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1' } });
+  owner = await stack.createTenant('console-owner');
+  other = await stack.createTenant('console-other');
+  receiver = await new WebhookReceiver().start();
+  const endpoint = await api('POST', '/v1/webhook-endpoints', { url: receiver.url }, randomUUID());
+  expect(endpoint.status).toBe(201);
+  receiver.secret = endpoint.json.secret;
+  const picture = await postUpload(stack.url, {
+    apiKey: owner.apiKey,
+    key: `console-pic-${randomUUID()}`,
+    body: await png(64, 48),
+    contentType: 'image/png',
+    fileName: 'sunset-beach.png',
+    prefer: 'wait=60',
+  });
+  expect(picture.status).toBe(201);
+  pictureId = picture.json.uploadId;
+  const notes = await postUpload(stack.url, {
+    apiKey: owner.apiKey,
+    key: `console-notes-${randomUUID()}`,
+    body: Buffer.from('meeting notes'),
+    contentType: 'text/plain',
+    fileName: 'notes.txt',
+  });
+  notesId = notes.json.uploadId;
+  await eventually(async () => (await api('GET', `/v1/uploads/${pictureId}`)).json.processing.status === 'ready', 60_000);
+  await eventually(async () => receiver.received.some((r) => r.id === `evt_${pictureId.replaceAll('-', '')}_processed`), 60_000);
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await receiver?.stop();
+  await stack?.stop();
+});
+
+/** A fresh browser profile; axe needs its script injected, which the console's CSP would refuse. */
+async function profile(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ bypassCSP: true });
+  return { context, page: await context.newPage() };
+}
+
+async function signIn(page: Page, key: string): Promise<void> {
+  await page.goto(`${stack.url}/console`);
+  expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+  await signInToConsole(page, stack.url, key);
+}
+
+async function accessible(page: Page, name: string): Promise<void> {
+  await page.addScriptTag({ path: axeSource });
+  const result = (await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<unknown> } }).axe;
+    return axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
+  })) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(serious.map((v) => `${name}: ${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+  const file = path.join(artifacts, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  if (process.env.ONCELY_DOCS_SCREENSHOTS === '1') {
+    mkdirSync(docs, { recursive: true });
+    copyFileSync(file, path.join(docs, `${name}.png`));
+  }
+}
+
+describe('the console', () => {
+  it('signs in with a key into an HttpOnly, SameSite=Strict session cookie and keeps no key in the page', async () => {
+    const { context, page } = await profile();
+    await accessible(await (async () => (await page.goto(`${stack.url}/console/sign-in`), page))(), 'sign-in');
+    await signIn(page, owner.apiKey);
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: 'oncely_console', httpOnly: true, sameSite: 'Strict', path: '/' });
+    expect(cookie!.value).not.toContain(owner.apiKey);
+    expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }))).not.toContain(
+      owner.apiKey,
+    );
+    expect(await page.content()).not.toContain(owner.apiKey);
+    const res = await page.request.get(`${stack.url}/console/uploads`);
+    expect(res.headers()['content-security-policy']).toMatch(/script-src 'self'/);
+    expect(res.headers()['content-security-policy']).not.toMatch(/unsafe-inline/);
+    await context.close();
+  });
+
+  it('a wrong key is refused with the sign-in page again (401), and no session is made', async () => {
+    const res = await fetch(`${stack.url}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.url },
+      body: 'secret=onc_not-a-real-key-at-all',
+      redirect: 'manual',
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('set-cookie')).toBeNull();
+    expect(await res.text()).toContain('not valid');
+  });
+
+  it('finds an upload by name, opens it, redelivers an event once on a double click, deletes it, signs out', async () => {
+    const { context, page } = await profile();
+    await signIn(page, owner.apiKey);
+    await expect.poll(() => page.locator('table.uploads tbody tr').count()).toBe(2);
+    await accessible(page, 'uploads');
+
+    await page.fill('input[name=name]', 'SUNSET');
+    await page.click('button:has-text("Filter")');
+    await page.waitForURL(/name=SUNSET/);
+    expect(await page.locator('table.uploads tbody tr').count()).toBe(1);
+    await page.click('a:has-text("sunset-beach.png")');
+    await page.waitForURL(new RegExp(`/console/uploads/${pictureId}$`));
+    expect(await page.textContent('h1')).toBe('sunset-beach.png');
+    expect(await page.locator('.timeline li').count()).toBeGreaterThan(0);
+    const preview = await page.request.get(`${stack.url}/console/uploads/${pictureId}/thumbnail`);
+    expect(preview.status()).toBe(200);
+    expect(preview.headers()['content-type']).toMatch(/^image\//);
+    await accessible(page, 'upload');
+
+    const processed = `evt_${pictureId.replaceAll('-', '')}_processed`;
+    const before = receiver.received.filter((r) => r.id === processed).length;
+    const form = page.locator(`article:has(a[href="/console/events/${processed}"]) form.action`);
+    // Two submissions of the same drawn form, as a double click sends them: one redelivery.
+    const statuses = await form.evaluate(async (f) => {
+      const g = globalThis as unknown as { FormData: new (f: unknown) => Iterable<[string, string]> };
+      const el = f as unknown as { action: string };
+      const body = () => new URLSearchParams([...new g.FormData(f)]);
+      const send = () => fetch(el.action, { method: 'POST', body: body(), redirect: 'manual' });
+      return (await Promise.all([send(), send()])).map((r) => r.status);
+    });
+    expect(statuses).toEqual([0, 0]); // both answered with a redirect (opaque to fetch): no problem page
+    await eventually(async () => receiver.received.filter((r) => r.id === processed).length === before + 1, 30_000);
+    // The same drawn form sent again is the same action: replayed, nothing sent.
+    await form.locator('button').click();
+    await page.waitForURL(/notice=redelivered/);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(receiver.received.filter((r) => r.id === processed).length).toBe(before + 1);
+    // A page drawn afresh is a new action; a real double click on it redelivers once.
+    await page.goto(`${stack.url}/console/uploads/${pictureId}`);
+    await form.locator('button').dblclick();
+    await page.waitForURL(/notice=redelivered/);
+    await accessible(page, 'event');
+    await eventually(async () => receiver.received.filter((r) => r.id === processed).length >= before + 2, 30_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(receiver.received.filter((r) => r.id === processed).length).toBe(before + 2);
+
+    await page.goto(`${stack.url}/console/uploads/${pictureId}`);
+    await page.click('button:has-text("Delete")');
+    await page.waitForURL(/notice=deleted/);
+    await eventually(async () => (await api('GET', `/v1/uploads/${pictureId}`)).json.status === 'deleted', 60_000);
+
+    await page.click('button:has-text("Sign out")');
+    await page.waitForURL(/\/console\/sign-in/);
+    await page.goto(`${stack.url}/console/uploads`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    await context.close();
+  });
+
+  it("reprocesses one upload with its pipeline's latest version, once however often the button is sent", async () => {
+    const gallery = (variant: string) => ({
+      name: 'console-gallery',
+      steps: [{ type: 'image.variants', variants: [{ name: variant, width: 8, format: 'png' }] }],
+    });
+    expect((await api('POST', '/v1/pipelines', gallery('old'), randomUUID())).status).toBe(201);
+    const poster = await postUpload(stack.url, {
+      apiKey: owner.apiKey,
+      key: `console-poster-${randomUUID()}`,
+      body: await png(32, 32),
+      contentType: 'image/png',
+      fileName: 'poster.png',
+      pipeline: 'console-gallery',
+    });
+    expect(poster.status).toBe(201);
+    const id = poster.json.uploadId as string;
+    await eventually(async () => (await api('GET', `/v1/uploads/${id}`)).json.processing.status === 'ready', 60_000);
+    expect((await api('POST', '/v1/pipelines', gallery('new'), randomUUID())).status).toBe(201);
+
+    const { context, page } = await profile();
+    await signIn(page, owner.apiKey);
+    await page.goto(`${stack.url}/console/uploads/${id}`);
+    const form = page.locator('form.action:has(button:has-text("Reprocess"))');
+    const statuses = await form.evaluate(async (f) => {
+      const g = globalThis as unknown as { FormData: new (f: unknown) => Iterable<[string, string]> };
+      const send = () =>
+        fetch((f as unknown as { action: string }).action, {
+          method: 'POST',
+          body: new URLSearchParams([...new g.FormData(f)]),
+          redirect: 'manual',
+        });
+      return (await Promise.all([send(), send(), send()])).map((r) => r.status);
+    });
+    expect(statuses).toEqual([0, 0, 0]);
+    await eventually(async () => (await api('GET', `/v1/uploads/${id}`)).json.pipeline.version === 2, 60_000);
+    const jobs = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM reprocess_jobs WHERE tenant_id = $1', [owner.tenantId]);
+    expect(jobs.rows[0].n).toBe(1);
+    await context.close();
+  });
+
+  it('the event log lists failed deliveries first; credentials and sessions pages list keys and sign-ins', async () => {
+    const { context, page } = await profile();
+    await signIn(page, owner.apiKey);
+    await page.goto(`${stack.url}/console/events`);
+    expect(await page.locator('h2:has-text("Failed deliveries") + *').count()).toBe(1);
+    await accessible(page, 'events');
+    await page.goto(`${stack.url}/console/credentials`);
+    expect(await page.locator('table tbody tr').count()).toBeGreaterThan(0);
+    await accessible(page, 'credentials');
+    await page.goto(`${stack.url}/console/sessions`);
+    expect(await page.locator('.badge-this_session').count()).toBe(1);
+    await accessible(page, 'sessions');
+    await context.close();
+  });
+
+  it("a revoked key's session ends at its next request", async () => {
+    const made = await api('POST', '/v1/api-keys', { label: 'short-lived' }, randomUUID());
+    expect(made.status).toBe(201);
+    const { context, page } = await profile();
+    await signIn(page, made.json.key);
+    expect(await page.locator('table.uploads').count()).toBe(1);
+    expect((await api('DELETE', `/v1/api-keys/${made.json.id}`, undefined, randomUUID())).status).toBeLessThan(300);
+    await page.goto(`${stack.url}/console/uploads`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    await context.close();
+  });
+
+  it('a read-only key sees no write buttons, and a forged post is refused with 403 and changes nothing', async () => {
+    const made = await api('POST', '/v1/api-keys', { label: 'reader', scopes: ['uploads:read'] }, randomUUID());
+    const { context, page } = await profile();
+    await signIn(page, made.json.key);
+    await page.goto(`${stack.url}/console/uploads/${notesId}`);
+    expect(await page.locator('main button').count()).toBe(0);
+    const csrf = await page.getAttribute('input[name=csrf]', 'value');
+    const res = await page.request.post(`${stack.url}/console/uploads/${notesId}/delete`, {
+      form: { csrf: csrf!, once: randomUUID() },
+      headers: { origin: stack.url },
+    });
+    expect(res.status()).toBe(403);
+    expect((await api('GET', `/v1/uploads/${notesId}`)).json.deletedAt).toBeNull();
+    // Without the form's token the post is refused before anything runs.
+    const forged = await page.request.post(`${stack.url}/console/sign-out`, { form: { csrf: 'wrong' }, headers: { origin: stack.url } });
+    expect(forged.status()).toBe(403);
+    await context.close();
+  });
+
+  it('another tenant sees none of the first one: not in its list, 404 on its page and its preview', async () => {
+    const { context, page } = await profile();
+    await signIn(page, other.apiKey);
+    expect(await page.locator('table.uploads').count()).toBe(0);
+    expect(await page.textContent('main')).toContain('No uploads match');
+    const res = await page.goto(`${stack.url}/console/uploads/${notesId}`);
+    expect(res!.status()).toBe(404);
+    expect((await page.request.get(`${stack.url}/console/uploads/${notesId}/content`)).status()).toBe(404);
+    await context.close();
+  });
+
+  it('the main flow works with the keyboard alone', async () => {
+    const { context, page } = await profile();
+    await page.goto(`${stack.url}/console/sign-in`);
+    const tabTo = async (selector: string) => {
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Tab');
+        const focused = await page.evaluate(
+          (s) =>
+            (
+              globalThis as unknown as { document: { activeElement: { matches(s: string): boolean } | null } }
+            ).document.activeElement?.matches(s) ?? false,
+          selector,
+        );
+        if (focused) return;
+      }
+      throw new Error(`Tab never reached ${selector}`);
+    };
+    await tabTo('#secret');
+    await page.keyboard.type(owner.apiKey);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/uploads/);
+    await tabTo('input[name=name]');
+    await page.keyboard.type('notes');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/name=notes/);
+    await tabTo('a[href^="/console/uploads/"]');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp(`/console/uploads/${notesId}$`));
+    expect(await page.textContent('h1')).toBe('notes.txt');
+    await context.close();
+  });
+});
