@@ -55,6 +55,15 @@ describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (ki
     const doomed = await stack.createTenant('doomed');
     const kept = await stack.createTenant('kept');
     const keys = [`td-${randomUUID()}`, `td-${randomUUID()}`];
+    // A console session of the tenant: it ends with the tenant and its row goes with the erasure.
+    const signIn = await fetch(`${stack.url}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.url, 'user-agent': 'doomed-browser' },
+      body: new URLSearchParams({ secret: doomed.apiKey }),
+      redirect: 'manual',
+    });
+    expect(signIn.status).toBe(303);
+    const consoleCookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
     const picture = await postUpload(stack.url, {
       apiKey: doomed.apiKey,
       key: keys[0]!,
@@ -136,6 +145,10 @@ describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (ki
       ),
     ).toBe(0);
     expect(await count('SELECT count(*) AS n FROM resumable_sessions WHERE tenant_id = $1', doomed.tenantId)).toBe(0);
+    expect(await count('SELECT count(*) AS n FROM console_sessions WHERE tenant_id = $1', doomed.tenantId)).toBe(0);
+    const consolePage = await fetch(`${stack.url}/console/uploads`, { headers: { cookie: consoleCookie }, redirect: 'manual' });
+    expect(consolePage.status).toBe(303);
+    expect(consolePage.headers.get('location')).toMatch(/^\/console\/sign-in/);
     expect(await count('SELECT count(*) AS n FROM payload_keys WHERE tenant_id = $1 AND destroyed_at IS NULL', doomed.tenantId)).toBe(0);
     expect(
       await count(

@@ -19,6 +19,7 @@ export async function closeTenant(pool: Pool, id: string): Promise<{ closedAt: D
     if (!res.rows[0]) return undefined;
     await tx.query('UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND revoked_at IS NULL', [id]);
     await tx.query('UPDATE upload_tokens SET revoked_at = now() WHERE tenant_id = $1 AND revoked_at IS NULL', [id]);
+    await tx.query('UPDATE console_sessions SET revoked_at = now() WHERE tenant_id = $1 AND revoked_at IS NULL', [id]);
     await tx.query('UPDATE webhook_endpoints SET deleted_at = now() WHERE tenant_id = $1 AND deleted_at IS NULL', [id]);
     return { closedAt: res.rows[0].closed_at };
   });
@@ -50,6 +51,7 @@ export async function eraseTenantRecords(
     await tx.query('DELETE FROM pipeline_secrets WHERE tenant_id = $1', [id]);
     await tx.query(`UPDATE webhook_endpoints SET url = '', description = '', secret = '' WHERE tenant_id = $1`, [id]);
     await tx.query('UPDATE upload_tokens SET subject = NULL, metadata = NULL WHERE tenant_id = $1', [id]);
+    await tx.query('DELETE FROM console_sessions WHERE tenant_id = $1', [id]);
     await tx.query(
       `UPDATE import_batch_items SET url = '', file_name = NULL WHERE batch_id IN (SELECT id FROM import_batches WHERE tenant_id = $1)`,
       [id],
