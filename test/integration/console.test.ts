@@ -14,89 +14,91 @@ import { launchChromium, signInToConsole } from '../helpers/browser';
 import { jsonCaller, postUpload } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { png } from '../helpers/media';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts/console');
 const docs = path.resolve(import.meta.dirname, '../../docs/console');
 const axeSource = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
-let stack: TestStack;
-let browser: Browser;
-let receiver: WebhookReceiver;
-let owner: { tenantId: string; apiKey: string };
-let other: { tenantId: string; apiKey: string };
-let pictureId: string;
-let notesId: string;
-const api = jsonCaller(() => ({ base: stack.url, apiKey: owner.apiKey }));
+describe.each(['local', 's3'] as const)('the console on the %s store', (kind) => {
+  let stack: TestStack;
+  let browser: Browser;
+  let receiver: WebhookReceiver;
+  let owner: { tenantId: string; apiKey: string };
+  let other: { tenantId: string; apiKey: string };
+  let pictureId: string;
+  let notesId: string;
+  const api = jsonCaller(() => ({ base: stack.url, apiKey: owner.apiKey }));
 
-beforeAll(async () => {
-  mkdirSync(artifacts, { recursive: true });
-  stack = await startTestStack('console', { env: { WEBHOOK_RETRY_MAX_ATTEMPTS: '2', WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1' } });
-  owner = await stack.createTenant('console-owner');
-  other = await stack.createTenant('console-other');
-  receiver = await new WebhookReceiver().start();
-  const endpoint = await api('POST', '/v1/webhook-endpoints', { url: receiver.url }, randomUUID());
-  expect(endpoint.status).toBe(201);
-  receiver.secret = endpoint.json.secret;
-  const picture = await postUpload(stack.url, {
-    apiKey: owner.apiKey,
-    key: `console-pic-${randomUUID()}`,
-    body: await png(64, 48),
-    contentType: 'image/png',
-    fileName: 'sunset-beach.png',
-    prefer: 'wait=60',
+  beforeAll(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    stack = await startStackOnStore(kind, `console_${kind}`, {
+      env: { WEBHOOK_RETRY_MAX_ATTEMPTS: '2', WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1' },
+    });
+    owner = await stack.createTenant('console-owner');
+    other = await stack.createTenant('console-other');
+    receiver = await new WebhookReceiver().start();
+    const endpoint = await api('POST', '/v1/webhook-endpoints', { url: receiver.url }, randomUUID());
+    expect(endpoint.status).toBe(201);
+    receiver.secret = endpoint.json.secret;
+    const picture = await postUpload(stack.url, {
+      apiKey: owner.apiKey,
+      key: `console-pic-${randomUUID()}`,
+      body: await png(64, 48),
+      contentType: 'image/png',
+      fileName: 'sunset-beach.png',
+      prefer: 'wait=60',
+    });
+    expect(picture.status).toBe(201);
+    pictureId = picture.json.uploadId;
+    const notes = await postUpload(stack.url, {
+      apiKey: owner.apiKey,
+      key: `console-notes-${randomUUID()}`,
+      body: Buffer.from('meeting notes'),
+      contentType: 'text/plain',
+      fileName: 'notes.txt',
+    });
+    notesId = notes.json.uploadId;
+    await eventually(async () => (await api('GET', `/v1/uploads/${pictureId}`)).json.processing.status === 'ready', 60_000);
+    await eventually(async () => receiver.received.some((r) => r.id === `evt_${pictureId.replaceAll('-', '')}_processed`), 60_000);
+    browser = await launchChromium();
   });
-  expect(picture.status).toBe(201);
-  pictureId = picture.json.uploadId;
-  const notes = await postUpload(stack.url, {
-    apiKey: owner.apiKey,
-    key: `console-notes-${randomUUID()}`,
-    body: Buffer.from('meeting notes'),
-    contentType: 'text/plain',
-    fileName: 'notes.txt',
+
+  afterAll(async () => {
+    await browser?.close();
+    await receiver?.stop();
+    await stack?.stop();
   });
-  notesId = notes.json.uploadId;
-  await eventually(async () => (await api('GET', `/v1/uploads/${pictureId}`)).json.processing.status === 'ready', 60_000);
-  await eventually(async () => receiver.received.some((r) => r.id === `evt_${pictureId.replaceAll('-', '')}_processed`), 60_000);
-  browser = await launchChromium();
-});
 
-afterAll(async () => {
-  await browser?.close();
-  await receiver?.stop();
-  await stack?.stop();
-});
-
-/** A fresh browser profile; axe needs its script injected, which the console's CSP would refuse. */
-async function profile(): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ bypassCSP: true });
-  return { context, page: await context.newPage() };
-}
-
-async function signIn(page: Page, key: string): Promise<void> {
-  await page.goto(`${stack.url}/console`);
-  expect(new URL(page.url()).pathname).toBe('/console/sign-in');
-  await signInToConsole(page, stack.url, key);
-}
-
-async function accessible(page: Page, name: string): Promise<void> {
-  await page.addScriptTag({ path: axeSource });
-  const result = (await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<unknown> } }).axe;
-    return axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
-  })) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(serious.map((v) => `${name}: ${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
-  const file = path.join(artifacts, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (process.env.ONCELY_DOCS_SCREENSHOTS === '1') {
-    mkdirSync(docs, { recursive: true });
-    copyFileSync(file, path.join(docs, `${name}.png`));
+  /** A fresh browser profile; axe needs its script injected, which the console's CSP would refuse. */
+  async function profile(): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ bypassCSP: true });
+    return { context, page: await context.newPage() };
   }
-}
 
-describe('the console', () => {
+  async function signIn(page: Page, key: string): Promise<void> {
+    await page.goto(`${stack.url}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    await signInToConsole(page, stack.url, key);
+  }
+
+  async function accessible(page: Page, name: string): Promise<void> {
+    await page.addScriptTag({ path: axeSource });
+    const result = (await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<unknown> } }).axe;
+      return axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
+    })) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
+    const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    expect(serious.map((v) => `${name}: ${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+    const file = path.join(artifacts, kind === 'local' ? `${name}.png` : `${name}-${kind}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    if (process.env.ONCELY_DOCS_SCREENSHOTS === '1' && kind === 'local') {
+      mkdirSync(docs, { recursive: true });
+      copyFileSync(file, path.join(docs, `${name}.png`));
+    }
+  }
+
   it('signs in with a key into an HttpOnly, SameSite=Strict session cookie and keeps no key in the page', async () => {
     const { context, page } = await profile();
     await accessible(await (async () => (await page.goto(`${stack.url}/console/sign-in`), page))(), 'sign-in');

@@ -251,6 +251,21 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // 22 uploads' key rows, the batch's and the image preset's (their creation is keyed); the variant with the renditions.
   expect(report).toMatchObject({ uploads: 22, keyRows: 24, objectsVerified: 22, violations: [] });
   expect(report.renditions).toBeGreaterThanOrEqual(1);
+  // The console on the embedded default: signed in with the dev key, its uploads and one upload's page with its run's link.
+  const signIn = await fetch(`${url}/console/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: url },
+    body: new URLSearchParams({ secret: apiKey }),
+    redirect: 'manual',
+  });
+  expect(signIn.status).toBe(303);
+  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+  const list = await fetch(`${url}/console/uploads`, { headers: { cookie } });
+  expect(list.status).toBe(200);
+  expect(await list.text()).toContain(`/console/uploads/${first.json.uploadId}`);
+  const detail = await (await fetch(`${url}/console/uploads/${first.json.uploadId}`, { headers: { cookie } })).text();
+  expect(detail).toContain(key);
+  expect(detail).toMatch(/href="http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\?query=WorkflowId%3D%22upload%2F/);
   const created = await run(tsx, [path.join(root, 'src/cli.ts'), 'tenant', 'create', 'cli-made', '--json'], { env, cwd: root });
   const cliTenant = JSON.parse(created.stdout);
   expect(cliTenant.apiKey).toMatch(/^onc_/);

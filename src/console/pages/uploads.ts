@@ -64,8 +64,11 @@ export function uploadPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): vo
       .get<{ items: EventSummary[] }>(caller, '/v1/events', { uploadId: id, limit: '50' })
       .catch(() => ({ items: [] }));
     const events = await Promise.all(summaries.items.map((e) => api.get<EventDetail>(caller, `/v1/events/${e.id}`)));
+    // The run's list view filtered by its ID: the UI then shows the latest run, whatever its run ID.
     const runUrl = deps.temporalUi
-      ? `${deps.temporalUi.url}/namespaces/${encodeURIComponent(deps.temporalUi.namespace)}/workflows/${encodeURIComponent(uploadWorkflowId(caller.credential.tenantId, upload.idempotencyKey))}`
+      ? `${deps.temporalUi.url}/namespaces/${encodeURIComponent(deps.temporalUi.namespace)}/workflows?query=${encodeURIComponent(
+          `WorkflowId="${uploadWorkflowId(caller.credential.tenantId, upload.idempotencyKey)}"`,
+        )}`
       : undefined;
     return html(c, uploadPage(caller, { upload, events, runUrl, ...extra }), status);
   };

@@ -29,10 +29,10 @@ export interface PageFrame {
 export function page(frame: PageFrame, body: Fragment): Fragment {
   const { caller } = frame;
   const who =
-    caller?.kind === 'tenant'
-      ? `key ${caller.credential.principal.kind === 'key' ? caller.credential.principal.label || caller.credential.principal.id.slice(0, 8) : ''}`
+    caller?.kind === 'tenant' && caller.credential.principal.kind === 'key'
+      ? `key “${caller.credential.principal.label || caller.credential.principal.id.slice(0, 8)}”`
       : caller
-        ? 'operator'
+        ? 'the operator'
         : '';
   const nav = caller ? NAV.filter((n) => ('operator' in n ? caller.kind === 'operator' : !n.tenant || caller.kind === 'tenant')) : [];
   return html`<!doctype html>
@@ -62,7 +62,7 @@ export function page(frame: PageFrame, body: Fragment): Fragment {
       ${
         caller
           ? html`<div class="who">
-              <span>Signed in as ${who}</span>
+              <span>Signed in with ${who}</span>
               <form method="post" action="/console/sign-out">
                 <input type="hidden" name="csrf" value="${caller.session.csrf_token}" />
                 <button type="submit">Sign out</button>
