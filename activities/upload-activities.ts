@@ -112,6 +112,7 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
                 file_name: request.fileName,
                 expires_at: request.expiresAt ?? null,
                 token_id: request.grant?.tokenId ?? null,
+                arrival: request.mode ?? null,
                 subject: request.grant?.subject ?? null,
                 token_metadata: request.grant?.metadata ?? null,
               }

@@ -20,6 +20,7 @@ import { tracingOverhead } from './traces';
 import { payloadEncryptionOverhead } from './payload-encryption';
 import { imageVariants } from './images';
 import { workerLevers } from './worker-levers';
+import { consolePages } from './console';
 
 const { values } = parseArgs({
   options: {
@@ -43,6 +44,9 @@ const { values } = parseArgs({
     'embedded-trees': { type: 'string' },
     // Scenario "batch": items of 64 KiB in one import batch.
     'batch-items': { type: 'string', default: '1000' },
+    // Scenario "console" (only when named: seeding takes minutes): the tenant's uploads and events.
+    'console-uploads': { type: 'string', default: '1000000' },
+    'console-events': { type: 'string', default: '5000000' },
   },
 });
 
@@ -101,6 +105,14 @@ try {
   if (wanted.has('batch')) results.push(await importBatch(services, { items: Number(values['batch-items']), rounds, concurrency: 16 }));
   if (wanted.has('traces')) results.push(await tracingOverhead(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('codec')) results.push(await payloadEncryptionOverhead(services, { seconds, rounds, connections: 8 }));
+  if (wanted.has('console'))
+    results.push(
+      await consolePages(services, {
+        uploads: Number(values['console-uploads']),
+        events: Number(values['console-events']),
+        requests: 200,
+      }),
+    );
   if (wanted.has('levers')) results.push(await workerLevers(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))

@@ -145,7 +145,7 @@ export function createApp(deps: AppDeps) {
       }),
     );
   app.route('/', webRoutes());
-  app.route('/console', consoleWing({ config, pool, devUiOrigin: deps.devUiOrigin, fetch: () => app.fetch }));
+  app.route('/console', consoleWing({ config, pool, temporal, devUiOrigin: deps.devUiOrigin, fetch: () => app.fetch }));
   app.route(
     '/',
     docsRoutes(

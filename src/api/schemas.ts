@@ -1,6 +1,7 @@
 // The schemas of the API's own resources (keys, tokens, endpoints, events, lists, downloads,
 // deletions, tenants, health): the requests their handlers validate and the answers the
 // OpenAPI test checks. What the doors share with them is in src/http/schemas.ts.
+import { ARRIVAL_MODES, type ArrivalMode } from '../modes';
 import { z } from '@hono/zod-openapi';
 import { IdempotencyKey, instant, lifetimeSeconds, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor } from '../http/schemas';
 import { SCOPES } from '../credentials';
@@ -179,6 +180,13 @@ export const Upload = UploadCreated.extend({
       '`gated`: its pipeline gates (a virus scan) have not passed, nothing of it is served yet (423); `rejected`: a gate refused it, its bytes are deleted (409).',
   }),
   rejectionReason: z.string().nullable(),
+  arrival: z
+    .enum(Object.keys(ARRIVAL_MODES) as [ArrivalMode, ...ArrivalMode[]])
+    .nullable()
+    .openapi({
+      description:
+        'The door it came through (`upload`, `form`, `tus`, `rufh`, `direct`, `uppy`, `import`); null for uploads committed before it was recorded.',
+    }),
 }).openapi('Upload');
 
 export const UploadDetail = Upload.extend({

@@ -29,6 +29,7 @@ export interface ApiCall {
   body?: unknown;
   idempotencyKey?: string;
   requestId?: string;
+  headers?: Record<string, string>;
 }
 
 export class InProcessApi {
@@ -45,6 +46,7 @@ export class InProcessApi {
     if (call.body !== undefined) headers.set('content-type', 'application/json');
     if (call.idempotencyKey) headers.set('idempotency-key', call.idempotencyKey);
     if (call.requestId) headers.set('x-request-id', call.requestId);
+    for (const [k, v] of Object.entries(call.headers ?? {})) headers.set(k, v);
     if (caller.kind === 'operator') {
       if (!this.adminToken) throw new ApiError({ status: 403, code: 'admin_disabled', title: 'ADMIN_TOKEN is not set' });
       headers.set('authorization', `Bearer ${this.adminToken}`);

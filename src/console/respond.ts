@@ -1,5 +1,6 @@
 // What every console route answers with: a page, a redirect after an action, a problem shown
 // in the console's frame. An action's Idempotency-Key is the once-key its form was drawn with.
+import type { Client } from '@temporalio/client';
 import type { Context } from 'hono';
 import type { AppEnv } from '../http/env';
 import type { Pool } from '../db/pool';
@@ -19,6 +20,8 @@ export interface ConsoleDeps {
   publicUrl?: string;
   /** Where an upload's run is shown (the Temporal UI), and its namespace. */
   temporalUi?: { url: string; namespace: string };
+  /** The operator's page: the task queues to describe. */
+  temporal?: { client: Client; namespace: string; queues: string[] };
 }
 
 /** The fixed messages an action's redirect may show (the query names one; nothing else is echoed). */
@@ -28,6 +31,11 @@ export const NOTICES: Record<string, string> = {
   redelivered: 'Redelivery started; its attempts appear below.',
   recovering: 'Every event of the last day that failed for this endpoint is being redelivered.',
   revoked: 'Revoked.',
+  'not-active': "Nothing left to revoke: it is revoked already (or is not this tenant's).",
+  'tenant-deleting': 'The tenant is closed and its erasure is under way; its status shows when it is done.',
+  cancelled: 'Cancelling: work under way finishes, nothing new starts.',
+  paused: 'Paused: imports under way finish, no new one starts.',
+  resumed: 'Resumed.',
   'signed-out': 'Signed out.',
 };
 
@@ -38,14 +46,18 @@ export function noticeOf(c: C): string | undefined {
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Runs an action as the session with the form's once-key; 303 to where it says, or the problem shown. */
-export async function act(
+/**
+ * Runs an action as the session (a tenant's, unless `as` names another kind) with the form's
+ * once-key; 303 to where it says, or the problem shown.
+ */
+export async function act<K extends ConsoleCaller>(
   c: C,
-  run: (caller: ConsoleCaller & { kind: 'tenant' }, once: string, form: Record<string, unknown>) => Promise<string>,
+  run: (caller: K, once: string, form: Record<string, unknown>) => Promise<string>,
+  as: (c: C) => K = tenantOnly as (c: C) => K,
 ) {
-  const caller = tenantOnly(c);
-  const form = await c.req.parseBody({ all: true });
   try {
+    const caller = as(c);
+    const form = await c.req.parseBody({ all: true });
     return c.redirect(await run(caller, onceOf(form), form), 303);
   } catch (err) {
     return problemPage(c, err);

@@ -1,15 +1,16 @@
 // The console (/console): server-rendered pages for a signed-in tenant or operator. Reads and
 // actions go through the API in-process (src/console/api.ts) as the session's key; each action
 // button carries a key made when its page was drawn, sent as the action's Idempotency-Key.
-import { OpenAPIHono } from '@hono/zod-openapi';
+import { Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { secureHeaders } from 'hono/secure-headers';
 import { revokeConsoleSession } from '../db/queries/console-sessions';
 import { buildWebApp } from '../web/routes';
-import { documentConsole } from './document';
 import { credentialPages } from './pages/credentials';
 import { eventPages } from './pages/events';
+import { processingPages } from './pages/processing';
+import { operatorPages } from './pages/operator';
 import { uploadPages } from './pages/uploads';
 import { html, notFound, problemPage, safeNext, tenantOnly, type C, type ConsoleDeps, type ConsoleEnv } from './respond';
 import { ConsoleSessions } from './sessions';
@@ -19,7 +20,7 @@ import { signInPage } from './views/sign-in';
 
 export function consoleRoutes(deps: ConsoleDeps) {
   const { api, sessions } = deps;
-  const app = new OpenAPIHono<ConsoleEnv>();
+  const app = new Hono<ConsoleEnv>();
   const secure = (c: C) => deps.publicUrl?.startsWith('https:') || new URL(c.req.url).protocol === 'https:';
   const cookieName = (c: C) => (secure(c) ? '__Host-oncely_console' : 'oncely_console');
 
@@ -118,13 +119,14 @@ export function consoleRoutes(deps: ConsoleDeps) {
     });
   });
 
-  app.get('/', (c) => c.redirect(c.get('caller').kind === 'tenant' ? '/console/uploads' : '/console/sessions', 303));
+  app.get('/', (c) => c.redirect(c.get('caller').kind === 'tenant' ? '/console/uploads' : '/console/operator', 303));
 
   uploadPages(app, deps);
   eventPages(app, deps);
+  processingPages(app, deps);
   credentialPages(app, deps);
+  operatorPages(app, deps);
 
-  documentConsole(app);
   app.notFound((c) => notFound(c as C));
   app.onError((err, c) => problemPage(c as C, err));
   return app;

@@ -2,7 +2,7 @@
 // opaque cursor (base64url: a page's last position, creation time in microseconds and id, or
 // for lists in name order the last name, or an item number), and the page cut from its rows.
 import type { z } from 'zod';
-import { problem } from '../errors';
+import { dependency, problem } from '../errors';
 import type { ListPosition } from '../db/queries/keyset';
 import { PageQuery } from './schemas';
 
@@ -70,4 +70,17 @@ export const encodeNameCursor = (name: string) => Buffer.from(name).toString('ba
 export function pageOf<T>(rows: T[], limit: number, cursorOf: (last: T) => string): { items: T[]; nextCursor: string | null } {
   const items = rows.slice(0, limit);
   return { items, nextCursor: rows.length > limit ? cursorOf(items[items.length - 1]!) : null };
+}
+
+/**
+ * One page of a list in creation order (the query's `cursor` and `limit`): `load` reads
+ * `limit + 1` rows after the position (pageInCreationOrder), the page keeps `limit` of them.
+ */
+export async function creationOrderPage<T extends { created_micros: string; id: string }>(
+  query: Record<string, string>,
+  load: (page: { after?: ListPosition; limit: number }) => Promise<T[]>,
+): Promise<{ items: T[]; nextCursor: string | null }> {
+  const { after, limit } = parsePageQuery(query);
+  const rows = await dependency('database_unavailable', () => load({ after, limit: limit + 1 }));
+  return pageOf(rows, limit, (last) => encodeCursor({ createdMicros: last.created_micros, id: last.id }));
 }

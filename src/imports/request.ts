@@ -69,5 +69,6 @@ export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadR
     ...(upload.expiresAt ? { expiresAt: upload.expiresAt } : {}),
     ...(upload.pipeline ? { pipeline: upload.pipeline } : {}),
     ...(upload.grant ? { grant: upload.grant } : {}),
+    mode: 'import',
   };
 }

@@ -219,5 +219,6 @@ export function uploadRequest(s: SessionRow): UploadRequest {
     ...(s.expires_at ? { expiresAt: s.expires_at.toISOString() } : {}),
     ...(s.upload_grant ? { grant: s.upload_grant } : {}),
     ...(s.pipeline ? { pipeline: s.pipeline } : {}),
+    mode: s.mode,
   };
 }

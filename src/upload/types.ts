@@ -18,6 +18,8 @@ export interface UploadRequest {
   grant?: UploadGrant;
   /** The pipeline it names (X-Pipeline, tus metadata, plan or form field); absent: the tenant's `default`. */
   pipeline?: string;
+  /** The door it came through (recorded with the upload); absent in runs started before it was carried. */
+  mode?: ArrivalMode;
 }
 
 /** Who is uploading, as the pipeline's validation hook is told. */

@@ -30,5 +30,6 @@ export function oneRequestUpload(
     ...(r.expiresAt ? { expiresAt: r.expiresAt } : {}),
     ...(r.pipeline ? { pipeline: r.pipeline } : {}),
     ...(r.grant ? { grant: r.grant } : {}),
+    mode: 'upload',
   };
 }

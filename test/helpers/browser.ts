@@ -23,5 +23,5 @@ export async function signInToConsole(page: Page, base: string, key: string): Pr
   await page.goto(`${base}/console/sign-in`);
   await page.fill('#secret', key);
   await page.click('button[type=submit]:has-text("Sign in")');
-  await page.waitForURL(/\/console\/(uploads|sessions)/);
+  await page.waitForURL(/\/console\/(uploads|operator)/);
 }

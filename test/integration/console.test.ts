@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, signInToConsole } from '../helpers/browser';
 import { jsonCaller, postUpload } from '../helpers/http';
@@ -19,6 +19,7 @@ import { WebhookReceiver } from '../support/webhook-receiver';
 
 const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts/console');
 const docs = path.resolve(import.meta.dirname, '../../docs/console');
+const ADMIN_TOKEN = `admin-${randomUUID()}`;
 const axeSource = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 describe.each(['local', 's3'] as const)('the console on the %s store', (kind) => {
@@ -34,7 +35,7 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
     stack = await startStackOnStore(kind, `console_${kind}`, {
-      env: { WEBHOOK_RETRY_MAX_ATTEMPTS: '2', WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1' },
+      env: { WEBHOOK_RETRY_MAX_ATTEMPTS: '2', WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1', ADMIN_TOKEN },
     });
     owner = await stack.createTenant('console-owner');
     other = await stack.createTenant('console-other');
@@ -81,6 +82,20 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.goto(`${stack.url}/console`);
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
     await signInToConsole(page, stack.url, key);
+  }
+
+  /** Sends the form as drawn `times` at once (a double click's submissions); each answer's status (0: a redirect). */
+  async function submitDrawnForm(form: Locator, times: number): Promise<number[]> {
+    return form.evaluate(async (f, n) => {
+      const g = globalThis as unknown as { FormData: new (f: unknown) => Iterable<[string, string]> };
+      const send = () =>
+        fetch((f as unknown as { action: string }).action, {
+          method: 'POST',
+          body: new URLSearchParams([...new g.FormData(f)]),
+          redirect: 'manual',
+        });
+      return (await Promise.all(Array.from({ length: n }, send))).map((r) => r.status);
+    }, times);
   }
 
   async function accessible(page: Page, name: string): Promise<void> {
@@ -141,6 +156,7 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.click('a:has-text("sunset-beach.png")');
     await page.waitForURL(new RegExp(`/console/uploads/${pictureId}$`));
     expect(await page.textContent('h1')).toBe('sunset-beach.png');
+    expect(await page.textContent('.facts')).toContain('one request (POST /v1/uploads)');
     expect(await page.locator('.timeline li').count()).toBeGreaterThan(0);
     const preview = await page.request.get(`${stack.url}/console/uploads/${pictureId}/thumbnail`);
     expect(preview.status()).toBe(200);
@@ -151,13 +167,7 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     const before = receiver.received.filter((r) => r.id === processed).length;
     const form = page.locator(`article:has(a[href="/console/events/${processed}"]) form.action`);
     // Two submissions of the same drawn form, as a double click sends them: one redelivery.
-    const statuses = await form.evaluate(async (f) => {
-      const g = globalThis as unknown as { FormData: new (f: unknown) => Iterable<[string, string]> };
-      const el = f as unknown as { action: string };
-      const body = () => new URLSearchParams([...new g.FormData(f)]);
-      const send = () => fetch(el.action, { method: 'POST', body: body(), redirect: 'manual' });
-      return (await Promise.all([send(), send()])).map((r) => r.status);
-    });
+    const statuses = await submitDrawnForm(form, 2);
     expect(statuses).toEqual([0, 0]); // both answered with a redirect (opaque to fetch): no problem page
     await eventually(async () => receiver.received.filter((r) => r.id === processed).length === before + 1, 30_000);
     // The same drawn form sent again is the same action: replayed, nothing sent.
@@ -209,20 +219,19 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await signIn(page, owner.apiKey);
     await page.goto(`${stack.url}/console/uploads/${id}`);
     const form = page.locator('form.action:has(button:has-text("Reprocess"))');
-    const statuses = await form.evaluate(async (f) => {
-      const g = globalThis as unknown as { FormData: new (f: unknown) => Iterable<[string, string]> };
-      const send = () =>
-        fetch((f as unknown as { action: string }).action, {
-          method: 'POST',
-          body: new URLSearchParams([...new g.FormData(f)]),
-          redirect: 'manual',
-        });
-      return (await Promise.all([send(), send(), send()])).map((r) => r.status);
-    });
+    const statuses = await submitDrawnForm(form, 3);
     expect(statuses).toEqual([0, 0, 0]);
     await eventually(async () => (await api('GET', `/v1/uploads/${id}`)).json.pipeline.version === 2, 60_000);
     const jobs = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM reprocess_jobs WHERE tenant_id = $1', [owner.tenantId]);
     expect(jobs.rows[0].n).toBe(1);
+    // The job, listed by the API and shown on the processing page with the pipeline's versions.
+    const listed = await api('GET', '/v1/reprocess-jobs');
+    expect(listed.json.items).toHaveLength(1);
+    expect(listed.json.items[0]).toMatchObject({ pipeline: 'console-gallery', version: 2, total: 1 });
+    await page.goto(`${stack.url}/console/processing`);
+    expect(await page.textContent('#pipelines-h + table')).toContain('console-gallery');
+    expect(await page.locator('.jobs li').count()).toBe(1);
+    await accessible(page, 'processing');
     await context.close();
   });
 
@@ -232,9 +241,23 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.goto(`${stack.url}/console/events`);
     expect(await page.locator('h2:has-text("Failed deliveries") + *').count()).toBe(1);
     await accessible(page, 'events');
+    const minted = await api('POST', '/v1/upload-tokens', { expiresInSeconds: 600, subject: 'user-42', maxUploads: 3 }, randomUUID());
+    expect(minted.status).toBe(201);
+    const tokens = await api('GET', '/v1/upload-tokens?limit=100');
+    expect(tokens.json.data.map((t: { id: string }) => t.id)).toContain(minted.json.id);
+    expect(tokens.json.data.find((t: { id: string }) => t.id === minted.json.id)).toMatchObject({
+      subject: 'user-42',
+      uploadsUsed: 0,
+      maxUploads: 3,
+    });
     await page.goto(`${stack.url}/console/credentials`);
-    expect(await page.locator('table tbody tr').count()).toBeGreaterThan(0);
+    expect(await page.locator('#keys-h ~ table tbody tr').count()).toBeGreaterThan(0);
+    const tokenRow = page.locator('#tokens-h ~ table tr', { hasText: minted.json.id });
+    expect(await tokenRow.textContent()).toMatch(/user-42[\s\S]*0 of 3[\s\S]*active/);
     await accessible(page, 'credentials');
+    await tokenRow.locator('button:has-text("Revoke token")').click();
+    await page.waitForURL(/notice=revoked/);
+    expect((await api('GET', `/v1/upload-tokens/${minted.json.id}`)).json.revokedAt).not.toBeNull();
     await page.goto(`${stack.url}/console/sessions`);
     expect(await page.locator('.badge-this_session').count()).toBe(1);
     await accessible(page, 'sessions');
@@ -280,6 +303,40 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     const res = await page.goto(`${stack.url}/console/uploads/${notesId}`);
     expect(res!.status()).toBe(404);
     expect((await page.request.get(`${stack.url}/console/uploads/${notesId}/content`)).status()).toBe(404);
+    await context.close();
+  });
+
+  it('the operator sees every tenant with its usage and the task queues with their workers, and deletes a tenant once', async () => {
+    const doomed = await stack.createTenant('console-doomed');
+    const { context, page } = await profile();
+    await signIn(page, ADMIN_TOKEN);
+    expect(new URL(page.url()).pathname).toBe('/console/operator');
+    const row = page.locator('tr', { hasText: 'console-owner' });
+    expect(await row.textContent()).toMatch(/active/);
+    expect(Number((await row.locator('td').nth(3).textContent())!.replace(/\D/g, ''))).toBeGreaterThanOrEqual(2);
+    // The stack's worker polls both queues.
+    const queues = page.locator('#queues-h + table tbody tr');
+    expect(await queues.count()).toBe(4);
+    expect(await queues.first().textContent()).toMatch(/workflow\s*[1-9]/);
+    await accessible(page, 'operator');
+    // No tenant data in an operator session.
+    expect((await page.goto(`${stack.url}/console/uploads`))!.status()).toBe(403);
+    await page.goto(`${stack.url}/console/operator`);
+    const form = page.locator(`form[action="/console/operator/tenants/${doomed.tenantId}/delete"]`);
+    const statuses = await submitDrawnForm(form, 2);
+    expect(statuses).toEqual([0, 0]);
+    await eventually(async () => {
+      const t = await fetch(`${stack.url}/admin/tenants/${doomed.tenantId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      return ((await t.json()) as { status: string }).status === 'deleted';
+    }, 60_000);
+    let runs = 0;
+    for await (const _ of stack.temporal.workflow.list({ query: `WorkflowId = 'tenant-delete/${doomed.tenantId}'` })) runs++;
+    expect(runs).toBe(1);
+    // A tenant key cannot reach the operator's page.
+    const other = await profile();
+    await signIn(other.page, owner.apiKey);
+    expect((await other.page.goto(`${stack.url}/console/operator`))!.status()).toBe(403);
+    await other.context.close();
     await context.close();
   });
 

@@ -240,6 +240,9 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   } finally {
     await origin.close();
   }
+  // Each upload records the door it came through.
+  const doors = (await getJson(`${url}/v1/uploads?limit=100`, apiKey)).json.items.map((u: { arrival: string | null }) => u.arrival);
+  expect(new Set(doors)).toEqual(new Set(['upload', 'tus', 'rufh', 'direct', 'form', 'import']));
   // The Temporal UI (served by the embedded dev server) finds the run by its key.
   await screenshotTemporalUi(key);
   const stored = path.join(dataDir, 'objects', first.json.storageKey);

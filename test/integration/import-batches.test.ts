@@ -84,6 +84,17 @@ it('imports every item once under (batch, item), counts them, lists their outcom
   const rows = await stack.runtime.pool.query(`SELECT idempotency_key, sha256 FROM uploads WHERE id = ANY($1)`, [[...uploads]]);
   expect(rows.rows.every((r) => r.sha256 === sha256(file) && r.idempotency_key.startsWith(`import-batch/${started.json.id}/`))).toBe(true);
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  // The tenant's batches, listed in creation order a page at a time: this one among them, as GET shows it.
+  const listed: { id: string }[] = [];
+  let next: string | null = null;
+  do {
+    const page = await call('GET', `/v1/import-batches?limit=1${next ? `&cursor=${next}` : ''}`);
+    expect(page.status).toBe(200);
+    listed.push(...page.json.items);
+    next = page.json.nextCursor;
+  } while (next);
+  expect(listed.find((b) => b.id === started.json.id)).toEqual((await call('GET', `/v1/import-batches/${started.json.id}`)).json);
+  expect((await call('GET', '/v1/import-batches?limit=0')).json).toMatchObject({ error: 'query_invalid' });
 });
 
 it("runs each item past its pipeline's validation hook: a refusal fails the item, a hook that could not answer is asked again", async () => {

@@ -307,16 +307,22 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
         { name: 'small.bin', mimeType: 'application/octet-stream', buffer: small },
       ]);
     await page.waitForSelector('#done li[data-upload-id] >> nth=1', { timeout: 90_000 });
-    const rows = await stack.runtime.pool.query<{ file_name: string; bytes: string; sha256: string; idempotency_key: string }>(
-      'SELECT file_name, bytes, sha256, idempotency_key FROM uploads WHERE tenant_id = $1 ORDER BY bytes DESC',
-      [tenant.tenantId],
-    );
+    const rows = await stack.runtime.pool.query<{
+      file_name: string;
+      bytes: string;
+      sha256: string;
+      idempotency_key: string;
+      arrival: string;
+    }>('SELECT file_name, bytes, sha256, idempotency_key, arrival FROM uploads WHERE tenant_id = $1 ORDER BY bytes DESC', [
+      tenant.tenantId,
+    ]);
     expect(rows.rows.map((r) => [r.file_name, Number(r.bytes), r.sha256])).toEqual([
       ['big.bin', big.length, createHash('sha256').update(big).digest('hex')],
       ['small.bin', small.length, createHash('sha256').update(small).digest('hex')],
     ]);
     const sessions = await stack.runtime.pool.query(`SELECT mode, state FROM resumable_sessions WHERE tenant_id = $1`, [tenant.tenantId]);
     expect(sessions.rows).toEqual([{ mode: 'uppy', state: 'committed' }]);
+    expect(rows.rows[0]!.arrival).toBe('uppy');
     expect(rows.rows.every((r) => r.idempotency_key.startsWith('web-'))).toBe(true);
     // Both uploads are the page token's; the key never went out from the page (the console session minted it).
     const owners = await stack.runtime.pool.query('SELECT DISTINCT token_id FROM uploads WHERE tenant_id = $1', [tenant.tenantId]);

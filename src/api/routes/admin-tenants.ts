@@ -1,4 +1,5 @@
-// POST /admin/tenants: an operator creates a tenant with its first API key; GET and PATCH
+// POST /admin/tenants: an operator creates a tenant with its first API key; GET lists every
+// tenant with its usage; GET and PATCH
 // /admin/tenants/{id} read and change its settings (retention, image specs); DELETE starts
 // (or attaches to) its deletion, `tenant-delete/{id}`. Creating is idempotent like every
 // mutating route (keys under the reserved operator tenant; the answer, which holds the new
@@ -6,7 +7,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
-import { findTenant, setTenantSettings, type TenantSettingsRow } from '../../db/queries/tenants';
+import { findTenant, pageTenants, setTenantSettings, tenantUsage, type TenantSettingsRow } from '../../db/queries/tenants';
 import type { Pool } from '../../db/pool';
 import type { CredentialCache } from '../middleware/auth';
 import type { TenantDeletions } from '../../lifecycle/tenant-deletions';
@@ -19,7 +20,8 @@ import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
 import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../../http/openapi';
 import { CreateTenant, Tenant, TenantCreated, TenantDeletion, TenantSettings } from '../schemas';
-import { PreferHeader, Uuid } from '../../http/schemas';
+import { PageQuery, PreferHeader, Uuid } from '../../http/schemas';
+import { creationOrderPage } from '../../http/list-query';
 import { apiKeyView } from './api-keys';
 
 const createTenantRoute = createRoute({
@@ -73,6 +75,35 @@ const getTenantRoute = createRoute({
   responses: {
     200: { description: 'The tenant', content: { 'application/json': { schema: Tenant } } },
     ...problems('unauthorized', 'not_found', 'database_unavailable', 'internal_error'),
+  },
+});
+
+const TenantWithUsage = Tenant.extend({
+  usage: z.object({
+    uploads: z.number().int().openapi({ description: 'Live uploads.' }),
+    bytes: z.number().int().openapi({ description: 'Their bytes (originals).' }),
+    pendingDeletions: z.number().int().openapi({ description: 'Uploads deleted and not yet erased.' }),
+  }),
+}).openapi('TenantWithUsage');
+
+const listTenantsRoute = createRoute({
+  method: 'get',
+  path: '/tenants',
+  tags: ['operators'],
+  summary: 'Every tenant with its settings, status and usage, in creation order, a page at a time',
+  description: "Usage is counted over each listed tenant's uploads when asked (a page of 1–100 tenants).",
+  security: [{ adminToken: [] }],
+  request: { query: PageQuery },
+  responses: {
+    200: {
+      description: 'One page',
+      content: {
+        'application/json': {
+          schema: z.object({ items: z.array(TenantWithUsage), nextCursor: z.string().nullable() }).openapi('TenantList'),
+        },
+      },
+    },
+    ...problems('unauthorized', 'query_invalid', 'database_unavailable', 'internal_error'),
   },
 });
 
@@ -137,6 +168,29 @@ export function adminTenantRoutes(deps: {
     if (!row) throw problem('not_found', 'No such tenant.');
     return row;
   };
+  route(app, listTenantsRoute, async function listTenants(c) {
+    const page = await creationOrderPage(c.req.query(), (at) => pageTenants(pool, at));
+    const usage = new Map(
+      (
+        await dependency('database_unavailable', () =>
+          tenantUsage(
+            pool,
+            page.items.map((t) => t.id),
+          ),
+        )
+      ).map((u) => [u.tenant_id, u]),
+    );
+    return c.json({
+      items: page.items.map((t) => {
+        const u = usage.get(t.id);
+        return {
+          ...tenantView(t),
+          usage: { uploads: Number(u?.uploads ?? 0), bytes: Number(u?.bytes ?? 0), pendingDeletions: Number(u?.pending_deletions ?? 0) },
+        };
+      }),
+      nextCursor: page.nextCursor,
+    });
+  });
   route(app, getTenantRoute, async function getTenant(c) {
     return c.json(tenantView(await tenantOf(c)), 200);
   });

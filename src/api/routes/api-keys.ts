@@ -14,7 +14,7 @@ import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/op
 import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
 import { ApiKeyCreated, ApiKeyList, CreateApiKey } from '../schemas';
 import { PageQuery, Uuid } from '../../http/schemas';
-import { encodeCursor, pageOf, parsePageQuery } from '../../http/list-query';
+import { creationOrderPage } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 
 export function apiKeyView(k: ApiKeyRow) {
@@ -85,9 +85,7 @@ export function apiKeyRoutes(deps: { idempotency: IdempotentRouteOptions; keyCac
   });
 
   route(app, listKeysRoute, async function listTenantApiKeys(c) {
-    const { after, limit } = parsePageQuery(c.req.query());
-    const rows = await dependency('database_unavailable', () => pageApiKeys(pool, c.get('tenantId'), { after, limit: limit + 1 }));
-    const page = pageOf(rows, limit, (last) => encodeCursor({ createdMicros: last.created_micros, id: last.id }));
+    const page = await creationOrderPage(c.req.query(), (at) => pageApiKeys(pool, c.get('tenantId'), at));
     return c.json({ data: page.items.map(apiKeyView), nextCursor: page.nextCursor });
   });
 

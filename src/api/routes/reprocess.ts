@@ -4,7 +4,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
 import { findPipelineVersion, latestPipelineVersion } from '../../db/queries/pipelines';
-import { findReprocessJob, reprocessProgress, type ReprocessJobRow } from '../../db/queries/reprocess';
+import { findReprocessJob, pageReprocessJobs, reprocessProgress, type ReprocessJobRow } from '../../db/queries/reprocess';
 import { dependency, problem } from '../../errors';
 import type { Reprocessing } from '../../lifecycle/reprocessing';
 import { PipelineName } from '../../pipelines/catalogue';
@@ -19,7 +19,8 @@ import {
   route,
   router,
 } from '../../http/openapi';
-import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../../http/schemas';
+import { instant, MediaRange, PageQuery, PipelineVersionNumber, Uuid } from '../../http/schemas';
+import { creationOrderPage } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 
 const ReprocessRequest = z
@@ -111,6 +112,26 @@ const jobRoute = createRoute({
   },
 });
 
+const listRoute = createRoute({
+  method: 'get',
+  path: '/reprocess-jobs',
+  tags: ['pipelines'],
+  summary: "The tenant's re-processing jobs in creation order, with their progress, a page at a time",
+  security: requires('pipelines:manage'),
+  request: { query: PageQuery },
+  responses: {
+    200: {
+      description: 'One page',
+      content: {
+        'application/json': {
+          schema: z.object({ items: z.array(ReprocessJob), nextCursor: z.string().nullable() }).openapi('ReprocessJobList'),
+        },
+      },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
+  },
+});
+
 const cancelRoute = createRoute({
   method: 'post',
   path: '/reprocess-jobs/{id}/cancel',
@@ -152,6 +173,11 @@ export function reprocessRoutes(deps: { idempotency: IdempotentRouteOptions; rep
       concurrency: body.concurrency,
     });
     return c.json(await jobView(pool, row), 202, { location: `/v1/reprocess-jobs/${row.id}` });
+  });
+
+  route(app, listRoute, async function listReprocessJobs(c) {
+    const page = await creationOrderPage(c.req.query(), (at) => pageReprocessJobs(pool, c.get('tenantId'), at));
+    return c.json({ items: await Promise.all(page.items.map((j) => jobView(pool, j))), nextCursor: page.nextCursor });
   });
 
   route(app, jobRoute, async function getReprocessJob(c) {

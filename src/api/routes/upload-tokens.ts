@@ -3,7 +3,7 @@
 // (and its idempotent replays, stored sealed); only its hash is kept.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Config } from '../../config';
-import { findUploadToken, revokeUploadToken, type UploadTokenRow } from '../../db/queries/upload-tokens';
+import { findUploadToken, pageUploadTokens, revokeUploadToken, type UploadTokenRow } from '../../db/queries/upload-tokens';
 import { dependency, problem } from '../../errors';
 import { mintUploadToken } from '../../tokens/upload-tokens';
 import { jsonBody } from '../../http/json-body';
@@ -19,7 +19,8 @@ import {
   router,
 } from '../../http/openapi';
 import { CreateUploadToken, UploadToken, UploadTokenCreated } from '../schemas';
-import { Uuid } from '../../http/schemas';
+import { PageQuery, Uuid } from '../../http/schemas';
+import { creationOrderPage } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 import { parsePipelineName, type DeclaredPipelines } from '../../pipelines/declared';
 
@@ -50,6 +51,26 @@ const createTokenRoute = createRoute({
   responses: {
     201: createdResponse('Created; `token` is the bearer.', UploadTokenCreated, { location: true }),
     ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'pipeline_unknown'),
+  },
+});
+
+const listTokensRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['upload tokens'],
+  summary: "The tenant's upload tokens (revoked and expired ones too) with their limits and usage, in creation order, a page at a time",
+  security: requires('tokens:mint'),
+  request: { query: PageQuery },
+  responses: {
+    200: {
+      description: 'One page',
+      content: {
+        'application/json': {
+          schema: z.object({ data: z.array(UploadToken), nextCursor: z.string().nullable() }).openapi('UploadTokenList'),
+        },
+      },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
   },
 });
 
@@ -96,6 +117,11 @@ export function uploadTokenRoutes(deps: {
       mintUploadToken(pool, c.get('tenantId'), { ...body, expiresInSeconds }),
     );
     return c.json({ ...uploadTokenView(row), token }, 201, { location: `/v1/upload-tokens/${row.id}` });
+  });
+
+  route(app, listTokensRoute, async function listUploadTokens(c) {
+    const page = await creationOrderPage(c.req.query(), (at) => pageUploadTokens(pool, c.get('tenantId'), at));
+    return c.json({ data: page.items.map(uploadTokenView), nextCursor: page.nextCursor }, 200);
   });
 
   route(app, getTokenRoute, async function getUploadToken(c) {

@@ -124,6 +124,7 @@ export function uploadView(row: UploadRow) {
     pipeline: { name: row.pipeline ?? DEFAULT_PIPELINE, version: row.pipeline_version ?? 0 },
     availability: row.availability,
     rejectionReason: row.rejection_reason,
+    arrival: row.arrival,
   };
 }
 

@@ -15,7 +15,7 @@ import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems } from '../../http/op
 import { createdResponse, idempotentJsonRequest, route, router } from '../../http/openapi';
 import { CreateWebhookEndpoint, WebhookEndpointCreated, WebhookEndpointList } from '../webhook-schemas';
 import { PageQuery, Uuid } from '../../http/schemas';
-import { encodeCursor, pageOf, parsePageQuery } from '../../http/list-query';
+import { creationOrderPage } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 
 function view(e: EndpointRow) {
@@ -91,9 +91,7 @@ export function webhookEndpointRoutes(deps: { allowPrivateNetworks: boolean; ide
   });
 
   route(app, listEndpointsRoute, async function listWebhookEndpoints(c) {
-    const { after, limit } = parsePageQuery(c.req.query());
-    const rows = await dependency('database_unavailable', () => pageEndpoints(pool, c.get('tenantId'), { after, limit: limit + 1 }));
-    const page = pageOf(rows, limit, (last) => encodeCursor({ createdMicros: last.created_micros, id: last.id }));
+    const page = await creationOrderPage(c.req.query(), (at) => pageEndpoints(pool, c.get('tenantId'), at));
     return c.json({ data: page.items.map(view), nextCursor: page.nextCursor });
   });
 

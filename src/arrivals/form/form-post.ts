@@ -107,6 +107,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         declaredBytes: f.maxBytes,
         declaredSha256: null,
         ...(f.grant ? { grant: f.grant } : {}),
+        mode: 'form',
       };
       stream.once('limit', () => {
         const tooLarge = fileTooLarge(f.maxBytes);

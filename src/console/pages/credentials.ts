@@ -1,20 +1,40 @@
-// API keys (list, create, revoke) and console sessions (list, revoke).
-import type { OpenAPIHono } from '@hono/zod-openapi';
+// API keys (list, create, revoke), upload tokens (list, revoke) and console sessions (list, revoke).
+import type { Hono } from 'hono';
 import type { ConsoleCaller } from '../sessions';
+import { ApiError } from '../api';
 import { act, html, noticeOf, notFound, onceOf, shown, tenantOnly, type ConsoleDeps, type ConsoleEnv } from '../respond';
 import { may } from '../views/kit';
 import { listConsoleSessions, revokeConsoleSession } from '../../db/queries/console-sessions';
-import { credentialsPage, sessionsPage, type ApiKey } from '../views/credentials';
+import { credentialsPage, sessionsPage, type ApiKey, type UploadToken } from '../views/credentials';
 
-export function credentialPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): void {
+/** A revocation's redirect: a second press (the first already revoked it) finds nothing active, which is the same outcome. */
+async function revoked(revoke: () => Promise<unknown>): Promise<string> {
+  try {
+    await revoke();
+    return '/console/credentials?notice=revoked';
+  } catch (err) {
+    if (err instanceof ApiError && err.problem.status === 404) return '/console/credentials?notice=not-active';
+    throw err;
+  }
+}
+
+export function credentialPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   const { api } = deps;
   const listKeys = (caller: ConsoleCaller) =>
     may(caller, 'keys:manage')
       ? api.get<{ data: ApiKey[] }>(caller, '/v1/api-keys', { limit: '100' }).then((r) => r.data)
       : Promise.resolve([]);
+  const listTokens = (caller: ConsoleCaller) =>
+    may(caller, 'tokens:mint')
+      ? api.get<{ data: UploadToken[] }>(caller, '/v1/upload-tokens', { limit: '100' }).then((r) => r.data.slice(-50).reverse())
+      : Promise.resolve([]);
+  const lists = async (caller: ConsoleCaller) => {
+    const [keys, tokens] = await Promise.all([listKeys(caller), listTokens(caller)]);
+    return { keys, tokens };
+  };
   app.get('/credentials', async (c) => {
     const caller = tenantOnly(c);
-    return html(c, credentialsPage(caller, { keys: await listKeys(caller), notice: noticeOf(c) }));
+    return html(c, credentialsPage(caller, { ...(await lists(caller)), notice: noticeOf(c) }));
   });
   app.post('/api-keys', async (c) => {
     const caller = tenantOnly(c);
@@ -26,16 +46,20 @@ export function credentialPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps)
         idempotencyKey: onceOf(form),
         body: { label, ...(scopes.length ? { scopes } : {}) },
       });
-      return html(c, credentialsPage(caller, { keys: await listKeys(caller), created }));
+      return html(c, credentialsPage(caller, { ...(await lists(caller)), created }));
     } catch (err) {
       const problem = shown(err);
-      return html(c, credentialsPage(caller, { keys: await listKeys(caller), error: problem.message }), problem.status);
+      return html(c, credentialsPage(caller, { ...(await lists(caller)), error: problem.message }), problem.status);
     }
   });
   app.post('/api-keys/:id/revoke', (c) =>
     act(c, async (caller, once) => {
-      await api.json(caller, 'DELETE', `/v1/api-keys/${encodeURIComponent(c.req.param('id'))}`, { idempotencyKey: once });
-      return '/console/credentials?notice=revoked';
+      return revoked(() => api.json(caller, 'DELETE', `/v1/api-keys/${encodeURIComponent(c.req.param('id'))}`, { idempotencyKey: once }));
+    }),
+  );
+  app.post('/upload-tokens/:id/revoke', (c) =>
+    act(c, async (caller) => {
+      return revoked(() => api.json(caller, 'DELETE', `/v1/upload-tokens/${encodeURIComponent(c.req.param('id'))}`));
     }),
   );
 

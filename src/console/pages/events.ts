@@ -1,12 +1,12 @@
 // The event log with failed deliveries first, one event's page, and redelivery and recovery.
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Hono } from 'hono';
 import { act, html, noticeOf, problemPage, tenantOnly, type ConsoleDeps, type ConsoleEnv } from '../respond';
 import { may } from '../views/kit';
-import { streamSSE } from 'hono/streaming';
+import { liveStream } from './live';
 import { eventPage, eventsPage, type Endpoint, type EventSummary } from '../views/events';
 import type { EventDetail } from '../views/upload';
 
-export function eventPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): void {
+export function eventPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   const { api } = deps;
   app.get('/events', async (c) => {
     const caller = tenantOnly(c);
@@ -30,16 +30,11 @@ export function eventPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): voi
   });
   app.get('/events/live', (c) => {
     const caller = tenantOnly(c);
-    return streamSSE(c, async (stream) => {
-      let last: string | undefined;
-      for (let i = 0; i < 600 && !stream.aborted; i++) {
-        const page = await api.get<{ items: EventSummary[] }>(caller, '/v1/events', { limit: '1' }).catch(() => undefined);
-        const state = page?.items[0]?.id ?? '';
-        if (last !== undefined && state !== last) await stream.writeSSE({ data: '<turbo-stream action="refresh"></turbo-stream>' });
-        last = state;
-        await stream.sleep(2000);
-      }
-    });
+    return liveStream(
+      c,
+      2000,
+      async () => (await api.get<{ items: EventSummary[] }>(caller, '/v1/events', { limit: '1' })).items[0]?.id ?? '',
+    );
   });
   app.get('/events/:id', async (c) => {
     const caller = tenantOnly(c);

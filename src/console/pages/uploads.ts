@@ -1,5 +1,5 @@
 // The uploads list, an upload's page with its bytes passed through, its live refresh, and its actions.
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Hono } from 'hono';
 import {
   act,
   dayStart,
@@ -15,14 +15,14 @@ import {
   type ConsoleEnv,
 } from '../respond';
 import { may } from '../views/kit';
-import { streamSSE } from 'hono/streaming';
+import { liveStream } from './live';
 import { uploadsPerHour } from '../../db/queries/uploads';
 import { uploadWorkflowId } from '../../temporal/ids';
 import { uploadPage, type EventDetail, type UploadDetail } from '../views/upload';
 import { uploadsPage, type UploadListFilter, type UploadSummary } from '../views/uploads';
 import type { EventSummary } from '../views/events';
 
-export function uploadPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): void {
+export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   const { api } = deps;
   app.get('/uploads', async (c) => {
     const caller = tenantOnly(c);
@@ -113,15 +113,9 @@ export function uploadPages(app: OpenAPIHono<ConsoleEnv>, deps: ConsoleDeps): vo
   app.get('/uploads/:id/live', (c) => {
     const caller = tenantOnly(c);
     const id = c.req.param('id');
-    return streamSSE(c, async (stream) => {
-      let last: string | undefined;
-      for (let i = 0; i < 600 && !stream.aborted; i++) {
-        const u = await api.get<UploadDetail>(caller, `/v1/uploads/${id}`).catch(() => undefined);
-        const state = u && `${u.status}/${u.processing.status}/${u.pipeline.steps.length}/${u.erasedAt}`;
-        if (last !== undefined && state !== last) await stream.writeSSE({ data: '<turbo-stream action="refresh"></turbo-stream>' });
-        last = state;
-        await stream.sleep(1000);
-      }
+    return liveStream(c, 1000, async () => {
+      const u = await api.get<UploadDetail>(caller, `/v1/uploads/${id}`);
+      return `${u.status}/${u.processing.status}/${u.pipeline.steps.length}/${u.erasedAt}`;
     });
   });
 

@@ -1,7 +1,7 @@
 // The event log (failed deliveries first), one event's page, and the endpoints with their health.
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
-import { actionButton, badge, may, page, query, when, type Fragment } from './kit';
+import { actionButton, badge, may, page, query, table, when, type Fragment } from './kit';
 import { eventBlock, type EventDetail } from './upload';
 
 export interface EventSummary {
@@ -21,30 +21,21 @@ export interface Endpoint {
 }
 
 function eventTable(items: EventSummary[], caption: string): Fragment {
-  return html`<table>
-    <caption>
-      ${caption}
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Event</th>
-        <th scope="col">Upload</th>
-        <th scope="col">Created</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${items.map(
-        (e) =>
-          html`<tr>
-            <td><a href="/console/events/${e.id}">${e.type}</a></td>
-            <td>
-              <a href="/console/uploads/${e.uploadId}"><code>${e.uploadId.slice(0, 8)}</code></a>
-            </td>
-            <td>${when(e.createdAt)}</td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return table({
+    caption,
+    showCaption: true,
+    columns: ['Event', 'Upload', 'Created'],
+    rows: items.map(
+      (e) =>
+        html`<tr>
+          <td><a href="/console/events/${e.id}">${e.type}</a></td>
+          <td>
+            <a href="/console/uploads/${e.uploadId}"><code>${e.uploadId.slice(0, 8)}</code></a>
+          </td>
+          <td>${when(e.createdAt)}</td>
+        </tr>`,
+    ),
+  });
 }
 
 export function eventsPage(

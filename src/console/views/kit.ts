@@ -11,8 +11,10 @@ export type Fragment = HtmlEscapedString | Promise<HtmlEscapedString> | string;
 export const NAV = [
   { href: '/console/uploads', label: 'Uploads', tenant: true },
   { href: '/console/events', label: 'Events', tenant: true },
+  { href: '/console/processing', label: 'Processing', tenant: true },
   { href: '/console/credentials', label: 'Credentials', tenant: true },
   { href: '/console/sessions', label: 'Sessions', tenant: false },
+  { href: '/console/operator', label: 'Operators', tenant: false, operator: true },
 ] as const;
 
 export interface PageFrame {
@@ -145,4 +147,28 @@ export function query(values: Record<string, string | undefined>): string {
   for (const [k, v] of Object.entries(values)) if (v) q.set(k, v);
   const s = q.toString();
   return s ? `?${s}` : '';
+}
+
+/** A column heading; `{ hidden }` is read by screen readers only (a preview or actions column). */
+export type Column = string | { hidden: string };
+
+/** A data table: its caption (for screen readers only unless `showCaption`), headings, and rows (`<tr>`s). */
+export function table(p: { caption: string; showCaption?: boolean; columns: Column[]; rows: Fragment[]; className?: string }): Fragment {
+  return html`<table${p.className ? html` class="${p.className}"` : ''}>
+    <caption${p.showCaption ? '' : html` class="visually-hidden"`}>
+      ${p.caption}
+    </caption>
+    <thead>
+      <tr>
+        ${p.columns.map((c) =>
+          typeof c === 'string'
+            ? html`<th scope="col">${c}</th>`
+            : html`<th scope="col"><span class="visually-hidden">${c.hidden}</span></th>`,
+        )}
+      </tr>
+    </thead>
+    <tbody>
+      ${p.rows}
+    </tbody>
+  </table>`;
 }

@@ -3,14 +3,9 @@
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
 import { actionButton, badge, bytes, facts, may, page, when, type Fragment } from './kit';
+import type { UploadSummary } from './uploads';
 
-export interface UploadDetail {
-  uploadId: string;
-  status: string;
-  idempotencyKey: string;
-  fileName: string | null;
-  contentType: string;
-  bytes: number;
+export interface UploadDetail extends Omit<UploadSummary, 'processing'> {
   sha256: string;
   storageKey: string;
   createdAt: string;
@@ -50,6 +45,17 @@ export interface EventDetail {
   attempts: EventAttempt[];
 }
 
+/** Each door as the page names it (src/modes.ts). */
+const DOORS: Record<string, string> = {
+  upload: 'one request (POST /v1/uploads)',
+  form: 'a form post',
+  tus: 'tus (resumable)',
+  rufh: 'the IETF resumable draft',
+  direct: 'a direct upload to the store',
+  uppy: 'Uppy straight to the store',
+  import: 'an import from a URL',
+};
+
 export function uploadPage(
   caller: ConsoleCaller,
   p: { upload: UploadDetail; events: EventDetail[]; runUrl?: string; notice?: string; error?: string },
@@ -76,6 +82,7 @@ export function uploadPage(
           ['Processing', html`${badge(u.processing.status ?? 'pending')} ${u.processing.reason ?? ''}`],
           ['Upload ID', html`<code>${u.uploadId}</code>`],
           ['Idempotency-Key', html`<code>${u.idempotencyKey}</code>`],
+          ['Came through', u.arrival ? (DOORS[u.arrival] ?? u.arrival) : null],
           ['Size', `${bytes(u.bytes)} (${u.bytes.toLocaleString('en')} bytes)`],
           ['Type', u.contentType],
           ['SHA-256', html`<code class="hash">${u.sha256}</code>`],

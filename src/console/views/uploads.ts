@@ -1,7 +1,7 @@
 // The uploads list: the API's filters plus search by file name or key prefix, a page at a time.
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
-import { badge, bytes, page, query, when, type Fragment } from './kit';
+import { badge, bytes, page, query, table, when, type Fragment } from './kit';
 
 export interface UploadSummary {
   uploadId: string;
@@ -12,6 +12,7 @@ export interface UploadSummary {
   bytes: number;
   createdAt: string;
   processing: { status: string | null };
+  arrival?: string | null;
 }
 
 export interface UploadListFilter {
@@ -50,45 +51,33 @@ export function uploadsPage(
       ${
         p.items.length === 0
           ? html`<p class="empty">No uploads match.</p>`
-          : html`<table class="uploads">
-              <caption class="visually-hidden">
-                Uploads, newest first
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col"><span class="visually-hidden">Preview</span></th>
-                  <th scope="col">File</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Processing</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${p.items.map(
-                  (u) =>
-                    html`<tr>
-                      <td class="thumb">
-                        ${
-                          u.contentType.startsWith('image/') && u.status !== 'deleted'
-                            ? html`<img src="/console/uploads/${u.uploadId}/thumbnail" alt="" width="48" height="48" loading="lazy" />`
-                            : html`<span class="type-icon" aria-hidden="true">${u.contentType.split('/')[0]}</span>`
-                        }
-                      </td>
-                      <td>
-                        <a href="/console/uploads/${u.uploadId}">${u.fileName ?? u.uploadId}</a>
-                        <div class="muted key">${u.idempotencyKey}</div>
-                      </td>
-                      <td>${bytes(u.bytes)}</td>
-                      <td>${u.contentType}</td>
-                      <td>${badge(u.status)}</td>
-                      <td>${badge(u.processing.status ?? 'pending')}</td>
-                      <td>${when(u.createdAt)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
+          : table({
+              caption: 'Uploads, newest first',
+              className: 'uploads',
+              columns: [{ hidden: 'Preview' }, 'File', 'Door', 'Size', 'Type', 'Status', 'Processing', 'Created'],
+              rows: p.items.map(
+                (u) =>
+                  html`<tr>
+                    <td class="thumb">
+                      ${
+                        u.contentType.startsWith('image/') && u.status !== 'deleted'
+                          ? html`<img src="/console/uploads/${u.uploadId}/thumbnail" alt="" width="48" height="48" loading="lazy" />`
+                          : html`<span class="type-icon" aria-hidden="true">${u.contentType.split('/')[0]}</span>`
+                      }
+                    </td>
+                    <td>
+                      <a href="/console/uploads/${u.uploadId}">${u.fileName ?? u.uploadId}</a>
+                      <div class="muted key">${u.idempotencyKey}</div>
+                    </td>
+                    <td>${u.arrival ?? html`<span class="muted">—</span>`}</td>
+                    <td>${bytes(u.bytes)}</td>
+                    <td>${u.contentType}</td>
+                    <td>${badge(u.status)}</td>
+                    <td>${badge(u.processing.status ?? 'pending')}</td>
+                    <td>${when(u.createdAt)}</td>
+                  </tr>`,
+              ),
+            })
       }
       ${p.nextCursor ? html`<p><a rel="next" href="/console/uploads${query({ ...f, cursor: p.nextCursor })}">Older uploads →</a></p>` : ''}`,
   );

@@ -1,6 +1,7 @@
 // Import batches: the batch row with its counts, its items and their outcomes. An item's
 // outcome and the batch's counts change in one statement, once (only a pending item moves).
 import type { Caller } from '../../upload/types';
+import { pageInCreationOrder, type ListPosition } from './keyset';
 import type { UploadGrant } from '../../tokens/grant';
 import { withTransaction, type Pool, type Queryable } from '../pool';
 import { insertWithinQuota } from './quotas';
@@ -115,6 +116,15 @@ export async function failListing(db: Queryable, batchId: string, error: Record<
 
 export async function findImportBatch(db: Queryable, tenantId: string, id: string): Promise<ImportBatchRow | undefined> {
   return (await db.query<ImportBatchRow>('SELECT * FROM import_batches WHERE id = $1 AND tenant_id = $2', [id, tenantId])).rows[0];
+}
+
+/** A page of the tenant's batches in creation order, after `after`. */
+export function pageImportBatches(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<ImportBatchRow>(
+    db,
+    { columns: '*', from: 'import_batches', where: 'tenant_id = $1', values: [tenantId] },
+    page,
+  );
 }
 
 export async function findImportBatchById(db: Queryable, id: string): Promise<ImportBatchRow | undefined> {

@@ -2,6 +2,7 @@
 // and the switch of an upload's served renditions to the new version.
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
+import { pageInCreationOrder, type ListPosition } from './keyset';
 import type { ReprocessOutcome } from '../../pipelines/step-results';
 
 export type { ReprocessOutcome };
@@ -57,6 +58,20 @@ export async function insertReprocessJob(
     );
     return res.rows[0]!;
   });
+}
+
+/** A page of the tenant's re-processing jobs in creation order, after `after`. */
+export function pageReprocessJobs(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<ReprocessJobRow>(
+    db,
+    {
+      columns: 'id, tenant_id, pipeline, pipeline_version, filter, state, total, created_at, finished_at',
+      from: 'reprocess_jobs',
+      where: 'tenant_id = $1',
+      values: [tenantId],
+    },
+    page,
+  );
 }
 
 export async function findReprocessJob(db: Queryable, tenantId: string, id: string): Promise<ReprocessJobRow | undefined> {

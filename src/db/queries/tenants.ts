@@ -42,6 +42,35 @@ export type TenantSettingsRow = TenantRow & {
 const TENANT_COLUMNS = 'id, name, dedupe, created_at, retention_days, image_specs, closed_at, erased_at';
 
 /** The tenant (not the reserved operator tenant), deleted or not. */
+/** A page of tenants (the reserved operator tenant left out) in creation order, with their settings. */
+export function pageTenants(db: Queryable, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<TenantSettingsRow>(
+    db,
+    { columns: '*', from: 'tenants', where: 'id <> $1', values: [OPERATOR_TENANT_ID] },
+    page,
+  );
+}
+
+export interface TenantUsage {
+  tenant_id: string;
+  uploads: string;
+  bytes: string;
+  /** Deleted and not yet erased. */
+  pending_deletions: string;
+}
+
+/** Live uploads, their bytes, and deletions not yet erased, of each tenant named (one pass over their uploads). */
+export async function tenantUsage(db: Queryable, tenantIds: string[]): Promise<TenantUsage[]> {
+  const res = await db.query<TenantUsage>(
+    `SELECT tenant_id, count(*) FILTER (WHERE deleted_at IS NULL) AS uploads,
+            coalesce(sum(bytes) FILTER (WHERE deleted_at IS NULL), 0) AS bytes,
+            count(*) FILTER (WHERE deleted_at IS NOT NULL AND erased_at IS NULL) AS pending_deletions
+       FROM uploads WHERE tenant_id = ANY($1::uuid[]) GROUP BY tenant_id`,
+    [tenantIds],
+  );
+  return res.rows;
+}
+
 export async function findTenant(db: Queryable, id: string): Promise<TenantSettingsRow | undefined> {
   const res = await db.query<TenantSettingsRow>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1 AND id <> $2`, [
     id,

@@ -1,6 +1,7 @@
 // Upload tokens: minted, found by their hash, revoked, and counted at each commit.
 import type { Queryable } from '../pool';
 import { statement } from '../pool';
+import { pageInCreationOrder, type ListPosition } from './keyset';
 
 export interface UploadTokenRow {
   id: string;
@@ -43,6 +44,15 @@ export async function findUnrevokedUploadToken(db: Queryable, hash: Buffer): Pro
     statement('find_upload_token', `SELECT ${COLUMNS} FROM upload_tokens WHERE token_hash = $1 AND revoked_at IS NULL`, [hash]),
   );
   return res.rows[0];
+}
+
+/** A page of the tenant's tokens (revoked and expired ones included) in creation order, after `after`. */
+export function pageUploadTokens(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<UploadTokenRow>(
+    db,
+    { columns: COLUMNS, from: 'upload_tokens', where: 'tenant_id = $1', values: [tenantId] },
+    page,
+  );
 }
 
 export async function findUploadToken(db: Queryable, tenantId: string, id: string): Promise<UploadTokenRow | undefined> {

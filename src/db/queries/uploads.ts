@@ -32,6 +32,8 @@ export interface UploadRow {
   /** The committing step's W3C traceparent (tracing on). */
   traceparent: string | null;
   rejection_reason: string | null;
+  /** The door it came through (src/modes.ts); NULL before it was recorded. */
+  arrival: string | null;
 }
 
 export type NewUpload = Pick<
@@ -49,14 +51,15 @@ export type NewUpload = Pick<
   availability?: 'available' | 'gated';
   /** The committing step's W3C traceparent (tracing on): later work on the upload links to it. */
   traceparent?: string | null;
+  arrival?: string | null;
 };
 
 /** Inserts the row unless one conflicts; the inserted row's id and creation time, or undefined after a conflict. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<{ id: string; created_at: Date } | undefined> {
   const res = await db.query<{ id: string; created_at: Date }>(
     `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
-                          token_id, subject, token_metadata, pipeline, pipeline_version, availability, traceparent)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                          token_id, subject, token_metadata, pipeline, pipeline_version, availability, traceparent, arrival)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
      ON CONFLICT DO NOTHING
      RETURNING id, created_at`,
     [
@@ -77,6 +80,7 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.pipeline_version ?? null,
       u.availability ?? 'available',
       u.traceparent ?? null,
+      u.arrival ?? null,
     ],
   );
   return res.rows[0];

@@ -3,17 +3,23 @@
 // resume and cancel.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
-import { findImportBatch, listBatchItems, type ImportBatchItemRow, type ImportBatchRow } from '../../db/queries/import-batches';
+import {
+  findImportBatch,
+  listBatchItems,
+  pageImportBatches,
+  type ImportBatchItemRow,
+  type ImportBatchRow,
+} from '../../db/queries/import-batches';
 import { dependency, problem } from '../../errors';
 import { bodyLimit, jsonBody } from '../../http/json-body';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../../http/openapi';
-import { Uuid } from '../../http/schemas';
+import { PageQuery, Uuid } from '../../http/schemas';
 import { callerOf, requires } from '../../http/scopes';
 import type { ImportBatches } from './service';
 import type { DeclaredPipelines } from '../../pipelines/declared';
 import type { BatchControl } from '../../temporal/definitions';
 import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
-import { decodeNumberCursor, encodeNumberCursor, pageOf, parseQuery } from '../../http/list-query';
+import { creationOrderPage, decodeNumberCursor, encodeNumberCursor, pageOf, parseQuery } from '../../http/list-query';
 import { pathId } from '../../http/path-id';
 import { BatchItemsQuery, CreateImportBatch, ImportBatch, ImportBatchItems, MAX_BATCH_BODY_BYTES } from './schemas';
 
@@ -44,6 +50,11 @@ export function importBatchRoutes(deps: { idempotency: IdempotentRouteOptions; b
       c.req.raw.signal,
     );
     return c.json(batchView(row), 202, { location: `/v1/import-batches/${row.id}` });
+  });
+
+  route(app, listRoute, async function listImportBatches(c) {
+    const page = await creationOrderPage(c.req.query(), (at) => pageImportBatches(pool, c.get('tenantId'), at));
+    return c.json({ items: page.items.map(batchView), nextCursor: page.nextCursor }, 200, { 'cache-control': 'no-store' });
   });
 
   route(app, getRoute, async function getImportBatch(c) {
@@ -128,6 +139,26 @@ const createRoute_ = createRoute({
       'too_many_import_batches',
       'temporal_unavailable',
     ),
+  },
+});
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: [TAG],
+  summary: "The tenant's import batches in creation order, a page at a time",
+  security: requires('imports:create'),
+  request: { query: PageQuery },
+  responses: {
+    200: {
+      description: 'One page',
+      content: {
+        'application/json': {
+          schema: z.object({ items: z.array(ImportBatch), nextCursor: z.string().nullable() }).openapi('ImportBatchList'),
+        },
+      },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
   },
 });
 
