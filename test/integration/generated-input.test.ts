@@ -387,6 +387,7 @@ describe('requests generated from /openapi.json', () => {
       await create('/v1/api-keys', { label: `k${i}` });
       await create('/v1/webhook-endpoints', { url: `http://127.0.0.1:9/hook${i}` });
       await create('/v1/image-presets', { name: `i${i}`, spec: `w_${10 + i}` });
+      await create('/v1/upload-tokens', { expiresInSeconds: 600, subject: `s${i}` });
     }
     const lists = Object.entries<any>(doc.paths)
       .filter(([path, item]) => path.startsWith('/v1/') && !path.includes('{') && item.get)
@@ -398,7 +399,10 @@ describe('requests generated from /openapi.json', () => {
       '/v1/api-keys',
       '/v1/events',
       '/v1/image-presets',
+      '/v1/import-batches',
       '/v1/pipelines',
+      '/v1/reprocess-jobs',
+      '/v1/upload-tokens',
       '/v1/uploads',
       '/v1/webhook-endpoints',
     ]);
