@@ -9,7 +9,7 @@ import { jsonBody } from './json-body';
 import type { AppEnv } from './env';
 import { SCOPES } from '../credentials';
 import { accessOf, assertAccess, schemeOf, UPLOAD_TOKEN_SCHEME } from './scopes';
-import { IdempotencyKey, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
+import { IdempotencyKey, PageQuery, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
 
 export function router(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>();
@@ -245,6 +245,41 @@ export function uploadAnswers(created: string, processing: string) {
       description: processing,
       headers: { Location: locationHeader, 'Retry-After': retryAfterHeader },
       content: { 'application/json': { schema: UploadProcessing } },
+    },
+  };
+}
+
+/**
+ * A GET list in creation order (src/http/list-query.ts, creationOrderPage): `limit` and
+ * `cursor` in the query, one page of `item` under `field` with `nextCursor`, named `name`.
+ */
+export function pagedListRoute(p: {
+  path: string;
+  tags: string[];
+  summary: string;
+  description?: string;
+  security: RouteConfig['security'];
+  item: z.ZodType;
+  field: 'items' | 'data';
+  name: string;
+  problems: ErrorCode[];
+}): RouteConfig {
+  return {
+    method: 'get',
+    path: p.path,
+    tags: p.tags,
+    summary: p.summary,
+    ...(p.description ? { description: p.description } : {}),
+    security: p.security,
+    request: { query: PageQuery },
+    responses: {
+      200: {
+        description: 'One page',
+        content: {
+          'application/json': { schema: z.object({ [p.field]: z.array(p.item), nextCursor: z.string().nullable() }).openapi(p.name) },
+        },
+      },
+      ...problems(...p.problems, 'query_invalid'),
     },
   };
 }

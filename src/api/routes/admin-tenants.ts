@@ -18,9 +18,18 @@ import { dependency, problem } from '../../errors';
 import { createTenantWithKey } from '../../tenants';
 import { jsonBody } from '../../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
-import { createdResponse, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router, jsonRequestBody } from '../../http/openapi';
+import {
+  createdResponse,
+  IDEMPOTENT_PROBLEMS,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+  jsonRequestBody,
+  pagedListRoute,
+} from '../../http/openapi';
 import { CreateTenant, Tenant, TenantCreated, TenantDeletion, TenantSettings } from '../schemas';
-import { PageQuery, PreferHeader, Uuid } from '../../http/schemas';
+import { PreferHeader, Uuid } from '../../http/schemas';
 import { creationOrderPage } from '../../http/list-query';
 import { apiKeyView } from './api-keys';
 
@@ -86,25 +95,16 @@ const TenantWithUsage = Tenant.extend({
   }),
 }).openapi('TenantWithUsage');
 
-const listTenantsRoute = createRoute({
-  method: 'get',
+const listTenantsRoute = pagedListRoute({
   path: '/tenants',
   tags: ['operators'],
   summary: 'Every tenant with its settings, status and usage, in creation order, a page at a time',
   description: "Usage is counted over each listed tenant's uploads when asked (a page of 1–100 tenants).",
   security: [{ adminToken: [] }],
-  request: { query: PageQuery },
-  responses: {
-    200: {
-      description: 'One page',
-      content: {
-        'application/json': {
-          schema: z.object({ items: z.array(TenantWithUsage), nextCursor: z.string().nullable() }).openapi('TenantList'),
-        },
-      },
-    },
-    ...problems('unauthorized', 'query_invalid', 'database_unavailable', 'internal_error'),
-  },
+  item: TenantWithUsage,
+  field: 'items',
+  name: 'TenantList',
+  problems: ['unauthorized', 'database_unavailable', 'internal_error'],
 });
 
 const deleteTenantRoute = createRoute({

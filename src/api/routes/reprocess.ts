@@ -18,8 +18,9 @@ import {
   problems,
   route,
   router,
+  pagedListRoute,
 } from '../../http/openapi';
-import { instant, MediaRange, PageQuery, PipelineVersionNumber, Uuid } from '../../http/schemas';
+import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../../http/schemas';
 import { creationOrderPage } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 
@@ -112,24 +113,15 @@ const jobRoute = createRoute({
   },
 });
 
-const listRoute = createRoute({
-  method: 'get',
+const listRoute = pagedListRoute({
   path: '/reprocess-jobs',
   tags: ['pipelines'],
   summary: "The tenant's re-processing jobs in creation order, with their progress, a page at a time",
   security: requires('pipelines:manage'),
-  request: { query: PageQuery },
-  responses: {
-    200: {
-      description: 'One page',
-      content: {
-        'application/json': {
-          schema: z.object({ items: z.array(ReprocessJob), nextCursor: z.string().nullable() }).openapi('ReprocessJobList'),
-        },
-      },
-    },
-    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
-  },
+  item: ReprocessJob,
+  field: 'items',
+  name: 'ReprocessJobList',
+  problems: COMMON_V1_PROBLEMS,
 });
 
 const cancelRoute = createRoute({

@@ -17,9 +17,10 @@ import {
   problems,
   route,
   router,
+  pagedListRoute,
 } from '../../http/openapi';
 import { CreateUploadToken, UploadToken, UploadTokenCreated } from '../schemas';
-import { PageQuery, Uuid } from '../../http/schemas';
+import { Uuid } from '../../http/schemas';
 import { creationOrderPage } from '../../http/list-query';
 import { requires } from '../../http/scopes';
 import { parsePipelineName, type DeclaredPipelines } from '../../pipelines/declared';
@@ -54,24 +55,15 @@ const createTokenRoute = createRoute({
   },
 });
 
-const listTokensRoute = createRoute({
-  method: 'get',
+const listTokensRoute = pagedListRoute({
   path: '/',
   tags: ['upload tokens'],
   summary: "The tenant's upload tokens (revoked and expired ones too) with their limits and usage, in creation order, a page at a time",
   security: requires('tokens:mint'),
-  request: { query: PageQuery },
-  responses: {
-    200: {
-      description: 'One page',
-      content: {
-        'application/json': {
-          schema: z.object({ data: z.array(UploadToken), nextCursor: z.string().nullable() }).openapi('UploadTokenList'),
-        },
-      },
-    },
-    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
-  },
+  item: UploadToken,
+  field: 'data',
+  name: 'UploadTokenList',
+  problems: COMMON_V1_PROBLEMS,
 });
 
 const getTokenRoute = createRoute({

@@ -12,8 +12,16 @@ import {
 } from '../../db/queries/import-batches';
 import { dependency, problem } from '../../errors';
 import { bodyLimit, jsonBody } from '../../http/json-body';
-import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, idempotentJsonRequest, problems, route, router } from '../../http/openapi';
-import { PageQuery, Uuid } from '../../http/schemas';
+import {
+  COMMON_V1_PROBLEMS,
+  IDEMPOTENT_PROBLEMS,
+  idempotentJsonRequest,
+  problems,
+  route,
+  router,
+  pagedListRoute,
+} from '../../http/openapi';
+import { Uuid } from '../../http/schemas';
 import { callerOf, requires } from '../../http/scopes';
 import type { ImportBatches } from './service';
 import type { DeclaredPipelines } from '../../pipelines/declared';
@@ -142,24 +150,15 @@ const createRoute_ = createRoute({
   },
 });
 
-const listRoute = createRoute({
-  method: 'get',
+const listRoute = pagedListRoute({
   path: '/',
   tags: [TAG],
   summary: "The tenant's import batches in creation order, a page at a time",
   security: requires('imports:create'),
-  request: { query: PageQuery },
-  responses: {
-    200: {
-      description: 'One page',
-      content: {
-        'application/json': {
-          schema: z.object({ items: z.array(ImportBatch), nextCursor: z.string().nullable() }).openapi('ImportBatchList'),
-        },
-      },
-    },
-    ...problems(...COMMON_V1_PROBLEMS, 'query_invalid'),
-  },
+  item: ImportBatch,
+  field: 'items',
+  name: 'ImportBatchList',
+  problems: COMMON_V1_PROBLEMS,
 });
 
 const getRoute = createRoute({
