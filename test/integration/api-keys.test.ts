@@ -30,6 +30,42 @@ async function post(path: string, body: unknown, opts: { token?: string; key?: s
 const count = async (sql: string, params: unknown[]) => Number((await stack.runtime.pool.query(sql, params)).rows[0].n);
 const tenantsNamed = (name: string) => count('SELECT count(*) AS n FROM tenants WHERE name = $1', [name]);
 
+describe('GET /admin/tenants', () => {
+  it('pages every tenant once with its usage, refuses bad paging and a tenant key', async () => {
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const made = await stack.createTenant(`listed-${randomUUID()}`);
+    const body = Buffer.from('counted');
+    const up = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${made.apiKey}`, 'idempotency-key': randomUUID(), 'content-type': 'text/plain' },
+      body,
+    });
+    expect(up.status).toBe(201);
+    const seen: { tenantId: string; usage: { uploads: number; bytes: number } }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = (await (
+        await fetch(`${stack.url}/admin/tenants?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { headers: admin })
+      ).json()) as {
+        items: typeof seen;
+        nextCursor: string | null;
+      };
+      expect(page.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(new Set(seen.map((t) => t.tenantId)).size).toBe(seen.length);
+    expect(seen.find((t) => t.tenantId === made.tenantId)?.usage).toMatchObject({ uploads: 1, bytes: body.length, pendingDeletions: 0 });
+    expect(seen.some((t) => t.tenantId === '00000000-0000-0000-0000-000000000000')).toBe(false);
+    for (const q of ['limit=0', 'limit=101', `cursor=${Buffer.from('Not A Cursor!').toString('base64url')}`]) {
+      const res = await fetch(`${stack.url}/admin/tenants?${q}`, { headers: admin });
+      expect(res.status, q).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe('query_invalid');
+    }
+    expect((await fetch(`${stack.url}/admin/tenants`, { headers: { authorization: `Bearer ${made.apiKey}` } })).status).toBe(401);
+  });
+});
+
 describe('POST /admin/tenants', () => {
   it('creates one tenant per Idempotency-Key and replays its answer, token included, from a sealed row', async () => {
     const name = `Acme ${randomUUID()}`;
