@@ -131,6 +131,36 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await context.close();
   });
 
+  it("sends a sign-in only to a console path, and mints upload tokens for a script only with the session's CSRF header", async () => {
+    const signIn = (next: string) =>
+      fetch(`${stack.url}/console/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.url },
+        body: new URLSearchParams({ secret: owner.apiKey, next }),
+        redirect: 'manual',
+      });
+    for (const next of ['//evil.example/console', 'https://evil.example/', '/console/../v1/uploads'])
+      expect((await signIn(next)).headers.get('location'), next).toBe('/console');
+    const ok = await signIn('/console/events');
+    expect(ok.headers.get('location')).toBe('/console/events');
+    const cookie = ok.headers.get('set-cookie')!.split(';')[0]!;
+    const mint = (headers: Record<string, string>) =>
+      fetch(`${stack.url}/console/upload-tokens`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json', ...headers },
+        body: '{}',
+      });
+    const before = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens WHERE tenant_id = $1', [owner.tenantId]);
+    expect((await mint({})).status).toBe(403);
+    expect((await mint({ 'x-csrf-token': 'not-the-token' })).status).toBe(403);
+    const after = await stack.runtime.pool.query('SELECT count(*)::int AS n FROM upload_tokens WHERE tenant_id = $1', [owner.tenantId]);
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+    const session = (await (await fetch(`${stack.url}/console/session`, { headers: { cookie } })).json()) as { csrfToken: string };
+    const minted = await mint({ 'x-csrf-token': session.csrfToken });
+    expect(minted.status).toBe(201);
+    expect(((await minted.json()) as { token: string }).token).toMatch(/^[A-Za-z0-9_.-]+$/);
+  });
+
   it('a wrong key is refused with the sign-in page again (401), and no session is made', async () => {
     const res = await fetch(`${stack.url}/console/sign-in`, {
       method: 'POST',
