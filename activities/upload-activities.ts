@@ -115,6 +115,9 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
                 arrival: request.mode ?? null,
                 subject: request.grant?.subject ?? null,
                 token_metadata: request.grant?.metadata ?? null,
+                // Runs started before labels were carried: the token's metadata was the upload's.
+                metadata: request.labels?.metadata ?? request.grant?.metadata ?? null,
+                tags: request.labels?.tags ?? [],
               }
             : undefined,
         response: (createdAt, storageKey) =>

@@ -37,7 +37,7 @@ const FLOORS = [
   [
     6,
     'doors and wings',
-    /^src\/(arrivals|imports|images|downloads|web|client|console)\/|^src\/(codec\/routes|telemetry\/request-trace)\.ts$/,
+    /^src\/(arrivals|imports|images|downloads|web|client|console|record)\/|^src\/(codec\/routes|telemetry\/request-trace)\.ts$/,
   ],
   [5, 'the HTTP kit, the session core, lifecycle', /^src\/(http|sessions|lifecycle)\//],
   [4, 'the upload path and its services', /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials)\.ts$/],

@@ -12,6 +12,7 @@ export const SCOPES = [
   'keys:manage',
   'pipelines:manage',
   'imports:create',
+  'records:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

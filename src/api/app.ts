@@ -8,7 +8,7 @@ import type { Pool } from '../db/pool';
 import type { ProcessedSignal } from '../db/upload-processed';
 import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
-import { createServices, mediaPresets } from '../services';
+import { createServices, downstreamSettings, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
 import { requestTrace } from '../telemetry/request-trace';
 import { adminAuth, codecAuth } from './middleware/admin-auth';
@@ -36,6 +36,7 @@ import { ImportProgressSockets } from '../imports/uppy-url/progress';
 import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from '../downloads/routes';
 import { deletionRoutes } from './routes/deletions';
+import { recordWing } from '../record/wing';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
@@ -181,6 +182,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadImageRoutes(images));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
+  app.route('/v1/uploads', recordWing({ config, pool, temporal, webhookRetry: downstreamSettings(config).webhookRetry, idempotency }));
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(

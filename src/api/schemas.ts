@@ -7,6 +7,7 @@ import { IdempotencyKey, instant, lifetimeSeconds, Uuid, MediaRange, UploadCreat
 import { SCOPES } from '../credentials';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
+import { LabelFilters } from '../record/schemas';
 
 export const CreateUploadToken = z
   .object({
@@ -165,7 +166,15 @@ export const Upload = UploadCreated.extend({
     .openapi({ description: 'When it is to be deleted, as sent with it (the tenant retention may come first).' }),
   tokenId: z.string().nullable().openapi({ description: 'The upload token it was made with (null: an API key).' }),
   subject: z.string().nullable().openapi({ description: "The upload token's subject: whose upload it is." }),
-  metadata: z.record(z.string(), z.string()).nullable().openapi({ description: "The upload token's metadata." }),
+  metadata: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .openapi({ description: "Its own metadata (the upload token's merged in at upload); PATCH changes it." }),
+  tags: z.array(z.string()).openapi({ description: 'Its tags, sorted; PATCH changes them.' }),
+  version: z
+    .number()
+    .int()
+    .openapi({ description: "The record's version (metadata and tags), 1 as uploaded; the ETag PATCH's If-Match names." }),
   processing: z.object({
     status: z.enum(['pending', 'ready', 'skipped', 'failed']),
     reason: z.string().nullable(),
@@ -276,6 +285,7 @@ export const ListUploadsQuery = z
       .max(255)
       .optional()
       .openapi({ description: 'Only uploads whose file name starts with this, ignoring case.', example: 'invoice' }),
+    ...LabelFilters.shape,
   })
   .strict();
 

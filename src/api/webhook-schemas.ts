@@ -1,7 +1,7 @@
 // The schemas of webhook endpoints and the event log: endpoints, events, redelivery and
 // recovery requests and answers.
 import { z } from '@hono/zod-openapi';
-import { instant, Uuid, NextCursor } from '../http/schemas';
+import { EVENT_TYPES, instant, Uuid, NextCursor } from '../http/schemas';
 import { shownOnce } from '../http/redact';
 import { ListUploadsQuery } from './schemas';
 
@@ -20,11 +20,7 @@ export const ListEventsQuery = z
   .object({
     cursor: ListUploadsQuery.shape.cursor,
     limit: ListUploadsQuery.shape.limit,
-    type: z
-      .enum(['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted'], {
-        error: 'type must be upload.completed, upload.processed, upload.rejected or upload.deleted.',
-      })
-      .optional(),
+    type: z.enum(EVENT_TYPES, { error: `type must be one of ${EVENT_TYPES.join(', ')}.` }).optional(),
     uploadId: Uuid.optional().openapi({ description: "Only this upload's events." }),
     deliveryFailed: z
       .enum(['true', 'false'], { error: 'deliveryFailed must be true or false.' })

@@ -10,7 +10,7 @@ import { problem, type ErrorCode, type Problem } from '../errors';
 import type { AppEnv } from '../http/env';
 import { callerOf, callingToken } from '../http/scopes';
 import type { ArrivalMode } from '../modes';
-import { assertGrantLive, checkDeclared, grantedPipeline } from '../tokens/grant';
+import { assertGrantLive, checkDeclared, grantedLabels, grantedPipeline } from '../tokens/grant';
 import type { InFlightUploads } from '../upload/in-flight';
 import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload } from '../upload/types';
@@ -19,6 +19,7 @@ import type { DeclaredUpload } from '../upload/types';
 export const ADMISSION_PROBLEMS: ErrorCode[] = [
   'pipeline_unknown',
   'pipeline_not_allowed',
+  'metadata_not_allowed',
   'upload_forbidden',
   'upload_refused',
   'validation_unavailable',
@@ -44,7 +45,7 @@ export class Intake {
   /**
    * The declared upload under its caller: 413 past the server's maximum (`refusalHeaders`
    * join the refusal: a protocol's own limit fields), then the pipeline the token lets it
-   * name (403 pipeline_not_allowed).
+   * name (403 pipeline_not_allowed) and the metadata it fixes (403 metadata_not_allowed).
    */
   declare<D extends Declared>(
     c: Context<AppEnv>,
@@ -56,10 +57,12 @@ export class Intake {
       throw fileTooLarge(this.deps.maxBytes, declared.bytes, refusalHeaders);
     const grant = callingToken(c)?.grant;
     const pipeline = grantedPipeline(grant, declared.pipeline);
-    const { pipeline: _named, ...rest } = declared;
+    const labels = grantedLabels(grant, declared.labels);
+    const { pipeline: _named, labels: _sent, ...rest } = declared;
     return {
       ...rest,
       ...(pipeline ? { pipeline } : {}),
+      ...(labels ? { labels } : {}),
       tenantId: c.get('tenantId'),
       mode,
       ...(grant ? { grant } : {}),

@@ -2,7 +2,7 @@
 // Pure: workflows import this file.
 import type { DownstreamInput } from './types';
 
-export type EventType = 'upload.completed' | 'upload.processed' | 'upload.rejected' | 'upload.deleted';
+export type EventType = 'upload.completed' | 'upload.processed' | 'upload.rejected' | 'upload.deleted' | 'upload.updated';
 
 export interface WebhookEvent {
   id: string;
@@ -23,7 +23,15 @@ export function uploadEventData(input: DownstreamInput): Record<string, unknown>
     fileName: input.fileName,
     createdAt: input.createdAt,
     ...(input.attribution ?? {}),
+    // The upload's own metadata (the token's merged in); runs from before it was carried had the token's alone.
+    metadata: input.labels?.metadata ?? input.attribution?.metadata ?? null,
+    tags: input.labels?.tags ?? [],
   };
+}
+
+/** upload.updated's id: one per version of the record. */
+export function versionEventId(uploadId: string, version: number): string {
+  return `evt_${uploadId.replaceAll('-', '')}_updated_${version}`;
 }
 
 /** Deterministic per upload and event type: every retry and replay sends the same id. */

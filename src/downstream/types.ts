@@ -1,6 +1,6 @@
 // Types and pure helpers of the downstream steps, shared by workflows and activities.
 import { mediaKind as pipelineMediaKind } from '../pipelines/steps';
-import type { StoredResponse } from '../upload/types';
+import type { StoredResponse, UploadLabels } from '../upload/types';
 import type { UploadGrant } from '../tokens/grant';
 
 export interface DownstreamInput {
@@ -17,6 +17,8 @@ export interface DownstreamInput {
   webhookRetry: WebhookRetrySchedule;
   /** Whose upload it is, when made with an upload token: in every event's data. */
   attribution?: { tokenId: string; subject: string | null; metadata: Record<string, string> | null };
+  /** Its metadata and tags as uploaded: in every event's data. */
+  labels?: UploadLabels;
   /**
    * Present on children started since pipelines: the run follows the pipeline version the
    * upload was committed with (the records transaction chose it). Children without it run
@@ -43,6 +45,7 @@ export interface DownstreamRequest {
   fileName: string | null;
   downstream: { transcodeQueue: string; webhookRetry: WebhookRetrySchedule };
   grant?: Pick<UploadGrant, 'tokenId' | 'subject' | 'metadata'>;
+  labels?: UploadLabels;
 }
 
 /** Whether a committed answer needs a downstream run: an upload, with a step or an endpoint (the records transaction decided). */
@@ -63,6 +66,7 @@ export function downstreamInput(request: DownstreamRequest, answerBody: string):
     transcodeQueue: request.downstream.transcodeQueue,
     webhookRetry: request.downstream.webhookRetry,
     pipelines: true,
+    ...(request.labels ? { labels: request.labels } : {}),
     ...(request.grant
       ? { attribution: { tokenId: request.grant.tokenId, subject: request.grant.subject, metadata: request.grant.metadata } }
       : {}),

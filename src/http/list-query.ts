@@ -27,7 +27,7 @@ export function decodeCursor(cursor: string, id: RegExp): ListPosition {
 }
 
 /** A query parsed by its schema; a failure is one problem: an unknown parameter by name, else the first message. */
-export function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string>): z.output<S> {
+export function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, unknown>): z.output<S> {
   const r = schema.safeParse(query);
   if (r.success) return r.data;
   const issue = r.error.issues[0];

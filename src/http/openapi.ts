@@ -9,7 +9,7 @@ import { jsonBody } from './json-body';
 import type { AppEnv } from './env';
 import { SCOPES } from '../credentials';
 import { accessOf, assertAccess, schemeOf, UPLOAD_TOKEN_SCHEME } from './scopes';
-import { IdempotencyKey, PageQuery, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
+import { EVENT_TYPES, IdempotencyKey, PageQuery, ProblemDetails, UploadCreated, UploadProcessing, WebhookEvent } from './schemas';
 
 export function router(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>();
@@ -167,7 +167,7 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, opts: { keyTtlHours: n
     scheme: 'bearer',
     description: 'The operator token (ADMIN_TOKEN).',
   });
-  for (const type of ['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted'] as const) {
+  for (const type of EVENT_TYPES) {
     registry.registerWebhook({
       method: 'post',
       path: type,

@@ -98,6 +98,58 @@ export const ExpiresAt = instant('expiresAt').openapi({
   example: '2027-01-31T00:00:00Z',
 });
 
+/** The upload's own metadata at most: its JSON text, nesting, key length, top-level entries. */
+export const METADATA_LIMITS = { bytes: 16_384, depth: 4, keyLength: 64, entries: 64 } as const;
+
+/** Why `value` is not a metadata object within METADATA_LIMITS, or undefined when it is one. */
+function metadataFault(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'metadata must be a JSON object.';
+  if (Object.keys(value).length > METADATA_LIMITS.entries) return `metadata holds at most ${METADATA_LIMITS.entries} top-level entries.`;
+  if (Buffer.byteLength(JSON.stringify(value)) > METADATA_LIMITS.bytes)
+    return `metadata is at most ${METADATA_LIMITS.bytes} bytes of JSON.`;
+  const walk = (v: unknown, depth: number): string | undefined => {
+    if (typeof v !== 'object' || v === null) return undefined;
+    if (depth > METADATA_LIMITS.depth) return `metadata nests at most ${METADATA_LIMITS.depth} levels deep.`;
+    for (const [k, inner] of Object.entries(v)) {
+      if (!Array.isArray(v) && (k.length === 0 || k.length > METADATA_LIMITS.keyLength))
+        return `metadata keys are 1-${METADATA_LIMITS.keyLength} characters long.`;
+      const fault = walk(inner, depth + 1);
+      if (fault) return fault;
+    }
+    return undefined;
+  };
+  return walk(value, 1);
+}
+
+export const Metadata = z
+  .record(z.string(), z.unknown())
+  .superRefine((value, ctx) => {
+    const fault = metadataFault(value);
+    if (fault) ctx.addIssue({ code: 'custom', message: fault });
+  })
+  .openapi({
+    description:
+      "The upload's own metadata: a JSON object of at most 16 KiB, 4 levels deep, keys of 1-64 characters, 64 top-level entries. " +
+      "An upload token's metadata is merged over it (a key the token fixes cannot be sent with another value: 403).",
+    example: { album: 'holiday', camera: { make: 'Fujifilm' } },
+  });
+
+const TAG_PATTERN = /^[\p{L}\p{N}][\p{L}\p{N} ._:/+@#-]{0,63}$/u;
+export const Tag = z
+  .string()
+  .regex(TAG_PATTERN, 'A tag is 1-64 letters, digits, spaces or . _ : / + @ # - (starting with a letter or digit).');
+export const Tags = z
+  .array(Tag)
+  .max(32, 'at most 32 tags')
+  .openapi({ description: 'At most 32 tags of 1-64 characters (repeats count once).', example: ['holiday', '2026'] });
+
+export const MetadataHeader = z.string().openapi({
+  description:
+    "The upload's metadata as JSON (a JSON object; non-ASCII as \\u escapes). Within the server's header size: larger metadata goes in a form field or a plan's body.",
+  example: '{"album":"holiday"}',
+});
+export const TagsHeader = z.string().openapi({ description: "The upload's tags, comma-separated (at most 32).", example: 'holiday,2026' });
+
 export const PreferHeader = z.string().openapi({
   description:
     'RFC 7240: `wait=N` bounds how long the request waits for the upload to finish (default 10 s, at most 60 s) before answering 202; `respond-async` answers 202 at once.',
@@ -173,13 +225,17 @@ export const UploadProcessing = z
     description: 'Accepted; the result is not known yet. Poll the Location (the key) or retry with the same key.',
   });
 
+/** Every webhook event type (src/downstream/events.ts). */
+export const EVENT_TYPES = ['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted', 'upload.updated'] as const;
+
 export const WebhookEvent = z
   .object({
-    type: z.enum(['upload.completed', 'upload.processed', 'upload.deleted']),
+    type: z.enum(EVENT_TYPES),
     timestamp: z.string(),
     data: z.record(z.string(), z.unknown()).openapi({
       description:
-        'The upload (as in GET /v1/uploads/{id}); `upload.processed` adds processing and renditions; `upload.deleted` carries only `uploadId`, `reason`, `deletedAt` and `erasedAt`.',
+        'The upload (as in GET /v1/uploads/{id}, with its `metadata` and `tags`); `upload.processed` adds processing and renditions; `upload.deleted` carries only `uploadId`, `reason`, `deletedAt` and `erasedAt`; ' +
+        '`upload.updated` carries `uploadId`, the new `version` with its `metadata`, `tags`, `changedBy` and `changedAt`, and `previous` (the version it replaced).',
     }),
   })
   .openapi('WebhookEvent');

@@ -61,6 +61,7 @@ export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadR
       extra: JSON.stringify({ url: body.url, headers, ...(s3 ? { s3 } : {}) }),
       expiresAt: upload.expiresAt,
       pipeline: upload.pipeline,
+      labels: upload.labels,
     }),
     contentType: upload.contentType,
     fileName: upload.fileName,
@@ -68,6 +69,7 @@ export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadR
     declaredSha256: upload.sha256,
     ...(upload.expiresAt ? { expiresAt: upload.expiresAt } : {}),
     ...(upload.pipeline ? { pipeline: upload.pipeline } : {}),
+    ...(upload.labels ? { labels: upload.labels } : {}),
     ...(upload.grant ? { grant: upload.grant } : {}),
     mode: 'import',
   };

@@ -74,6 +74,7 @@ export class SessionRegistry {
       extra,
       expiresAt: u.expiresAt,
       pipeline: u.pipeline,
+      labels: u.labels,
     });
     const db = this.deps.pool;
     const existing = await dependency('database_unavailable', () => findSessionByKey(db, u.tenantId, u.key));
@@ -110,6 +111,7 @@ export class SessionRegistry {
           expires_at: u.expiresAt ?? null,
           upload_grant: u.grant ?? null,
           pipeline: u.pipeline ?? null,
+          labels: u.labels ?? null,
           storage_key: storageKey,
           multipart_id: multipartId,
           mode: kind.mode,
@@ -219,6 +221,7 @@ export function uploadRequest(s: SessionRow): UploadRequest {
     ...(s.expires_at ? { expiresAt: s.expires_at.toISOString() } : {}),
     ...(s.upload_grant ? { grant: s.upload_grant } : {}),
     ...(s.pipeline ? { pipeline: s.pipeline } : {}),
+    ...(s.labels ? { labels: s.labels } : {}),
     mode: s.mode,
   };
 }

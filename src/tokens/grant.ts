@@ -57,6 +57,23 @@ export function grantedPipeline(grant: UploadGrant | undefined, requested: strin
   return pinned;
 }
 
+/**
+ * An upload's labels with the token's metadata merged over them: the token's keys are fixed,
+ * so sending one with another value is refused (403); sending it with the same value is fine.
+ */
+export function grantedLabels<L extends { metadata?: Record<string, unknown> }>(
+  grant: UploadGrant | undefined,
+  labels: L | undefined,
+): L | undefined {
+  if (!grant?.metadata || Object.keys(grant.metadata).length === 0) return labels;
+  for (const [key, value] of Object.entries(grant.metadata)) {
+    const sent = labels?.metadata?.[key];
+    if (sent !== undefined && sent !== value)
+      throw problem('metadata_not_allowed', `This upload token fixes metadata "${key}" to "${value}".`, { extra: { key } });
+  }
+  return { ...labels, metadata: { ...labels?.metadata, ...grant.metadata } } as L;
+}
+
 /** Whether `type` is one of `allowed` (exact, or its `family/*`); any type when null. */
 export function typeAllowed(allowed: readonly string[] | null, type: string): boolean {
   if (!allowed) return true;

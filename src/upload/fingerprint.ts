@@ -2,6 +2,7 @@
 // same request". The body itself is represented by its length and declared hash, so the
 // fingerprint is known before a single body byte is read.
 import { createHash } from 'node:crypto';
+import type { UploadLabels } from './types';
 
 export interface FingerprintParts {
   method: string;
@@ -17,6 +18,19 @@ export interface FingerprintParts {
   expiresAt?: string;
   /** The pipeline it names, when it names one: the same key with another pipeline is another request. */
   pipeline?: string;
+  /** Its metadata and tags, when sent: the same key with other ones is another request. */
+  labels?: UploadLabels;
+}
+
+/** `value` with every object's keys in order: the same metadata sent in another key order is the same request. */
+export function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortedKeys((value as Record<string, unknown>)[k])]),
+  );
 }
 
 export function fingerprint(p: FingerprintParts): string {
@@ -24,6 +38,7 @@ export function fingerprint(p: FingerprintParts): string {
   if (p.extra !== undefined) parts.push(p.extra);
   if (p.expiresAt !== undefined) parts.push({ expiresAt: p.expiresAt });
   if (p.pipeline !== undefined) parts.push({ pipeline: p.pipeline });
+  if (p.labels !== undefined) parts.push({ labels: sortedKeys(p.labels) });
   const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('hex');
 }

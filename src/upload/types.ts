@@ -20,6 +20,15 @@ export interface UploadRequest {
   pipeline?: string;
   /** The door it came through (recorded with the upload); absent in runs started before it was carried. */
   mode?: ArrivalMode;
+  /** Its metadata and tags as sent (the token's metadata merged in); absent: none. */
+  labels?: UploadLabels;
+}
+
+/** An upload's own record as it is sent with it: metadata and tags (src/http/parse/labels.ts). */
+export interface UploadLabels {
+  metadata?: Record<string, unknown>;
+  /** Sorted, each once. */
+  tags?: string[];
 }
 
 /** Who is uploading, as the pipeline's validation hook is told. */
@@ -42,6 +51,8 @@ export interface DeclaredUpload {
   expiresAt?: string;
   /** The pipeline it runs, the token's pin applied; absent: the tenant's `default`. */
   pipeline?: string;
+  /** Its metadata and tags, the token's metadata merged in; absent: none. */
+  labels?: UploadLabels;
   /** The upload token it is made with. */
   grant?: UploadGrant;
   caller: Caller;

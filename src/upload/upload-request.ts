@@ -5,7 +5,7 @@ import { fingerprint } from './fingerprint';
 import type { DeclaredUpload, UploadRequest } from './types';
 
 export function oneRequestUpload(
-  r: Pick<DeclaredUpload, 'tenantId' | 'key' | 'contentType' | 'sha256' | 'fileName' | 'expiresAt' | 'pipeline' | 'grant'> & {
+  r: Pick<DeclaredUpload, 'tenantId' | 'key' | 'contentType' | 'sha256' | 'fileName' | 'expiresAt' | 'pipeline' | 'labels' | 'grant'> & {
     bytes: number;
   },
 ): UploadRequest {
@@ -22,6 +22,7 @@ export function oneRequestUpload(
       fileName: r.fileName,
       expiresAt: r.expiresAt,
       pipeline: r.pipeline,
+      labels: r.labels,
     }),
     contentType: r.contentType,
     fileName: r.fileName,
@@ -29,6 +30,7 @@ export function oneRequestUpload(
     declaredSha256: r.sha256,
     ...(r.expiresAt ? { expiresAt: r.expiresAt } : {}),
     ...(r.pipeline ? { pipeline: r.pipeline } : {}),
+    ...(r.labels ? { labels: r.labels } : {}),
     ...(r.grant ? { grant: r.grant } : {}),
     mode: 'upload',
   };

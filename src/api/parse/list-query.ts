@@ -7,8 +7,20 @@ import { decodeCursor, EVENT_ID, parseQuery, UUID_ID } from '../../http/list-que
 import { ListUploadsQuery } from '../schemas';
 import { ListEventsQuery } from '../webhook-schemas';
 
+/** `metadata[key]=value` pairs gathered into one `metadata` object (the deepObject the schema describes). */
+function withMetadataObject(query: Record<string, string>): Record<string, unknown> {
+  const rest: Record<string, unknown> = {};
+  const metadata: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
+    if (key === undefined) rest[name] = value;
+    else metadata[key] = value;
+  }
+  return Object.keys(metadata).length ? { ...rest, metadata } : rest;
+}
+
 export function parseListQuery(query: Record<string, string>): { filter: UploadFilter; after?: ListPosition; limit: number } {
-  const q = parseQuery(ListUploadsQuery, query);
+  const q = parseQuery(ListUploadsQuery, withMetadataObject(query));
   return {
     filter: {
       status: q.status,
@@ -19,6 +31,8 @@ export function parseListQuery(query: Record<string, string>): { filter: UploadF
       subject: q.subject,
       keyPrefix: q.keyPrefix,
       fileNamePrefix: q.fileNamePrefix,
+      tags: q.tag,
+      metadata: q.metadata ? Object.entries(q.metadata) : undefined,
     },
     after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, UUID_ID),
     limit: q.limit ?? 50,

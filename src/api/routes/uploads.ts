@@ -20,6 +20,7 @@ import { COMMON_V1_PROBLEMS, problems, route, router } from '../../http/openapi'
 import { Uuid, WaitQuery } from '../../http/schemas';
 import { UploadDetail, UploadList, ListUploadsQuery } from '../schemas';
 import { callingToken, requires } from '../../http/scopes';
+import { recordEtag } from '../../record/etag';
 
 export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal; importer: Importer }) {
   const { pool, config, processed: signal } = deps;
@@ -52,12 +53,16 @@ export function uploadRoutes(deps: { pool: Pool; config: Config; processed: Proc
         listStepOutcomes(pool, row.id, view.pipeline.name, view.pipeline.version),
       ]),
     );
-    return c.json({
-      ...view,
-      pipeline: { ...view.pipeline, steps: steps.map(stepView) },
-      renditions: renditions.map(renditionSummary),
-      deliveries: deliveries.map(deliveryView),
-    });
+    return c.json(
+      {
+        ...view,
+        pipeline: { ...view.pipeline, steps: steps.map(stepView) },
+        renditions: renditions.map(renditionSummary),
+        deliveries: deliveries.map(deliveryView),
+      },
+      200,
+      { etag: recordEtag(row.record_version) },
+    );
   });
 
   return app;
@@ -107,7 +112,9 @@ export function uploadView(row: UploadRow) {
     expiresAt: row.expires_at?.toISOString() ?? null,
     tokenId: row.token_id,
     subject: row.subject,
-    metadata: row.token_metadata,
+    metadata: row.metadata,
+    tags: row.tags,
+    version: row.record_version,
     storageKey: row.storage_key,
     bytes: Number(row.bytes),
     sha256: row.sha256,

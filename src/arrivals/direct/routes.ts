@@ -11,6 +11,7 @@ import { problem } from '../../errors';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import { parseExpiresAt, parsePrefer } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
+import { labelsOf } from '../../http/parse/labels';
 import type { AppEnv } from '../../http/env';
 import { header, headerValues } from '../../http/headers';
 import { jsonBody } from '../../http/json-body';
@@ -195,6 +196,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       fileName: body.fileName ?? null,
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
+      labels: labelsOf(body.metadata, body.tags),
     });
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const { plan, replayed } = await direct.plan(upload, waitMs, parentOf(c.get('principal')));

@@ -1,6 +1,6 @@
 // The direct mode's requests and answers: its plan, part and completion bodies.
 import { z } from '@hono/zod-openapi';
-import { ExpiresAt, FileNameField } from '../../http/schemas';
+import { ExpiresAt, FileNameField, Metadata, Tags } from '../../http/schemas';
 import { MEDIA_TYPE_PATTERN } from '../../upload/media-type';
 
 const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-case hexadecimal characters.');
@@ -22,6 +22,8 @@ export const CreateDirectUpload = z
       .string()
       .optional()
       .openapi({ description: "The pipeline to run once it is committed; absent: the tenant's `default`.", example: 'photos' }),
+    metadata: Metadata.optional(),
+    tags: Tags.optional(),
   })
   .strict()
   .openapi('CreateDirectUpload');

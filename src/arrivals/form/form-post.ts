@@ -1,7 +1,8 @@
 // POST /v1/uploads with multipart/form-data (an HTML form, `curl -F file=@x`): exactly one
 // file part, streamed (busboy; never buffered) into the attempt's own object like any
-// upload body; optional text fields `fileName`, `sha256` and `idempotencyKey` (for forms
-// that cannot set headers — it must come before the file part). What identifies "the same
+// upload body; optional text fields `fileName`, `sha256`, `expiresAt`, `pipeline`,
+// `metadata` (JSON), `tags` (comma-separated) and `idempotencyKey` (for forms that cannot
+// set headers — it must come before the file part). What identifies "the same
 // request" is the file, not the envelope (the boundary and the part headers vary between
 // clients): the file part's bytes (length and SHA-256), its media type and the file name.
 // So a form post's fingerprint is known once its file is in, and a retry is recognised then.
@@ -14,6 +15,8 @@ import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import type { UploadOutcome, UploadReceiver } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parseSha256 } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
+import { labelsOf, parseMetadataText, parseTagsText } from '../../http/parse/labels';
+import { METADATA_LIMITS } from '../../http/schemas';
 import type { Arrival } from '../../upload/admission';
 import type { DeclaredUpload, UploadRequest } from '../../upload/types';
 import type { UploadGrant } from '../../tokens/grant';
@@ -39,6 +42,11 @@ export interface FormPost {
   declare: (declared: Declared) => DeclaredUpload;
 }
 
+/** The text fields a form may carry besides idempotencyKey (others are ignored). */
+const FIELDS = new Set(['fileName', 'sha256', 'expiresAt', 'pipeline', 'metadata', 'tags']);
+/** The longest field: metadata (its JSON, within METADATA_LIMITS); every other field. */
+const FIELD_BYTES = { metadata: METADATA_LIMITS.bytes, other: 1024 };
+
 export function isFormPost(contentType: string | undefined): boolean {
   return contentType?.split(';')[0]?.trim().toLowerCase() === 'multipart/form-data';
 }
@@ -49,7 +57,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
   try {
     parser = busboy({
       headers: f.headers,
-      limits: { files: 1, fields: 8, fieldSize: 1024, fieldNameSize: 64, parts: 16, fileSize: f.maxBytes },
+      limits: { files: 1, fields: 10, fieldSize: FIELD_BYTES.metadata, fieldNameSize: 64, parts: 18, fileSize: f.maxBytes },
     });
   } catch (err) {
     throw problem('form_invalid', `The multipart/form-data body cannot be parsed: ${(err as Error).message}.`);
@@ -69,14 +77,16 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
       failure ??= p;
     };
     parser.on('field', (name, value, info) => {
-      if (info.valueTruncated) return fail(problem('form_invalid', `The field ${name} is longer than 1024 bytes.`));
+      const most = name === 'metadata' ? FIELD_BYTES.metadata : FIELD_BYTES.other;
+      if (info.valueTruncated || Buffer.byteLength(value) > most)
+        return fail(problem('form_invalid', `The field ${name} is longer than ${most} bytes.`));
       if (name === 'idempotencyKey') {
         if (fileSeen) return fail(problem('form_invalid', 'Send the idempotencyKey field before the file part.'));
         const fromField = parseIdempotencyKey([value]);
         if (key !== undefined && key !== fromField)
           return fail(problem('idempotency_key_invalid', 'The Idempotency-Key header and the idempotencyKey field differ.'));
         key = fromField;
-      } else if (name === 'fileName' || name === 'sha256' || name === 'expiresAt' || name === 'pipeline') fields[name] = value;
+      } else if (FIELDS.has(name)) fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
       if (fileSeen || failure || key === undefined) {
@@ -127,6 +137,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
             sha256: declaredSha256,
             expiresAt,
             pipeline,
+            labels,
           } = f.declare({
             key: base.idempotencyKey,
             bytes,
@@ -135,6 +146,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
             sha256: parseSha256(fields.sha256),
             expiresAt: parseExpiresAt(fields.expiresAt, 'form_invalid'),
             pipeline: parsePipelineName(fields.pipeline, 'form_invalid'),
+            labels: labelsOf(parseMetadataText(fields.metadata, 'form_invalid'), parseTagsText(fields.tags, 'form_invalid')),
           });
           const req: UploadRequest = {
             ...base,
@@ -143,6 +155,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
             declaredSha256,
             ...(expiresAt ? { expiresAt } : {}),
             ...(pipeline ? { pipeline } : {}),
+            ...(labels ? { labels } : {}),
             fingerprint: fingerprint({
               method: 'POST',
               route: FORM_ROUTE,
@@ -153,6 +166,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
               fileName,
               expiresAt,
               pipeline,
+              labels,
             }),
           };
           return req;

@@ -24,7 +24,18 @@ import { oneRequestUpload } from '../../upload/upload-request';
 import { parsePipelineName } from '../../pipelines/declared';
 import { PipelineName } from '../../pipelines/catalogue';
 import { COMMON_V1_PROBLEMS, problems, route, router, uploadAnswers, KEY_PROBLEMS } from '../../http/openapi';
-import { ContentLengthHeader, ExpiresAt, FileName, IdempotencyKey, MediaType, PreferHeader, Sha256Header } from '../../http/schemas';
+import {
+  ContentLengthHeader,
+  ExpiresAt,
+  FileName,
+  IdempotencyKey,
+  MediaType,
+  MetadataHeader,
+  PreferHeader,
+  Sha256Header,
+  TagsHeader,
+} from '../../http/schemas';
+import { labelsOf, parseMetadataText, parseTagsText } from '../../http/parse/labels';
 import { assertTokenLive, requires } from '../../http/scopes';
 import { dialectOf } from '../rufh/protocol';
 import { RUFH_CREATION_HEADERS } from '../rufh/contract';
@@ -62,6 +73,7 @@ export function oneRequestRoutes(deps: {
       contentType: parseContentType(header(c, 'content-type')),
       expiresAt: parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid'),
       pipeline: parsePipelineName(header(c, 'x-pipeline'), 'header_invalid'),
+      labels: labelsOf(parseMetadataText(header(c, 'x-metadata'), 'header_invalid'), parseTagsText(header(c, 'x-tags'), 'header_invalid')),
     });
     const req = oneRequestUpload(upload);
     c.set('idempotencyKey', key);
@@ -104,13 +116,15 @@ const createUploadRoute = createRoute({
       'x-pipeline': PipelineName.optional().openapi({
         description: "The pipeline to run once the upload commits (its latest version then); absent: the tenant's `default`.",
       }),
+      'x-metadata': MetadataHeader.optional(),
+      'x-tags': TagsHeader.optional(),
       prefer: PreferHeader.optional(),
       ...RUFH_CREATION_HEADERS,
     }),
     body: {
       required: true,
       description:
-        'The file bytes (any media type; not chunked). Or a form (multipart/form-data): exactly one file part, optional fields `fileName`, `sha256`, and ' +
+        'The file bytes (any media type; not chunked). Or a form (multipart/form-data): exactly one file part, optional fields `fileName`, `sha256`, `expiresAt`, `pipeline`, `metadata` (JSON), `tags` (comma-separated) and ' +
         '`idempotencyKey` (before the file part) when the header cannot be set. A form is identified by its file (bytes, SHA-256, media type, name), not its envelope.',
       content: {
         'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
@@ -123,6 +137,8 @@ const createUploadRoute = createRoute({
               fileName: { type: 'string' },
               expiresAt: { type: 'string', format: 'date-time' },
               pipeline: { type: 'string' },
+              metadata: { type: 'string', description: 'JSON object' },
+              tags: { type: 'string', description: 'comma-separated' },
               sha256: { type: 'string' },
               file: { type: 'string', format: 'binary' },
             },

@@ -29,6 +29,7 @@ import {
 } from './protocol';
 import { parseUploadMetadata } from '../tus/protocol';
 import { parsePipelineName } from '../../pipelines/declared';
+import { labelsOf, parseMetadataText, parseTagsText } from '../../http/parse/labels';
 import type { Intake } from '../intake';
 import type { AppEnv } from '../../http/env';
 import { header, headerValues } from '../../http/headers';
@@ -200,6 +201,10 @@ async function create(c: Context<AppEnv>, deps: ResumableDeps, d: Dialect): Prom
       sha256: declaredSha256,
       expiresAt: parseExpiresAt(header(c, 'x-expires-at') ?? metadata.expiresAt, 'header_invalid'),
       pipeline: parsePipelineName(header(c, 'x-pipeline') ?? metadata.pipeline, 'header_invalid'),
+      labels: labelsOf(
+        parseMetadataText(header(c, 'x-metadata') ?? metadata.metadata, 'header_invalid'),
+        parseTagsText(header(c, 'x-tags') ?? metadata.tags, 'header_invalid'),
+      ),
     },
     uploadLimit(d, { maxSize: deps.intake.maxBytes }),
   );

@@ -23,6 +23,7 @@ import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import type { UploadOutcome } from '../../upload/receive';
 import { parseContentType, parseExpiresAt, parseFileName, parsePrefer, parseSha256 } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
+import { labelsOf, parseMetadataText, parseTagsText } from '../../http/parse/labels';
 import type { AppEnv } from '../../http/env';
 import { header, headerValues } from '../../http/headers';
 import { COMMON_V1_PROBLEMS, problems, replayedHeader, route, router, KEY_PROBLEMS } from '../../http/openapi';
@@ -75,7 +76,8 @@ const createSessionRoute = createRoute({
         .string()
         .openapi({ description: 'Size of the whole file in bytes (deferred lengths are not supported).', example: '1073741824' }),
       'upload-metadata': z.string().optional().openapi({
-        description: 'tus metadata: comma-separated `key base64value` pairs (`filename`, `filetype`, `sha256`, `expiresAt`, `pipeline`).',
+        description:
+          'tus metadata: comma-separated `key base64value` pairs (`filename`, `filetype`, `sha256`, `expiresAt`, `pipeline`, `metadata` as JSON, `tags` comma-separated).',
       }),
       'x-file-sha256': Sha256Header.optional(),
       prefer: PreferHeader.optional(),
@@ -258,6 +260,7 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; in
       sha256: headerSha ?? metaSha,
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
       pipeline: parsePipelineName(metadata.pipeline, 'header_invalid'),
+      labels: labelsOf(parseMetadataText(metadata.metadata, 'header_invalid'), parseTagsText(metadata.tags, 'header_invalid')),
     });
     const { session, replayed } = await sessions.create({ upload, uploadMetadata, metadata });
     c.set('outcome', replayed ? 'replayed' : 'created');

@@ -10,6 +10,7 @@ import type { Declared, Intake } from '../intake';
 import { parseIdempotencyKey } from '../../http/parse/idempotency-key';
 import { parseContentType, parseExpiresAt, parseFileName } from '../../http/parse/request-headers';
 import { parsePipelineName } from '../../pipelines/declared';
+import { labelsOf, parseLabelValues, parseMetadataText, parseTagsText } from '../../http/parse/labels';
 import { problem } from '../../errors';
 import type { UploadReceiver } from '../../upload/receive';
 import type { AppEnv } from '../../http/env';
@@ -221,6 +222,13 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     if (expiresAt) fields.expiresAt = expiresAt;
     const pipeline = parsePipelineName(c.req.query('metadata[pipeline]'), 'query_invalid');
     if (pipeline) fields.pipeline = pipeline;
+    // The form checks them again as it does every form's; a bad value is refused before any byte.
+    const labels = labelsOf(
+      parseMetadataText(c.req.query('metadata[metadata]'), 'query_invalid'),
+      parseTagsText(c.req.query('metadata[tags]'), 'query_invalid'),
+    );
+    if (labels?.metadata) fields.metadata = JSON.stringify(labels.metadata);
+    if (labels?.tags) fields.tags = labels.tags.join(',');
     // Absolute: Uppy builds the object's location from it with new URL().
     return c.json(
       { method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields },
@@ -287,10 +295,20 @@ function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown
   const name = typeof body.filename === 'string' ? body.filename : undefined;
   const expiresAt = typeof metadata.expiresAt === 'string' ? parseExpiresAt(metadata.expiresAt, 'body_invalid') : undefined;
   const pipeline = typeof metadata.pipeline === 'string' ? parsePipelineName(metadata.pipeline, 'body_invalid') : undefined;
+  // Uppy's meta may hold them as values or as text (a form field's copy).
+  const labels = labelsOf(
+    typeof metadata.metadata === 'string'
+      ? parseMetadataText(metadata.metadata, 'body_invalid')
+      : parseLabelValues({ metadata: metadata.metadata }, 'body_invalid')?.metadata,
+    typeof metadata.tags === 'string'
+      ? parseTagsText(metadata.tags, 'body_invalid')
+      : parseLabelValues({ tags: metadata.tags }, 'body_invalid')?.tags,
+  );
   return {
     declared: {
       ...(expiresAt ? { expiresAt } : {}),
       ...(pipeline ? { pipeline } : {}),
+      ...(labels ? { labels } : {}),
       key: keyOf(metadata),
       contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),

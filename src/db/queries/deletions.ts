@@ -6,6 +6,7 @@ import { destroyPayloadKeys } from './payload-keys';
 import { objectInUse } from './records';
 import { uploadScopes } from '../../codec/payload-scope';
 import type { UploadRow } from './uploads';
+import { eraseRecord } from './upload-record';
 
 /**
  * Sets the tombstone (once: the first deletion's time stays). From this commit the bytes
@@ -84,7 +85,7 @@ export async function releaseObject(pool: Pool, uploadId: string): Promise<{ sto
 
 /**
  * Removes the personal metadata (the file name, probed media, the steps' outcomes, the upload
- * token's subject and metadata) and marks the upload erased;
+ * token's subject and metadata, the upload's own metadata, tags and their versions) and marks the upload erased;
  * the key's stored answer becomes `gone` (410), so a replay of the original request under
  * its key no longer carries the name, or a Location to bytes that are gone. The data keys of
  * the upload's runs are destroyed in the same transaction: what Temporal keeps of them
@@ -104,6 +105,7 @@ export async function scrubUpload(
       [uploadId],
     );
     await tx.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
+    await eraseRecord(tx, uploadId);
     await replaceUploadAnswer(tx, uploadId, gone);
     await destroyPayloadKeys(tx, uploadScopes(uploadId, res.rows[0]!.workflow_id));
     return { deletedAt: res.rows[0]!.deleted_at, erasedAt: res.rows[0]!.erased_at, first: !before.rows[0]?.erased_at };

@@ -3,6 +3,7 @@
 // started from, so two replicas never both advance a session.
 import type { SessionMode } from '../../modes';
 import type { UploadGrant } from '../../tokens/grant';
+import type { UploadLabels } from '../../upload/types';
 import { statement, type Pool, type Queryable } from '../pool';
 import { insertWithinQuota } from './quotas';
 
@@ -39,6 +40,8 @@ export interface SessionRow {
   pipeline: string | null;
   /** The upload token it was created with, as of then. */
   upload_grant: UploadGrant | null;
+  /** The metadata and tags it was created with. */
+  labels: UploadLabels | null;
   lease_owner: string | null;
   updated_at: Date;
   created_at: Date;
@@ -71,6 +74,7 @@ const COLUMN_NAMES = [
   'expires_at',
   'upload_grant',
   'pipeline',
+  'labels',
 ];
 const COLUMNS = COLUMN_NAMES.join(', ');
 
@@ -93,6 +97,7 @@ export type NewSession = Pick<
   expires_at?: string | null;
   upload_grant?: UploadGrant | null;
   pipeline?: string | null;
+  labels?: UploadLabels | null;
   /** The creating request's W3C traceparent (tracing on). */
   traceparent?: string | null;
 };
@@ -109,8 +114,8 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
     maxOpen,
     async (tx) => {
       const inserted = await tx.query<SessionRow>(
-        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant, pipeline, traceparent)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING ${COLUMNS}`,
+        `INSERT INTO resumable_sessions (id, tenant_id, idempotency_key, fingerprint, upload_length, upload_metadata, content_type, file_name, declared_sha256, storage_key, multipart_id, mode, part_bytes, expires_at, upload_grant, pipeline, traceparent, labels)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING ${COLUMNS}`,
         [
           s.id,
           s.tenant_id,
@@ -129,6 +134,7 @@ export async function insertSessionOrGet(pool: Pool, s: NewSession, maxOpen: num
           s.upload_grant ?? null,
           s.pipeline ?? null,
           s.traceparent ?? null,
+          s.labels ?? null,
         ],
       );
       return { row: inserted.rows[0]!, created: true };

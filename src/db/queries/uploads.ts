@@ -1,6 +1,7 @@
 // Upload rows: one per logical upload, keyed by id and unique per (tenant, key).
 import { statement, type Queryable } from '../pool';
 import { pastPosition, positionColumn, type ListPosition } from './keyset';
+import { metadataLabel, tagLabel } from './upload-record';
 
 export interface UploadRow {
   id: string;
@@ -34,6 +35,10 @@ export interface UploadRow {
   rejection_reason: string | null;
   /** The door it came through (src/modes.ts); NULL before it was recorded. */
   arrival: string | null;
+  /** Its own metadata and tags (the record), at `record_version`. */
+  metadata: Record<string, unknown> | null;
+  tags: string[];
+  record_version: number;
 }
 
 export type NewUpload = Pick<
@@ -52,14 +57,17 @@ export type NewUpload = Pick<
   /** The committing step's W3C traceparent (tracing on): later work on the upload links to it. */
   traceparent?: string | null;
   arrival?: string | null;
+  metadata?: Record<string, unknown> | null;
+  tags?: string[];
 };
 
 /** Inserts the row unless one conflicts; the inserted row's id and creation time, or undefined after a conflict. */
 export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise<{ id: string; created_at: Date } | undefined> {
   const res = await db.query<{ id: string; created_at: Date }>(
     `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type, file_name, expires_at,
-                          token_id, subject, token_metadata, pipeline, pipeline_version, availability, traceparent, arrival)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                          token_id, subject, token_metadata, pipeline, pipeline_version, availability, traceparent, arrival,
+                          metadata, tags)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
      ON CONFLICT DO NOTHING
      RETURNING id, created_at`,
     [
@@ -81,6 +89,8 @@ export async function insertUploadIfAbsent(db: Queryable, u: NewUpload): Promise
       u.availability ?? 'available',
       u.traceparent ?? null,
       u.arrival ?? null,
+      u.metadata ?? null,
+      u.tags ?? [],
     ],
   );
   return res.rows[0];
@@ -115,6 +125,10 @@ export interface UploadFilter {
   keyPrefix?: string;
   /** File names starting with this, ignoring case (uploads_file_name_prefix_idx). */
   fileNamePrefix?: string;
+  /** Uploads carrying every one of these tags (upload_labels). */
+  tags?: string[];
+  /** Uploads whose metadata has each of these top-level `key` = `value` (upload_labels: strings as they are, numbers and booleans as JSON). */
+  metadata?: [string, string][];
 }
 
 /**
@@ -147,29 +161,46 @@ export async function listUploads(
   limit: number,
 ): Promise<(UploadRow & { position: ListPosition })[]> {
   const values: unknown[] = [tenantId];
-  const where = ['tenant_id = $1'];
   const add = (sql: (n: string) => string, value: unknown) => {
     values.push(value);
     where.push(sql(`$${values.length}`));
   };
-  if (after) where.push(pastPosition(values, after, '<', 'uuid'));
-  if (filter.status) add((n) => `status = ${n}`, filter.status);
-  if (filter.contentType?.endsWith('/*')) add((n) => `starts_with(content_type, ${n})`, filter.contentType.slice(0, -1));
-  else if (filter.contentType) add((n) => `content_type = ${n}`, filter.contentType);
-  if (filter.createdAfter) add((n) => `created_at > ${n}`, filter.createdAfter);
-  if (filter.createdBefore) add((n) => `created_at < ${n}`, filter.createdBefore);
-  if (filter.idempotencyKey) add((n) => `idempotency_key = ${n}`, filter.idempotencyKey);
-  if (filter.subject) add((n) => `subject = ${n}`, filter.subject);
+  // A label filter walks the first label's index range in creation order; the others are
+  // checked per row. Without one, the tenant's uploads in creation order.
+  const [driving, ...checked] = [...(filter.tags ?? []).map(tagLabel), ...(filter.metadata ?? []).map(([k, v]) => metadataLabel(k, v))];
+  const where = driving === undefined ? ['u.tenant_id = $1'] : ['l.tenant_id = $1'];
+  const [from, order] =
+    driving === undefined
+      ? ['uploads u', 'u.created_at DESC, u.id DESC']
+      : ['upload_labels l JOIN uploads u ON u.id = l.upload_id', 'l.created_at DESC, l.upload_id DESC'];
+  if (driving !== undefined) add((n) => `l.label = ${n}`, driving);
+  if (after) where.push(driving === undefined ? pastPosition(values, after, '<', 'uuid', 'u.') : labelPastPosition(values, after));
+  for (const label of checked)
+    add((n) => `EXISTS (SELECT 1 FROM upload_labels c WHERE c.tenant_id = $1 AND c.label = ${n} AND c.upload_id = u.id)`, label);
+  if (filter.status) add((n) => `u.status = ${n}`, filter.status);
+  if (filter.contentType?.endsWith('/*')) add((n) => `starts_with(u.content_type, ${n})`, filter.contentType.slice(0, -1));
+  else if (filter.contentType) add((n) => `u.content_type = ${n}`, filter.contentType);
+  if (filter.createdAfter) add((n) => `u.created_at > ${n}`, filter.createdAfter);
+  if (filter.createdBefore) add((n) => `u.created_at < ${n}`, filter.createdBefore);
+  if (filter.idempotencyKey) add((n) => `u.idempotency_key = ${n}`, filter.idempotencyKey);
+  if (filter.subject) add((n) => `u.subject = ${n}`, filter.subject);
   // LIKE with the pattern's wildcards escaped, in the form the text_pattern_ops indexes serve.
-  if (filter.keyPrefix) add((n) => `idempotency_key LIKE ${n}`, `${likeEscaped(filter.keyPrefix)}%`);
-  if (filter.fileNamePrefix) add((n) => `lower(file_name) LIKE ${n}`, `${likeEscaped(filter.fileNamePrefix.toLowerCase())}%`);
+  if (filter.keyPrefix) add((n) => `u.idempotency_key LIKE ${n}`, `${likeEscaped(filter.keyPrefix)}%`);
+  if (filter.fileNamePrefix) add((n) => `lower(u.file_name) LIKE ${n}`, `${likeEscaped(filter.fileNamePrefix.toLowerCase())}%`);
   values.push(limit);
   const res = await db.query<UploadRow & { created_micros: string }>(
-    `SELECT *, ${positionColumn()} FROM uploads
+    `SELECT u.*, ${positionColumn('u.')} FROM ${from}
       WHERE ${where.join(' AND ')}
-      ORDER BY created_at DESC, id DESC
+      ORDER BY ${order}
       LIMIT $${values.length}`,
     values,
   );
   return res.rows.map(({ created_micros, ...row }) => ({ ...row, position: { createdMicros: created_micros, id: row.id } }));
+}
+
+/** "Past `after`" on the label index (its creation time and upload id are the upload's). */
+function labelPastPosition(values: unknown[], after: ListPosition): string {
+  values.push(after.createdMicros, after.id);
+  const [micros, id] = [values.length - 1, values.length];
+  return `(l.created_at, l.upload_id) < (timestamptz 'epoch' + $${micros}::bigint * interval '1 microsecond', $${id}::uuid)`;
 }

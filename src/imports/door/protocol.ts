@@ -1,6 +1,6 @@
 // The import door's request, its JSON body checked strictly, and the progress it answers.
 import { z } from '@hono/zod-openapi';
-import { ExpiresAt, FileNameField, MediaType } from '../../http/schemas';
+import { ExpiresAt, FileNameField, MediaType, Metadata, Tags } from '../../http/schemas';
 import type { ImportBody } from '../request';
 import { MAX_IMPORT_HEADERS, reservedHeader } from '../headers';
 import { PipelineName } from '../../pipelines/catalogue';
@@ -28,6 +28,8 @@ export const CreateImport = z
     }),
     pipeline: PipelineName.optional().openapi({ description: "The pipeline to run once it is committed; absent: the tenant's `default`." }),
     expiresAt: ExpiresAt.optional(),
+    metadata: Metadata.optional(),
+    tags: Tags.optional(),
     headers: z
       .record(
         z.string().regex(HEADER_NAME, 'header names are HTTP tokens'),

@@ -23,6 +23,7 @@ import { requires } from '../../http/scopes';
 import { renderOutcome } from '../../http/upload-answer';
 import { IMPORT_REFUSALS } from '../failures';
 import { parsePipelineName } from '../../pipelines/declared';
+import { labelsOf } from '../../http/parse/labels';
 import { ADMISSION_PROBLEMS, type Intake } from '../../arrivals/intake';
 import type { Importer } from '../importer';
 import { nameFromUrl } from '../request';
@@ -47,6 +48,7 @@ export function importRoutes(deps: { importer: Importer; intake: Intake; config:
       sha256: body.sha256 ?? null,
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
+      labels: labelsOf(body.metadata, body.tags),
     });
     const outcome = await importer.create(upload, body, waitMs);
     if (outcome.kind !== 'importing') return renderOutcome(c, outcome, key, false);

@@ -1,0 +1,168 @@
+// Changes to an upload's record (its metadata and tags), one version at a time. A change
+// names the version it was made from (If-Match); under the row's lock it becomes the next
+// version, the row, the label index and its upload.updated event in one transaction. The
+// same change sent again (a retry after a lost answer) is recognised by its request hash
+// and answered with the version it made: one version, one event, whatever is retried.
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool';
+import { withTransaction } from '../db/pool';
+import { findEvent, recordEvent } from '../db/queries/events';
+import {
+  applyVersion,
+  findVersion,
+  insertVersion,
+  listVersions,
+  lockRecord,
+  writeLabels,
+  type RecordRow,
+  type VersionRow,
+} from '../db/queries/upload-record';
+import { findUpload } from '../db/queries/uploads';
+import { versionEventId, type WebhookEvent } from '../downstream/events';
+import type { WebhookRetrySchedule } from '../downstream/types';
+import { dependency, problem } from '../errors';
+import type { AnnounceEventInput } from '../temporal/definitions';
+import { workflowIds, workflowTypes } from '../temporal/names';
+import { startOrAttach } from '../temporal/start-or-attach';
+import { sortedKeys } from '../upload/fingerprint';
+
+/** What a PATCH sets: each field given replaces the current one (`metadata: null` clears it). */
+export interface RecordChange {
+  metadata?: Record<string, unknown> | null;
+  tags?: string[];
+}
+
+/** Who made version 1: the upload itself. */
+export const AS_UPLOADED = 'upload';
+
+export class RecordEditor {
+  constructor(private readonly deps: { pool: Pool; temporal: Client; taskQueue: string; webhookRetry: WebhookRetrySchedule }) {}
+
+  /** Makes `change` the version after `base`, or finds the version this very change already made. */
+  async change(
+    tenantId: string,
+    uploadId: string,
+    base: number,
+    change: RecordChange,
+    changedBy: string,
+  ): Promise<{ version: VersionRow; replayed: boolean }> {
+    const requestHash = createHash('sha256')
+      .update(JSON.stringify([changedBy, base, sortedKeys(change)]))
+      .digest('hex');
+    const made = await dependency('database_unavailable', () =>
+      withTransaction(this.deps.pool, async (tx) => {
+        const row = await lockRecord(tx, tenantId, uploadId);
+        if (!row) throw problem('not_found', 'No such upload.');
+        if (row.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+        if (row.record_version !== base) {
+          const next = await findVersion(tx, uploadId, base + 1);
+          if (next?.request_hash === requestHash) {
+            const stored = await findEvent(tx, tenantId, versionEventId(uploadId, next.version));
+            return { version: next, replayed: true, event: stored && eventOf(stored.payload, tenantId, uploadId) };
+          }
+          throw problem('record_version_stale', `The record is at version ${row.record_version}; read it again and re-apply the change.`, {
+            extra: { version: row.record_version },
+          });
+        }
+        // The first change keeps the record as uploaded as version 1.
+        if (base === 1) await insertVersion(tx, asUploaded(tenantId, row));
+        const version = await insertVersion(tx, {
+          upload_id: uploadId,
+          version: base + 1,
+          tenant_id: tenantId,
+          metadata: change.metadata === undefined ? row.metadata : change.metadata,
+          tags: change.tags === undefined ? row.tags : [...new Set(change.tags)].sort(),
+          changed_by: changedBy,
+          request_hash: requestHash,
+        });
+        await applyVersion(tx, version);
+        await writeLabels(tx, tenantId, uploadId, row.created_at, version, true);
+        const event = updatedEvent(tenantId, row, version);
+        await recordEvent(
+          tx,
+          { id: event.id, tenant_id: tenantId, upload_id: uploadId, type: event.type, payload: JSON.stringify(eventBody(event)) },
+          { afterTombstone: false },
+        );
+        return { version, replayed: false, event };
+      }),
+    );
+    // Written with the version; announced from here, and again by a retry of the same change
+    // (one run per event id), so an answer lost after the commit loses no event.
+    if (made.event) await this.announce(made.event);
+    return { version: made.version, replayed: made.replayed };
+  }
+
+  /** The record's versions, newest first, below `before`; a record never changed has only version 1, its row. */
+  async versions(tenantId: string, uploadId: string, before: number | undefined, limit: number): Promise<VersionRow[]> {
+    const [row, rows] = await dependency('database_unavailable', () =>
+      Promise.all([findUpload(this.deps.pool, tenantId, uploadId), listVersions(this.deps.pool, tenantId, uploadId, before, limit)]),
+    );
+    if (!row) throw problem('not_found', 'No such upload.');
+    if (row.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+    if (rows.length > 0 || row.record_version > 1 || (before !== undefined && before <= 1)) return rows;
+    return [{ ...asUploaded(tenantId, row), changed_at: row.created_at }];
+  }
+
+  private async announce(event: WebhookEvent & { timestamp: string }): Promise<void> {
+    const input: AnnounceEventInput = { tenantId: event.tenantId, event, timestamp: event.timestamp, webhookRetry: this.deps.webhookRetry };
+    await startOrAttach(this.deps.temporal, workflowTypes.announceEvent, {
+      workflowId: workflowIds.announce(event.id),
+      taskQueue: this.deps.taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Announce upload.updated (version ${String(event.data.version)}) of upload ${event.uploadId}`,
+    });
+  }
+}
+
+function asUploaded(tenantId: string, row: Pick<RecordRow, 'id' | 'created_at' | 'metadata' | 'tags'>) {
+  return {
+    upload_id: row.id,
+    version: 1,
+    tenant_id: tenantId,
+    metadata: row.metadata,
+    tags: row.tags,
+    changed_by: AS_UPLOADED,
+    changed_at: row.created_at,
+    request_hash: null,
+  };
+}
+
+/** upload.updated: the new version and the one it replaced. */
+function updatedEvent(tenantId: string, before: RecordRow, v: VersionRow): WebhookEvent & { timestamp: string } {
+  const timestamp = v.changed_at.toISOString();
+  return {
+    id: versionEventId(v.upload_id, v.version),
+    type: 'upload.updated',
+    tenantId,
+    uploadId: v.upload_id,
+    timestamp,
+    data: {
+      uploadId: v.upload_id,
+      version: v.version,
+      metadata: v.metadata,
+      tags: v.tags,
+      changedBy: v.changed_by,
+      changedAt: timestamp,
+      previous: { version: before.record_version, metadata: before.metadata, tags: before.tags },
+    },
+  };
+}
+
+/** The body an event is recorded and sent with. */
+function eventBody(e: WebhookEvent & { timestamp: string }) {
+  return { type: e.type, timestamp: e.timestamp, data: e.data };
+}
+
+function eventOf(payload: string, tenantId: string, uploadId: string): WebhookEvent & { timestamp: string } {
+  const body = JSON.parse(payload) as { type: 'upload.updated'; timestamp: string; data: Record<string, unknown> };
+  return {
+    id: versionEventId(uploadId, Number(body.data.version)),
+    type: body.type,
+    tenantId,
+    uploadId,
+    timestamp: body.timestamp,
+    data: body.data,
+  };
+}

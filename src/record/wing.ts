@@ -1,0 +1,26 @@
+// The upload's record as the app mounts it, beside the upload routes under /v1/uploads: its
+// changes (PATCH) and versions. Metadata and tags arrive with the upload through every door
+// (src/http/parse/labels.ts); the list filters on them (src/db/queries/uploads.ts).
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Pool } from '../db/pool';
+import type { WebhookRetrySchedule } from '../downstream/types';
+import type { IdempotentRouteOptions } from '../http/idempotent-route';
+import { RecordEditor } from './editor';
+import { recordRoutes } from './routes';
+
+export function recordWing(deps: {
+  config: Config;
+  pool: Pool;
+  temporal: Client;
+  webhookRetry: WebhookRetrySchedule;
+  idempotency: IdempotentRouteOptions;
+}) {
+  const editor = new RecordEditor({
+    pool: deps.pool,
+    temporal: deps.temporal,
+    taskQueue: deps.config.TASK_QUEUE_UPLOADS,
+    webhookRetry: deps.webhookRetry,
+  });
+  return recordRoutes({ editor, idempotency: deps.idempotency });
+}
