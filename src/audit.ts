@@ -7,7 +7,9 @@
 // object present and whole, every rendition a succeeded step of the served version made
 // served) and one distinct webhook event id per upload and event type;
 // for deletions, an erased upload has no object of its own, no rendition and no personal
-// metadata, while every live upload (deleted ones' shared bytes included) has all its bytes.
+// metadata, while every live upload (deleted ones' shared bytes included) has all its bytes;
+// for the record, every version from 1 to the row's once it changed, the label index exactly
+// the record's labels, and nothing of either once erased.
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
 import {
@@ -22,7 +24,8 @@ import {
   suspiciousDeliveries,
   unservedRenditionRows,
 } from './db/queries/audit';
-import { eventId, type EventType } from './downstream/events';
+import { isDerivedEventId, type EventType } from './downstream/events';
+import { labelKeys } from './db/queries/upload-record';
 import type { ObjectStore } from './storage/store';
 import { keyStoragePrefix, uploadWorkflowId } from './temporal/ids';
 
@@ -56,6 +59,27 @@ export interface AuditOptions {
   keyRetentionSeconds?: number;
 }
 
+/** The record's own invariants: its version is its last version's, and its index holds exactly its labels (none once erased). */
+function recordFaults(u: {
+  erased: boolean;
+  metadata: Record<string, unknown> | null;
+  tags: string[];
+  record_version: number;
+  versions: number;
+  last_version: number | null;
+  labels: string[];
+}): string[] {
+  if (u.erased) return [];
+  const faults: string[] = [];
+  if (u.versions > 0 && (u.last_version !== u.record_version || u.versions !== u.record_version))
+    faults.push(`is at version ${u.record_version} with ${u.versions} versions recorded, the last ${u.last_version}`);
+  if (u.versions === 0 && u.record_version !== 1) faults.push(`is at version ${u.record_version} with no version recorded`);
+  const want = labelKeys(u).sort();
+  const have = [...u.labels].sort();
+  if (want.join('\n') !== have.join('\n')) faults.push(`is indexed under [${have.join(', ')}], its record says [${want.join(', ')}]`);
+  return faults;
+}
+
 export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions = {}): Promise<AuditReport> {
   const violations: string[] = [];
   const counts = await countRows(pool);
@@ -70,8 +94,11 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   const hashed = new Map<string, Awaited<ReturnType<typeof sha256OfObject>>>();
   const erased: { id: string; tenant_id: string; storage_key: string }[] = [];
   for await (const u of allUploads(pool)) {
+    for (const fault of recordFaults(u)) violations.push(`record: upload ${u.id} ${fault}`);
     if (u.erased) {
-      if (u.personal) violations.push(`erasure: deleted upload ${u.id} keeps its file name, media metadata, subject or token metadata`);
+      if (u.personal) violations.push(`erasure: deleted upload ${u.id} keeps its file name, media metadata, subject, metadata or tags`);
+      if (u.versions > 0 || u.labels.length > 0)
+        violations.push(`erasure: deleted upload ${u.id} keeps ${u.versions} record versions and ${u.labels.length} label entries`);
       if (u.renditions > 0) violations.push(`erasure: deleted upload ${u.id} keeps ${u.renditions} rendition rows`);
       if (!u.released) violations.push(`erasure: deleted upload ${u.id} still claims its object`);
       erased.push(u);
@@ -132,7 +159,7 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   for (const d of await suspiciousDeliveries(pool)) violations.push(`webhook: ${d.event_id} (upload ${d.upload_id}): ${d.problem}`);
   const deliveries = await allDeliveries(pool);
   for (const d of deliveries) {
-    if (d.event_id !== eventId(d.upload_id, d.event_type as EventType))
+    if (!isDerivedEventId(d.event_id, d.upload_id, d.event_type as EventType))
       violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.upload_id} ${d.event_type}`);
   }
   let unreferencedObjects = 0;

@@ -34,6 +34,12 @@ export function versionEventId(uploadId: string, version: number): string {
   return `evt_${uploadId.replaceAll('-', '')}_updated_${version}`;
 }
 
+/** Whether `id` is one the upload's event of `type` is sent under (upload.updated: one per version). */
+export function isDerivedEventId(id: string, uploadId: string, type: EventType): boolean {
+  if (type !== 'upload.updated') return id === eventId(uploadId, type);
+  return new RegExp(`^${eventId(uploadId, type)}_[1-9][0-9]*$`).test(id);
+}
+
 /** Deterministic per upload and event type: every retry and replay sends the same id. */
 export function eventId(uploadId: string, type: EventType): string {
   return `evt_${uploadId.replaceAll('-', '')}_${type.split('.')[1]}`;

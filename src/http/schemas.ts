@@ -122,7 +122,7 @@ function metadataFault(value: unknown): string | undefined {
 }
 
 export const Metadata = z
-  .record(z.string(), z.unknown())
+  .record(z.string(), z.unknown(), { error: 'metadata must be a JSON object.' })
   .superRefine((value, ctx) => {
     const fault = metadataFault(value);
     if (fault) ctx.addIssue({ code: 'custom', message: fault });

@@ -77,7 +77,7 @@ export class RecordEditor {
           request_hash: requestHash,
         });
         await applyVersion(tx, version);
-        await writeLabels(tx, tenantId, uploadId, row.created_at, version, true);
+        await writeLabels(tx, uploadId, version, true);
         const event = updatedEvent(tenantId, row, version);
         await recordEvent(
           tx,

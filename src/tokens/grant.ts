@@ -57,21 +57,24 @@ export function grantedPipeline(grant: UploadGrant | undefined, requested: strin
   return pinned;
 }
 
+/** An upload's metadata and tags (src/upload/types.ts UploadLabels, which this layer cannot import). */
+interface Labels {
+  metadata?: Record<string, unknown>;
+  tags?: string[];
+}
+
 /**
  * An upload's labels with the token's metadata merged over them: the token's keys are fixed,
  * so sending one with another value is refused (403); sending it with the same value is fine.
  */
-export function grantedLabels<L extends { metadata?: Record<string, unknown> }>(
-  grant: UploadGrant | undefined,
-  labels: L | undefined,
-): L | undefined {
+export function grantedLabels(grant: UploadGrant | undefined, labels: Labels | undefined): Labels | undefined {
   if (!grant?.metadata || Object.keys(grant.metadata).length === 0) return labels;
   for (const [key, value] of Object.entries(grant.metadata)) {
     const sent = labels?.metadata?.[key];
     if (sent !== undefined && sent !== value)
       throw problem('metadata_not_allowed', `This upload token fixes metadata "${key}" to "${value}".`, { extra: { key } });
   }
-  return { ...labels, metadata: { ...labels?.metadata, ...grant.metadata } } as L;
+  return { ...labels, metadata: { ...labels?.metadata, ...grant.metadata } };
 }
 
 /** Whether `type` is one of `allowed` (exact, or its `family/*`); any type when null. */

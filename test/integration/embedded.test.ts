@@ -240,6 +240,22 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   } finally {
     await origin.close();
   }
+  // The upload's record on the embedded default: metadata at upload, a change under If-Match, the label filter.
+  const labelled = await postUpload(url, {
+    apiKey,
+    key: `${key}-record`,
+    body: Buffer.from('a record'),
+    headers: { 'x-metadata': '{"album":"embedded"}', 'x-tags': 'embedded' },
+  });
+  expect(labelled.status).toBe(201);
+  const changed = await fetch(`${url}/v1/uploads/${labelled.json.uploadId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'if-match': '"1"' },
+    body: JSON.stringify({ tags: ['embedded', 'changed'] }),
+  });
+  expect(changed.status).toBe(200);
+  const filtered = await getJson(`${url}/v1/uploads?tag=changed&metadata%5Balbum%5D=embedded`, apiKey);
+  expect(filtered.json.items.map((u: { uploadId: string }) => u.uploadId)).toEqual([labelled.json.uploadId]);
   // Each upload records the door it came through.
   const doors = (await getJson(`${url}/v1/uploads?limit=100`, apiKey)).json.items.map((u: { arrival: string | null }) => u.arrival);
   expect(new Set(doors)).toEqual(new Set(['upload', 'tus', 'rufh', 'direct', 'form', 'import']));
@@ -251,8 +267,8 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   // The CLI reaches the running server's embedded database.
   const auditOut = await run(tsx, [path.join(root, 'src/cli.ts'), 'audit', '--json'], { env, cwd: root });
   const report = JSON.parse(auditOut.stdout);
-  // 22 uploads' key rows, the batch's and the image preset's (their creation is keyed); the variant with the renditions.
-  expect(report).toMatchObject({ uploads: 22, keyRows: 24, objectsVerified: 22, violations: [] });
+  // 23 uploads' key rows, the batch's and the image preset's (their creation is keyed); the variant with the renditions.
+  expect(report).toMatchObject({ uploads: 23, keyRows: 25, objectsVerified: 23, violations: [] });
   expect(report.renditions).toBeGreaterThanOrEqual(1);
   // The console on the embedded default: signed in with the dev key, its uploads and one upload's page with its run's link.
   const signIn = await fetch(`${url}/console/sign-in`, {

@@ -127,7 +127,13 @@ describe('the document', () => {
   it('states both key windows and describes the outgoing webhooks', () => {
     expect(doc.info.description).toMatch(/24 h/);
     expect(doc.info.description).toMatch(/168 h/);
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['upload.completed', 'upload.deleted', 'upload.processed', 'upload.rejected']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual([
+      'upload.completed',
+      'upload.deleted',
+      'upload.processed',
+      'upload.rejected',
+      'upload.updated',
+    ]);
   });
 });
 

@@ -18,7 +18,7 @@ import { may } from '../views/kit';
 import { liveStream } from './live';
 import { uploadsPerHour } from '../../db/queries/uploads';
 import { uploadWorkflowId } from '../../temporal/ids';
-import { uploadPage, type EventDetail, type UploadDetail } from '../views/upload';
+import { uploadPage, type EventDetail, type RecordVersion, type UploadDetail } from '../views/upload';
 import { uploadsPage, type UploadListFilter, type UploadSummary } from '../views/uploads';
 import type { EventSummary } from '../views/events';
 
@@ -64,13 +64,18 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
       .get<{ items: EventSummary[] }>(caller, '/v1/events', { uploadId: id, limit: '50' })
       .catch(() => ({ items: [] }));
     const events = await Promise.all(summaries.items.map((e) => api.get<EventDetail>(caller, `/v1/events/${e.id}`)));
+    const versions =
+      upload.version && upload.version > 1
+        ? (await api.get<{ items: RecordVersion[] }>(caller, `/v1/uploads/${id}/versions`, { limit: '20' }).catch(() => ({ items: [] })))
+            .items
+        : [];
     // The run's list view filtered by its ID: the UI then shows the latest run, whatever its run ID.
     const runUrl = deps.temporalUi
       ? `${deps.temporalUi.url}/namespaces/${encodeURIComponent(deps.temporalUi.namespace)}/workflows?query=${encodeURIComponent(
           `WorkflowId="${uploadWorkflowId(caller.credential.tenantId, upload.idempotencyKey)}"`,
         )}`
       : undefined;
-    return html(c, uploadPage(caller, { upload, events, runUrl, ...extra }), status);
+    return html(c, uploadPage(caller, { upload, events, versions, runUrl, ...extra }), status);
   };
 
   app.get('/uploads/:id', async (c) => {

@@ -15,6 +15,8 @@ export interface UploadDetail extends Omit<UploadSummary, 'processing'> {
   tokenId: string | null;
   subject: string | null;
   metadata: Record<string, unknown> | null;
+  tags?: string[];
+  version?: number;
   availability?: string;
   rejectionReason?: string | null;
   processing: { status: string | null; reason: string | null; processedAt: string | null; media?: unknown };
@@ -56,9 +58,18 @@ const DOORS: Record<string, string> = {
   import: 'an import from a URL',
 };
 
+/** A version of the upload's record (GET /v1/uploads/{id}/versions). */
+export interface RecordVersion {
+  version: number;
+  metadata: Record<string, unknown> | null;
+  tags: string[];
+  changedBy: string;
+  changedAt: string;
+}
+
 export function uploadPage(
   caller: ConsoleCaller,
-  p: { upload: UploadDetail; events: EventDetail[]; runUrl?: string; notice?: string; error?: string },
+  p: { upload: UploadDetail; events: EventDetail[]; versions?: RecordVersion[]; runUrl?: string; notice?: string; error?: string },
 ): Fragment {
   const u = p.upload;
   const present = u.status !== 'deleted';
@@ -93,6 +104,8 @@ export function uploadPage(
           ['Erased', u.erasedAt ? when(u.erasedAt) : null],
           ['Made with', u.tokenId ? html`upload token <code>${u.tokenId}</code>${u.subject ? ` for ${u.subject}` : ''}` : 'an API key'],
           ['Metadata', u.metadata ? html`<pre>${JSON.stringify(u.metadata, null, 2)}</pre>` : null],
+          ['Tags', u.tags?.length ? html`${u.tags.map((t) => html`<span class="badge">${t}</span> `)}` : null],
+          ['Record version', u.version && u.version > 1 ? String(u.version) : null],
           ['Rejected because', u.rejectionReason],
           ['Run', p.runUrl ? html`<a href="${p.runUrl}">Open the run in the Temporal UI</a>` : null],
         ])}
@@ -139,11 +152,30 @@ export function uploadPage(
               </ul>`
         }
       </section>
+      ${p.versions && p.versions.length > 1 ? versionsSection(p.versions) : ''}
       <section aria-labelledby="events-h">
         <h2 id="events-h">Events and deliveries</h2>
         ${p.events.length === 0 ? html`<p class="empty">No events yet.</p>` : p.events.map((e) => eventBlock(caller, e))}
       </section>`,
   );
+}
+
+/** The record's versions, newest first: who changed what, and when. */
+function versionsSection(versions: RecordVersion[]): Fragment {
+  return html`<section aria-labelledby="versions-h">
+    <h2 id="versions-h">Versions of its metadata and tags</h2>
+    <ol class="timeline" reversed>
+      ${versions.map(
+        (v) =>
+          html`<li>
+            <span class="step-name">v${v.version}</span> ${when(v.changedAt)}
+            <span class="muted">${v.changedBy === 'upload' ? 'as uploaded' : `by ${v.changedBy}`}</span>
+            ${v.tags.length ? html`<div>${v.tags.map((t) => html`<span class="badge">${t}</span> `)}</div>` : ''}
+            ${v.metadata ? html`<pre>${JSON.stringify(v.metadata, null, 2)}</pre>` : ''}
+          </li>`,
+      )}
+    </ol>
+  </section>`;
 }
 
 /** An event with its deliveries as a timeline of attempts, and its redeliver button. */

@@ -68,6 +68,13 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
   rejected: boolean;
   personal: boolean;
   renditions: number;
+  /** The record: the row's metadata, tags and version; its versions' count and last; its index entries. */
+  metadata: Record<string, unknown> | null;
+  tags: string[];
+  record_version: number;
+  versions: number;
+  last_version: number | null;
+  labels: string[];
 }> {
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
@@ -76,7 +83,12 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
               EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared,
               u.deleted_at IS NOT NULL AS deleted, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
               (u.availability = 'rejected' AND u.status = 'processed') AS rejected,
-              (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL) AS personal,
+              (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL
+                OR u.metadata IS NOT NULL OR u.tags <> '{}') AS personal,
+              u.metadata, u.tags, u.record_version,
+              (SELECT count(*)::int FROM upload_versions v WHERE v.upload_id = u.id) AS versions,
+              (SELECT max(v.version) FROM upload_versions v WHERE v.upload_id = u.id) AS last_version,
+              array(SELECT l.label FROM upload_labels l WHERE l.upload_id = u.id AND l.tenant_id = u.tenant_id) AS labels,
               (SELECT count(*)::int FROM renditions r WHERE r.upload_id = u.id)
                 + (SELECT count(*)::int FROM image_variants v WHERE v.upload_id = u.id) AS renditions
          FROM uploads u WHERE u.id > $1 ORDER BY u.id LIMIT 500`,
@@ -103,7 +115,7 @@ export async function allRenditions(
   return res.rows;
 }
 
-/** Deliveries whose event id, tenant or multiplicity break "one event id per upload and type". */
+/** Deliveries whose event id, tenant or multiplicity break "one event id per upload and type" (upload.updated: one per version). */
 /** Rendition rows of a version their upload does not serve (a re-run's leftovers, once none is under way). */
 export async function unservedRenditionRows(
   db: Queryable,
@@ -140,7 +152,8 @@ export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: s
        FROM webhook_deliveries d JOIN uploads u ON u.id = d.upload_id WHERE u.tenant_id <> d.tenant_id
      UNION ALL
      SELECT min(event_id), upload_id, 'several event ids for one upload and event type'
-       FROM webhook_deliveries GROUP BY upload_id, event_type HAVING count(DISTINCT event_id) > 1`,
+       FROM webhook_deliveries WHERE event_type <> 'upload.updated'
+      GROUP BY upload_id, event_type HAVING count(DISTINCT event_id) > 1`,
   );
   return res.rows;
 }

@@ -109,7 +109,7 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
         throw new Error(`key ${input.key} already belongs to upload ${stored?.id}`);
       }
       createdAt = stored.created_at;
-      if (inserted) await writeLabels(tx, input.tenantId, inserted.id, inserted.created_at, input.upload);
+      if (inserted) await writeLabels(tx, inserted.id, input.upload);
       const idle = pipeline && choice.idleReason(pipeline, input.upload.content_type);
       const settled = !!pipeline && !!idle && (await settleIfQuiet(tx, input.tenantId, input.upload.id, idle, choice.announces(pipeline)));
       if (inserted) downstreamNeeded = !settled;

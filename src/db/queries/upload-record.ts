@@ -30,22 +30,16 @@ export function labelKeys(r: RecordLabels): string[] {
   return keys.filter((k) => k.length <= LABEL_MAX);
 }
 
-/** Indexes the record's labels (`replace`: dropping the ones it had). */
-export async function writeLabels(
-  tx: Queryable,
-  tenantId: string,
-  uploadId: string,
-  createdAt: Date,
-  record: RecordLabels,
-  replace = false,
-): Promise<void> {
+/** Indexes the record's labels under the upload's own tenant and creation time (`replace`: dropping the ones it had). */
+export async function writeLabels(tx: Queryable, uploadId: string, record: RecordLabels, replace = false): Promise<void> {
   if (replace) await tx.query('DELETE FROM upload_labels WHERE upload_id = $1', [uploadId]);
   const keys = labelKeys(record);
   if (keys.length === 0) return;
   await tx.query(
     `INSERT INTO upload_labels (tenant_id, label, created_at, upload_id)
-     SELECT $1, label, $3, $4 FROM unnest($2::text[]) AS label ON CONFLICT DO NOTHING`,
-    [tenantId, keys, createdAt, uploadId],
+     SELECT u.tenant_id, label, u.created_at, u.id FROM uploads u, unnest($2::text[]) AS label WHERE u.id = $1
+     ON CONFLICT DO NOTHING`,
+    [uploadId, keys],
   );
 }
 
