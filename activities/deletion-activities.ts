@@ -58,9 +58,13 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
       return { started: due.length };
     },
 
-    /** The tombstone; null when the tenant has no such upload. */
-    async tombstoneUpload(a: { tenantId: string; uploadId: string }): Promise<{ uploadWorkflowId: string; deletedAt: string } | null> {
+    /** The tombstone; null when the tenant has no such upload, `held` when a legal hold keeps it. */
+    async tombstoneUpload(a: {
+      tenantId: string;
+      uploadId: string;
+    }): Promise<{ uploadWorkflowId: string; deletedAt: string } | { held: true } | null> {
       const row = await tombstoneUpload(pool, a.tenantId, a.uploadId);
+      if (row === 'held') return { held: true };
       // The deletion is a trace of its own (its request's), linked to the upload's commit.
       linkToCommit(row?.traceparent, 'deletion');
       return row ? { uploadWorkflowId: row.workflow_id, deletedAt: row.deleted_at!.toISOString() } : null;

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { deleteSession, openSessionsOf } from '../src/db/queries/sessions';
+import { countHeld } from '../src/db/queries/legal-holds';
 import { closeTenant, eraseTenantRecords, liveUploadsOf } from '../src/db/queries/tenant-deletion';
 import { Deletions } from '../src/lifecycle/deletions';
 import { discardSessionObjects, endSessionRun } from '../src/sessions/cleanup';
@@ -22,10 +23,13 @@ export interface TenantDeletionActivityDeps {
 /** Uploads erased (deletion runs awaited) at a time. */
 const PAGE = 100;
 const POLL_MS = 500;
+const HELD_POLL_MS = 10_000;
 
 /** Progress kept in the heartbeat, so a retried sweep counts on from where it was. */
 interface SweepProgress {
   sessionsEnded: number;
+  /** Uploads under a legal hold the sweep is waiting for (held after the deletion began). */
+  heldUploads?: number;
 }
 
 export function createTenantDeletionActivities({ pool, store }: TenantDeletionActivityDeps) {
@@ -76,9 +80,11 @@ export function createTenantDeletionActivities({ pool, store }: TenantDeletionAc
         } finally {
           clearInterval(beat);
         }
+        // A hold placed as the deletion began keeps its upload (and so the tenant's keys and prefix) until released.
+        progress.heldUploads = await countHeld(pool, a.tenantId);
         ctx.heartbeat(progress);
-        if (!sessions.length && !pending && !uploads.length) return progress;
-        await sleep(POLL_MS, undefined, { signal: ctx.cancellationSignal });
+        if (!sessions.length && !pending && !uploads.length && progress.heldUploads === 0) return { sessionsEnded: progress.sessionsEnded };
+        await sleep(progress.heldUploads > 0 && !uploads.length ? HELD_POLL_MS : POLL_MS, undefined, { signal: ctx.cancellationSignal });
       }
     },
 

@@ -21,6 +21,7 @@ import { payloadEncryptionOverhead } from './payload-encryption';
 import { imageVariants } from './images';
 import { workerLevers } from './worker-levers';
 import { consolePages } from './console';
+import { recordFilters } from './record';
 
 const { values } = parseArgs({
   options: {
@@ -47,6 +48,8 @@ const { values } = parseArgs({
     // Scenario "console" (only when named: seeding takes minutes): the tenant's uploads and events.
     'console-uploads': { type: 'string', default: '1000000' },
     'console-events': { type: 'string', default: '5000000' },
+    // Scenario "record" (only when named: seeding takes minutes): the tenant's uploads.
+    'record-uploads': { type: 'string', default: '1000000' },
   },
 });
 
@@ -113,6 +116,7 @@ try {
         requests: 200,
       }),
     );
+  if (wanted.has('record')) results.push(await recordFilters(services, { uploads: Number(values['record-uploads']), requests: 200 }));
   if (wanted.has('levers')) results.push(await workerLevers(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))

@@ -13,6 +13,7 @@ export const SCOPES = [
   'pipelines:manage',
   'imports:create',
   'records:write',
+  'uploads:hold',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -58,6 +58,7 @@ export const catalogue = {
   direct_upload_unsupported: { status: 501, title: 'This store takes no uploads straight from clients in this mode' },
   signature_invalid: { status: 403, title: 'The signed URL is invalid or has expired' },
   upload_deleted: { status: 410, title: 'The upload has been deleted' },
+  legal_hold: { status: 409, title: 'The upload is under a legal hold and cannot be deleted' },
   record_version_required: { status: 428, title: "Send If-Match with the record's version (its ETag)" },
   record_version_stale: { status: 412, title: 'The record has changed since the version in If-Match' },
   upload_gated: { status: 423, title: 'The upload is held until its pipeline gates pass', retryAfter: 5 },

@@ -54,6 +54,8 @@ export async function deletionWorkflow(input: DeletionInput): Promise<DeletionRe
   const { uploadId, tenantId } = input;
   const tombstone = await step(stepLabels.tombstoneUpload).tombstoneUpload({ tenantId, uploadId });
   if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, failureTypes.notFound);
+  // A hold placed after the request was let through: nothing is deleted (a later run may be, once it is released).
+  if ('held' in tombstone) throw ApplicationFailure.nonRetryable(`Upload ${uploadId} is under a legal hold`, failureTypes.legalHold);
 
   setCurrentDetails('waiting for the upload run and its downstream child');
   await awaitUploadRunsClosed({ uploadId, uploadWorkflowId: tombstone.uploadWorkflowId });

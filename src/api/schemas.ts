@@ -7,7 +7,7 @@ import { IdempotencyKey, instant, lifetimeSeconds, Uuid, MediaRange, UploadCreat
 import { SCOPES } from '../credentials';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
-import { LabelFilters } from '../record/schemas';
+import { LabelFilters, LegalHold } from '../record/schemas';
 
 export const CreateUploadToken = z
   .object({
@@ -171,6 +171,7 @@ export const Upload = UploadCreated.extend({
     .nullable()
     .openapi({ description: "Its own metadata (the upload token's merged in at upload); PATCH changes it." }),
   tags: z.array(z.string()).openapi({ description: 'Its tags, sorted; PATCH changes them.' }),
+  legalHold: LegalHold.shape.legalHold,
   version: z
     .number()
     .int()
@@ -321,8 +322,9 @@ export const BatchDeletion = z
     items: z.array(
       z.object({
         uploadId: Uuid,
-        status: z.enum(['deleting', 'deleted', 'importing', 'not_found']).openapi({
-          description: '`importing`: an import read and being committed (too late to cancel): delete it again once it is committed.',
+        status: z.enum(['deleting', 'deleted', 'importing', 'held', 'not_found']).openapi({
+          description:
+            '`importing`: an import read and being committed (too late to cancel): delete it again once it is committed; `held`: under a legal hold, not deleted.',
         }),
       }),
     ),

@@ -2,7 +2,17 @@
 // Pure: workflows import this file.
 import type { DownstreamInput } from './types';
 
-export type EventType = 'upload.completed' | 'upload.processed' | 'upload.rejected' | 'upload.deleted' | 'upload.updated';
+export type EventType =
+  | 'upload.completed'
+  | 'upload.processed'
+  | 'upload.rejected'
+  | 'upload.deleted'
+  | 'upload.updated'
+  | 'upload.hold_placed'
+  | 'upload.hold_released';
+
+/** Events an upload may send many of (one per version of its record, per change of its hold): their ids are numbered. */
+const NUMBERED: ReadonlySet<EventType> = new Set(['upload.updated', 'upload.hold_placed', 'upload.hold_released']);
 
 export interface WebhookEvent {
   id: string;
@@ -29,14 +39,14 @@ export function uploadEventData(input: DownstreamInput): Record<string, unknown>
   };
 }
 
-/** upload.updated's id: one per version of the record. */
-export function versionEventId(uploadId: string, version: number): string {
-  return `evt_${uploadId.replaceAll('-', '')}_updated_${version}`;
+/** A numbered event's id: the `n`th of its type for the upload (a record's version, a hold's change). */
+export function numberedEventId(uploadId: string, type: EventType, n: number): string {
+  return `${eventId(uploadId, type)}_${n}`;
 }
 
 /** Whether `id` is one the upload's event of `type` is sent under (upload.updated: one per version). */
 export function isDerivedEventId(id: string, uploadId: string, type: EventType): boolean {
-  if (type !== 'upload.updated') return id === eventId(uploadId, type);
+  if (!NUMBERED.has(type)) return id === eventId(uploadId, type);
   return new RegExp(`^${eventId(uploadId, type)}_[1-9][0-9]*$`).test(id);
 }
 

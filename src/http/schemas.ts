@@ -226,7 +226,15 @@ export const UploadProcessing = z
   });
 
 /** Every webhook event type (src/downstream/events.ts). */
-export const EVENT_TYPES = ['upload.completed', 'upload.processed', 'upload.rejected', 'upload.deleted', 'upload.updated'] as const;
+export const EVENT_TYPES = [
+  'upload.completed',
+  'upload.processed',
+  'upload.rejected',
+  'upload.deleted',
+  'upload.updated',
+  'upload.hold_placed',
+  'upload.hold_released',
+] as const;
 
 export const WebhookEvent = z
   .object({
@@ -235,7 +243,8 @@ export const WebhookEvent = z
     data: z.record(z.string(), z.unknown()).openapi({
       description:
         'The upload (as in GET /v1/uploads/{id}, with its `metadata` and `tags`); `upload.processed` adds processing and renditions; `upload.deleted` carries only `uploadId`, `reason`, `deletedAt` and `erasedAt`; ' +
-        '`upload.updated` carries `uploadId`, the new `version` with its `metadata`, `tags`, `changedBy` and `changedAt`, and `previous` (the version it replaced).',
+        '`upload.updated` carries `uploadId`, the new `version` with its `metadata`, `tags`, `changedBy` and `changedAt`, and `previous` (the version it replaced); ' +
+        '`upload.hold_placed` and `upload.hold_released` carry `uploadId`, `reason`, `changedBy` and `changedAt`.',
     }),
   })
   .openapi('WebhookEvent');

@@ -2,10 +2,11 @@
 // or concurrent delete (the same request retried, a batch naming it again, retention)
 // attaches to the run that exists, or finds the one that finished.
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { dependency } from '../errors';
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { dependency, problem } from '../errors';
 import type { DeletionInput, DeletionReason, DeletionResult } from '../temporal/definitions';
 import type { WebhookRetrySchedule } from '../downstream/types';
-import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { resultWithin } from '../temporal/result-within';
 import { startOrAttach } from '../temporal/start-or-attach';
 import type { AnswerCache } from '../upload/answer-cache';
@@ -30,7 +31,8 @@ export class Deletions {
       workflowId,
       taskQueue: this.deps.taskQueue,
       args: [input],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      // A run that failed (the upload was held) may run again once the hold is released.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       staticSummary: `Delete upload ${uploadId} (${reason})`,
       typedSearchAttributes: [
         { key: searchAttributes.tenant, value: tenantId },
@@ -42,7 +44,16 @@ export class Deletions {
   /** The deletion's result if it finishes within `waitMs`, else undefined (still running). */
   result(handle: WorkflowHandle, waitMs: number): Promise<DeletionResult | undefined> {
     return resultWithin(
-      dependency('temporal_unavailable', () => handle.result() as Promise<DeletionResult>),
+      dependency('temporal_unavailable', async () => {
+        try {
+          return (await handle.result()) as DeletionResult;
+        } catch (err) {
+          // A hold placed between the request's check and the tombstone: nothing was deleted.
+          if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === failureTypes.legalHold)
+            throw problem('legal_hold', 'The upload was placed under a legal hold: nothing was deleted.');
+          throw err;
+        }
+      }),
       waitMs,
     );
   }

@@ -4,10 +4,9 @@
 // same change sent again (a retry after a lost answer) is recognised by its request hash
 // and answered with the version it made: one version, one event, whatever is retried.
 import { createHash } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { withTransaction } from '../db/pool';
-import { findEvent, recordEvent } from '../db/queries/events';
+import { findEvent } from '../db/queries/events';
 import {
   applyVersion,
   findVersion,
@@ -19,13 +18,10 @@ import {
   type VersionRow,
 } from '../db/queries/upload-record';
 import { findUpload } from '../db/queries/uploads';
-import { versionEventId, type WebhookEvent } from '../downstream/events';
-import type { WebhookRetrySchedule } from '../downstream/types';
+import { numberedEventId } from '../downstream/events';
 import { dependency, problem } from '../errors';
-import type { AnnounceEventInput } from '../temporal/definitions';
-import { workflowIds, workflowTypes } from '../temporal/names';
-import { startOrAttach } from '../temporal/start-or-attach';
 import { sortedKeys } from '../upload/fingerprint';
+import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from './announce';
 
 /** What a PATCH sets: each field given replaces the current one (`metadata: null` clears it). */
 export interface RecordChange {
@@ -37,7 +33,7 @@ export interface RecordChange {
 export const AS_UPLOADED = 'upload';
 
 export class RecordEditor {
-  constructor(private readonly deps: { pool: Pool; temporal: Client; taskQueue: string; webhookRetry: WebhookRetrySchedule }) {}
+  constructor(private readonly deps: AnnounceDeps & { pool: Pool }) {}
 
   /** Makes `change` the version after `base`, or finds the version this very change already made. */
   async change(
@@ -58,8 +54,9 @@ export class RecordEditor {
         if (row.record_version !== base) {
           const next = await findVersion(tx, uploadId, base + 1);
           if (next?.request_hash === requestHash) {
-            const stored = await findEvent(tx, tenantId, versionEventId(uploadId, next.version));
-            return { version: next, replayed: true, event: stored && eventOf(stored.payload, tenantId, uploadId) };
+            const id = numberedEventId(uploadId, 'upload.updated', next.version);
+            const stored = await findEvent(tx, tenantId, id);
+            return { version: next, replayed: true, event: stored && eventOfPayload(id, tenantId, uploadId, stored.payload) };
           }
           throw problem('record_version_stale', `The record is at version ${row.record_version}; read it again and re-apply the change.`, {
             extra: { version: row.record_version },
@@ -79,17 +76,12 @@ export class RecordEditor {
         await applyVersion(tx, version);
         await writeLabels(tx, uploadId, version, true);
         const event = updatedEvent(tenantId, row, version);
-        await recordEvent(
-          tx,
-          { id: event.id, tenant_id: tenantId, upload_id: uploadId, type: event.type, payload: JSON.stringify(eventBody(event)) },
-          { afterTombstone: false },
-        );
+        await writeEvent(tx, event);
         return { version, replayed: false, event };
       }),
     );
-    // Written with the version; announced from here, and again by a retry of the same change
-    // (one run per event id), so an answer lost after the commit loses no event.
-    if (made.event) await this.announce(made.event);
+    // Announced again by a retry of the same change: an answer lost after the commit loses no event.
+    if (made.event) await announce(this.deps, made.event);
     return { version: made.version, replayed: made.replayed };
   }
 
@@ -102,17 +94,6 @@ export class RecordEditor {
     if (row.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
     if (rows.length > 0 || row.record_version > 1 || (before !== undefined && before <= 1)) return rows;
     return [{ ...asUploaded(tenantId, row), changed_at: row.created_at }];
-  }
-
-  private async announce(event: WebhookEvent & { timestamp: string }): Promise<void> {
-    const input: AnnounceEventInput = { tenantId: event.tenantId, event, timestamp: event.timestamp, webhookRetry: this.deps.webhookRetry };
-    await startOrAttach(this.deps.temporal, workflowTypes.announceEvent, {
-      workflowId: workflowIds.announce(event.id),
-      taskQueue: this.deps.taskQueue,
-      args: [input],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      staticSummary: `Announce upload.updated (version ${String(event.data.version)}) of upload ${event.uploadId}`,
-    });
   }
 }
 
@@ -130,10 +111,10 @@ function asUploaded(tenantId: string, row: Pick<RecordRow, 'id' | 'created_at' |
 }
 
 /** upload.updated: the new version and the one it replaced. */
-function updatedEvent(tenantId: string, before: RecordRow, v: VersionRow): WebhookEvent & { timestamp: string } {
+function updatedEvent(tenantId: string, before: RecordRow, v: VersionRow): TimedEvent {
   const timestamp = v.changed_at.toISOString();
   return {
-    id: versionEventId(v.upload_id, v.version),
+    id: numberedEventId(v.upload_id, 'upload.updated', v.version),
     type: 'upload.updated',
     tenantId,
     uploadId: v.upload_id,
@@ -147,22 +128,5 @@ function updatedEvent(tenantId: string, before: RecordRow, v: VersionRow): Webho
       changedAt: timestamp,
       previous: { version: before.record_version, metadata: before.metadata, tags: before.tags },
     },
-  };
-}
-
-/** The body an event is recorded and sent with. */
-function eventBody(e: WebhookEvent & { timestamp: string }) {
-  return { type: e.type, timestamp: e.timestamp, data: e.data };
-}
-
-function eventOf(payload: string, tenantId: string, uploadId: string): WebhookEvent & { timestamp: string } {
-  const body = JSON.parse(payload) as { type: 'upload.updated'; timestamp: string; data: Record<string, unknown> };
-  return {
-    id: versionEventId(uploadId, Number(body.data.version)),
-    type: body.type,
-    tenantId,
-    uploadId,
-    timestamp: body.timestamp,
-    data: body.data,
   };
 }

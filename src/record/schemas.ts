@@ -45,3 +45,20 @@ export const LabelFilters = z.object({
       example: { album: 'holiday' },
     }),
 });
+
+export const LegalHoldBody = z
+  .object({
+    reason: z.string().trim().min(1).max(500).openapi({ description: 'Why it is held (a case, a matter).', example: 'Matter 2026-114' }),
+  })
+  .strict()
+  .openapi('PlaceLegalHold');
+
+export const LegalHold = z
+  .object({
+    uploadId: Uuid,
+    legalHold: z
+      .object({ reason: z.string(), placedAt: z.string().nullable(), placedBy: z.string().nullable() })
+      .nullable()
+      .openapi({ description: 'The hold; null once released.' }),
+  })
+  .openapi('LegalHold');

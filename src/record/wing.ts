@@ -1,5 +1,5 @@
 // The upload's record as the app mounts it, beside the upload routes under /v1/uploads: its
-// changes (PATCH) and versions. Metadata and tags arrive with the upload through every door
+// changes (PATCH), versions and legal hold. Metadata and tags arrive with the upload through every door
 // (src/http/parse/labels.ts); the list filters on them (src/db/queries/uploads.ts).
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
@@ -8,6 +8,8 @@ import type { WebhookRetrySchedule } from '../downstream/types';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
 import { RecordEditor } from './editor';
 import { recordRoutes } from './routes';
+import { holdRoutes } from './hold-routes';
+import { LegalHolds } from './holds';
 
 export function recordWing(deps: {
   config: Config;
@@ -16,11 +18,8 @@ export function recordWing(deps: {
   webhookRetry: WebhookRetrySchedule;
   idempotency: IdempotentRouteOptions;
 }) {
-  const editor = new RecordEditor({
-    pool: deps.pool,
-    temporal: deps.temporal,
-    taskQueue: deps.config.TASK_QUEUE_UPLOADS,
-    webhookRetry: deps.webhookRetry,
-  });
-  return recordRoutes({ editor, idempotency: deps.idempotency });
+  const service = { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.config.TASK_QUEUE_UPLOADS, webhookRetry: deps.webhookRetry };
+  const app = recordRoutes({ editor: new RecordEditor(service), idempotency: deps.idempotency });
+  app.route('/', holdRoutes({ holds: new LegalHolds(service) }));
+  return app;
 }

@@ -125,6 +125,8 @@ export const failureTypes = {
   imageUnrenderable: 'image_unrenderable',
   /** The upload was deleted before its variant was recorded: answered 410. */
   uploadDeleted: 'upload_deleted',
+  /** The upload is under a legal hold: its deletion ends without erasing anything (answered 409). */
+  legalHold: 'legal_hold',
   /** The upload reached IMAGE_MAX_VARIANTS_PER_UPLOAD while the variant rendered: answered 409. */
   imageVariantsFull: 'too_many_image_variants',
 } as const;

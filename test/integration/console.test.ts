@@ -265,6 +265,41 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await context.close();
   });
 
+  it("shows an upload's metadata, tags and versions, and places and releases its legal hold", async () => {
+    const up = await postUpload(stack.url, {
+      apiKey: owner.apiKey,
+      key: `console-record-${randomUUID()}`,
+      body: Buffer.from('a record'),
+      fileName: 'record.txt',
+      headers: { 'x-metadata': '{"album":"console"}', 'x-tags': 'first' },
+    });
+    const id = up.json.uploadId as string;
+    const patched = await fetch(`${stack.url}/v1/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${owner.apiKey}`, 'content-type': 'application/json', 'if-match': '"1"' },
+      body: JSON.stringify({ tags: ['second', 'final'] }),
+    });
+    expect(patched.status).toBe(200);
+    const { context, page } = await profile();
+    await signIn(page, owner.apiKey);
+    await page.goto(`${stack.url}/console/uploads/${id}`);
+    const facts = await page.textContent('.facts');
+    expect(facts).toContain('"album": "console"');
+    expect(facts).toContain('final');
+    expect(await page.locator('section[aria-labelledby=versions-h] li').count()).toBe(2);
+    await page.fill('input[name=reason]', 'Matter 42');
+    await page.click('button:has-text("Place a legal hold")');
+    await page.waitForURL(/notice=held/);
+    expect(await page.textContent('.facts')).toContain('Matter 42');
+    expect(await page.locator('button:has-text("Delete")').count()).toBe(0);
+    await accessible(page, 'upload-held');
+    expect((await api('DELETE', `/v1/uploads/${id}`)).json.error).toBe('legal_hold');
+    await page.click('button:has-text("Release the legal hold")');
+    await page.waitForURL(/notice=released/);
+    expect((await api('GET', `/v1/uploads/${id}`)).json.legalHold).toBeNull();
+    await context.close();
+  });
+
   it('the event log lists failed deliveries first; credentials and sessions pages list keys and sign-ins', async () => {
     const { context, page } = await profile();
     await signIn(page, owner.apiKey);

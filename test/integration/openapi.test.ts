@@ -130,6 +130,8 @@ describe('the document', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([
       'upload.completed',
       'upload.deleted',
+      'upload.hold_placed',
+      'upload.hold_released',
       'upload.processed',
       'upload.rejected',
       'upload.updated',

@@ -6,18 +6,21 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
+import { dueUploads } from '../../src/db/queries/deletions';
 import { getJson, postUpload, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin } from '../support/file-origin';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
+const ADMIN = `admin-${randomUUID()}`;
+
 describe.each(['local', 's3'] as const)("the upload's record on the %s store", (kind) => {
   let stack: TestStack;
   let tenant: { tenantId: string; apiKey: string };
   const receiver = new WebhookReceiver();
   beforeAll(async () => {
-    stack = await startStackOnStore(kind, `record_${kind}`, { env: { IMPORT_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    stack = await startStackOnStore(kind, `record_${kind}`, { env: { IMPORT_ALLOW_PRIVATE_NETWORKS: 'true', ADMIN_TOKEN: ADMIN } });
     tenant = await stack.createTenant('record');
     await receiver.start();
     const endpoint = await call('POST', '/v1/webhook-endpoints', { url: receiver.url });
@@ -333,5 +336,91 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
     );
     await db.query('UPDATE uploads SET record_version = 2 WHERE id = $1', [id]);
     expect((await audit(db, stack.runtime.store)).violations).toEqual([]);
+  });
+  it('a legal hold: delete refused (409, batch says held), retention and expiry skip it, each change one event, release lets it go', async () => {
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const up = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `rec-hold-${randomUUID()}`,
+      body: Buffer.from('held'),
+      headers: { 'x-expires-at': expiresAt },
+    });
+    const id = up.json.uploadId as string;
+    const hold = (reason: string) => call('PUT', `/v1/uploads/${id}/legal-hold`, { reason });
+    expect((await call('PUT', `/v1/uploads/${id}/legal-hold`, {})).json.error).toBe('body_invalid');
+    const placed = await hold('Matter 114');
+    expect(placed.status).toBe(200);
+    expect(placed.json).toMatchObject({ uploadId: id, legalHold: { reason: 'Matter 114', placedBy: expect.stringMatching(/^key:/) } });
+    expect((await hold('Matter 114')).json).toEqual(placed.json);
+    expect((await call('GET', `/v1/uploads/${id}`)).json.legalHold).toMatchObject({ reason: 'Matter 114' });
+    const refused = await call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=10' });
+    expect([refused.status, refused.json.error]).toEqual([409, 'legal_hold']);
+    expect((await call('POST', '/v1/uploads/delete', { ids: [id] })).json.items).toEqual([{ uploadId: id, status: 'held' }]);
+    // Past its own expiry, the sweep does not pick it.
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(expiresAt) - Date.now() + 200)));
+    expect((await dueUploads(stack.runtime.pool, 10_000)).map((u) => u.id)).not.toContain(id);
+    expect((await hold('Matter 115')).json.legalHold.reason).toBe('Matter 115');
+    const released = await call('DELETE', `/v1/uploads/${id}/legal-hold`);
+    expect(released.json).toEqual({ uploadId: id, legalHold: null });
+    expect((await call('DELETE', `/v1/uploads/${id}/legal-hold`)).json).toEqual({ uploadId: id, legalHold: null });
+    expect((await dueUploads(stack.runtime.pool, 10_000)).map((u) => u.id)).toContain(id);
+    const deleted = await call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=30' });
+    expect([deleted.status, deleted.json.status]).toEqual([200, 'deleted']);
+    expect((await hold('too late')).json.error).toBe('upload_deleted');
+    // Placed, re-placed with another reason, released: three events, each once.
+    const types = async () =>
+      receiver.received.filter((r) => r.json?.data?.uploadId === id && r.json.type.startsWith('upload.hold_')).map((r) => r.json.type);
+    await eventually(async () => (await types()).length >= 3, 60_000);
+    expect((await types()).sort()).toEqual(['upload.hold_placed', 'upload.hold_placed', 'upload.hold_released']);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('a hold raced against a delete leaves one outcome: held and whole, or deleted and never held', async () => {
+    for (let i = 0; i < 6; i++) {
+      const up = await postUpload(stack.url, { apiKey: tenant.apiKey, key: `rec-race-${randomUUID()}`, body: Buffer.from(`race ${i}`) });
+      const id = up.json.uploadId as string;
+      const [held, deleted] = await Promise.all([
+        call('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'race' }),
+        call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=30' }),
+      ]);
+      const row = (await stack.runtime.pool.query('SELECT hold_reason, deleted_at, erased_at FROM uploads WHERE id = $1', [id])).rows[0];
+      if (held.status === 200) {
+        expect([deleted.status, deleted.json.error]).toEqual([409, 'legal_hold']);
+        expect(row).toMatchObject({ hold_reason: 'race', deleted_at: null });
+        expect(
+          (await fetch(`${stack.url}/v1/uploads/${id}/content`, { headers: { authorization: `Bearer ${tenant.apiKey}` } })).status,
+        ).toBe(200);
+        expect((await call('DELETE', `/v1/uploads/${id}/legal-hold`)).status).toBe(200);
+      } else {
+        expect([held.status, held.json.error]).toEqual([410, 'upload_deleted']);
+        expect(deleted.status).toBe(200);
+        expect(row.hold_reason).toBeNull();
+        expect(row.erased_at).not.toBeNull();
+      }
+    }
+  });
+
+  it('a held upload keeps its tenant: deletion refused with the count until it is released; the scope is its own', async () => {
+    const doomed = await stack.createTenant('record-held-tenant');
+    const up = await postUpload(stack.url, { apiKey: doomed.apiKey, key: `rec-ht-${randomUUID()}`, body: Buffer.from('kept') });
+    const id = up.json.uploadId as string;
+    const asDoomed = (method: string, path: string, json?: unknown) => call(method, path, json, {}, doomed.apiKey);
+    const narrow = await asDoomed('POST', '/v1/api-keys', { scopes: ['uploads:read', 'uploads:delete'] });
+    const noScope = await call('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'x' }, {}, narrow.json.key);
+    expect([noScope.status, noScope.json.error]).toEqual([403, 'insufficient_scope']);
+    expect((await asDoomed('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'audit 7' })).status).toBe(200);
+    const admin = { authorization: `Bearer ${ADMIN}` };
+    const refused = await fetch(`${stack.url}/admin/tenants/${doomed.tenantId}`, { method: 'DELETE', headers: admin });
+    expect([refused.status, ((await refused.json()) as { error: string; heldUploads: number }).heldUploads]).toEqual([409, 1]);
+    const tenants = (await (await fetch(`${stack.url}/admin/tenants?limit=100`, { headers: admin })).json()) as {
+      items: { tenantId: string; status: string; usage: { heldUploads: number } }[];
+    };
+    expect(tenants.items.find((t) => t.tenantId === doomed.tenantId)).toMatchObject({ status: 'active', usage: { heldUploads: 1 } });
+    expect((await asDoomed('DELETE', `/v1/uploads/${id}/legal-hold`)).status).toBe(200);
+    const gone = await fetch(`${stack.url}/admin/tenants/${doomed.tenantId}`, {
+      method: 'DELETE',
+      headers: { ...admin, prefer: 'wait=120' },
+    });
+    expect([gone.status, ((await gone.json()) as { status: string }).status]).toEqual([200, 'deleted']);
   });
 });

@@ -101,16 +101,25 @@ describe('console pages', () => {
     expect(all).toContain('/console/uploads/11111111-1111-4111-8111-111111111111/delete');
     expect(all).toContain('/console/uploads/11111111-1111-4111-8111-111111111111/reprocess');
     expect(all).toContain('/console/events/evt_1_processed/redeliver');
+    expect(all).toContain('/console/uploads/11111111-1111-4111-8111-111111111111/hold');
     const forms = [...all.matchAll(/<form method="post" action="\/console\/(uploads|events)[^"]*"[\s\S]*?<\/form>/g)].map((m) => m[0]);
-    expect(forms.length).toBe(3);
+    expect(forms.length).toBe(4);
     const onces = forms.map((f) => /name="once" value="([0-9a-f-]{36})"/.exec(f)?.[1]);
-    expect(new Set(onces).size).toBe(3);
+    expect(new Set(onces).size).toBe(4);
     for (const f of forms) expect(f).toContain('name="csrf" value="csrf-token-of-the-session"');
 
     const reader = await render(uploadPage(caller(['uploads:read']), { upload, events: [event] }));
     expect(reader).not.toContain('/delete"');
     expect(reader).not.toContain('/reprocess"');
     expect(reader).not.toContain('/redeliver"');
+    expect(reader).not.toContain('/hold"');
+    // A held upload offers its release, and no Delete.
+    const held = await render(
+      uploadPage(caller(), { upload: { ...upload, legalHold: { reason: 'Matter <7>', placedAt: null, placedBy: 'key:k' } }, events: [] }),
+    );
+    expect(held).toContain('/release"');
+    expect(held).not.toContain('/delete"');
+    expect(held).toContain('Matter &lt;7&gt;');
   });
 
   it('formats sizes and draws the hourly sparkline with its total for screen readers', async () => {

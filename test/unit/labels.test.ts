@@ -7,6 +7,7 @@ import { grantedLabels, type UploadGrant } from '../../src/tokens/grant';
 import { fingerprint } from '../../src/upload/fingerprint';
 import { labelKeys } from '../../src/db/queries/upload-record';
 import { parseIfMatch } from '../../src/record/etag';
+import { eventId, isDerivedEventId, numberedEventId } from '../../src/downstream/events';
 
 const refusal = (fn: () => unknown) => {
   try {
@@ -111,5 +112,19 @@ describe('If-Match', () => {
     expect(refusal(() => parseIfMatch('*')).code).toBe('record_version_required');
     for (const bad of ['3', '"0"', '"1", "2"', '"99999999999"', '"x"'])
       expect(refusal(() => parseIfMatch(bad)).code, bad).toBe('header_invalid');
+  });
+});
+
+describe('numbered event ids', () => {
+  const u = '0b8f7a4e-2f4c-4d7e-9b59-3c1b8e0a6d21';
+  it('number the events an upload sends many of, and the audit tells them from forged ones', () => {
+    expect(numberedEventId(u, 'upload.updated', 2)).toBe('evt_0b8f7a4e2f4c4d7e9b593c1b8e0a6d21_updated_2');
+    expect(numberedEventId(u, 'upload.hold_released', 3)).toBe('evt_0b8f7a4e2f4c4d7e9b593c1b8e0a6d21_hold_released_3');
+    expect(isDerivedEventId(numberedEventId(u, 'upload.hold_placed', 1), u, 'upload.hold_placed')).toBe(true);
+    expect(isDerivedEventId(eventId(u, 'upload.updated'), u, 'upload.updated')).toBe(false);
+    expect(isDerivedEventId(`${eventId(u, 'upload.updated')}_0`, u, 'upload.updated')).toBe(false);
+    expect(isDerivedEventId(numberedEventId(u, 'upload.updated', 2), u, 'upload.hold_placed')).toBe(false);
+    expect(isDerivedEventId(eventId(u, 'upload.completed'), u, 'upload.completed')).toBe(true);
+    expect(isDerivedEventId(`${eventId(u, 'upload.completed')}_1`, u, 'upload.completed')).toBe(false);
   });
 });

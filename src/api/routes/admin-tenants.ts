@@ -9,6 +9,7 @@ import type { Context } from 'hono';
 import type { Config } from '../../config';
 import { findTenant, pageTenants, setTenantSettings, tenantUsage, type TenantSettingsRow } from '../../db/queries/tenants';
 import type { Pool } from '../../db/pool';
+import { countHeld } from '../../db/queries/legal-holds';
 import type { CredentialCache } from '../middleware/auth';
 import type { TenantDeletions } from '../../lifecycle/tenant-deletions';
 import type { AppEnv } from '../../http/env';
@@ -92,6 +93,7 @@ const TenantWithUsage = Tenant.extend({
     uploads: z.number().int().openapi({ description: 'Live uploads.' }),
     bytes: z.number().int().openapi({ description: 'Their bytes (originals).' }),
     pendingDeletions: z.number().int().openapi({ description: 'Uploads deleted and not yet erased.' }),
+    heldUploads: z.number().int().openapi({ description: 'Uploads under a legal hold (the tenant cannot be deleted while any is).' }),
   }),
 }).openapi('TenantWithUsage');
 
@@ -125,7 +127,15 @@ const deleteTenantRoute = createRoute({
   responses: {
     200: { description: 'Deleted (or already deleted).', content: { 'application/json': { schema: TenantDeletion } } },
     202: { description: 'Deleting: closed, erasure under way.', content: { 'application/json': { schema: TenantDeletion } } },
-    ...problems('unauthorized', 'not_found', 'header_invalid', 'database_unavailable', 'temporal_unavailable', 'internal_error'),
+    ...problems(
+      'unauthorized',
+      'not_found',
+      'header_invalid',
+      'legal_hold',
+      'database_unavailable',
+      'temporal_unavailable',
+      'internal_error',
+    ),
   },
 });
 
@@ -185,7 +195,12 @@ export function adminTenantRoutes(deps: {
         const u = usage.get(t.id);
         return {
           ...tenantView(t),
-          usage: { uploads: Number(u?.uploads ?? 0), bytes: Number(u?.bytes ?? 0), pendingDeletions: Number(u?.pending_deletions ?? 0) },
+          usage: {
+            uploads: Number(u?.uploads ?? 0),
+            bytes: Number(u?.bytes ?? 0),
+            pendingDeletions: Number(u?.pending_deletions ?? 0),
+            heldUploads: Number(u?.held ?? 0),
+          },
         };
       }),
       nextCursor: page.nextCursor,
@@ -205,6 +220,14 @@ export function adminTenantRoutes(deps: {
     const tenant = await tenantOf(c);
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     if (tenant.erased_at) return c.json(deletionView(tenant, 'deleted'), 200);
+    // A held upload keeps its tenant: refused before the close (a deletion under way waits for its holds).
+    if (!tenant.closed_at) {
+      const held = await dependency('database_unavailable', () => countHeld(pool, tenant.id));
+      if (held > 0)
+        throw problem('legal_hold', `${held} of the tenant's uploads are under a legal hold: release them first.`, {
+          extra: { heldUploads: held },
+        });
+    }
     credentials.forgetTenant(tenant.id);
     const result = await tenantDeletions.run(tenant.id, waitMs);
     // Again: a lookup begun before the close committed may have cached a key meanwhile.

@@ -49,6 +49,7 @@ export function deletionRoutes(deps: {
         if (!found) return { uploadId, status: 'not_found' as const };
         const upload = found.row;
         if (upload.erased_at) return { uploadId, status: 'deleted' as const };
+        if (upload.hold_reason !== null && !upload.deleted_at) return { uploadId, status: 'held' as const };
         await deletions.start(tenantId, uploadId, upload.idempotency_key, 'request');
         return { uploadId, status: 'deleting' as const };
       }),
@@ -74,6 +75,10 @@ export function deletionRoutes(deps: {
     if (!found) throw problem('not_found', 'No such upload.');
     const upload = found.row;
     if (upload.erased_at) return c.json(deletionView(upload), 200);
+    if (upload.hold_reason !== null && !upload.deleted_at)
+      throw problem('legal_hold', `The upload is under a legal hold (${upload.hold_reason}): release it first.`, {
+        extra: { uploadId: id },
+      });
     const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
     const result = await deletions.result(run, waitMs);
     if (result) return c.json(resultView(result), 200);
@@ -126,7 +131,15 @@ const deleteRoute = createRoute({
       description: 'Deleting: tombstoned, erasure under way. Poll the Location (the upload) or repeat the DELETE.',
       content: { 'application/json': { schema: Deletion } },
     },
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'not_found', 'import_in_progress', 'header_invalid', 'temporal_unavailable'),
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      ...IDEMPOTENT_PROBLEMS,
+      'not_found',
+      'import_in_progress',
+      'legal_hold',
+      'header_invalid',
+      'temporal_unavailable',
+    ),
   },
 });
 

@@ -21,6 +21,7 @@ import { Uuid, WaitQuery } from '../../http/schemas';
 import { UploadDetail, UploadList, ListUploadsQuery } from '../schemas';
 import { callingToken, requires } from '../../http/scopes';
 import { recordEtag } from '../../record/etag';
+import { holdView } from '../../record/holds';
 
 export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal; importer: Importer }) {
   const { pool, config, processed: signal } = deps;
@@ -115,6 +116,7 @@ export function uploadView(row: UploadRow) {
     metadata: row.metadata,
     tags: row.tags,
     version: row.record_version,
+    legalHold: holdView(row),
     storageKey: row.storage_key,
     bytes: Number(row.bytes),
     sha256: row.sha256,

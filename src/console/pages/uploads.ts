@@ -130,6 +130,18 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
       return `/console/uploads/${c.req.param('id')}?notice=deleted`;
     }),
   );
+  app.post('/uploads/:id/hold', (c) =>
+    act(c, async (caller, _once, form) => {
+      await api.json(caller, 'PUT', `/v1/uploads/${c.req.param('id')}/legal-hold`, { body: { reason: String(form.reason ?? '') } });
+      return `/console/uploads/${c.req.param('id')}?notice=held`;
+    }),
+  );
+  app.post('/uploads/:id/release', (c) =>
+    act(c, async (caller) => {
+      await api.json(caller, 'DELETE', `/v1/uploads/${c.req.param('id')}/legal-hold`);
+      return `/console/uploads/${c.req.param('id')}?notice=released`;
+    }),
+  );
   app.post('/uploads/:id/reprocess', (c) =>
     act(c, async (caller, once) => {
       const upload = await api.get<UploadDetail>(caller, `/v1/uploads/${c.req.param('id')}`);

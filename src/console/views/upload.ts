@@ -1,5 +1,6 @@
 // One upload's page: its record, the key it was made under, its pipeline's steps, its
 // renditions, the events it caused with every delivery attempt, its deletion, and its run.
+import { randomUUID } from 'node:crypto';
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
 import { actionButton, badge, bytes, facts, may, page, when, type Fragment } from './kit';
@@ -17,6 +18,7 @@ export interface UploadDetail extends Omit<UploadSummary, 'processing'> {
   metadata: Record<string, unknown> | null;
   tags?: string[];
   version?: number;
+  legalHold?: { reason: string; placedAt: string | null; placedBy: string | null } | null;
   availability?: string;
   rejectionReason?: string | null;
   processing: { status: string | null; reason: string | null; processedAt: string | null; media?: unknown };
@@ -106,6 +108,12 @@ export function uploadPage(
           ['Metadata', u.metadata ? html`<pre>${JSON.stringify(u.metadata, null, 2)}</pre>` : null],
           ['Tags', u.tags?.length ? html`${u.tags.map((t) => html`<span class="badge">${t}</span> `)}` : null],
           ['Record version', u.version && u.version > 1 ? String(u.version) : null],
+          [
+            'Legal hold',
+            u.legalHold
+              ? html`${badge('held')} ${u.legalHold.reason}${u.legalHold.placedAt ? html` (since ${when(u.legalHold.placedAt)})` : ''}`
+              : null,
+          ],
           ['Rejected because', u.rejectionReason],
           ['Run', p.runUrl ? html`<a href="${p.runUrl}">Open the run in the Temporal UI</a>` : null],
         ])}
@@ -113,7 +121,8 @@ export function uploadPage(
       <div class="actions">
         ${present && may(caller, 'uploads:read') ? html`<a class="button" href="/console/uploads/${u.uploadId}/content">Download</a>` : ''}
         ${canReprocess ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/reprocess`, label: 'Reprocess' }) : ''}
-        ${canDelete ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/delete`, label: 'Delete', danger: true }) : ''}
+        ${canDelete && !u.legalHold ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/delete`, label: 'Delete', danger: true }) : ''}
+        ${may(caller, 'uploads:hold') && present ? holdControl(caller, u) : ''}
       </div>
       <section aria-labelledby="steps-h">
         <h2 id="steps-h">Pipeline ${u.pipeline.name} v${u.pipeline.version}</h2>
@@ -158,6 +167,17 @@ export function uploadPage(
         ${p.events.length === 0 ? html`<p class="empty">No events yet.</p>` : p.events.map((e) => eventBlock(caller, e))}
       </section>`,
   );
+}
+
+/** Release the hold, or place one with its reason. */
+function holdControl(caller: ConsoleCaller, u: UploadDetail): Fragment {
+  if (u.legalHold) return actionButton(caller, { action: `/console/uploads/${u.uploadId}/release`, label: 'Release the legal hold' });
+  return html`<form method="post" action="/console/uploads/${u.uploadId}/hold" class="action">
+    <input type="hidden" name="csrf" value="${caller.session.csrf_token}" />
+    <input type="hidden" name="once" value="${randomUUID()}" />
+    <label>Hold reason <input name="reason" required maxlength="500" /></label>
+    <button type="submit">Place a legal hold</button>
+  </form>`;
 }
 
 /** The record's versions, newest first: who changed what, and when. */

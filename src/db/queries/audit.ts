@@ -152,7 +152,7 @@ export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: s
        FROM webhook_deliveries d JOIN uploads u ON u.id = d.upload_id WHERE u.tenant_id <> d.tenant_id
      UNION ALL
      SELECT min(event_id), upload_id, 'several event ids for one upload and event type'
-       FROM webhook_deliveries WHERE event_type <> 'upload.updated'
+       FROM webhook_deliveries WHERE event_type NOT IN ('upload.updated', 'upload.hold_placed', 'upload.hold_released')
       GROUP BY upload_id, event_type HAVING count(DISTINCT event_id) > 1`,
   );
   return res.rows;

@@ -13,28 +13,32 @@ import { eraseRecord } from './upload-record';
  * are not served and the downstream steps write no rendition or outcome. Undefined when
  * the tenant has no such upload.
  */
-export async function tombstoneUpload(db: Queryable, tenantId: string, uploadId: string): Promise<UploadRow | undefined> {
+export async function tombstoneUpload(db: Queryable, tenantId: string, uploadId: string): Promise<UploadRow | 'held' | undefined> {
   const res = await db.query<UploadRow>(
     `UPDATE uploads SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
-      WHERE tenant_id = $1 AND id = $2
+      WHERE tenant_id = $1 AND id = $2 AND hold_reason IS NULL
       RETURNING *`,
     [tenantId, uploadId],
   );
-  return res.rows[0];
+  if (res.rows[0]) return res.rows[0];
+  // Not tombstoned: no such upload, or one under a legal hold (which nothing deletes).
+  const held = await db.query('SELECT 1 FROM uploads WHERE tenant_id = $1 AND id = $2 AND hold_reason IS NOT NULL', [tenantId, uploadId]);
+  return held.rows.length ? 'held' : undefined;
 }
 
 /**
  * Live uploads whose time is up: by their own expires_at, or older than their tenant's
- * retention_days; at most `limit` of each kind. Both are index range scans over live rows only.
+ * retention_days (a held upload's time is never up); at most `limit` of each kind. Both are index range scans over live rows only.
  */
 export async function dueUploads(db: Queryable, limit: number): Promise<{ id: string; tenant_id: string; idempotency_key: string }[]> {
   const res = await db.query<{ id: string; tenant_id: string; idempotency_key: string }>(
     `(SELECT id, tenant_id, idempotency_key FROM uploads
-       WHERE expires_at IS NOT NULL AND deleted_at IS NULL AND expires_at <= now() ORDER BY expires_at LIMIT $1)
+       WHERE expires_at IS NOT NULL AND deleted_at IS NULL AND expires_at <= now() AND hold_reason IS NULL ORDER BY expires_at LIMIT $1)
      UNION
      (SELECT u.id, u.tenant_id, u.idempotency_key FROM tenants t
         CROSS JOIN LATERAL (SELECT id, tenant_id, idempotency_key FROM uploads
-                             WHERE tenant_id = t.id AND deleted_at IS NULL AND created_at <= now() - t.retention_days * interval '1 day'
+                             WHERE tenant_id = t.id AND deleted_at IS NULL AND hold_reason IS NULL
+                               AND created_at <= now() - t.retention_days * interval '1 day'
                              ORDER BY created_at LIMIT $1) u
        WHERE t.retention_days IS NOT NULL)`,
     [limit],

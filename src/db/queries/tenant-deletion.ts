@@ -28,7 +28,7 @@ export async function closeTenant(pool: Pool, id: string): Promise<{ closedAt: D
 /** A page of the tenant's live uploads (the sweep erases each by its deletion run). */
 export async function liveUploadsOf(db: Queryable, tenantId: string, limit: number): Promise<{ id: string; idempotency_key: string }[]> {
   const res = await db.query<{ id: string; idempotency_key: string }>(
-    'SELECT id, idempotency_key FROM uploads WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at LIMIT $2',
+    'SELECT id, idempotency_key FROM uploads WHERE tenant_id = $1 AND deleted_at IS NULL AND hold_reason IS NULL ORDER BY created_at LIMIT $2',
     [tenantId, limit],
   );
   return res.rows;

@@ -57,6 +57,8 @@ export interface TenantUsage {
   bytes: string;
   /** Deleted and not yet erased. */
   pending_deletions: string;
+  /** Under a legal hold. */
+  held: string;
 }
 
 /** Live uploads, their bytes, and deletions not yet erased, of each tenant named (one pass over their uploads). */
@@ -64,7 +66,8 @@ export async function tenantUsage(db: Queryable, tenantIds: string[]): Promise<T
   const res = await db.query<TenantUsage>(
     `SELECT tenant_id, count(*) FILTER (WHERE deleted_at IS NULL) AS uploads,
             coalesce(sum(bytes) FILTER (WHERE deleted_at IS NULL), 0) AS bytes,
-            count(*) FILTER (WHERE deleted_at IS NOT NULL AND erased_at IS NULL) AS pending_deletions
+            count(*) FILTER (WHERE deleted_at IS NOT NULL AND erased_at IS NULL) AS pending_deletions,
+            count(*) FILTER (WHERE hold_reason IS NOT NULL) AS held
        FROM uploads WHERE tenant_id = ANY($1::uuid[]) GROUP BY tenant_id`,
     [tenantIds],
   );

@@ -39,6 +39,11 @@ export interface UploadRow {
   metadata: Record<string, unknown> | null;
   tags: string[];
   record_version: number;
+  /** Its legal hold (null: not held) and how many times the hold changed. */
+  hold_reason: string | null;
+  held_at: Date | null;
+  held_by: string | null;
+  hold_changes: number;
 }
 
 export type NewUpload = Pick<
@@ -165,9 +170,10 @@ export async function listUploads(
     values.push(value);
     where.push(sql(`$${values.length}`));
   };
-  // A label filter walks the first label's index range in creation order; the others are
+  // A label filter walks the rarest label's index range in creation order; the others are
   // checked per row. Without one, the tenant's uploads in creation order.
-  const [driving, ...checked] = [...(filter.tags ?? []).map(tagLabel), ...(filter.metadata ?? []).map(([k, v]) => metadataLabel(k, v))];
+  const labels = [...(filter.tags ?? []).map(tagLabel), ...(filter.metadata ?? []).map(([k, v]) => metadataLabel(k, v))];
+  const [driving, ...checked] = labels.length > 1 ? await rarestFirst(db, tenantId, labels) : labels;
   const where = driving === undefined ? ['u.tenant_id = $1'] : ['l.tenant_id = $1'];
   const [from, order] =
     driving === undefined
@@ -196,6 +202,17 @@ export async function listUploads(
     values,
   );
   return res.rows.map(({ created_micros, ...row }) => ({ ...row, position: { createdMicros: created_micros, id: row.id } }));
+}
+
+/** The labels, the one on fewest uploads first (each counted up to RAREST_CAP, on the index alone). */
+const RAREST_CAP = 20_000;
+async function rarestFirst(db: Queryable, tenantId: string, labels: string[]): Promise<string[]> {
+  const res = await db.query<{ label: string; n: number }>(
+    `SELECT x AS label, (SELECT count(*)::int FROM (SELECT 1 FROM upload_labels WHERE tenant_id = $1 AND label = x LIMIT $3) s) AS n
+       FROM unnest($2::text[]) AS x`,
+    [tenantId, labels, RAREST_CAP],
+  );
+  return res.rows.sort((a, b) => a.n - b.n).map((r) => r.label);
 }
 
 /** "Past `after`" on the label index (its creation time and upload id are the upload's). */

@@ -1,0 +1,60 @@
+// Legal holds: a held upload cannot be deleted — by a request (409 legal_hold), retention,
+// its own expiry or its tenant's deletion — until the hold is released. Placing and releasing
+// are idempotent (the same hold again changes nothing); each change is numbered and sends one
+// event, written in the same transaction and announced after it.
+import type { Pool, Queryable } from '../db/pool';
+import { withTransaction } from '../db/pool';
+import { findEvent } from '../db/queries/events';
+import { lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
+import { numberedEventId, type EventType } from '../downstream/events';
+import { dependency, problem } from '../errors';
+import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from './announce';
+
+export class LegalHolds {
+  constructor(private readonly deps: AnnounceDeps & { pool: Pool }) {}
+
+  /** Holds the upload for `reason` (null: releases it). The hold as it now is. */
+  async set(tenantId: string, uploadId: string, reason: string | null, changedBy: string): Promise<HoldRow> {
+    const made = await dependency('database_unavailable', () =>
+      withTransaction(this.deps.pool, async (tx) => {
+        const row = await lockHold(tx, tenantId, uploadId);
+        if (!row) throw problem('not_found', 'No such upload.');
+        if (row.tenant_closed) throw problem('tenant_deleted', 'This tenant has been deleted.');
+        if (row.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+        // The same hold again (a retry): its last change's event is announced again, in case the first answer was lost before it.
+        if (row.hold_reason === reason) return { row, event: row.hold_changes > 0 ? await lastEvent(tx, tenantId, row) : undefined };
+        const held = await setHold(tx, uploadId, reason, changedBy);
+        const event = holdEvent(tenantId, held, changedBy);
+        await writeEvent(tx, event);
+        return { row: held, event };
+      }),
+    );
+    if (made.event) await announce(this.deps, made.event);
+    return made.row;
+  }
+}
+
+async function lastEvent(tx: Queryable, tenantId: string, row: HoldRow): Promise<TimedEvent | undefined> {
+  const type: EventType = row.hold_reason === null ? 'upload.hold_released' : 'upload.hold_placed';
+  const id = numberedEventId(row.id, type, row.hold_changes);
+  const stored = await findEvent(tx, tenantId, id);
+  return stored && eventOfPayload(id, tenantId, row.id, stored.payload);
+}
+
+function holdEvent(tenantId: string, row: HoldRow, changedBy: string): TimedEvent {
+  const type: EventType = row.hold_reason === null ? 'upload.hold_released' : 'upload.hold_placed';
+  const timestamp = (row.held_at ?? new Date()).toISOString();
+  return {
+    id: numberedEventId(row.id, type, row.hold_changes),
+    type,
+    tenantId,
+    uploadId: row.id,
+    timestamp,
+    data: { uploadId: row.id, reason: row.hold_reason, changedBy, changedAt: timestamp },
+  };
+}
+
+/** The hold as the API shows it (null: not held). */
+export function holdView(row: Pick<HoldRow, 'hold_reason' | 'held_at' | 'held_by'>) {
+  return row.hold_reason === null ? null : { reason: row.hold_reason, placedAt: row.held_at?.toISOString() ?? null, placedBy: row.held_by };
+}
