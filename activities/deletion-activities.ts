@@ -6,7 +6,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Pool } from '../src/db/pool';
-import { deleteRenditionRows, dueUploads, releaseObject, scrubUpload, tombstoneUpload } from '../src/db/queries/deletions';
+import {
+  closeRestoreWindow,
+  deleteRenditionRows,
+  dueUploads,
+  openRestoreWindow,
+  releaseObject,
+  restoreUpload,
+  scrubUpload,
+  tombstoneUpload,
+} from '../src/db/queries/deletions';
+import { numberedEventId, type WebhookEvent } from '../src/downstream/events';
 import { Deletions } from '../src/lifecycle/deletions';
 import { allRenditionKeys } from '../src/db/queries/renditions';
 import { destroyPayloadKeys } from '../src/db/queries/payload-keys';
@@ -126,6 +136,39 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
     },
 
     /** Scrubs the personal metadata; a replay of the upload's key now answers 410 upload_deleted. */
+    /** Opens the restore window; when it ends (ISO), or null when the upload is not tombstoned. */
+    async openRestoreWindow(a: { uploadId: string; graceSeconds: number }): Promise<string | null> {
+      return (await openRestoreWindow(pool, a.uploadId, a.graceSeconds))?.toISOString() ?? null;
+    },
+
+    /** Takes the deletion back: the upload as it was, with its upload.restored event; null when no window is open. */
+    async restoreUpload(a: { uploadId: string }): Promise<{ restoredAt: string; event: WebhookEvent } | null> {
+      const restored = await restoreUpload(pool, a.uploadId, (row) => {
+        const restoredAt = row.restored_at.toISOString();
+        const type = 'upload.restored' as const;
+        return {
+          id: numberedEventId(a.uploadId, type, row.restores),
+          type,
+          payload: JSON.stringify({ type, timestamp: restoredAt, data: { uploadId: a.uploadId, restoredAt } }),
+        };
+      });
+      if (!restored) return null;
+      const body = JSON.parse(restored.payload) as { data: Record<string, unknown> };
+      const event: WebhookEvent = {
+        id: restored.eventId,
+        type: 'upload.restored',
+        tenantId: restored.tenantId,
+        uploadId: a.uploadId,
+        data: body.data,
+      };
+      return { restoredAt: restored.restoredAt.toISOString(), event };
+    },
+
+    /** Closes the window for the erasure; `held` while a legal hold keeps the upload. */
+    async closeRestoreWindow(a: { uploadId: string }): Promise<'closed' | 'held'> {
+      return closeRestoreWindow(pool, a.uploadId);
+    },
+
     async scrubUpload(a: { uploadId: string; reason: DeletionReason }): Promise<{ deletedAt: string; erasedAt: string }> {
       const gone = rejectionAnswer('upload_deleted', 'This upload was deleted; its key is not reused for a new upload until it expires.', {
         uploadId: a.uploadId,

@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { deleteSession, openSessionsOf } from '../src/db/queries/sessions';
 import { countHeld } from '../src/db/queries/legal-holds';
-import { closeTenant, eraseTenantRecords, liveUploadsOf } from '../src/db/queries/tenant-deletion';
+import { closeTenant, eraseTenantRecords, liveUploadsOf, pendingDeletionsOf } from '../src/db/queries/tenant-deletion';
 import { Deletions } from '../src/lifecycle/deletions';
 import { discardSessionObjects, endSessionRun } from '../src/sessions/cleanup';
 import type { ObjectStore } from '../src/storage/store';
@@ -72,6 +72,8 @@ export function createTenantDeletionActivities({ pool, store }: TenantDeletionAc
               .catch(() => {}); // closed meanwhile
           ctx.heartbeat(progress);
         }
+        // Deletions waiting out a restore window end it now: the tenant keeps nothing to restore.
+        for (const id of await pendingDeletionsOf(pool, a.tenantId, PAGE)) await deletions.purge(id).catch(() => {});
         const uploads = await liveUploadsOf(pool, a.tenantId, PAGE);
         const runs = await Promise.all(uploads.map((u) => deletions.start(a.tenantId, u.id, u.idempotency_key, 'tenant')));
         const beat = setInterval(() => ctx.heartbeat(progress), 5_000);

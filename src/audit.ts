@@ -16,6 +16,7 @@ import {
   allDeliveries,
   allRenditions,
   allUploads,
+  type AuditedUpload,
   countRows,
   duplicateUploadsPerKey,
   miscountedObjects,
@@ -60,15 +61,7 @@ export interface AuditOptions {
 }
 
 /** The record's own invariants: its version is its last version's, and its index holds exactly its labels (none once erased). */
-function recordFaults(u: {
-  erased: boolean;
-  metadata: Record<string, unknown> | null;
-  tags: string[];
-  record_version: number;
-  versions: number;
-  last_version: number | null;
-  labels: string[];
-}): string[] {
+function recordFaults(u: AuditedUpload): string[] {
   if (u.erased) return [];
   const faults: string[] = [];
   if (u.versions > 0 && (u.last_version !== u.record_version || u.versions !== u.record_version))
@@ -104,8 +97,9 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
       erased.push(u);
       continue;
     }
-    // A deletion under way: its bytes are being erased.
-    if (u.deleted) continue;
+    // A deletion under way: its bytes are being erased (within a restore window they stay whole: checked below).
+    if (u.deleted && !u.pending) continue;
+    if (u.pending && u.released) violations.push(`restore window: deleted upload ${u.id} gave up its object before its window ended`);
     // Rejected by its pipeline (an infected file): nothing of it may stay.
     if (u.rejected) {
       if (!u.released) violations.push(`rejection: rejected upload ${u.id} still claims its object`);

@@ -14,6 +14,7 @@ export const SCOPES = [
   'imports:create',
   'records:write',
   'uploads:hold',
+  'uploads:purge',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

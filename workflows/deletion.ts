@@ -4,19 +4,30 @@
 // other upload holds them), scrub the personal metadata, and announce upload.deleted once,
 // in a run of its own (`announce/{eventId}`), so the deletion's answer waits for no receiver.
 import {
+  allHandlersFinished,
   ApplicationFailure,
+  condition,
   ParentClosePolicy,
   patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
+  setHandler,
+  sleep,
   startChild,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { failureTypes, patches, searchAttributes, workflowIds } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { eventId, type WebhookEvent } from '../src/downstream/events';
-import type { DeletionInput, DeletionResult, ImportErasureInput } from '../src/temporal/definitions';
+import {
+  purgeUploadUpdate,
+  restoreUploadUpdate,
+  type DeletionInput,
+  type DeletionResult,
+  type ImportErasureInput,
+  type RestoredUpload,
+} from '../src/temporal/definitions';
 import { announceEventWorkflow, announcer } from './announce';
 import { stepLabels } from '../src/temporal/step-labels';
 
@@ -50,12 +61,17 @@ export async function importErasureWorkflow({ uploadId, uploadWorkflowId }: Impo
   return erased;
 }
 
-export async function deletionWorkflow(input: DeletionInput): Promise<DeletionResult> {
+export async function deletionWorkflow(input: DeletionInput): Promise<DeletionResult | RestoredUpload> {
   const { uploadId, tenantId } = input;
+  const window = input.graceSeconds ? restoreWindow(input) : undefined;
   const tombstone = await step(stepLabels.tombstoneUpload).tombstoneUpload({ tenantId, uploadId });
   if (!tombstone) throw ApplicationFailure.nonRetryable(`No upload ${uploadId} for this tenant`, failureTypes.notFound);
   // A hold placed after the request was let through: nothing is deleted (a later run may be, once it is released).
   if ('held' in tombstone) throw ApplicationFailure.nonRetryable(`Upload ${uploadId} is under a legal hold`, failureTypes.legalHold);
+  if (window) {
+    const restored = await window();
+    if (restored) return restored;
+  }
 
   setCurrentDetails('waiting for the upload run and its downstream child');
   await awaitUploadRunsClosed({ uploadId, uploadWorkflowId: tombstone.uploadWorkflowId });
@@ -96,5 +112,69 @@ export async function deletionWorkflow(input: DeletionInput): Promise<DeletionRe
     objectDeleted: original.objectDeleted,
     renditionsDeleted: renditions.deleted,
     bytesErased: renditions.bytes + original.bytes,
+  };
+}
+
+/**
+ * The restore window: the upload stays tombstoned and whole until a restore (an update),
+ * a purge (an update) or the window's end. Whichever the run takes first is the outcome:
+ * once it has taken one, the other updates are rejected, so a restore racing the window's
+ * end is either restored or refused, never both. A legal hold at the end keeps the window
+ * (and the bytes) until it is released. The updates' handlers are set before the first
+ * step, so one sent as the run starts waits for the window instead of being refused.
+ */
+function restoreWindow(input: DeletionInput) {
+  const { uploadId, tenantId } = input;
+  let asked: 'restore' | 'purge' | 'ended' | undefined;
+  let restored: RestoredUpload | undefined;
+  setHandler(
+    restoreUploadUpdate,
+    async () => {
+      asked ??= 'restore';
+      await condition(() => restored !== undefined);
+      return restored!;
+    },
+    {
+      validator: () => {
+        if (asked !== undefined && asked !== 'restore')
+          throw ApplicationFailure.nonRetryable('The restore window has closed', failureTypes.windowClosed);
+      },
+    },
+  );
+  setHandler(
+    purgeUploadUpdate,
+    () => {
+      asked ??= 'purge';
+    },
+    {
+      validator: () => {
+        if (asked === 'restore') throw ApplicationFailure.nonRetryable('The upload is being restored', failureTypes.windowClosed);
+      },
+    },
+  );
+  /** Runs the window once the upload is tombstoned: the restored upload, or undefined for the erasure to go on. */
+  return async function wait(): Promise<RestoredUpload | undefined> {
+    const until = await step(stepLabels.openRestoreWindow).openRestoreWindow({ uploadId, graceSeconds: input.graceSeconds! });
+    setCurrentDetails(`restorable until ${until}`);
+    if (!(await condition(() => asked !== undefined, input.graceSeconds! * 1000))) asked = 'ended';
+    if (asked === 'restore') {
+      const back = await step(stepLabels.restoreUpload).restoreUpload({ uploadId });
+      restored = { uploadId, restoredAt: back?.restoredAt ?? new Date().toISOString() };
+      if (back)
+        await startChild(announceEventWorkflow, {
+          workflowId: workflowIds.announce(back.event.id),
+          args: [{ tenantId, event: back.event, timestamp: back.restoredAt, webhookRetry: input.webhookRetry }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          staticSummary: stepLabels.announceRestored,
+        });
+      upsertSearchAttributes([{ key: searchAttributes.phase, value: 'restored' }]);
+      await condition(allHandlersFinished);
+      return restored;
+    }
+    for (;;) {
+      if ((await step(stepLabels.closeRestoreWindow).closeRestoreWindow({ uploadId })) === 'closed') return undefined;
+      setCurrentDetails('held: erased once the legal hold is released');
+      await sleep('10 seconds');
+    }
   };
 }

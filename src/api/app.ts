@@ -182,7 +182,10 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadImageRoutes(images));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
-  app.route('/v1/uploads', recordWing({ config, pool, temporal, webhookRetry: downstreamSettings(config).webhookRetry, idempotency }));
+  app.route(
+    '/v1/uploads',
+    recordWing({ config, pool, temporal, webhookRetry: downstreamSettings(config).webhookRetry, idempotency, deletions }),
+  );
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(

@@ -96,6 +96,11 @@ export const TenantSettings = z
     imageSpecs: z.enum(['presets', 'any']).optional().openapi({
       description: '`presets`: image option strings are served only through signed URLs (strict, the default); `any`: to the API key too.',
     }),
+    deleteGraceHours: z.number().int().min(0).max(720).optional().openapi({
+      description:
+        'Hours a deleted upload can be restored (POST /v1/uploads/{id}/restore) before it is erased; 0 (the default) erases at once.',
+      example: 72,
+    }),
   })
   .strict()
   .openapi('TenantSettings');
@@ -107,6 +112,7 @@ export const Tenant = z
     dedupe: z.enum(['off', 'sha256']),
     retentionDays: z.number().int().nullable(),
     imageSpecs: z.enum(['presets', 'any']),
+    deleteGraceHours: z.number().int(),
     status: z.enum(['active', 'deleting', 'deleted']).openapi({
       description: '`deleting`: closed (its credentials refused, nothing new written), its uploads being erased; `deleted`: erased.',
     }),
@@ -153,10 +159,11 @@ export const CreateApiKey = z
   .openapi('CreateApiKey');
 
 export const Upload = UploadCreated.extend({
-  status: z.enum(['committed', 'processed', 'deleted']).openapi({
+  status: z.enum(['committed', 'processed', 'deleted_pending', 'deleted']).openapi({
     description:
-      '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done; `deleted`: erased (the row stays, without its bytes or personal metadata).',
+      '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done; `deleted_pending`: deleted, restorable until `restorableUntil`; `deleted`: erased (the row stays, without its bytes or personal metadata).',
   }),
+  restorableUntil: z.string().nullable().openapi({ description: 'While deleted_pending: until when POST …/restore brings it back.' }),
   idempotencyKey: z.string(),
   deletedAt: z.string().nullable().openapi({ description: 'When the upload was deleted (its bytes stopped being served).' }),
   erasedAt: z.string().nullable().openapi({ description: 'When its bytes, renditions and personal metadata were gone.' }),
@@ -300,9 +307,12 @@ export const UploadList = z
 export const Deletion = z
   .object({
     uploadId: Uuid,
-    status: z.enum(['deleting', 'deleted']).openapi({ description: '`deleting`: tombstoned, erasure under way; `deleted`: erased.' }),
+    status: z.enum(['deleted_pending', 'deleting', 'deleted']).openapi({
+      description: '`deleted_pending`: tombstoned, restorable until `restorableUntil`; `deleting`: erasure under way; `deleted`: erased.',
+    }),
     deletedAt: z.string().nullable(),
     erasedAt: z.string().nullable(),
+    restorableUntil: z.string().nullable().openapi({ description: 'Until when POST /v1/uploads/{id}/restore takes the deletion back.' }),
   })
   .openapi('Deletion');
 

@@ -29,6 +29,7 @@ export const NOTICES: Record<string, string> = {
   deleted: 'The upload is being deleted; its erasure is shown below as it happens.',
   held: 'The legal hold is placed: nothing deletes the upload until it is released.',
   released: 'The legal hold is released.',
+  restored: 'Restored: the upload is back as it was.',
   reprocessing: 'Re-processing started with the latest pipeline version.',
   redelivered: 'Redelivery started; its attempts appear below.',
   recovering: 'Every event of the last day that failed for this endpoint is being redelivered.',

@@ -9,10 +9,11 @@ export type EventType =
   | 'upload.deleted'
   | 'upload.updated'
   | 'upload.hold_placed'
-  | 'upload.hold_released';
+  | 'upload.hold_released'
+  | 'upload.restored';
 
 /** Events an upload may send many of (one per version of its record, per change of its hold): their ids are numbered. */
-const NUMBERED: ReadonlySet<EventType> = new Set(['upload.updated', 'upload.hold_placed', 'upload.hold_released']);
+const NUMBERED: ReadonlySet<EventType> = new Set(['upload.updated', 'upload.hold_placed', 'upload.hold_released', 'upload.restored']);
 
 export interface WebhookEvent {
   id: string;

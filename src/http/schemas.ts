@@ -234,6 +234,7 @@ export const EVENT_TYPES = [
   'upload.updated',
   'upload.hold_placed',
   'upload.hold_released',
+  'upload.restored',
 ] as const;
 
 export const WebhookEvent = z
@@ -244,7 +245,7 @@ export const WebhookEvent = z
       description:
         'The upload (as in GET /v1/uploads/{id}, with its `metadata` and `tags`); `upload.processed` adds processing and renditions; `upload.deleted` carries only `uploadId`, `reason`, `deletedAt` and `erasedAt`; ' +
         '`upload.updated` carries `uploadId`, the new `version` with its `metadata`, `tags`, `changedBy` and `changedAt`, and `previous` (the version it replaced); ' +
-        '`upload.hold_placed` and `upload.hold_released` carry `uploadId`, `reason`, `changedBy` and `changedAt`.',
+        '`upload.hold_placed` and `upload.hold_released` carry `uploadId`, `reason`, `changedBy` and `changedAt`; `upload.restored` carries `uploadId` and `restoredAt`.',
     }),
   })
   .openapi('WebhookEvent');

@@ -91,7 +91,8 @@ export class RecordEditor {
       Promise.all([findUpload(this.deps.pool, tenantId, uploadId), listVersions(this.deps.pool, tenantId, uploadId, before, limit)]),
     );
     if (!row) throw problem('not_found', 'No such upload.');
-    if (row.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+    // Within a restore window the record is still there to read (not to change).
+    if (row.deleted_at && !row.restorable_until) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
     if (rows.length > 0 || row.record_version > 1 || (before !== undefined && before <= 1)) return rows;
     return [{ ...asUploaded(tenantId, row), changed_at: row.created_at }];
   }

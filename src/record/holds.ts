@@ -20,7 +20,8 @@ export class LegalHolds {
         const row = await lockHold(tx, tenantId, uploadId);
         if (!row) throw problem('not_found', 'No such upload.');
         if (row.tenant_closed) throw problem('tenant_deleted', 'This tenant has been deleted.');
-        if (row.deleted_at) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
+        // Deleted: too late, unless within its restore window (the hold then stops the erasure).
+        if (row.deleted_at && !row.restorable_until) throw problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
         // The same hold again (a retry): its last change's event is announced again, in case the first answer was lost before it.
         if (row.hold_reason === reason) return { row, event: row.hold_changes > 0 ? await lastEvent(tx, tenantId, row) : undefined };
         const held = await setHold(tx, uploadId, reason, changedBy);

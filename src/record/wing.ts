@@ -1,5 +1,5 @@
 // The upload's record as the app mounts it, beside the upload routes under /v1/uploads: its
-// changes (PATCH), versions and legal hold. Metadata and tags arrive with the upload through every door
+// changes (PATCH), versions, legal hold and restore. Metadata and tags arrive with the upload through every door
 // (src/http/parse/labels.ts); the list filters on them (src/db/queries/uploads.ts).
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
@@ -10,6 +10,8 @@ import { RecordEditor } from './editor';
 import { recordRoutes } from './routes';
 import { holdRoutes } from './hold-routes';
 import { LegalHolds } from './holds';
+import { restoreRoutes } from './restore-routes';
+import type { Deletions } from '../lifecycle/deletions';
 
 export function recordWing(deps: {
   config: Config;
@@ -17,9 +19,11 @@ export function recordWing(deps: {
   temporal: Client;
   webhookRetry: WebhookRetrySchedule;
   idempotency: IdempotentRouteOptions;
+  deletions: Deletions;
 }) {
   const service = { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.config.TASK_QUEUE_UPLOADS, webhookRetry: deps.webhookRetry };
   const app = recordRoutes({ editor: new RecordEditor(service), idempotency: deps.idempotency });
   app.route('/', holdRoutes({ holds: new LegalHolds(service) }));
+  app.route('/', restoreRoutes({ pool: deps.pool, deletions: deps.deletions }));
   return app;
 }

@@ -143,7 +143,20 @@ export interface DeletionInput {
   uploadId: string;
   reason: DeletionReason;
   webhookRetry: WebhookRetrySchedule;
+  /** The tenant's restore window (deleteGraceHours) in seconds; absent or 0: erased at once. */
+  graceSeconds?: number;
 }
+
+/** A deletion taken back within its window: the upload is as it was (the deletion workflow's result then). */
+export interface RestoredUpload {
+  uploadId: string;
+  restoredAt: string;
+}
+
+/** Restores the upload while its deletion's window is open (rejected once it has closed). */
+export const restoreUploadUpdate = defineUpdate<RestoredUpload, []>(updates.restoreUpload);
+/** Ends the window now: the erasure starts at once. */
+export const purgeUploadUpdate = defineUpdate<void, []>(updates.purgeUpload);
 
 /** What a finished deletion reports (the deletion workflow's result). */
 export interface DeletionResult {

@@ -25,6 +25,8 @@ export const updates = {
   completeStep: 'completeStep',
   controlBatch: 'controlBatch',
   cancelImport: 'cancelImport',
+  restoreUpload: 'restoreUpload',
+  purgeUpload: 'purgeUpload',
 } as const;
 
 export const queries = {
@@ -127,6 +129,8 @@ export const failureTypes = {
   uploadDeleted: 'upload_deleted',
   /** The upload is under a legal hold: its deletion ends without erasing anything (answered 409). */
   legalHold: 'legal_hold',
+  /** A restore asked once the deletion's window had closed: answered 410. */
+  windowClosed: 'restore_window_closed',
   /** The upload reached IMAGE_MAX_VARIANTS_PER_UPLOAD while the variant rendered: answered 409. */
   imageVariantsFull: 'too_many_image_variants',
 } as const;

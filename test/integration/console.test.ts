@@ -297,6 +297,27 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.click('button:has-text("Release the legal hold")');
     await page.waitForURL(/notice=released/);
     expect((await api('GET', `/v1/uploads/${id}`)).json.legalHold).toBeNull();
+    // With a restore window, Delete leaves it restorable, and Restore brings it back.
+    const grace = (hours: number) =>
+      fetch(`${stack.url}/admin/tenants/${owner.tenantId}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ deleteGraceHours: hours }),
+      });
+    expect((await grace(1)).status).toBe(200);
+    try {
+      await page.click('button:has-text("Delete")');
+      await page.waitForURL(/notice=deleted/);
+      await eventually(async () => (await api('GET', `/v1/uploads/${id}`)).json.status === 'deleted_pending', 30_000);
+      await page.goto(`${stack.url}/console/uploads/${id}`);
+      expect(await page.textContent('.facts')).toContain('Restorable until');
+      await accessible(page, 'upload-restorable');
+      await page.click('button:has-text("Restore")');
+      await page.waitForURL(/notice=restored/);
+      expect((await api('GET', `/v1/uploads/${id}`)).json).toMatchObject({ deletedAt: null, restorableUntil: null });
+    } finally {
+      await grace(0);
+    }
     await context.close();
   });
 

@@ -4,18 +4,30 @@
 // not_found having erased nothing; a canceled import's erasure destroys its run's keys once
 // the run has ended.
 import { randomUUID } from 'node:crypto';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { failureTypes, workflowIds } from '../../src/temporal/names';
-import type { DeletionInput } from '../../src/temporal/definitions';
+import { purgeUploadUpdate, restoreUploadUpdate, type DeletionInput } from '../../src/temporal/definitions';
 import { deletionWorkflow, importErasureWorkflow } from '../../workflows/deletion';
 import { eventually } from '../helpers/inspect';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 
 const { calls, called, record } = recorder();
 const known = new Set<string>();
+/** Uploads whose window a hold keeps open: how many more times closing it finds the hold. */
+const heldAtClose = new Map<string, number>();
 const activities = {
+  openRestoreWindow: record('openRestoreWindow', () => '2026-12-06T01:00:00.000Z'),
+  restoreUpload: record('restoreUpload', ({ uploadId }: { uploadId: string }) => ({
+    restoredAt: '2026-12-06T00:30:00.000Z',
+    event: { id: `evt_${uploadId.replaceAll('-', '')}_restored_1`, type: 'upload.restored', tenantId: 't1', uploadId, data: { uploadId } },
+  })),
+  closeRestoreWindow: record('closeRestoreWindow', ({ uploadId }: { uploadId: string }) => {
+    const left = heldAtClose.get(uploadId) ?? 0;
+    heldAtClose.set(uploadId, left - 1);
+    return left > 0 ? 'held' : 'closed';
+  }),
   tombstoneUpload: record('tombstoneUpload', ({ uploadId }: { uploadId: string }) =>
     known.has(uploadId) ? { uploadWorkflowId: `upload/t1/key-${uploadId}`, deletedAt: '2026-12-06T00:00:00.000Z' } : null,
   ),
@@ -36,6 +48,91 @@ const input = (uploadId: string): DeletionInput => ({
   webhookRetry: { initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 1, maxAttempts: 1, attemptTimeoutSeconds: 5 },
 });
 const forUpload = (uploadId: string) => calls.filter((c) => JSON.stringify(c.args).includes(uploadId)).map((c) => c.name);
+const ERASURE = ['awaitUploadRunsClosed', 'eraseRenditions', 'releaseOriginal', 'scrubUpload'];
+
+describe('deletionWorkflow with a restore window', () => {
+  const start = (uploadId: string, graceSeconds: number) => {
+    known.add(uploadId);
+    return workflows.env.client.workflow.start(deletionWorkflow, {
+      taskQueue: workflows.taskQueue,
+      workflowId: workflowIds.deletion(uploadId),
+      args: [{ ...input(uploadId), graceSeconds }],
+    });
+  };
+
+  it('a restore within the window brings it back, once, and erases nothing', async () => {
+    const uploadId = randomUUID();
+    const run = await start(uploadId, 60);
+    const [first, second] = await Promise.all([run.executeUpdate(restoreUploadUpdate), run.executeUpdate(restoreUploadUpdate)]);
+    expect(first).toEqual({ uploadId, restoredAt: '2026-12-06T00:30:00.000Z' });
+    expect(second).toEqual(first);
+    expect(await run.result()).toEqual(first);
+    expect(forUpload(uploadId).filter((n) => n !== 'listWebhookEndpoints' && n !== 'deliverWebhook')).toEqual([
+      'tombstoneUpload',
+      'openRestoreWindow',
+      'restoreUpload',
+    ]);
+    await eventually(
+      async () => called('deliverWebhook').some((c) => c.args[0].event.id === `evt_${uploadId.replaceAll('-', '')}_restored_1`),
+      30_000,
+    );
+  });
+
+  it('the window ends: erased; a restore then is refused', async () => {
+    const uploadId = randomUUID();
+    const run = await start(uploadId, 1);
+    expect(await run.result()).toMatchObject({ uploadId, erasedAt: '2026-12-06T00:00:01.000Z' });
+    expect(forUpload(uploadId).slice(0, 3)).toEqual(['tombstoneUpload', 'openRestoreWindow', 'closeRestoreWindow']);
+    expect(await run.executeUpdate(restoreUploadUpdate).catch((e) => e)).toBeInstanceOf(Error);
+    expect(forUpload(uploadId)).not.toContain('restoreUpload');
+  });
+
+  it('a purge ends the window at once; a restore after it is refused as the window closed', async () => {
+    const uploadId = randomUUID();
+    const run = await start(uploadId, 3600);
+    await run.executeUpdate(purgeUploadUpdate);
+    const refused = await run.executeUpdate(restoreUploadUpdate).catch((e) => e);
+    expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect((refused as WorkflowUpdateFailedError).cause).toMatchObject({ type: failureTypes.windowClosed });
+    expect(await run.result()).toMatchObject({ uploadId, erasedAt: expect.any(String) });
+    for (const step of ERASURE) expect(forUpload(uploadId)).toContain(step);
+  });
+
+  it('a restore raced against the window end has one outcome each time: restored and whole, or refused and erased', async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const uploadId = randomUUID();
+        const run = await start(uploadId, 1);
+        await new Promise((r) => setTimeout(r, 850 + i * 50));
+        const restored = await run.executeUpdate(restoreUploadUpdate).then(
+          () => true,
+          () => false,
+        );
+        const result = await run.result();
+        const steps = forUpload(uploadId);
+        if (restored) {
+          expect(result).toMatchObject({ restoredAt: expect.any(String) });
+          expect(steps).toContain('restoreUpload');
+          for (const step of ERASURE) expect(steps).not.toContain(step);
+        } else {
+          expect(result).toMatchObject({ erasedAt: expect.any(String) });
+          expect(steps).not.toContain('restoreUpload');
+          for (const step of ERASURE) expect(steps).toContain(step);
+        }
+        return restored;
+      }),
+    );
+    expect(outcomes).toHaveLength(8);
+  });
+
+  it('a legal hold at the window end keeps the upload until it is released', async () => {
+    const uploadId = randomUUID();
+    heldAtClose.set(uploadId, 1);
+    const run = await start(uploadId, 1);
+    expect(await run.result()).toMatchObject({ uploadId, erasedAt: expect.any(String) });
+    expect(forUpload(uploadId).filter((n) => n === 'closeRestoreWindow')).toHaveLength(2);
+  });
+});
 
 describe('deletionWorkflow', () => {
   it('erases in order (tombstone, runs closed, renditions, original, scrub) and answers what it erased', async () => {

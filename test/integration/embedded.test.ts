@@ -256,6 +256,14 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect(changed.status).toBe(200);
   const filtered = await getJson(`${url}/v1/uploads?tag=changed&metadata%5Balbum%5D=embedded`, apiKey);
   expect(filtered.json.items.map((u: { uploadId: string }) => u.uploadId)).toEqual([labelled.json.uploadId]);
+  const asKey = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  const held = await fetch(`${url}/v1/uploads/${labelled.json.uploadId}/legal-hold`, {
+    method: 'PUT',
+    headers: asKey,
+    body: '{"reason":"kept"}',
+  });
+  expect(held.status).toBe(200);
+  expect((await fetch(`${url}/v1/uploads/${labelled.json.uploadId}`, { method: 'DELETE', headers: asKey })).status).toBe(409);
   // Each upload records the door it came through.
   const doors = (await getJson(`${url}/v1/uploads?limit=100`, apiKey)).json.items.map((u: { arrival: string | null }) => u.arrival);
   expect(new Set(doors)).toEqual(new Set(['upload', 'tus', 'rufh', 'direct', 'form', 'import']));

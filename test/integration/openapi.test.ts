@@ -134,6 +134,7 @@ describe('the document', () => {
       'upload.hold_released',
       'upload.processed',
       'upload.rejected',
+      'upload.restored',
       'upload.updated',
     ]);
   });

@@ -423,4 +423,76 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
     });
     expect([gone.status, ((await gone.json()) as { status: string }).status]).toEqual([200, 'deleted']);
   });
+  it('a restore window: DELETE leaves it deleted_pending (bytes 410, key answers), a restore brings it back whole once; a purge erases at once', async () => {
+    const owner = await stack.createTenant('record-grace');
+    const admin = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
+    const set = await fetch(`${stack.url}/admin/tenants/${owner.tenantId}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: JSON.stringify({ deleteGraceHours: 1 }),
+    });
+    expect(((await set.json()) as { deleteGraceHours: number }).deleteGraceHours).toBe(1);
+    const as = (method: string, path: string, json?: unknown, headers: Record<string, string> = {}) =>
+      call(method, path, json, headers, owner.apiKey);
+    const hook = await as('POST', '/v1/webhook-endpoints', { url: receiver.url });
+    expect(hook.status).toBe(201);
+    const key = `rec-grace-${randomUUID()}`;
+    const body = Buffer.from('restorable');
+    const up = await postUpload(stack.url, { apiKey: owner.apiKey, key, body, headers: { 'x-tags': 'kept' } });
+    const id = up.json.uploadId as string;
+    const content = () => fetch(`${stack.url}/v1/uploads/${id}/content`, { headers: { authorization: `Bearer ${owner.apiKey}` } });
+
+    const deleted = await as('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=5' });
+    expect(deleted.status).toBe(202);
+    expect(deleted.json).toMatchObject({ uploadId: id, status: 'deleted_pending', erasedAt: null });
+    const until = Date.parse(deleted.json.restorableUntil);
+    expect(until - Date.now()).toBeGreaterThan(3500 * 1000);
+    expect(until - Date.now()).toBeLessThan(3700 * 1000);
+    expect((await content()).status).toBe(410);
+    expect((await as('GET', `/v1/uploads/${id}`)).json).toMatchObject({
+      status: 'deleted_pending',
+      restorableUntil: deleted.json.restorableUntil,
+    });
+    const replay = await postUpload(stack.url, { apiKey: owner.apiKey, key, body, headers: { 'x-tags': 'kept' } });
+    expect([replay.status, replay.json.uploadId]).toEqual([201, id]);
+    expect((await as('DELETE', `/v1/uploads/${id}`)).json).toEqual(deleted.json);
+
+    const restored = await as('POST', `/v1/uploads/${id}/restore`);
+    expect(restored.status).toBe(200);
+    expect(restored.json).toMatchObject({ uploadId: id, restoredAt: expect.any(String) });
+    expect((await content()).status).toBe(200);
+    expect((await as('GET', `/v1/uploads/${id}`)).json).toMatchObject({
+      status: restored.json.status,
+      tags: ['kept'],
+      restorableUntil: null,
+      deletedAt: null,
+    });
+    expect((await as('POST', `/v1/uploads/${id}/restore`)).json).toMatchObject({ uploadId: id, restoredAt: null });
+    await eventually(async () => receiver.received.some((r) => r.json?.type === 'upload.restored' && r.json.data.uploadId === id), 60_000);
+
+    // Deleted again: a new window. A hold within it stops a purge; released, the purge erases at once.
+    expect((await as('DELETE', `/v1/uploads/${id}`)).json.status).toBe('deleted_pending');
+    expect((await as('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'within the window' })).status).toBe(200);
+    expect((await as('DELETE', `/v1/uploads/${id}?purge=true`)).json.error).toBe('legal_hold');
+    expect((await as('DELETE', `/v1/uploads/${id}/legal-hold`)).status).toBe(200);
+    const narrow = await as('POST', '/v1/api-keys', { scopes: ['uploads:delete'] });
+    const noScope = await call('DELETE', `/v1/uploads/${id}?purge=true`, undefined, {}, narrow.json.key);
+    expect([noScope.status, noScope.json.error]).toEqual([403, 'insufficient_scope']);
+    expect((await as('DELETE', `/v1/uploads/${id}?purge=maybe`)).json.error).toBe('query_invalid');
+    const purged = await as('DELETE', `/v1/uploads/${id}?purge=true`, undefined, { prefer: 'wait=30' });
+    expect([purged.status, purged.json.status]).toEqual([200, 'deleted']);
+    expect((await as('POST', `/v1/uploads/${id}/restore`)).json.error).toBe('upload_deleted');
+    expect(receiver.received.filter((r) => r.json?.type === 'upload.restored' && r.json.data.uploadId === id)).toHaveLength(1);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+    // The tenant's deletion does not wait out a window: it purges the deletions within one.
+    const pending = await postUpload(stack.url, { apiKey: owner.apiKey, key: `rec-grace-${randomUUID()}`, body: Buffer.from('pending') });
+    expect((await as('DELETE', `/v1/uploads/${pending.json.uploadId}`)).json.status).toBe('deleted_pending');
+    const gone = await fetch(`${stack.url}/admin/tenants/${owner.tenantId}`, {
+      method: 'DELETE',
+      headers: { ...admin, prefer: 'wait=120' },
+    });
+    expect([gone.status, ((await gone.json()) as { status: string }).status]).toEqual([200, 'deleted']);
+    const row = await stack.runtime.pool.query('SELECT erased_at, restorable_until FROM uploads WHERE id = $1', [pending.json.uploadId]);
+    expect(row.rows[0]).toMatchObject({ erased_at: expect.any(Date), restorable_until: null });
+  });
 });

@@ -51,7 +51,7 @@ const updateTenantRoute = createRoute({
   method: 'patch',
   path: '/tenants/{id}',
   tags: ['operators'],
-  summary: "Change a tenant's settings: retentionDays, imageSpecs (those given; the others are kept)",
+  summary: "Change a tenant's settings: retentionDays, imageSpecs, deleteGraceHours (those given; the others are kept)",
   description:
     'Uploads older than `retentionDays` are erased by the deletion workflow (the expire-uploads Schedule starts one per due upload, ' +
     'every RETENTION_SWEEP_SECONDS), as DELETE would. Applies to the uploads already stored too; null keeps uploads until deleted. ' +
@@ -156,6 +156,7 @@ function tenantView(t: TenantSettingsRow) {
     dedupe: t.dedupe,
     retentionDays: t.retention_days,
     imageSpecs: t.image_specs,
+    deleteGraceHours: t.delete_grace_hours,
     status: statusOf(t),
     closedAt: t.closed_at?.toISOString() ?? null,
     erasedAt: t.erased_at?.toISOString() ?? null,

@@ -20,7 +20,8 @@ import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, problems, route, router, jsonR
 import { parsePrefer } from '../../http/parse/request-headers';
 import { BatchDelete, BatchDeletion, Deletion } from '../schemas';
 import { IdempotencyKey, PreferHeader, Uuid } from '../../http/schemas';
-import { requires } from '../../http/scopes';
+import { accessOf, assertAccess, requires } from '../../http/scopes';
+import { findTenant } from '../../db/queries/tenants';
 
 export function deletionRoutes(deps: {
   pool: Pool;
@@ -31,6 +32,16 @@ export function deletionRoutes(deps: {
 }) {
   const { pool, deletions, importer, config } = deps;
   const app = router();
+
+  /** The row once its run has opened the restore window (a few seconds at most), for the answer's `restorableUntil`. */
+  async function windowOpened(tenantId: string, id: string, before: UploadRow): Promise<UploadRow> {
+    for (let waited = 0; waited < 5_000; waited += 100) {
+      const row = await dependency('database_unavailable', () => findUpload(pool, tenantId, id));
+      if (!row || row.restorable_until || row.erased_at) return row ?? before;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return (await dependency('database_unavailable', () => findUpload(pool, tenantId, id))) ?? before;
+  }
 
   /** The upload, or (none yet) the import still reading the file that will make it; one lookup reads both. */
   async function uploadOrImport(tenantId: string, id: string): Promise<UploadOrImport | undefined> {
@@ -65,7 +76,7 @@ export function deletionRoutes(deps: {
     if (found?.kind === 'import') {
       // Still being read: the read stops and nothing is kept (GET shows it failed with import_canceled).
       if ((await importer.cancel(found.row)) === 'canceling')
-        return c.json({ uploadId: id, status: 'deleting' as const, deletedAt: null, erasedAt: null }, 202, {
+        return c.json({ uploadId: id, status: 'deleting' as const, deletedAt: null, erasedAt: null, restorableUntil: null }, 202, {
           location: `/v1/uploads/${id}`,
           'retry-after': '1',
         });
@@ -74,14 +85,22 @@ export function deletionRoutes(deps: {
     }
     if (!found) throw problem('not_found', 'No such upload.');
     const upload = found.row;
+    const purge = parsePurge(c.req.query('purge'));
+    if (purge) assertAccess(c, PURGE);
     if (upload.erased_at) return c.json(deletionView(upload), 200);
-    if (upload.hold_reason !== null && !upload.deleted_at)
+    if (upload.hold_reason !== null && (!upload.deleted_at || purge))
       throw problem('legal_hold', `The upload is under a legal hold (${upload.hold_reason}): release it first.`, {
         extra: { uploadId: id },
       });
-    const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request');
+    // Within its restore window: a repeat answers the window; a purge ends it now.
+    if (upload.restorable_until && !purge) return answerDeleting(c, upload);
+    if (upload.restorable_until) await deletions.purge(id);
+    const tenant = purge ? undefined : await dependency('database_unavailable', () => findTenant(pool, tenantId));
+    const graceSeconds = (tenant?.delete_grace_hours ?? 0) * 3600;
+    const run = await deletions.start(tenantId, id, upload.idempotency_key, 'request', graceSeconds);
+    if (graceSeconds > 0) return answerDeleting(c, await windowOpened(tenantId, id, upload));
     const result = await deletions.result(run, waitMs);
-    if (result) return c.json(resultView(result), 200);
+    if (result && 'erasedAt' in result) return c.json(resultView(result), 200);
     // The row as it is now: the erasure may be done (its run's result not yet read), and the
     // answer never shows timestamps older than the truth.
     const now = (await dependency('database_unavailable', () => findUpload(pool, tenantId, id))) ?? upload;
@@ -94,18 +113,32 @@ export function deletionRoutes(deps: {
 function deletionView(u: UploadRow) {
   return {
     uploadId: u.id,
-    status: u.erased_at ? ('deleted' as const) : ('deleting' as const),
+    status: u.erased_at ? ('deleted' as const) : u.restorable_until ? ('deleted_pending' as const) : ('deleting' as const),
     deletedAt: u.deleted_at?.toISOString() ?? null,
     erasedAt: u.erased_at?.toISOString() ?? null,
+    restorableUntil: u.restorable_until?.toISOString() ?? null,
   };
 }
 
 function resultView(r: DeletionResult) {
-  return { uploadId: r.uploadId, status: 'deleted' as const, deletedAt: r.deletedAt, erasedAt: r.erasedAt };
+  return { uploadId: r.uploadId, status: 'deleted' as const, deletedAt: r.deletedAt, erasedAt: r.erasedAt, restorableUntil: null };
 }
 
 function answerDeleting(c: Context<AppEnv>, u: UploadRow) {
-  return c.json({ ...deletionView(u), status: 'deleting' as const }, 202, { location: `/v1/uploads/${u.id}`, 'retry-after': '1' });
+  const view = deletionView(u);
+  return c.json({ ...view, status: view.status === 'deleted_pending' ? view.status : ('deleting' as const) }, 202, {
+    location: `/v1/uploads/${u.id}`,
+    'retry-after': '1',
+  });
+}
+
+const PURGE = accessOf(requires('uploads:purge'))!;
+
+/** `?purge=true`: erase now, past the tenant's restore window (its own scope). */
+function parsePurge(value: string | undefined): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw problem('query_invalid', 'purge must be true or false.');
 }
 
 const deleteRoute = createRoute({
@@ -124,11 +157,19 @@ const deleteRoute = createRoute({
   request: {
     params: z.object({ id: Uuid }),
     headers: z.object({ 'idempotency-key': IdempotencyKey.optional(), prefer: PreferHeader.optional() }),
+    query: z.object({
+      purge: z
+        .enum(['true', 'false'])
+        .optional()
+        .openapi({ description: '`true`: erase now, past the tenant restore window (scope `uploads:purge`).' }),
+    }),
   },
   responses: {
     200: { description: 'Erased (or already erased).', content: { 'application/json': { schema: Deletion } } },
     202: {
-      description: 'Deleting: tombstoned, erasure under way. Poll the Location (the upload) or repeat the DELETE.',
+      description:
+        'Deleting: tombstoned, erasure under way; or `deleted_pending`: within the tenant restore window (`restorableUntil`), POST …/restore takes it back. ' +
+        'Poll the Location (the upload) or repeat the DELETE.',
       content: { 'application/json': { schema: Deletion } },
     },
     ...problems(

@@ -106,7 +106,8 @@ const getUploadRoute = createRoute({
 export function uploadView(row: UploadRow) {
   return {
     uploadId: row.id,
-    status: row.status,
+    status: row.restorable_until ? 'deleted_pending' : row.status,
+    restorableUntil: row.restorable_until?.toISOString() ?? null,
     idempotencyKey: row.idempotency_key,
     deletedAt: row.deleted_at?.toISOString() ?? null,
     erasedAt: row.erased_at?.toISOString() ?? null,

@@ -142,6 +142,12 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
       return `/console/uploads/${c.req.param('id')}?notice=released`;
     }),
   );
+  app.post('/uploads/:id/restore', (c) =>
+    act(c, async (caller) => {
+      await api.json(caller, 'POST', `/v1/uploads/${c.req.param('id')}/restore`);
+      return `/console/uploads/${c.req.param('id')}?notice=restored`;
+    }),
+  );
   app.post('/uploads/:id/reprocess', (c) =>
     act(c, async (caller, once) => {
       const upload = await api.get<UploadDetail>(caller, `/v1/uploads/${c.req.param('id')}`);

@@ -19,6 +19,7 @@ export interface UploadDetail extends Omit<UploadSummary, 'processing'> {
   tags?: string[];
   version?: number;
   legalHold?: { reason: string; placedAt: string | null; placedBy: string | null } | null;
+  restorableUntil?: string | null;
   availability?: string;
   rejectionReason?: string | null;
   processing: { status: string | null; reason: string | null; processedAt: string | null; media?: unknown };
@@ -74,8 +75,9 @@ export function uploadPage(
   p: { upload: UploadDetail; events: EventDetail[]; versions?: RecordVersion[]; runUrl?: string; notice?: string; error?: string },
 ): Fragment {
   const u = p.upload;
-  const present = u.status !== 'deleted';
-  const live = (present && u.processing.status === 'pending') || (!present && !u.erasedAt);
+  const pending = u.status === 'deleted_pending';
+  const present = u.status !== 'deleted' && !pending;
+  const live = (present && u.processing.status === 'pending') || (!present && !pending && !u.erasedAt);
   const canDelete = may(caller, 'uploads:delete') && present;
   const canReprocess = may(caller, 'pipelines:manage') && present && u.pipeline.version > 0;
   const image = u.contentType.startsWith('image/') && present;
@@ -103,6 +105,7 @@ export function uploadPage(
           ['Processed', u.processing.processedAt ? when(u.processing.processedAt) : null],
           ['Expires', u.expiresAt ? when(u.expiresAt) : null],
           ['Deleted', u.deletedAt ? when(u.deletedAt) : null],
+          ['Restorable until', pending && u.restorableUntil ? when(u.restorableUntil) : null],
           ['Erased', u.erasedAt ? when(u.erasedAt) : null],
           ['Made with', u.tokenId ? html`upload token <code>${u.tokenId}</code>${u.subject ? ` for ${u.subject}` : ''}` : 'an API key'],
           ['Metadata', u.metadata ? html`<pre>${JSON.stringify(u.metadata, null, 2)}</pre>` : null],
@@ -122,7 +125,8 @@ export function uploadPage(
         ${present && may(caller, 'uploads:read') ? html`<a class="button" href="/console/uploads/${u.uploadId}/content">Download</a>` : ''}
         ${canReprocess ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/reprocess`, label: 'Reprocess' }) : ''}
         ${canDelete && !u.legalHold ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/delete`, label: 'Delete', danger: true }) : ''}
-        ${may(caller, 'uploads:hold') && present ? holdControl(caller, u) : ''}
+        ${may(caller, 'uploads:hold') && (present || pending) ? holdControl(caller, u) : ''}
+        ${pending && may(caller, 'uploads:delete') ? actionButton(caller, { action: `/console/uploads/${u.uploadId}/restore`, label: 'Restore' }) : ''}
       </div>
       <section aria-labelledby="steps-h">
         <h2 id="steps-h">Pipeline ${u.pipeline.name} v${u.pipeline.version}</h2>

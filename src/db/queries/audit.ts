@@ -52,7 +52,8 @@ export async function mismatchedKeyRows(
   return res.rows;
 }
 
-export async function* allUploads(db: Queryable): AsyncIterable<{
+/** An upload as the audit reads it. */
+export interface AuditedUpload {
   id: string;
   tenant_id: string;
   idempotency_key: string;
@@ -62,6 +63,8 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
   sha256: string;
   shared: boolean;
   deleted: boolean;
+  /** Deleted and within its restore window: whole until it ends. */
+  pending: boolean;
   released: boolean;
   erased: boolean;
   /** Rejected by its pipeline, and done with (its bytes should be gone). */
@@ -75,13 +78,15 @@ export async function* allUploads(db: Queryable): AsyncIterable<{
   versions: number;
   last_version: number | null;
   labels: string[];
-}> {
+}
+
+export async function* allUploads(db: Queryable): AsyncIterable<AuditedUpload> {
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
     const res = await db.query(
       `SELECT u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256,
               EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared,
-              u.deleted_at IS NOT NULL AS deleted, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
+              u.deleted_at IS NOT NULL AS deleted, u.restorable_until IS NOT NULL AS pending, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
               (u.availability = 'rejected' AND u.status = 'processed') AS rejected,
               (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL
                 OR u.metadata IS NOT NULL OR u.tags <> '{}') AS personal,
@@ -152,7 +157,7 @@ export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: s
        FROM webhook_deliveries d JOIN uploads u ON u.id = d.upload_id WHERE u.tenant_id <> d.tenant_id
      UNION ALL
      SELECT min(event_id), upload_id, 'several event ids for one upload and event type'
-       FROM webhook_deliveries WHERE event_type NOT IN ('upload.updated', 'upload.hold_placed', 'upload.hold_released')
+       FROM webhook_deliveries WHERE event_type NOT IN ('upload.updated', 'upload.hold_placed', 'upload.hold_released', 'upload.restored')
       GROUP BY upload_id, event_type HAVING count(DISTINCT event_id) > 1`,
   );
   return res.rows;

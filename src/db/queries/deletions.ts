@@ -7,6 +7,7 @@ import { objectInUse } from './records';
 import { uploadScopes } from '../../codec/payload-scope';
 import type { UploadRow } from './uploads';
 import { eraseRecord } from './upload-record';
+import { recordEvent } from './events';
 
 /**
  * Sets the tombstone (once: the first deletion's time stays). From this commit the bytes
@@ -114,4 +115,50 @@ export async function scrubUpload(
     await destroyPayloadKeys(tx, uploadScopes(uploadId, res.rows[0]!.workflow_id));
     return { deletedAt: res.rows[0]!.deleted_at, erasedAt: res.rows[0]!.erased_at, first: !before.rows[0]?.erased_at };
   });
+}
+
+/** The restore window opens: until `graceSeconds` after the tombstone. */
+export async function openRestoreWindow(db: Queryable, uploadId: string, graceSeconds: number): Promise<Date | undefined> {
+  const res = await db.query<{ restorable_until: Date }>(
+    `UPDATE uploads SET restorable_until = deleted_at + make_interval(secs => $2)
+      WHERE id = $1 AND deleted_at IS NOT NULL AND erased_at IS NULL RETURNING restorable_until`,
+    [uploadId, graceSeconds],
+  );
+  return res.rows[0]?.restorable_until;
+}
+
+/**
+ * Takes the deletion back within its window, in one transaction with its upload.restored
+ * event (numbered by `restores`): the row is live again as it was. Undefined when no window
+ * is open (restored already, or erasing).
+ */
+export async function restoreUpload(
+  pool: Pool,
+  uploadId: string,
+  event: (row: { tenant_id: string; restores: number; restored_at: Date }) => { id: string; type: string; payload: string },
+): Promise<{ restoredAt: Date; eventId: string; tenantId: string; payload: string } | undefined> {
+  return withTransaction(pool, async (tx) => {
+    const res = await tx.query<{ tenant_id: string; restores: number; restored_at: Date }>(
+      `UPDATE uploads SET status = CASE WHEN processed_at IS NOT NULL THEN 'processed' ELSE 'committed' END,
+                          deleted_at = NULL, restorable_until = NULL, restores = restores + 1
+        WHERE id = $1 AND restorable_until IS NOT NULL AND erased_at IS NULL
+        RETURNING tenant_id, restores, now() AS restored_at`,
+      [uploadId],
+    );
+    const row = res.rows[0];
+    if (!row) return undefined;
+    const e = event(row);
+    await recordEvent(
+      tx,
+      { id: e.id, tenant_id: row.tenant_id, upload_id: uploadId, type: e.type, payload: e.payload },
+      { afterTombstone: false },
+    );
+    return { restoredAt: row.restored_at, eventId: e.id, tenantId: row.tenant_id, payload: e.payload };
+  });
+}
+
+/** The window closes for the erasure, unless a legal hold keeps it open (then: `held`). */
+export async function closeRestoreWindow(db: Queryable, uploadId: string): Promise<'closed' | 'held'> {
+  const res = await db.query(`UPDATE uploads SET restorable_until = NULL WHERE id = $1 AND hold_reason IS NULL RETURNING id`, [uploadId]);
+  return res.rows.length ? 'closed' : 'held';
 }

@@ -10,9 +10,11 @@ export interface HoldRow {
   held_at: Date | null;
   held_by: string | null;
   hold_changes: number;
+  /** While a deletion's restore window is open (a hold then keeps the upload past it). */
+  restorable_until: Date | null;
 }
 
-const HOLD_COLUMNS = 'id, tenant_id, deleted_at, hold_reason, held_at, held_by, hold_changes';
+const HOLD_COLUMNS = 'id, tenant_id, deleted_at, hold_reason, held_at, held_by, hold_changes, restorable_until';
 
 /**
  * The upload's hold, its row locked until the transaction ends, with whether its tenant is

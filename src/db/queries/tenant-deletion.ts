@@ -34,6 +34,15 @@ export async function liveUploadsOf(db: Queryable, tenantId: string, limit: numb
   return res.rows;
 }
 
+/** Uploads of the tenant deleted and within their restore window (not held: a hold keeps its window). */
+export async function pendingDeletionsOf(db: Queryable, tenantId: string, limit: number): Promise<string[]> {
+  const res = await db.query<{ id: string }>(
+    'SELECT id FROM uploads WHERE tenant_id = $1 AND restorable_until IS NOT NULL AND hold_reason IS NULL LIMIT $2',
+    [tenantId, limit],
+  );
+  return res.rows.map((r) => r.id);
+}
+
 /**
  * The last step, once no upload of the tenant is live: every data key it still has is
  * destroyed (its runs' histories then hold only ciphertext), and what it kept besides its

@@ -44,6 +44,9 @@ export interface UploadRow {
   held_at: Date | null;
   held_by: string | null;
   hold_changes: number;
+  /** While a deletion's restore window is open: until when it can be restored. */
+  restorable_until: Date | null;
+  restores: number;
 }
 
 export type NewUpload = Pick<
