@@ -160,7 +160,7 @@ describe.each(['local', 's3'] as const)('imports on the %s store', (kind) => {
       // One deleted on its own, the other in a batch.
       const deleted = await deleteUpload(ids[0]!, `delete-${randomUUID()}`);
       expect(deleted.status).toBe(202);
-      expect(deleted.json).toEqual({ uploadId: ids[0], status: 'deleting', deletedAt: null, erasedAt: null });
+      expect(deleted.json).toEqual({ uploadId: ids[0], status: 'deleting', deletedAt: null, erasedAt: null, restorableUntil: null });
       expect(deleted.headers.get('location')).toBe(`/v1/uploads/${ids[0]}`);
       const batch = await postJson('/v1/uploads/delete', { ids: [ids[1]] });
       expect(batch.json.items).toEqual([{ uploadId: ids[1], status: 'deleting' }]);
