@@ -16,7 +16,7 @@ import {
   scrubUpload,
   tombstoneUpload,
 } from '../src/db/queries/deletions';
-import { numberedEventId, type WebhookEvent } from '../src/downstream/events';
+import { eventBody, numberedEventId, type WebhookEvent } from '../src/downstream/events';
 import { Deletions } from '../src/lifecycle/deletions';
 import { allRenditionKeys } from '../src/db/queries/renditions';
 import { destroyPayloadKeys } from '../src/db/queries/payload-keys';
@@ -149,7 +149,7 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
         return {
           id: numberedEventId(a.uploadId, type, row.restores),
           type,
-          payload: JSON.stringify({ type, timestamp: restoredAt, data: { uploadId: a.uploadId, restoredAt } }),
+          payload: eventBody({ type, data: { uploadId: a.uploadId, restoredAt } }, restoredAt),
         };
       });
       if (!restored) return null;

@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import { claimDelivery, finishAttempt, recordEvent, releaseDelivery, type AttemptTrigger } from '../src/db/queries/events';
 import { disableEndpoint, findEndpoint, listEndpoints } from '../src/db/queries/webhooks';
-import type { WebhookEvent } from '../src/downstream/events';
+import { eventBody, type WebhookEvent } from '../src/downstream/events';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { deliveryErrorMessage, retryAfterMs, WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { metrics } from '../src/metrics';
@@ -67,7 +67,7 @@ export function createWebhookActivities({ pool, webhook, secrets }: WebhookActiv
           tenant_id: event.tenantId,
           upload_id: event.uploadId,
           type: event.type,
-          payload: JSON.stringify({ type: event.type, timestamp, data: event.data }),
+          payload: eventBody(event, timestamp),
         },
         { afterTombstone: event.type === 'upload.deleted' },
       );

@@ -40,6 +40,11 @@ export function uploadEventData(input: DownstreamInput): Record<string, unknown>
   };
 }
 
+/** The body an event is recorded with and sent as (every send and redelivery uses the recorded one). */
+export function eventBody(e: Pick<WebhookEvent, 'type' | 'data'>, timestamp: string): string {
+  return JSON.stringify({ type: e.type, timestamp, data: e.data });
+}
+
 /** A numbered event's id: the `n`th of its type for the upload (a record's version, a hold's change). */
 export function numberedEventId(uploadId: string, type: EventType, n: number): string {
   return `${eventId(uploadId, type)}_${n}`;

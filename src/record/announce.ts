@@ -4,7 +4,7 @@
 import type { Client } from '@temporalio/client';
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../db/queries/events';
-import type { WebhookEvent } from '../downstream/events';
+import { eventBody, type WebhookEvent } from '../downstream/events';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import type { AnnounceEventInput } from '../temporal/definitions';
 import { workflowIds, workflowTypes } from '../temporal/names';
@@ -20,7 +20,7 @@ export interface AnnounceDeps {
 
 /** Writes the event with the body it is sent with (in the change's transaction). */
 export async function writeEvent(tx: Queryable, e: TimedEvent): Promise<void> {
-  const payload = JSON.stringify({ type: e.type, timestamp: e.timestamp, data: e.data });
+  const payload = eventBody(e, e.timestamp);
   await recordEvent(tx, { id: e.id, tenant_id: e.tenantId, upload_id: e.uploadId, type: e.type, payload }, { afterTombstone: false });
 }
 
