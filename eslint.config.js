@@ -71,7 +71,15 @@ export default tseslint.config(
   // A door that lives in a wing uses what doors share (the intake, what a door is, the Uppy
   // endpoint credential); never the list of doors, nor another door's own code.
   layer(
-    ['src/downloads/**/*.ts', 'src/images/**/*.ts', 'src/imports/**/*.ts', 'src/console/**/*.ts', 'src/record/**/*.ts'],
+    [
+      'src/downloads/**/*.ts',
+      'src/images/**/*.ts',
+      'src/imports/**/*.ts',
+      'src/console/**/*.ts',
+      'src/record/**/*.ts',
+      'src/reprocess/**/*.ts',
+      'src/targets/**/*.ts',
+    ],
     [...API, ...SESSIONS],
     'A wing',
     {

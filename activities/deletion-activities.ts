@@ -2,6 +2,8 @@
 // finish (a downstream child is cancelled), delete renditions, release the original (its
 // bytes go unless another upload shares them), scrub the personal metadata. Each is safe to
 // run again: a retry finds its work done.
+import { findUploadById } from '../src/db/queries/uploads';
+import { renditionPrefix } from '../src/storage/layout';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -115,7 +117,9 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
     /** Deletes every rendition (the rows' objects, and any object under the upload's rendition prefix). */
     async eraseRenditions(a: { tenantId: string; uploadId: string }): Promise<{ deleted: number; bytes: number }> {
       const keys = new Set(await allRenditionKeys(pool, a.uploadId));
-      for await (const o of store.list(`tenants/${a.tenantId}/renditions/${a.uploadId}/`)) keys.add(o.key);
+      // On the target the original is on (an upload row that never was: the instance's store).
+      const original = (await findUploadById(pool, a.uploadId))?.storage_key ?? '';
+      for await (const o of store.list(renditionPrefix(a.tenantId, a.uploadId, original))) keys.add(o.key);
       let bytes = 0;
       for (const key of keys) bytes += await deleteObject(key);
       await deleteRenditionRows(pool, a.uploadId);

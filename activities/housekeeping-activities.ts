@@ -1,6 +1,8 @@
 // Housekeeping run by Temporal Schedules: expire key rows into tombstones, delete attempt
 // objects no upload references once past a grace period, abort stale multipart uploads.
 // Each returns what it removed, so every scheduled run reports its work.
+import { parseAddress, storeRoots } from '../src/storage/address';
+import { allStorageTargetIds } from '../src/db/queries/storage-targets';
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekeeping';
@@ -52,7 +54,7 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
       }
     },
 
-    async sweepStagingObjects(): Promise<{ examined: number; removed: number; protectedKeys: number }> {
+    async sweepStagingObjects(): Promise<{ examined: number; removed: number; protectedKeys: number; unreachableTargets: number }> {
       const cutoff = Date.now() - housekeeping.stagingGraceSeconds * 1000;
       // A key whose upload is still running (a database or worker outage can hold its commit
       // past the grace period) or whose claim is still open may yet commit one of its
@@ -60,19 +62,29 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
       const busy = await busyKeyPrefixes(pool);
       let examined = 0;
       let removed = 0;
-      for await (const o of store.list('tenants/')) {
-        if (!ATTEMPT_OBJECT.test(o.key)) continue;
-        examined++;
-        if (examined % 100 === 0) Context.current().heartbeat({ examined, removed });
-        if (o.lastModified.getTime() > cutoff) continue;
-        if (busy.has(o.key.slice(0, o.key.lastIndexOf('/') + 1))) continue;
-        // An attempt object referenced by an upload is that upload's object: never removed.
-        if (await isReferenced(pool, o.key)) continue;
-        await store.delete(o.key);
-        removed++;
-        metrics.housekeepingRemoved.inc({ kind: 'staging_objects' });
+      let unreachableTargets = 0;
+      // The instance's store and every registered target: a target that does not answer is skipped this time.
+      for (const root of storeRoots(await allStorageTargetIds(pool))) {
+        try {
+          for await (const o of store.list(`${root}tenants/`)) {
+            const key = parseAddress(o.key).key;
+            if (!ATTEMPT_OBJECT.test(key)) continue;
+            examined++;
+            if (examined % 100 === 0) Context.current().heartbeat({ examined, removed });
+            if (o.lastModified.getTime() > cutoff) continue;
+            if (busy.has(key.slice(0, key.lastIndexOf('/') + 1))) continue;
+            // An attempt object referenced by an upload is that upload's object: never removed.
+            if (await isReferenced(pool, o.key)) continue;
+            await store.delete(o.key);
+            removed++;
+            metrics.housekeepingRemoved.inc({ kind: 'staging_objects' });
+          }
+        } catch (err) {
+          if (root === '') throw err;
+          unreachableTargets++;
+        }
       }
-      return { examined, removed, protectedKeys: busy.size };
+      return { examined, removed, protectedKeys: busy.size, unreachableTargets };
     },
 
     async abortStaleMultipartUploads(): Promise<{ aborted: number }> {

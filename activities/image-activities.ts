@@ -3,6 +3,7 @@
 // to a key derived from the upload and the canonical spec, its row recorded once (within
 // the upload's variant cap). A retry finds the row and answers it; a variant
 // finished after its upload was deleted is removed again.
+import { renditionPrefix } from '../src/storage/layout';
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -51,9 +52,9 @@ export function imageVariantSummary(r: ImageVariantRow): ImageVariantSummary {
  * Where a variant is stored: under the upload's renditions, so its deletion erases it with
  * them; named by its canonical spec's hash (a spec's commas are no safe key character).
  */
-export function imageVariantKey(tenantId: string, uploadId: string, spec: CanonicalSpec): string {
+export function imageVariantKey(upload: { tenant_id: string; id: string; storage_key: string }, spec: CanonicalSpec): string {
   const name = createHash('sha256').update(spec.text).digest('hex').slice(0, 32);
-  return `tenants/${tenantId}/renditions/${uploadId}/images/${name}.${spec.format === 'jpeg' ? 'jpg' : spec.format}`;
+  return `${renditionPrefix(upload.tenant_id, upload.id, upload.storage_key)}images/${name}.${spec.format === 'jpeg' ? 'jpg' : spec.format}`;
 }
 
 export function createImageActivities({ pool, store, presets, maxRenderCost }: ImageActivityDeps) {
@@ -92,7 +93,7 @@ export function createImageActivities({ pool, store, presets, maxRenderCost }: I
         clearInterval(beat);
         if (dir) await rm(dir, { recursive: true, force: true });
       }
-      const storageKey = imageVariantKey(a.tenantId, a.uploadId, a.spec);
+      const storageKey = imageVariantKey(upload, a.spec);
       await store.put(storageKey, Readable.from([image.data]), { contentType: image.contentType, contentLength: image.data.length });
       const recorded = await insertImageVariant(
         pool,

@@ -2,6 +2,7 @@
 // state: what the downstream run plans, each step run and recorded once, the gate opened or
 // the upload rejected, the upload marked processed. Each is safe to run more than once:
 // renditions go to deterministic keys with conflict-free rows, outcomes are recorded once.
+import { renditionPrefix } from '../src/storage/layout';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -55,9 +56,14 @@ export interface StepActivityDeps {
  * pipeline version, so a re-run of the same version overwrites its own objects and another
  * version never touches them. The built-in default keeps the layout uploads always had.
  */
-export function renditionKey(tenantId: string, uploadId: string, name: string, file: string, ref?: Omit<StepRef, 'index'>): string {
+export function renditionKey(
+  upload: { tenantId: string; uploadId: string; storageKey: string },
+  name: string,
+  file: string,
+  ref?: Omit<StepRef, 'index'>,
+): string {
   const version = ref && ref.version > 0 ? `${ref.pipeline}/v${ref.version}/` : '';
-  return `tenants/${tenantId}/renditions/${uploadId}/${version}${name}${path.extname(file)}`;
+  return `${renditionPrefix(upload.tenantId, upload.uploadId, upload.storageKey)}${version}${name}${path.extname(file)}`;
 }
 
 /** Tries of a scan while clamd is unreachable before the verdict is not_scanned (the step's retry policy spaces them). */
@@ -177,7 +183,7 @@ export function createStepActivities(
     /** Stores a rendition (its companions first, then itself) and records its row. */
     const keep = async (r: ProducedRendition): Promise<void> => {
       if (deleted) return;
-      const storageKey = renditionKey(input.tenantId, input.uploadId, r.name, r.file, ref);
+      const storageKey = renditionKey(input, r.name, r.file, ref);
       const companionPrefix = `${storageKey.slice(0, storageKey.lastIndexOf('/') + 1)}${r.name}/`;
       for (const c of r.companions ?? [])
         await store.put(`${companionPrefix}${path.basename(c.file)}`, createReadStream(c.file), {

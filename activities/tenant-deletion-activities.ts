@@ -3,6 +3,8 @@
 // deletion run, until nothing of it is live or running), then destroy its data keys, scrub
 // what it kept and delete whatever is left under its prefix in the store. Each is safe to
 // run again: a retry finds its work done.
+import { storeRoots } from '../src/storage/address';
+import { allStorageTargetIds } from '../src/db/queries/storage-targets';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
@@ -95,10 +97,12 @@ export function createTenantDeletionActivities({ pool, store }: TenantDeletionAc
       tenantId: string;
     }): Promise<{ erasedAt: string; uploadsErased: number; dataKeysDestroyed: number; objectsDeleted: number }> {
       let objectsDeleted = 0;
-      for await (const o of store.list(`tenants/${a.tenantId}/`)) {
-        await store.delete(o.key);
-        objectsDeleted++;
-      }
+      // In the instance's store and in each target the tenant registered.
+      for (const root of storeRoots(await allStorageTargetIds(pool, a.tenantId)))
+        for await (const o of store.list(`${root}tenants/${a.tenantId}/`)) {
+          await store.delete(o.key);
+          objectsDeleted++;
+        }
       const { erasedAt, keysDestroyed, uploadsErased } = await eraseTenantRecords(pool, a.tenantId);
       return { erasedAt: erasedAt.toISOString(), uploadsErased, dataKeysDestroyed: keysDestroyed, objectsDeleted };
     },

@@ -37,10 +37,14 @@ const FLOORS = [
   [
     6,
     'doors and wings',
-    /^src\/(arrivals|imports|images|downloads|web|client|console|record)\/|^src\/(codec\/routes|telemetry\/request-trace)\.ts$/,
+    /^src\/(arrivals|imports|images|downloads|web|client|console|record|reprocess)\/|^src\/(codec\/routes|telemetry\/request-trace|targets\/(routes|schemas|targets|wing))\.ts$/,
   ],
   [5, 'the HTTP kit, the session core, lifecycle', /^src\/(http|sessions|lifecycle)\//],
-  [4, 'the upload path and its services', /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials)\.ts$/],
+  [
+    4,
+    'the upload path and its services',
+    /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials|targets\/(placement|directory|stores|probe))\.ts$/,
+  ],
   [3, 'Temporal, the payload codec, telemetry', /^src\/(telemetry|temporal|codec)\//],
   [2, 'database and object stores', /^src\/(db|storage)\//],
   [1, 'base', /^src\/[^/]+\.ts$|^src\/config\//],

@@ -10,6 +10,9 @@
 // metadata, while every live upload (deleted ones' shared bytes included) has all its bytes;
 // for the record, every version from 1 to the row's once it changed, the label index exactly
 // the record's labels, and nothing of either once erased.
+import { parseAddress, storeRoots } from './storage/address';
+import { renditionPrefix } from './storage/layout';
+import { allStorageTargetIds } from './db/queries/storage-targets';
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
 import {
@@ -109,7 +112,8 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
     }
     // A shared object (dedupe) lies under the key of the upload that first stored it: same tenant.
     const prefix = u.shared ? `tenants/${u.tenant_id}/keys/` : keyStoragePrefix(u.tenant_id, u.idempotency_key);
-    if (!u.storage_key.startsWith(prefix)) violations.push(`tenancy: upload ${u.id} object ${u.storage_key} is outside ${prefix}`);
+    if (!parseAddress(u.storage_key).key.startsWith(prefix))
+      violations.push(`tenancy: upload ${u.id} object ${u.storage_key} is outside ${prefix}`);
     const workflowId = uploadWorkflowId(u.tenant_id, u.idempotency_key);
     if (u.workflow_id !== workflowId) violations.push(`tenancy: upload ${u.id} ran as ${u.workflow_id}, expected ${workflowId}`);
     const got = hashed.has(u.storage_key) ? hashed.get(u.storage_key) : await sha256OfObject(store, u.storage_key);
@@ -128,12 +132,12 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   for (const u of erased) {
     if (!referenced.has(u.storage_key) && (await store.head(u.storage_key)))
       violations.push(`erasure: deleted or rejected upload ${u.id} object ${u.storage_key} is still stored`);
-    for await (const o of store.list(`tenants/${u.tenant_id}/renditions/${u.id}/`))
+    for await (const o of store.list(renditionPrefix(u.tenant_id, u.id, u.storage_key)))
       violations.push(`erasure: deleted or rejected upload ${u.id} rendition object ${o.key} is still stored`);
   }
   const renditions = await allRenditions(pool);
   for (const r of renditions) {
-    const prefix = `tenants/${r.tenant_id}/renditions/${r.upload_id}/`;
+    const prefix = renditionPrefix(r.tenant_id, r.upload_id, r.upload_storage_key);
     if (!r.storage_key.startsWith(prefix))
       violations.push(`tenancy: rendition ${r.upload_id}/${r.name} object ${r.storage_key} is outside ${prefix}`);
     const head = await store.head(r.storage_key);
@@ -157,7 +161,8 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
       violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.upload_id} ${d.event_type}`);
   }
   let unreferencedObjects = 0;
-  for await (const o of store.list('tenants/')) if (!referenced.has(o.key)) unreferencedObjects++;
+  for (const root of storeRoots(await allStorageTargetIds(pool)))
+    for await (const o of store.list(`${root}tenants/`)) if (!referenced.has(o.key)) unreferencedObjects++;
   return {
     tenants: counts.tenants,
     uploads: counts.uploads,

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
 import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import type { EmbeddedPostgres } from './devstack/pglite-server';
-import { createStore } from './storage';
+import { createRoutedStore } from './targets/stores';
 import { createTenant } from './tenants';
 import {
   createTokenCommand,
@@ -189,9 +189,15 @@ program
     const config = loadConfig();
     const db = await openDatabase(config);
     try {
-      const report = await audit(db.pool, await createStore(config), {
+      const routed = await createRoutedStore(
+        config,
+        db.pool,
+        await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS),
+      );
+      const report = await audit(db.pool, routed.store, {
         keyRetentionSeconds: (config.IDEMPOTENCY_TTL_HOURS + config.TOMBSTONE_TTL_HOURS) * 3600,
       });
+      routed.close();
       if (opts.json) console.log(JSON.stringify(report, null, 2));
       else {
         console.table({

@@ -15,6 +15,7 @@ export const SCOPES = [
   'records:write',
   'uploads:hold',
   'uploads:purge',
+  'storage:manage',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

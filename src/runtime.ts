@@ -19,7 +19,7 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { pollingOnly, UploadProcessedListener } from './db/upload-processed';
 import { loadSecretBox } from './secret-box';
 import { noProgress, type StartProgress } from './start-watchdog';
-import { createStore } from './storage';
+import { createRoutedStore } from './targets/stores';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { PayloadKeyring, SealingCodec } from './codec/payload-codec';
@@ -115,8 +115,13 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
   progress.step('PostgreSQL (migrations)');
   await migrate(pool);
 
+  // Both roles: the API seals secrets, the worker opens webhook secrets to sign and targets' keys to store.
+  const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS);
+
   progress.step('the object store');
-  const store = await createStore(config);
+  const routed = await createRoutedStore(config, pool, box);
+  cleanups.push(async () => routed.close());
+  const store = routed.store;
 
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let uiUrl: string | undefined;
@@ -138,8 +143,6 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     uiUrl = dev.uiUrl;
   }
 
-  // Both roles: the API seals secrets, the worker opens webhook secrets to sign.
-  const box = await loadSecretBox(config.SECRETS_KEY, config.DATA_DIR, config.SECRETS_KEY_PREVIOUS);
   // One keyring per process: the API's client and the workers share its cached data keys.
   const keyring = config.PAYLOAD_ENCRYPTION ? new PayloadKeyring(pool, box) : undefined;
   // A process running a worker opens its activities' payloads a moment after sealing them (recent-seals.ts).

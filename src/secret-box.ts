@@ -14,6 +14,11 @@ export function pipelineSecretContext(tenantId: string, name: string): string {
   return `pipeline\n${tenantId}\n${name}`;
 }
 
+/** Associated data for a storage target's secret access key: it opens only for that target. */
+export function storageTargetSecretContext(targetId: string): string {
+  return `storage-target\n${targetId}`;
+}
+
 export function webhookSecretContext(endpointId: string): string {
   return `webhook-endpoint\n${endpointId}`;
 }

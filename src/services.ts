@@ -34,6 +34,7 @@ import { InFlightUploads } from './upload/in-flight';
 import { uploadRunningCheck } from './upload/upload-running';
 import type { IdempotentRouteOptions } from './http/idempotent-route';
 import { Intake } from './arrivals/intake';
+import { Placement } from './targets/placement';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
 import type { UploadWorkflowInput } from './temporal/definitions';
 
@@ -83,6 +84,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   const pipelines = new DeclaredPipelines(pool);
   const guard = { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS };
   const calls = new TenantCalls({ pool, secrets: box, http: new WebhookHttp(guard), guard });
+  const placement = new Placement({ pool, defaultResidency: config.STORAGE_RESIDENCY });
   const receiver = new UploadReceiver({
     pool,
     store,
@@ -92,6 +94,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers,
     admission: new Admission({ pipelines, calls }),
+    placement,
     downstream: downstreamSettings(config),
     subjectTag: (tenantId, subject) => subjectTag(box, tenantId, subject),
     runKeys: payloadKeys,
@@ -110,6 +113,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     temporal,
     receiver,
     admit: (upload) => intake.admit(upload),
+    placement,
     maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS,
   });
   const appended = {
@@ -172,7 +176,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
     uploadRunning: uploadRunningCheck(temporal),
   };
-  const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload) });
+  const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload), placement });
   const importBatches = new ImportBatches({
     pool,
     temporal,
@@ -191,6 +195,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     maxRendersInFlight: config.TENANT_MAX_RENDERS_IN_FLIGHT,
   });
   return {
+    placement,
     idempotency,
     images,
     receiver,

@@ -26,7 +26,7 @@ import { pipelineRoutes } from './routes/pipelines';
 import { imagePresetRoutes } from '../images/preset-routes';
 import { signedImageRoutes, uploadImageRoutes } from '../images/variant-routes';
 import { uploadStepRoutes } from './routes/upload-steps';
-import { reprocessRoutes } from './routes/reprocess';
+import { reprocessRoutes } from '../reprocess/routes';
 import { builtinPipeline } from '../pipelines/steps';
 import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
@@ -37,6 +37,7 @@ import { uploadRoutes } from './routes/uploads';
 import { signedDownloadRoutes, uploadContentRoutes } from '../downloads/routes';
 import { deletionRoutes } from './routes/deletions';
 import { recordWing } from '../record/wing';
+import { storageTargetWing } from '../targets/wing';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
@@ -156,7 +157,12 @@ export function createApp(deps: AppDeps) {
   );
   const keyCache = new CredentialCache();
   app.use('/admin/*', adminAuth(config.ADMIN_TOKEN));
-  app.route('/admin', adminTenantRoutes({ idempotency, pool, config, tenantDeletions, credentials: keyCache }));
+  app.route(
+    '/admin',
+    adminTenantRoutes({ idempotency, pool, config, tenantDeletions, credentials: keyCache, placement: services.placement }),
+  );
+  const storageTargets = storageTargetWing({ config, idempotency });
+  app.route('/admin', storageTargets.operator);
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
   app.route('/', codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }));
@@ -197,8 +203,9 @@ export function createApp(deps: AppDeps) {
     }),
   );
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
+  app.route('/v1/storage-targets', storageTargets.tenant);
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
-  app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines }));
+  app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines, placement: services.placement }));
   app.route(
     '/v1/pipelines',
     pipelineRoutes({

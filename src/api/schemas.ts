@@ -1,6 +1,7 @@
 // The schemas of the API's own resources (keys, tokens, endpoints, events, lists, downloads,
 // deletions, tenants, health): the requests their handlers validate and the answers the
 // OpenAPI test checks. What the doors share with them is in src/http/schemas.ts.
+import { TargetFilters, TokenStorageTarget, UploadStorageTarget } from '../targets/schemas';
 import { ARRIVAL_MODES, type ArrivalMode } from '../modes';
 import { z } from '@hono/zod-openapi';
 import { IdempotencyKey, instant, lifetimeSeconds, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor } from '../http/schemas';
@@ -52,6 +53,7 @@ export const CreateUploadToken = z
           'Hosts it may import from (`POST /v1/imports`; every redirect too). `*.example.com` covers the subdomains. Absent: the token may not import.',
         example: ['files.example.com'],
       }),
+    storageTarget: TokenStorageTarget.optional(),
   })
   .strict()
   .openapi('CreateUploadToken');
@@ -68,6 +70,7 @@ export const UploadToken = z
     metadata: z.record(z.string(), z.string()).nullable(),
     pipeline: z.string().nullable(),
     importHosts: z.array(z.string()).nullable(),
+    storageTarget: Uuid.nullable().openapi({ description: 'The storage target its uploads go to (null: as each names).' }),
     createdAt: z.string(),
     revokedAt: z.string().nullable(),
   })
@@ -75,70 +78,6 @@ export const UploadToken = z
 export const UploadTokenCreated = UploadToken.extend({
   token: shownOnce({ description: 'The bearer token (`oup_…`); shown in this answer and its replays only.' }),
 }).openapi('UploadTokenCreated');
-
-export const CreateTenant = z
-  .object({
-    name: z.string().trim().min(1).max(200).openapi({ example: 'Acme Photos' }),
-    dedupe: z
-      .enum(['off', 'sha256'])
-      .optional()
-      .openapi({ description: 'sha256: identical bytes under this tenant share one stored object (default off).' }),
-  })
-  .strict()
-  .openapi('CreateTenant');
-
-export const TenantSettings = z
-  .object({
-    retentionDays: z.number().int().min(1).max(36500).nullable().optional().openapi({
-      description: "Days the tenant's uploads are kept before the deletion workflow erases them; null keeps them.",
-      example: 30,
-    }),
-    imageSpecs: z.enum(['presets', 'any']).optional().openapi({
-      description: '`presets`: image option strings are served only through signed URLs (strict, the default); `any`: to the API key too.',
-    }),
-    deleteGraceHours: z.number().int().min(0).max(720).optional().openapi({
-      description:
-        'Hours a deleted upload can be restored (POST /v1/uploads/{id}/restore) before it is erased; 0 (the default) erases at once.',
-      example: 72,
-    }),
-  })
-  .strict()
-  .openapi('TenantSettings');
-
-export const Tenant = z
-  .object({
-    tenantId: Uuid,
-    name: z.string(),
-    dedupe: z.enum(['off', 'sha256']),
-    retentionDays: z.number().int().nullable(),
-    imageSpecs: z.enum(['presets', 'any']),
-    deleteGraceHours: z.number().int(),
-    status: z.enum(['active', 'deleting', 'deleted']).openapi({
-      description: '`deleting`: closed (its credentials refused, nothing new written), its uploads being erased; `deleted`: erased.',
-    }),
-    closedAt: z.string().nullable(),
-    erasedAt: z.string().nullable(),
-  })
-  .openapi('Tenant');
-
-export const TenantDeletion = z
-  .object({
-    tenantId: Uuid,
-    status: z.enum(['deleting', 'deleted']),
-    closedAt: z.string().nullable(),
-    erasedAt: z.string().nullable(),
-    uploadsErased: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: 'Uploads the deletion erased (on the answer of the DELETE that saw it finish).' }),
-    sessionsEnded: z.number().int().optional(),
-    dataKeysDestroyed: z.number().int().optional(),
-    objectsDeleted: z.number().int().optional().openapi({
-      description: "Objects left under the tenant's prefix after its uploads were erased (staged copies of runs the deletion ended).",
-    }),
-  })
-  .openapi('TenantDeletion');
 
 export const Scope = z.enum(SCOPES).openapi('Scope');
 export const CreateApiKey = z
@@ -164,6 +103,7 @@ export const Upload = UploadCreated.extend({
       '`committed`: stored and recorded; `processed`: downstream steps (renditions, webhooks) done; `deleted_pending`: deleted, restorable until `restorableUntil`; `deleted`: erased (the row stays, without its bytes or personal metadata).',
   }),
   restorableUntil: z.string().nullable().openapi({ description: 'While deleted_pending: until when POST …/restore brings it back.' }),
+  storageTarget: UploadStorageTarget,
   idempotencyKey: z.string(),
   deletedAt: z.string().nullable().openapi({ description: 'When the upload was deleted (its bytes stopped being served).' }),
   erasedAt: z.string().nullable().openapi({ description: 'When its bytes, renditions and personal metadata were gone.' }),
@@ -294,6 +234,7 @@ export const ListUploadsQuery = z
       .optional()
       .openapi({ description: 'Only uploads whose file name starts with this, ignoring case.', example: 'invoice' }),
     ...LabelFilters.shape,
+    ...TargetFilters.shape,
   })
   .strict();
 
@@ -372,10 +313,6 @@ export const ApiKeyCreated = ApiKey.extend({
   }),
 }).openapi('ApiKeyCreated');
 export const ApiKeyList = z.object({ data: z.array(ApiKey), nextCursor: NextCursor }).openapi('ApiKeyList');
-
-export const TenantCreated = z
-  .object({ tenantId: Uuid, name: z.string(), dedupe: z.enum(['off', 'sha256']), createdAt: z.string(), apiKey: ApiKeyCreated })
-  .openapi('TenantCreated');
 
 export const Health = z
   .object({

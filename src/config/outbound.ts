@@ -6,6 +6,8 @@ import { bool } from './values';
 export const outboundSettings = {
   /** Allow imports from loopback/private addresses (development, tests). */
   IMPORT_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Allow storage targets (POST /v1/storage-targets) on loopback/private addresses (development, tests, a store inside the operator's network). */
+  STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Redirects an import follows, each checked like the first URL. */
   IMPORT_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5),
   /** An import's connect timeout. */

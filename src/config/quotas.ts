@@ -27,6 +27,8 @@ export const quotaSettings = {
   TENANT_MAX_PROGRESS_SOCKETS: z.coerce.number().int().min(1).max(100_000).default(64),
   /** Image renders of one tenant running at once (a new cold variant past it: `429`). */
   TENANT_MAX_RENDERS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(8),
+  /** Storage targets one tenant may register; one more is `409 quota_exceeded`. */
+  TENANT_MAX_STORAGE_TARGETS: z.coerce.number().int().min(1).max(1000).default(16),
   /** Image preset names per tenant; one more is `409 quota_exceeded`. */
   TENANT_MAX_IMAGE_PRESETS: z.coerce.number().int().min(1).max(10_000).default(64),
   /** Live webhook endpoints per tenant; one more is `409 quota_exceeded`. */

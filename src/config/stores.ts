@@ -55,4 +55,10 @@ export const storeSettings = {
   S3_SSE: optionalString.pipe(z.enum(['AES256', 'aws:kms']).optional()),
   /** The KMS key for S3_SSE=aws:kms (unset: the bucket's default key). */
   S3_SSE_KMS_KEY_ID: optionalString,
+  /**
+   * The residency label of the instance's store (the default target), checked against a tenant's
+   * required residency like a registered target's.
+   * @default unset: no label
+   */
+  STORAGE_RESIDENCY: optionalString,
 };

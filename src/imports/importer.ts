@@ -17,7 +17,8 @@ import { importView, type ImportView } from './view';
 import type { SecretBox } from '../secret-box';
 import { assertGrantLive, hostListed, type UploadGrant } from '../tokens/grant';
 import { ImportFailure, Origins } from './origin';
-import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
+import { uploadWorkflowId } from '../temporal/ids';
+import type { Placement } from '../targets/placement';
 import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
@@ -33,6 +34,8 @@ export interface ImporterDeps {
   config: Config;
   /** The intake's admission of a new upload (token live and limits, pipeline, validation hook). */
   admit: (upload: DeclaredUpload) => Promise<void>;
+  /** Which storage target a new import's object goes to. */
+  placement: Pick<Placement, 'prefixFor'>;
 }
 
 /** The longest a look at a file (Uppy's url/meta) waits for the origin. */
@@ -201,7 +204,13 @@ export class Importer {
   private async startRun(req: UploadRequest, row: ImportRow, body: ImportBody, upload: DeclaredUpload, created: boolean) {
     const { config, temporal, pool } = this.deps;
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
-    const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${row.id}`;
+    const keyPrefix = await this.deps.placement.prefixFor({
+      tenantId: req.tenantId,
+      idempotencyKey: req.idempotencyKey,
+      storageTarget: req.storageTarget,
+      pinnedTarget: req.grant?.storageTarget,
+    });
+    const storageKey = `${keyPrefix}${row.id}`;
     const spec: ImportSpec = {
       uploadId: row.id,
       url: body.url,

@@ -17,6 +17,7 @@ export interface ImportBody {
   contentType?: string;
   pipeline?: string;
   expiresAt?: string;
+  storageTarget?: string;
   headers?: Record<string, string>;
   /** An item of a batch with an S3 source: what signs each read (never part of a request at the door). */
   s3?: S3Access;
@@ -62,6 +63,7 @@ export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadR
       expiresAt: upload.expiresAt,
       pipeline: upload.pipeline,
       labels: upload.labels,
+      storageTarget: upload.storageTarget,
     }),
     contentType: upload.contentType,
     fileName: upload.fileName,
@@ -70,6 +72,7 @@ export function importRequest(upload: DeclaredUpload, body: ImportBody): UploadR
     ...(upload.expiresAt ? { expiresAt: upload.expiresAt } : {}),
     ...(upload.pipeline ? { pipeline: upload.pipeline } : {}),
     ...(upload.labels ? { labels: upload.labels } : {}),
+    ...(upload.storageTarget ? { storageTarget: upload.storageTarget } : {}),
     ...(upload.grant ? { grant: upload.grant } : {}),
     mode: 'import',
   };

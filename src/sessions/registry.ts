@@ -12,7 +12,8 @@ import { countLive, QuotaReached } from '../db/queries/quotas';
 import { dependency, problem } from '../errors';
 import type { SessionMode } from '../modes';
 import type { ObjectStore } from '../storage/store';
-import { keyStoragePrefix, uploadWorkflowId } from '../temporal/ids';
+import { uploadWorkflowId } from '../temporal/ids';
+import type { Placement } from '../targets/placement';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
@@ -30,6 +31,8 @@ export interface RegistryDeps {
   receiver: UploadReceiver;
   /** Refuses a new session its caller, token or pipeline does not admit (the doors' intake); a replay is not asked. */
   admit: (upload: DeclaredUpload) => Promise<void>;
+  /** Which storage target a new session's object goes to. */
+  placement: Pick<Placement, 'prefixFor'>;
   /** Sessions of every mode a tenant may have open (not yet committed) at once. */
   maxOpenSessions: number;
 }
@@ -75,6 +78,7 @@ export class SessionRegistry {
       expiresAt: u.expiresAt,
       pipeline: u.pipeline,
       labels: u.labels,
+      storageTarget: u.storageTarget,
     });
     const db = this.deps.pool;
     const existing = await dependency('database_unavailable', () => findSessionByKey(db, u.tenantId, u.key));
@@ -91,7 +95,13 @@ export class SessionRegistry {
       throw tooManySessions(this.deps.maxOpenSessions);
 
     const id = randomUUID();
-    const storageKey = `${keyStoragePrefix(u.tenantId, u.key)}${id}`;
+    const keyPrefix = await this.deps.placement.prefixFor({
+      tenantId: u.tenantId,
+      idempotencyKey: u.key,
+      storageTarget: u.storageTarget,
+      pinnedTarget: u.grant?.storageTarget,
+    });
+    const storageKey = `${keyPrefix}${id}`;
     const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, u.contentType));
     // A multipart no row names: the store's multipart expiry (and housekeeping) ends it.
     const abort = () => (multipartId ? this.deps.store.abortParts(storageKey, multipartId).catch(() => {}) : undefined);

@@ -19,6 +19,8 @@ export interface UploadGrant {
   pipeline?: string;
   /** Hosts it may import from (an entry `*.example.com` covers its subdomains); absent: none. */
   importHosts?: string[];
+  /** The storage target (id) every upload made with it is stored in. */
+  storageTarget?: string;
 }
 
 /**

@@ -23,6 +23,8 @@ export interface UploadTokenLimits {
   pipeline?: string;
   /** Hosts it may import from (POST /v1/imports); absent: it may not import. */
   importHosts?: string[];
+  /** The storage target (id) its uploads go to. */
+  storageTarget?: string;
 }
 
 export async function mintUploadToken(
@@ -42,6 +44,7 @@ export async function mintUploadToken(
     metadata: limits.metadata ?? null,
     pipeline: limits.pipeline ?? null,
     import_hosts: limits.importHosts?.map((h) => h.toLowerCase()) ?? null,
+    storage_target: limits.storageTarget ?? null,
   });
   return { token, row };
 }
@@ -57,6 +60,7 @@ export function grantOf(row: UploadTokenRow): UploadGrant {
     expiresAt: row.expires_at.toISOString(),
     ...(row.pipeline ? { pipeline: row.pipeline } : {}),
     ...(row.import_hosts ? { importHosts: row.import_hosts } : {}),
+    ...(row.storage_target ? { storageTarget: row.storage_target } : {}),
   };
 }
 

@@ -20,6 +20,8 @@ export interface FingerprintParts {
   pipeline?: string;
   /** Its metadata and tags, when sent: the same key with other ones is another request. */
   labels?: UploadLabels;
+  /** The storage target it names, when it names one: the same key with another target is another request. */
+  storageTarget?: string;
 }
 
 /** `value` with every object's keys in order: the same metadata sent in another key order is the same request. */
@@ -39,6 +41,7 @@ export function fingerprint(p: FingerprintParts): string {
   if (p.expiresAt !== undefined) parts.push({ expiresAt: p.expiresAt });
   if (p.pipeline !== undefined) parts.push({ pipeline: p.pipeline });
   if (p.labels !== undefined) parts.push({ labels: sortedKeys(p.labels) });
+  if (p.storageTarget !== undefined) parts.push({ storageTarget: p.storageTarget });
   const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -25,6 +25,7 @@ import type { UploadWorkflow } from '../temporal/definitions';
 import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from './offer';
 import { CopySettler, type DeliveryEnd } from './settle';
 import { stageBody } from './stage';
+import type { Placement } from '../targets/placement';
 import { checkArrived } from './grant-limits';
 import type { Admission, Arrival } from './admission';
 
@@ -40,6 +41,8 @@ export interface ReceiveDeps {
   answers: AnswerCache;
   /** What a new upload must pass before it is read (its pipeline, the pipeline's validation hook). */
   admission: Admission;
+  /** Which storage target a new upload's objects go to. */
+  placement: Pick<Placement, 'prefixFor'>;
   /**
    * The keyed pseudonym an upload token's subject is searchable by (OncelySubject): search
    * attributes stay in clear in Temporal, so they never hold the subject itself.
@@ -96,8 +99,18 @@ export class UploadReceiver {
     await this.deps.admission.admit(req, arrival);
   }
 
+  /** Where the key's objects go: its storage target, decided before any byte (403 / 422 when it may not). */
+  private keyPrefix(req: UploadRequest): Promise<string> {
+    return this.deps.placement.prefixFor({
+      tenantId: req.tenantId,
+      idempotencyKey: req.idempotencyKey,
+      storageTarget: req.storageTarget,
+      pinnedTarget: req.grant?.storageTarget,
+    });
+  }
+
   async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {
-    return this.deliver(req, await stageBody(this.deps.store, req, body), waitMs);
+    return this.deliver(req, await stageBody(this.deps.store, await this.keyPrefix(req), req, body), waitMs);
   }
 
   /**
@@ -113,7 +126,7 @@ export class UploadReceiver {
     identify: (bytes: number, sha256: string) => Promise<UploadRequest>,
     arrival: Omit<Arrival, 'bytes'>,
   ): Promise<UploadOutcome> {
-    const staged = await stageBody(this.deps.store, base, body, { exact: false });
+    const staged = await stageBody(this.deps.store, await this.keyPrefix(base), base, body, { exact: false });
     let req: UploadRequest;
     try {
       req = await identify(staged.bytes, staged.sha256);

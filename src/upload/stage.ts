@@ -6,21 +6,24 @@ import { finished, pipeline } from 'node:stream/promises';
 import { problem, Problem } from '../errors';
 import { metrics } from '../metrics';
 import type { ObjectStore } from '../storage/store';
-import { keyStoragePrefix } from '../temporal/ids';
 import { BodyMeter } from './body-meter';
 import { onClientGone } from './client-gone';
 import { stagedCopy } from './staged-copy';
 import type { StagedCopy, UploadRequest } from './types';
 
-/** With `exact: false` the body's length is unknown (a form's file part): `req.declaredBytes` is its maximum. */
+/**
+ * With `exact: false` the body's length is unknown (a form's file part): `req.declaredBytes` is
+ * its maximum. `keyPrefix`: where the key's objects go (src/targets/placement.ts).
+ */
 export async function stageBody(
   store: ObjectStore,
+  keyPrefix: string,
   req: UploadRequest,
   body: Readable,
   opts: { exact: boolean } = { exact: true },
 ): Promise<StagedCopy> {
   const attemptId = randomUUID();
-  const storageKey = `${keyStoragePrefix(req.tenantId, req.idempotencyKey)}${attemptId}`;
+  const storageKey = `${keyPrefix}${attemptId}`;
   const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
   const stopWatching = onClientGone(body, () => meter.abort());
   const piped = pipeline(body, meter).catch(() => {}); // the meter's own failure is the verdict, read below

@@ -22,6 +22,8 @@ export interface UploadRequest {
   mode?: ArrivalMode;
   /** Its metadata and tags as sent (the token's metadata merged in); absent: none. */
   labels?: UploadLabels;
+  /** The storage target it names (an id or a name; src/targets/placement.ts); absent: the tenant's default. */
+  storageTarget?: string;
 }
 
 /** An upload's own record as it is sent with it: metadata and tags (src/http/parse/labels.ts). */
@@ -53,6 +55,8 @@ export interface DeclaredUpload {
   pipeline?: string;
   /** Its metadata and tags, the token's metadata merged in; absent: none. */
   labels?: UploadLabels;
+  /** The storage target it names (an id or a name); absent: the token's pin or the tenant's default. */
+  storageTarget?: string;
   /** The upload token it is made with. */
   grant?: UploadGrant;
   caller: Caller;

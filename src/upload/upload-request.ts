@@ -5,7 +5,10 @@ import { fingerprint } from './fingerprint';
 import type { DeclaredUpload, UploadRequest } from './types';
 
 export function oneRequestUpload(
-  r: Pick<DeclaredUpload, 'tenantId' | 'key' | 'contentType' | 'sha256' | 'fileName' | 'expiresAt' | 'pipeline' | 'labels' | 'grant'> & {
+  r: Pick<
+    DeclaredUpload,
+    'tenantId' | 'key' | 'contentType' | 'sha256' | 'fileName' | 'expiresAt' | 'pipeline' | 'labels' | 'storageTarget' | 'grant'
+  > & {
     bytes: number;
   },
 ): UploadRequest {
@@ -23,6 +26,7 @@ export function oneRequestUpload(
       expiresAt: r.expiresAt,
       pipeline: r.pipeline,
       labels: r.labels,
+      storageTarget: r.storageTarget,
     }),
     contentType: r.contentType,
     fileName: r.fileName,
@@ -31,6 +35,7 @@ export function oneRequestUpload(
     ...(r.expiresAt ? { expiresAt: r.expiresAt } : {}),
     ...(r.pipeline ? { pipeline: r.pipeline } : {}),
     ...(r.labels ? { labels: r.labels } : {}),
+    ...(r.storageTarget ? { storageTarget: r.storageTarget } : {}),
     ...(r.grant ? { grant: r.grant } : {}),
     mode: 'upload',
   };

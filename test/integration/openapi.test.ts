@@ -5,16 +5,8 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUEST_HEADERS } from '../../src/api/app';
-import {
-  ApiKeyCreated,
-  ApiKeyList,
-  Health,
-  IdempotencyKeyState,
-  Readiness,
-  TenantCreated,
-  UploadDetail,
-  UploadList,
-} from '../../src/api/schemas';
+import { ApiKeyCreated, ApiKeyList, Health, IdempotencyKeyState, Readiness, UploadDetail, UploadList } from '../../src/api/schemas';
+import { TenantCreated } from '../../src/api/tenant-schemas';
 import { DownloadUrl } from '../../src/downloads/schemas';
 import { WebhookEndpointCreated, WebhookEndpointList } from '../../src/api/webhook-schemas';
 import { ProblemDetails, UploadCreated } from '../../src/http/schemas';

@@ -54,6 +54,7 @@ function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: 
   const receiver = new UploadReceiver({
     pool,
     store,
+    placement: { prefixFor: async () => 'tenants/t/keys/k/' },
     temporal,
     taskQueue: 'q',
     receiveTimeoutSeconds: 60,

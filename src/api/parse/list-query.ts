@@ -33,6 +33,8 @@ export function parseListQuery(query: Record<string, string>): { filter: UploadF
       fileNamePrefix: q.fileNamePrefix,
       tags: q.tag,
       metadata: q.metadata ? Object.entries(q.metadata) : undefined,
+      storageTarget: q.storageTarget === 'default' ? null : q.storageTarget,
+      residency: q.residency,
     },
     after: q.cursor === undefined ? undefined : decodeCursor(q.cursor, UUID_ID),
     limit: q.limit ?? 50,

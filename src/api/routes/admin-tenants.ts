@@ -4,6 +4,7 @@
 // (or attaches to) its deletion, `tenant-delete/{id}`. Creating is idempotent like every
 // mutating route (keys under the reserved operator tenant; the answer, which holds the new
 // key, is stored sealed); a repeated DELETE attaches to the one deletion.
+import type { Placement } from '../../targets/placement';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
@@ -29,7 +30,7 @@ import {
   jsonRequestBody,
   pagedListRoute,
 } from '../../http/openapi';
-import { CreateTenant, Tenant, TenantCreated, TenantDeletion, TenantSettings } from '../schemas';
+import { CreateTenant, Tenant, TenantCreated, TenantDeletion, TenantSettings } from '../tenant-schemas';
 import { PreferHeader, Uuid } from '../../http/schemas';
 import { creationOrderPage } from '../../http/list-query';
 import { apiKeyView } from './api-keys';
@@ -51,7 +52,7 @@ const updateTenantRoute = createRoute({
   method: 'patch',
   path: '/tenants/{id}',
   tags: ['operators'],
-  summary: "Change a tenant's settings: retentionDays, imageSpecs, deleteGraceHours (those given; the others are kept)",
+  summary: "Change a tenant's settings: retentionDays, imageSpecs, deleteGraceHours, residency (those given; the others are kept)",
   description:
     'Uploads older than `retentionDays` are erased by the deletion workflow (the expire-uploads Schedule starts one per due upload, ' +
     'every RETENTION_SWEEP_SECONDS), as DELETE would. Applies to the uploads already stored too; null keeps uploads until deleted. ' +
@@ -68,6 +69,7 @@ const updateTenantRoute = createRoute({
       'not_found',
       'tenant_deleted',
       'body_invalid',
+      'residency_mismatch',
       'payload_too_large',
       'database_unavailable',
       'internal_error',
@@ -157,6 +159,8 @@ function tenantView(t: TenantSettingsRow) {
     retentionDays: t.retention_days,
     imageSpecs: t.image_specs,
     deleteGraceHours: t.delete_grace_hours,
+    defaultStorageTarget: t.default_storage_target,
+    residency: t.residency,
     status: statusOf(t),
     closedAt: t.closed_at?.toISOString() ?? null,
     erasedAt: t.erased_at?.toISOString() ?? null,
@@ -168,6 +172,7 @@ export function adminTenantRoutes(deps: {
   pool: Pool;
   config: Config;
   tenantDeletions: TenantDeletions;
+  placement: Pick<Placement, 'assertDefaultIn'>;
   /** This process's credential cache: a deleted tenant's keys are refused here at once. */
   credentials: CredentialCache;
 }) {
@@ -213,6 +218,7 @@ export function adminTenantRoutes(deps: {
   route(app, updateTenantRoute, async function updateTenant(c) {
     const tenant = await tenantOf(c);
     const body = await jsonBody(c, TenantSettings);
+    if (body.residency) await deps.placement.assertDefaultIn(tenant.id, body.residency);
     const row = tenant.closed_at ? undefined : await dependency('database_unavailable', () => setTenantSettings(pool, tenant.id, body));
     if (!row) throw problem('tenant_deleted', 'This tenant is deleted; its settings no longer change.');
     return c.json(tenantView(row), 200);

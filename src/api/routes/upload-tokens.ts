@@ -1,6 +1,7 @@
 // /v1/upload-tokens: an app's backend mints a token for one end user and one purpose, hands
 // it to the browser, and revokes it when it likes. The token is shown in the creation answer
 // (and its idempotent replays, stored sealed); only its hash is kept.
+import type { Placement } from '../../targets/placement';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Config } from '../../config';
 import { findUploadToken, pageUploadTokens, revokeUploadToken, type UploadTokenRow } from '../../db/queries/upload-tokens';
@@ -37,6 +38,7 @@ export function uploadTokenView(t: UploadTokenRow) {
     metadata: t.metadata,
     pipeline: t.pipeline,
     importHosts: t.import_hosts,
+    storageTarget: t.storage_target,
     createdAt: t.created_at.toISOString(),
     revokedAt: t.revoked_at?.toISOString() ?? null,
   };
@@ -51,7 +53,14 @@ const createTokenRoute = createRoute({
   request: idempotentJsonRequest(CreateUploadToken, { expiresInSeconds: 900, maxBytes: 10000000, allowedTypes: ['image/*'] }),
   responses: {
     201: createdResponse('Created; `token` is the bearer.', UploadTokenCreated, { location: true }),
-    ...problems(...COMMON_V1_PROBLEMS, ...IDEMPOTENT_PROBLEMS, 'temporal_unavailable', 'pipeline_unknown'),
+    ...problems(
+      ...COMMON_V1_PROBLEMS,
+      ...IDEMPOTENT_PROBLEMS,
+      'temporal_unavailable',
+      'pipeline_unknown',
+      'storage_target_unknown',
+      'residency_mismatch',
+    ),
   },
 });
 
@@ -94,6 +103,7 @@ export function uploadTokenRoutes(deps: {
   cache: CredentialCache;
   config: Config;
   pipelines: DeclaredPipelines;
+  placement: Pick<Placement, 'targetFor'>;
 }) {
   const app = router();
   const { pool } = deps.idempotency;
@@ -105,8 +115,13 @@ export function uploadTokenRoutes(deps: {
     if (expiresInSeconds > max) throw problem('body_invalid', `expiresInSeconds must be at most ${max} (UPLOAD_TOKEN_MAX_SECONDS).`);
     // A token for a pipeline the tenant has not declared would refuse every upload.
     await deps.pipelines.assertDeclared(c.get('tenantId'), parsePipelineName(body.pipeline, 'body_invalid'));
+    // A token pins a target by id: the one its name names now, checked as its uploads will be.
+    const storageTarget = body.storageTarget
+      ? ((await deps.placement.targetFor({ tenantId: c.get('tenantId'), idempotencyKey: '', storageTarget: body.storageTarget })) ??
+        undefined)
+      : undefined;
     const { token, row } = await dependency('database_unavailable', () =>
-      mintUploadToken(pool, c.get('tenantId'), { ...body, expiresInSeconds }),
+      mintUploadToken(pool, c.get('tenantId'), { ...body, expiresInSeconds, storageTarget }),
     );
     return c.json({ ...uploadTokenView(row), token }, 201, { location: `/v1/upload-tokens/${row.id}` });
   });

@@ -29,6 +29,7 @@ export function uploadRoutes(deps: { pool: Pool; config: Config; processed: Proc
 
   route(app, listUploadsRoute, async function listTenantUploads(c) {
     const { filter, after, limit } = parseListQuery(c.req.query());
+    if (filter.residency) filter.residencyIsDefault = filter.residency === config.STORAGE_RESIDENCY;
     // One row more than the page tells whether another page follows.
     const rows = await dependency('database_unavailable', () => listUploads(pool, c.get('tenantId'), filter, after, limit + 1));
     const page = rows.slice(0, limit);
@@ -119,6 +120,7 @@ export function uploadView(row: UploadRow) {
     version: row.record_version,
     legalHold: holdView(row),
     storageKey: row.storage_key,
+    storageTarget: row.storage_target ?? null,
     bytes: Number(row.bytes),
     sha256: row.sha256,
     contentType: row.content_type,

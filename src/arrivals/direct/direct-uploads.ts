@@ -6,6 +6,7 @@
 // (completeSession) are the same.
 import type { Readable } from 'node:stream';
 import { findSharedObject } from '../../db/queries/records';
+import { parseAddress } from '../../storage/address';
 import { findSessionById, idleExpiry, type SessionRow } from '../../db/queries/sessions';
 import { dependency, problem } from '../../errors';
 import { completeSession } from '../../sessions/complete';
@@ -69,8 +70,11 @@ export class DirectUploads {
     };
     const { session, replayed } = await this.deps.sessions.create({ upload: r, uploadMetadata: '', metadata: {} }, kind);
     if (session.state === 'open') {
-      // Instant upload: a deduping tenant already stores these bytes; nothing moves.
-      const shared = await dependency('database_unavailable', () => findSharedObject(this.deps.pool, r.tenantId, r.sha256, r.bytes));
+      // Instant upload: a deduping tenant already stores these bytes on the session's target; nothing moves.
+      const { targetId } = parseAddress(session.storage_key);
+      const shared = await dependency('database_unavailable', () =>
+        findSharedObject(this.deps.pool, r.tenantId, r.sha256, r.bytes, targetId),
+      );
       if (shared) {
         const outcome = await this.complete(r.tenantId, session.id, waitMs, (s) => this.sharedCopy(s, shared));
         const now = await this.deps.sessions.find(r.tenantId, session.id, 'direct');

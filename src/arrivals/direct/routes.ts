@@ -3,6 +3,7 @@
 // POST /v1/uploads and answers the same upload JSON, replayed under the key ever after.
 // The Idempotency-Key owns the session: the same request again gets the same session with
 // fresh URLs; another size, hash, type or name is 422.
+import { parseStorageTarget } from '../../targets/schemas';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
@@ -197,6 +198,7 @@ export function directUploadRoutes(deps: { direct: DirectUploads; config: Config
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
       labels: labelsOf(body.metadata, body.tags),
+      storageTarget: parseStorageTarget(body.storageTarget, 'body_invalid'),
     });
     const { waitMs } = parsePrefer(header(c, 'prefer'), config.DEFAULT_WAIT_SECONDS, config.MAX_WAIT_SECONDS);
     const { plan, replayed } = await direct.plan(upload, waitMs, parentOf(c.get('principal')));

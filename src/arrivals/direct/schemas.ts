@@ -1,4 +1,5 @@
 // The direct mode's requests and answers: its plan, part and completion bodies.
+import { StorageTargetName } from '../../targets/schemas';
 import { z } from '@hono/zod-openapi';
 import { ExpiresAt, FileNameField, Metadata, Tags } from '../../http/schemas';
 import { MEDIA_TYPE_PATTERN } from '../../upload/media-type';
@@ -24,6 +25,7 @@ export const CreateDirectUpload = z
       .openapi({ description: "The pipeline to run once it is committed; absent: the tenant's `default`.", example: 'photos' }),
     metadata: Metadata.optional(),
     tags: Tags.optional(),
+    storageTarget: StorageTargetName.optional(),
   })
   .strict()
   .openapi('CreateDirectUpload');

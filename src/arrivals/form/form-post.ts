@@ -6,6 +6,7 @@
 // request" is the file, not the envelope (the boundary and the part headers vary between
 // clients): the file part's bytes (length and SHA-256), its media type and the file name.
 // So a form post's fingerprint is known once its file is in, and a retry is recognised then.
+import { parseStorageTarget } from '../../targets/schemas';
 import busboy from 'busboy';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -98,8 +99,11 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
       }
       fileSeen = true;
       let contentType: string;
+      // The file's objects go where the fields before it say: storageTarget must precede the file part.
+      let storageTarget: string | undefined;
       try {
         contentType = parseContentType(info.mimeType);
+        storageTarget = parseStorageTarget(fields.storageTarget, 'form_invalid');
         checkDeclared(f.grant, { contentType });
       } catch (err) {
         fail(err as Problem);
@@ -117,6 +121,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         declaredBytes: f.maxBytes,
         declaredSha256: null,
         ...(f.grant ? { grant: f.grant } : {}),
+        ...(storageTarget ? { storageTarget } : {}),
         mode: 'form',
       };
       stream.once('limit', () => {
@@ -147,7 +152,10 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
             expiresAt: parseExpiresAt(fields.expiresAt, 'form_invalid'),
             pipeline: parsePipelineName(fields.pipeline, 'form_invalid'),
             labels: labelsOf(parseMetadataText(fields.metadata, 'form_invalid'), parseTagsText(fields.tags, 'form_invalid')),
+            storageTarget: parseStorageTarget(fields.storageTarget, 'form_invalid'),
           });
+          if (parseStorageTarget(fields.storageTarget, 'form_invalid') !== storageTarget)
+            throw problem('form_invalid', 'The storageTarget field must come before the file part.');
           const req: UploadRequest = {
             ...base,
             fileName,
@@ -167,6 +175,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
               expiresAt,
               pipeline,
               labels,
+              storageTarget,
             }),
           };
           return req;

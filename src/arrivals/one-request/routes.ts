@@ -1,5 +1,6 @@
 // POST /v1/uploads, the one-request door: the raw file as the body (or a form post), under the
 // key rule; a request that speaks the resumable-upload draft is upgraded to it.
+import { parseStorageTarget } from '../../targets/schemas';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Config } from '../../config';
 import { problem } from '../../errors';
@@ -74,6 +75,7 @@ export function oneRequestRoutes(deps: {
       expiresAt: parseExpiresAt(header(c, 'x-expires-at'), 'header_invalid'),
       pipeline: parsePipelineName(header(c, 'x-pipeline'), 'header_invalid'),
       labels: labelsOf(parseMetadataText(header(c, 'x-metadata'), 'header_invalid'), parseTagsText(header(c, 'x-tags'), 'header_invalid')),
+      storageTarget: parseStorageTarget(header(c, 'x-storage-target'), 'header_invalid'),
     });
     const req = oneRequestUpload(upload);
     c.set('idempotencyKey', key);

@@ -6,6 +6,7 @@
 // upload answers with the upload's own 201 (and Upload-Complete: ?1), and any later append
 // or retried creation replays it. Version rules live in src/arrivals/rufh/protocol.ts; the
 // sessions are the core's appended sessions (src/sessions/appended.ts).
+import { parseStorageTarget } from '../../targets/schemas';
 import { parse as parseDisposition } from 'content-disposition';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
@@ -205,6 +206,7 @@ async function create(c: Context<AppEnv>, deps: ResumableDeps, d: Dialect): Prom
         parseMetadataText(header(c, 'x-metadata') ?? metadata.metadata, 'header_invalid'),
         parseTagsText(header(c, 'x-tags') ?? metadata.tags, 'header_invalid'),
       ),
+      storageTarget: parseStorageTarget(header(c, 'x-storage-target') ?? metadata.storageTarget, 'header_invalid'),
     },
     uploadLimit(d, { maxSize: deps.intake.maxBytes }),
   );

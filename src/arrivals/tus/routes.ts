@@ -3,6 +3,7 @@
 // POST /v1/uploads: the Idempotency-Key owns the session (the same creation again gets the
 // same upload URL), and the final PATCH answers after the commit. Protocol details are in
 // src/arrivals/tus/protocol.ts; sessions and their commit in the session core (src/sessions/appended.ts).
+import { parseStorageTarget } from '../../targets/schemas';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
@@ -261,6 +262,7 @@ export function tusRoutes(deps: { sessions: AppendedSessions; config: Config; in
       expiresAt: parseExpiresAt(metadata.expiresAt, 'header_invalid'),
       pipeline: parsePipelineName(metadata.pipeline, 'header_invalid'),
       labels: labelsOf(parseMetadataText(metadata.metadata, 'header_invalid'), parseTagsText(metadata.tags, 'header_invalid')),
+      storageTarget: parseStorageTarget(metadata.storageTarget, 'header_invalid'),
     });
     const { session, replayed } = await sessions.create({ upload, uploadMetadata, metadata });
     c.set('outcome', replayed ? 'replayed' : 'created');

@@ -1,6 +1,7 @@
 // @uppy/aws-s3's companion routes (src/arrivals/uppy/uppy-companion.ts), at
 // /uppy/{token}/s3/…, where {token} is the tenant-scoped credential the page got from
 // POST /v1/uppy-endpoints (Uppy sends no Authorization header to a companion).
+import { parseStorageTarget } from '../../targets/schemas';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';
@@ -229,6 +230,8 @@ export function uppyCompanionRoutes(deps: { uppy: UppyCompanion; receiver: Uploa
     );
     if (labels?.metadata) fields.metadata = JSON.stringify(labels.metadata);
     if (labels?.tags) fields.tags = labels.tags.join(',');
+    const storageTarget = parseStorageTarget(c.req.query('metadata[storageTarget]'), 'query_invalid');
+    if (storageTarget) fields.storageTarget = storageTarget;
     // Absolute: Uppy builds the object's location from it with new URL().
     return c.json(
       { method: 'POST' as const, url: absoluteUrl(c, config.PUBLIC_URL, `/uppy/${c.req.param('token')}/s3/form`), fields },
@@ -304,11 +307,13 @@ function uppyFile(body: { filename?: unknown; type?: unknown; metadata?: unknown
       ? parseTagsText(metadata.tags, 'body_invalid')
       : parseLabelValues({ tags: metadata.tags }, 'body_invalid')?.tags,
   );
+  const storageTarget = parseStorageTarget(metadata.storageTarget, 'body_invalid');
   return {
     declared: {
       ...(expiresAt ? { expiresAt } : {}),
       ...(pipeline ? { pipeline } : {}),
       ...(labels ? { labels } : {}),
+      ...(storageTarget ? { storageTarget } : {}),
       key: keyOf(metadata),
       contentType: parseContentType(typeof body.type === 'string' && body.type !== '' ? body.type : undefined),
       fileName: name === undefined ? null : parseFileName(encodeURIComponent(name)),

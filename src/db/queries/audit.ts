@@ -107,13 +107,13 @@ export async function* allUploads(db: Queryable): AsyncIterable<AuditedUpload> {
 
 export async function allRenditions(
   db: Queryable,
-): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string }[]> {
+): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string; upload_storage_key: string }[]> {
   // Image variants are renditions made on request: named `images/{spec}` here.
   const res = await db.query(
-    `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes
+    `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes, u.storage_key AS upload_storage_key
        FROM renditions r JOIN uploads u ON u.id = r.upload_id
      UNION ALL
-     SELECT v.upload_id, u.tenant_id, 'images/' || v.spec, v.storage_key, v.bytes
+     SELECT v.upload_id, u.tenant_id, 'images/' || v.spec, v.storage_key, v.bytes, u.storage_key
        FROM image_variants v JOIN uploads u ON u.id = v.upload_id
      ORDER BY 1, 3`,
   );

@@ -16,6 +16,8 @@ const LIVE_ROWS = {
   renders_in_flight: 'SELECT count(*)::int AS n FROM image_renders WHERE tenant_id = $1 AND expires_at > now()',
   // Declared names (a name is never removed: its versions are what uploads recorded).
   pipelines: 'SELECT count(DISTINCT name)::int AS n FROM pipeline_versions WHERE tenant_id = $1',
+  // Registered storage targets (a removed one frees its slot).
+  storage_targets: 'SELECT count(*)::int AS n FROM storage_targets WHERE tenant_id = $1 AND deleted_at IS NULL',
   // Declared image presets, by name (kept for the same reason).
   image_presets: 'SELECT count(DISTINCT name)::int AS n FROM image_presets WHERE tenant_id = $1',
 } as const;

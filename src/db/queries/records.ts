@@ -8,6 +8,10 @@ import { insertUploadIfAbsent, type NewUpload } from './uploads';
 import { countTokenUpload } from './upload-tokens';
 import type { StoredResponse } from '../../upload/types';
 import { keyStoragePrefix } from '../../temporal/ids';
+import { parseAddress } from '../../storage/address';
+
+/** stored_objects' unique index: content is shared within one storage target (migration 038). */
+const SAME_TARGET = "coalesce(storage_target, '00000000-0000-0000-0000-000000000000'::uuid)";
 import type { PipelineVersion } from '../../pipelines/steps';
 import { latestPipelineVersion } from './pipelines';
 import { endImport } from './imports';
@@ -197,14 +201,14 @@ async function shareObject(tx: Queryable, u: NewUpload): Promise<string> {
   const res = await tx.query<{ storage_key: string; inserted: boolean }>(
     `INSERT INTO stored_objects (tenant_id, sha256, bytes, storage_key, refs)
      SELECT $1, $2, $3, $4, 1 FROM tenants WHERE id = $1 AND dedupe = 'sha256'
-     ON CONFLICT (tenant_id, sha256, bytes) DO UPDATE SET refs = stored_objects.refs + 1
+     ON CONFLICT (tenant_id, sha256, bytes, ${SAME_TARGET}) DO UPDATE SET refs = stored_objects.refs + 1
      RETURNING storage_key, (xmax = 0) AS inserted`,
     [u.tenant_id, u.sha256, u.bytes, u.storage_key],
   );
   const row = res.rows[0];
   // An instant upload offered another upload's shared object as its copy; if the count row
   // is gone (the last sharer was deleted since) the bytes are being erased: nothing is written.
-  if (row?.inserted && !u.storage_key.startsWith(keyStoragePrefix(u.tenant_id, u.idempotency_key))) {
+  if (row?.inserted && !parseAddress(u.storage_key).key.startsWith(keyStoragePrefix(u.tenant_id, u.idempotency_key))) {
     throw new SharedObjectReleased(u.storage_key);
   }
   return row?.storage_key ?? u.storage_key;
@@ -218,12 +222,18 @@ export class SharedObjectReleased extends Error {
   }
 }
 
-/** The stored object with these bytes under a deduping tenant, if any (instant uploads). */
-export async function findSharedObject(db: Queryable, tenantId: string, sha256: string, bytes: number): Promise<string | undefined> {
+/** The stored object with these bytes on this target (null: the instance's store) under a deduping tenant, if any (instant uploads). */
+export async function findSharedObject(
+  db: Queryable,
+  tenantId: string,
+  sha256: string,
+  bytes: number,
+  targetId: string | null,
+): Promise<string | undefined> {
   const res = await db.query<{ storage_key: string }>(
     `SELECT o.storage_key FROM stored_objects o JOIN tenants t ON t.id = o.tenant_id AND t.dedupe = 'sha256'
-      WHERE o.tenant_id = $1 AND o.sha256 = $2 AND o.bytes = $3`,
-    [tenantId, sha256, bytes],
+      WHERE o.tenant_id = $1 AND o.sha256 = $2 AND o.bytes = $3 AND o.storage_target IS NOT DISTINCT FROM $4`,
+    [tenantId, sha256, bytes, targetId],
   );
   return res.rows[0]?.storage_key;
 }

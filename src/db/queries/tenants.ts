@@ -37,11 +37,15 @@ export type TenantSettingsRow = TenantRow & {
   image_specs: 'presets' | 'any';
   /** Hours a deleted upload can be restored (0: erased at once). */
   delete_grace_hours: number;
+  /** Its default storage target (null: the instance's store) and the residency its uploads must have (null: any). */
+  default_storage_target: string | null;
+  residency: string | null;
   closed_at: Date | null;
   erased_at: Date | null;
 };
 
-const TENANT_COLUMNS = 'id, name, dedupe, created_at, retention_days, image_specs, delete_grace_hours, closed_at, erased_at';
+const TENANT_COLUMNS =
+  'id, name, dedupe, created_at, retention_days, image_specs, delete_grace_hours, default_storage_target, residency, closed_at, erased_at';
 
 /** The tenant (not the reserved operator tenant), deleted or not. */
 /** A page of tenants (the reserved operator tenant left out) in creation order, with their settings. */
@@ -88,13 +92,22 @@ export async function findTenant(db: Queryable, id: string): Promise<TenantSetti
 export async function setTenantSettings(
   db: Queryable,
   id: string,
-  s: { retentionDays?: number | null; imageSpecs?: 'presets' | 'any'; deleteGraceHours?: number },
+  s: { retentionDays?: number | null; imageSpecs?: 'presets' | 'any'; deleteGraceHours?: number; residency?: string | null },
 ): Promise<TenantSettingsRow | undefined> {
   const res = await db.query<TenantSettingsRow>(
     `UPDATE tenants SET retention_days = CASE WHEN $2 THEN $3 ELSE retention_days END, image_specs = coalesce($4, image_specs),
-                        delete_grace_hours = coalesce($5, delete_grace_hours)
+                        delete_grace_hours = coalesce($5, delete_grace_hours),
+                        residency = CASE WHEN $6 THEN $7 ELSE residency END
       WHERE id = $1 AND closed_at IS NULL RETURNING ${TENANT_COLUMNS}`,
-    [id, s.retentionDays !== undefined, s.retentionDays ?? null, s.imageSpecs ?? null, s.deleteGraceHours ?? null],
+    [
+      id,
+      s.retentionDays !== undefined,
+      s.retentionDays ?? null,
+      s.imageSpecs ?? null,
+      s.deleteGraceHours ?? null,
+      s.residency !== undefined,
+      s.residency ?? null,
+    ],
   );
   return res.rows[0];
 }

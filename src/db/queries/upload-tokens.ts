@@ -15,25 +15,48 @@ export interface UploadTokenRow {
   metadata: Record<string, string> | null;
   pipeline: string | null;
   import_hosts: string[] | null;
+  storage_target: string | null;
   created_at: Date;
   revoked_at: Date | null;
 }
 
 export type NewUploadToken = Pick<
   UploadTokenRow,
-  'id' | 'tenant_id' | 'expires_at' | 'allowed_types' | 'max_uploads' | 'subject' | 'metadata' | 'pipeline' | 'import_hosts'
+  | 'id'
+  | 'tenant_id'
+  | 'expires_at'
+  | 'allowed_types'
+  | 'max_uploads'
+  | 'subject'
+  | 'metadata'
+  | 'pipeline'
+  | 'import_hosts'
+  | 'storage_target'
 > & {
   max_bytes: number | null;
 };
 
 const COLUMNS =
-  'id, tenant_id, expires_at, max_bytes, allowed_types, max_uploads, uploads_used, subject, metadata, pipeline, import_hosts, created_at, revoked_at';
+  'id, tenant_id, expires_at, max_bytes, allowed_types, max_uploads, uploads_used, subject, metadata, pipeline, import_hosts, storage_target, created_at, revoked_at';
 
 export async function insertUploadToken(db: Queryable, hash: Buffer, t: NewUploadToken): Promise<UploadTokenRow> {
   const res = await db.query<UploadTokenRow>(
-    `INSERT INTO upload_tokens (id, tenant_id, token_hash, expires_at, max_bytes, allowed_types, max_uploads, subject, metadata, pipeline, import_hosts)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
-    [t.id, t.tenant_id, hash, t.expires_at, t.max_bytes, t.allowed_types, t.max_uploads, t.subject, t.metadata, t.pipeline, t.import_hosts],
+    `INSERT INTO upload_tokens (id, tenant_id, token_hash, expires_at, max_bytes, allowed_types, max_uploads, subject, metadata, pipeline, import_hosts, storage_target)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+    [
+      t.id,
+      t.tenant_id,
+      hash,
+      t.expires_at,
+      t.max_bytes,
+      t.allowed_types,
+      t.max_uploads,
+      t.subject,
+      t.metadata,
+      t.pipeline,
+      t.import_hosts,
+      t.storage_target,
+    ],
   );
   return res.rows[0]!;
 }

@@ -9,6 +9,8 @@ export interface UploadRow {
   idempotency_key: string;
   workflow_id: string;
   storage_key: string;
+  /** The registered target its object is in (derived from storage_key; null: the instance's store). */
+  storage_target: string | null;
   bytes: string; // bigint comes back as text from pg
   sha256: string;
   content_type: string;
@@ -137,6 +139,12 @@ export interface UploadFilter {
   tags?: string[];
   /** Uploads whose metadata has each of these top-level `key` = `value` (upload_labels: strings as they are, numbers and booleans as JSON). */
   metadata?: [string, string][];
+  /** Uploads stored in this target (null: the instance's store). */
+  storageTarget?: string | null;
+  /** Uploads stored in a target with this residency label. */
+  residency?: string;
+  /** With `residency`: whether the instance's store has that label (STORAGE_RESIDENCY). */
+  residencyIsDefault?: boolean;
 }
 
 /**
@@ -195,6 +203,14 @@ export async function listUploads(
   if (filter.subject) add((n) => `u.subject = ${n}`, filter.subject);
   // LIKE with the pattern's wildcards escaped, in the form the text_pattern_ops indexes serve.
   if (filter.keyPrefix) add((n) => `u.idempotency_key LIKE ${n}`, `${likeEscaped(filter.keyPrefix)}%`);
+  if (filter.storageTarget === null) where.push('u.storage_target IS NULL');
+  else if (filter.storageTarget) add((n) => `u.storage_target = ${n}`, filter.storageTarget);
+  if (filter.residency)
+    add(
+      (n) =>
+        `(u.storage_target IN (SELECT t.id FROM storage_targets t WHERE t.tenant_id = $1 AND t.residency = ${n})${filter.residencyIsDefault ? ' OR u.storage_target IS NULL' : ''})`,
+      filter.residency,
+    );
   if (filter.fileNamePrefix) add((n) => `lower(u.file_name) LIKE ${n}`, `${likeEscaped(filter.fileNamePrefix.toLowerCase())}%`);
   values.push(limit);
   const res = await db.query<UploadRow & { created_micros: string }>(

@@ -1,4 +1,5 @@
 // The import door's request, its JSON body checked strictly, and the progress it answers.
+import { StorageTargetName } from '../../targets/schemas';
 import { z } from '@hono/zod-openapi';
 import { ExpiresAt, FileNameField, MediaType, Metadata, Tags } from '../../http/schemas';
 import type { ImportBody } from '../request';
@@ -30,6 +31,7 @@ export const CreateImport = z
     expiresAt: ExpiresAt.optional(),
     metadata: Metadata.optional(),
     tags: Tags.optional(),
+    storageTarget: StorageTargetName.optional(),
     headers: z
       .record(
         z.string().regex(HEADER_NAME, 'header names are HTTP tokens'),

@@ -49,6 +49,7 @@ export function importRoutes(deps: { importer: Importer; intake: Intake; config:
       expiresAt: parseExpiresAt(body.expiresAt, 'body_invalid'),
       pipeline: parsePipelineName(body.pipeline, 'body_invalid'),
       labels: labelsOf(body.metadata, body.tags),
+      storageTarget: body.storageTarget,
     });
     const outcome = await importer.create(upload, body, waitMs);
     if (outcome.kind !== 'importing') return renderOutcome(c, outcome, key, false);

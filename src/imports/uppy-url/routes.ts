@@ -4,6 +4,7 @@
 // answers the token of its progress socket (./progress.ts). What else Uppy sends to a
 // companion (its uploader's endpoint, `headers` with the page's credential) is ignored: the
 // file goes through Oncely's import, and nothing from the page is sent to the origin.
+import { parseStorageTarget } from '../../targets/schemas';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
 import { problem } from '../../errors';
@@ -157,6 +158,7 @@ export function uppyUrlRoutes(deps: { uppy: EndpointOwners; pool: Pool; importer
       typeUnknown: true,
       fileName: fileName ?? nameFromUrl(url),
       sha256: null,
+      storageTarget: parseStorageTarget(body.metadata.storageTarget, 'body_invalid'),
     });
     await deps.importer.create(upload, { url: body.url, ...(fileName ? { fileName } : {}) }, 0);
     return c.json({ token: progressToken(key) }, 200);

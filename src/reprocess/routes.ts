@@ -2,14 +2,14 @@
 // named) over the pipeline's uploads matching a filter; GET /v1/reprocess-jobs/{id} shows
 // its progress, POST …/cancel stops it. Each upload is re-run once per version.
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Pool } from '../../db/pool';
-import { findPipelineVersion, latestPipelineVersion } from '../../db/queries/pipelines';
-import { findReprocessJob, pageReprocessJobs, reprocessProgress, type ReprocessJobRow } from '../../db/queries/reprocess';
-import { dependency, problem } from '../../errors';
-import type { Reprocessing } from '../../lifecycle/reprocessing';
-import { PipelineName } from '../../pipelines/catalogue';
-import { jsonBody } from '../../http/json-body';
-import { idempotentRoute, type IdempotentRouteOptions } from '../../http/idempotent-route';
+import type { Pool } from '../db/pool';
+import { findPipelineVersion, latestPipelineVersion } from '../db/queries/pipelines';
+import { findReprocessJob, pageReprocessJobs, reprocessProgress, type ReprocessJobRow } from '../db/queries/reprocess';
+import { dependency, problem } from '../errors';
+import type { Reprocessing } from '../lifecycle/reprocessing';
+import { PipelineName } from '../pipelines/catalogue';
+import { jsonBody } from '../http/json-body';
+import { idempotentRoute, type IdempotentRouteOptions } from '../http/idempotent-route';
 import {
   COMMON_V1_PROBLEMS,
   IDEMPOTENT_PROBLEMS,
@@ -19,10 +19,10 @@ import {
   route,
   router,
   pagedListRoute,
-} from '../../http/openapi';
-import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../../http/schemas';
-import { creationOrderPage } from '../../http/list-query';
-import { requires } from '../../http/scopes';
+} from '../http/openapi';
+import { instant, MediaRange, PipelineVersionNumber, Uuid } from '../http/schemas';
+import { creationOrderPage } from '../http/list-query';
+import { requires } from '../http/scopes';
 
 const ReprocessRequest = z
   .object({

@@ -1,0 +1,129 @@
+// Storage targets' requests and answers (POST/GET/PATCH/DELETE /v1/storage-targets).
+import { z } from '@hono/zod-openapi';
+import { problem, type ErrorCode } from '../errors';
+import { Uuid } from '../http/schemas';
+
+/** A target's name or residency label: short, lower-case, safe in a header, a form field and a tus metadata value. */
+const Label = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'lower-case letters, digits, ".", "_" and "-", 1 to 63 characters');
+
+/** The target an upload names in its declaration: a registered target's name or id. */
+export const StorageTargetName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,62}$|^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "a storage target's name or id")
+  .openapi({ description: "A registered storage target's name or id (absent: the tenant's default).", example: 'eu-archive' });
+
+export const CreateStorageTarget = z
+  .object({
+    name: Label.openapi({ description: 'What uploads name it by (`storageTarget`).', example: 'eu-archive' }),
+    endpoint: z
+      .url({ protocol: /^https?$/ })
+      .max(2048)
+      .openapi({ description: 'The S3-compatible endpoint.', example: 'https://s3.eu-central-1.amazonaws.com' }),
+    bucket: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'an S3 bucket name')
+      .openapi({ description: 'An existing bucket.', example: 'acme-uploads' }),
+    region: z.string().min(1).max(64).default('us-east-1'),
+    prefix: z
+      .string()
+      .max(256)
+      .regex(/^$|^[^/][^\\]*\/$/, 'empty, or a path ending in "/" (not starting with one)')
+      .default('')
+      .openapi({ description: "Every object's key starts with it.", example: 'oncely/' }),
+    forcePathStyle: z.boolean().default(true).openapi({ description: 'Path-style addressing (`endpoint/bucket/key`).' }),
+    accessKeyId: z.string().min(1).max(256),
+    secretAccessKey: z.string().min(1).max(1024).openapi({ description: 'Kept sealed; never answered.' }),
+    residency: Label.optional().openapi({
+      description: 'Where the bucket keeps its data (`eu`, `us-east`): a tenant that requires a residency stores only in targets with it.',
+      example: 'eu',
+    }),
+    default: z.boolean().default(false).openapi({ description: "Make it the tenant's default target." }),
+  })
+  .strict()
+  .openapi('CreateStorageTarget');
+
+export const ChangeStorageTarget = z
+  .object({
+    accessKeyId: z.string().min(1).max(256).optional(),
+    secretAccessKey: z.string().min(1).max(1024).optional(),
+    default: z
+      .boolean()
+      .optional()
+      .openapi({ description: "true: the tenant's default from now on; false: the instance's store is again (when it was the default)." }),
+  })
+  .strict()
+  .refine((b) => (b.accessKeyId === undefined) === (b.secretAccessKey === undefined), 'send accessKeyId and secretAccessKey together')
+  .refine((b) => b.accessKeyId !== undefined || b.default !== undefined, 'send new credentials, default, or both')
+  .openapi('ChangeStorageTarget');
+
+export const StorageTarget = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    endpoint: z.string(),
+    bucket: z.string(),
+    region: z.string(),
+    prefix: z.string(),
+    forcePathStyle: z.boolean(),
+    accessKeyIdHint: z.string().openapi({ description: "The access key id's last four characters." }),
+    residency: z.string().nullable(),
+    default: z.boolean(),
+    credentialsVersion: z.number().int().openapi({ description: 'Goes up with each change of credentials.' }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('StorageTarget');
+
+export const StorageTargetList = z
+  .object({
+    data: z.array(StorageTarget),
+    defaultTarget: Uuid.nullable().openapi({ description: "The tenant's default target (null: the instance's store)." }),
+    residency: z
+      .string()
+      .nullable()
+      .openapi({ description: 'The residency every upload of the tenant must have (an operator sets it; null: any).' }),
+  })
+  .openapi('StorageTargetList');
+
+/** The target an upload names in a header, a form field, tus or Uppy metadata, or a body (absent or empty: none). */
+export function parseStorageTarget(value: unknown, code: ErrorCode): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const parsed = StorageTargetName.safeParse(typeof value === 'string' ? value.trim() : value);
+  if (!parsed.success) throw problem(code, `storageTarget: ${parsed.error.issues[0]?.message}.`);
+  return parsed.data;
+}
+
+/** The upload list's filters on where uploads are stored (src/api/schemas.ts ListUploadsQuery). */
+export const TargetFilters = z.object({
+  storageTarget: z
+    .union([z.literal('default'), Uuid])
+    .optional()
+    .openapi({ description: "Only uploads stored in this target (its id), or `default` for the instance's store." }),
+  residency: Label.optional().openapi({
+    description: 'Only uploads stored in a target with this residency label (the instance store counts with STORAGE_RESIDENCY).',
+    example: 'eu',
+  }),
+});
+
+/** The operator's tenant setting (PATCH /admin/tenants/{id}). */
+export const TenantResidency = z.object({
+  residency: Label.nullable().optional().openapi({
+    description:
+      "The residency every upload of the tenant must be stored in (a storage target's `residency`, or STORAGE_RESIDENCY for the instance's store); an upload naming a target elsewhere is refused 422 `residency_mismatch`. The tenant's default must already have it. null: any.",
+    example: 'eu',
+  }),
+});
+
+/** A tenant's placement as its operator reads it. */
+export const TenantPlacementView = z.object({
+  defaultStorageTarget: Uuid.nullable().openapi({ description: "Where its uploads that name no target go (null: the instance's store)." }),
+  residency: z.string().nullable(),
+});
+
+export const UploadStorageTarget = Uuid.nullable().openapi({
+  description: "The storage target its bytes (and renditions) are in (null: the instance's store); fixed when its key was claimed.",
+});
+
+export const TokenStorageTarget = StorageTargetName.openapi({
+  description: 'The storage target (name or id) every upload made with the token is stored in; an upload naming another is refused, 403.',
+});
