@@ -65,7 +65,7 @@ function definitions(m: Mount) {
   return {
     create: createRoute({
       method: 'post',
-      path: `${m.base}/`,
+      path: m.base || '/',
       tags: [m.tag],
       summary: 'Register a storage target: an S3-compatible bucket, proved before it is kept',
       description:
@@ -98,7 +98,7 @@ function definitions(m: Mount) {
     }),
     list: createRoute({
       method: 'get',
-      path: `${m.base}/`,
+      path: m.base || '/',
       tags: [m.tag],
       summary: "The tenant's storage targets, its default and required residency",
       security: m.security,

@@ -1,8 +1,8 @@
 // POST /v1/uploads with multipart/form-data (an HTML form, `curl -F file=@x`): exactly one
 // file part, streamed (busboy; never buffered) into the attempt's own object like any
 // upload body; optional text fields `fileName`, `sha256`, `expiresAt`, `pipeline`,
-// `metadata` (JSON), `tags` (comma-separated) and `idempotencyKey` (for forms that cannot
-// set headers — it must come before the file part). What identifies "the same
+// `metadata` (JSON), `tags` (comma-separated), and `idempotencyKey` (for forms that cannot
+// set headers) and `storageTarget`, both before the file part. What identifies "the same
 // request" is the file, not the envelope (the boundary and the part headers vary between
 // clients): the file part's bytes (length and SHA-256), its media type and the file name.
 // So a form post's fingerprint is known once its file is in, and a retry is recognised then.
@@ -44,7 +44,7 @@ export interface FormPost {
 }
 
 /** The text fields a form may carry besides idempotencyKey (others are ignored). */
-const FIELDS = new Set(['fileName', 'sha256', 'expiresAt', 'pipeline', 'metadata', 'tags']);
+const FIELDS = new Set(['fileName', 'sha256', 'expiresAt', 'pipeline', 'metadata', 'tags', 'storageTarget']);
 /** The longest field: metadata (its JSON, within METADATA_LIMITS); every other field. */
 const FIELD_BYTES = { metadata: METADATA_LIMITS.bytes, other: 1024 };
 
