@@ -10,6 +10,7 @@ import { createReprocessActivities } from './reprocess-activities';
 import { createImportActivities, type ImportActivityDeps } from './imports/import-activities';
 import { createImageActivities, type ImageActivityDeps } from './image-activities';
 import { createTenantDeletionActivities } from './tenant-deletion-activities';
+import { createStorageMoveActivities } from './storage-move-activities';
 
 export type ActivityDeps = UploadActivityDeps &
   StepActivityDeps &
@@ -33,6 +34,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createImportActivities(deps),
     ...createImageActivities(deps),
     ...createTenantDeletionActivities(deps),
+    ...createStorageMoveActivities(deps),
   };
 }
 

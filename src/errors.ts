@@ -62,6 +62,8 @@ export const catalogue = {
   legal_hold: { status: 409, title: 'The upload is under a legal hold and cannot be deleted' },
   storage_target_in_use: { status: 409, title: 'Uploads or sessions still live on this storage target' },
   storage_target_name_taken: { status: 409, title: 'The tenant already has a storage target with this name' },
+  storage_migration_running: { status: 409, title: 'A storage migration from this source is running' },
+  storage_migration_ended: { status: 409, title: 'The storage migration has ended' },
   record_version_required: { status: 428, title: "Send If-Match with the record's version (its ETag)" },
   record_version_stale: { status: 412, title: 'The record has changed since the version in If-Match' },
   upload_gated: { status: 423, title: 'The upload is held until its pipeline gates pass', retryAfter: 5 },

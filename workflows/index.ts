@@ -5,6 +5,7 @@ export { housekeepingWorkflow } from './housekeeping';
 export { deletionWorkflow, importErasureWorkflow } from './deletion';
 export { redeliveryWorkflow, recoveryWorkflow } from './redelivery';
 export { reprocessJobWorkflow, reprocessUploadWorkflow } from './reprocess';
+export { storageMigrationWorkflow, storageMoveWorkflow, releaseMovedSourcesWorkflow } from './storage-migration';
 export { importBatchWorkflow } from './imports/import-batch';
 export { imageVariantWorkflow } from './image-variant';
 export { tenantDeletionWorkflow } from './tenant-deletion';

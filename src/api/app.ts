@@ -161,7 +161,7 @@ export function createApp(deps: AppDeps) {
     '/admin',
     adminTenantRoutes({ idempotency, pool, config, tenantDeletions, credentials: keyCache, placement: services.placement }),
   );
-  const storageTargets = storageTargetWing({ config, idempotency });
+  const storageTargets = storageTargetWing({ config, idempotency, temporal, placement: services.placement });
   app.route('/admin', storageTargets.operator);
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
@@ -204,6 +204,7 @@ export function createApp(deps: AppDeps) {
   );
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/storage-targets', storageTargets.tenant);
+  app.route('/v1/storage-migrations', storageTargets.migrations);
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines, placement: services.placement }));
   app.route(

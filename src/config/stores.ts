@@ -61,4 +61,15 @@ export const storeSettings = {
    * @default unset: no label
    */
   STORAGE_RESIDENCY: optionalString,
+  /**
+   * How long a storage migration keeps a moved upload's source objects before deleting them, so a
+   * download URL signed before the move still reads them.
+   * @default `DOWNLOAD_URL_MAX_SECONDS`
+   */
+  STORAGE_MIGRATION_SOURCE_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600)
+    .optional(),
 };

@@ -58,13 +58,31 @@ export class Placement {
       throw problem('storage_target_not_allowed', 'This upload token stores its uploads in another storage target only.', {
         extra: { storageTarget: u.pinnedTarget },
       });
+    this.assertResidency(tenant?.residency ?? null, target);
+    return target?.id ?? null;
+  }
+
+  /**
+   * A store a migration names: `default` (the instance's store, null) or one of the tenant's
+   * targets (422 when unknown); a destination must have the tenant's residency.
+   */
+  async targetOrDefault(tenantId: string, ref: string, destination: boolean): Promise<string | null> {
+    const { pool } = this.deps;
+    const target = ref === 'default' ? undefined : await dependency('database_unavailable', () => findTenantTarget(pool, tenantId, ref));
+    if (ref !== 'default' && !target) throw problem('storage_target_unknown', `This tenant has no storage target "${ref}".`);
+    if (destination)
+      this.assertResidency((await dependency('database_unavailable', () => tenantPlacement(pool, tenantId)))?.residency ?? null, target);
+    return target?.id ?? null;
+  }
+
+  /** 422 when the store (a target, or the instance's store) is not in the residency the tenant requires. */
+  private assertResidency(required: string | null, target: StorageTargetRow | undefined): void {
     const residency = target ? target.residency : (this.deps.defaultResidency ?? null);
-    if (tenant?.residency && residency !== tenant.residency)
+    if (required && residency !== required)
       throw problem(
         'residency_mismatch',
-        `This tenant keeps its uploads in residency "${tenant.residency}"; ${target ? `storage target "${target.name}"` : 'the instance store'} is ${residency ? `"${residency}"` : 'unlabelled'}.`,
-        { extra: { residency: tenant.residency } },
+        `This tenant keeps its uploads in residency "${required}"; ${target ? `storage target "${target.name}"` : 'the instance store'} is ${residency ? `"${residency}"` : 'unlabelled'}.`,
+        { extra: { residency: required } },
       );
-    return target?.id ?? null;
   }
 }

@@ -127,3 +127,54 @@ export const UploadStorageTarget = Uuid.nullable().openapi({
 export const TokenStorageTarget = StorageTargetName.openapi({
   description: 'The storage target (name or id) every upload made with the token is stored in; an upload naming another is refused, 403.',
 });
+
+/** A migration's source or destination: a target's name or id, or `default` (the instance's store). */
+const MigrationEnd = z.union([z.literal('default'), StorageTargetName]);
+
+export const CreateStorageMigration = z
+  .object({
+    from: MigrationEnd.openapi({
+      description: "Where the uploads are: a target's name or id, or `default` (the instance's store).",
+      example: 'default',
+    }),
+    to: MigrationEnd.openapi({ description: 'Where they go.', example: 'eu-archive' }),
+    filter: z
+      .object({
+        createdAfter: z.iso.datetime({ offset: true }).optional(),
+        createdBefore: z.iso.datetime({ offset: true }).optional(),
+        contentType: z
+          .string()
+          .toLowerCase()
+          .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/([a-z0-9][a-z0-9!#$&^_.+-]{0,126}|\*)$/, 'contentType is a media type or `type/*`')
+          .optional(),
+      })
+      .strict()
+      .default({})
+      .openapi({ description: 'Only the uploads matching it (all of them when absent).' }),
+    concurrency: z.number().int().min(1).max(16).default(4).openapi({ description: 'Uploads moved at once.' }),
+  })
+  .strict()
+  .refine((b) => b.from !== b.to, 'from and to must differ')
+  .openapi('CreateStorageMigration');
+
+export const StorageMigration = z
+  .object({
+    id: Uuid,
+    from: Uuid.nullable().openapi({ description: "The source target (null: the instance's store)." }),
+    to: Uuid.nullable().openapi({ description: "The destination (null: the instance's store)." }),
+    filter: z.record(z.string(), z.unknown()),
+    state: z.enum(['running', 'paused', 'completed', 'cancelled']),
+    total: z.number().int().openapi({ description: 'The uploads it takes, counted when it started.' }),
+    moved: z.number().int(),
+    skipped: z.number().int(),
+    failed: z.number().int(),
+    bytesMoved: z.number().int(),
+    failures: z.array(z.object({ uploadId: Uuid, reason: z.string().nullable() })).openapi({ description: 'The first 100.' }),
+    createdAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('StorageMigration');
+
+export const StorageMigrationList = z
+  .object({ data: z.array(StorageMigration), nextCursor: z.string().nullable() })
+  .openapi('StorageMigrationList');

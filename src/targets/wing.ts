@@ -1,24 +1,39 @@
 // Storage targets as the app mounts them: a tenant's own routes under /v1/storage-targets and
-// the operator's under /admin. Where an upload's objects go is decided by src/targets/placement.ts
-// (wired with the doors); where an object is read from, by its address (src/storage/routed-store.ts).
+// /v1/storage-migrations, and the operator's under /admin. Where an upload's objects go is
+// decided by src/targets/placement.ts (wired with the doors); where an object is read from, by
+// its address (src/storage/routed-store.ts).
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
+import { storageMigrationRoutes } from './migration-routes';
+import { StorageMigrations } from './migrations';
+import type { Placement } from './placement';
 import { operatorStorageTargetRoutes, storageTargetRoutes } from './routes';
 import { targetClientSettings } from './stores';
 import { StorageTargets } from './targets';
 
-export function storageTargetWing(deps: { config: Config; idempotency: IdempotentRouteOptions }) {
+export function storageTargetWing(deps: { config: Config; idempotency: IdempotentRouteOptions; temporal: Client; placement: Placement }) {
+  const { config, idempotency } = deps;
   const targets = new StorageTargets({
-    pool: deps.idempotency.pool,
-    box: deps.idempotency.box,
-    settings: targetClientSettings(deps.config),
-    allowPrivateNetworks: deps.config.STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS,
-    maxTargets: deps.config.TENANT_MAX_STORAGE_TARGETS,
+    pool: idempotency.pool,
+    box: idempotency.box,
+    settings: targetClientSettings(config),
+    allowPrivateNetworks: config.STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS,
+    maxTargets: config.TENANT_MAX_STORAGE_TARGETS,
+  });
+  const migrations = new StorageMigrations({
+    pool: idempotency.pool,
+    temporal: deps.temporal,
+    taskQueue: config.TASK_QUEUE_UPLOADS,
+    placement: deps.placement,
+    sourceGraceSeconds: config.STORAGE_MIGRATION_SOURCE_GRACE_SECONDS ?? config.DOWNLOAD_URL_MAX_SECONDS,
   });
   return {
     /** Mount at /v1/storage-targets. */
-    tenant: storageTargetRoutes({ targets, idempotency: deps.idempotency }),
+    tenant: storageTargetRoutes({ targets, idempotency }),
+    /** Mount at /v1/storage-migrations. */
+    migrations: storageMigrationRoutes({ migrations, idempotency }),
     /** Mount at /admin (behind the operator token). */
-    operator: operatorStorageTargetRoutes({ targets, idempotency: deps.idempotency }),
+    operator: operatorStorageTargetRoutes({ targets, idempotency }),
   };
 }

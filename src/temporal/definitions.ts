@@ -247,3 +247,53 @@ export interface ReprocessJobInput {
   /** Where the previous run stopped (continue-as-new). */
   after?: string | null;
 }
+
+/** A storage migration (ID `storage-migration/{id}`): every upload on `from` matching its filter moved to `to`. */
+export interface StorageMigrationInput {
+  migrationId: string;
+  tenantId: string;
+  /** The targets (null: the instance's store). */
+  from: string | null;
+  to: string | null;
+  concurrency: number;
+  /** How long a moved upload's source objects are kept (URLs signed before the move still read them). */
+  sourceGraceSeconds: number;
+  /** Carried across continue-as-new. */
+  after?: string | null;
+  paused?: boolean;
+  cancelled?: boolean;
+}
+
+/** What a migration records for each upload it took. */
+export interface MigrationOutcome {
+  uploadId: string;
+  outcome: 'moved' | 'skipped' | 'failed';
+  reason: string | null;
+  bytes: number;
+}
+
+/** One upload's move (ID `move/{uploadId}`). */
+export interface StorageMoveInput {
+  tenantId: string;
+  uploadId: string;
+  from: string | null;
+  to: string | null;
+  sourceGraceSeconds: number;
+}
+
+export interface StorageMoveResult {
+  outcome: 'moved' | 'skipped';
+  reason: string | null;
+  bytes: number;
+  /** Where its original was before the move (its sources are released from there). */
+  source?: string;
+}
+
+/** Deleting a moved upload's sources (ID `release-sources/{uploadId}/{from}`). */
+export interface ReleaseSourcesInput {
+  tenantId: string;
+  uploadId: string;
+  /** The original's address before the move. */
+  source: string;
+  delaySeconds: number;
+}

@@ -48,6 +48,7 @@ export const workflowTypes = {
   imageVariant: 'imageVariantWorkflow',
   tenantDeletion: 'tenantDeletionWorkflow',
   housekeeping: 'housekeepingWorkflow',
+  storageMigration: 'storageMigrationWorkflow',
 } as const;
 
 /**
@@ -71,6 +72,11 @@ export const workflowIds = {
   imageVariant: (uploadId: string, spec: string) => `image/${uploadId}/${spec}`,
   /** One per tenant: a repeated DELETE attaches to it or finds it finished. */
   tenantDeletion: (tenantId: string) => `tenant-delete/${tenantId}`,
+  storageMigration: (migrationId: string) => `storage-migration/${migrationId}`,
+  /** One move of an upload at a time, whichever migration asks: a second one finds it running. */
+  storageMove: (uploadId: string) => `move/${uploadId}`,
+  /** The sources a move left, deleted once no URL signed before it can still read them. */
+  releaseSources: (uploadId: string, from: string | null) => `release-sources/${uploadId}/${from ?? 'default'}`,
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
@@ -111,6 +117,8 @@ export const failureTypes = {
   /** The upload names a pipeline the tenant has not declared. */
   pipelineUnknown: 'pipeline_unknown',
   /** The object a step reads is gone. */
+  /** A moved object's bytes are not the ones recorded (a storage migration does not switch to them). */
+  objectMismatch: 'object_mismatch',
   objectMissing: 'object_missing',
   /** A rendition step of a re-run did not succeed. */
   stepFailed: 'step_failed',

@@ -1,0 +1,142 @@
+// Side effects of moving uploads between storage targets: paging through a migration's
+// uploads and recording each outcome once; one upload's move (every object copied and
+// checked, then the rows switched in one transaction, so reads follow the row and never
+// find a missing or wrong byte); and deleting the sources a move left once nothing names them.
+import { createHash } from 'node:crypto';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Pool } from '../src/db/pool';
+import {
+  addressReferenced,
+  migrationPage,
+  moveSource,
+  recordMigrationItems,
+  setMigrationState,
+  switchUploadAddress,
+  type MigrationOutcome,
+  type StorageMigrationRow,
+} from '../src/db/queries/storage-migrations';
+import { addressOn, parseAddress } from '../src/storage/address';
+import { renditionPrefix } from '../src/storage/layout';
+import type { ObjectStore } from '../src/storage/store';
+import type { ReleaseSourcesInput, StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
+import { failureTypes } from '../src/temporal/names';
+
+export interface StorageMoveActivityDeps {
+  pool: Pool;
+  store: ObjectStore;
+}
+
+/** A heartbeat at most this often while bytes stream (a dead worker's copy is retried within the heartbeat timeout). */
+const BEAT_BYTES = 8 * 1024 * 1024;
+
+export function createStorageMoveActivities({ pool, store }: StorageMoveActivityDeps) {
+  /** Copies one object, counting (and for the original hashing) the bytes on the way; what was written goes when they are not what the source holds. */
+  async function copyObject(from: string, to: string, expect?: { sha256: string; bytes: number }): Promise<number> {
+    const head = await store.head(from);
+    const source = head && (await store.get(from));
+    if (!head || !source) throw ApplicationFailure.nonRetryable(`object ${from} is missing`, failureTypes.objectMissing);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    let beat = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        if (bytes - beat >= BEAT_BYTES) {
+          beat = bytes;
+          Context.current().heartbeat({ object: from, bytes });
+        }
+        done(null, chunk);
+      },
+    });
+    const piped = pipeline(source, meter).catch((err: unknown) => err);
+    await store.put(to, meter, { contentType: 'application/octet-stream', contentLength: head.bytes });
+    const failed = await piped;
+    if (failed) throw failed;
+    const sha256 = hash.digest('hex');
+    if (bytes !== head.bytes || (expect && (sha256 !== expect.sha256 || bytes !== expect.bytes))) {
+      await store.delete(to);
+      throw ApplicationFailure.nonRetryable(
+        `the bytes read from ${from} (${bytes}, SHA-256 ${sha256}) are not the ones recorded (${expect?.bytes ?? head.bytes}${expect ? `, ${expect.sha256}` : ''})`,
+        failureTypes.objectMismatch,
+      );
+    }
+    return bytes;
+  }
+
+  return {
+    async listMigrationPage(a: { migrationId: string; after: string | null; limit: number }): Promise<string[]> {
+      return migrationPage(pool, a.migrationId, a.after, a.limit);
+    },
+
+    async recordMigrationItems(a: { migrationId: string; items: MigrationOutcome[] }): Promise<void> {
+      await recordMigrationItems(pool, a.migrationId, a.items);
+    },
+
+    async setMigrationState(a: { migrationId: string; state: StorageMigrationRow['state'] }): Promise<void> {
+      await setMigrationState(pool, a.migrationId, a.state);
+    },
+
+    /**
+     * Moves one upload: its original (checked against its recorded SHA-256) and every object
+     * under its rendition prefix are copied to the same keys on the target, then its rows are
+     * switched in one transaction. A retry copies again (same keys) and finds a switch done.
+     * The sources stay: releaseMovedSources deletes them later.
+     */
+    async moveUpload(a: StorageMoveInput): Promise<StorageMoveResult> {
+      const src = await moveSource(pool, a.uploadId);
+      const skipped = (reason: string): StorageMoveResult => ({ outcome: 'skipped', reason, bytes: 0 });
+      if (!src || src.tenant_id !== a.tenantId) return skipped('no such upload');
+      if (src.deleted) return skipped('deleted');
+      const at = parseAddress(src.storage_key);
+      const source = addressOn(a.from, at.key);
+      // Switched by an earlier attempt of this move whose answer was lost.
+      if (at.targetId === a.to) return { outcome: 'moved', reason: null, bytes: Number(src.bytes), source };
+      if (at.targetId !== a.from) return skipped('it is no longer in the migration’s source');
+      if (src.shared) return skipped('its bytes are shared with other uploads (content dedupe)');
+      const to = addressOn(a.to, at.key);
+      const fromPrefix = renditionPrefix(a.tenantId, a.uploadId, src.storage_key);
+      const toPrefix = renditionPrefix(a.tenantId, a.uploadId, to);
+      const derived: string[] = [];
+      for await (const o of store.list(fromPrefix)) derived.push(o.key);
+      let bytes = await copyObject(src.storage_key, to, { sha256: src.sha256, bytes: Number(src.bytes) });
+      for (const key of derived) {
+        bytes += await copyObject(key, `${toPrefix}${key.slice(fromPrefix.length)}`);
+        Context.current().heartbeat({ copied: key });
+      }
+      const switched = await switchUploadAddress(pool, {
+        uploadId: a.uploadId,
+        from: src.storage_key,
+        to,
+        fromPrefix,
+        toPrefix,
+        copied: derived,
+      });
+      if (switched === 'switched' || switched === 'already') return { outcome: 'moved', reason: null, bytes, source };
+      // The row moved on while the bytes were copied: the copies no row names go.
+      for (const key of [to, ...derived.map((k) => `${toPrefix}${k.slice(fromPrefix.length)}`)])
+        if (!(await addressReferenced(pool, key))) await store.delete(key);
+      // A rendition recorded during the copy: the next attempt copies it too.
+      if (switched === 'renditions_changed') throw new Error('a rendition was recorded while the upload was copied');
+      return skipped(switched === 'deleted' ? 'deleted' : 'moved elsewhere while it was copied');
+    },
+
+    /** Deletes what a move left at its source: the original and everything under its rendition prefix, unless a row names it. */
+    async releaseMovedSources(a: Omit<ReleaseSourcesInput, 'delaySeconds'>): Promise<{ deleted: number; kept: number }> {
+      const keys = [a.source];
+      for await (const o of store.list(renditionPrefix(a.tenantId, a.uploadId, a.source))) keys.push(o.key);
+      let deleted = 0;
+      let kept = 0;
+      for (const key of keys) {
+        if (await addressReferenced(pool, key)) kept++;
+        else {
+          await store.delete(key);
+          deleted++;
+        }
+      }
+      return { deleted, kept };
+    },
+  };
+}

@@ -1,0 +1,207 @@
+// Storage migrations (migration 039): the migration row and its outcomes, the uploads it
+// takes, and the one-transaction switch of an upload (its original, renditions and variants)
+// to the addresses its objects were copied to.
+import { withTransaction, type Pool, type Queryable } from '../pool';
+import { pageInCreationOrder, type ListPosition } from './keyset';
+import type { MigrationOutcome } from '../../temporal/definitions';
+
+/** Which of the source's uploads a migration takes (all of them when empty). */
+export interface MigrationFilter {
+  createdAfter?: string;
+  createdBefore?: string;
+  /** A media type (`image/png`) or a family (`image/*`). */
+  contentType?: string;
+}
+
+export interface StorageMigrationRow {
+  id: string;
+  tenant_id: string;
+  from_target: string | null;
+  to_target: string | null;
+  filter: MigrationFilter;
+  state: 'running' | 'paused' | 'completed' | 'cancelled';
+  total: number;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+export type { MigrationOutcome };
+
+/** The uploads a migration takes: live, on its source, matching its filter, committed before it. */
+const MIGRATION_UPLOADS = `FROM uploads u, storage_migrations m
+  WHERE m.id = $1 AND u.tenant_id = m.tenant_id AND u.deleted_at IS NULL AND NOT u.object_released
+    AND u.storage_target IS NOT DISTINCT FROM m.from_target AND u.created_at <= m.created_at
+    AND (m.filter->>'createdAfter' IS NULL OR u.created_at >= (m.filter->>'createdAfter')::timestamptz)
+    AND (m.filter->>'createdBefore' IS NULL OR u.created_at < (m.filter->>'createdBefore')::timestamptz)
+    AND (m.filter->>'contentType' IS NULL OR u.content_type = m.filter->>'contentType'
+         OR (right(m.filter->>'contentType', 2) = '/*' AND u.content_type LIKE left(m.filter->>'contentType', -1) || '%'))`;
+
+export class MigrationRunning extends Error {
+  constructor() {
+    super('a migration from this source is already running');
+    this.name = 'MigrationRunning';
+  }
+}
+
+/** Records a new migration with its total; MigrationRunning when one from the same source is open. */
+export async function insertMigration(
+  pool: Pool,
+  m: { id: string; tenantId: string; from: string | null; to: string | null; filter: MigrationFilter },
+): Promise<StorageMigrationRow> {
+  return withTransaction(pool, async (tx) => {
+    try {
+      await tx.query(
+        'INSERT INTO storage_migrations (id, tenant_id, from_target, to_target, filter, total) VALUES ($1, $2, $3, $4, $5, 0)',
+        [m.id, m.tenantId, m.from, m.to, JSON.stringify(m.filter)],
+      );
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new MigrationRunning();
+      throw err;
+    }
+    const res = await tx.query<StorageMigrationRow>(
+      `UPDATE storage_migrations SET total = (SELECT count(*)::int ${MIGRATION_UPLOADS}) WHERE id = $1 RETURNING *`,
+      [m.id],
+    );
+    return res.rows[0]!;
+  });
+}
+
+export async function findMigration(db: Queryable, tenantId: string, id: string): Promise<StorageMigrationRow | undefined> {
+  return (await db.query<StorageMigrationRow>('SELECT * FROM storage_migrations WHERE tenant_id = $1 AND id = $2', [tenantId, id])).rows[0];
+}
+
+export function pageMigrations(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<StorageMigrationRow>(
+    db,
+    {
+      columns: 'id, tenant_id, from_target, to_target, filter, state, total, created_at, finished_at',
+      from: 'storage_migrations',
+      where: 'tenant_id = $1',
+      values: [tenantId],
+    },
+    page,
+  );
+}
+
+/** The next page of the migration's uploads after `after` (by id). */
+export async function migrationPage(db: Queryable, migrationId: string, after: string | null, limit: number): Promise<string[]> {
+  const res = await db.query<{ id: string }>(
+    `SELECT u.id ${MIGRATION_UPLOADS} AND ($2::uuid IS NULL OR u.id > $2::uuid) ORDER BY u.id LIMIT $3`,
+    [migrationId, after, limit],
+  );
+  return res.rows.map((r) => r.id);
+}
+
+/** Records outcomes once each (a repeated page changes nothing). */
+export async function recordMigrationItems(db: Queryable, migrationId: string, items: MigrationOutcome[]): Promise<void> {
+  if (!items.length) return;
+  await db.query(
+    `INSERT INTO storage_migration_items (migration_id, upload_id, outcome, reason, bytes)
+     SELECT $1, x.upload_id, x.outcome, x.reason, x.bytes
+       FROM jsonb_to_recordset($2::jsonb) AS x(upload_id uuid, outcome text, reason text, bytes bigint)
+     ON CONFLICT DO NOTHING`,
+    [migrationId, JSON.stringify(items.map((i) => ({ upload_id: i.uploadId, outcome: i.outcome, reason: i.reason, bytes: i.bytes })))],
+  );
+}
+
+export async function setMigrationState(db: Queryable, id: string, state: StorageMigrationRow['state']): Promise<void> {
+  const finished = state === 'completed' || state === 'cancelled';
+  await db.query(
+    `UPDATE storage_migrations SET state = $2, finished_at = CASE WHEN $3 THEN now() END WHERE id = $1 AND state IN ('running', 'paused')`,
+    [id, state, finished],
+  );
+}
+
+export interface MigrationProgress {
+  moved: number;
+  skipped: number;
+  failed: number;
+  bytesMoved: number;
+  failures: { uploadId: string; reason: string | null }[];
+}
+
+export async function migrationProgress(db: Queryable, id: string): Promise<MigrationProgress> {
+  const counts = await db.query<{ moved: number; skipped: number; failed: number; bytesMoved: string }>(
+    `SELECT count(*) FILTER (WHERE outcome = 'moved')::int AS moved, count(*) FILTER (WHERE outcome = 'skipped')::int AS skipped,
+            count(*) FILTER (WHERE outcome = 'failed')::int AS failed, coalesce(sum(bytes), 0) AS "bytesMoved"
+       FROM storage_migration_items WHERE migration_id = $1`,
+    [id],
+  );
+  const failures = await db.query<{ uploadId: string; reason: string | null }>(
+    `SELECT upload_id AS "uploadId", reason FROM storage_migration_items WHERE migration_id = $1 AND outcome = 'failed' ORDER BY upload_id LIMIT 100`,
+    [id],
+  );
+  const c = counts.rows[0]!;
+  return { moved: c.moved, skipped: c.skipped, failed: c.failed, bytesMoved: Number(c.bytesMoved), failures: failures.rows };
+}
+
+/** What a move copies: the upload's object and whether other uploads share it (dedupe). */
+export async function moveSource(
+  db: Queryable,
+  uploadId: string,
+): Promise<
+  | { tenant_id: string; storage_key: string; sha256: string; bytes: string; content_type: string; deleted: boolean; shared: boolean }
+  | undefined
+> {
+  const res = await db.query(
+    `SELECT u.tenant_id, u.storage_key, u.sha256, u.bytes, u.content_type, u.deleted_at IS NOT NULL OR u.object_released AS deleted,
+            EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key AND o.refs > 1) AS shared
+       FROM uploads u WHERE u.id = $1`,
+    [uploadId],
+  );
+  return res.rows[0];
+}
+
+export type SwitchOutcome = 'switched' | 'already' | 'deleted' | 'changed' | 'renditions_changed';
+
+/**
+ * Switches the upload to the copies, in one transaction under the row's lock: its object,
+ * then every rendition and variant row under `fromPrefix` to the same key under `toPrefix`
+ * (a single-reference shared object's count row too). Refused when the row moved on (another
+ * move, a deletion) or a rendition was recorded that was not copied.
+ */
+export async function switchUploadAddress(
+  pool: Pool,
+  s: { uploadId: string; from: string; to: string; fromPrefix: string; toPrefix: string; copied: string[] },
+): Promise<SwitchOutcome> {
+  return withTransaction(pool, async (tx) => {
+    const row = (
+      await tx.query<{ storage_key: string; gone: boolean }>(
+        'SELECT storage_key, deleted_at IS NOT NULL OR object_released AS gone FROM uploads WHERE id = $1 FOR UPDATE',
+        [s.uploadId],
+      )
+    ).rows[0];
+    if (!row || row.gone) return 'deleted';
+    if (row.storage_key === s.to) return 'already';
+    if (row.storage_key !== s.from) return 'changed';
+    const derived = await tx.query<{ storage_key: string }>(
+      `SELECT storage_key FROM renditions WHERE upload_id = $1 UNION ALL SELECT storage_key FROM image_variants WHERE upload_id = $1`,
+      [s.uploadId],
+    );
+    const copied = new Set(s.copied);
+    if (derived.rows.some((r) => !copied.has(r.storage_key))) return 'renditions_changed';
+    const moved = (table: string) =>
+      tx.query(
+        `UPDATE ${table} SET storage_key = $3 || substr(storage_key, length($2) + 1) WHERE upload_id = $1 AND starts_with(storage_key, $2)`,
+        [s.uploadId, s.fromPrefix, s.toPrefix],
+      );
+    await tx.query('UPDATE uploads SET storage_key = $2 WHERE id = $1', [s.uploadId, s.to]);
+    await moved('renditions');
+    await moved('image_variants');
+    await tx.query('UPDATE stored_objects SET storage_key = $2 WHERE storage_key = $1 AND refs = 1', [s.from, s.to]);
+    return 'switched';
+  });
+}
+
+/** Whether any row names this address (such an object is never deleted as a moved source). */
+export async function addressReferenced(db: Queryable, address: string): Promise<boolean> {
+  const res = await db.query(
+    `SELECT 1 FROM uploads WHERE storage_key = $1 AND NOT object_released
+     UNION ALL SELECT 1 FROM stored_objects WHERE storage_key = $1
+     UNION ALL SELECT 1 FROM renditions WHERE storage_key = $1
+     UNION ALL SELECT 1 FROM image_variants WHERE storage_key = $1
+     UNION ALL SELECT 1 FROM resumable_sessions WHERE storage_key = $1 LIMIT 1`,
+    [address],
+  );
+  return (res.rowCount ?? 0) > 0;
+}

@@ -1,0 +1,124 @@
+// Moving uploads between storage targets. A migration (`storage-migration/{id}`) pages through
+// the uploads on its source, a few at a time, each moved in a run of its own (`move/{uploadId}`:
+// one move of an upload at a time, whichever migration asks), and records each outcome once.
+// Pause and cancel (the batch control update) let the moves under way finish: an upload is
+// moved whole or not at all. A moved upload's sources are deleted by a run of their own once
+// the URLs signed before the move have expired (`release-sources/…`, abandoned by its parent).
+import {
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  executeChild,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { Activities } from '../activities';
+import {
+  controlBatchUpdate,
+  type MigrationOutcome,
+  type ReleaseSourcesInput,
+  type StorageMigrationInput,
+  type StorageMoveInput,
+  type StorageMoveResult,
+} from '../src/temporal/definitions';
+import { workflowIds } from '../src/temporal/names';
+import { inWindows, JOB_STEP_OPTIONS } from './windows';
+
+const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
+// A store away for a while is waited out (about half an hour of retries), then the upload's move fails.
+const moves = proxyActivities<Activities>({
+  startToCloseTimeout: '6 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 40 },
+});
+const releases = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '5 seconds', maximumInterval: '5 minutes' },
+});
+
+/** Uploads listed per page, and pages per run before it continues as new. */
+const PAGE = 50;
+const PAGES_PER_RUN = 10;
+
+export async function storageMigrationWorkflow(input: StorageMigrationInput): Promise<void> {
+  let paused = input.paused ?? false;
+  let cancelled = input.cancelled ?? false;
+  setHandler(controlBatchUpdate, async (action) => {
+    if (cancelled) return;
+    if (action === 'cancel') cancelled = true;
+    else {
+      paused = action === 'pause';
+      await local.setMigrationState({ migrationId: input.migrationId, state: paused ? 'paused' : 'running' });
+    }
+  });
+  let after = input.after ?? null;
+  for (let page = 0; !cancelled; page++) {
+    const ids = await local.listMigrationPage({ migrationId: input.migrationId, after, limit: PAGE });
+    if (!ids.length) break;
+    setCurrentDetails(`moving a page of ${ids.length} uploads after ${after ?? 'the start'}`);
+    const items = await inWindows(ids, input.concurrency, async (id) => {
+      await condition(() => !paused || cancelled);
+      return cancelled ? undefined : moveOne(input, id);
+    });
+    await local.recordMigrationItems({ migrationId: input.migrationId, items: items.filter((i) => i !== undefined) });
+    after = ids.at(-1)!;
+    if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof storageMigrationWorkflow>({ ...input, after, paused, cancelled });
+    }
+  }
+  await local.setMigrationState({ migrationId: input.migrationId, state: cancelled ? 'cancelled' : 'completed' });
+  await condition(allHandlersFinished);
+}
+
+async function moveOne(input: StorageMigrationInput, uploadId: string): Promise<MigrationOutcome> {
+  try {
+    const r = await executeChild(storageMoveWorkflow, {
+      workflowId: workflowIds.storageMove(uploadId),
+      // A later migration may move it again (elsewhere); one at a time.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      staticSummary: `Move upload ${uploadId} to ${input.to ?? 'the instance store'}`,
+      args: [{ tenantId: input.tenantId, uploadId, from: input.from, to: input.to, sourceGraceSeconds: input.sourceGraceSeconds }],
+    });
+    return { uploadId, outcome: r.outcome, reason: r.reason, bytes: r.bytes };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      return { uploadId, outcome: 'skipped', reason: 'another move of this upload is under way', bytes: 0 };
+    const cause = err instanceof ChildWorkflowFailure ? err.cause : err;
+    return { uploadId, outcome: 'failed', reason: cause instanceof Error ? cause.message : String(cause), bytes: 0 };
+  }
+}
+
+/** One upload moved whole (or not at all), then its sources' release started. */
+export async function storageMoveWorkflow(input: StorageMoveInput): Promise<StorageMoveResult> {
+  const r = await moves.moveUpload(input);
+  if (r.outcome === 'moved' && r.source) {
+    try {
+      await startChild(releaseMovedSourcesWorkflow, {
+        workflowId: workflowIds.releaseSources(input.uploadId, input.from),
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [{ tenantId: input.tenantId, uploadId: input.uploadId, source: r.source, delaySeconds: input.sourceGraceSeconds }],
+      });
+    } catch (err) {
+      // An earlier move's release from the same source is still waiting: it deletes these too.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  }
+  return { outcome: r.outcome, reason: r.reason, bytes: r.bytes };
+}
+
+/** Deletes a moved upload's sources once no URL signed before the move can read them. */
+export async function releaseMovedSourcesWorkflow(input: ReleaseSourcesInput): Promise<{ deleted: number; kept: number }> {
+  if (input.delaySeconds > 0) await sleep(input.delaySeconds * 1000);
+  return releases.releaseMovedSources({ tenantId: input.tenantId, uploadId: input.uploadId, source: input.source });
+}
