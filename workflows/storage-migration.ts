@@ -64,11 +64,11 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
     const ids = await local.listMigrationPage({ migrationId: input.migrationId, after, limit: PAGE });
     if (!ids.length) break;
     setCurrentDetails(`moving a page of ${ids.length} uploads after ${after ?? 'the start'}`);
-    const items = await inWindows(ids, input.concurrency, async (id) => {
+    // Each outcome is recorded as it comes, so the progress moves with the uploads.
+    await inWindows(ids, input.concurrency, async (id) => {
       await condition(() => !paused || cancelled);
-      return cancelled ? undefined : moveOne(input, id);
+      if (!cancelled) await local.recordMigrationItems({ migrationId: input.migrationId, items: [await moveOne(input, id)] });
     });
-    await local.recordMigrationItems({ migrationId: input.migrationId, items: items.filter((i) => i !== undefined) });
     after = ids.at(-1)!;
     if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);

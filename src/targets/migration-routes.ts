@@ -66,7 +66,7 @@ const listRoute = createRoute({
   method: 'get',
   path: '/',
   tags: ['storage'],
-  summary: "The tenant's storage migrations, newest first",
+  summary: "The tenant's storage migrations in creation order, with their counts",
   security: requires('storage:manage'),
   request: { query: PageQuery },
   responses: {
