@@ -22,6 +22,7 @@ import { imageVariants } from './images';
 import { workerLevers } from './worker-levers';
 import { consolePages } from './console';
 import { recordFilters } from './record';
+import { storageMigration } from './storage-migration';
 
 const { values } = parseArgs({
   options: {
@@ -50,6 +51,8 @@ const { values } = parseArgs({
     'console-events': { type: 'string', default: '5000000' },
     // Scenario "record" (only when named: seeding takes minutes): the tenant's uploads.
     'record-uploads': { type: 'string', default: '1000000' },
+    // Scenario "migrate" (only when named): small uploads moved beside one of --large-bytes.
+    'migrate-small': { type: 'string', default: '10000' },
   },
 });
 
@@ -117,6 +120,8 @@ try {
       }),
     );
   if (wanted.has('record')) results.push(await recordFilters(services, { uploads: Number(values['record-uploads']), requests: 200 }));
+  if (wanted.has('migrate'))
+    results.push(await storageMigration(services, { small: Number(values['migrate-small']), largeBytes: Number(values['large-bytes']) }));
   if (wanted.has('levers')) results.push(await workerLevers(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))

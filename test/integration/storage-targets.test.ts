@@ -7,9 +7,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
+import { toolPath } from '../../src/devstack/tools';
 import { S3Store } from '../../src/storage/s3-store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
 import { postUpload, sha256 } from '../helpers/http';
@@ -21,6 +24,7 @@ import { serverPort } from '../support/ports';
 import { startVersity, type Versity } from '../support/versitygw';
 
 const ADMIN = `admin-${randomUUID()}`;
+const exec = promisify(execFile);
 const CREDS = { accessKeyId: 'target-owner', secretAccessKey: `target-secret-${randomUUID()}` };
 
 describe.each(['local', 's3'] as const)('storage targets beside the %s store', (kind) => {
@@ -424,22 +428,60 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
       headers: { 'x-storage-target': created.json.id },
     });
     expect([foreign.status, foreign.json.error]).toEqual([422, 'storage_target_unknown']);
+    // The tenant's deletion erases what it stored in its target too.
+    const stored = await postUpload(stack.url, {
+      apiKey: other.apiKey,
+      key: `t-op-${randomUUID()}`,
+      body: randomBytes(3000),
+      headers: { 'x-storage-target': 'op-made' },
+    });
+    expect(stored.status, stored.text).toBe(201);
+    expect(await listKeys(bucketStore, `op/tenants/${other.tenantId}/`)).toHaveLength(1);
+    const erased = await call('DELETE', `/admin/tenants/${other.tenantId}`, undefined, { prefer: 'wait=120' }, ADMIN);
+    expect([erased.status, erased.json.status], erased.text).toEqual([200, 'deleted']);
+    expect(await listKeys(bucketStore, `op/tenants/${other.tenantId}/`)).toEqual([]);
 
     const wrong = await call('PATCH', `/v1/storage-targets/${target.id}`, { accessKeyId: CREDS.accessKeyId, secretAccessKey: 'wrong' });
     expect([wrong.status, wrong.json.error]).toEqual([422, 'storage_target_refused']);
     expect((await call('GET', `/v1/storage-targets/${target.id}`)).json.credentialsVersion).toBe(1);
     const half = await call('PATCH', `/v1/storage-targets/${target.id}`, { accessKeyId: 'only-this' });
     expect([half.status, half.json.error]).toEqual([400, 'body_invalid']);
-    const rotated = await call('PATCH', `/v1/storage-targets/${target.id}`, { ...CREDS });
-    expect([rotated.status, rotated.json.credentialsVersion]).toEqual([200, 2]);
+    // A real rotation: the target's users on the S3 server, the old one deleted after the change.
+    const admin = (...args: string[]) =>
+      exec(toolPath('versitygw'), ['admin', '-a', CREDS.accessKeyId, '-s', CREDS.secretAccessKey, '--er', versity.endpoint, ...args]);
+    const oldPair = { accessKeyId: `old-${randomUUID().slice(0, 8)}`, secretAccessKey: randomUUID() };
+    const newPair = { accessKeyId: `new-${randomUUID().slice(0, 8)}`, secretAccessKey: randomUUID() };
+    for (const p of [oldPair, newPair]) await admin('create-user', '-a', p.accessKeyId, '-s', p.secretAccessKey, '-r', 'admin');
+    const rotating = await register(targetBody({ name: 'rotating', prefix: 'rot/', ...oldPair }));
+    expect(rotating.status, rotating.text).toBe(201);
+    const before = await postUpload(stack.url, {
+      apiKey: tenant.apiKey,
+      key: `t-rot-${randomUUID()}`,
+      body: Buffer.from('before rotation'),
+      headers: { 'x-storage-target': 'rotating' },
+    });
+    expect(before.status).toBe(201);
+    const rotated = await call('PATCH', `/v1/storage-targets/${rotating.json.id}`, newPair);
+    expect([rotated.status, rotated.json.credentialsVersion, rotated.json.accessKeyIdHint]).toEqual([
+      200,
+      2,
+      `…${newPair.accessKeyId.slice(-4)}`,
+    ]);
+    await admin('delete-user', '-a', oldPair.accessKeyId);
+    // Within the directory's refresh every process uses the new pair: the upload made with the old one reads back.
+    await eventually(async () => (await content(before.json.uploadId)).status === 200, 20_000);
+    expect((await content(before.json.uploadId)).body.toString()).toBe('before rotation');
     const after = await postUpload(stack.url, {
       apiKey: tenant.apiKey,
       key: `t-rot-${randomUUID()}`,
       body: Buffer.from('after rotation'),
-      headers: { 'x-storage-target': 'archive' },
+      headers: { 'x-storage-target': 'rotating' },
     });
     expect(after.status).toBe(201);
     expect((await content(after.json.uploadId)).body.toString()).toBe('after rotation');
+    // The old pair is refused by the server now: proving it again fails.
+    const stale = await call('PATCH', `/v1/storage-targets/${rotating.json.id}`, oldPair);
+    expect([stale.status, stale.json.error]).toEqual([422, 'storage_target_refused']);
   });
 
   it('a target that goes away answers 503 storage_unavailable, the instance store goes on, and nothing is lost when it is back', async () => {
