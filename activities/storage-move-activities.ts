@@ -10,6 +10,7 @@ import type { Pool } from '../src/db/pool';
 import {
   addressReferenced,
   migrationPage,
+  movedSources,
   moveSource,
   recordMigrationItems,
   setMigrationState,
@@ -20,7 +21,7 @@ import {
 import { addressOn, parseAddress } from '../src/storage/address';
 import { renditionPrefix } from '../src/storage/layout';
 import type { ObjectStore } from '../src/storage/store';
-import type { ReleaseSourcesInput, StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
+import type { StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
 import { failureTypes } from '../src/temporal/names';
 
 export interface StorageMoveActivityDeps {
@@ -83,7 +84,7 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
      * Moves one upload: its original (checked against its recorded SHA-256) and every object
      * under its rendition prefix are copied to the same keys on the target, then its rows are
      * switched in one transaction. A retry copies again (same keys) and finds a switch done.
-     * The sources stay: releaseMovedSources deletes them later.
+     * The sources stay: the migration's release deletes them later.
      */
     async moveUpload(a: StorageMoveInput): Promise<StorageMoveResult> {
       const src = await moveSource(pool, a.uploadId);
@@ -123,20 +124,20 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
       return skipped(switched === 'deleted' ? 'deleted' : 'moved elsewhere while it was copied');
     },
 
-    /** Deletes what a move left at its source: the original and everything under its rendition prefix, unless a row names it. */
-    async releaseMovedSources(a: Omit<ReleaseSourcesInput, 'delaySeconds'>): Promise<{ deleted: number; kept: number }> {
-      const keys = [a.source];
-      for await (const o of store.list(renditionPrefix(a.tenantId, a.uploadId, a.source))) keys.push(o.key);
-      let deleted = 0;
-      let kept = 0;
-      for (const key of keys) {
-        if (await addressReferenced(pool, key)) kept++;
-        else {
-          await store.delete(key);
-          deleted++;
-        }
+    /**
+     * Deletes what a page of the migration's moves left at their source (each original and
+     * everything under its rendition prefix there) unless a row names it; the last upload id of
+     * the page, or null when none was left.
+     */
+    async releaseMovedSources(a: { migrationId: string; after: string | null; limit: number }): Promise<string | null> {
+      const moved = await movedSources(pool, a.migrationId, a.after, a.limit);
+      for (const m of moved) {
+        const keys = [m.source];
+        for await (const o of store.list(renditionPrefix(m.tenant_id, m.upload_id, m.source))) keys.push(o.key);
+        for (const key of keys) if (!(await addressReferenced(pool, key))) await store.delete(key);
+        Context.current().heartbeat(m.upload_id);
       }
-      return { deleted, kept };
+      return moved.at(-1)?.upload_id ?? null;
     },
   };
 }

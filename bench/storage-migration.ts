@@ -111,7 +111,8 @@ export async function storageMigration(services: BenchServices, opts: { small: n
       forcePathStyle: true,
       credentials: { accessKeyId: services.s3.accessKeyId, secretAccessKey: services.s3.secretAccessKey },
     });
-    const to = new S3Client({ endpoint: target.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: creds });
+    // The SDK marks the credentials object it is given: it gets a copy.
+    const to = new S3Client({ endpoint: target.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { ...creds } });
     const sdkCopy = async (o: { key: string }) => {
       const got = await from.send(new GetObjectCommand({ Bucket: services.s3.bucket, Key: o.key }));
       const pass = new PassThrough();
@@ -141,19 +142,22 @@ export async function storageMigration(services: BenchServices, opts: { small: n
         headers: { authorization: `Bearer ${services.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
         body: json === undefined ? undefined : JSON.stringify(json),
       });
-      return (await res.json()) as any;
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${route}: ${res.status} ${text}`);
+      return JSON.parse(text) as any;
     };
     await call('POST', '/v1/storage-targets', { name: 'bench', endpoint: target.endpoint, bucket: 'moved', prefix: 'oncely/', ...creds });
     await pool.query(`UPDATE uploads SET created_at = now() - interval '1 hour' WHERE storage_key = $1`, [large.key]);
     const timed = async (filter: Record<string, string>) => {
       const start = performance.now();
       const m = await call('POST', '/v1/storage-migrations', { from: 'default', to: 'bench', concurrency: 16, filter });
-      for (;;) {
+      for (const deadline = Date.now() + 3_600_000; Date.now() < deadline;) {
         const now = await call('GET', `/v1/storage-migrations/${m.id}`);
         if (now.state === 'completed')
           return { seconds: (performance.now() - start) / 1000, moved: now.moved as number, failed: now.failed as number };
         await new Promise((r) => setTimeout(r, 100));
       }
+      throw new Error(`migration ${m.id} did not complete within an hour`);
     };
     const cutoff = new Date(Date.now() - 30 * 60_000).toISOString();
     const smallRun = await timed({ createdAfter: cutoff });

@@ -3,7 +3,8 @@
 // one move of an upload at a time, whichever migration asks), and records each outcome once.
 // Pause and cancel (the batch control update) let the moves under way finish: an upload is
 // moved whole or not at all. A moved upload's sources are deleted by a run of their own once
-// the URLs signed before the move have expired (`release-sources/…`, abandoned by its parent).
+// the URLs signed before the migration's moves have expired (`release-sources/{migrationId}`,
+// started as the migration ends and abandoned by it).
 import {
   ChildWorkflowFailure,
   ParentClosePolicy,
@@ -47,6 +48,8 @@ const releases = proxyActivities<Activities>({
 /** Uploads listed per page, and pages per run before it continues as new. */
 const PAGE = 50;
 const PAGES_PER_RUN = 10;
+/** Moved uploads whose sources one release activity deletes. */
+const RELEASE_PAGE = 100;
 
 export async function storageMigrationWorkflow(input: StorageMigrationInput): Promise<void> {
   let paused = input.paused ?? false;
@@ -75,6 +78,12 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
       await continueAsNew<typeof storageMigrationWorkflow>({ ...input, after, paused, cancelled });
     }
   }
+  // What moved leaves its source behind until the grace has passed, in a run of its own.
+  await startChild(releaseMovedSourcesWorkflow, {
+    workflowId: workflowIds.releaseSources(input.migrationId),
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    args: [{ migrationId: input.migrationId, delaySeconds: input.sourceGraceSeconds }],
+  });
   await local.setMigrationState({ migrationId: input.migrationId, state: cancelled ? 'cancelled' : 'completed' });
   await condition(allHandlersFinished);
 }
@@ -87,9 +96,9 @@ async function moveOne(input: StorageMigrationInput, uploadId: string): Promise<
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       staticSummary: `Move upload ${uploadId} to ${input.to ?? 'the instance store'}`,
-      args: [{ tenantId: input.tenantId, uploadId, from: input.from, to: input.to, sourceGraceSeconds: input.sourceGraceSeconds }],
+      args: [{ tenantId: input.tenantId, uploadId, from: input.from, to: input.to }],
     });
-    return { uploadId, outcome: r.outcome, reason: r.reason, bytes: r.bytes };
+    return { uploadId, ...r };
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError)
       return { uploadId, outcome: 'skipped', reason: 'another move of this upload is under way', bytes: 0 };
@@ -98,27 +107,20 @@ async function moveOne(input: StorageMigrationInput, uploadId: string): Promise<
   }
 }
 
-/** One upload moved whole (or not at all), then its sources' release started. */
+/** One upload moved whole, or not at all. */
 export async function storageMoveWorkflow(input: StorageMoveInput): Promise<StorageMoveResult> {
-  const r = await moves.moveUpload(input);
-  if (r.outcome === 'moved' && r.source) {
-    try {
-      await startChild(releaseMovedSourcesWorkflow, {
-        workflowId: workflowIds.releaseSources(input.uploadId, input.from),
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [{ tenantId: input.tenantId, uploadId: input.uploadId, source: r.source, delaySeconds: input.sourceGraceSeconds }],
-      });
-    } catch (err) {
-      // An earlier move's release from the same source is still waiting: it deletes these too.
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
-  }
-  return { outcome: r.outcome, reason: r.reason, bytes: r.bytes };
+  return moves.moveUpload(input);
 }
 
-/** Deletes a moved upload's sources once no URL signed before the move can read them. */
-export async function releaseMovedSourcesWorkflow(input: ReleaseSourcesInput): Promise<{ deleted: number; kept: number }> {
-  if (input.delaySeconds > 0) await sleep(input.delaySeconds * 1000);
-  return releases.releaseMovedSources({ tenantId: input.tenantId, uploadId: input.uploadId, source: input.source });
+/** Deletes what the migration's moves left at the source, once no URL signed before them can read it. */
+export async function releaseMovedSourcesWorkflow(input: ReleaseSourcesInput): Promise<void> {
+  if (!input.after && input.delaySeconds > 0) await sleep(input.delaySeconds * 1000);
+  let after = input.after ?? null;
+  for (let page = 0; ; page++) {
+    const next = await releases.releaseMovedSources({ migrationId: input.migrationId, after, limit: RELEASE_PAGE });
+    if (next === null) return;
+    after = next;
+    if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested)
+      await continueAsNew<typeof releaseMovedSourcesWorkflow>({ ...input, after });
+  }
 }

@@ -270,6 +270,8 @@ export interface MigrationOutcome {
   outcome: 'moved' | 'skipped' | 'failed';
   reason: string | null;
   bytes: number;
+  /** A moved upload's original address before the move. */
+  source?: string;
 }
 
 /** One upload's move (ID `move/{uploadId}`). */
@@ -278,7 +280,6 @@ export interface StorageMoveInput {
   uploadId: string;
   from: string | null;
   to: string | null;
-  sourceGraceSeconds: number;
 }
 
 export interface StorageMoveResult {
@@ -289,11 +290,10 @@ export interface StorageMoveResult {
   source?: string;
 }
 
-/** Deleting a moved upload's sources (ID `release-sources/{uploadId}/{from}`). */
+/** Deleting what a migration's moves left at its source (ID `release-sources/{migrationId}`). */
 export interface ReleaseSourcesInput {
-  tenantId: string;
-  uploadId: string;
-  /** The original's address before the move. */
-  source: string;
+  migrationId: string;
   delaySeconds: number;
+  /** Carried across continue-as-new. */
+  after?: string | null;
 }

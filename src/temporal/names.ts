@@ -75,8 +75,8 @@ export const workflowIds = {
   storageMigration: (migrationId: string) => `storage-migration/${migrationId}`,
   /** One move of an upload at a time, whichever migration asks: a second one finds it running. */
   storageMove: (uploadId: string) => `move/${uploadId}`,
-  /** The sources a move left, deleted once no URL signed before it can still read them. */
-  releaseSources: (uploadId: string, from: string | null) => `release-sources/${uploadId}/${from ?? 'default'}`,
+  /** The sources a migration's moves left, deleted once no URL signed before them can still read them. */
+  releaseSources: (migrationId: string) => `release-sources/${migrationId}`,
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */

@@ -25,5 +25,7 @@ CREATE TABLE storage_migration_items (
   outcome       text NOT NULL CHECK (outcome IN ('moved', 'skipped', 'failed')),
   reason        text,
   bytes         bigint NOT NULL DEFAULT 0,
+  -- A moved upload's original address before the move: its sources are released from there.
+  source        text,
   PRIMARY KEY (migration_id, upload_id)
 );

@@ -96,11 +96,16 @@ export async function migrationPage(db: Queryable, migrationId: string, after: s
 export async function recordMigrationItems(db: Queryable, migrationId: string, items: MigrationOutcome[]): Promise<void> {
   if (!items.length) return;
   await db.query(
-    `INSERT INTO storage_migration_items (migration_id, upload_id, outcome, reason, bytes)
-     SELECT $1, x.upload_id, x.outcome, x.reason, x.bytes
-       FROM jsonb_to_recordset($2::jsonb) AS x(upload_id uuid, outcome text, reason text, bytes bigint)
+    `INSERT INTO storage_migration_items (migration_id, upload_id, outcome, reason, bytes, source)
+     SELECT $1, x.upload_id, x.outcome, x.reason, x.bytes, x.source
+       FROM jsonb_to_recordset($2::jsonb) AS x(upload_id uuid, outcome text, reason text, bytes bigint, source text)
      ON CONFLICT DO NOTHING`,
-    [migrationId, JSON.stringify(items.map((i) => ({ upload_id: i.uploadId, outcome: i.outcome, reason: i.reason, bytes: i.bytes })))],
+    [
+      migrationId,
+      JSON.stringify(
+        items.map((i) => ({ upload_id: i.uploadId, outcome: i.outcome, reason: i.reason, bytes: i.bytes, source: i.source ?? null })),
+      ),
+    ],
   );
 }
 
@@ -204,4 +209,20 @@ export async function addressReferenced(db: Queryable, address: string): Promise
     [address],
   );
   return (res.rowCount ?? 0) > 0;
+}
+
+/** The next moved uploads of a migration after `after` (by id), with the address each was moved from. */
+export async function movedSources(
+  db: Queryable,
+  migrationId: string,
+  after: string | null,
+  limit: number,
+): Promise<{ upload_id: string; tenant_id: string; source: string }[]> {
+  const res = await db.query<{ upload_id: string; tenant_id: string; source: string }>(
+    `SELECT i.upload_id, m.tenant_id, i.source FROM storage_migration_items i JOIN storage_migrations m ON m.id = i.migration_id
+      WHERE i.migration_id = $1 AND i.outcome = 'moved' AND i.source IS NOT NULL AND ($2::uuid IS NULL OR i.upload_id > $2::uuid)
+      ORDER BY i.upload_id LIMIT $3`,
+    [migrationId, after, limit],
+  );
+  return res.rows;
 }
