@@ -88,20 +88,29 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
      */
     async moveUpload(a: StorageMoveInput): Promise<StorageMoveResult> {
       const src = await moveSource(pool, a.uploadId);
-      const skipped = (reason: string): StorageMoveResult => ({ outcome: 'skipped', reason, bytes: 0 });
-      if (!src || src.tenant_id !== a.tenantId) return skipped('no such upload');
-      if (src.deleted) return skipped('deleted');
+      if (!src || src.tenant_id !== a.tenantId) return { outcome: 'skipped', reason: 'no such upload', bytes: 0 };
       const at = parseAddress(src.storage_key);
       const source = addressOn(a.from, at.key);
+      const to = addressOn(a.to, at.key);
+      const fromPrefix = renditionPrefix(a.tenantId, a.uploadId, source);
+      const toPrefix = renditionPrefix(a.tenantId, a.uploadId, to);
+      // Not moved: what an earlier attempt of this move copied (a worker lost mid-way) goes, unless a row names it.
+      const skipped = async (reason: string): Promise<StorageMoveResult> => {
+        const copies = [to];
+        if (src.derived) for await (const o of store.list(toPrefix)) copies.push(o.key);
+        for (const key of copies) if (!(await addressReferenced(pool, key))) await store.delete(key);
+        return { outcome: 'skipped', reason, bytes: 0 };
+      };
       // Switched by an earlier attempt of this move whose answer was lost.
-      if (at.targetId === a.to) return { outcome: 'moved', reason: null, bytes: Number(src.bytes), source };
+      if (at.targetId === a.to && !src.deleted)
+        return { outcome: 'moved', reason: null, bytes: Number(src.bytes), source, derived: src.derived };
+      if (src.deleted) return skipped('deleted');
       if (at.targetId !== a.from) return skipped('it is no longer in the migration’s source');
       if (src.shared) return skipped('its bytes are shared with other uploads (content dedupe)');
-      const to = addressOn(a.to, at.key);
-      const fromPrefix = renditionPrefix(a.tenantId, a.uploadId, src.storage_key);
-      const toPrefix = renditionPrefix(a.tenantId, a.uploadId, to);
+      // Renditions and variants (and an HLS rendition's segments beside it) exist only with rows:
+      // without one, nothing is listed (a listing under a large tenant's prefix is not free).
       const derived: string[] = [];
-      for await (const o of store.list(fromPrefix)) derived.push(o.key);
+      if (src.derived) for await (const o of store.list(fromPrefix)) derived.push(o.key);
       let bytes = await copyObject(src.storage_key, to, { sha256: src.sha256, bytes: Number(src.bytes) });
       for (const key of derived) {
         bytes += await copyObject(key, `${toPrefix}${key.slice(fromPrefix.length)}`);
@@ -115,12 +124,10 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
         toPrefix,
         copied: derived,
       });
-      if (switched === 'switched' || switched === 'already') return { outcome: 'moved', reason: null, bytes, source };
-      // The row moved on while the bytes were copied: the copies no row names go.
-      for (const key of [to, ...derived.map((k) => `${toPrefix}${k.slice(fromPrefix.length)}`)])
-        if (!(await addressReferenced(pool, key))) await store.delete(key);
+      if (switched === 'switched' || switched === 'already') return { outcome: 'moved', reason: null, bytes, source, derived: src.derived };
       // A rendition recorded during the copy: the next attempt copies it too.
       if (switched === 'renditions_changed') throw new Error('a rendition was recorded while the upload was copied');
+      // The row moved on while the bytes were copied: the copies no row names go.
       return skipped(switched === 'deleted' ? 'deleted' : 'moved elsewhere while it was copied');
     },
 
@@ -133,7 +140,7 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
       const moved = await movedSources(pool, a.migrationId, a.after, a.limit);
       for (const m of moved) {
         const keys = [m.source];
-        for await (const o of store.list(renditionPrefix(m.tenant_id, m.upload_id, m.source))) keys.push(o.key);
+        if (m.derived) for await (const o of store.list(renditionPrefix(m.tenant_id, m.upload_id, m.source))) keys.push(o.key);
         for (const key of keys) if (!(await addressReferenced(pool, key))) await store.delete(key);
         Context.current().heartbeat(m.upload_id);
       }

@@ -16,6 +16,8 @@ export interface ChaosResult {
   faults: Record<string, number>;
   faultErrors: number;
   restarts: { api: number; worker: number };
+  /** With --migrate: the storage migration run through the faults. */
+  migration?: { state: string; total: number; moved: number; skipped: number; failed: number };
   verdict: Verdict;
 }
 
@@ -42,6 +44,14 @@ export function renderTable(r: ChaosResult): string {
     ['webhook deliveries received', v.webhookDeliveries],
     ['API / worker restarts after kills', `${r.restarts.api} / ${r.restarts.worker}`],
     ['staging objects swept at the end', v.stagingRemoved],
+    ...(r.migration
+      ? [
+          [
+            'storage migration: moved / skipped / failed of total',
+            `${r.migration.moved} / ${r.migration.skipped} / ${r.migration.failed} of ${r.migration.total}`,
+          ],
+        ]
+      : []),
     ['fault rounds (every kind once per round)', r.faultRounds],
     ['faults that failed to inject', r.faultErrors],
     ['duplicates found', v.duplicates.length],

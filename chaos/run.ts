@@ -43,6 +43,10 @@ const program = new Command('chaos')
     int('replicas', 1),
     1,
   )
+  .option(
+    '--migrate',
+    'mid-way through the faults, move every upload stored so far to a storage target (another bucket behind the same proxy)',
+  )
   .option('--keep', 'keep the run directory (logs, data) instead of deleting it')
   .parse();
 
@@ -55,6 +59,7 @@ const opts = program.opts<{
   settle: number;
   json?: string;
   keep?: boolean;
+  migrate?: boolean;
   workflowBundle?: string;
   temporal: string;
   replicas: number;
@@ -106,6 +111,25 @@ try {
     signal: clientsStop.signal,
     onProgress: (done) => done % Math.max(1, Math.round(plans.length / 10)) === 0 && log(`${done}/${plans.length} uploads answered`),
   });
+  // A storage migration started mid-way, through the faults (its requests retried under their keys).
+  const migration = opts.migrate
+    ? (async () => {
+        await new Promise((r) => setTimeout(r, faultWindowMs * 0.4));
+        const send = (route: string, body: unknown, key: string) =>
+          retryThroughFaults(`${stack.apiUrl}${route}`, apiKey, body, key, faultWindowMs + opts.settle * 1000);
+        await send('/v1/storage-targets', { name: 'chaos-target', ...stack.target }, `chaos-target-${opts.seed}`);
+        const m = (await send(
+          '/v1/storage-migrations',
+          { from: 'default', to: 'chaos-target', concurrency: 4 },
+          `chaos-migration-${opts.seed}`,
+        )) as {
+          id: string;
+          total: number;
+        };
+        log(`storage migration ${m.id} started: ${m.total} uploads to move`);
+        return m.id;
+      })()
+    : undefined;
   const faultLog = await runFaultSchedule(stack, faults, rng.fork(2), {
     until: () => Date.now() - loadStarted >= faultWindowMs,
     log,
@@ -119,9 +143,23 @@ try {
   clearTimeout(clientDeadline);
   const loadSeconds = (Date.now() - loadStarted) / 1000;
 
+  const migrationId = await migration;
   const verdict = await settleAndVerify({ stack, tenantId, token: apiKey, records, receiver, quiesceMs: opts.settle * 1000, log });
+  let migrated: ChaosResult['migration'];
+  if (migrationId) {
+    const res = await fetch(`${stack.directApiUrl}/v1/storage-migrations/${migrationId}`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    const m = (await res.json()) as { state: string; total: number; moved: number; skipped: number; failed: number };
+    migrated = { state: m.state, total: m.total, moved: m.moved, skipped: m.skipped, failed: m.failed };
+    // Uploads deleted before it reached them are not taken: moved + skipped may be under the total.
+    if (m.state !== 'completed' || m.failed > 0)
+      verdict.other.push(
+        `storage migration ${migrationId}: ${m.state}, ${m.moved} moved, ${m.skipped} skipped, ${m.failed} failed of ${m.total}`,
+      );
+  }
   const result: ChaosResult = {
-    command: `npm run chaos -- --uploads ${opts.uploads} --duration ${opts.duration} --seed ${opts.seed} --concurrency ${opts.concurrency}${opts.faults ? ` --faults ${opts.faults}` : ''}${temporalKind === 'server' ? ' --temporal server' : ''}${opts.replicas > 1 ? ` --replicas ${opts.replicas}` : ''}`,
+    command: `npm run chaos -- --uploads ${opts.uploads} --duration ${opts.duration} --seed ${opts.seed} --concurrency ${opts.concurrency}${opts.faults ? ` --faults ${opts.faults}` : ''}${temporalKind === 'server' ? ' --temporal server' : ''}${opts.replicas > 1 ? ` --replicas ${opts.replicas}` : ''}${opts.migrate ? ' --migrate' : ''}`,
     seed: opts.seed,
     finishedAt: new Date().toISOString(),
     loadSeconds,
@@ -132,6 +170,7 @@ try {
     faults: faultLog.counts,
     faultErrors: faultLog.events.filter((e) => e.error).length,
     restarts: { api: stack.apis.reduce((n, p) => n + p.restarts, 0), worker: stack.workers.reduce((n, p) => n + p.restarts, 0) },
+    ...(migrated ? { migration: migrated } : {}),
     verdict,
   };
   process.stdout.write(`${renderTable(result)}\n`);
@@ -151,3 +190,26 @@ try {
   else rmSync(dir, { recursive: true, force: true });
 }
 process.exit(exitCode);
+
+/** A JSON POST under an Idempotency-Key, sent again (the same key) until it is answered 201 or the deadline passes. */
+async function retryThroughFaults(url: string, token: string, body: unknown, key: string, withinMs: number): Promise<unknown> {
+  const deadline = Date.now() + withinMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      if (res.status === 201) return JSON.parse(text);
+      last = `${res.status} ${text.slice(0, 200)}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  throw new Error(`POST ${url} was not answered 201 in time: ${last}`);
+}

@@ -21,6 +21,9 @@ import { serverPort } from '../test/support/ports';
 import { startVersity, type Versity } from '../test/support/versitygw';
 import { projectRoot, workflowPreloadModules } from '../src/paths';
 import { S3Store } from '../src/storage/s3-store';
+import { RoutedStore } from '../src/storage/routed-store';
+import type { ObjectStore } from '../src/storage/store';
+import { TargetDirectory } from '../src/targets/directory';
 import { SecretBox } from '../src/secret-box';
 import { workflowsPath } from '../src/worker';
 import { WORKFLOW_TRACING_MODULES } from '../src/telemetry/temporal';
@@ -73,7 +76,10 @@ export interface ChaosStack {
   temporalKind: 'dev' | 'server';
   taskQueue: string;
   pool: Pool;
-  store: S3Store;
+  /** Every store the services write, as they read them (the instance's bucket and the registered targets). */
+  store: ObjectStore;
+  /** A second bucket behind the same fault proxy, for a storage target (`--migrate`). */
+  target: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
   /** The services' SECRETS_KEY: the verifier opens (and checks the erasure of) sealed payloads with it. */
   box: SecretBox;
   /** `temporalPostgres`: the real server's connections to PostgreSQL (server mode only). */
@@ -190,7 +196,7 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
 
   const pool = createPool(postgres.url, 4);
   await migrate(pool);
-  const store = new S3Store({
+  const s3Store = new S3Store({
     endpoint: s3.endpoint,
     bucket: 'oncely-chaos',
     region: 'us-east-1',
@@ -200,10 +206,29 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     partSizeBytes: 5 * 1024 * 1024,
     queueSize: 2,
   });
-  await store.ensureBucket();
+  await s3Store.ensureBucket();
+  const targetStore = new S3Store({
+    endpoint: s3.endpoint,
+    bucket: 'oncely-chaos-target',
+    region: 'us-east-1',
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    forcePathStyle: true,
+    partSizeBytes: 5 * 1024 * 1024,
+    queueSize: 2,
+  });
+  await targetStore.ensureBucket();
+  targetStore.destroy();
 
   const taskQueue = 'uploads-chaos';
   const secretsKey = randomBytes(32);
+  const box = new SecretBox(secretsKey);
+  const directory = new TargetDirectory({
+    pool,
+    box,
+    settings: { partSizeBytes: 5 * 1024 * 1024, queueSize: 2, singlePutMaxBytes: 5 * 1024 ** 3 },
+  });
+  const store = new RoutedStore(s3Store, directory.resolve);
   const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -228,6 +253,8 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     SHUTDOWN_GRACE_SECONDS: '5',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     IMPORT_ALLOW_PRIVATE_NETWORKS: 'true',
+    STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true',
+    STORAGE_MIGRATION_SOURCE_GRACE_SECONDS: '0',
     IMPORT_HEARTBEAT_SECONDS: '3',
     WEBHOOK_TIMEOUT_SECONDS: '5',
     WEBHOOK_RETRY_INITIAL_SECONDS: '0.5',
@@ -266,7 +293,13 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     taskQueue,
     pool,
     store,
-    box: new SecretBox(secretsKey),
+    target: {
+      endpoint: `http://127.0.0.1:${s3ProxyPort}`,
+      bucket: 'oncely-chaos-target',
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+    },
+    box,
     proxies,
     postgres,
     apis,
@@ -295,7 +328,8 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
     async stop() {
       await Promise.allSettled([...apis, ...workers].map((p) => p.stop()));
       await pool.end().catch(() => {});
-      store.destroy();
+      directory.close();
+      s3Store.destroy();
       await Promise.allSettled([temporal.stop(), s3.stop(), toxiproxy.stop(), postgres.stop()]);
     },
   };

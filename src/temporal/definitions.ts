@@ -272,6 +272,8 @@ export interface MigrationOutcome {
   bytes: number;
   /** A moved upload's original address before the move. */
   source?: string;
+  /** Whether it had renditions or variants (their prefix at the source is listed only then). */
+  derived?: boolean;
 }
 
 /** One upload's move (ID `move/{uploadId}`). */
@@ -282,13 +284,8 @@ export interface StorageMoveInput {
   to: string | null;
 }
 
-export interface StorageMoveResult {
-  outcome: 'moved' | 'skipped';
-  reason: string | null;
-  bytes: number;
-  /** Where its original was before the move (its sources are released from there). */
-  source?: string;
-}
+/** What one move answers its migration (a failed move is its run's failure). */
+export type StorageMoveResult = Omit<MigrationOutcome, 'uploadId' | 'outcome'> & { outcome: 'moved' | 'skipped' };
 
 /** Deleting what a migration's moves left at its source (ID `release-sources/{migrationId}`). */
 export interface ReleaseSourcesInput {

@@ -1,8 +1,9 @@
 // Short chaos runs inside the test command: the real runner (`chaos/run.ts`) as its own
 // process, every fault kind injected at least once while logical uploads (with concurrent
 // copies, re-sends and keys reused for other bytes) go through Toxiproxy; each must end
-// with zero duplicates, zero losses and every upload acknowledged. Once on the dev server,
-// once on the real Temporal server with replicas.
+// with zero duplicates, zero losses and every upload acknowledged. Once on the dev server
+// (with a storage migration running through the faults), once on the real Temporal server
+// with replicas.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,7 +50,11 @@ function expectClean(result: ChaosResult, uploads: number, kinds: string[]): voi
 }
 
 it('survives every fault kind with no duplicate and no loss', { timeout: 420_000 }, async () => {
-  const { result, stdout } = await chaosRun('dev', ['--duration', '30', '--seed', '11', '--concurrency', '8', '--settle', '180'], 40);
+  const { result, stdout } = await chaosRun(
+    'dev',
+    ['--duration', '30', '--seed', '11', '--concurrency', '8', '--settle', '180', '--migrate'],
+    40,
+  );
   expectClean(
     result,
     40,
@@ -57,6 +62,10 @@ it('survives every fault kind with no duplicate and no loss', { timeout: 420_000
   );
   expect(result.verdict.webhookDeliveries).toBeGreaterThanOrEqual(80);
   expect(stdout).toContain('duplicates found');
+  // A storage migration ran through the faults too: every upload it took moved once (the audit checked each row's object in its target).
+  expect(result.migration?.state).toBe('completed');
+  expect(result.migration?.moved).toBeGreaterThan(0);
+  expect(result.migration?.failed).toBe(0);
 });
 
 it(

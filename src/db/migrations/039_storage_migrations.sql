@@ -27,5 +27,7 @@ CREATE TABLE storage_migration_items (
   bytes         bigint NOT NULL DEFAULT 0,
   -- A moved upload's original address before the move: its sources are released from there.
   source        text,
+  -- Whether it had renditions or variants (their prefix at the source is listed only then).
+  derived       boolean NOT NULL DEFAULT false,
   PRIMARY KEY (migration_id, upload_id)
 );

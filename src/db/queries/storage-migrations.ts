@@ -96,14 +96,21 @@ export async function migrationPage(db: Queryable, migrationId: string, after: s
 export async function recordMigrationItems(db: Queryable, migrationId: string, items: MigrationOutcome[]): Promise<void> {
   if (!items.length) return;
   await db.query(
-    `INSERT INTO storage_migration_items (migration_id, upload_id, outcome, reason, bytes, source)
-     SELECT $1, x.upload_id, x.outcome, x.reason, x.bytes, x.source
-       FROM jsonb_to_recordset($2::jsonb) AS x(upload_id uuid, outcome text, reason text, bytes bigint, source text)
+    `INSERT INTO storage_migration_items (migration_id, upload_id, outcome, reason, bytes, source, derived)
+     SELECT $1, x.upload_id, x.outcome, x.reason, x.bytes, x.source, coalesce(x.derived, false)
+       FROM jsonb_to_recordset($2::jsonb) AS x(upload_id uuid, outcome text, reason text, bytes bigint, source text, derived boolean)
      ON CONFLICT DO NOTHING`,
     [
       migrationId,
       JSON.stringify(
-        items.map((i) => ({ upload_id: i.uploadId, outcome: i.outcome, reason: i.reason, bytes: i.bytes, source: i.source ?? null })),
+        items.map((i) => ({
+          upload_id: i.uploadId,
+          outcome: i.outcome,
+          reason: i.reason,
+          bytes: i.bytes,
+          source: i.source ?? null,
+          derived: i.derived ?? false,
+        })),
       ),
     ],
   );
@@ -145,12 +152,23 @@ export async function moveSource(
   db: Queryable,
   uploadId: string,
 ): Promise<
-  | { tenant_id: string; storage_key: string; sha256: string; bytes: string; content_type: string; deleted: boolean; shared: boolean }
+  | {
+      tenant_id: string;
+      storage_key: string;
+      sha256: string;
+      bytes: string;
+      content_type: string;
+      deleted: boolean;
+      shared: boolean;
+      /** Whether it has renditions or variants. */
+      derived: boolean;
+    }
   | undefined
 > {
   const res = await db.query(
     `SELECT u.tenant_id, u.storage_key, u.sha256, u.bytes, u.content_type, u.deleted_at IS NOT NULL OR u.object_released AS deleted,
-            EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key AND o.refs > 1) AS shared
+            EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key AND o.refs > 1) AS shared,
+            EXISTS (SELECT 1 FROM renditions r WHERE r.upload_id = u.id) OR EXISTS (SELECT 1 FROM image_variants v WHERE v.upload_id = u.id) AS derived
        FROM uploads u WHERE u.id = $1`,
     [uploadId],
   );
@@ -217,9 +235,9 @@ export async function movedSources(
   migrationId: string,
   after: string | null,
   limit: number,
-): Promise<{ upload_id: string; tenant_id: string; source: string }[]> {
-  const res = await db.query<{ upload_id: string; tenant_id: string; source: string }>(
-    `SELECT i.upload_id, m.tenant_id, i.source FROM storage_migration_items i JOIN storage_migrations m ON m.id = i.migration_id
+): Promise<{ upload_id: string; tenant_id: string; source: string; derived: boolean }[]> {
+  const res = await db.query<{ upload_id: string; tenant_id: string; source: string; derived: boolean }>(
+    `SELECT i.upload_id, m.tenant_id, i.source, i.derived FROM storage_migration_items i JOIN storage_migrations m ON m.id = i.migration_id
       WHERE i.migration_id = $1 AND i.outcome = 'moved' AND i.source IS NOT NULL AND ($2::uuid IS NULL OR i.upload_id > $2::uuid)
       ORDER BY i.upload_id LIMIT $3`,
     [migrationId, after, limit],
