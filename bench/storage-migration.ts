@@ -14,9 +14,8 @@ import getPort from 'get-port';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { createPool } from '../src/db/pool';
-import { S3Store } from '../src/storage/s3-store';
 import { keyStoragePrefix } from '../src/temporal/ids';
-import { startVersity } from '../test/support/versitygw';
+import { startVersity, versityBucket } from '../test/support/versitygw';
 import { startOncelyProcess, type BenchServices } from './lib/services';
 
 const MiB = 1024 * 1024;
@@ -37,27 +36,8 @@ export async function storageMigration(services: BenchServices, opts: { small: n
   };
   const creds = { accessKeyId: 'bench-target', secretAccessKey: `bench-target-${randomUUID()}` };
   const target = await startVersity({ port: await getPort({ host: '127.0.0.1' }), dir: path.join(services.dir, 'target'), ...creds });
-  const source = new S3Store({
-    endpoint: services.s3.endpoint,
-    bucket: services.s3.bucket,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    accessKeyId: services.s3.accessKeyId,
-    secretAccessKey: services.s3.secretAccessKey,
-    partSizeBytes: 8 * MiB,
-    queueSize: 4,
-  });
-  await source.ensureBucket();
-  const targetStore = new S3Store({
-    endpoint: target.endpoint,
-    bucket: 'moved',
-    region: 'us-east-1',
-    forcePathStyle: true,
-    partSizeBytes: 8 * MiB,
-    queueSize: 4,
-    ...creds,
-  });
-  await targetStore.ensureBucket();
+  const source = await versityBucket(services.s3, services.s3.bucket, 8 * MiB);
+  const targetStore = await versityBucket({ endpoint: target.endpoint, ...creds }, 'moved', 8 * MiB);
   const pool = createPool(services.databaseUrl, 4);
   let api: Awaited<ReturnType<typeof startOncelyProcess>> | undefined;
   try {

@@ -117,11 +117,11 @@ try {
         await new Promise((r) => setTimeout(r, faultWindowMs * 0.4));
         const send = (route: string, body: unknown, key: string) =>
           retryThroughFaults(`${stack.apiUrl}${route}`, apiKey, body, key, faultWindowMs + opts.settle * 1000);
-        await send('/v1/storage-targets', { name: 'chaos-target', ...stack.target }, `chaos-target-${opts.seed}`);
+        await send('/v1/storage-targets', { name: 'chaos-target', ...stack.target }, `chaos-storage-target-seed-${opts.seed}`);
         const m = (await send(
           '/v1/storage-migrations',
           { from: 'default', to: 'chaos-target', concurrency: 4 },
-          `chaos-migration-${opts.seed}`,
+          `chaos-storage-migration-seed-${opts.seed}`,
         )) as {
           id: string;
           total: number;
@@ -191,7 +191,7 @@ try {
 }
 process.exit(exitCode);
 
-/** A JSON POST under an Idempotency-Key, sent again (the same key) until it is answered 201 or the deadline passes. */
+/** A JSON POST under an Idempotency-Key, sent again (the same key) until it is answered 201, refused, or the deadline passes. */
 async function retryThroughFaults(url: string, token: string, body: unknown, key: string, withinMs: number): Promise<unknown> {
   const deadline = Date.now() + withinMs;
   let last = '';
@@ -206,10 +206,12 @@ async function retryThroughFaults(url: string, token: string, body: unknown, key
       const text = await res.text();
       if (res.status === 201) return JSON.parse(text);
       last = `${res.status} ${text.slice(0, 200)}`;
+      // A refusal of the request itself is not a fault to wait out.
+      if (res.status >= 400 && res.status < 500 && ![408, 409, 425, 429].includes(res.status)) break;
     } catch (err) {
       last = err instanceof Error ? err.message : String(err);
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  throw new Error(`POST ${url} was not answered 201 in time: ${last}`);
+  throw new Error(`POST ${url} was not answered 201: ${last}`);
 }

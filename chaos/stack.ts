@@ -18,9 +18,8 @@ import { startTemporalDevServer } from '../src/devstack/temporal-dev-server';
 import { startTemporalServer } from '../test/support/temporal-server';
 import { startToxiproxy } from '../test/support/toxiproxy';
 import { serverPort } from '../test/support/ports';
-import { startVersity, type Versity } from '../test/support/versitygw';
+import { startVersity, versityBucket, type Versity } from '../test/support/versitygw';
 import { projectRoot, workflowPreloadModules } from '../src/paths';
-import { S3Store } from '../src/storage/s3-store';
 import { RoutedStore } from '../src/storage/routed-store';
 import type { ObjectStore } from '../src/storage/store';
 import { TargetDirectory } from '../src/targets/directory';
@@ -196,29 +195,9 @@ export async function startChaosStack(dir: string, log: (line: string) => void, 
 
   const pool = createPool(postgres.url, 4);
   await migrate(pool);
-  const s3Store = new S3Store({
-    endpoint: s3.endpoint,
-    bucket: 'oncely-chaos',
-    region: 'us-east-1',
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
-    forcePathStyle: true,
-    partSizeBytes: 5 * 1024 * 1024,
-    queueSize: 2,
-  });
-  await s3Store.ensureBucket();
-  const targetStore = new S3Store({
-    endpoint: s3.endpoint,
-    bucket: 'oncely-chaos-target',
-    region: 'us-east-1',
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
-    forcePathStyle: true,
-    partSizeBytes: 5 * 1024 * 1024,
-    queueSize: 2,
-  });
-  await targetStore.ensureBucket();
-  targetStore.destroy();
+  const s3Store = await versityBucket(s3, 'oncely-chaos');
+  // The storage target's bucket (--migrate), behind the same proxy.
+  (await versityBucket(s3, 'oncely-chaos-target')).destroy();
 
   const taskQueue = 'uploads-chaos';
   const secretsKey = randomBytes(32);

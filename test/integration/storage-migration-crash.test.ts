@@ -14,7 +14,7 @@ import { postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { stackWithWorkerProcess } from '../helpers/worker-process';
 import { serverPort } from '../support/ports';
-import { startVersity, type Versity } from '../support/versitygw';
+import { startVersity, versityBucket, type Versity } from '../support/versitygw';
 
 const MiB = 1024 * 1024;
 const CREDS = { accessKeyId: 'crash-owner', secretAccessKey: `crash-secret-${randomUUID()}` };
@@ -26,16 +26,7 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'oncely-migration-crash-'));
 
 beforeAll(async () => {
   versity = await startVersity({ port: await serverPort(), dir, ...CREDS });
-  bucketStore = new S3Store({
-    endpoint: versity.endpoint,
-    bucket: 'crash-target',
-    region: 'us-east-1',
-    forcePathStyle: true,
-    partSizeBytes: 5 * MiB,
-    queueSize: 2,
-    ...CREDS,
-  });
-  await bucketStore.ensureBucket();
+  bucketStore = await versityBucket({ endpoint: versity.endpoint, ...CREDS }, 'crash-target');
   env = await stackWithWorkerProcess('migration_crash', {
     STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true',
     STORAGE_MIGRATION_SOURCE_GRACE_SECONDS: '0',

@@ -17,7 +17,7 @@ import { eventually, listKeys } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { serverPort } from '../support/ports';
-import { startVersity, type Versity } from '../support/versitygw';
+import { startVersity, versityBucket, type Versity } from '../support/versitygw';
 
 const CREDS = { accessKeyId: 'migration-owner', secretAccessKey: `migration-secret-${randomUUID()}` };
 
@@ -34,16 +34,7 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
   beforeAll(async () => {
     versityPort = await serverPort();
     versity = await startVersity({ port: versityPort, dir, ...CREDS });
-    bucketStore = new S3Store({
-      endpoint: versity.endpoint,
-      bucket,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      partSizeBytes: 5 * 1024 * 1024,
-      queueSize: 2,
-      ...CREDS,
-    });
-    await bucketStore.ensureBucket();
+    bucketStore = await versityBucket({ endpoint: versity.endpoint, ...CREDS }, bucket);
     stack = await startStackOnStore(kind, `migrations_${kind}`, {
       env: { STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true', STORAGE_MIGRATION_SOURCE_GRACE_SECONDS: '0' },
     });

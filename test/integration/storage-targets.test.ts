@@ -21,7 +21,7 @@ import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin } from '../support/file-origin';
 import { serverPort } from '../support/ports';
-import { startVersity, type Versity } from '../support/versitygw';
+import { startVersity, versityBucket, type Versity } from '../support/versitygw';
 
 const ADMIN = `admin-${randomUUID()}`;
 const exec = promisify(execFile);
@@ -44,16 +44,7 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
   beforeAll(async () => {
     versityPort = await serverPort();
     await startTargetServer();
-    bucketStore = new S3Store({
-      endpoint: versity.endpoint,
-      bucket,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      partSizeBytes: 5 * 1024 * 1024,
-      queueSize: 2,
-      ...CREDS,
-    });
-    await bucketStore.ensureBucket();
+    bucketStore = await versityBucket({ endpoint: versity.endpoint, ...CREDS }, bucket);
     stack = await startStackOnStore(kind, `targets_${kind}`, {
       env: { STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true', ADMIN_TOKEN: ADMIN, STORAGE_RESIDENCY: 'instance-home' },
     });

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { toolPath } from '../../src/devstack/tools';
 import { startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
+import { S3Store } from '../../src/storage/s3-store';
 
 export interface VersityOptions {
   port: number;
@@ -60,4 +61,24 @@ export async function startVersity(opts: VersityOptions): Promise<Versity> {
   );
   await waitUntil('versitygw', async () => (await fetch(`${endpoint}/health`)).ok, { proc, timeoutMs: 30_000 });
   return { endpoint, accessKeyId, secretAccessKey, process: proc, stop: () => proc.stop() };
+}
+
+/** A bucket on an S3 server (created when missing), as a store with the given credentials (parts of 5 MiB unless said). */
+export async function versityBucket(
+  server: { endpoint: string; accessKeyId: string; secretAccessKey: string },
+  bucket: string,
+  partSizeBytes = 5 * 1024 * 1024,
+): Promise<S3Store> {
+  const store = new S3Store({
+    endpoint: server.endpoint,
+    bucket,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    accessKeyId: server.accessKeyId,
+    secretAccessKey: server.secretAccessKey,
+    partSizeBytes,
+    queueSize: 2,
+  });
+  await store.ensureBucket();
+  return store;
 }
