@@ -17,7 +17,7 @@ import {
   route,
   router,
 } from '../http/openapi';
-import { Uuid } from '../http/schemas';
+import { PageQuery, Uuid } from '../http/schemas';
 import { requires } from '../http/scopes';
 import { problem } from '../errors';
 import { findTenant } from '../db/queries/tenants';
@@ -100,12 +100,12 @@ function definitions(m: Mount) {
       method: 'get',
       path: m.base || '/',
       tags: [m.tag],
-      summary: "The tenant's storage targets, its default and required residency",
+      summary: "The tenant's storage targets in creation order, its default and required residency",
       security: m.security,
-      request: { params: m.params },
+      request: { params: m.params, query: PageQuery },
       responses: {
         200: { description: 'Targets', content: { 'application/json': { schema: StorageTargetList } } },
-        ...problems(...COMMON_V1_PROBLEMS, 'not_found'),
+        ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
       },
     }),
     get: createRoute({
@@ -163,8 +163,11 @@ function mountTargets(
     return c.json(targetView(created), 201, { location: `/v1/storage-targets/${created.row.id}` });
   });
   route(app, d.list, async function listStorageTargets(c) {
-    const list = await deps.targets.list(await tenantOf(c));
-    return c.json({ data: list.targets.map(targetView), defaultTarget: list.defaultTarget, residency: list.residency }, 200);
+    const list = await deps.targets.list(await tenantOf(c), c.req.query());
+    return c.json(
+      { data: list.targets.map(targetView), nextCursor: list.nextCursor, defaultTarget: list.defaultTarget, residency: list.residency },
+      200,
+    );
   });
   route(app, d.get, async function getStorageTarget(c) {
     return c.json(targetView(await deps.targets.get(await tenantOf(c), id(c))), 200);

@@ -77,6 +77,7 @@ export const StorageTarget = z
 export const StorageTargetList = z
   .object({
     data: z.array(StorageTarget),
+    nextCursor: z.string().nullable().openapi({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
     defaultTarget: Uuid.nullable().openapi({ description: "The tenant's default target (null: the instance's store)." }),
     residency: z
       .string()

@@ -8,7 +8,7 @@ import { insertWithinQuota, lockTenant } from '../db/queries/quotas';
 import {
   findTenantTarget,
   insertStorageTarget,
-  listTenantTargets,
+  pageTenantTargets,
   removeStorageTarget,
   setDefaultTarget,
   setTargetCredentials,
@@ -19,6 +19,7 @@ import {
 import { assertDeliverableUrl, DisallowedUrlError } from '../downstream/url-guard';
 import { dependency, problem } from '../errors';
 import { withinQuota } from '../http/quota';
+import { creationOrderPage } from '../http/list-query';
 import { storageTargetSecretContext, type SecretBox } from '../secret-box';
 import { targetStore, type TargetClientSettings } from './directory';
 import { proveTarget } from './probe';
@@ -79,23 +80,27 @@ export class StorageTargets {
     return { row, isDefault: body.default };
   }
 
-  async list(tenantId: string): Promise<{ targets: TargetView[]; defaultTarget: string | null; residency: string | null }> {
-    const [rows, placement] = await dependency('database_unavailable', () =>
-      Promise.all([listTenantTargets(this.deps.pool, tenantId), tenantPlacement(this.deps.pool, tenantId)]),
-    );
+  /** A page of the tenant's targets (the list's query: `limit`, `cursor`), its default and required residency. */
+  async list(tenantId: string, query: Record<string, string>) {
+    const [page, placement] = await Promise.all([
+      creationOrderPage(query, (at) => pageTenantTargets(this.deps.pool, tenantId, at)),
+      dependency('database_unavailable', () => tenantPlacement(this.deps.pool, tenantId)),
+    ]);
     const defaultTarget = placement?.default_storage_target ?? null;
     return {
-      targets: rows.map((row) => ({ row, isDefault: row.id === defaultTarget })),
+      targets: page.items.map((row): TargetView => ({ row, isDefault: row.id === defaultTarget })),
+      nextCursor: page.nextCursor,
       defaultTarget,
       residency: placement?.residency ?? null,
     };
   }
 
   async get(tenantId: string, id: string): Promise<TargetView> {
-    const { targets } = await this.list(tenantId);
-    const found = targets.find((t) => t.row.id === id);
-    if (!found) throw problem('not_found', 'No such storage target.');
-    return found;
+    const [row, placement] = await dependency('database_unavailable', () =>
+      Promise.all([findTenantTarget(this.deps.pool, tenantId, id), tenantPlacement(this.deps.pool, tenantId)]),
+    );
+    if (!row || row.id !== id) throw problem('not_found', 'No such storage target.');
+    return { row, isDefault: placement?.default_storage_target === id };
   }
 
   /** New credentials (proved before they are kept) and/or the tenant's default. */

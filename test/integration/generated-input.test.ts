@@ -402,6 +402,8 @@ describe('requests generated from /openapi.json', () => {
       '/v1/import-batches',
       '/v1/pipelines',
       '/v1/reprocess-jobs',
+      '/v1/storage-migrations',
+      '/v1/storage-targets',
       '/v1/upload-tokens',
       '/v1/uploads',
       '/v1/webhook-endpoints',

@@ -102,7 +102,7 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     const imageId = image.json.uploadId as string;
     const renditions = await eventually(async () => {
       const d = (await call('GET', `/v1/uploads/${imageId}`)).json;
-      return d.renditions?.length ? (d.renditions as { name: string }[]) : undefined;
+      return d.status === 'processed' && d.renditions?.length ? (d.renditions as { name: string }[]) : undefined;
     }, 60_000);
     const gone = await uploadMany(1, 'mig-deleted');
     expect((await call('DELETE', `/v1/uploads/${gone[0]!.id}`, undefined, { prefer: 'wait=30' })).status).toBe(200);

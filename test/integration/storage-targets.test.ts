@@ -93,7 +93,7 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     expect(noBucket.json.detail).toContain('HTTP 404');
     const badBody = await register(targetBody({ endpoint: 'ftp://x', prefix: '/abs/' }));
     expect([badBody.status, badBody.json.error]).toEqual([400, 'body_invalid']);
-    expect((await call('GET', '/v1/storage-targets')).json).toEqual({ data: [], defaultTarget: null, residency: null });
+    expect((await call('GET', '/v1/storage-targets')).json).toEqual({ data: [], nextCursor: null, defaultTarget: null, residency: null });
 
     const key = `tgt-${randomUUID()}`;
     const created = await register(targetBody(), key);
@@ -284,7 +284,8 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     const id = res.json.uploadId as string;
     const detail = await eventually(async () => {
       const d = (await call('GET', `/v1/uploads/${id}`)).json;
-      return d.renditions?.length ? d : undefined;
+      // Processed: every rendition of the pipeline recorded (they are recorded one by one).
+      return d.status === 'processed' && d.renditions?.length ? d : undefined;
     }, 60_000);
     for (const r of detail.renditions as { name: string; storageKey: string }[]) {
       expect(r.storageKey.startsWith(`targets/${target.id}/tenants/${tenant.tenantId}/renditions/${id}/`)).toBe(true);

@@ -1,6 +1,7 @@
 // Storage targets (migration 038): a tenant's registered buckets, its default and required
 // residency, and whether anything still lives on a target.
 import type { Queryable } from '../pool';
+import { pageInCreationOrder, type ListPosition } from './keyset';
 
 export interface StorageTargetRow {
   id: string;
@@ -62,12 +63,13 @@ export async function findTenantTarget(db: Queryable, tenantId: string, idOrName
   return res.rows[0];
 }
 
-export async function listTenantTargets(db: Queryable, tenantId: string): Promise<StorageTargetRow[]> {
-  const res = await db.query<StorageTargetRow>(
-    `SELECT ${COLUMNS} FROM storage_targets WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`,
-    [tenantId],
+/** A page of the tenant's live targets in creation order, after `after`. */
+export function pageTenantTargets(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
+  return pageInCreationOrder<StorageTargetRow>(
+    db,
+    { columns: COLUMNS, from: 'storage_targets', where: 'tenant_id = $1 AND deleted_at IS NULL', values: [tenantId] },
+    page,
   );
-  return res.rows;
 }
 
 /** New credentials (sealed) for a target: one more version. */
