@@ -126,7 +126,7 @@ export class UploadReceiver {
     identify: (bytes: number, sha256: string) => Promise<UploadRequest>,
     arrival: Omit<Arrival, 'bytes'>,
   ): Promise<UploadOutcome> {
-    const staged = await stageBody(this.deps.store, await this.keyPrefix(base), base, body, { exact: false });
+    const staged = await stageBody(this.deps.store, this.keyPrefix(base), base, body, { exact: false });
     let req: UploadRequest;
     try {
       req = await identify(staged.bytes, staged.sha256);

@@ -13,27 +13,34 @@ import type { StagedCopy, UploadRequest } from './types';
 
 /**
  * With `exact: false` the body's length is unknown (a form's file part): `req.declaredBytes` is
- * its maximum. `keyPrefix`: where the key's objects go (src/targets/placement.ts).
+ * its maximum. `keyPrefix`: where the key's objects go (src/targets/placement.ts); while it is
+ * still being decided the body is already piped, so its own failure (a form's file past its
+ * limit) has a listener.
  */
 export async function stageBody(
   store: ObjectStore,
-  keyPrefix: string,
+  keyPrefix: string | Promise<string>,
   req: UploadRequest,
   body: Readable,
   opts: { exact: boolean } = { exact: true },
 ): Promise<StagedCopy> {
   const attemptId = randomUUID();
-  const storageKey = `${keyPrefix}${attemptId}`;
+  let storageKey: string | undefined;
   const meter = new BodyMeter(req.declaredBytes, undefined, opts.exact);
   const stopWatching = onClientGone(body, () => meter.abort());
   const piped = pipeline(body, meter).catch(() => {}); // the meter's own failure is the verdict, read below
   try {
+    const prefix = await Promise.resolve(keyPrefix).catch((err: unknown) => {
+      meter.destroy(); // nothing will read it: the body goes, the refusal is the answer
+      throw err;
+    });
+    storageKey = `${prefix}${attemptId}`;
     await store.put(storageKey, meter, { contentType: req.contentType, contentLength: opts.exact ? req.declaredBytes : undefined });
     // The store may answer as soon as it has Content-Length bytes; the meter's verdict
     // (length, hash) comes when the body ends.
     await finished(meter, { readable: false });
   } catch (err) {
-    await store.delete(storageKey).catch(() => {}); // an attempt's object no upload names: housekeeping removes it
+    if (storageKey) await store.delete(storageKey).catch(() => {}); // an attempt's object no upload names: housekeeping removes it
     if (meter.failure) throw meter.failure;
     // A refusal the body was destroyed with (a form's file past its limit) is the answer.
     if (err instanceof Problem) throw err;

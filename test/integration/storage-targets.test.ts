@@ -340,6 +340,23 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
       headers: { 'x-storage-target': 'Bad Name!' },
     });
     expect([malformed.status, malformed.json.error]).toEqual([400, 'header_invalid']);
+    // A form naming an unknown target, or naming one after its file part: refused, nothing kept.
+    for (const [fields, status, error] of [
+      [{ storageTarget: 'nowhere' }, 422, 'storage_target_unknown'],
+      [{ after: 'archive' }, 400, 'form_invalid'],
+    ] as const) {
+      const form = new FormData();
+      form.append('idempotencyKey', key);
+      if ('storageTarget' in fields) form.append('storageTarget', fields.storageTarget);
+      form.append('file', new Blob([randomBytes(300_000)]), 'f.bin');
+      if ('after' in fields) form.append('storageTarget', fields.after);
+      const res = await fetch(`${stack.url}/v1/uploads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}` },
+        body: form,
+      });
+      expect([res.status, ((await res.json()) as { error: string }).error]).toEqual([status, error]);
+    }
     expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
     expect(await inBucket(keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
     const stored = await postUpload(stack.url, {
