@@ -27,7 +27,7 @@ export class RoutedStore implements ObjectStore {
     // Direct uploads and downloads are signed by the store when the default can sign (S3);
     // a registered target is always S3, so it can too.
     if (defaultStore.presigner) this.presigner = new RoutedPresigner(this);
-    // Parts stream while they arrive where the default can (S3); a target without it takes whole parts.
+    // Parts stream while they arrive where the default can (S3); every registered target can too.
     if (defaultStore.putPartStreamed) this.putPartStreamed = (...a) => this.streamPart(...a);
   }
 
@@ -83,10 +83,8 @@ export class RoutedStore implements ObjectStore {
 
   private async streamPart(address: string, uploadId: string, partNumber: number, body: Readable, bytes: number): Promise<string> {
     const at = await this.locate(address);
-    if (at.store.putPartStreamed) return at.store.putPartStreamed(at.key, uploadId, partNumber, body, bytes);
-    const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
-    return at.store.putPart(at.key, uploadId, partNumber, Buffer.concat(chunks));
+    // A registered target is S3, which streams parts as the instance's S3 store does.
+    return at.store.putPartStreamed!(at.key, uploadId, partNumber, body, bytes);
   }
 
   async completeParts(address: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {

@@ -33,17 +33,11 @@ export class Placement {
     const target = tenant?.default_storage_target
       ? await dependency('database_unavailable', () => findStorageTarget(pool, tenant.default_storage_target!))
       : undefined;
-    const has = target ? target.residency : (this.deps.defaultResidency ?? null);
-    if (has !== residency)
-      throw problem(
-        'residency_mismatch',
-        `The tenant's default (${target ? `storage target "${target.name}"` : "the instance's store"}) is ${has ? `"${has}"` : 'unlabelled'}: make a target in "${residency}" its default first.`,
-        { extra: { residency } },
-      );
+    this.assertResidency(residency, target);
   }
 
-  /** The target's id, or null for the instance's store. */
-  async targetFor(u: PlacedUpload): Promise<string | null> {
+  /** The target's id, or null for the instance's store (the key plays no part: a token's pin is resolved with it too). */
+  async targetFor(u: Omit<PlacedUpload, 'idempotencyKey'>): Promise<string | null> {
     const { pool } = this.deps;
     const tenant = await dependency('database_unavailable', () => tenantPlacement(pool, u.tenantId));
     let target: StorageTargetRow | undefined;

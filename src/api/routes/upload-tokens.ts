@@ -117,8 +117,7 @@ export function uploadTokenRoutes(deps: {
     await deps.pipelines.assertDeclared(c.get('tenantId'), parsePipelineName(body.pipeline, 'body_invalid'));
     // A token pins a target by id: the one its name names now, checked as its uploads will be.
     const storageTarget = body.storageTarget
-      ? ((await deps.placement.targetFor({ tenantId: c.get('tenantId'), idempotencyKey: '', storageTarget: body.storageTarget })) ??
-        undefined)
+      ? ((await deps.placement.targetFor({ tenantId: c.get('tenantId'), storageTarget: body.storageTarget })) ?? undefined)
       : undefined;
     const { token, row } = await dependency('database_unavailable', () =>
       mintUploadToken(pool, c.get('tenantId'), { ...body, expiresInSeconds, storageTarget }),
