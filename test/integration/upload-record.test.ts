@@ -373,7 +373,8 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
     await eventually(async () => (await types()).length >= 3, 60_000);
     expect((await types()).sort()).toEqual(['upload.hold_placed', 'upload.hold_placed', 'upload.hold_released']);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
-  });
+    // The events' own wait is 60 s: the test's bound is above it, so a slow delivery is told from a lost one.
+  }, 150_000);
 
   it('a hold raced against a delete leaves one outcome: held and whole, or deleted and never held', async () => {
     for (let i = 0; i < 6; i++) {
