@@ -79,6 +79,7 @@ export default tseslint.config(
       'src/record/**/*.ts',
       'src/reprocess/**/*.ts',
       'src/targets/**/*.ts',
+      'src/quotas/**/*.ts',
     ],
     [...API, ...SESSIONS],
     'A wing',

@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
 import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekeeping';
 import { expireEvents } from '../src/db/queries/events';
+import { sweepReservations } from '../src/db/queries/byte-quotas';
 import { keyStoragePrefix, uploadWorkflowId } from '../src/temporal/ids';
 import { endImport, staleImports } from '../src/db/queries/imports';
 import { workflowRunState } from '../src/upload/upload-running';
@@ -29,7 +30,13 @@ const ATTEMPT_OBJECT = /^tenants\/[0-9a-f-]{36}\/keys\/[0-9a-f]{32}\/[0-9a-f-]{3
 
 export function createHousekeepingActivities({ pool, store, housekeeping }: HousekeepingDeps) {
   return {
-    async expireIdempotencyKeys(): Promise<{ expired: number; tombstonesRemoved: number; orphanedImports: number; unusedRunKeys: number }> {
+    async expireIdempotencyKeys(): Promise<{
+      expired: number;
+      tombstonesRemoved: number;
+      orphanedImports: number;
+      unusedRunKeys: number;
+      lapsedReservations: number;
+    }> {
       let total = { expired: 0, tombstonesRemoved: 0 };
       for (;;) {
         const r = await expireKeys(pool, housekeeping.tombstoneSeconds);
@@ -38,7 +45,13 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
         metrics.housekeepingRemoved.inc({ kind: 'expired_keys' }, r.expired);
         metrics.housekeepingRemoved.inc({ kind: 'tombstones' }, r.tombstonesRemoved);
         if (r.expired < 1000)
-          return { ...total, orphanedImports: await failOrphanedImports(pool), unusedRunKeys: await removeUnusedRunKeys(pool) };
+          return {
+            ...total,
+            orphanedImports: await failOrphanedImports(pool),
+            unusedRunKeys: await removeUnusedRunKeys(pool),
+            // After the orphaned imports failed: their reservations lapse with them.
+            lapsedReservations: await sweepReservations(pool),
+          };
       }
     },
 

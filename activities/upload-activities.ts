@@ -1,5 +1,7 @@
 // Side effects of the upload workflow. Built by a factory so pools and stores are
 // injected (never module globals) and every activity is safe to retry.
+import { ByteQuotaExceeded } from '../src/db/queries/byte-quotas';
+import { quotaRefusal } from '../src/upload/byte-quota';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { downstreamInput, downstreamSummary, needsDownstream, type DownstreamRequest } from '../src/downstream/types';
@@ -135,6 +137,8 @@ export function createUploadActivities({ pool, store, ttlSeconds, presets }: Upl
       }).catch((err: unknown) => {
         if (err instanceof KeyHeldElsewhere) throw ApplicationFailure.nonRetryable(err.message, failureTypes.keyReuse);
         if (err instanceof TokenExhausted) throw ApplicationFailure.nonRetryable(err.message, failureTypes.tokenExhausted);
+        if (err instanceof ByteQuotaExceeded)
+          throw ApplicationFailure.nonRetryable(err.message, failureTypes.byteQuotaExceeded, quotaRefusal(err));
         if (isTenantClosed(err)) throw ApplicationFailure.nonRetryable('the tenant was deleted', failureTypes.tenantClosed);
         // The copy is gone with it: the run fails (503 upload_failed) and a retry sends the bytes.
         if (err instanceof PipelineUnknown) throw ApplicationFailure.nonRetryable(err.message, failureTypes.pipelineUnknown);

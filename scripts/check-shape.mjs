@@ -37,7 +37,7 @@ const FLOORS = [
   [
     6,
     'doors and wings',
-    /^src\/(arrivals|imports|images|downloads|web|client|console|record|reprocess)\/|^src\/(codec\/routes|telemetry\/request-trace|targets\/(routes|schemas|targets|wing|migrations|migration-routes))\.ts$/,
+    /^src\/(arrivals|imports|images|downloads|web|client|console|record|reprocess|quotas)\/|^src\/(codec\/routes|telemetry\/request-trace|targets\/(routes|schemas|targets|wing|migrations|migration-routes))\.ts$/,
   ],
   [5, 'the HTTP kit, the session core, lifecycle', /^src\/(http|sessions|lifecycle)\//],
   [

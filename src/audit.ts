@@ -9,7 +9,8 @@
 // for deletions, an erased upload has no object of its own, no rendition and no personal
 // metadata, while every live upload (deleted ones' shared bytes included) has all its bytes;
 // for the record, every version from 1 to the row's once it changed, the label index exactly
-// the record's labels, and nothing of either once erased.
+// the record's labels, and nothing of either once erased; usage that adds up to the upload rows
+// (stored bytes, uploads and ingress counted once each) and no reservation left by a commit.
 import { parseAddress, storeRoots } from './storage/address';
 import { renditionPrefix } from './storage/layout';
 import { allStorageTargetIds } from './db/queries/storage-targets';
@@ -23,6 +24,7 @@ import {
   countRows,
   duplicateUploadsPerKey,
   miscountedObjects,
+  miscountedUsage,
   missingServedRenditions,
   mismatchedKeyRows,
   suspiciousDeliveries,
@@ -87,6 +89,7 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   let objectsVerified = 0;
   const referenced = new Set<string>();
   for (const m of await miscountedObjects(pool)) violations.push(`dedupe: object ${m.storage_key}: ${m.problem}`);
+  for (const m of await miscountedUsage(pool)) violations.push(`usage: tenant ${m.tenant_id}: ${m.problem}`);
   const hashed = new Map<string, Awaited<ReturnType<typeof sha256OfObject>>>();
   const erased: { id: string; tenant_id: string; storage_key: string }[] = [];
   for await (const u of allUploads(pool)) {

@@ -71,6 +71,7 @@ export const catalogue = {
   step_not_waiting: { status: 409, title: 'The step is not waiting for a decision' },
   range_not_satisfiable: { status: 416, title: 'The requested range starts past the end of the file' },
   quota_exceeded: { status: 409, title: 'Tenant quota reached' },
+  byte_quota_exceeded: { status: 413, title: "The upload would pass one of the tenant's byte quotas" },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   too_many_sessions: { status: 429, title: 'Too many open upload sessions for this tenant', retryAfter: 10 },
   too_many_imports: { status: 429, title: 'Too many imports in flight for this tenant', retryAfter: 10 },

@@ -28,6 +28,7 @@ import { Reprocessing } from './lifecycle/reprocessing';
 import { AnswerCache } from './upload/answer-cache';
 import { DeclaredPipelines } from './pipelines/declared';
 import { Admission } from './upload/admission';
+import { releaseReservation, reserveBytes } from './db/queries/byte-quotas';
 import { TenantCalls } from './downstream/tenant-calls';
 import { WebhookHttp } from './downstream/webhook-http';
 import { InFlightUploads } from './upload/in-flight';
@@ -93,7 +94,12 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     receiveTimeoutSeconds: config.RECEIVE_TIMEOUT_SECONDS,
     lostCommitProbeSeconds: config.LOST_COMMIT_PROBE_SECONDS,
     answers,
-    admission: new Admission({ pipelines, calls }),
+    admission: new Admission({
+      pipelines,
+      calls,
+      reserve: (r) => reserveBytes(pool, { ...r, ttlSeconds: config.QUOTA_RESERVATION_SECONDS ?? config.RECEIVE_TIMEOUT_SECONDS }),
+      release: (tenantId, key) => releaseReservation(pool, tenantId, key),
+    }),
     placement,
     downstream: downstreamSettings(config),
     subjectTag: (tenantId, subject) => subjectTag(box, tenantId, subject),

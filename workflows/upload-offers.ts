@@ -181,8 +181,13 @@ export async function refusable<T>(copy: StagedCopy, commit: Promise<T>): Promis
  */
 function isRefusal(failure: unknown): failure is ApplicationFailure {
   if (!(failure instanceof ApplicationFailure)) return false;
-  if (failure.type !== failureTypes.keyReuse && failure.type !== failureTypes.tokenExhausted) return false;
+  if (!isRefusalType(failure.type)) return false;
   return patched(patches.refusedCopyDiscarded);
+}
+
+/** The commit's refusals: nothing was written (the key held elsewhere, the token used up, a byte quota reached). */
+function isRefusalType(type: string | undefined | null): boolean {
+  return type === failureTypes.keyReuse || type === failureTypes.tokenExhausted || type === failureTypes.byteQuotaExceeded;
 }
 
 /**
@@ -196,8 +201,7 @@ async function afterFailedCommit(
   offers: Offers,
   adopt: (response: StoredResponse) => Promise<StoredResponse>,
 ): Promise<StoredResponse> {
-  // Refused at the commit (the key held elsewhere, the token used up): nothing was written.
-  const refused = err instanceof ApplicationFailure && (err.type === failureTypes.keyReuse || err.type === failureTypes.tokenExhausted);
+  const refused = err instanceof ApplicationFailure && isRefusalType(err.type);
   const committed = !refused ? await findCommittedAnswer(input) : null;
   if (committed) return adopt(committed);
   // A tenant closed while the body arrived refuses the commit: its offers are told so (410).

@@ -38,6 +38,7 @@ import { signedDownloadRoutes, uploadContentRoutes } from '../downloads/routes';
 import { deletionRoutes } from './routes/deletions';
 import { recordWing } from '../record/wing';
 import { storageTargetWing } from '../targets/wing';
+import { quotaWing } from '../quotas/wing';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
@@ -163,6 +164,8 @@ export function createApp(deps: AppDeps) {
   );
   const storageTargets = storageTargetWing({ config, idempotency, temporal, placement: services.placement });
   app.route('/admin', storageTargets.operator);
+  const quotas = quotaWing({ pool });
+  app.route('/admin', quotas.operator);
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
   app.route('/', codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }));
@@ -205,6 +208,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
   app.route('/v1/storage-targets', storageTargets.tenant);
   app.route('/v1/storage-migrations', storageTargets.migrations);
+  app.route('/v1', quotas.tenant);
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines, placement: services.placement }));
   app.route(

@@ -32,7 +32,7 @@ export const ADMISSION_PROBLEMS: ErrorCode[] = [
 export type Declared = Omit<DeclaredUpload, 'tenantId' | 'mode' | 'grant' | 'caller'>;
 
 export interface IntakeDeps {
-  receiver: Pick<UploadReceiver, 'admit'>;
+  receiver: Pick<UploadReceiver, 'admit' | 'release'>;
   inFlight: InFlightUploads;
   /** MAX_UPLOAD_BYTES. */
   maxBytes: number;
@@ -87,6 +87,11 @@ export class Intake {
       },
       { mode: upload.mode, caller: upload.caller, bytes: upload.bytes ?? null },
     );
+  }
+
+  /** Ends an admitted upload's reservation under the byte quotas (refused before its bytes were read). */
+  release(upload: Pick<DeclaredUpload, 'tenantId' | 'key'>): Promise<void> {
+    return this.deps.receiver.release({ tenantId: upload.tenantId, idempotencyKey: upload.key });
   }
 
   /** A slot among the tenant's uploads in flight on this server (429 when none is free); call the release when done. */

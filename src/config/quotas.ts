@@ -37,6 +37,12 @@ export const quotaSettings = {
   TENANT_MAX_API_KEYS: z.coerce.number().int().min(1).max(10_000).default(32),
   /** Pipeline names per tenant; one more is `409 quota_exceeded`. */
   TENANT_MAX_PIPELINES: z.coerce.number().int().min(1).max(10_000).default(64),
+  /**
+   * How long a new upload's reservation under its tenant's byte quotas lasts when nothing ends
+   * it sooner (its commit, its refusal, its session's end); unset: RECEIVE_TIMEOUT_SECONDS. An
+   * upload committing after its reservation lapsed is checked against the quotas at the commit.
+   */
+  QUOTA_RESERVATION_SECONDS: z.coerce.number().int().min(1).max(604_800).optional(),
   /** Versions of one pipeline name; one more is `409 quota_exceeded`. */
   PIPELINE_MAX_VERSIONS: z.coerce.number().int().min(1).max(100_000).default(100),
 };

@@ -103,6 +103,8 @@ export const failureTypes = {
   keyReuse: 'idempotency_key_reuse',
   /** The upload token's uploads are used up (counted at the commit): answered 403, nothing recorded. */
   tokenExhausted: 'token_exhausted',
+  /** A byte quota its reservation did not cover was reached at the commit: answered 413, nothing recorded. */
+  byteQuotaExceeded: 'byte_quota_exceeded',
   /** The tenant was deleted before the commit (migration 027 refused its rows): the run fails, nothing recorded. */
   tenantClosed: 'tenant_deleted',
   /** A step decision for a step that is not an undecided async http.call of the upload: answered 409. */

@@ -2,12 +2,15 @@
 // new): its pipeline is declared, and that pipeline's validation hook, when it has one,
 // accepts it. The hook's refusal is the client's answer (403 for its 401/403, 422 for any
 // other 4xx, with its message) and is not stored under the key, so the client may fix the
-// request and retry; a hook that cannot be asked is 503 with Retry-After.
+// request and retry; a hook that cannot be asked is 503 with Retry-After. Last, its declared
+// bytes are reserved under the tenant's byte quotas (413 byte_quota_exceeded when they would
+// pass one).
 import { createHash } from 'node:crypto';
 import type { DeclaredPipelines } from '../pipelines/declared';
 import type { TenantCalls } from '../downstream/tenant-calls';
 import { DisallowedUrlError } from '../downstream/url-guard';
-import { problem } from '../errors';
+import { dependency, problem } from '../errors';
+import { refusingOverQuota } from './byte-quota';
 import type { Caller, UploadRequest } from './types';
 import type { ArrivalMode } from '../modes';
 
@@ -18,10 +21,28 @@ export interface Arrival {
   bytes: number | null;
 }
 
+/** Reserves a new upload's declared bytes (null: not declared) under its key, or throws ByteQuotaExceeded. */
+export type Reserve = (r: { tenantId: string; key: string; bytes: number | null }) => Promise<void>;
+/** Ends a key's reservation. */
+export type Release = (tenantId: string, key: string) => Promise<void>;
+
 export class Admission {
-  constructor(private readonly deps: { pipelines: DeclaredPipelines; calls: TenantCalls }) {}
+  constructor(private readonly deps: { pipelines: DeclaredPipelines; calls: TenantCalls; reserve: Reserve; release: Release }) {}
+
+  release(tenantId: string, key: string): Promise<void> {
+    return this.deps.release(tenantId, key);
+  }
 
   async admit(
+    req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey' | 'pipeline' | 'fileName' | 'contentType'>,
+    arrival: Arrival,
+  ): Promise<void> {
+    await this.askPipeline(req, arrival);
+    const reservation = { tenantId: req.tenantId, key: req.idempotencyKey, bytes: arrival.bytes };
+    await dependency('database_unavailable', () => refusingOverQuota(() => this.deps.reserve(reservation)));
+  }
+
+  private async askPipeline(
     req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey' | 'pipeline' | 'fileName' | 'contentType'>,
     arrival: Arrival,
   ): Promise<void> {

@@ -6,6 +6,7 @@
 //   settle    – the copy is deleted only once the committed answer names another object.
 // Receive, offer and settle live in ./stage.ts, ./offer.ts and ./settle.ts; this module
 // runs the phases in order and owns replay and await.
+import { byteQuotaProblem, type QuotaRefusal } from './byte-quota';
 import type { Readable } from 'node:stream';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -110,7 +111,22 @@ export class UploadReceiver {
   }
 
   async receive(req: UploadRequest, body: Readable, waitMs: number): Promise<UploadOutcome> {
-    return this.deliver(req, await stageBody(this.deps.store, await this.keyPrefix(req), req, body), waitMs);
+    let staged: StagedCopy;
+    try {
+      staged = await stageBody(this.deps.store, await this.keyPrefix(req), req, body);
+    } catch (err) {
+      await this.release(req);
+      throw err;
+    }
+    return this.deliver(req, staged, waitMs);
+  }
+
+  /**
+   * Ends the key's reservation under the byte quotas, for an upload no run will commit from
+   * this attempt (refused before its offer). Best effort: housekeeping ends what is left.
+   */
+  async release(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>): Promise<void> {
+    await this.deps.admission.release(req.tenantId, req.idempotencyKey).catch(() => {});
   }
 
   /**
@@ -165,6 +181,7 @@ export class UploadReceiver {
       checkArrived(req.grant, { bytes: copy.bytes, sniffedType: copy.sniffedType, contentType: req.contentType });
     } catch (err) {
       await after({ at: 'before-offer' });
+      if (!start?.resumable) await this.release(req);
       throw err;
     }
     let offered: Offered;
@@ -187,6 +204,8 @@ export class UploadReceiver {
         throw err.answer;
       }
       await after({ at: 'offer-refused', session: !!start?.resumable, keyReuse: err.answer.code === 'idempotency_key_reuse' });
+      // A session's reservation stays for its next attempt; a request's ends with its copy.
+      if (!start?.resumable) await this.release(req);
       throw err.answer;
     }
     let result: UploadOutcome;
@@ -316,6 +335,10 @@ function failedRunProblem(err: WorkflowFailedError | WorkflowUpdateFailedError, 
   const type = err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
   if (type === failureTypes.keyReuse) return reuseProblem();
   if (type === failureTypes.tokenExhausted) return exhaustedProblem(req);
+  if (type === failureTypes.byteQuotaExceeded) {
+    const refusal = (err.cause as ApplicationFailure).details?.[0] as QuotaRefusal | undefined;
+    if (refusal) return byteQuotaProblem(refusal, err);
+  }
   // Closed while its body arrived: the commit was refused (migration 027), nothing was kept.
   if (type === failureTypes.tenantClosed) return problem('tenant_deleted', 'This tenant has been deleted.', { cause: err });
   return problem('upload_failed', 'The upload could not be completed; retry with the same Idempotency-Key.', { cause: err });

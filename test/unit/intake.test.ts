@@ -41,6 +41,7 @@ function harness(opts: { maxBytes?: number; slots?: number } = {}) {
       admit: async (req, arrival) => {
         admitted.push({ upload: req as never, arrival });
       },
+      release: async () => {},
     },
     inFlight: new InFlightUploads(opts.slots ?? 4),
     maxBytes: opts.maxBytes ?? 100,

@@ -63,7 +63,7 @@ function receiverWith(opts: { refusal?: Error; outcome?: () => Error; delayMs?: 
       webhookRetry: { attemptTimeoutSeconds: 1, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 1, maxAttempts: 1 },
     },
     answers: new AnswerCache(0),
-    admission: { admit: async () => {} } as unknown as Admission,
+    admission: { admit: async () => {}, release: async () => {} } as unknown as Admission,
   });
   return { receiver, sent, deleted };
 }

@@ -84,7 +84,13 @@ export function oneRequestRoutes(deps: {
     if (replay) return renderOutcome(c, replay, key, closesUnreadBody(c));
     await intake.admit(upload);
     // Replays above cost nothing; a new upload takes one of the tenant's in-flight slots.
-    const release = intake.slot(tenantId);
+    let release: () => void;
+    try {
+      release = intake.slot(tenantId);
+    } catch (err) {
+      await intake.release(upload);
+      throw err;
+    }
     try {
       const outcome = await receiver.receive(req, requestBody(c), waitMs);
       return renderOutcome(c, outcome, key, false);

@@ -195,3 +195,49 @@ export async function miscountedObjects(db: Queryable): Promise<{ storage_key: s
     ...uncounted.rows.map((r) => ({ storage_key: r.storage_key, problem: `upload ${r.id} of a deduping tenant is not counted` })),
   ];
 }
+
+/**
+ * Usage that disagrees with the upload rows, per tenant: stored bytes (uploads neither erased
+ * nor rejected), the hourly counts of uploads and ingress (every committed upload once), the
+ * stored level the hours add up to; and reservations that outlived their upload's commit.
+ */
+export async function miscountedUsage(db: Queryable): Promise<{ tenant_id: string; problem: string }[]> {
+  const res = await db.query<{
+    tenant_id: string;
+    uploads: number;
+    hour_uploads: number;
+    bytes: number;
+    ingress: number;
+    stored: number;
+    level: number;
+    net: number;
+  }>(
+    `WITH ups AS (SELECT tenant_id, count(*)::float8 AS uploads, sum(bytes)::float8 AS bytes,
+                         coalesce(sum(bytes) FILTER (WHERE erased_at IS NULL AND availability <> 'rejected'), 0)::float8 AS stored
+                    FROM uploads GROUP BY tenant_id),
+          hrs AS (SELECT tenant_id, sum(uploads)::float8 AS uploads, sum(ingress_bytes)::float8 AS ingress,
+                         sum(stored_added - stored_released)::float8 AS net
+                    FROM usage_hours GROUP BY tenant_id)
+     SELECT t.id AS tenant_id, coalesce(u.uploads, 0) AS uploads, coalesce(h.uploads, 0) AS hour_uploads, coalesce(u.bytes, 0) AS bytes,
+            coalesce(h.ingress, 0) AS ingress, coalesce(u.stored, 0) AS stored, coalesce(g.stored_bytes, 0)::float8 AS level,
+            coalesce(h.net, 0) AS net
+       FROM tenants t LEFT JOIN ups u ON u.tenant_id = t.id LEFT JOIN hrs h ON h.tenant_id = t.id
+       LEFT JOIN tenant_usage g ON g.tenant_id = t.id`,
+  );
+  const out: { tenant_id: string; problem: string }[] = [];
+  for (const r of res.rows) {
+    if (r.uploads !== r.hour_uploads)
+      out.push({ tenant_id: r.tenant_id, problem: `${r.uploads} uploads committed, usage counts ${r.hour_uploads}` });
+    if (r.bytes !== r.ingress)
+      out.push({ tenant_id: r.tenant_id, problem: `${r.bytes} bytes committed, usage counts ${r.ingress} ingress bytes` });
+    if (r.stored !== r.level) out.push({ tenant_id: r.tenant_id, problem: `${r.stored} bytes stored, usage says ${r.level}` });
+    if (r.level !== r.net) out.push({ tenant_id: r.tenant_id, problem: `stored level ${r.level}, its hours add up to ${r.net}` });
+  }
+  const kept = await db.query<{ tenant_id: string; idempotency_key: string }>(
+    `SELECT r.tenant_id, r.idempotency_key FROM quota_reservations r
+       JOIN uploads u ON u.tenant_id = r.tenant_id AND u.idempotency_key = r.idempotency_key`,
+  );
+  for (const r of kept.rows)
+    out.push({ tenant_id: r.tenant_id, problem: `key ${r.idempotency_key} committed and still holds a reservation` });
+  return out;
+}

@@ -1,5 +1,6 @@
 // Deletion with erasure, step by step; each statement is safe to run again (a retried
 // activity finds its work done and does nothing more).
+import { releaseStored } from './byte-quotas';
 import { withTransaction, type Pool, type Queryable } from '../pool';
 import { replaceUploadAnswer } from './idempotency-keys';
 import { destroyPayloadKeys } from './payload-keys';
@@ -110,6 +111,7 @@ export async function scrubUpload(
       [uploadId],
     );
     await tx.query('DELETE FROM upload_steps WHERE upload_id = $1', [uploadId]);
+    if (!before.rows[0]?.erased_at) await releaseStored(tx, uploadId);
     await eraseRecord(tx, uploadId);
     await replaceUploadAnswer(tx, uploadId, gone);
     await destroyPayloadKeys(tx, uploadScopes(uploadId, res.rows[0]!.workflow_id));

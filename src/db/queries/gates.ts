@@ -3,6 +3,7 @@
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
 import { replaceUploadAnswer } from './idempotency-keys';
+import { releaseStoredBytes } from './byte-quotas';
 
 export async function openUploadGate(db: Queryable, uploadId: string): Promise<void> {
   await db.query(`UPDATE uploads SET availability = 'available' WHERE id = $1 AND availability = 'gated'`, [uploadId]);
@@ -16,10 +17,13 @@ export async function rejectUpload(pool: Pool, uploadId: string, reason: string,
   await withTransaction(pool, async (tx) => {
     const res = await tx.query(
       `UPDATE uploads SET availability = 'rejected', rejection_reason = $2
-        WHERE id = $1 AND availability <> 'rejected' AND deleted_at IS NULL`,
+        WHERE id = $1 AND availability <> 'rejected' AND deleted_at IS NULL RETURNING tenant_id, bytes`,
       [uploadId, reason],
     );
-    if (!res.rowCount) return;
+    const rejected = res.rows[0] as { tenant_id: string; bytes: string } | undefined;
+    if (!rejected) return;
+    // Its bytes are not kept: they stop counting against the tenant's stored bytes now.
+    await releaseStoredBytes(tx, rejected.tenant_id, Number(rejected.bytes));
     await replaceUploadAnswer(tx, uploadId, answer);
   });
 }

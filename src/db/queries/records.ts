@@ -16,6 +16,7 @@ import type { PipelineVersion } from '../../pipelines/steps';
 import { latestPipelineVersion } from './pipelines';
 import { endImport } from './imports';
 import { writeLabels } from './upload-record';
+import { chargeCommit } from './byte-quotas';
 
 export interface RecordsInput {
   tenantId: string;
@@ -86,6 +87,8 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
     let storageKey: string | null = null;
     /** Known when this transaction wrote the upload row: whether it left work downstream (not settled as processed). */
     let downstreamNeeded: boolean | undefined;
+    /** Set when this transaction wrote the upload row: what its commit charges. */
+    let charge: { bytes: number; imported: boolean } | undefined;
     if (input.upload) {
       if (input.upload.token_id && !(await countTokenUpload(tx, input.upload.token_id))) throw new TokenExhausted(input.upload.token_id);
       // Under the tenant's dedupe, identical bytes already stored become this upload's object.
@@ -113,7 +116,10 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
         throw new Error(`key ${input.key} already belongs to upload ${stored?.id}`);
       }
       createdAt = stored.created_at;
-      if (inserted) await writeLabels(tx, inserted.id, input.upload);
+      if (inserted) {
+        await writeLabels(tx, inserted.id, input.upload);
+        charge = { bytes: input.upload.bytes, imported: input.upload.arrival === 'import' };
+      }
       const idle = pipeline && choice.idleReason(pipeline, input.upload.content_type);
       const settled = !!pipeline && !!idle && (await settleIfQuiet(tx, input.tenantId, input.upload.id, idle, choice.announces(pipeline)));
       if (inserted) downstreamNeeded = !settled;
@@ -149,6 +155,8 @@ export async function commitUploadRecords(pool: Pool, input: RecordsInput): Prom
       answer = await answerOfOwnRow(tx, stored, input);
     }
     if (input.importId) await endImport(tx, input.importId, input.upload ? 'committed' : 'failed');
+    // Last: the tenant's usage rows are shared by its commits, held only until this one ends.
+    if (ours) await chargeCommit(tx, { tenantId: input.tenantId, key: input.key, ...charge });
     return answer;
   });
 }

@@ -272,7 +272,14 @@ export async function moveSession(db: Queryable, id: string, from: SessionRow['s
 }
 
 export async function deleteSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
-  return (await db.query<SessionRow>(`DELETE FROM resumable_sessions WHERE id = $1 RETURNING ${COLUMNS}`, [id])).rows[0];
+  // Its reservation under the byte quotas goes with it (a committed session's already went at the commit).
+  const res = await db.query<SessionRow>(
+    `WITH gone AS (DELETE FROM resumable_sessions WHERE id = $1 RETURNING ${COLUMNS}),
+          freed AS (DELETE FROM quota_reservations r USING gone WHERE r.tenant_id = gone.tenant_id AND r.idempotency_key = gone.idempotency_key)
+     SELECT * FROM gone`,
+    [id],
+  );
+  return res.rows[0];
 }
 
 /** When a session idle since its last change expires: the rule expireIfIdle applies in SQL. */
@@ -290,9 +297,12 @@ export async function expireIfIdle(db: Queryable, id: string, idleSeconds: numbe
        SELECT id, state, greatest(extract(epoch FROM updated_at + make_interval(secs => $2) - now()),
                                   coalesce(extract(epoch FROM lease_until - now()), 0))::float8 AS seconds_left
          FROM resumable_sessions WHERE id = $1)
-     DELETE FROM resumable_sessions r USING s
-      WHERE r.id = s.id AND s.seconds_left <= 0 AND r.state = 'open'
-      RETURNING ${COLUMN_NAMES.map((c) => `r.${c}`).join(', ')}, 0::float8 AS seconds_left`,
+     , gone AS (
+       DELETE FROM resumable_sessions r USING s
+        WHERE r.id = s.id AND s.seconds_left <= 0 AND r.state = 'open'
+        RETURNING ${COLUMN_NAMES.map((c) => `r.${c}`).join(', ')}, 0::float8 AS seconds_left)
+     , freed AS (DELETE FROM quota_reservations q USING gone WHERE q.tenant_id = gone.tenant_id AND q.idempotency_key = gone.idempotency_key)
+     SELECT * FROM gone`,
     [id, idleSeconds],
   );
   if (res.rows[0]) return { secondsLeft: 0, expired: res.rows[0] };
