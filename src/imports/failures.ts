@@ -1,4 +1,5 @@
-// How an import ends without a file: the codes its run records as the key's answer. Pure, so
+// How an import ends without a file: the codes its run records as the key's answer (a byte
+// quota the read file would pass among them). Pure, so
 // the upload workflow can tell an import's own failure from anything else.
 import type { ErrorCode } from '../errors';
 
@@ -17,6 +18,7 @@ export const IMPORT_REFUSALS = [
   'import_timeout',
   'type_not_allowed',
   'checksum_mismatch',
+  'byte_quota_exceeded',
 ] as const satisfies readonly ErrorCode[];
 export type ImportRefusal = (typeof IMPORT_REFUSALS)[number];
 

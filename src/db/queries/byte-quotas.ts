@@ -129,6 +129,16 @@ export async function reserveBytes(
   });
 }
 
+/** Reserves an import's bytes once read (its key is its import row's), as `reserveBytes` does. */
+export async function reserveImportedBytes(pool: Pool, importId: string, bytes: number, ttlSeconds: number): Promise<void> {
+  const row = (
+    await pool.query<{ tenant_id: string; idempotency_key: string }>('SELECT tenant_id, idempotency_key FROM imports WHERE id = $1', [
+      importId,
+    ])
+  ).rows[0];
+  if (row) await reserveBytes(pool, { tenantId: row.tenant_id, key: row.idempotency_key, bytes, ttlSeconds });
+}
+
 /** Drops the key's reservation (its upload will not commit from this attempt). */
 export async function releaseReservation(db: Queryable, tenantId: string, key: string): Promise<void> {
   await db.query('DELETE FROM quota_reservations WHERE tenant_id = $1 AND idempotency_key = $2', [tenantId, key]);

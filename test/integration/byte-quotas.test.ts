@@ -1,0 +1,390 @@
+// Byte quotas and usage over real HTTP on both default stores: an operator sets a tenant's
+// quotas (bad bodies refused, nothing changed); every door is refused 413 before storing once
+// a quota would be passed, up to the limit exactly; replays never count or get refused;
+// concurrent uploads never overshoot and leave no reservation; erasure gives bytes back;
+// usage counts commits, not requests, as JSON and CSV, for the tenant and the operator.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { audit } from '../../src/audit';
+import { sweepReservations } from '../../src/db/queries/byte-quotas';
+import { keyStoragePrefix } from '../../src/temporal/ids';
+import { postUpload, sha256 } from '../helpers/http';
+import { eventually, listKeys } from '../helpers/inspect';
+import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { startFileOrigin } from '../support/file-origin';
+
+const ADMIN = `admin-${randomUUID()}`;
+
+describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startStackOnStore(kind, `quotas_${kind}`, { env: { ADMIN_TOKEN: ADMIN } });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  async function call(method: string, pathname: string, bearer: string, json?: unknown, headers: Record<string, string> = {}) {
+    const res = await fetch(`${stack.url}${pathname}`, {
+      method,
+      headers: { authorization: `Bearer ${bearer}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: json === undefined ? undefined : typeof json === 'string' ? json : JSON.stringify(json),
+    });
+    const text = await res.text();
+    let parsed: any;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json: parsed };
+  }
+  const setQuotas = (tenantId: string, body: unknown) => call('PATCH', `/admin/tenants/${tenantId}/quotas`, ADMIN, body);
+  const quotas = async (apiKey: string) => (await call('GET', '/v1/quotas', apiKey)).json;
+  const upload = (apiKey: string, body: Buffer, key = `q-${randomUUID()}`) => postUpload(stack.url, { apiKey, key, body });
+  const stored = (tenantId: string, key: string) => listKeys(stack.runtime.store, keyStoragePrefix(tenantId, key));
+  const reservations = async (tenantId: string) =>
+    (await stack.runtime.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM quota_reservations WHERE tenant_id = $1', [tenantId]))
+      .rows[0]!.n;
+  const uploadRows = async (tenantId: string) =>
+    (await stack.runtime.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM uploads WHERE tenant_id = $1', [tenantId])).rows[0]!.n;
+
+  it('an operator sets, changes and clears quotas; bad bodies, other credentials and unknown tenants change nothing', async () => {
+    const t = await stack.createTenant('quota-settings');
+    expect((await quotas(t.apiKey)).quotas).toEqual({ maxStoredBytes: null, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null });
+    const set = await setQuotas(t.tenantId, { maxStoredBytes: 5000, maxUploadsPerMonth: 7 });
+    expect(set.status, set.text).toBe(200);
+    expect(set.json.quotas).toEqual({ maxStoredBytes: 5000, maxIngressBytesPerMonth: null, maxUploadsPerMonth: 7 });
+    expect(set.json.remaining).toEqual({ storedBytes: 5000, ingressBytesThisMonth: null, uploadsThisMonth: 7 });
+
+    for (const bad of [{}, { maxStoredBytes: -1 }, { maxStoredBytes: 1.5 }, { maxStoredBytes: '10' }, { maxBytes: 10 }, 'not json', []]) {
+      const refused = await setQuotas(t.tenantId, bad);
+      expect(refused.status, JSON.stringify(bad)).toBe(400);
+      expect(refused.headers.get('content-type')).toContain('application/problem+json');
+      expect(refused.json.error).toBe('body_invalid');
+    }
+    expect((await call('PATCH', `/admin/tenants/${t.tenantId}/quotas`, t.apiKey, { maxStoredBytes: 1 })).status).toBe(401);
+    expect((await setQuotas(randomUUID(), { maxStoredBytes: 1 })).status).toBe(404);
+    expect((await call('GET', `/admin/tenants/${randomUUID()}/quotas`, ADMIN)).status).toBe(404);
+    expect((await call('GET', `/admin/tenants/not-a-uuid/quotas`, ADMIN)).status).toBe(404);
+    const after = await call('GET', `/admin/tenants/${t.tenantId}/quotas`, ADMIN);
+    expect(after.json.quotas).toEqual({ maxStoredBytes: 5000, maxIngressBytesPerMonth: null, maxUploadsPerMonth: 7 });
+
+    // null clears one quota; the others are kept.
+    const cleared = await setQuotas(t.tenantId, { maxUploadsPerMonth: null });
+    expect(cleared.json.quotas).toEqual({ maxStoredBytes: 5000, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null });
+  });
+
+  it('every door is refused 413 before storing once maxStoredBytes would be passed; uploads fill it exactly; replays count once', async () => {
+    const t = await stack.createTenant('quota-doors');
+    await setQuotas(t.tenantId, { maxStoredBytes: 100_000 });
+    const first = randomBytes(60_000);
+    const firstKey = `q-first-${randomUUID()}`;
+    const ok = await upload(t.apiKey, first, firstKey);
+    expect(ok.status, ok.text).toBe(201);
+    const replay = await upload(t.apiKey, first, firstKey);
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+
+    const expectRefused = (res: { status: number; json: any; text: string }, door: string) => {
+      expect(res.status, `${door}: ${res.text}`).toBe(413);
+      expect(res.json.error, door).toBe('byte_quota_exceeded');
+      expect(res.json, door).toMatchObject({ quota: 'maxStoredBytes', limit: 100_000, remaining: 40_000 });
+    };
+    const big = randomBytes(50_000);
+    const keys: Record<string, string> = {};
+    keys.upload = `q-one-${randomUUID()}`;
+    expectRefused(await upload(t.apiKey, big, keys.upload), 'upload');
+
+    keys.form = `q-form-${randomUUID()}`;
+    const form = new FormData();
+    form.append('idempotencyKey', keys.form);
+    form.append('file', new Blob([big]), 'f.bin');
+    const formRes = await fetch(`${stack.url}/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.apiKey}` },
+      body: form,
+    });
+    expectRefused({ status: formRes.status, text: '', json: await formRes.json() }, 'form');
+
+    keys.tus = `q-tus-${randomUUID()}`;
+    const tus = await call('POST', '/v1/tus', t.apiKey, undefined, {
+      'tus-resumable': '1.0.0',
+      'upload-length': String(big.length),
+      'idempotency-key': keys.tus,
+    });
+    expectRefused(tus, 'tus');
+
+    keys.rufh = `q-rufh-${randomUUID()}`;
+    const rufh = await call('POST', '/v1/uploads', t.apiKey, undefined, {
+      'idempotency-key': keys.rufh,
+      'upload-complete': '?0',
+      'upload-draft-interop-version': '8',
+      'upload-length': String(big.length),
+      'content-length': '0',
+    });
+    expectRefused(rufh, 'rufh');
+
+    keys.direct = `q-direct-${randomUUID()}`;
+    const direct = await call(
+      'POST',
+      '/v1/direct-uploads',
+      t.apiKey,
+      { bytes: big.length, sha256: sha256(big) },
+      { 'idempotency-key': keys.direct },
+    );
+    expectRefused(direct, 'direct');
+
+    for (const [door, key] of Object.entries(keys)) {
+      expect(await eventually(async () => (await stored(t.tenantId, key)).length === 0), door).toBe(true);
+      const answer = await call('GET', `/v1/idempotency-keys/${encodeURIComponent(key)}`, t.apiKey);
+      expect(answer.status, door).toBe(404);
+    }
+    expect(await uploadRows(t.tenantId)).toBe(1);
+
+    // Up to the limit exactly, then not one byte more.
+    expect((await upload(t.apiKey, randomBytes(30_000))).status).toBe(201);
+    expect((await upload(t.apiKey, randomBytes(10_000))).status).toBe(201);
+    const one = await upload(t.apiKey, randomBytes(1));
+    expect(one.status).toBe(413);
+    expect(one.json).toMatchObject({ remaining: 0, requested: 1 });
+    // A replay is answered at the limit.
+    expect((await upload(t.apiKey, first, firstKey)).status).toBe(201);
+
+    const standing = await quotas(t.apiKey);
+    expect(standing.usage).toMatchObject({ storedBytes: 100_000, uploadsThisMonth: 3, ingressBytesThisMonth: 100_000, reservedBytes: 0 });
+    expect(standing.remaining.storedBytes).toBe(0);
+    expect(await reservations(t.tenantId)).toBe(0);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('a file of undeclared length (an import, Uppy) is checked at its commit and refused there, nothing kept', async () => {
+    const t = await stack.createTenant('quota-undeclared');
+    await setQuotas(t.tenantId, { maxStoredBytes: 30_000 });
+    const file = randomBytes(40_000);
+    const origin = await startFileOrigin(file);
+    const key = `q-import-${randomUUID()}`;
+    try {
+      const imported = await call(
+        'POST',
+        '/v1/imports',
+        t.apiKey,
+        { url: `${origin.base}/f.bin` },
+        { 'idempotency-key': key, prefer: 'wait=60' },
+      );
+      expect(imported.status, imported.text).toBe(413);
+      expect(imported.json).toMatchObject({ error: 'byte_quota_exceeded', quota: 'maxStoredBytes', remaining: 30_000, requested: 40_000 });
+    } finally {
+      await origin.close();
+    }
+    expect(await eventually(async () => (await stored(t.tenantId, key)).length === 0)).toBe(true);
+
+    const endpoint = (await call('POST', '/v1/uppy-endpoints', t.apiKey)).json.companionEndpoint as string;
+    const uppyKey = `q-uppy-${randomUUID()}`;
+    const q = new URLSearchParams({ filename: 'u.bin', 'metadata[idempotencyKey]': uppyKey });
+    const params = (await call('GET', `${endpoint}/s3/params?${q}`, t.apiKey)).json as { url: string; fields: Record<string, string> };
+    const uppyForm = new FormData();
+    for (const [k, v] of Object.entries(params.fields)) uppyForm.append(k, v);
+    uppyForm.append('file', new Blob([file]), 'u.bin');
+    const uppyPosted = await fetch(new URL(params.url, stack.url), { method: 'POST', body: uppyForm });
+    const uppyText = await uppyPosted.text();
+    expect(uppyPosted.status, uppyText).toBe(413);
+    expect(JSON.parse(uppyText)).toMatchObject({ error: 'byte_quota_exceeded', remaining: 30_000, requested: 40_000 });
+    expect(await eventually(async () => (await stored(t.tenantId, uppyKey)).length === 0)).toBe(true);
+    expect(await uploadRows(t.tenantId)).toBe(0);
+    expect((await quotas(t.apiKey)).usage).toMatchObject({ storedBytes: 0, uploadsThisMonth: 0, reservedBytes: 0 });
+  });
+
+  it('concurrent uploads through three doors never pass the quota; every refusal stores nothing; no reservation is left', async () => {
+    const t = await stack.createTenant('quota-race');
+    const size = 100_000;
+    await setQuotas(t.tenantId, { maxStoredBytes: 10 * size });
+    const attempts = Array.from({ length: 24 }, (_, i) => ({ i, key: `race-${i}-${randomUUID()}`, body: randomBytes(size) }));
+    const results = await Promise.all(
+      attempts.map(async ({ i, key, body }) => {
+        if (i % 3 === 0) return (await upload(t.apiKey, body, key)).status;
+        if (i % 3 === 1) {
+          const plan = await call(
+            'POST',
+            '/v1/direct-uploads',
+            t.apiKey,
+            { bytes: size, sha256: sha256(body) },
+            { 'idempotency-key': key },
+          );
+          if (plan.status !== 201) return plan.status;
+          const put = await fetch(new URL(plan.json.upload.url, stack.url), { method: 'PUT', headers: plan.json.upload.headers, body });
+          expect(put.status).toBe(200);
+          return (await call('POST', `/v1/direct-uploads/${plan.json.id}/complete`, t.apiKey)).status;
+        }
+        const created = await call('POST', '/v1/tus', t.apiKey, undefined, {
+          'tus-resumable': '1.0.0',
+          'upload-length': String(size),
+          'idempotency-key': key,
+        });
+        if (created.status !== 201) return created.status;
+        const patched = await fetch(new URL(created.headers.get('location')!, stack.url), {
+          method: 'PATCH',
+          headers: {
+            authorization: `Bearer ${t.apiKey}`,
+            'tus-resumable': '1.0.0',
+            'upload-offset': '0',
+            'content-type': 'application/offset+octet-stream',
+          },
+          body,
+        });
+        return patched.status === 204 ? 201 : patched.status;
+      }),
+    );
+    const committed = results.filter((s) => s === 201).length;
+    expect(
+      results.every((s) => s === 201 || s === 413),
+      JSON.stringify(results),
+    ).toBe(true);
+    expect(committed).toBe(10);
+    const standing = await eventually(async () => {
+      const s = await quotas(t.apiKey);
+      return s.usage.reservedUploads === 0 && s;
+    });
+    expect(standing.usage).toMatchObject({ storedBytes: 10 * size, uploadsThisMonth: 10, reservedBytes: 0 });
+    expect(await uploadRows(t.tenantId)).toBe(10);
+    for (const [n, a] of attempts.entries()) {
+      const keys = await stored(t.tenantId, a.key);
+      if (results[n] === 413) expect(keys, a.key).toEqual([]);
+    }
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('maxUploadsPerMonth and maxIngressBytesPerMonth refuse the next upload; erasure gives stored bytes back', async () => {
+    const t = await stack.createTenant('quota-monthly');
+    await setQuotas(t.tenantId, { maxUploadsPerMonth: 2 });
+    const a = await upload(t.apiKey, randomBytes(1000));
+    expect(a.status).toBe(201);
+    expect((await upload(t.apiKey, randomBytes(1000))).status).toBe(201);
+    const third = await upload(t.apiKey, randomBytes(1000));
+    expect(third.status).toBe(413);
+    expect(third.json).toMatchObject({ quota: 'maxUploadsPerMonth', limit: 2, remaining: 0 });
+
+    await setQuotas(t.tenantId, { maxUploadsPerMonth: null, maxIngressBytesPerMonth: 2500 });
+    expect((await upload(t.apiKey, randomBytes(500))).status).toBe(201);
+    const over = await upload(t.apiKey, randomBytes(501));
+    expect(over.json).toMatchObject({ quota: 'maxIngressBytesPerMonth', remaining: 0 });
+
+    // Stored bytes come back once erased; ingress this month does not.
+    await setQuotas(t.tenantId, { maxIngressBytesPerMonth: null, maxStoredBytes: 2500 });
+    expect((await upload(t.apiKey, randomBytes(100))).json).toMatchObject({ quota: 'maxStoredBytes', remaining: 0 });
+    const deleted = await call('DELETE', `/v1/uploads/${a.json.uploadId}`, t.apiKey, undefined, { prefer: 'wait=30' });
+    expect(deleted.status, deleted.text).toBe(200);
+    const standing = await eventually(async () => {
+      const s = await quotas(t.apiKey);
+      return s.usage.storedBytes === 1500 && s;
+    });
+    expect(standing.usage.ingressBytesThisMonth).toBe(2500);
+    expect((await upload(t.apiKey, randomBytes(1000))).status).toBe(201);
+    expect((await upload(t.apiKey, randomBytes(1))).status).toBe(413);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('usage counts commits, never requests: replays, duplicates and refusals add nothing; JSON, CSV and the operator agree', async () => {
+    const t = await stack.createTenant('usage');
+    const sizes = [1000, 2000, 3000];
+    for (const n of sizes) {
+      const body = randomBytes(n);
+      const key = `u-${randomUUID()}`;
+      // The same request three times at once, then twice more: one commit.
+      const answers = await Promise.all([upload(t.apiKey, body, key), upload(t.apiKey, body, key), upload(t.apiKey, body, key)]);
+      expect(
+        answers.map((r) => r.status).every((s) => s === 201 || s === 409),
+        JSON.stringify(answers.map((r) => r.status)),
+      ).toBe(true);
+      await upload(t.apiKey, body, key);
+      expect((await upload(t.apiKey, body, key)).status).toBe(201);
+    }
+    // A refused request (bad checksum) counts nothing either.
+    expect(
+      (await postUpload(stack.url, { apiKey: t.apiKey, key: `u-bad-${randomUUID()}`, body: randomBytes(10), sha: 'a'.repeat(64) })).status,
+    ).toBe(400);
+
+    const usage = await call('GET', '/v1/usage?granularity=hour', t.apiKey);
+    expect(usage.status, usage.text).toBe(200);
+    expect(usage.json.buckets).toHaveLength(48);
+    const totals = (buckets: any[]) =>
+      buckets.reduce((s, b) => ({ uploads: s.uploads + b.uploads, ingress: s.ingress + b.ingressBytes, added: s.added + b.storedAdded }), {
+        uploads: 0,
+        ingress: 0,
+        added: 0,
+      });
+    expect(totals(usage.json.buckets)).toEqual({ uploads: 3, ingress: 6000, added: 6000 });
+    expect(usage.json.buckets.at(-1).storedBytes).toBe(6000);
+    expect(usage.json.buckets[0].storedBytes).toBe(0);
+
+    const daily = await call('GET', '/v1/usage', t.apiKey);
+    expect(daily.json.granularity).toBe('day');
+    expect(daily.json.buckets).toHaveLength(30);
+    expect(totals(daily.json.buckets)).toEqual({ uploads: 3, ingress: 6000, added: 6000 });
+
+    for (const ask of [
+      { headers: { accept: 'text/csv' }, query: '' },
+      { headers: {}, query: '&format=csv' },
+    ]) {
+      const csv = await fetch(`${stack.url}/v1/usage?granularity=day${ask.query}`, {
+        headers: { authorization: `Bearer ${t.apiKey}`, ...ask.headers },
+      });
+      expect(csv.status).toBe(200);
+      expect(csv.headers.get('content-type')).toContain('text/csv');
+      const lines = (await csv.text()).trim().split('\r\n');
+      expect(lines[0]).toBe('at,uploads,ingress_bytes,import_bytes,egress_bytes,renders,stored_added,stored_released,stored_bytes');
+      expect(lines).toHaveLength(31);
+      expect(lines.at(-1)!.split(',').slice(1, 3)).toEqual(['3', '6000']);
+    }
+
+    const operator = await call('GET', `/admin/usage?granularity=hour&tenantId=${t.tenantId}`, ADMIN);
+    expect(operator.status, operator.text).toBe(200);
+    expect(operator.json.buckets).toEqual(usage.json.buckets);
+    const everyone = await call('GET', '/admin/usage?granularity=hour', ADMIN);
+    expect(everyone.json.tenantId).toBeNull();
+    expect(totals(everyone.json.buckets).uploads).toBeGreaterThanOrEqual(3);
+    expect((await call('GET', `/admin/usage?tenantId=${randomUUID()}`, ADMIN)).status).toBe(404);
+    expect((await call('GET', '/admin/usage', t.apiKey)).status).toBe(401);
+
+    for (const bad of [
+      'granularity=week',
+      'from=yesterday',
+      'from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z',
+      'granularity=hour&from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z',
+      'tenantId=' + t.tenantId,
+      'format=xml',
+    ]) {
+      const refused = await call('GET', `/v1/usage?${bad}`, t.apiKey);
+      expect(refused.status, bad).toBe(400);
+      expect(refused.json.error, bad).toBe('query_invalid');
+    }
+    expect((await call('GET', '/v1/usage', 'not-a-key')).status).toBe(401);
+  });
+
+  it('a reservation nothing ends lapses at its expiry; one an open session holds stays until the session ends', async () => {
+    const t = await stack.createTenant('quota-sweep');
+    const { pool } = stack.runtime;
+    const session = await call('POST', '/v1/tus', t.apiKey, undefined, {
+      'tus-resumable': '1.0.0',
+      'upload-length': '5000',
+      'idempotency-key': 'held-by-an-open-session',
+    });
+    expect(session.status, session.text).toBe(201);
+    await pool.query(
+      `INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at) VALUES ($1, 'abandoned', 7000, now() - interval '1 second')`,
+      [t.tenantId],
+    );
+    await pool.query(`UPDATE quota_reservations SET expires_at = now() - interval '1 second' WHERE tenant_id = $1`, [t.tenantId]);
+    expect((await quotas(t.apiKey)).usage).toMatchObject({ reservedBytes: 12_000, reservedUploads: 2 });
+    await sweepReservations(pool);
+    expect((await quotas(t.apiKey)).usage).toMatchObject({ reservedBytes: 5000, reservedUploads: 1 });
+    // Ending the session ends its reservation.
+    const ended = await fetch(new URL(session.headers.get('location')!, stack.url), {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${t.apiKey}`, 'tus-resumable': '1.0.0' },
+    });
+    expect(ended.status).toBe(204);
+    expect((await quotas(t.apiKey)).usage).toMatchObject({ reservedBytes: 0, reservedUploads: 0 });
+  });
+});
