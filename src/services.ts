@@ -119,6 +119,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     temporal,
     receiver,
     admit: (upload) => intake.admit(upload),
+    release: (upload) => intake.release(upload),
     placement,
     maxOpenSessions: config.TENANT_MAX_OPEN_SESSIONS,
   });

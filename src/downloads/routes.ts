@@ -10,7 +10,8 @@ import { findUpload, findUploadById, type UploadRow } from '../db/queries/upload
 import { listRenditions, type RenditionRow } from '../db/queries/renditions';
 import type { DownloadLinks } from './download-links';
 import type { Disposition } from './disposition';
-import { serveObject, type Servable } from './serve';
+import { serveObject, type Servable, type ServeRequest } from './serve';
+import { countEgress } from '../db/queries/byte-quotas';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
 import type { AppEnv } from '../http/env';
@@ -40,13 +41,23 @@ export function uploadContentRoutes(deps: DownloadDeps) {
 
   route(app, contentRoute, async function getContent(c) {
     const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id);
-    return serveObject(store, original(upload), serveRequest(c), parseDisposition(c.req.query('disposition')));
+    return serveObject(
+      store,
+      original(upload),
+      serveRequest(c, { pool, tenantId: upload.tenant_id }),
+      parseDisposition(c.req.query('disposition')),
+    );
   });
 
   route(app, renditionRoute, async function getRendition(c) {
     const upload = await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id);
     const rendition = await findRendition(pool, upload, c.req.param('name')!.replace(/\.m3u8$/, ''));
-    return serveObject(store, renditionOf(upload, rendition), serveRequest(c), parseDisposition(c.req.query('disposition')));
+    return serveObject(
+      store,
+      renditionOf(upload, rendition),
+      serveRequest(c, { pool, tenantId: upload.tenant_id }),
+      parseDisposition(c.req.query('disposition')),
+    );
   });
 
   route(app, segmentRoute, async function getSegment(c) {
@@ -67,7 +78,7 @@ export function uploadContentRoutes(deps: DownloadDeps) {
       fileName: null,
       lastModified: playlist.created_at,
     };
-    return serveObject(store, segment, serveRequest(c), parseDisposition(c.req.query('disposition')));
+    return serveObject(store, segment, serveRequest(c, { pool, tenantId: upload.tenant_id }), parseDisposition(c.req.query('disposition')));
   });
 
   route(app, downloadUrlRoute, async function createDownloadUrl(c) {
@@ -115,7 +126,7 @@ export function signedDownloadRoutes(deps: DownloadDeps) {
     await actAsSigner(c, pool, upload.tenant_id, by);
     servable(upload);
     const obj = rendition ? renditionOf(upload, await findRendition(pool, upload, rendition)) : original(upload);
-    return serveObject(store, obj, serveRequest(c), disposition);
+    return serveObject(store, obj, serveRequest(c, { pool, tenantId: upload.tenant_id }), disposition);
   });
 
   return app;
@@ -185,8 +196,18 @@ function renditionOf(u: UploadRow, r: RenditionRow): Servable {
   };
 }
 
-export function serveRequest(c: Context<AppEnv>) {
-  return { method: c.req.method, range: header(c, 'range'), ifRange: header(c, 'if-range'), ifNoneMatch: header(c, 'if-none-match') };
+/** The request's headers that shape the answer; what it sends counts as the tenant's egress. */
+export function serveRequest(c: Context<AppEnv>, egress: { pool: Pool; tenantId: string }): ServeRequest {
+  return {
+    method: c.req.method,
+    range: header(c, 'range'),
+    ifRange: header(c, 'if-range'),
+    ifNoneMatch: header(c, 'if-none-match'),
+    sent: (bytes) => {
+      // Usage only: a lost count must not fail a download that was served.
+      if (bytes > 0) countEgress(egress.pool, egress.tenantId, bytes).catch(() => {});
+    },
+  };
 }
 
 function parseDisposition(value: string | undefined): Disposition {

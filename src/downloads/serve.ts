@@ -27,6 +27,8 @@ export interface ServeRequest {
   range?: string;
   ifRange?: string;
   ifNoneMatch?: string;
+  /** Told once the body has gone out (or stopped): how many bytes were sent. */
+  sent?: (bytes: number) => void;
 }
 
 export async function serveObject(store: ObjectStore, obj: Servable, req: ServeRequest, wanted: Disposition): Promise<Response> {
@@ -59,7 +61,7 @@ export async function serveObject(store: ObjectStore, obj: Servable, req: ServeR
 
   const body = await dependency('storage_unavailable', () => store.get(obj.storageKey, range));
   if (!body) throw problem('not_found', 'The stored bytes of this upload are missing.');
-  return new Response(Readable.toWeb(paced(body)) as ReadableStream, { status, headers });
+  return new Response(Readable.toWeb(paced(body, req.sent)) as ReadableStream, { status, headers });
 }
 
 /**
@@ -68,13 +70,16 @@ export async function serveObject(store: ObjectStore, obj: Servable, req: ServeR
  * schedule (1 GiB download peak over start-up RSS: ~+120 MiB without, ~+15-20 with it and
  * bin/oncely-node's flags; bench/HISTORY.md).
  */
-function paced(body: Readable): Readable {
+function paced(body: Readable, sent?: (bytes: number) => void): Readable {
+  let total = 0;
   const counted = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       noteStreamedBytes(chunk.length);
+      total += chunk.length;
       done(null, chunk);
     },
   });
+  if (sent) counted.once('close', () => sent(total));
   // An error or an early end (the client went away) destroys both.
   pipeline(body, counted, () => {});
   return counted;

@@ -232,7 +232,12 @@ async function resolveSpec(
 async function serveVariant(c: Context<AppEnv>, deps: ImageDeps, upload: UploadRow, spec: ParsedSpec, caching: 'public' | 'private') {
   const canonical = affordable(canonicalSpec(spec, upload.content_type, header(c, 'accept')), deps.maxRenderCost);
   const variant = await deps.images.variant(upload, canonical);
-  const res = await serveObject(deps.store, variantOf(upload, variant), serveRequest(c), 'inline');
+  const res = await serveObject(
+    deps.store,
+    variantOf(upload, variant),
+    serveRequest(c, { pool: deps.pool, tenantId: upload.tenant_id }),
+    'inline',
+  );
   if (caching === 'public') res.headers.set('cache-control', 'public, max-age=31536000, immutable');
   if (canonical.negotiated) res.headers.set('vary', 'Accept');
   return res;

@@ -76,9 +76,16 @@ export class Importer {
     }
     let created = false;
     if (!row) {
-      await this.admit(upload, body.url);
+      // The URL first: a validation hook is never asked about one that cannot be read.
       await this.assertUrlAllowed(body.url);
-      ({ row, created } = await this.insert(upload, req, body.url));
+      await this.admit(upload, body.url);
+      try {
+        ({ row, created } = await this.insert(upload, req, body.url));
+      } catch (err) {
+        // Refused after its admission: its reservation under the byte quotas goes too.
+        await this.deps.receiver.release(req);
+        throw err;
+      }
     }
     const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
     await this.startRun(req, row, body, upload, created);

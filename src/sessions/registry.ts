@@ -31,6 +31,8 @@ export interface RegistryDeps {
   receiver: UploadReceiver;
   /** Refuses a new session its caller, token or pipeline does not admit (the doors' intake); a replay is not asked. */
   admit: (upload: DeclaredUpload) => Promise<void>;
+  /** Ends an admitted upload's reservation under the byte quotas when its session was not created. */
+  release: (upload: DeclaredUpload) => Promise<void>;
   /** Which storage target a new session's object goes to. */
   placement: Pick<Placement, 'prefixFor'>;
   /** Sessions of every mode a tenant may have open (not yet committed) at once. */
@@ -90,6 +92,20 @@ export class SessionRegistry {
       });
     if (held) throw reuse();
     await this.deps.admit(u);
+    try {
+      return await this.open(r, kind, fp);
+    } catch (err) {
+      // Refused after its admission: its reservation goes too (a session that holds the key keeps it).
+      await this.deps.release(u);
+      throw err;
+    }
+  }
+
+  /** A new session for an admitted request: its store object begun, its row, its run. */
+  private async open(r: NewSessionRequest, kind: SessionKind, fp: string): Promise<{ session: SessionRow; replayed: boolean }> {
+    const u = r.upload;
+    const db = this.deps.pool;
+    const uploadLength = u.bytes ?? 0;
     // Checked again under the tenant's lock at insert; this one spares the store a multipart.
     if ((await dependency('database_unavailable', () => countLive(db, u.tenantId, 'open_sessions'))) >= this.deps.maxOpenSessions)
       throw tooManySessions(this.deps.maxOpenSessions);

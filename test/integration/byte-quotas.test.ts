@@ -12,6 +12,7 @@ import { postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin } from '../support/file-origin';
+import { png } from '../helpers/media';
 
 const ADMIN = `admin-${randomUUID()}`;
 
@@ -360,6 +361,49 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
       expect(refused.json.error, bad).toBe('query_invalid');
     }
     expect((await call('GET', '/v1/usage', 'not-a-key')).status).toBe(401);
+  });
+
+  it('egress counts the bytes Oncely sent (whole, ranged, signed, variants) and renders count once per variant stored', async () => {
+    const t = await stack.createTenant('egress');
+    const body = randomBytes(5000);
+    const posted = await upload(t.apiKey, body);
+    expect(posted.status).toBe(201);
+    const id = posted.json.uploadId as string;
+    const get = (path: string, headers: Record<string, string> = {}, bearer: string | null = t.apiKey) =>
+      fetch(new URL(path, stack.url), { headers: { ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...headers } });
+    expect((await (await get(`/v1/uploads/${id}/content`)).arrayBuffer()).byteLength).toBe(5000);
+    expect((await (await get(`/v1/uploads/${id}/content`, { range: 'bytes=0-99' })).arrayBuffer()).byteLength).toBe(100);
+    const etag = (
+      await fetch(`${stack.url}/v1/uploads/${id}/content`, { method: 'HEAD', headers: { authorization: `Bearer ${t.apiKey}` } })
+    ).headers.get('etag')!;
+    expect((await get(`/v1/uploads/${id}/content`, { 'if-none-match': etag })).status).toBe(304);
+    const link = await call('POST', `/v1/uploads/${id}/download-urls`, t.apiKey, {});
+    expect(link.status, link.text).toBe(201);
+    // A URL the store signed is served by the store, not counted here; the embedded store's is Oncely's.
+    const signed = await get(link.json.url, {}, null);
+    expect((await signed.arrayBuffer()).byteLength).toBe(5000);
+    const servedByOncely = new URL(link.json.url, stack.url).origin === new URL(stack.url).origin;
+
+    const image = await postUpload(stack.url, {
+      apiKey: t.apiKey,
+      key: `png-${randomUUID()}`,
+      body: await png(32, 32),
+      contentType: 'image/png',
+    });
+    expect(image.status, image.text).toBe(201);
+    expect((await call('POST', '/v1/image-presets', t.apiKey, { name: 'tiny', spec: 'w_8,f_png' })).status).toBe(201);
+    const variant = await get(`/v1/uploads/${image.json.uploadId}/images/tiny`);
+    expect(variant.status).toBe(200);
+    const variantBytes = (await variant.arrayBuffer()).byteLength;
+    expect((await get(`/v1/uploads/${image.json.uploadId}/images/tiny`)).status).toBe(200);
+
+    const want = 5000 + 100 + (servedByOncely ? 5000 : 0) + 2 * variantBytes;
+    const usage = await eventually(async () => {
+      const u = await call('GET', '/v1/usage?granularity=hour', t.apiKey);
+      const last = u.json.buckets.at(-1);
+      return last.egressBytes === want && last;
+    });
+    expect(usage).toMatchObject({ renders: 1, uploads: 2 });
   });
 
   it('a reservation nothing ends lapses at its expiry; one an open session holds stays until the session ends', async () => {

@@ -389,12 +389,17 @@ describe('requests generated from /openapi.json', () => {
       await create('/v1/image-presets', { name: `i${i}`, spec: `w_${10 + i}` });
       await create('/v1/upload-tokens', { expiresInSeconds: 600, subject: `s${i}` });
     }
-    const lists = Object.entries<any>(doc.paths)
+    const arrays = Object.entries<any>(doc.paths)
       .filter(([path, item]) => path.startsWith('/v1/') && !path.includes('{') && item.get)
       .filter(([, item]) => {
         const schema = deref(item.get.responses['200']?.content?.['application/json']?.schema);
         return Object.values<any>(schema.properties ?? {}).some((p) => deref(p).type === 'array');
       });
+    // A series over a bounded window (`from`, `to`: at most its maximum of buckets) is not a list to page.
+    const windowed = ([, item]: [string, any]) =>
+      ['from', 'to'].every((q) => (item.get.parameters ?? []).some((p: any) => p.in === 'query' && p.name === q));
+    expect(arrays.filter(windowed).map(([path]) => path)).toEqual(['/v1/usage']);
+    const lists = arrays.filter((entry) => !windowed(entry));
     expect(lists.map(([path]) => path).sort()).toEqual([
       '/v1/api-keys',
       '/v1/events',

@@ -42,6 +42,10 @@ const LIMIT_COLUMNS = `max_stored_bytes::float8 AS "maxStoredBytes", max_ingress
 const UNLIMITED = 'max_stored_bytes IS NULL AND max_ingress_bytes_per_month IS NULL AND max_uploads_per_month IS NULL';
 const THIS_MONTH = "date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'";
 const THIS_HOUR = "date_trunc('hour', now())";
+/** A reservation `q` no open session and no import in flight holds. */
+const UNHELD = `NOT EXISTS (SELECT 1 FROM resumable_sessions s
+                   WHERE s.tenant_id = q.tenant_id AND s.idempotency_key = q.idempotency_key AND s.state <> 'committed')
+  AND NOT EXISTS (SELECT 1 FROM imports i WHERE i.tenant_id = q.tenant_id AND i.idempotency_key = q.idempotency_key AND i.state = 'importing')`;
 
 export async function findByteQuotas(db: Queryable, tenantId: string): Promise<ByteQuotas | undefined> {
   return (await db.query<ByteQuotas>(`SELECT ${LIMIT_COLUMNS} FROM tenants WHERE id = $1`, [tenantId])).rows[0];
@@ -98,24 +102,25 @@ export function firstExceeded(q: ByteQuotas, s: QuotaStanding, bytes: number): B
 /**
  * Reserves `bytes` (null: not declared) for the key until `ttlSeconds` from now. A tenant
  * without quotas is one statement; with one, the reservation is made under the tenant's lock
- * after the check, or ByteQuotaExceeded is thrown and nothing is reserved. Reserving the
- * same key again replaces its reservation.
+ * after the check, or ByteQuotaExceeded is thrown and nothing is reserved. A key already
+ * holding a reservation keeps it as it is.
  */
 export async function reserveBytes(
   pool: Pool,
   r: { tenantId: string; key: string; bytes: number | null; ttlSeconds: number },
 ): Promise<void> {
-  const onConflict = 'ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET bytes = EXCLUDED.bytes, expires_at = EXCLUDED.expires_at';
+  // One reservation per key, however many requests are admitted under it: the first.
+  const onConflict = 'ON CONFLICT (tenant_id, idempotency_key) DO NOTHING';
   const args = [r.tenantId, r.key, r.bytes, r.ttlSeconds];
-  const quick = await pool.query<{ unlimited: boolean; reserved: boolean }>(
+  const quick = await pool.query<{ unlimited: boolean }>(
     `WITH t AS (SELECT (${UNLIMITED}) AS unlimited FROM tenants WHERE id = $1),
           ins AS (INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at)
                   SELECT $1::uuid, $2::text, $3::bigint, now() + make_interval(secs => $4::float8) FROM t WHERE t.unlimited ${onConflict} RETURNING 1)
-     SELECT t.unlimited, EXISTS (SELECT 1 FROM ins) AS reserved FROM t`,
+     SELECT t.unlimited FROM t`,
     args,
   );
   const row = quick.rows[0];
-  if (!row || row.reserved) return;
+  if (!row || row.unlimited) return;
   await withTransaction(pool, async (tx) => {
     await lockTenant(tx, r.tenantId);
     const quotas = (await findByteQuotas(tx, r.tenantId))!;
@@ -139,9 +144,13 @@ export async function reserveImportedBytes(pool: Pool, importId: string, bytes: 
   if (row) await reserveBytes(pool, { tenantId: row.tenant_id, key: row.idempotency_key, bytes, ttlSeconds });
 }
 
-/** Drops the key's reservation (its upload will not commit from this attempt). */
+/**
+ * Drops the key's reservation (its upload will not commit from this attempt), unless a
+ * session or an import in flight holds the key: a request refused under another door's key
+ * leaves that upload's reservation alone.
+ */
 export async function releaseReservation(db: Queryable, tenantId: string, key: string): Promise<void> {
-  await db.query('DELETE FROM quota_reservations WHERE tenant_id = $1 AND idempotency_key = $2', [tenantId, key]);
+  await db.query(`DELETE FROM quota_reservations q WHERE q.tenant_id = $1 AND q.idempotency_key = $2 AND ${UNHELD}`, [tenantId, key]);
 }
 
 /**
@@ -209,6 +218,15 @@ export async function countEgress(db: Queryable, tenantId: string, bytes: number
   );
 }
 
+/** Inside the transaction that records an image variant: one render for its upload's tenant, this hour. */
+export async function countRender(tx: Queryable, uploadId: string): Promise<void> {
+  await tx.query(
+    `INSERT INTO usage_hours AS h (tenant_id, hour, renders) SELECT tenant_id, ${THIS_HOUR}, 1 FROM uploads WHERE id = $1
+     ON CONFLICT (tenant_id, hour) DO UPDATE SET renders = h.renders + 1`,
+    [uploadId],
+  );
+}
+
 /**
  * Drops reservations past their expiry whose key no session or import still holds (a request
  * that ended without a word: the API killed mid-body); returns how many.
@@ -219,10 +237,7 @@ export async function sweepReservations(db: Queryable, batch = 1000): Promise<nu
       WHERE (r.tenant_id, r.idempotency_key) IN (
         SELECT q.tenant_id, q.idempotency_key FROM quota_reservations q
          WHERE q.expires_at <= now()
-           AND NOT EXISTS (SELECT 1 FROM resumable_sessions s
-                            WHERE s.tenant_id = q.tenant_id AND s.idempotency_key = q.idempotency_key AND s.state <> 'committed')
-           AND NOT EXISTS (SELECT 1 FROM imports i
-                            WHERE i.tenant_id = q.tenant_id AND i.idempotency_key = q.idempotency_key AND i.state = 'importing')
+           AND ${UNHELD}
          LIMIT $1)`,
     [batch],
   );

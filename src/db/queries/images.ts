@@ -1,5 +1,6 @@
 // Images on request: a tenant's presets (immutable versions of a name, as pipelines are),
 // its spec policy, and the variants rendered once per (upload, canonical spec).
+import { countRender } from './byte-quotas';
 import { statement, withTransaction, type Pool, type Queryable } from '../pool';
 import type { UploadRow } from './uploads';
 import { countLive, insertWithinQuota, lockTenant, QuotaReached } from './quotas';
@@ -121,6 +122,7 @@ export async function insertImageVariant(
       [v.upload_id, v.spec, v.storage_key, v.content_type, v.bytes, v.width, v.height],
     );
     await releaseRender(tx, v.upload_id, v.spec);
+    await countRender(tx, v.upload_id);
     return { row: res.rows[0]! };
   });
 }
