@@ -23,6 +23,7 @@ import { workerLevers } from './worker-levers';
 import { consolePages } from './console';
 import { recordFilters } from './record';
 import { storageMigration } from './storage-migration';
+import { byteQuotas } from './quotas';
 
 const { values } = parseArgs({
   options: {
@@ -53,6 +54,8 @@ const { values } = parseArgs({
     'record-uploads': { type: 'string', default: '1000000' },
     // Scenario "migrate" (only when named): small uploads moved beside one of --large-bytes.
     'migrate-small': { type: 'string', default: '10000' },
+    // Scenario "quotas" (only when named): usage_hours rows seeded for the usage query.
+    'usage-rows': { type: 'string', default: '10000000' },
   },
 });
 
@@ -122,6 +125,8 @@ try {
   if (wanted.has('record')) results.push(await recordFilters(services, { uploads: Number(values['record-uploads']), requests: 200 }));
   if (wanted.has('migrate'))
     results.push(await storageMigration(services, { small: Number(values['migrate-small']), largeBytes: Number(values['large-bytes']) }));
+  if (wanted.has('quotas'))
+    results.push(await byteQuotas(services, { seconds, rounds, connections: 8, usageRows: Number(values['usage-rows']), requests: 200 }));
   if (wanted.has('levers')) results.push(await workerLevers(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('images')) results.push(await imageVariants(services, { seconds, rounds, connections: 8 }));
   if (wanted.has('embedded'))

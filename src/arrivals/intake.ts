@@ -15,7 +15,7 @@ import type { InFlightUploads } from '../upload/in-flight';
 import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload } from '../upload/types';
 
-/** What the intake's `admit` can answer about the pipeline (every door's creation documents them). */
+/** What the intake's `admit` can answer about the pipeline and the byte quotas (every door's creation documents them). */
 export const ADMISSION_PROBLEMS: ErrorCode[] = [
   'pipeline_unknown',
   'pipeline_not_allowed',
@@ -26,6 +26,7 @@ export const ADMISSION_PROBLEMS: ErrorCode[] = [
   'upload_forbidden',
   'upload_refused',
   'validation_unavailable',
+  'byte_quota_exceeded',
 ];
 
 /** What a door parsed from its request: the upload's own fields, before who sends it. */

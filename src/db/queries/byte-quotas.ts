@@ -1,10 +1,9 @@
 // Byte quotas and usage (migration 040). A new upload's reservation is made under the tenant's
-// row lock when the tenant has a quota, so concurrent admissions are counted one after
+// row lock (the count quotas' lock) when the tenant has a quota, so concurrent admissions are counted one after
 // another; the records transaction turns it into usage, once (`chargeCommit`); erasure
 // releases stored bytes (`releaseStored`). Usage is counted per hour by those transactions.
 import type { Pool, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import { lockTenant } from './quotas';
 
 export interface ByteQuotas {
   maxStoredBytes: number | null;
@@ -49,6 +48,12 @@ const UNHELD = `NOT EXISTS (SELECT 1 FROM resumable_sessions s
 
 export async function findByteQuotas(db: Queryable, tenantId: string): Promise<ByteQuotas | undefined> {
   return (await db.query<ByteQuotas>(`SELECT ${LIMIT_COLUMNS} FROM tenants WHERE id = $1`, [tenantId])).rows[0];
+}
+
+/** The tenant's quotas, its row locked for the transaction (the count quotas' lock, `lockTenant`). */
+async function lockedQuotas(tx: Queryable, tenantId: string): Promise<ByteQuotas> {
+  const res = await tx.query<ByteQuotas>(`SELECT ${LIMIT_COLUMNS} FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
+  return res.rows[0] ?? { maxStoredBytes: null, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null };
 }
 
 /** Changes the quotas given (null: unlimited; absent: kept); undefined for no live tenant. */
@@ -122,8 +127,8 @@ export async function reserveBytes(
   const row = quick.rows[0];
   if (!row || row.unlimited) return;
   await withTransaction(pool, async (tx) => {
-    await lockTenant(tx, r.tenantId);
-    const quotas = (await findByteQuotas(tx, r.tenantId))!;
+    const quotas = await lockedQuotas(tx, r.tenantId);
+    // Read after the lock: what the admissions before this one reserved is counted.
     const over = firstExceeded(quotas, await quotaStanding(tx, r.tenantId, r.key), r.bytes ?? 0);
     if (over) throw over;
     await tx.query(
@@ -170,9 +175,8 @@ export async function chargeCommit(
   if (c.bytes === undefined) return;
   const reserved = gone.rows[0]?.bytes;
   if (reserved === undefined || reserved === null || Number(reserved) < c.bytes) {
-    await lockTenant(tx, c.tenantId);
-    const quotas = await findByteQuotas(tx, c.tenantId);
-    const over = quotas && firstExceeded(quotas, await quotaStanding(tx, c.tenantId, c.key), c.bytes);
+    const quotas = await lockedQuotas(tx, c.tenantId);
+    const over = firstExceeded(quotas, await quotaStanding(tx, c.tenantId, c.key), c.bytes);
     if (over) throw over;
   }
   await tx.query(
