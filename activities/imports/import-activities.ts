@@ -39,8 +39,7 @@ import { SNIFF_BYTES, stagedCopy } from '../../src/upload/staged-copy';
 import type { StagedCopy } from '../../src/upload/types';
 import { MEDIA_TYPE_PATTERN } from '../../src/upload/media-type';
 import type { ImportSpec } from '../../src/temporal/definitions';
-import { ByteQuotaExceeded, reserveImportedBytes } from '../../src/db/queries/byte-quotas';
-import { byteQuotaProblem, quotaRefusal } from '../../src/upload/byte-quota';
+import { reserveRead } from './reserve-read';
 
 export interface ImportActivityDeps {
   pool: Pool;
@@ -76,9 +75,6 @@ export interface ImportedCopy {
   contentType: string;
 }
 
-/** An import's reservation needs to last only from its read to its commit, the next step. */
-const IMPORT_RESERVATION_SECONDS = 3600;
-
 /** Failures the origin decided: retrying cannot change them. */
 const FINAL = new Set(['import_too_large', 'import_forbidden_address']);
 
@@ -86,19 +82,6 @@ const FINAL = new Set(['import_too_large', 'import_forbidden_address']);
 const ITEM_WAIT_MS = 5_000;
 
 export function createImportActivities({ pool, store, secrets, imports, importerFor }: ImportActivityDeps) {
-  /**
-   * The file read, its size is reserved under the tenant's byte quotas before the commit; a
-   * quota it would pass refuses the import (its answer under the key) and its bytes go.
-   */
-  const reserveRead = async (spec: ImportSpec, bytes: number) => {
-    try {
-      await reserveImportedBytes(pool, spec.uploadId, bytes, IMPORT_RESERVATION_SECONDS);
-    } catch (err) {
-      if (!(err instanceof ByteQuotaExceeded)) throw err;
-      await store.delete(spec.storageKey);
-      throw ApplicationFailure.nonRetryable(byteQuotaProblem(quotaRefusal(err)).detail, 'byte_quota_exceeded', quotaRefusal(err));
-    }
-  };
   let importer: ItemImporter | undefined;
   const importerOf = (client: Client) => {
     if (!importerFor) throw new Error('this worker cannot import batch items (no importer)');
@@ -182,7 +165,7 @@ export function createImportActivities({ pool, store, secrets, imports, importer
         });
         const contentType = spec.typeDeclared ? job.contentType : recordedType(got.contentType, copy.sniffedType);
         await checkFile(store, job, copy, contentType);
-        await reserveRead(spec, copy.bytes);
+        await reserveRead({ pool, store }, spec, copy.bytes);
         return { copy, contentType };
       } catch (err) {
         if (canceled) {
