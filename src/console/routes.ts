@@ -1,6 +1,7 @@
 // The console (/console): server-rendered pages for a signed-in tenant or operator. Reads and
 // actions go through the API in-process (src/console/api.ts) as the session's key; each action
 // button carries a key made when its page was drawn, sent as the action's Idempotency-Key.
+import { usagePages } from './pages/usage';
 import { Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
@@ -125,6 +126,7 @@ export function consoleRoutes(deps: ConsoleDeps) {
   eventPages(app, deps);
   processingPages(app, deps);
   credentialPages(app, deps);
+  usagePages(app, deps);
   operatorPages(app, deps);
 
   app.notFound((c) => notFound(c as C));

@@ -347,6 +347,30 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.goto(`${stack.url}/console/sessions`);
     expect(await page.locator('.badge-this_session').count()).toBe(1);
     await accessible(page, 'sessions');
+
+    // Usage: the quotas the operator set, what is used and left, and the days as on /v1/usage.
+    const set = await fetch(`${stack.url}/admin/tenants/${owner.tenantId}/quotas`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ maxUploadsPerMonth: 1000 }),
+    });
+    expect(set.status).toBe(200);
+    const usage = (await api('GET', '/v1/usage?granularity=day')).json;
+    await page.goto(`${stack.url}/console/usage`);
+    const uploadsRow = page.locator('#quotas-h ~ table tr', { hasText: 'Uploads this month' });
+    const committed = usage.buckets.reduce((n: number, b: { uploads: number }) => n + b.uploads, 0);
+    expect((await uploadsRow.textContent())!.replace(/\s+/g, ' ')).toContain(
+      `1,000 ${committed.toLocaleString('en')} ${(1000 - committed).toLocaleString('en')}`,
+    );
+    expect(await page.locator('#usage-h ~ table tbody tr').count()).toBe(30);
+    await accessible(page, 'usage');
+    const csv = await page.evaluate(async () => {
+      const res = await fetch('/console/usage.csv');
+      return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+    });
+    expect(csv.status).toBe(200);
+    expect(csv.type).toContain('text/csv');
+    expect(csv.text.split('\r\n')[0]).toMatch(/^at,uploads,ingress_bytes/);
     await context.close();
   });
 
@@ -404,6 +428,7 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     const queues = page.locator('#queues-h + table tbody tr');
     expect(await queues.count()).toBe(4);
     expect(await queues.first().textContent()).toMatch(/workflow\s*[1-9]/);
+    expect(await page.locator('#usage-h ~ table tbody tr').count()).toBe(30);
     await accessible(page, 'operator');
     // No tenant data in an operator session.
     expect((await page.goto(`${stack.url}/console/uploads`))!.status()).toBe(403);

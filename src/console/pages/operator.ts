@@ -6,6 +6,7 @@ import { ApiError } from '../api';
 import { act, html, noticeOf, problemPage, type C, type ConsoleDeps, type ConsoleEnv } from '../respond';
 import type { ConsoleCaller } from '../sessions';
 import { operatorPage, type TenantSummary } from '../views/operator';
+import type { UsageBucket } from '../views/usage';
 
 function operatorOnly(c: C): ConsoleCaller & { kind: 'operator' } {
   const caller = c.get('caller');
@@ -19,17 +20,25 @@ export function operatorPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   app.get('/operator', async (c) => {
     try {
       const caller = operatorOnly(c);
-      const [tenants, queues, openSessions] = await Promise.all([
+      const [tenants, queues, openSessions, usage] = await Promise.all([
         api.get<{ items: TenantSummary[]; nextCursor: string | null }>(caller, '/admin/tenants', {
           cursor: c.req.query('cursor'),
           limit: '50',
         }),
         deps.temporal ? describeQueues(deps.temporal.client, deps.temporal.namespace, deps.temporal.queues) : Promise.resolve([]),
         countOpenConsoleSessions(deps.pool),
+        api.get<{ buckets: UsageBucket[] }>(caller, '/admin/usage', { granularity: 'day' }),
       ]);
       return html(
         c,
-        operatorPage(caller, { tenants: tenants.items, nextCursor: tenants.nextCursor, queues, openSessions, notice: noticeOf(c) }),
+        operatorPage(caller, {
+          tenants: tenants.items,
+          nextCursor: tenants.nextCursor,
+          queues,
+          openSessions,
+          usage: usage.buckets,
+          notice: noticeOf(c),
+        }),
       );
     } catch (err) {
       return problemPage(c, err);

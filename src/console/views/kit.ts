@@ -13,6 +13,7 @@ export const NAV = [
   { href: '/console/events', label: 'Events', tenant: true },
   { href: '/console/processing', label: 'Processing', tenant: true },
   { href: '/console/credentials', label: 'Credentials', tenant: true },
+  { href: '/console/usage', label: 'Usage', tenant: true },
   { href: '/console/sessions', label: 'Sessions', tenant: false },
   { href: '/console/operator', label: 'Operators', tenant: false, operator: true },
 ] as const;

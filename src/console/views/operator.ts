@@ -4,6 +4,7 @@ import { html } from 'hono/html';
 import type { QueueState } from '../queues';
 import type { ConsoleCaller } from '../sessions';
 import { actionButton, badge, bytes, page, query, table, when, type Fragment } from './kit';
+import { usageTable, type UsageBucket } from './usage';
 
 export interface TenantSummary {
   tenantId: string;
@@ -18,7 +19,15 @@ export interface TenantSummary {
 
 export function operatorPage(
   caller: ConsoleCaller,
-  p: { tenants: TenantSummary[]; nextCursor: string | null; queues: QueueState[]; openSessions: number; notice?: string; error?: string },
+  p: {
+    tenants: TenantSummary[];
+    nextCursor: string | null;
+    queues: QueueState[];
+    openSessions: number;
+    usage: UsageBucket[];
+    notice?: string;
+    error?: string;
+  },
 ): Fragment {
   const pending = p.tenants.reduce((n, t) => n + t.usage.pendingDeletions, 0);
   return page(
@@ -83,6 +92,10 @@ export function operatorPage(
           ),
         })}
         ${p.nextCursor ? html`<p><a rel="next" href="/console/operator${query({ cursor: p.nextCursor })}">More tenants →</a></p>` : ''}
+      </section>
+      <section aria-labelledby="usage-h">
+        <h2 id="usage-h">Usage, every tenant, the last 30 days</h2>
+        ${usageTable(p.usage, 'Usage per day across tenants, newest first')}
       </section>`,
   );
 }
