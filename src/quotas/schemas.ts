@@ -13,7 +13,7 @@ const limit = (what: string) =>
 
 export const ByteQuotaSettings = z
   .object({
-    maxStoredBytes: limit('Bytes the tenant may store: originals of uploads not yet erased'),
+    maxStoredBytes: limit('Bytes the tenant may store: originals of uploads not yet erased, their renditions and image variants'),
     maxIngressBytesPerMonth: limit('Bytes the tenant may upload or import per calendar month (UTC)'),
     maxUploadsPerMonth: limit('Uploads the tenant may commit per calendar month (UTC)'),
   })
@@ -31,7 +31,7 @@ export const ByteQuotaStanding = z
     tenantId: Uuid,
     quotas: ByteQuotaSettings,
     usage: z.object({
-      storedBytes: count('Bytes stored now (committed, not erased).'),
+      storedBytes: count('Bytes stored now: originals committed and not erased, renditions, image variants.'),
       ingressBytesThisMonth: count('Bytes committed this month.'),
       uploadsThisMonth: count('Uploads committed this month.'),
       reservedBytes: count('Bytes reserved by uploads admitted and not yet committed or ended.'),

@@ -404,6 +404,20 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
       return last.egressBytes === want && last;
     });
     expect(usage).toMatchObject({ renders: 1, uploads: 2 });
+    // Stored: both originals, the PNG's renditions and its variant, each row counted once.
+    await eventually(async () => (await call('GET', `/v1/uploads/${image.json.uploadId}`, t.apiKey)).json.processing.status === 'ready');
+    const derived = await stack.runtime.pool.query<{ n: number }>(
+      `SELECT coalesce(sum(bytes), 0)::int AS n FROM (SELECT upload_id, bytes FROM renditions UNION ALL SELECT upload_id, bytes FROM image_variants) d
+        WHERE upload_id = $1`,
+      [image.json.uploadId],
+    );
+    expect(derived.rows[0]!.n).toBeGreaterThan(variantBytes - 1);
+    const originals = 5000 + (image.json.bytes as number);
+    expect((await quotas(t.apiKey)).usage.storedBytes).toBe(originals + derived.rows[0]!.n);
+    // Erasing the PNG gives back its original, renditions and variant.
+    expect((await call('DELETE', `/v1/uploads/${image.json.uploadId}`, t.apiKey, undefined, { prefer: 'wait=30' })).status).toBe(200);
+    expect(await eventually(async () => (await quotas(t.apiKey)).usage.storedBytes === 5000)).toBe(true);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   });
 
   it('a reservation nothing ends lapses at its expiry; one an open session holds stays until the session ends', async () => {

@@ -22,7 +22,8 @@ CREATE TABLE quota_reservations (
 );
 CREATE INDEX quota_reservations_expiry_idx ON quota_reservations (expires_at);
 
--- What a tenant stores now: originals of uploads neither erased nor rejected by their pipeline.
+-- What a tenant stores now: originals of uploads neither erased nor rejected by their pipeline,
+-- and every rendition and image variant row (their rows go when their objects do).
 CREATE TABLE tenant_usage (
   tenant_id     uuid PRIMARY KEY REFERENCES tenants (id),
   stored_bytes  bigint NOT NULL DEFAULT 0
@@ -54,3 +55,36 @@ INSERT INTO usage_hours AS u (tenant_id, hour, stored_released)
    WHERE erased_at IS NOT NULL OR availability = 'rejected'
    GROUP BY tenant_id, date_trunc('hour', coalesce(erased_at, created_at))
   ON CONFLICT (tenant_id, hour) DO UPDATE SET stored_released = u.stored_released + EXCLUDED.stored_released;
+
+-- Renditions and image variants count as stored from their row's insert to its delete, in the
+-- statement that writes the row: whatever path writes or removes one, it is counted once.
+CREATE FUNCTION count_derived_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  row_upload uuid := CASE WHEN TG_OP = 'INSERT' THEN NEW.upload_id ELSE OLD.upload_id END;
+  delta bigint := CASE WHEN TG_OP = 'INSERT' THEN NEW.bytes ELSE -OLD.bytes END;
+  owner uuid;
+BEGIN
+  SELECT tenant_id INTO owner FROM uploads WHERE id = row_upload;
+  IF owner IS NULL OR delta = 0 THEN RETURN NULL; END IF;
+  INSERT INTO tenant_usage AS u (tenant_id, stored_bytes) VALUES (owner, greatest(delta, 0))
+    ON CONFLICT (tenant_id) DO UPDATE SET stored_bytes = greatest(0, u.stored_bytes + delta);
+  INSERT INTO usage_hours AS h (tenant_id, hour, stored_added, stored_released)
+    VALUES (owner, date_trunc('hour', now()), greatest(delta, 0), greatest(-delta, 0))
+    ON CONFLICT (tenant_id, hour) DO UPDATE
+      SET stored_added = h.stored_added + EXCLUDED.stored_added, stored_released = h.stored_released + EXCLUDED.stored_released;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER renditions_count_bytes AFTER INSERT OR DELETE ON renditions FOR EACH ROW EXECUTE FUNCTION count_derived_bytes();
+CREATE TRIGGER image_variants_count_bytes AFTER INSERT OR DELETE ON image_variants FOR EACH ROW EXECUTE FUNCTION count_derived_bytes();
+
+-- The renditions and variants already stored, from their creation.
+INSERT INTO tenant_usage AS u (tenant_id, stored_bytes)
+  SELECT up.tenant_id, sum(d.bytes)
+    FROM (SELECT upload_id, bytes FROM renditions UNION ALL SELECT upload_id, bytes FROM image_variants) d
+    JOIN uploads up ON up.id = d.upload_id GROUP BY up.tenant_id
+  ON CONFLICT (tenant_id) DO UPDATE SET stored_bytes = u.stored_bytes + EXCLUDED.stored_bytes;
+INSERT INTO usage_hours AS h (tenant_id, hour, stored_added)
+  SELECT up.tenant_id, date_trunc('hour', d.created_at), sum(d.bytes)
+    FROM (SELECT upload_id, bytes, created_at FROM renditions UNION ALL SELECT upload_id, bytes, created_at FROM image_variants) d
+    JOIN uploads up ON up.id = d.upload_id GROUP BY up.tenant_id, date_trunc('hour', d.created_at)
+  ON CONFLICT (tenant_id, hour) DO UPDATE SET stored_added = h.stored_added + EXCLUDED.stored_added;

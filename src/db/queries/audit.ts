@@ -198,7 +198,7 @@ export async function miscountedObjects(db: Queryable): Promise<{ storage_key: s
 
 /**
  * Usage that disagrees with the upload rows, per tenant: stored bytes (uploads neither erased
- * nor rejected), the hourly counts of uploads and ingress (every committed upload once), the
+ * nor rejected, and every rendition and variant row), the hourly counts of uploads and ingress (every committed upload once), the
  * stored level the hours add up to; and reservations that outlived their upload's commit.
  */
 export async function miscountedUsage(db: Queryable): Promise<{ tenant_id: string; problem: string }[]> {
@@ -215,14 +215,17 @@ export async function miscountedUsage(db: Queryable): Promise<{ tenant_id: strin
     `WITH ups AS (SELECT tenant_id, count(*)::float8 AS uploads, sum(bytes)::float8 AS bytes,
                          coalesce(sum(bytes) FILTER (WHERE erased_at IS NULL AND availability <> 'rejected'), 0)::float8 AS stored
                     FROM uploads GROUP BY tenant_id),
+          derived AS (SELECT u.tenant_id, sum(d.bytes)::float8 AS bytes
+                        FROM (SELECT upload_id, bytes FROM renditions UNION ALL SELECT upload_id, bytes FROM image_variants) d
+                        JOIN uploads u ON u.id = d.upload_id GROUP BY u.tenant_id),
           hrs AS (SELECT tenant_id, sum(uploads)::float8 AS uploads, sum(ingress_bytes)::float8 AS ingress,
                          sum(stored_added - stored_released)::float8 AS net
                     FROM usage_hours GROUP BY tenant_id)
      SELECT t.id AS tenant_id, coalesce(u.uploads, 0) AS uploads, coalesce(h.uploads, 0) AS hour_uploads, coalesce(u.bytes, 0) AS bytes,
-            coalesce(h.ingress, 0) AS ingress, coalesce(u.stored, 0) AS stored, coalesce(g.stored_bytes, 0)::float8 AS level,
+            coalesce(h.ingress, 0) AS ingress, coalesce(u.stored, 0) + coalesce(d.bytes, 0) AS stored, coalesce(g.stored_bytes, 0)::float8 AS level,
             coalesce(h.net, 0) AS net
        FROM tenants t LEFT JOIN ups u ON u.tenant_id = t.id LEFT JOIN hrs h ON h.tenant_id = t.id
-       LEFT JOIN tenant_usage g ON g.tenant_id = t.id`,
+       LEFT JOIN tenant_usage g ON g.tenant_id = t.id LEFT JOIN derived d ON d.tenant_id = t.id`,
   );
   const out: { tenant_id: string; problem: string }[] = [];
   for (const r of res.rows) {

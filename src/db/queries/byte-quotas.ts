@@ -50,6 +50,10 @@ export async function findByteQuotas(db: Queryable, tenantId: string): Promise<B
   return (await db.query<ByteQuotas>(`SELECT ${LIMIT_COLUMNS} FROM tenants WHERE id = $1`, [tenantId])).rows[0];
 }
 
+function isLimited(q: ByteQuotas | undefined): boolean {
+  return !!q && (q.maxStoredBytes !== null || q.maxIngressBytesPerMonth !== null || q.maxUploadsPerMonth !== null);
+}
+
 /** The tenant's quotas, its row locked for the transaction (the count quotas' lock, `lockTenant`). */
 async function lockedQuotas(tx: Queryable, tenantId: string): Promise<ByteQuotas> {
   const res = await tx.query<ByteQuotas>(`SELECT ${LIMIT_COLUMNS} FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
@@ -139,12 +143,20 @@ export async function reserveBytes(
   });
 }
 
-/** Reserves an import's bytes once read (its key is its import row's), as `reserveBytes` does. */
+/**
+ * Reserves an import's bytes once read (its key is its import row's), as `reserveBytes` does:
+ * the reservation its admission made without a size is replaced by one of the size read, so
+ * its commit is covered.
+ */
 export async function reserveImportedBytes(pool: Pool, importId: string, bytes: number, ttlSeconds: number): Promise<void> {
   const row = (
-    await pool.query<{ tenant_id: string; idempotency_key: string }>('SELECT tenant_id, idempotency_key FROM imports WHERE id = $1', [
-      importId,
-    ])
+    await pool.query<{ tenant_id: string; idempotency_key: string }>(
+      `WITH i AS (SELECT tenant_id, idempotency_key FROM imports WHERE id = $1),
+            unsized AS (DELETE FROM quota_reservations q USING i
+                         WHERE q.tenant_id = i.tenant_id AND q.idempotency_key = i.idempotency_key AND q.bytes IS NULL)
+       SELECT tenant_id, idempotency_key FROM i`,
+      [importId],
+    )
   ).rows[0];
   if (row) await reserveBytes(pool, { tenantId: row.tenant_id, key: row.idempotency_key, bytes, ttlSeconds });
 }
@@ -174,7 +186,8 @@ export async function chargeCommit(
   );
   if (c.bytes === undefined) return;
   const reserved = gone.rows[0]?.bytes;
-  if (reserved === undefined || reserved === null || Number(reserved) < c.bytes) {
+  // A tenant without quotas is not locked: its commits never wait on one another here.
+  if ((reserved === undefined || reserved === null || Number(reserved) < c.bytes) && isLimited(await findByteQuotas(tx, c.tenantId))) {
     const quotas = await lockedQuotas(tx, c.tenantId);
     const over = firstExceeded(quotas, await quotaStanding(tx, c.tenantId, c.key), c.bytes);
     if (over) throw over;
