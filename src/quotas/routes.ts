@@ -4,7 +4,15 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Pool } from '../db/pool';
-import { findByteQuotas, quotaStanding, setByteQuotas, usageSeries, type ByteQuotas, type UsageBucket } from '../db/queries/byte-quotas';
+import {
+  findByteQuotas,
+  quotaStanding,
+  setByteQuotas,
+  usageSeries,
+  NO_QUOTAS,
+  remainingUnder,
+  type UsageBucket,
+} from '../db/queries/byte-quotas';
 import { findTenant } from '../db/queries/tenants';
 import { dependency, problem } from '../errors';
 import type { AppEnv } from '../http/env';
@@ -97,16 +105,16 @@ async function standing(pool: Pool, tenantId: string) {
   const [quotas, s] = await dependency('database_unavailable', () =>
     Promise.all([findByteQuotas(pool, tenantId), quotaStanding(pool, tenantId)]),
   );
-  const q: ByteQuotas = quotas ?? { maxStoredBytes: null, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null };
-  const left = (limit: number | null, used: number) => (limit === null ? null : Math.max(0, limit - used));
+  const q = quotas ?? NO_QUOTAS;
+  const left = remainingUnder(q, s);
   return {
     tenantId,
     quotas: q,
     usage: s,
     remaining: {
-      storedBytes: left(q.maxStoredBytes, s.storedBytes + s.reservedBytes),
-      ingressBytesThisMonth: left(q.maxIngressBytesPerMonth, s.ingressBytesThisMonth + s.reservedBytes),
-      uploadsThisMonth: left(q.maxUploadsPerMonth, s.uploadsThisMonth + s.reservedUploads),
+      storedBytes: left.maxStoredBytes,
+      ingressBytesThisMonth: left.maxIngressBytesPerMonth,
+      uploadsThisMonth: left.maxUploadsPerMonth,
     },
   };
 }

@@ -1,6 +1,13 @@
 // The byte quotas' pure parts: which quota a request would pass, and the usage window.
 import { describe, expect, it } from 'vitest';
-import { ByteQuotaExceeded, firstExceeded, type ByteQuotas, type QuotaStanding } from '../../src/db/queries/byte-quotas';
+import {
+  ByteQuotaExceeded,
+  firstExceeded,
+  NO_QUOTAS,
+  remainingUnder,
+  type ByteQuotas,
+  type QuotaStanding,
+} from '../../src/db/queries/byte-quotas';
 import { byteQuotaProblem, quotaRefusal } from '../../src/upload/byte-quota';
 import { MAX_BUCKETS, usageWindow } from '../../src/quotas/usage-window';
 
@@ -45,6 +52,20 @@ describe('firstExceeded', () => {
 
   it('never reports a negative remainder when usage is already past a lowered quota', () => {
     expect(firstExceeded({ ...none, maxStoredBytes: 10 }, standing({ storedBytes: 50 }), 1)).toMatchObject({ remaining: 0 });
+  });
+
+  it('says what is left under each quota as firstExceeded counts it: null when unlimited, never negative', () => {
+    const s = standing({ storedBytes: 600, reservedBytes: 300, ingressBytesThisMonth: 50, uploadsThisMonth: 4, reservedUploads: 1 });
+    expect(remainingUnder(NO_QUOTAS, s)).toEqual({ maxStoredBytes: null, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null });
+    const q = { maxStoredBytes: 1000, maxIngressBytesPerMonth: 100, maxUploadsPerMonth: 5 };
+    expect(remainingUnder(q, s)).toEqual({ maxStoredBytes: 100, maxIngressBytesPerMonth: 0, maxUploadsPerMonth: 0 });
+    // Exactly what is left fits; one more does not.
+    const stored = { ...NO_QUOTAS, maxStoredBytes: 1000 };
+    expect(firstExceeded(stored, s, remainingUnder(stored, s).maxStoredBytes!)).toBeUndefined();
+    expect(firstExceeded(stored, s, remainingUnder(stored, s).maxStoredBytes! + 1)).toMatchObject({
+      quota: 'maxStoredBytes',
+      remaining: 100,
+    });
   });
 
   it('answers 413 byte_quota_exceeded with the quota, its limit and what is left', () => {

@@ -57,7 +57,7 @@ function isLimited(q: ByteQuotas | undefined): boolean {
 /** The tenant's quotas, its row locked for the transaction (the count quotas' lock, `lockTenant`). */
 async function lockedQuotas(tx: Queryable, tenantId: string): Promise<ByteQuotas> {
   const res = await tx.query<ByteQuotas>(`SELECT ${LIMIT_COLUMNS} FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
-  return res.rows[0] ?? { maxStoredBytes: null, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null };
+  return res.rows[0] ?? NO_QUOTAS;
 }
 
 /** Changes the quotas given (null: unlimited; absent: kept); undefined for no live tenant. */
@@ -94,16 +94,39 @@ export async function quotaStanding(db: Queryable, tenantId: string, exceptKey =
   return res.rows[0]!;
 }
 
+export const NO_QUOTAS: ByteQuotas = { maxStoredBytes: null, maxIngressBytesPerMonth: null, maxUploadsPerMonth: null };
+
+/** What counts against each quota: usage and open reservations. */
+function usedUnder(s: QuotaStanding): Record<ByteQuotaName, number> {
+  return {
+    maxStoredBytes: s.storedBytes + s.reservedBytes,
+    maxIngressBytesPerMonth: s.ingressBytesThisMonth + s.reservedBytes,
+    maxUploadsPerMonth: s.uploadsThisMonth + s.reservedUploads,
+  };
+}
+
+/** What is left under each quota (null: unlimited; never negative). */
+export function remainingUnder(q: ByteQuotas, s: QuotaStanding): Record<ByteQuotaName, number | null> {
+  const used = usedUnder(s);
+  const left = (name: ByteQuotaName) => (q[name] === null ? null : Math.max(0, q[name] - used[name]));
+  return {
+    maxStoredBytes: left('maxStoredBytes'),
+    maxIngressBytesPerMonth: left('maxIngressBytesPerMonth'),
+    maxUploadsPerMonth: left('maxUploadsPerMonth'),
+  };
+}
+
 /** The first quota `bytes` more (and one upload more) would pass, or undefined. */
 export function firstExceeded(q: ByteQuotas, s: QuotaStanding, bytes: number): ByteQuotaExceeded | undefined {
+  const used = usedUnder(s);
   const checks: [ByteQuotaName, number, number][] = [
-    ['maxStoredBytes', s.storedBytes + s.reservedBytes, bytes],
-    ['maxIngressBytesPerMonth', s.ingressBytesThisMonth + s.reservedBytes, bytes],
-    ['maxUploadsPerMonth', s.uploadsThisMonth + s.reservedUploads, 1],
+    ['maxStoredBytes', used.maxStoredBytes, bytes],
+    ['maxIngressBytesPerMonth', used.maxIngressBytesPerMonth, bytes],
+    ['maxUploadsPerMonth', used.maxUploadsPerMonth, 1],
   ];
-  for (const [name, used, more] of checks) {
+  for (const [name, usedNow, more] of checks) {
     const limit = q[name];
-    if (limit !== null && used + more > limit) return new ByteQuotaExceeded(name, limit, Math.max(0, limit - used), more);
+    if (limit !== null && usedNow + more > limit) return new ByteQuotaExceeded(name, limit, Math.max(0, limit - usedNow), more);
   }
   return undefined;
 }
@@ -285,20 +308,20 @@ export async function usageSeries(
   db: Queryable,
   q: { tenantId: string | null; from: Date; to: Date; granularity: Granularity },
 ): Promise<UsageBucket[]> {
-  const tenant = 'AND ($1::uuid IS NULL OR tenant_id = $1)';
+  const tenant = (column: string) => `AND ($1::uuid IS NULL OR ${column} = $1)`;
   const rows = await db.query<Omit<UsageBucket, 'storedBytes'>>(
     `SELECT b.at, coalesce(sum(h.uploads), 0)::float8 AS uploads, coalesce(sum(h.ingress_bytes), 0)::float8 AS "ingressBytes",
             coalesce(sum(h.import_bytes), 0)::float8 AS "importBytes", coalesce(sum(h.egress_bytes), 0)::float8 AS "egressBytes",
             coalesce(sum(h.renders), 0)::float8 AS renders, coalesce(sum(h.stored_added), 0)::float8 AS "storedAdded",
             coalesce(sum(h.stored_released), 0)::float8 AS "storedReleased"
        FROM generate_series($2::timestamptz, $3::timestamptz - make_interval(secs => 1), ('1 ' || $4)::interval) AS b(at)
-       LEFT JOIN usage_hours h ON h.hour >= b.at AND h.hour < b.at + ('1 ' || $4)::interval ${tenant.replaceAll('tenant_id', 'h.tenant_id')}
+       LEFT JOIN usage_hours h ON h.hour >= b.at AND h.hour < b.at + ('1 ' || $4)::interval ${tenant('h.tenant_id')}
       GROUP BY b.at ORDER BY b.at`,
     [q.tenantId, q.from, q.to, q.granularity],
   );
   const level = await db.query<{ now: number; since: number }>(
-    `SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM tenant_usage WHERE true ${tenant})::float8 AS now,
-            (SELECT coalesce(sum(stored_added - stored_released), 0) FROM usage_hours WHERE hour >= $2 ${tenant})::float8 AS since`,
+    `SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM tenant_usage WHERE true ${tenant('tenant_id')})::float8 AS now,
+            (SELECT coalesce(sum(stored_added - stored_released), 0) FROM usage_hours WHERE hour >= $2 ${tenant('tenant_id')})::float8 AS since`,
     [q.tenantId, q.to],
   );
   let stored = level.rows[0]!.now - level.rows[0]!.since;
