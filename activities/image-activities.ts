@@ -13,6 +13,8 @@ import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
+import { ByteQuotaExceeded } from '../src/db/queries/byte-quotas';
+import { quotaRefusal } from '../src/upload/byte-quota';
 import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../src/db/queries/images';
 import { findUploadById } from '../src/db/queries/uploads';
 import { renderImage, UnrenderableImage } from '../src/images/render';
@@ -107,7 +109,15 @@ export function createImageActivities({ pool, store, presets, maxRenderCost }: I
           height: image.height,
         },
         a.maxVariants,
-      );
+      ).catch(async (err: unknown) => {
+        if (!(err instanceof ByteQuotaExceeded)) throw err;
+        await store.delete(storageKey);
+        throw ApplicationFailure.nonRetryable(
+          `variant ${a.spec.text} not stored: ${err.message}`,
+          failureTypes.byteQuotaExceeded,
+          quotaRefusal(err),
+        );
+      });
       if ('refused' in recorded) {
         await store.delete(storageKey);
         if (recorded.refused === 'deleted') throw gone();

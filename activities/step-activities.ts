@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../src/db/pool';
+import { ByteQuotaExceeded } from '../src/db/queries/byte-quotas';
 import {
   insertRenditionIfAbsent,
   listRenditionsOf,
@@ -185,11 +186,15 @@ export function createStepActivities(
       if (deleted) return;
       const storageKey = renditionKey(input, r.name, r.file, ref);
       const companionPrefix = `${storageKey.slice(0, storageKey.lastIndexOf('/') + 1)}${r.name}/`;
-      for (const c of r.companions ?? [])
+      let companionBytes = 0;
+      for (const c of r.companions ?? []) {
+        const size = (await stat(c.file)).size;
+        companionBytes += size;
         await store.put(`${companionPrefix}${path.basename(c.file)}`, createReadStream(c.file), {
           contentType: c.contentType,
-          contentLength: (await stat(c.file)).size,
+          contentLength: size,
         });
+      }
       const bytes = (await stat(r.file)).size;
       await store.put(storageKey, createReadStream(r.file), { contentType: r.contentType, contentLength: bytes });
       const rendition = {
@@ -201,23 +206,30 @@ export function createStepActivities(
         height: r.height,
         durationMs: r.durationMs,
       };
+      const discard = async () => {
+        await store.delete(storageKey);
+        for (const c of r.companions ?? []) await store.delete(`${companionPrefix}${path.basename(c.file)}`);
+      };
       const inserted = await insertRenditionIfAbsent(pool, {
         upload_id: input.uploadId,
         name: r.name,
         storage_key: storageKey,
         content_type: r.contentType,
         bytes,
+        companion_bytes: companionBytes,
         width: r.width,
         height: r.height,
         duration_ms: r.durationMs,
         pipeline: ref?.pipeline ?? DEFAULT_PIPELINE,
         pipeline_version: ref?.version ?? 0,
+      }).catch(async (err: unknown) => {
+        if (err instanceof ByteQuotaExceeded) await discard();
+        throw err;
       });
       if (!inserted) {
         // Deleted meanwhile: nothing of it may stay, this rendition included.
         deleted = true;
-        await store.delete(storageKey);
-        for (const c of r.companions ?? []) await store.delete(`${companionPrefix}${path.basename(c.file)}`);
+        await discard();
         return;
       }
       if (!kept.some((k) => k.name === r.name)) kept.push(rendition);
@@ -233,6 +245,11 @@ export function createStepActivities(
       for (const r of outcome.renditions) if (!kept.some((k) => k.name === r.name)) await keep(r);
       if (deleted) return null;
       return { status: outcome.status, reason: outcome.reason, media: outcome.media, renditions: kept };
+    } catch (err) {
+      // The step fails with the quota as its reason (what it stored so far stays); the upload stays as it is.
+      if (err instanceof ByteQuotaExceeded)
+        return { status: 'failed', reason: `not stored: the tenant's ${err.message}`, media: null, renditions: kept };
+      throw err;
     } finally {
       clearInterval(timer);
       await rm(dir, { recursive: true, force: true });

@@ -34,6 +34,7 @@ const RENDER_PROBLEMS = [
   'not_an_image',
   'too_many_image_variants',
   'too_many_renders',
+  'byte_quota_exceeded',
   'image_unrenderable',
   'image_render_failed',
   'range_not_satisfiable',

@@ -9,6 +9,7 @@ import { claimRender, countImageVariants, findImageVariant, releaseRender, type 
 import { QuotaReached } from '../db/queries/quotas';
 import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
+import { byteQuotaProblem, type QuotaRefusal } from '../upload/byte-quota';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { startOrAttach } from '../temporal/start-or-attach';
 import type { ImageVariantInput } from '../temporal/definitions';
@@ -106,12 +107,14 @@ const RENDER_CLAIM_SECONDS = 30 * 60;
 /** The upload has as many variants as it may: asked before a render, or found by one that raced others. */
 const variantsFull = (max: number) => problem('too_many_image_variants', `The upload has ${max} variants (IMAGE_MAX_VARIANTS_PER_UPLOAD).`);
 
-/** What a failed render answers: the variant cannot be made, the upload is gone or full, or ask again. */
+/** What a failed render answers: the variant cannot be made, the upload is gone or full, its bytes pass the tenant's quota, or ask again. */
 function renderProblem(err: WorkflowFailedError, uploadId: string, maxPerUpload: number) {
   const cause = failureOf(err);
   if (cause?.type === failureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
   if (cause?.type === failureTypes.uploadDeleted) return problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
   if (cause?.type === failureTypes.imageVariantsFull) return variantsFull(maxPerUpload);
+  const refusal = cause?.type === failureTypes.byteQuotaExceeded ? (cause.details?.[0] as QuotaRefusal | undefined) : undefined;
+  if (refusal) return byteQuotaProblem(refusal);
   return problem('image_render_failed', 'The render did not finish; ask again.');
 }
 

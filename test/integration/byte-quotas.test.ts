@@ -2,7 +2,8 @@
 // quotas (bad bodies refused, nothing changed); every door is refused 413 before storing once
 // a quota would be passed, up to the limit exactly; replays never count or get refused;
 // concurrent uploads never overshoot and leave no reservation; erasure gives bytes back;
-// usage counts commits, not requests, as JSON and CSV, for the tenant and the operator.
+// usage counts commits, not requests, as JSON and CSV, for the tenant and the operator; a
+// rendition or variant past the stored quota fails its step, not the upload.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
@@ -417,6 +418,42 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     // Erasing the PNG gives back its original, renditions and variant.
     expect((await call('DELETE', `/v1/uploads/${image.json.uploadId}`, t.apiKey, undefined, { prefer: 'wait=30' })).status).toBe(200);
     expect(await eventually(async () => (await quotas(t.apiKey)).usage.storedBytes === 5000)).toBe(true);
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('a rendition or variant past maxStoredBytes fails its step with the quota as the reason, not the upload; nothing of it is kept', async () => {
+    const t = await stack.createTenant('quota-derived');
+    const image = await png(64, 64);
+    await setQuotas(t.tenantId, { maxStoredBytes: image.length });
+    const posted = await postUpload(stack.url, { apiKey: t.apiKey, key: `derived-${randomUUID()}`, body: image, contentType: 'image/png' });
+    expect(posted.status, posted.text).toBe(201);
+    const id = posted.json.uploadId as string;
+    const detail = await eventually(async () => {
+      const u = await call('GET', `/v1/uploads/${id}?wait=20`, t.apiKey);
+      return u.json.status === 'processed' && u.json;
+    });
+    expect(detail.processing.status).toBe('failed');
+    expect(detail.processing.reason).toContain('maxStoredBytes');
+    expect(detail.renditions).toEqual([]);
+    expect(await listKeys(stack.runtime.store, `tenants/${t.tenantId}/renditions/${id}/`)).toEqual([]);
+    const content = await fetch(`${stack.url}/v1/uploads/${id}/content`, { headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect(Buffer.from(await content.arrayBuffer())).toEqual(image);
+
+    expect((await call('POST', '/v1/image-presets', t.apiKey, { name: 'small', spec: 'w_16,f_png' })).status).toBe(201);
+    const refused = await call('GET', `/v1/uploads/${id}/images/small`, t.apiKey);
+    expect(refused.status, refused.text).toBe(413);
+    expect(refused.json).toMatchObject({ error: 'byte_quota_exceeded', quota: 'maxStoredBytes', limit: image.length, remaining: 0 });
+    expect(await listKeys(stack.runtime.store, `tenants/${t.tenantId}/renditions/${id}/`)).toEqual([]);
+    const rows = await stack.runtime.pool.query('SELECT 1 FROM image_variants WHERE upload_id = $1', [id]);
+    expect(rows.rowCount).toBe(0);
+    expect((await quotas(t.apiKey)).usage.storedBytes).toBe(image.length);
+
+    // With room, the same variant is made and counted.
+    await setQuotas(t.tenantId, { maxStoredBytes: null });
+    const made = await fetch(`${stack.url}/v1/uploads/${id}/images/small`, { headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect(made.status).toBe(200);
+    const variantBytes = (await made.arrayBuffer()).byteLength;
+    expect((await quotas(t.apiKey)).usage.storedBytes).toBe(image.length + variantBytes);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   });
 

@@ -1,6 +1,7 @@
 // The video.hls step with the worker in its own process: a ladder ffprobe can play, never
 // upscaled, the master written only after every rung; the worker SIGKILLed mid-ladder and
-// restarted goes on from the rung it was encoding, leaving the finished ones untouched.
+// restarted goes on from the rung it was encoding, leaving the finished ones untouched; the
+// tenant's stored bytes count every object of the ladder, its segments included.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
@@ -145,5 +146,14 @@ it('makes a playable ladder across a worker SIGKILL mid-encode, re-encoding no f
   ]);
   const httpStreams = (JSON.parse(overHttp) as { streams: { codec_type: string; height?: number }[] }).streams;
   expect(new Set(httpStreams.filter((s) => s.codec_type === 'video').map((s) => s.height))).toEqual(new Set([240, 360]));
+  // The tenant's stored bytes are the original and every rendition object, the segments included.
+  let renditionBytes = 0;
+  for await (const o of stack.s3.list(prefix)) renditionBytes += o.bytes;
+  const usage = await stack.runtime.pool.query<{ stored: number; rows: number }>(
+    `SELECT (SELECT stored_bytes FROM tenant_usage WHERE tenant_id = $1)::float8 AS stored,
+            (SELECT sum(bytes + companion_bytes) FROM renditions WHERE upload_id = $2)::float8 AS rows`,
+    [tenant.tenantId, uploadId],
+  );
+  expect(usage.rows[0]).toEqual({ stored: Number(detail.bytes) + renditionBytes, rows: renditionBytes });
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
 }, 600_000);

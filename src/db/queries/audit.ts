@@ -216,7 +216,7 @@ export async function miscountedUsage(db: Queryable): Promise<{ tenant_id: strin
                          coalesce(sum(bytes) FILTER (WHERE erased_at IS NULL AND availability <> 'rejected'), 0)::float8 AS stored
                     FROM uploads GROUP BY tenant_id),
           derived AS (SELECT u.tenant_id, sum(d.bytes)::float8 AS bytes
-                        FROM (SELECT upload_id, bytes FROM renditions UNION ALL SELECT upload_id, bytes FROM image_variants) d
+                        FROM (SELECT upload_id, bytes + companion_bytes AS bytes FROM renditions UNION ALL SELECT upload_id, bytes FROM image_variants) d
                         JOIN uploads u ON u.id = d.upload_id GROUP BY u.tenant_id),
           hrs AS (SELECT tenant_id, sum(uploads)::float8 AS uploads, sum(ingress_bytes)::float8 AS ingress,
                          sum(stored_added - stored_released)::float8 AS net

@@ -228,6 +228,24 @@ export async function chargeCommit(
 }
 
 /**
+ * Inside the transaction that records a rendition or an image variant of `uploadId`, before
+ * its row: ByteQuotaExceeded when `bytes` more would pass the tenant's maxStoredBytes (open
+ * reservations count: they are promised to uploads in flight). The tenant is locked only when
+ * it has that quota, so concurrent renders are checked and charged one after another.
+ */
+export async function checkDerivedBytes(tx: Queryable, uploadId: string, bytes: number): Promise<void> {
+  const owner = await tx.query<{ tenant_id: string }>(
+    'SELECT u.tenant_id FROM uploads u JOIN tenants t ON t.id = u.tenant_id WHERE u.id = $1 AND t.max_stored_bytes IS NOT NULL',
+    [uploadId],
+  );
+  const tenantId = owner.rows[0]?.tenant_id;
+  if (!tenantId) return;
+  const { maxStoredBytes } = await lockedQuotas(tx, tenantId);
+  const over = firstExceeded({ ...NO_QUOTAS, maxStoredBytes }, await quotaStanding(tx, tenantId), bytes);
+  if (over) throw over;
+}
+
+/**
  * Inside the transaction that first marks an upload erased: its bytes no longer count as
  * stored (a rejected upload's were released at its rejection).
  */

@@ -1,6 +1,6 @@
 // Images on request: a tenant's presets (immutable versions of a name, as pipelines are),
 // its spec policy, and the variants rendered once per (upload, canonical spec).
-import { countRender } from './byte-quotas';
+import { checkDerivedBytes, countRender } from './byte-quotas';
 import { statement, withTransaction, type Pool, type Queryable } from '../pool';
 import type { UploadRow } from './uploads';
 import { countLive, insertWithinQuota, lockTenant, QuotaReached } from './quotas';
@@ -103,7 +103,8 @@ export async function countImageVariants(db: Queryable, uploadId: string): Promi
 /**
  * Records a rendered variant once, under the upload row's lock: the row already there for
  * (upload, spec) wins; none while the upload is deleted; none past `maxVariants` distinct
- * variants (concurrent renders of new specs cannot overshoot the cap).
+ * variants (concurrent renders of new specs cannot overshoot the cap); ByteQuotaExceeded
+ * when its bytes would pass the tenant's maxStoredBytes.
  */
 export async function insertImageVariant(
   pool: Pool,
@@ -116,6 +117,7 @@ export async function insertImageVariant(
     const kept = await findImageVariant(tx, v.upload_id, v.spec);
     if (kept) return { row: kept };
     if (maxVariants !== undefined && (await countImageVariants(tx, v.upload_id)) >= maxVariants) return { refused: 'full' };
+    await checkDerivedBytes(tx, v.upload_id, v.bytes);
     const res = await tx.query<ImageVariantRow>(
       `INSERT INTO image_variants (upload_id, spec, storage_key, content_type, bytes, width, height)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,

@@ -1,5 +1,6 @@
 // Renditions and the upload's processing outcome, written by the transcode activity.
-import type { Queryable } from '../pool';
+import { checkDerivedBytes } from './byte-quotas';
+import { withTransaction, type Pool, type Queryable } from '../pool';
 
 export interface RenditionRow {
   upload_id: string;
@@ -7,6 +8,8 @@ export interface RenditionRow {
   storage_key: string;
   content_type: string;
   bytes: string;
+  /** Its companions' total (an HLS rung's segments), stored beside it. */
+  companion_bytes: string;
   width: number | null;
   height: number | null;
   duration_ms: number | null;
@@ -16,7 +19,7 @@ export interface RenditionRow {
   created_at: Date;
 }
 
-export type NewRendition = Omit<RenditionRow, 'bytes' | 'created_at'> & { bytes: number };
+export type NewRendition = Omit<RenditionRow, 'bytes' | 'companion_bytes' | 'created_at'> & { bytes: number; companion_bytes: number };
 
 /** A rendition as the API and the workflows describe it. */
 export function renditionSummary(r: RenditionRow) {
@@ -36,19 +39,39 @@ const SERVED = `r.pipeline = coalesce(u.pipeline, 'default') AND r.pipeline_vers
 
 /**
  * Records a rendition unless one is there; false when the upload has been deleted (its
- * tombstone is set), so the caller removes the object it wrote.
+ * tombstone is set), so the caller removes the object it wrote. A new row is checked against
+ * the tenant's maxStoredBytes first (ByteQuotaExceeded: nothing recorded).
  */
-export async function insertRenditionIfAbsent(db: Queryable, r: NewRendition): Promise<boolean> {
-  const res = await db.query(
-    `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, width, height, duration_ms, pipeline, pipeline_version)
-     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM uploads WHERE id = $1 AND deleted_at IS NULL
-     ON CONFLICT (upload_id, pipeline, pipeline_version, name) DO NOTHING
-     RETURNING 1`,
-    [r.upload_id, r.name, r.storage_key, r.content_type, r.bytes, r.width, r.height, r.duration_ms, r.pipeline, r.pipeline_version],
-  );
-  if (res.rowCount) return true;
-  const kept = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL', [r.upload_id]);
-  return kept.rowCount !== 0;
+export async function insertRenditionIfAbsent(pool: Pool, r: NewRendition): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
+    const live = await tx.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL FOR SHARE', [r.upload_id]);
+    if (!live.rowCount) return false;
+    const there = await tx.query(
+      'SELECT 1 FROM renditions WHERE upload_id = $1 AND pipeline = $2 AND pipeline_version = $3 AND name = $4',
+      [r.upload_id, r.pipeline, r.pipeline_version, r.name],
+    );
+    if (there.rowCount) return true;
+    await checkDerivedBytes(tx, r.upload_id, r.bytes + r.companion_bytes);
+    await tx.query(
+      `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, companion_bytes, width, height, duration_ms, pipeline, pipeline_version)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (upload_id, pipeline, pipeline_version, name) DO NOTHING`,
+      [
+        r.upload_id,
+        r.name,
+        r.storage_key,
+        r.content_type,
+        r.bytes,
+        r.companion_bytes,
+        r.width,
+        r.height,
+        r.duration_ms,
+        r.pipeline,
+        r.pipeline_version,
+      ],
+    );
+    return true;
+  });
 }
 
 /** The renditions served for the upload: its own pipeline version's. */
