@@ -28,6 +28,7 @@ import { CopySettler, type DeliveryEnd } from './settle';
 import { stageBody } from './stage';
 import type { Placement } from '../targets/placement';
 import { checkArrived } from './grant-limits';
+import { workflowRunState } from './upload-running';
 import type { Admission, Arrival } from './admission';
 
 export interface ReceiveDeps {
@@ -95,9 +96,25 @@ export class UploadReceiver {
     return answer;
   }
 
-  /** Refuses a new upload its pipeline does not admit (src/upload/admission.ts); nothing is stored. */
+  /**
+   * Refuses a new upload its pipeline does not admit, or whose bytes would pass a byte quota
+   * (src/upload/admission.ts); nothing is stored. A retry that meets its own upload — committed
+   * since its replay was looked up (its reservation already charged), or its run still under
+   * way — is not refused: it goes on to attach to that run, whose answer it gets.
+   */
   async admit(req: Parameters<Admission['admit']>[0], arrival: Arrival): Promise<void> {
-    await this.deps.admission.admit(req, arrival);
+    try {
+      await this.deps.admission.admit(req, arrival);
+    } catch (err) {
+      if (!(err instanceof Problem && err.code === 'byte_quota_exceeded') || !(await this.keyTaken(req))) throw err;
+    }
+  }
+
+  /** Whether the key already names an upload: an answer or a trace of one in Postgres, or a run under way. */
+  private async keyTaken(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>): Promise<boolean> {
+    if (await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined)) return true;
+    const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
+    return (await workflowRunState(this.deps.temporal, workflowId).catch(() => 'none')) === 'running';
   }
 
   /** Where the key's objects go: its storage target, decided before any byte (403 / 422 when it may not). */
