@@ -28,7 +28,7 @@ import { Reprocessing } from './lifecycle/reprocessing';
 import { AnswerCache } from './upload/answer-cache';
 import { DeclaredPipelines } from './pipelines/declared';
 import { Admission } from './upload/admission';
-import { releaseReservation, reserveBytes } from './db/queries/byte-quotas';
+import { checkBytes, releaseReservation, reserveBytes } from './db/queries/byte-quotas';
 import { TenantCalls } from './downstream/tenant-calls';
 import { WebhookHttp } from './downstream/webhook-http';
 import { InFlightUploads } from './upload/in-flight';
@@ -99,6 +99,7 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
       calls,
       reserve: (r) => reserveBytes(pool, { ...r, ttlSeconds: config.QUOTA_RESERVATION_SECONDS ?? config.RECEIVE_TIMEOUT_SECONDS }),
       release: (tenantId, key) => releaseReservation(pool, tenantId, key),
+      check: (r) => checkBytes(pool, r),
     }),
     placement,
     downstream: downstreamSettings(config),

@@ -25,12 +25,21 @@ export interface Arrival {
 export type Reserve = (r: { tenantId: string; key: string; bytes: number | null }) => Promise<void>;
 /** Ends a key's reservation. */
 export type Release = (tenantId: string, key: string) => Promise<void>;
+/** Throws ByteQuotaExceeded when `bytes` could not be reserved now (nothing is reserved). */
+export type CheckBytes = (r: { tenantId: string; key: string; bytes: number }) => Promise<void>;
 
 export class Admission {
-  constructor(private readonly deps: { pipelines: DeclaredPipelines; calls: TenantCalls; reserve: Reserve; release: Release }) {}
+  constructor(
+    private readonly deps: { pipelines: DeclaredPipelines; calls: TenantCalls; reserve: Reserve; release: Release; check: CheckBytes },
+  ) {}
 
   release(tenantId: string, key: string): Promise<void> {
     return this.deps.release(tenantId, key);
+  }
+
+  /** 413 byte_quota_exceeded, before any byte is read, for an upload of at least `bytes` that cannot fit. */
+  async refuseIfCannotFit(tenantId: string, key: string, bytes: number): Promise<void> {
+    await dependency('database_unavailable', () => refusingOverQuota(() => this.deps.check({ tenantId, key, bytes })));
   }
 
   async admit(

@@ -96,15 +96,24 @@ export class UploadReceiver {
     return answer;
   }
 
-  /**
-   * Refuses a new upload its pipeline does not admit, or whose bytes would pass a byte quota
-   * (src/upload/admission.ts); nothing is stored. A retry that meets its own upload — committed
-   * since its replay was looked up (its reservation already charged), or its run still under
-   * way — is not refused: it goes on to attach to that run, whose answer it gets.
-   */
+  /** Refuses a new upload its pipeline does not admit, or past a byte quota (src/upload/admission.ts); nothing is stored. */
   async admit(req: Parameters<Admission['admit']>[0], arrival: Arrival): Promise<void> {
+    await this.unlessKeyTaken(req, () => this.deps.admission.admit(req, arrival));
+  }
+
+  /** Before a body of unknown length is staged: 413 for one of at least `bytes` that cannot fit its tenant's byte quotas. */
+  async refuseIfCannotFit(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>, bytes: number): Promise<void> {
+    await this.unlessKeyTaken(req, () => this.deps.admission.refuseIfCannotFit(req.tenantId, req.idempotencyKey, bytes));
+  }
+
+  /**
+   * A byte quota's refusal does not stand for a key that already names an upload: a retry that
+   * meets its own upload — committed since its replay was looked up (its reservation already
+   * charged), or its run still under way — goes on to attach to that run and gets its answer.
+   */
+  private async unlessKeyTaken(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>, check: () => Promise<void>): Promise<void> {
     try {
-      await this.deps.admission.admit(req, arrival);
+      await check();
     } catch (err) {
       if (!(err instanceof Problem && err.code === 'byte_quota_exceeded') || !(await this.keyTaken(req))) throw err;
     }
@@ -113,8 +122,8 @@ export class UploadReceiver {
   /** Whether the key already names an upload: an answer or a trace of one in Postgres, or a run under way. */
   private async keyTaken(req: Pick<UploadRequest, 'tenantId' | 'idempotencyKey'>): Promise<boolean> {
     if (await findKeyAnswer(this.deps.pool, req.tenantId, req.idempotencyKey).catch(() => undefined)) return true;
-    const workflowId = uploadWorkflowId(req.tenantId, req.idempotencyKey);
-    return (await workflowRunState(this.deps.temporal, workflowId).catch(() => 'none')) === 'running';
+    const run = await workflowRunState(this.deps.temporal, uploadWorkflowId(req.tenantId, req.idempotencyKey)).catch(() => 'none');
+    return run === 'running';
   }
 
   /** Where the key's objects go: its storage target, decided before any byte (403 / 422 when it may not). */

@@ -14,6 +14,7 @@ import { eventually, listKeys } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin } from '../support/file-origin';
 import { png } from '../helpers/media';
+import { exchange } from '../helpers/rufh';
 
 const ADMIN = `admin-${randomUUID()}`;
 
@@ -159,6 +160,54 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     expect(standing.remaining.storedBytes).toBe(0);
     expect(await reservations(t.tenantId)).toBe(0);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  });
+
+  it('a form whose file cannot fit is refused before its file is read; its retry at the limit is replayed, not refused', async () => {
+    const t = await stack.createTenant('quota-form');
+    const file = randomBytes(2 * 1024 * 1024);
+    await setQuotas(t.tenantId, { maxStoredBytes: file.length });
+    const formOf = async (key: string, body: Buffer) => {
+      const form = new FormData();
+      form.append('idempotencyKey', key);
+      form.append('file', new Blob([body]), 'f.bin');
+      const r = new Request('http://form', { method: 'POST', body: form });
+      return { bytes: Buffer.from(await r.arrayBuffer()), type: r.headers.get('content-type')! };
+    };
+    const postForm = async (key: string, body: Buffer) => {
+      const form = await formOf(key, body);
+      const res = await fetch(`${stack.url}/v1/uploads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': form.type },
+        body: form.bytes,
+      });
+      return { status: res.status, headers: res.headers, json: (await res.json()) as any };
+    };
+    const firstKey = `q-form-first-${randomUUID()}`;
+    const first = await postForm(firstKey, file);
+    expect(first.status).toBe(201);
+
+    // The next form's head and its first 64 KiB are enough for the answer: the rest is never sent.
+    const key = `q-form-over-${randomUUID()}`;
+    const over = await formOf(key, randomBytes(1024 * 1024));
+    const x = exchange(`${stack.url}/v1/uploads`, 'POST', {
+      authorization: `Bearer ${t.apiKey}`,
+      'content-type': over.type,
+      'content-length': String(over.bytes.length),
+    });
+    await x.write(over.bytes.subarray(0, 64 * 1024));
+    const refused = await x.response;
+    x.cut();
+    expect(refused?.status, refused?.text).toBe(413);
+    expect(refused?.json).toMatchObject({ error: 'byte_quota_exceeded', quota: 'maxStoredBytes', remaining: 0 });
+    expect(await stored(t.tenantId, key)).toEqual([]);
+
+    // The first form sent again at the limit: its key names it, so it is answered as before.
+    const again = await postForm(firstKey, file);
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json.uploadId).toBe(first.json.uploadId);
+    expect((await quotas(t.apiKey)).usage).toMatchObject({ storedBytes: file.length, uploadsThisMonth: 1, reservedBytes: 0 });
+    expect(await reservations(t.tenantId)).toBe(0);
   });
 
   it('a file of undeclared length (an import, Uppy) is checked at its commit and refused there, nothing kept', async () => {

@@ -48,6 +48,22 @@ const FIELDS = new Set(['fileName', 'sha256', 'expiresAt', 'pipeline', 'metadata
 /** The longest field: metadata (its JSON, within METADATA_LIMITS); every other field. */
 const FIELD_BYTES = { metadata: METADATA_LIMITS.bytes, other: 1024 };
 
+/** The parser's limits, which also bound a form's envelope (everything but the file's bytes). */
+const LIMITS = { files: 1, fields: 10, fieldSize: FIELD_BYTES.metadata, fieldNameSize: 64, parts: 18 } as const;
+/** The longest part header busboy reads (its limit, Node's default header size). */
+const PART_HEADER_BYTES = 16 * 1024;
+
+/**
+ * The fewest bytes the file part of a form of `contentLength` bytes can hold: the request less
+ * the longest envelope the parser would read (every part's header and delimiter, every
+ * field). A form whose file would not fit even at that size is refused before it is staged.
+ */
+export function fileBytesAtLeast(contentLength: number, boundary: string): number {
+  const delimiter = boundary.length + 8; // CRLF "--" boundary ["--"] CRLF
+  const envelope = LIMITS.parts * (PART_HEADER_BYTES + delimiter) + LIMITS.fields * LIMITS.fieldSize + delimiter;
+  return Math.max(0, contentLength - envelope);
+}
+
 export function isFormPost(contentType: string | undefined): boolean {
   return contentType?.split(';')[0]?.trim().toLowerCase() === 'multipart/form-data';
 }
@@ -58,7 +74,7 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
   try {
     parser = busboy({
       headers: f.headers,
-      limits: { files: 1, fields: 10, fieldSize: FIELD_BYTES.metadata, fieldNameSize: 64, parts: 18, fileSize: f.maxBytes },
+      limits: { ...LIMITS, fileSize: f.maxBytes },
     });
   } catch (err) {
     throw problem('form_invalid', `The multipart/form-data body cannot be parsed: ${(err as Error).message}.`);
@@ -129,58 +145,64 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         fail(tooLarge);
         stream.destroy(tooLarge);
       });
+      // A file that cannot fit the tenant's byte quotas whatever its envelope is refused before a byte is staged.
+      const length = Number(f.headers['content-length']);
+      const boundary = /boundary="?([^";]+)"?/i.exec(f.headers['content-type'] ?? '')?.[1] ?? '';
+      const fits = Number.isSafeInteger(length) ? receiver.refuseIfCannotFit(base, fileBytesAtLeast(length, boundary)) : Promise.resolve();
       // Fields after the file part still count: the request is identified once the form is read.
-      staged = receiver.receiveUnsized(
-        base,
-        stream,
-        f.waitMs,
-        async (bytes, sha256) => {
-          await formDone;
-          if (failure) throw failure;
-          const {
-            fileName,
-            sha256: declaredSha256,
-            expiresAt,
-            pipeline,
-            labels,
-          } = f.declare({
-            key: base.idempotencyKey,
-            bytes,
-            contentType,
-            fileName: parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined)),
-            sha256: parseSha256(fields.sha256),
-            expiresAt: parseExpiresAt(fields.expiresAt, 'form_invalid'),
-            pipeline: parsePipelineName(fields.pipeline, 'form_invalid'),
-            labels: labelsOf(parseMetadataText(fields.metadata, 'form_invalid'), parseTagsText(fields.tags, 'form_invalid')),
-            storageTarget: parseStorageTarget(fields.storageTarget, 'form_invalid'),
-          });
-          if (parseStorageTarget(fields.storageTarget, 'form_invalid') !== storageTarget)
-            throw problem('form_invalid', 'The storageTarget field must come before the file part.');
-          const req: UploadRequest = {
-            ...base,
-            fileName,
-            declaredBytes: bytes,
-            declaredSha256,
-            ...(expiresAt ? { expiresAt } : {}),
-            ...(pipeline ? { pipeline } : {}),
-            ...(labels ? { labels } : {}),
-            fingerprint: fingerprint({
-              method: 'POST',
-              route: FORM_ROUTE,
-              tenantId,
-              contentLength: bytes,
-              contentType,
-              sha256,
+      staged = fits.then(() =>
+        receiver.receiveUnsized(
+          base,
+          stream,
+          f.waitMs,
+          async (bytes, sha256) => {
+            await formDone;
+            if (failure) throw failure;
+            const {
               fileName,
+              sha256: declaredSha256,
               expiresAt,
               pipeline,
               labels,
-              storageTarget,
-            }),
-          };
-          return req;
-        },
-        f.arrival,
+            } = f.declare({
+              key: base.idempotencyKey,
+              bytes,
+              contentType,
+              fileName: parseFileName(fields.fileName ?? (info.filename ? encodeURIComponent(info.filename) : undefined)),
+              sha256: parseSha256(fields.sha256),
+              expiresAt: parseExpiresAt(fields.expiresAt, 'form_invalid'),
+              pipeline: parsePipelineName(fields.pipeline, 'form_invalid'),
+              labels: labelsOf(parseMetadataText(fields.metadata, 'form_invalid'), parseTagsText(fields.tags, 'form_invalid')),
+              storageTarget: parseStorageTarget(fields.storageTarget, 'form_invalid'),
+            });
+            if (parseStorageTarget(fields.storageTarget, 'form_invalid') !== storageTarget)
+              throw problem('form_invalid', 'The storageTarget field must come before the file part.');
+            const req: UploadRequest = {
+              ...base,
+              fileName,
+              declaredBytes: bytes,
+              declaredSha256,
+              ...(expiresAt ? { expiresAt } : {}),
+              ...(pipeline ? { pipeline } : {}),
+              ...(labels ? { labels } : {}),
+              fingerprint: fingerprint({
+                method: 'POST',
+                route: FORM_ROUTE,
+                tenantId,
+                contentLength: bytes,
+                contentType,
+                sha256,
+                fileName,
+                expiresAt,
+                pipeline,
+                labels,
+                storageTarget,
+              }),
+            };
+            return req;
+          },
+          f.arrival,
+        ),
       );
       // A file that could not be staged ends the request at once (the form is not read on).
       staged.catch((err: unknown) => {

@@ -167,6 +167,18 @@ export async function reserveBytes(
 }
 
 /**
+ * Whether `bytes` more (and one upload) could be reserved now, without reserving or locking:
+ * ByteQuotaExceeded when not. For a refusal before anything is read; the reservation itself
+ * is made later, under the lock, and decides.
+ */
+export async function checkBytes(db: Queryable, r: { tenantId: string; key: string; bytes: number }): Promise<void> {
+  const quotas = await findByteQuotas(db, r.tenantId);
+  if (!quotas || !isLimited(quotas)) return;
+  const over = firstExceeded(quotas, await quotaStanding(db, r.tenantId, r.key), r.bytes);
+  if (over) throw over;
+}
+
+/**
  * Reserves an import's bytes once read (its key is its import row's), as `reserveBytes` does:
  * the reservation its admission made without a size is replaced by one of the size read, so
  * its commit is covered.
