@@ -2,7 +2,7 @@
 // state: what the downstream run plans, each step run and recorded once, the gate opened or
 // the upload rejected, the upload marked processed. Each is safe to run more than once:
 // renditions go to deterministic keys with conflict-free rows, outcomes are recorded once.
-import { renditionPrefix } from '../src/storage/layout';
+import { companionPrefix, renditionPrefix } from '../src/storage/layout';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -185,12 +185,12 @@ export function createStepActivities(
     const keep = async (r: ProducedRendition): Promise<void> => {
       if (deleted) return;
       const storageKey = renditionKey(input, r.name, r.file, ref);
-      const companionPrefix = `${storageKey.slice(0, storageKey.lastIndexOf('/') + 1)}${r.name}/`;
+      const companions = companionPrefix(storageKey, r.name);
       let companionBytes = 0;
       for (const c of r.companions ?? []) {
         const size = (await stat(c.file)).size;
         companionBytes += size;
-        await store.put(`${companionPrefix}${path.basename(c.file)}`, createReadStream(c.file), {
+        await store.put(`${companions}${path.basename(c.file)}`, createReadStream(c.file), {
           contentType: c.contentType,
           contentLength: size,
         });
@@ -208,7 +208,7 @@ export function createStepActivities(
       };
       const discard = async () => {
         await store.delete(storageKey);
-        for (const c of r.companions ?? []) await store.delete(`${companionPrefix}${path.basename(c.file)}`);
+        for (const c of r.companions ?? []) await store.delete(`${companions}${path.basename(c.file)}`);
       };
       const inserted = await insertRenditionIfAbsent(pool, {
         upload_id: input.uploadId,

@@ -10,9 +10,11 @@
 // metadata, while every live upload (deleted ones' shared bytes included) has all its bytes;
 // for the record, every version from 1 to the row's once it changed, the label index exactly
 // the record's labels, and nothing of either once erased; usage that adds up to the upload rows
-// (stored bytes, uploads and ingress counted once each) and no reservation left by a commit.
+// (stored bytes, uploads and ingress counted once each), and so to the stored objects (each
+// checked against its row, an HLS rung's segments against its companion bytes); no reservation
+// left by a commit, and every open session holding one of its declared length.
 import { parseAddress, storeRoots } from './storage/address';
-import { renditionPrefix } from './storage/layout';
+import { companionPrefix, renditionPrefix } from './storage/layout';
 import { allStorageTargetIds } from './db/queries/storage-targets';
 import { createHash } from 'node:crypto';
 import type { Pool } from './db/pool';
@@ -148,6 +150,12 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
     else if (head.bytes !== Number(r.bytes))
       violations.push(`loss: rendition ${r.upload_id}/${r.name} has ${head.bytes} bytes, recorded ${r.bytes}`);
     referenced.add(r.storage_key);
+    // Its companions, as counted (renditions from before migration 041 recorded none).
+    if (Number(r.companion_bytes) === 0) continue;
+    let companions = 0;
+    for await (const o of store.list(companionPrefix(r.storage_key, r.name))) companions += o.bytes;
+    if (companions !== Number(r.companion_bytes))
+      violations.push(`usage: rendition ${r.upload_id}/${r.name} has ${companions} bytes of companions, counted ${r.companion_bytes}`);
   }
   for (const r of await unservedRenditionRows(pool))
     violations.push(

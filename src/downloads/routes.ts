@@ -14,6 +14,7 @@ import { serveObject, type Servable, type ServeRequest } from './serve';
 import { countEgress } from '../db/queries/byte-quotas';
 import { dependency, problem } from '../errors';
 import type { ObjectStore } from '../storage/store';
+import { companionPrefix } from '../storage/layout';
 import type { AppEnv } from '../http/env';
 import { header } from '../http/headers';
 import { jsonBody } from '../http/json-body';
@@ -67,7 +68,7 @@ export function uploadContentRoutes(deps: DownloadDeps) {
     if (!/^\d{3,5}\.ts$/.test(file) || playlist.content_type !== 'application/vnd.apple.mpegurl')
       throw problem('not_found', 'No such segment.');
     // A playlist's segments are stored beside it, under its name.
-    const storageKey = `${playlist.storage_key.slice(0, playlist.storage_key.lastIndexOf('/') + 1)}${playlist.name}/${file}`;
+    const storageKey = `${companionPrefix(playlist.storage_key, playlist.name)}${file}`;
     const head = await dependency('storage_unavailable', () => store.head(storageKey));
     if (!head) throw problem('not_found', 'No such segment.');
     const segment = {

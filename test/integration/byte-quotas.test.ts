@@ -515,6 +515,13 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
       'idempotency-key': 'held-by-an-open-session',
     });
     expect(session.status, session.text).toBe(201);
+    // The audit holds an open session to its reservation of the declared length.
+    const held = "tenant_id = $1 AND idempotency_key = 'held-by-an-open-session'";
+    await pool.query(`UPDATE quota_reservations SET bytes = 1 WHERE ${held}`, [t.tenantId]);
+    expect((await audit(pool, stack.runtime.store)).violations).toContain(
+      `usage: tenant ${t.tenantId}: open session of key held-by-an-open-session declares 5000 bytes and reserves 1`,
+    );
+    await pool.query(`UPDATE quota_reservations SET bytes = 5000 WHERE ${held}`, [t.tenantId]);
     await pool.query(
       `INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at) VALUES ($1, 'abandoned', 7000, now() - interval '1 second')`,
       [t.tenantId],

@@ -155,5 +155,10 @@ it('makes a playable ladder across a worker SIGKILL mid-encode, re-encoding no f
     [tenant.tenantId, uploadId],
   );
   expect(usage.rows[0]).toEqual({ stored: Number(detail.bytes) + renditionBytes, rows: renditionBytes });
+  // The audit holds each rung's counted companions to its segments in the store.
+  const firstRung = "upload_id = $1 AND name = 'hls-240p'";
+  await stack.runtime.pool.query(`UPDATE renditions SET companion_bytes = companion_bytes + 1 WHERE ${firstRung}`, [uploadId]);
+  expect((await audit(stack.runtime.pool, stack.runtime.store)).violations.join('\n')).toContain(`rendition ${uploadId}/hls-240p has`);
+  await stack.runtime.pool.query(`UPDATE renditions SET companion_bytes = companion_bytes - 1 WHERE ${firstRung}`, [uploadId]);
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
 }, 600_000);

@@ -105,15 +105,23 @@ export async function* allUploads(db: Queryable): AsyncIterable<AuditedUpload> {
   }
 }
 
-export async function allRenditions(
-  db: Queryable,
-): Promise<{ upload_id: string; tenant_id: string; name: string; storage_key: string; bytes: string; upload_storage_key: string }[]> {
+export async function allRenditions(db: Queryable): Promise<
+  {
+    upload_id: string;
+    tenant_id: string;
+    name: string;
+    storage_key: string;
+    bytes: string;
+    companion_bytes: string;
+    upload_storage_key: string;
+  }[]
+> {
   // Image variants are renditions made on request: named `images/{spec}` here.
   const res = await db.query(
-    `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes, u.storage_key AS upload_storage_key
+    `SELECT r.upload_id, u.tenant_id, r.name, r.storage_key, r.bytes, r.companion_bytes, u.storage_key AS upload_storage_key
        FROM renditions r JOIN uploads u ON u.id = r.upload_id
      UNION ALL
-     SELECT v.upload_id, u.tenant_id, 'images/' || v.spec, v.storage_key, v.bytes, u.storage_key
+     SELECT v.upload_id, u.tenant_id, 'images/' || v.spec, v.storage_key, v.bytes, 0, u.storage_key
        FROM image_variants v JOIN uploads u ON u.id = v.upload_id
      ORDER BY 1, 3`,
   );
@@ -236,6 +244,22 @@ export async function miscountedUsage(db: Queryable): Promise<{ tenant_id: strin
     if (r.stored !== r.level) out.push({ tenant_id: r.tenant_id, problem: `${r.stored} bytes stored, usage says ${r.level}` });
     if (r.level !== r.net) out.push({ tenant_id: r.tenant_id, problem: `stored level ${r.level}, its hours add up to ${r.net}` });
   }
+  // Every open session holds its key's reservation, of its declared length (Uppy's is learnt at completion).
+  const sessions = await db.query<{ tenant_id: string; idempotency_key: string; declared: number; reserved: number | null; held: boolean }>(
+    `SELECT s.tenant_id, s.idempotency_key, s.upload_length::float8 AS declared, q.bytes::float8 AS reserved, q.tenant_id IS NOT NULL AS held
+       FROM resumable_sessions s
+       LEFT JOIN quota_reservations q ON q.tenant_id = s.tenant_id AND q.idempotency_key = s.idempotency_key
+      WHERE s.state = 'open'
+        AND s.created_at > coalesce((SELECT applied_at FROM oncely_migrations WHERE id = '040_byte_quotas.sql'), '-infinity'::timestamptz)
+        AND (q.tenant_id IS NULL OR (s.mode <> 'uppy' AND q.bytes IS DISTINCT FROM s.upload_length))`,
+  );
+  for (const r of sessions.rows)
+    out.push({
+      tenant_id: r.tenant_id,
+      problem: r.held
+        ? `open session of key ${r.idempotency_key} declares ${r.declared} bytes and reserves ${r.reserved}`
+        : `open session of key ${r.idempotency_key} holds no reservation`,
+    });
   const kept = await db.query<{ tenant_id: string; idempotency_key: string }>(
     `SELECT r.tenant_id, r.idempotency_key FROM quota_reservations r
        JOIN uploads u ON u.tenant_id = r.tenant_id AND u.idempotency_key = r.idempotency_key`,
