@@ -137,7 +137,7 @@ export function createImportActivities({ pool, store, secrets, imports, importer
           ? await signedObjectUrl(spec.url, openS3Access(secrets, spec.storageKey, spec.sealedS3Access), spec.attemptSeconds)
           : spec.url;
         const got = await transfer(
-          { origins, store, partBytes: imports.partBytes },
+          { origins, store, partBytes: imports.partBytes, sized: (length) => reserveRead({ pool, store }, spec, length) },
           {
             url,
             storageKey: spec.storageKey,

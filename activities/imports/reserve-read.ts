@@ -1,6 +1,7 @@
-// An import's size is known once its file is read: it is reserved then, under the tenant's
-// byte quotas, before the commit. A quota it would pass refuses the import (the refusal is
-// the key's answer, like the import's own) and its bytes go.
+// An import's size is reserved under the tenant's byte quotas as soon as it is known: when
+// the origin declares it (before any byte is stored), and again once the file is read (its
+// stored size, before the commit). A quota it would pass refuses the import (the refusal is
+// the key's answer, like the import's own) and whatever was stored goes.
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../../src/db/pool';
 import { ByteQuotaExceeded, reserveImportedBytes } from '../../src/db/queries/byte-quotas';

@@ -6,6 +6,7 @@ import { ARRIVAL_MODES, type ArrivalMode } from '../modes';
 import { z } from '@hono/zod-openapi';
 import { IdempotencyKey, instant, lifetimeSeconds, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor } from '../http/schemas';
 import { SCOPES } from '../credentials';
+import { UPLOAD_STATUSES } from '../db/queries/uploads';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
 import { LabelFilters, LegalHold } from '../record/schemas';
@@ -190,17 +191,14 @@ export const UploadDetail = Upload.extend({
   ),
 }).openapi('UploadDetail');
 
-/** The states the uploads list filters by. */
-export const UPLOAD_STATUSES = ['committed', 'processed', 'deleted'] as const;
-
 export const ListUploadsQuery = z
   .object({
     cursor: PageQuery.shape.cursor,
     limit: PageQuery.shape.limit,
     status: z
-      .enum(UPLOAD_STATUSES, { error: 'status must be committed, processed or deleted.' })
+      .enum(UPLOAD_STATUSES, { error: 'status must be committed, processed, deleted_pending or deleted.' })
       .optional()
-      .openapi({ description: 'Only uploads in this state.' }),
+      .openapi({ description: 'Only uploads in this state (as their `status` shows it: `deleted_pending` within a restore window).' }),
     contentType: z
       .string()
       .toLowerCase()

@@ -43,7 +43,13 @@ export interface TransferJob {
 }
 
 export async function transfer(
-  deps: { origins: Origins; store: ObjectStore; partBytes: number },
+  deps: {
+    origins: Origins;
+    store: ObjectStore;
+    partBytes: number;
+    /** Asked once the origin declares the file's length, before any byte is stored: a refusal ends the transfer. */
+    sized?: (length: number) => Promise<void>;
+  },
   job: TransferJob,
   progress: TransferProgress | undefined,
   report: (p: TransferProgress) => void,
@@ -66,6 +72,11 @@ export async function transfer(
     ...(job.hosts ? { hosts: job.hosts } : {}),
     ...(resume ? { resume } : {}),
   });
+  if (got.length !== null && deps.sized)
+    await deps.sized(got.length).catch((err: unknown) => {
+      got.body.destroy();
+      throw err;
+    });
   const multipartId =
     progress?.multipartId ??
     (await store.beginParts(job.storageKey, job.contentType).catch((err: unknown) => {

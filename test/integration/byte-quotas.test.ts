@@ -210,7 +210,7 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     expect(await reservations(t.tenantId)).toBe(0);
   });
 
-  it('a file of undeclared length (an import, Uppy) is checked at its commit and refused there, nothing kept', async () => {
+  it('a file of undeclared length is checked once known: an import at the length its origin declares, unread; Uppy at its commit; nothing kept', async () => {
     const t = await stack.createTenant('quota-undeclared');
     await setQuotas(t.tenantId, { maxStoredBytes: 30_000 });
     const file = randomBytes(40_000);
@@ -230,6 +230,26 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
       await origin.close();
     }
     expect(await eventually(async () => (await stored(t.tenantId, key)).length === 0)).toBe(true);
+    // The length its origin declares is enough: a file past the quota is refused before it is read.
+    const big = randomBytes(4 * 1024 * 1024);
+    const slow = await startFileOrigin(big);
+    slow.throttle(256 * 1024);
+    try {
+      const bigKey = `q-import-big-${randomUUID()}`;
+      const refused = await call(
+        'POST',
+        '/v1/imports',
+        t.apiKey,
+        { url: `${slow.base}/f.bin` },
+        { 'idempotency-key': bigKey, prefer: 'wait=60' },
+      );
+      expect(refused.status, refused.text).toBe(413);
+      expect(refused.json).toMatchObject({ error: 'byte_quota_exceeded', remaining: 30_000, requested: big.length });
+      expect(slow.served).toBeLessThan(big.length / 4);
+      expect(await stored(t.tenantId, bigKey)).toEqual([]);
+    } finally {
+      await slow.close();
+    }
 
     const endpoint = (await call('POST', '/v1/uppy-endpoints', t.apiKey)).json.companionEndpoint as string;
     const uppyKey = `q-uppy-${randomUUID()}`;

@@ -454,6 +454,11 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
       status: 'deleted_pending',
       restorableUntil: deleted.json.restorableUntil,
     });
+    const listed = async (status: string) =>
+      ((await as('GET', `/v1/uploads?status=${status}`)).json.items as { uploadId: string }[]).map((u) => u.uploadId);
+    expect(await listed('deleted_pending')).toEqual([id]);
+    expect(await listed('deleted')).toEqual([]);
+    expect(await listed('committed')).toEqual([]);
     const replay = await postUpload(stack.url, { apiKey: owner.apiKey, key, body, headers: { 'x-tags': 'kept' } });
     expect([replay.status, replay.json.uploadId]).toEqual([201, id]);
     expect((await as('DELETE', `/v1/uploads/${id}`)).json).toEqual(deleted.json);
@@ -469,6 +474,8 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
       deletedAt: null,
     });
     expect((await as('POST', `/v1/uploads/${id}/restore`)).json).toMatchObject({ uploadId: id, restoredAt: null });
+    expect(await listed('deleted_pending')).toEqual([]);
+    expect(await listed(restored.json.status)).toEqual([id]);
     await eventually(async () => receiver.received.some((r) => r.json?.type === 'upload.restored' && r.json.data.uploadId === id), 60_000);
 
     // Deleted again: a new window. A hold within it stops a purge; released, the purge erases at once.

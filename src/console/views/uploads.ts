@@ -2,6 +2,7 @@
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
 import { badge, bytes, page, query, table, when, type Fragment } from './kit';
+import { UPLOAD_STATUSES } from '../../db/queries/uploads';
 
 export interface UploadSummary {
   uploadId: string;
@@ -24,7 +25,7 @@ export interface UploadListFilter {
   createdBefore?: string;
 }
 
-const STATUSES = ['', 'committed', 'processed', 'deleted'];
+const STATUSES = ['', ...UPLOAD_STATUSES];
 
 export function uploadsPage(
   caller: ConsoleCaller,

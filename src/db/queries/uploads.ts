@@ -122,8 +122,11 @@ export async function findUploadById(db: Queryable, id: string): Promise<UploadR
   return res.rows[0];
 }
 
+/** The states the uploads list filters by: the `status` each upload shows (deleted_pending within a restore window). */
+export const UPLOAD_STATUSES = ['committed', 'processed', 'deleted_pending', 'deleted'] as const;
+
 export interface UploadFilter {
-  status?: string;
+  status?: (typeof UPLOAD_STATUSES)[number];
   /** `type/subtype`, or `type/*` for every subtype. */
   contentType?: string;
   createdAfter?: Date;
@@ -194,7 +197,12 @@ export async function listUploads(
   if (after) where.push(driving === undefined ? pastPosition(values, after, '<', 'uuid', 'u.') : labelPastPosition(values, after));
   for (const label of checked)
     add((n) => `EXISTS (SELECT 1 FROM upload_labels c WHERE c.tenant_id = $1 AND c.label = ${n} AND c.upload_id = u.id)`, label);
-  if (filter.status) add((n) => `u.status = ${n}`, filter.status);
+  // An upload within its restore window shows deleted_pending, whatever its row's status.
+  if (filter.status === 'deleted_pending') where.push('u.restorable_until IS NOT NULL');
+  else if (filter.status) {
+    add((n) => `u.status = ${n}`, filter.status);
+    where.push('u.restorable_until IS NULL');
+  }
   if (filter.contentType?.endsWith('/*')) add((n) => `starts_with(u.content_type, ${n})`, filter.contentType.slice(0, -1));
   else if (filter.contentType) add((n) => `u.content_type = ${n}`, filter.contentType);
   if (filter.createdAfter) add((n) => `u.created_at > ${n}`, filter.createdAfter);
