@@ -43,6 +43,8 @@ export const quotaSettings = {
    * upload committing after its reservation lapsed is checked against the quotas at the commit.
    */
   QUOTA_RESERVATION_SECONDS: z.coerce.number().int().min(1).max(604_800).optional(),
+  /** Versions of one upload's record (its metadata and tags, version 1 included); a change past them is `409 quota_exceeded`. */
+  RECORD_MAX_VERSIONS: z.coerce.number().int().min(2).max(1_000_000).default(1000),
   /** Versions of one pipeline name; one more is `409 quota_exceeded`. */
   PIPELINE_MAX_VERSIONS: z.coerce.number().int().min(1).max(100_000).default(100),
 };

@@ -33,7 +33,7 @@ export interface RecordChange {
 export const AS_UPLOADED = 'upload';
 
 export class RecordEditor {
-  constructor(private readonly deps: AnnounceDeps & { pool: Pool }) {}
+  constructor(private readonly deps: AnnounceDeps & { pool: Pool; /** RECORD_MAX_VERSIONS */ maxVersions: number }) {}
 
   /** Makes `change` the version after `base`, or finds the version this very change already made. */
   async change(
@@ -62,6 +62,10 @@ export class RecordEditor {
             extra: { version: row.record_version },
           });
         }
+        if (base >= this.deps.maxVersions)
+          throw problem('quota_exceeded', `Quota reached: the record has ${base} versions, as many as it may keep (RECORD_MAX_VERSIONS).`, {
+            extra: { limit: this.deps.maxVersions },
+          });
         // The first change keeps the record as uploaded as version 1.
         if (base === 1) await insertVersion(tx, asUploaded(tenantId, row));
         const version = await insertVersion(tx, {

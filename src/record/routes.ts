@@ -104,6 +104,7 @@ const patchRoute = createRoute({
       'upload_deleted',
       'record_version_required',
       'record_version_stale',
+      'quota_exceeded',
       'header_invalid',
       'temporal_unavailable',
     ),

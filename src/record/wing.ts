@@ -22,7 +22,10 @@ export function recordWing(deps: {
   deletions: Deletions;
 }) {
   const service = { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.config.TASK_QUEUE_UPLOADS, webhookRetry: deps.webhookRetry };
-  const app = recordRoutes({ editor: new RecordEditor(service), idempotency: deps.idempotency });
+  const app = recordRoutes({
+    editor: new RecordEditor({ ...service, maxVersions: deps.config.RECORD_MAX_VERSIONS }),
+    idempotency: deps.idempotency,
+  });
   app.route('/', holdRoutes({ holds: new LegalHolds(service) }));
   app.route('/', restoreRoutes({ pool: deps.pool, deletions: deps.deletions }));
   return app;

@@ -20,7 +20,10 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
   let tenant: { tenantId: string; apiKey: string };
   const receiver = new WebhookReceiver();
   beforeAll(async () => {
-    stack = await startStackOnStore(kind, `record_${kind}`, { env: { IMPORT_ALLOW_PRIVATE_NETWORKS: 'true', ADMIN_TOKEN: ADMIN } });
+    stack = await startStackOnStore(kind, `record_${kind}`, {
+      // Four versions per record: the PATCH test reaches the cap.
+      env: { IMPORT_ALLOW_PRIVATE_NETWORKS: 'true', ADMIN_TOKEN: ADMIN, RECORD_MAX_VERSIONS: '4' },
+    });
     tenant = await stack.createTenant('record');
     await receiver.start();
     const endpoint = await call('POST', '/v1/webhook-endpoints', { url: receiver.url });
@@ -261,6 +264,12 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
     expect(updated.find((r) => r.json.data.version === 3)!.json.data).toMatchObject({ tags: ['published'], previous: { version: 2 } });
     const events = await call('GET', `/v1/events?uploadId=${id}&type=upload.updated`);
     expect(events.json.items).toHaveLength(2);
+    // RECORD_MAX_VERSIONS (4 here): the fourth version is made, a fifth is refused and changes nothing; the fourth's retry still replays.
+    expect((await patch({ tags: ['last'] }, '"3"')).json.version).toBe(4);
+    const full = await patch({ tags: ['one-too-many'] }, '"4"');
+    expect([full.status, full.json.error, full.json.limit]).toEqual([409, 'quota_exceeded', 4]);
+    expect((await call('GET', `/v1/uploads/${id}`)).json).toMatchObject({ version: 4, tags: ['last'] });
+    expect((await patch({ tags: ['last'] }, '"3"')).headers.get('idempotent-replayed')).toBe('true');
   });
 
   it('the list filters by tags and metadata entries, paged; erasure removes the record, its versions and its labels', async () => {
