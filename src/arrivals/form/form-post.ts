@@ -114,6 +114,9 @@ export function receiveFormPost(receiver: UploadReceiver, f: FormPost, onKey: (k
         return;
       }
       fileSeen = true;
+      // The file's error is recorded by fail(); staging may not be reading yet (the byte-quota check
+      // runs first), and an error event nobody listens to would end the process.
+      stream.on('error', () => undefined);
       let contentType: string;
       // The file's objects go where the fields before it say: storageTarget must precede the file part.
       let storageTarget: string | undefined;
