@@ -18,17 +18,15 @@ import {
   pendingBatchItems,
   recordBatchItem,
   setBatchPaused,
-  type ImportBatchItemRow,
-  type ImportBatchRow,
 } from '../../src/db/queries/import-batches';
 import type { Client } from '@temporalio/client';
-import { nameFromUrl, type ImportBody } from '../../src/imports/request';
+import type { ImportBody } from '../../src/imports/request';
 import type { DeclaredUpload, StoredResponse } from '../../src/upload/types';
 import { Problem } from '../../src/errors';
 import type { ImportRefusal } from '../../src/imports/failures';
 import { openImportHeaders } from '../../src/imports/headers';
 import { LISTING_BOUNDS, listSource, openS3Access, signedObjectUrl } from '../../src/imports/s3-source';
-import { MAX_BATCH_ITEMS } from '../../src/imports/batches/service';
+import { batchItemUpload, MAX_BATCH_ITEMS } from '../../src/imports/batches/service';
 import { ImportFailure, Origins, type OriginLimits } from '../../src/imports/origin';
 import { transfer, type TransferProgress } from '../../src/imports/transfer';
 import type { SecretBox } from '../../src/secret-box';
@@ -342,22 +340,6 @@ const QUOTA_RETRY_MS = 1_000;
 
 /** Refusals that pass with time: the item is retried, not failed. */
 const RETRIED = new Set<string>(['database_unavailable', 'temporal_unavailable', 'storage_unavailable', 'validation_unavailable']);
-
-/** What an item asks for, as its batch's caller: its key is the batch's and its number. */
-function batchItemUpload(batch: ImportBatchRow, item: ImportBatchItemRow): DeclaredUpload {
-  return {
-    tenantId: batch.tenant_id,
-    mode: 'import',
-    key: `import-batch/${batch.id}/${item.n}`,
-    contentType: 'application/octet-stream',
-    typeUnknown: true,
-    fileName: item.file_name ?? nameFromUrl(new URL(item.url)),
-    sha256: item.sha256,
-    ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
-    ...(batch.upload_grant ? { grant: batch.upload_grant } : {}),
-    caller: batch.caller,
-  };
-}
 
 /** The checks on the read file: the declared SHA-256 and the token's limits. A refused file is deleted. */
 async function checkFile(store: ObjectStore, job: ImportFetch, copy: StagedCopy, contentType: string): Promise<void> {

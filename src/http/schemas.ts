@@ -102,7 +102,7 @@ export const ExpiresAt = instant('expiresAt').openapi({
 export const METADATA_LIMITS = { bytes: 16_384, depth: 4, keyLength: 64, entries: 64 } as const;
 
 /** Why `value` is not a metadata object within METADATA_LIMITS, or undefined when it is one. */
-function metadataFault(value: unknown): string | undefined {
+export function metadataFault(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'metadata must be a JSON object.';
   if (Object.keys(value).length > METADATA_LIMITS.entries) return `metadata holds at most ${METADATA_LIMITS.entries} top-level entries.`;
   if (Buffer.byteLength(JSON.stringify(value)) > METADATA_LIMITS.bytes)

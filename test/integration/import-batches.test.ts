@@ -97,6 +97,35 @@ it('imports every item once under (batch, item), counts them, lists their outcom
   expect((await call('GET', '/v1/import-batches?limit=0')).json).toMatchObject({ error: 'query_invalid' });
 });
 
+it("carries the batch's metadata and tags to every item's upload, under each item's own (its keys win, its tags added)", async () => {
+  const items = [
+    { url: `${origin.base}/files/a.bin` },
+    { url: `${origin.base}/files/b.bin`, metadata: { album: 'b-side', track: 2 }, tags: ['extra', 'holiday'] },
+  ];
+  const started = await call(
+    'POST',
+    '/v1/import-batches',
+    { items, metadata: { album: 'holiday', source: 'archive' }, tags: ['holiday', '2026'] },
+    `batch-${randomUUID()}`,
+  );
+  expect(started.status).toBe(202);
+  expect(started.json).toMatchObject({ metadata: { album: 'holiday', source: 'archive' }, tags: ['2026', 'holiday'] });
+  expect(await ended(started.json.id)).toMatchObject({ state: 'completed', done: 2 });
+  const listed = (await call('GET', `/v1/import-batches/${started.json.id}/items`)).json.items;
+  expect(listed.map((i: { metadata: unknown; tags: unknown }) => [i.metadata, i.tags])).toEqual([
+    [null, []],
+    [{ album: 'b-side', track: 2 }, ['extra', 'holiday']],
+  ]);
+  const uploads = await Promise.all(listed.map((i: { uploadId: string }) => call('GET', `/v1/uploads/${i.uploadId}`)));
+  expect(uploads.map((u) => [u.json.metadata, u.json.tags])).toEqual([
+    [{ album: 'holiday', source: 'archive' }, ['2026', 'holiday']],
+    [{ album: 'b-side', source: 'archive', track: 2 }, ['2026', 'extra', 'holiday']],
+  ]);
+  // The list's filters find them by the labels they were given.
+  const tagged = await call('GET', `/v1/uploads?tag=extra`);
+  expect(tagged.json.items.map((u: { uploadId: string }) => u.uploadId)).toEqual([listed[1].uploadId]);
+});
+
 it("runs each item past its pipeline's validation hook: a refusal fails the item, a hook that could not answer is asked again", async () => {
   const hook = await new WebhookReceiver().start();
   try {
@@ -200,6 +229,20 @@ it('refuses bad batches with a problem and stores nothing', async () => {
     [{ items: [{ url: 'http://[::a9fe:a9fe]/latest/meta-data/' }] }, 400, 'import_url_invalid'],
     // An item's URL passes the door's own checks: no credentials (never stored, never echoed).
     [{ items: [{ url }, { url: url.replace('http://', 'http://alice:hunter2-secret@') }] }, 400, 'import_url_invalid'],
+    // Labels: an item's or the batch's malformed, or an item's past an upload's limits once the batch's are added.
+    [{ items: [{ url, metadata: ['a'] }] }, 400, 'body_invalid'],
+    [{ items: [{ url, tags: ['-no'] }] }, 400, 'body_invalid'],
+    [{ items: [{ url }], metadata: 'album' }, 400, 'body_invalid'],
+    [{ items: [{ url }], s3: undefined, tags: Array.from({ length: 33 }, (_, i) => `t${i}`) }, 400, 'body_invalid'],
+    [{ items: [{ url }, { url, metadata: { b: 'y'.repeat(9000) } }], metadata: { a: 'x'.repeat(9000) } }, 400, 'body_invalid'],
+    [
+      {
+        items: [{ url }, { url, tags: Array.from({ length: 20 }, (_, i) => `i${i}`) }],
+        tags: Array.from({ length: 20 }, (_, i) => `b${i}`),
+      },
+      400,
+      'body_invalid',
+    ],
     ['not json', 400, 'body_invalid'],
   ];
   for (const [body, status, error] of cases) {

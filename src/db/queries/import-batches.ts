@@ -1,6 +1,6 @@
 // Import batches: the batch row with its counts, its items and their outcomes. An item's
 // outcome and the batch's counts change in one statement, once (only a pending item moves).
-import type { Caller } from '../../upload/types';
+import type { Caller, UploadLabels } from '../../upload/types';
 import { pageInCreationOrder, type ListPosition } from './keyset';
 import type { UploadGrant } from '../../tokens/grant';
 import { withTransaction, type Pool, type Queryable } from '../pool';
@@ -17,6 +17,8 @@ export interface ImportBatchRow {
   upload_grant: UploadGrant | null;
   /** An S3 source's location and its sealed credentials (a batch of URLs: null). */
   source: ImportBatchSource | null;
+  /** Metadata and tags every item's upload carries (under an item's own). */
+  labels: UploadLabels | null;
   total: number;
   done: number;
   failed: number;
@@ -40,6 +42,8 @@ export interface BatchItem {
   url: string;
   fileName?: string;
   sha256?: string;
+  /** The item's own metadata and tags (the batch's are added when it is imported). */
+  labels?: UploadLabels;
 }
 
 export interface ImportBatchItemRow {
@@ -48,6 +52,7 @@ export interface ImportBatchItemRow {
   url: string;
   file_name: string | null;
   sha256: string | null;
+  labels: UploadLabels | null;
   state: 'pending' | 'done' | 'failed' | 'skipped';
   upload_id: string | null;
   error: Record<string, unknown> | null;
@@ -59,15 +64,15 @@ export interface ImportBatchItemRow {
  */
 export async function insertImportBatch(
   pool: Pool,
-  b: Pick<ImportBatchRow, 'id' | 'tenant_id' | 'concurrency' | 'pipeline' | 'caller' | 'upload_grant' | 'source'>,
+  b: Pick<ImportBatchRow, 'id' | 'tenant_id' | 'concurrency' | 'pipeline' | 'caller' | 'upload_grant' | 'source' | 'labels'>,
   items: BatchItem[] | 'to-list',
   maxOpen: number,
 ): Promise<ImportBatchRow> {
   return insertWithinQuota(pool, b.tenant_id, 'open_import_batches', maxOpen, async (tx) => {
     const listed = items === 'to-list' ? [] : items;
     const row = await tx.query<ImportBatchRow>(
-      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, source, total, state)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      `INSERT INTO import_batches (id, tenant_id, concurrency, pipeline, caller, upload_grant, source, labels, total, state)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
       [
         b.id,
         b.tenant_id,
@@ -76,6 +81,7 @@ export async function insertImportBatch(
         JSON.stringify(b.caller),
         b.upload_grant && JSON.stringify(b.upload_grant),
         b.source && JSON.stringify(b.source),
+        b.labels && JSON.stringify(b.labels),
         listed.length,
         items === 'to-list' ? 'listing' : 'running',
       ],
@@ -88,10 +94,16 @@ export async function insertImportBatch(
 /** One statement for the items, however many: their fields as parallel arrays. */
 async function insertItems(tx: Queryable, batchId: string, items: BatchItem[]): Promise<void> {
   await tx.query(
-    `INSERT INTO import_batch_items (batch_id, n, url, file_name, sha256)
-     SELECT $1, n, url, file_name, sha256
-       FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(url, file_name, sha256, n)`,
-    [batchId, items.map((i) => i.url), items.map((i) => i.fileName ?? null), items.map((i) => i.sha256 ?? null)],
+    `INSERT INTO import_batch_items (batch_id, n, url, file_name, sha256, labels)
+     SELECT $1, n, url, file_name, sha256, labels
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[]) WITH ORDINALITY AS t(url, file_name, sha256, labels, n)`,
+    [
+      batchId,
+      items.map((i) => i.url),
+      items.map((i) => i.fileName ?? null),
+      items.map((i) => i.sha256 ?? null),
+      items.map((i) => (i.labels ? JSON.stringify(i.labels) : null)),
+    ],
   );
 }
 

@@ -22,6 +22,7 @@ import {
   pagedListRoute,
 } from '../../http/openapi';
 import { Uuid } from '../../http/schemas';
+import { labelsOf } from '../../http/parse/labels';
 import { callerOf, requires } from '../../http/scopes';
 import type { ImportBatches } from './service';
 import type { DeclaredPipelines } from '../../pipelines/declared';
@@ -53,7 +54,10 @@ export function importBatchRoutes(deps: { idempotency: IdempotentRouteOptions; b
         caller: callerOf(c),
         ...(body.pipeline ? { pipeline: body.pipeline } : {}),
         concurrency: body.concurrency ?? 4,
-        ...(body.s3 ? { s3: body.s3 } : { items: body.items! }),
+        labels: labelsOf(body.metadata, body.tags),
+        ...(body.s3
+          ? { s3: body.s3 }
+          : { items: body.items!.map(({ metadata, tags, ...item }) => ({ ...item, labels: labelsOf(metadata, tags) })) }),
       },
       c.req.raw.signal,
     );
@@ -102,6 +106,8 @@ function batchView(b: ImportBatchRow) {
     pending: b.total - b.done - b.failed - b.skipped,
     concurrency: b.concurrency,
     pipeline: b.pipeline,
+    metadata: b.labels?.metadata ?? null,
+    tags: b.labels?.tags ?? [],
     source: b.source && { endpoint: b.source.endpoint, region: b.source.region, bucket: b.source.bucket, prefix: b.source.prefix },
     createdAt: b.created_at.toISOString(),
     finishedAt: b.finished_at?.toISOString() ?? null,
@@ -110,7 +116,17 @@ function batchView(b: ImportBatchRow) {
 }
 
 function itemView(i: ImportBatchItemRow) {
-  return { n: i.n, url: i.url, fileName: i.file_name, sha256: i.sha256, state: i.state, uploadId: i.upload_id, error: i.error };
+  return {
+    n: i.n,
+    url: i.url,
+    fileName: i.file_name,
+    sha256: i.sha256,
+    metadata: i.labels?.metadata ?? null,
+    tags: i.labels?.tags ?? [],
+    state: i.state,
+    uploadId: i.upload_id,
+    error: i.error,
+  };
 }
 
 const createRoute_ = createRoute({

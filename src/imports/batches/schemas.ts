@@ -1,6 +1,6 @@
 // The import batch's schemas: the request (URLs or an S3 source), the batch and its items.
 import { z } from '@hono/zod-openapi';
-import { FileNameField, NextCursor, PageQuery, Uuid } from '../../http/schemas';
+import { FileNameField, Metadata, NextCursor, PageQuery, Tags, Uuid } from '../../http/schemas';
 import { PipelineName } from '../../pipelines/catalogue';
 import { MAX_BATCH_ITEMS } from './service';
 
@@ -19,6 +19,8 @@ const BatchItem = z
       .string()
       .regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-case hexadecimal characters.')
       .optional(),
+    metadata: Metadata.optional().openapi({ description: "This item's metadata: its keys over the batch's." }),
+    tags: Tags.optional().openapi({ description: "This item's tags, added to the batch's." }),
   })
   .strict()
   .openapi('ImportBatchItemRequest');
@@ -61,6 +63,8 @@ export const CreateImportBatch = z
     }),
     pipeline: PipelineName.optional().openapi({ description: "The pipeline every item runs; absent: the tenant's `default`." }),
     concurrency: z.number().int().min(1).max(16).optional().openapi({ description: 'Items imported at once (default 4).', example: 4 }),
+    metadata: Metadata.optional().openapi({ description: "Metadata every item's upload carries (an item's own keys win)." }),
+    tags: Tags.optional().openapi({ description: "Tags every item's upload carries, with an item's own." }),
   })
   .strict()
   .refine((b) => (b.items === undefined) !== (b.s3 === undefined), { message: 'Give either items or s3 (one of them, not both).' })
@@ -80,6 +84,11 @@ export const ImportBatch = z
     pending: z.number().int(),
     concurrency: z.number().int(),
     pipeline: z.string().nullable(),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .openapi({ description: "The batch's metadata, every item's upload carries it." }),
+    tags: z.array(z.string()).openapi({ description: "The batch's tags, sorted." }),
     source: z
       .object({ endpoint: z.string(), region: z.string(), bucket: z.string(), prefix: z.string() })
       .nullable()
@@ -106,6 +115,8 @@ export const ImportBatchItems = z
         url: z.string(),
         fileName: z.string().nullable(),
         sha256: z.string().nullable(),
+        metadata: z.record(z.string(), z.unknown()).nullable().openapi({ description: "The item's own metadata (the batch's is added)." }),
+        tags: z.array(z.string()).openapi({ description: "The item's own tags, sorted (the batch's are added)." }),
         state: z.enum(['pending', 'done', 'failed', 'skipped']),
         uploadId: z.string().nullable(),
         error: z.record(z.string(), z.unknown()).nullable().openapi({ description: "A failed item's problem." }),

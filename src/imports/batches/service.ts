@@ -9,6 +9,7 @@ import {
   finishImportBatch,
   insertImportBatch,
   type BatchItem,
+  type ImportBatchItemRow,
   type ImportBatchRow,
   type ImportBatchSource,
 } from '../../db/queries/import-batches';
@@ -21,6 +22,47 @@ import type { SecretBox } from '../../secret-box';
 import type { UploadGrant } from '../../tokens/grant';
 import type { Caller } from '../../upload/types';
 import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../temporal/definitions';
+import type { DeclaredUpload, UploadLabels } from '../../upload/types';
+import { nameFromUrl } from '../request';
+import { labelsOf } from '../../http/parse/labels';
+import { metadataFault, Tags } from '../../http/schemas';
+
+/** An item's upload's labels: the item's metadata keys over the batch's, the tags of both. */
+export function batchItemLabels(batch: UploadLabels | null | undefined, item: UploadLabels | null | undefined): UploadLabels | undefined {
+  const metadata = batch?.metadata || item?.metadata ? { ...batch?.metadata, ...item?.metadata } : undefined;
+  return labelsOf(metadata, [...(batch?.tags ?? []), ...(item?.tags ?? [])]);
+}
+
+/** What an item asks for, as its batch's caller: its key is the batch's and its number. */
+export function batchItemUpload(batch: ImportBatchRow, item: ImportBatchItemRow): DeclaredUpload {
+  const labels = batchItemLabels(batch.labels, item.labels);
+  return {
+    tenantId: batch.tenant_id,
+    mode: 'import',
+    key: `import-batch/${batch.id}/${item.n}`,
+    contentType: 'application/octet-stream',
+    typeUnknown: true,
+    fileName: item.file_name ?? nameFromUrl(new URL(item.url)),
+    sha256: item.sha256,
+    ...(batch.pipeline ? { pipeline: batch.pipeline } : {}),
+    ...(labels ? { labels } : {}),
+    ...(batch.upload_grant ? { grant: batch.upload_grant } : {}),
+    caller: batch.caller,
+  };
+}
+
+/** Each item's labels with the batch's still within an upload's limits (else 422, naming the first item past them). */
+function assertItemLabelsFit(batch: UploadLabels | undefined, items: readonly BatchItem[]): void {
+  if (!batch) return;
+  items.forEach((item, i) => {
+    if (!item.labels) return;
+    const merged = batchItemLabels(batch, item.labels);
+    const fault = merged?.metadata && metadataFault(merged.metadata);
+    if (fault) throw problem('body_invalid', `items[${i}].metadata with the batch's: ${fault}`);
+    const tags = merged?.tags && Tags.safeParse(merged.tags);
+    if (tags && !tags.success) throw problem('body_invalid', `items[${i}].tags with the batch's: ${tags.error.issues[0]?.message}.`);
+  });
+}
 
 /** The most items one batch imports (a listed source may hold no more). */
 export const MAX_BATCH_ITEMS = 10_000;
@@ -47,9 +89,11 @@ export class ImportBatches {
       grant?: UploadGrant;
       pipeline?: string;
       concurrency: number;
+      labels?: UploadLabels | undefined;
     } & ({ items: BatchItem[] } | { s3: S3Source }),
     signal?: AbortSignal,
   ): Promise<ImportBatchRow> {
+    if ('items' in b) assertItemLabelsFit(b.labels, b.items);
     const id = randomUUID();
     const { items, source } = await this.itemsOf(id, b, signal);
     const row = await dependency('database_unavailable', () =>
@@ -63,6 +107,7 @@ export class ImportBatches {
           caller: b.caller,
           upload_grant: b.grant ?? null,
           source,
+          labels: b.labels ?? null,
         },
         items,
         this.deps.maxOpen,
