@@ -48,6 +48,8 @@ export function createDeletionActivities({ pool, store, webhookRetry }: Deletion
   async function deleteObject(key: string): Promise<number> {
     const head = await store.head(key);
     if (!head) return 0;
+    // The erasure runs only once Oncely holds nothing; a store hold a lost release left behind goes with it.
+    await store.setLegalHold?.(key, false);
     await store.delete(key);
     metrics.bytesErased.inc(head.bytes);
     return head.bytes;

@@ -33,6 +33,12 @@ export interface StorageMoveActivityDeps {
 const BEAT_BYTES = 8 * 1024 * 1024;
 
 export function createStorageMoveActivities({ pool, store }: StorageMoveActivityDeps) {
+  /** Deletes a source no row names any more; a hold placed while it was copied no longer guards anything there. */
+  async function eraseCopy(key: string): Promise<void> {
+    await store.setLegalHold?.(key, false);
+    await store.delete(key);
+  }
+
   /** Copies one object, counting (and for the original hashing) the bytes on the way; what was written goes when they are not what the source holds. */
   async function copyObject(from: string, to: string, expect?: { sha256: string; bytes: number }): Promise<number> {
     const head = await store.head(from);
@@ -107,6 +113,8 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
       if (src.deleted) return skipped('deleted');
       if (at.targetId !== a.from) return skipped('it is no longer in the migration’s source');
       if (src.shared) return skipped('its bytes are shared with other uploads (content dedupe)');
+      // A held upload's objects stay put (the store's own hold may pin them there too).
+      if (src.held) return skipped('it is under a legal hold');
       // Renditions and variants (and an HLS rendition's segments beside it) exist only with rows:
       // without one, nothing is listed (a listing under a large tenant's prefix is not free).
       const derived: string[] = [];
@@ -141,7 +149,7 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
       for (const m of moved) {
         const keys = [m.source];
         if (m.derived) for await (const o of store.list(renditionPrefix(m.tenant_id, m.upload_id, m.source))) keys.push(o.key);
-        for (const key of keys) if (!(await addressReferenced(pool, key))) await store.delete(key);
+        for (const key of keys) if (!(await addressReferenced(pool, key))) await eraseCopy(key);
         Context.current().heartbeat(m.upload_id);
       }
       return moved.at(-1)?.upload_id ?? null;

@@ -193,7 +193,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route(
     '/v1/uploads',
-    recordWing({ config, pool, temporal, webhookRetry: downstreamSettings(config).webhookRetry, idempotency, deletions }),
+    recordWing({ config, pool, temporal, webhookRetry: downstreamSettings(config).webhookRetry, idempotency, deletions, store }),
   );
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));

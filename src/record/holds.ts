@@ -1,20 +1,27 @@
 // Legal holds: a held upload cannot be deleted — by a request (409 legal_hold), retention,
 // its own expiry or its tenant's deletion — until the hold is released. Placing and releasing
 // are idempotent (the same hold again changes nothing); each change is numbered and sends one
-// event, written in the same transaction and announced after it.
+// event, written in the same transaction and announced after it. Where the store has S3 Object
+// Lock, its own legal hold is set on each of the upload's objects after the change commits
+// (a retry sets it again), so a delete that bypasses Oncely is refused by the store.
 import type { Pool, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { findEvent } from '../db/queries/events';
-import { lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
+import { heldElsewhere, lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
+import type { ObjectStore } from '../storage/store';
+import { renditionPrefix } from '../storage/layout';
 import { numberedEventId, type EventType } from '../downstream/events';
 import { dependency, problem } from '../errors';
 import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from './announce';
 
-export class LegalHolds {
-  constructor(private readonly deps: AnnounceDeps & { pool: Pool }) {}
+/** What the store did with the hold: set on the upload's objects, or nothing (no Object Lock). */
+export type StoreHold = 'placed' | 'released' | 'unsupported';
 
-  /** Holds the upload for `reason` (null: releases it). The hold as it now is. */
-  async set(tenantId: string, uploadId: string, reason: string | null, changedBy: string): Promise<HoldRow> {
+export class LegalHolds {
+  constructor(private readonly deps: AnnounceDeps & { pool: Pool; store: ObjectStore }) {}
+
+  /** Holds the upload for `reason` (null: releases it). The hold as it now is, and what the store did. */
+  async set(tenantId: string, uploadId: string, reason: string | null, changedBy: string): Promise<{ row: HoldRow; storeHold: StoreHold }> {
     const made = await dependency('database_unavailable', () =>
       withTransaction(this.deps.pool, async (tx) => {
         const row = await lockHold(tx, tenantId, uploadId);
@@ -31,7 +38,23 @@ export class LegalHolds {
       }),
     );
     if (made.event) await announce(this.deps, made.event);
-    return made.row;
+    const storeHold = await dependency('storage_unavailable', () => this.mirror(made.row));
+    return { row: made.row, storeHold };
+  }
+
+  /**
+   * The store's hold on the original and everything under the upload's rendition prefix set
+   * to match the row. A shared original (dedupe) stays held while another held upload has it.
+   */
+  private async mirror(row: HoldRow): Promise<StoreHold> {
+    const { store, pool } = this.deps;
+    if (!store.setLegalHold) return 'unsupported';
+    const on = row.hold_reason !== null;
+    const keys = on || !(await heldElsewhere(pool, row.storage_key, row.id)) ? [row.storage_key] : [];
+    for await (const o of store.list(renditionPrefix(row.tenant_id, row.id, row.storage_key))) keys.push(o.key);
+    let held = false;
+    for (const key of keys) held = (await store.setLegalHold(key, on)) || held;
+    return !held ? 'unsupported' : on ? 'placed' : 'released';
   }
 }
 

@@ -60,5 +60,9 @@ export const LegalHold = z
       .object({ reason: z.string(), placedAt: z.string().nullable(), placedBy: z.string().nullable() })
       .nullable()
       .openapi({ description: 'The hold; null once released.' }),
+    storeHold: z.enum(['placed', 'released', 'unsupported']).openapi({
+      description:
+        "The store's own legal hold (S3 Object Lock) on the upload's objects: `placed` or `released` to match, `unsupported` where the bucket has no Object Lock (Oncely's hold alone keeps it).",
+    }),
   })
   .openapi('LegalHold');

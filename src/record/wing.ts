@@ -12,6 +12,7 @@ import { holdRoutes } from './hold-routes';
 import { LegalHolds } from './holds';
 import { restoreRoutes } from './restore-routes';
 import type { Deletions } from '../lifecycle/deletions';
+import type { ObjectStore } from '../storage/store';
 
 export function recordWing(deps: {
   config: Config;
@@ -20,13 +21,14 @@ export function recordWing(deps: {
   webhookRetry: WebhookRetrySchedule;
   idempotency: IdempotentRouteOptions;
   deletions: Deletions;
+  store: ObjectStore;
 }) {
   const service = { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.config.TASK_QUEUE_UPLOADS, webhookRetry: deps.webhookRetry };
   const app = recordRoutes({
     editor: new RecordEditor({ ...service, maxVersions: deps.config.RECORD_MAX_VERSIONS }),
     idempotency: deps.idempotency,
   });
-  app.route('/', holdRoutes({ holds: new LegalHolds(service) }));
+  app.route('/', holdRoutes({ holds: new LegalHolds({ ...service, store: deps.store }) }));
   app.route('/', restoreRoutes({ pool: deps.pool, deletions: deps.deletions }));
   return app;
 }

@@ -104,6 +104,11 @@ export class RoutedStore implements ObjectStore {
     return at.store.abortStaleMultipartUploads(olderThan, at.key);
   }
 
+  async setLegalHold(address: string, on: boolean): Promise<boolean> {
+    const at = await this.locate(address);
+    return (await at.store.setLegalHold?.(at.key, on)) ?? false;
+  }
+
   probe(): Promise<void> {
     return this.defaultStore.probe();
   }

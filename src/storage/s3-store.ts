@@ -9,11 +9,13 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  GetObjectLockConfigurationCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  PutObjectLegalHoldCommand,
   S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
@@ -275,6 +277,34 @@ export class S3Store implements ObjectStore {
 
   async probe(): Promise<void> {
     await this.client.send(new HeadBucketCommand({ Bucket: this.opts.bucket }));
+  }
+
+  /** Whether the bucket has Object Lock (asked once; a failed ask is asked again). */
+  private objectLock?: Promise<boolean>;
+
+  private hasObjectLock(): Promise<boolean> {
+    this.objectLock ??= this.client.send(new GetObjectLockConfigurationCommand({ Bucket: this.opts.bucket })).then(
+      (res) => res.ObjectLockConfiguration?.ObjectLockEnabled === 'Enabled',
+      (err: unknown) => {
+        if ((err as { name?: string }).name === 'ObjectLockConfigurationNotFoundError') return false;
+        this.objectLock = undefined;
+        throw err;
+      },
+    );
+    return this.objectLock;
+  }
+
+  async setLegalHold(key: string, on: boolean): Promise<boolean> {
+    if (!(await this.hasObjectLock())) return false;
+    try {
+      await this.client.send(
+        new PutObjectLegalHoldCommand({ Bucket: this.opts.bucket, Key: key, LegalHold: { Status: on ? 'ON' : 'OFF' } }),
+      );
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
   }
 
   destroy(): void {

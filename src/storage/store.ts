@@ -46,6 +46,13 @@ export interface ObjectStore {
    * rejected copy's parts, whoever began them); returns how many.
    */
   abortStaleMultipartUploads(olderThan: Date, key?: string): Promise<number>;
+  /**
+   * Places (`on`) or releases the store's own legal hold on an object, where its bucket has S3
+   * Object Lock: then a delete that bypasses Oncely is refused by the store itself. False when
+   * the bucket has no Object Lock or the object is missing (nothing held); absent on stores
+   * without holds (a local directory).
+   */
+  setLegalHold?(key: string, on: boolean): Promise<boolean>;
   /** Throws when the store cannot be reached (for /readyz). */
   probe(): Promise<void>;
   /**

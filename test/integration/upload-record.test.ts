@@ -370,8 +370,12 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
     expect((await dueUploads(stack.runtime.pool, 10_000)).map((u) => u.id)).not.toContain(id);
     expect((await hold('Matter 115')).json.legalHold.reason).toBe('Matter 115');
     const released = await call('DELETE', `/v1/uploads/${id}/legal-hold`);
-    expect(released.json).toEqual({ uploadId: id, legalHold: null });
-    expect((await call('DELETE', `/v1/uploads/${id}/legal-hold`)).json).toEqual({ uploadId: id, legalHold: null });
+    expect(released.json).toEqual({ uploadId: id, legalHold: null, storeHold: 'unsupported' });
+    expect((await call('DELETE', `/v1/uploads/${id}/legal-hold`)).json).toEqual({
+      uploadId: id,
+      legalHold: null,
+      storeHold: 'unsupported',
+    });
     expect((await dueUploads(stack.runtime.pool, 10_000)).map((u) => u.id)).toContain(id);
     const deleted = await call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=30' });
     expect([deleted.status, deleted.json.status]).toEqual([200, 'deleted']);

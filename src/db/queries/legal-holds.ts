@@ -10,11 +10,13 @@ export interface HoldRow {
   held_at: Date | null;
   held_by: string | null;
   hold_changes: number;
+  /** Where its original is (an address: src/storage/address.ts). */
+  storage_key: string;
   /** While a deletion's restore window is open (a hold then keeps the upload past it). */
   restorable_until: Date | null;
 }
 
-const HOLD_COLUMNS = 'id, tenant_id, deleted_at, hold_reason, held_at, held_by, hold_changes, restorable_until';
+const HOLD_COLUMNS = 'id, tenant_id, deleted_at, hold_reason, held_at, held_by, hold_changes, storage_key, restorable_until';
 
 /**
  * The upload's hold, its row locked until the transaction ends, with whether its tenant is
@@ -51,4 +53,13 @@ export async function countHeld(db: Queryable, tenantId: string): Promise<number
     tenantId,
   ]);
   return res.rows[0]!.n;
+}
+
+/** Whether another held upload shares the object at `storageKey` (dedupe): its store hold then stays. */
+export async function heldElsewhere(db: Queryable, storageKey: string, uploadId: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM uploads WHERE storage_key = $1 AND id <> $2 AND hold_reason IS NOT NULL LIMIT 1', [
+    storageKey,
+    uploadId,
+  ]);
+  return (res.rowCount ?? 0) > 0;
 }

@@ -160,6 +160,8 @@ export async function moveSource(
       content_type: string;
       deleted: boolean;
       shared: boolean;
+      /** Under a legal hold (its objects stay where they are). */
+      held: boolean;
       /** Whether it has renditions or variants. */
       derived: boolean;
     }
@@ -168,6 +170,7 @@ export async function moveSource(
   const res = await db.query(
     `SELECT u.tenant_id, u.storage_key, u.sha256, u.bytes, u.content_type, u.deleted_at IS NOT NULL OR u.object_released AS deleted,
             EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key AND o.refs > 1) AS shared,
+            u.hold_reason IS NOT NULL AS held,
             EXISTS (SELECT 1 FROM renditions r WHERE r.upload_id = u.id) OR EXISTS (SELECT 1 FROM image_variants v WHERE v.upload_id = u.id) AS derived
        FROM uploads u WHERE u.id = $1`,
     [uploadId],
