@@ -155,16 +155,19 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     // The same request again is its replay; a migration with nothing left to take moves nothing.
     const empty = await migrate({ from: 'default', to: 'archive' });
     expect((await finished(empty.json.id)).moved).toBe(0);
-    // And back.
+    // And back, but for a held upload: it stays where it is.
+    const held = plain[0]!;
+    expect((await call('PUT', `/v1/uploads/${held.id}/legal-hold`, { reason: 'stays put' })).status).toBe(200);
     const back = await migrate({ from: targetId, to: 'default', filter: { contentType: 'application/*' } });
     expect(back.status, back.text).toBe(201);
-    expect(await finished(back.json.id)).toMatchObject({ state: 'completed', moved: plain.length, failed: 0 });
+    expect(await finished(back.json.id)).toMatchObject({ state: 'completed', moved: plain.length - 1, skipped: 1, failed: 0 });
     for (const u of plain) {
-      expect((await call('GET', `/v1/uploads/${u.id}`)).json.storageTarget).toBe(null);
+      expect((await call('GET', `/v1/uploads/${u.id}`)).json.storageTarget).toBe(u === held ? targetId : null);
       expect((await content(u.id)).body.equals(u.body)).toBe(true);
     }
+    expect((await call('DELETE', `/v1/uploads/${held.id}/legal-hold`)).status).toBe(200);
     expect((await call('GET', `/v1/uploads/${imageId}`)).json.storageTarget).toBe(targetId);
-    await eventually(async () => (await listKeys(bucketStore, `m/tenants/${tenant.tenantId}/keys/`)).length === 1);
+    await eventually(async () => (await listKeys(bucketStore, `m/tenants/${tenant.tenantId}/keys/`)).length === 2);
     const list = (await call('GET', '/v1/storage-migrations')).json.data as { id: string }[];
     expect(list.map((m) => m.id)).toEqual([started.json.id, empty.json.id, back.json.id]);
   });
