@@ -28,6 +28,8 @@ export interface ConsoleDeps {
 export const NOTICES: Record<string, string> = {
   deleted: 'The upload is being deleted; its erasure is shown below as it happens.',
   held: 'The legal hold is placed: nothing deletes the upload until it is released.',
+  'held-in-store':
+    'The legal hold is placed, in Oncely and in the store (S3 Object Lock): nothing deletes the upload until it is released, not even a delete sent to the bucket.',
   released: 'The legal hold is released.',
   restored: 'Restored: the upload is back as it was.',
   reprocessing: 'Re-processing started with the latest pipeline version.',

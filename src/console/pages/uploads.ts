@@ -132,8 +132,10 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   );
   app.post('/uploads/:id/hold', (c) =>
     act(c, async (caller, _once, form) => {
-      await api.json(caller, 'PUT', `/v1/uploads/${c.req.param('id')}/legal-hold`, { body: { reason: String(form.reason ?? '') } });
-      return `/console/uploads/${c.req.param('id')}?notice=held`;
+      const held = await api.json<{ storeHold: string }>(caller, 'PUT', `/v1/uploads/${c.req.param('id')}/legal-hold`, {
+        body: { reason: String(form.reason ?? '') },
+      });
+      return `/console/uploads/${c.req.param('id')}?notice=${held.storeHold === 'placed' ? 'held-in-store' : 'held'}`;
     }),
   );
   app.post('/uploads/:id/release', (c) =>
