@@ -12,7 +12,8 @@
 // the record's labels, and nothing of either once erased; usage that adds up to the upload rows
 // (stored bytes, uploads and ingress counted once each), and so to the stored objects (each
 // checked against its row, an HLS rung's segments against its companion bytes); no reservation
-// left by a commit, and every open session holding one of its declared length.
+// left by a commit, and every open session holding one of its declared length; a held upload
+// never erased nor being erased, and, where the store has Object Lock, held there too.
 import { parseAddress, storeRoots } from './storage/address';
 import { companionPrefix, renditionPrefix } from './storage/layout';
 import { allStorageTargetIds } from './db/queries/storage-targets';
@@ -67,6 +68,16 @@ export interface AuditOptions {
   keyRetentionSeconds?: number;
 }
 
+/** A held upload's objects the store does not hold, where it could (S3 Object Lock). */
+async function storeHoldFaults(store: ObjectStore, u: AuditedUpload): Promise<string[]> {
+  if (!store.legalHoldOf) return [];
+  const keys = [u.storage_key];
+  for await (const o of store.list(renditionPrefix(u.tenant_id, u.id, u.storage_key))) keys.push(o.key);
+  const faults: string[] = [];
+  for (const key of keys) if ((await store.legalHoldOf(key)) === false) faults.push(`object ${key} is not held by the store`);
+  return faults;
+}
+
 /** The record's own invariants: its version is its last version's, and its index holds exactly its labels (none once erased). */
 function recordFaults(u: AuditedUpload): string[] {
   if (u.erased) return [];
@@ -96,6 +107,8 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   const erased: { id: string; tenant_id: string; storage_key: string }[] = [];
   for await (const u of allUploads(pool)) {
     for (const fault of recordFaults(u)) violations.push(`record: upload ${u.id} ${fault}`);
+    if (u.held && u.deleted && !u.pending) violations.push(`hold: held upload ${u.id} was erased or is being erased`);
+    if (u.held) for (const fault of await storeHoldFaults(store, u)) violations.push(`hold: upload ${u.id} ${fault}`);
     if (u.erased) {
       if (u.personal) violations.push(`erasure: deleted upload ${u.id} keeps its file name, media metadata, subject, metadata or tags`);
       if (u.versions > 0 || u.labels.length > 0)

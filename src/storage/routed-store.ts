@@ -109,6 +109,11 @@ export class RoutedStore implements ObjectStore {
     return (await at.store.setLegalHold?.(at.key, on)) ?? false;
   }
 
+  async legalHoldOf(address: string): Promise<boolean | undefined> {
+    const at = await this.locate(address);
+    return at.store.legalHoldOf?.(at.key);
+  }
+
   probe(): Promise<void> {
     return this.defaultStore.probe();
   }

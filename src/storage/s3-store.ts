@@ -9,6 +9,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  GetObjectLegalHoldCommand,
   GetObjectLockConfigurationCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -292,6 +293,19 @@ export class S3Store implements ObjectStore {
       },
     );
     return this.objectLock;
+  }
+
+  async legalHoldOf(key: string): Promise<boolean | undefined> {
+    if (!(await this.hasObjectLock())) return undefined;
+    try {
+      const res = await this.client.send(new GetObjectLegalHoldCommand({ Bucket: this.opts.bucket, Key: key }));
+      return res.LegalHold?.Status === 'ON';
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      // S3 answers an object never held with NoSuchObjectLockConfiguration.
+      if ((err as { name?: string }).name === 'NoSuchObjectLockConfiguration') return false;
+      throw err;
+    }
   }
 
   async setLegalHold(key: string, on: boolean): Promise<boolean> {

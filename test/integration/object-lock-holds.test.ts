@@ -110,8 +110,16 @@ describe('on a bucket with S3 Object Lock', () => {
     // Someone with the bucket's credentials tries to delete around Oncely: the store refuses.
     for (const key of keys) expect(await bypassDelete(bucket, key)).not.toBe('deleted');
     for (const key of keys) expect(await exists(bucket, key)).toBe(true);
-    // The same hold again (a retry) answers the same and sets the store's hold again.
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+    // The store's hold lifted around Oncely: the audit finds it; the same hold again (a retry)
+    // answers the same and sets the store's hold again.
+    await s3.send(new PutObjectLegalHoldCommand({ Bucket: bucket, Key: keys[1]!, LegalHold: { Status: 'OFF' } }));
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([
+      expect.stringMatching(new RegExp(`^hold: upload ${id} object .* is not held by the store$`)),
+    ]);
     expect((await call('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'Matter 7' })).json).toEqual(placed.json);
+    expect(await storeHold(bucket, keys[1]!)).toBe('ON');
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
 
     const released = await call('DELETE', `/v1/uploads/${id}/legal-hold`);
     expect(released.json).toEqual({ uploadId: id, legalHold: null, storeHold: 'released' });

@@ -345,6 +345,13 @@ describe.each(['local', 's3'] as const)("the upload's record on the %s store", (
     );
     await db.query('UPDATE uploads SET record_version = 2 WHERE id = $1', [id]);
     expect((await audit(db, stack.runtime.store)).violations).toEqual([]);
+    // A hold on an upload being erased (one that no path lets happen) is found.
+    await db.query(`UPDATE uploads SET hold_reason = 'drift', deleted_at = now() WHERE id = $1`, [id]);
+    expect((await audit(db, stack.runtime.store)).violations.filter((v) => v.startsWith('hold:'))).toEqual([
+      `hold: held upload ${id} was erased or is being erased`,
+    ]);
+    await db.query('UPDATE uploads SET hold_reason = NULL, deleted_at = NULL WHERE id = $1', [id]);
+    expect((await audit(db, stack.runtime.store)).violations).toEqual([]);
   });
   it('a legal hold: delete refused (409, batch says held), retention and expiry skip it, each change one event, release lets it go', async () => {
     const expiresAt = new Date(Date.now() + 1500).toISOString();

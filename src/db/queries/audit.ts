@@ -65,6 +65,8 @@ export interface AuditedUpload {
   deleted: boolean;
   /** Deleted and within its restore window: whole until it ends. */
   pending: boolean;
+  /** Under a legal hold. */
+  held: boolean;
   released: boolean;
   erased: boolean;
   /** Rejected by its pipeline, and done with (its bytes should be gone). */
@@ -86,7 +88,7 @@ export async function* allUploads(db: Queryable): AsyncIterable<AuditedUpload> {
     const res = await db.query(
       `SELECT u.id, u.tenant_id, u.idempotency_key, u.workflow_id, u.storage_key, u.bytes, u.sha256,
               EXISTS (SELECT 1 FROM stored_objects o WHERE o.tenant_id = u.tenant_id AND o.storage_key = u.storage_key) AS shared,
-              u.deleted_at IS NOT NULL AS deleted, u.restorable_until IS NOT NULL AS pending, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
+              u.deleted_at IS NOT NULL AS deleted, u.restorable_until IS NOT NULL AS pending, u.hold_reason IS NOT NULL AS held, u.object_released AS released, u.erased_at IS NOT NULL AS erased,
               (u.availability = 'rejected' AND u.status = 'processed') AS rejected,
               (u.file_name IS NOT NULL OR u.media IS NOT NULL OR u.subject IS NOT NULL OR u.token_metadata IS NOT NULL
                 OR u.metadata IS NOT NULL OR u.tags <> '{}') AS personal,
