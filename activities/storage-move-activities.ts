@@ -14,6 +14,7 @@ import {
   moveSource,
   recordMigrationItems,
   setMigrationState,
+  smallUploads,
   switchUploadAddress,
   type MigrationOutcome,
   type StorageMigrationRow,
@@ -21,7 +22,8 @@ import {
 import { addressOn, parseAddress } from '../src/storage/address';
 import { renditionPrefix } from '../src/storage/layout';
 import type { ObjectStore } from '../src/storage/store';
-import type { StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
+import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
+import { inWindows } from '../src/temporal/in-windows';
 import { failureTypes } from '../src/temporal/names';
 
 export interface StorageMoveActivityDeps {
@@ -73,9 +75,14 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
     return bytes;
   }
 
-  return {
+  const activities = {
     async listMigrationPage(a: { migrationId: string; after: string | null; limit: number }): Promise<string[]> {
       return migrationPage(pool, a.migrationId, a.after, a.limit);
+    },
+
+    /** Of a page's uploads, those small enough to move a page at a time. */
+    async smallMigrationUploads(a: { uploadIds: string[]; maxBytes: number }): Promise<string[]> {
+      return smallUploads(pool, a.uploadIds, a.maxBytes);
     },
 
     async recordMigrationItems(a: { migrationId: string; items: MigrationOutcome[] }): Promise<void> {
@@ -154,5 +161,27 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
       }
       return moved.at(-1)?.upload_id ?? null;
     },
+
+    /**
+     * Moves small uploads in one activity, `concurrency` at a time, each as moveUpload moves it
+     * and its outcome recorded as it comes: their runs would cost more than their bytes. A move
+     * that cannot be (its bytes are not the recorded ones) is recorded failed; a store away
+     * fails the activity, whose retry finds the moves done and goes on.
+     */
+    async moveUploads(a: StorageMoveBatchInput): Promise<void> {
+      const ctx = Context.current();
+      await inWindows(a.uploadIds, a.concurrency, async (uploadId) => {
+        let outcome: MigrationOutcome;
+        try {
+          outcome = { uploadId, ...(await activities.moveUpload({ tenantId: a.tenantId, uploadId, from: a.from, to: a.to })) };
+        } catch (err) {
+          if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
+          outcome = { uploadId, outcome: 'failed', reason: err.message, bytes: 0 };
+        }
+        await recordMigrationItems(pool, a.migrationId, [outcome]);
+        ctx.heartbeat(uploadId);
+      });
+    },
   };
+  return activities;
 }

@@ -26,7 +26,8 @@ import type { DownstreamInput, WebhookRetrySchedule } from '../src/downstream/ty
 import type { ReprocessOutcome, StepResult } from '../src/pipelines/step-results';
 import { processingOutcome } from '../src/pipelines/steps';
 import { stepActivity } from './downstream';
-import { inWindows, JOB_STEP_OPTIONS } from './windows';
+import { JOB_STEP_OPTIONS } from './windows';
+import { inWindows } from '../src/temporal/in-windows';
 import { failureTypes, patches, workflowIds } from '../src/temporal/names';
 import type { ReprocessJobInput } from '../src/temporal/definitions';
 

@@ -1,17 +1,21 @@
 // Moving uploads between storage targets. A migration (`storage-migration/{id}`) pages through
-// the uploads on its source, a few at a time, each moved in a run of its own (`move/{uploadId}`:
-// one move of an upload at a time, whichever migration asks), and records each outcome once.
+// the uploads on its source: a page's small ones moved together by one activity, each other one
+// in a run of its own (`move/{uploadId}`: one move of an upload at a time, whichever migration
+// asks), a few at a time; each outcome is recorded once. Either way the rows switch only if the
+// upload is still where the move found it, so two moves of one upload cannot both take it.
 // Pause and cancel (the batch control update) let the moves under way finish: an upload is
 // moved whole or not at all. A moved upload's sources are deleted by a run of their own once
 // the URLs signed before the migration's moves have expired (`release-sources/{migrationId}`,
 // started as the migration ends and abandoned by it).
 import {
+  ActivityFailure,
   ChildWorkflowFailure,
   ParentClosePolicy,
   allHandlersFinished,
   condition,
   continueAsNew,
   executeChild,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -30,8 +34,9 @@ import {
   type StorageMoveInput,
   type StorageMoveResult,
 } from '../src/temporal/definitions';
-import { workflowIds } from '../src/temporal/names';
-import { inWindows, JOB_STEP_OPTIONS } from './windows';
+import { patches, workflowIds } from '../src/temporal/names';
+import { JOB_STEP_OPTIONS } from './windows';
+import { inWindows } from '../src/temporal/in-windows';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // A store away for a while is waited out (about half an hour of retries), then the upload's move fails.
@@ -40,11 +45,19 @@ const moves = proxyActivities<Activities>({
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 40 },
 });
+// A page of small uploads: heartbeats as each is moved; a store away is waited out as for one.
+const batchMoves = proxyActivities<Activities>({
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 40 },
+});
 const releases = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
   retry: { initialInterval: '5 seconds', maximumInterval: '5 minutes' },
 });
 
+/** Uploads whose original is at most this are moved a page at a time, in one activity. */
+const SMALL_UPLOAD_BYTES = 8 * 1024 * 1024;
 /** Uploads listed per page, and pages per run before it continues as new. */
 const PAGE = 50;
 const PAGES_PER_RUN = 10;
@@ -67,8 +80,17 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
     const ids = await local.listMigrationPage({ migrationId: input.migrationId, after, limit: PAGE });
     if (!ids.length) break;
     setCurrentDetails(`moving a page of ${ids.length} uploads after ${after ?? 'the start'}`);
-    // Each outcome is recorded as it comes, so the progress moves with the uploads.
-    await inWindows(ids, input.concurrency, async (id) => {
+    // Small uploads go together (a run each would cost more than their bytes),
+    const small = patched(patches.migrationMovesSmallInBatches)
+      ? await local.smallMigrationUploads({ uploadIds: ids, maxBytes: SMALL_UPLOAD_BYTES })
+      : [];
+    // `concurrency` of them per activity, so a pause or a cancel still lets no more than that finish.
+    for (let at = 0; at < small.length; at += input.concurrency) {
+      await condition(() => !paused || cancelled);
+      if (!cancelled) await moveSmall(input, small.slice(at, at + input.concurrency));
+    }
+    // The others each in a run of their own; each outcome is recorded as it comes, so the progress moves with the uploads.
+    await inWindows(small.length ? ids.filter((id) => !small.includes(id)) : ids, input.concurrency, async (id) => {
       await condition(() => !paused || cancelled);
       if (!cancelled) await local.recordMigrationItems({ migrationId: input.migrationId, items: [await moveOne(input, id)] });
     });
@@ -86,6 +108,22 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
   });
   await local.setMigrationState({ migrationId: input.migrationId, state: cancelled ? 'cancelled' : 'completed' });
   await condition(allHandlersFinished);
+}
+
+/** A page of small uploads moved by one activity, which records their outcomes; those it could not reach are failed. */
+async function moveSmall(input: StorageMigrationInput, uploadIds: string[]): Promise<void> {
+  const { migrationId, tenantId, from, to, concurrency } = input;
+  try {
+    await batchMoves.moveUploads({ migrationId, tenantId, from, to, uploadIds, concurrency });
+  } catch (err) {
+    const cause = err instanceof ActivityFailure ? err.cause : err;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    // Outcomes are recorded once: those the activity recorded stay.
+    await local.recordMigrationItems({
+      migrationId,
+      items: uploadIds.map((uploadId) => ({ uploadId, outcome: 'failed', reason, bytes: 0 })),
+    });
+  }
 }
 
 async function moveOne(input: StorageMigrationInput, uploadId: string): Promise<MigrationOutcome> {

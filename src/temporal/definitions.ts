@@ -284,6 +284,13 @@ export interface StorageMoveInput {
   to: string | null;
 }
 
+/** Small uploads moved in one activity, each outcome recorded by it as it comes. */
+export interface StorageMoveBatchInput extends Omit<StorageMoveInput, 'uploadId'> {
+  migrationId: string;
+  uploadIds: string[];
+  concurrency: number;
+}
+
 /** What one move answers its migration (a failed move is its run's failure). */
 export type StorageMoveResult = Omit<MigrationOutcome, 'uploadId' | 'outcome'> & { outcome: 'moved' | 'skipped' };
 

@@ -96,6 +96,8 @@ export const patches = {
   batchCancelsFailedItemsImport: 'import-batch-cancels-failed-items-import',
   /** A re-processing child's steps wait for their activities' cancellation. */
   reprocessStepWaitsForCancel: 'reprocess-step-waits-for-cancel',
+  /** A storage migration moves its small uploads a page at a time in one activity. */
+  migrationMovesSmallInBatches: 'migration-moves-small-in-batches',
 } as const;
 
 export const failureTypes = {

@@ -88,3 +88,59 @@ it('moves an upload once when its worker is SIGKILLed mid-copy', async () => {
   expect(report.violations).toEqual([]);
   expect(report.unreferencedObjects).toBe(0);
 });
+
+it('moves each of a page of small uploads once when its worker is SIGKILLed while the page is being moved', async () => {
+  const { stack } = env;
+  const tenant = await stack.createTenant();
+  const call = async (method: string, pathname: string, json?: unknown) => {
+    const res = await fetch(`${stack.url}${pathname}`, {
+      method,
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: json === undefined ? undefined : JSON.stringify(json),
+    });
+    return { status: res.status, json: (await res.json()) as any };
+  };
+  const uploads = await Promise.all(
+    Array.from({ length: 60 }, async (_, i) => {
+      const body = randomBytes(32 * 1024 + i);
+      const key = `crash-small-${i}-${randomUUID()}`;
+      const up = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body });
+      expect(up.status).toBe(201);
+      return { id: up.json.uploadId as string, key, body };
+    }),
+  );
+  const target = await call('POST', '/v1/storage-targets', {
+    name: 'crash-small',
+    endpoint: versity.endpoint,
+    bucket: 'crash-target',
+    prefix: 'small/',
+    ...CREDS,
+  });
+  expect(target.status).toBe(201);
+  const started = await call('POST', '/v1/storage-migrations', { from: 'default', to: 'crash-small', concurrency: 4 });
+  expect(started.status).toBe(201);
+  const moved = async () =>
+    (await stack.runtime.pool.query('SELECT count(*)::int AS n FROM storage_migration_items WHERE migration_id = $1', [started.json.id]))
+      .rows[0].n as number;
+  // Some of the page moved, not all: kill the worker in the middle of it.
+  await eventually(async () => (await moved()) >= 8, 60_000);
+  await env.kill();
+  const killedAt = await moved();
+  expect(killedAt).toBeLessThan(uploads.length);
+  await env.start();
+
+  const done = await eventually(async () => {
+    const m = (await call('GET', `/v1/storage-migrations/${started.json.id}`)).json;
+    return m.state === 'completed' ? m : undefined;
+  }, 120_000);
+  expect(done).toMatchObject({ moved: uploads.length, failed: 0, skipped: 0, total: uploads.length });
+  for (const u of uploads) {
+    const read = await fetch(`${stack.url}/v1/uploads/${u.id}/content`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
+    expect(sha256(Buffer.from(await read.arrayBuffer()))).toBe(sha256(u.body));
+    expect(await listKeys(bucketStore, `small/${keyStoragePrefix(tenant.tenantId, u.key)}`)).toHaveLength(1);
+  }
+  await eventually(async () => (await listKeys(stack.runtime.store, `tenants/${tenant.tenantId}/`)).length === 0, 60_000);
+  const report = await audit(stack.runtime.pool, stack.runtime.store, { keyRetentionSeconds: 3600 });
+  expect(report.violations).toEqual([]);
+  expect(report.unreferencedObjects).toBe(0);
+});

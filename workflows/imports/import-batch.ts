@@ -21,7 +21,8 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { controlBatchUpdate, type ImportBatchInput } from '../../src/temporal/definitions';
-import { inWindows, JOB_STEP_OPTIONS } from '../windows';
+import { JOB_STEP_OPTIONS } from '../windows';
+import { inWindows } from '../../src/temporal/in-windows';
 import { stepLabels } from '../../src/temporal/step-labels';
 import { patches } from '../../src/temporal/names';
 

@@ -92,6 +92,13 @@ export async function migrationPage(db: Queryable, migrationId: string, after: s
   return res.rows.map((r) => r.id);
 }
 
+/** Of a page's uploads, those whose original is at most `maxBytes` (moved a page at a time). */
+export async function smallUploads(db: Queryable, ids: string[], maxBytes: number): Promise<string[]> {
+  const res = await db.query<{ id: string }>('SELECT id FROM uploads WHERE id = ANY($1::uuid[]) AND bytes <= $2', [ids, maxBytes]);
+  const small = new Set(res.rows.map((r) => r.id));
+  return ids.filter((id) => small.has(id));
+}
+
 /** Records outcomes once each (a repeated page changes nothing). */
 export async function recordMigrationItems(db: Queryable, migrationId: string, items: MigrationOutcome[]): Promise<void> {
   if (!items.length) return;
