@@ -73,8 +73,10 @@ export async function transfer(
     ...(resume ? { resume } : {}),
   });
   if (got.length !== null && deps.sized)
-    await deps.sized(got.length).catch((err: unknown) => {
+    await deps.sized(got.length).catch(async (err: unknown) => {
       got.body.destroy();
+      // A resumed read refused now: the parts an earlier attempt stored go at once, not at housekeeping's sweep.
+      if (progress?.multipartId) await store.abortParts(job.storageKey, progress.multipartId).catch(() => undefined);
       throw err;
     });
   const multipartId =

@@ -105,6 +105,25 @@ describe.each([
     for await (const c of stored!) chunks.push(c as Buffer);
     expect(sha(Buffer.concat(chunks))).toBe(sha(file));
   });
+
+  it('a resumed read refused once its length is known drops the parts the earlier attempt stored', async () => {
+    const store = storeAt(path.join(dir, `c-${mode}`));
+    const job = { url: `${origin.base}/f`, storageKey: 'tenants/t/keys/k/refused', contentType: 'image/png' };
+    let progress: TransferProgress | undefined;
+    origin.cutNextAfter(150 * KiB, partStored(store, 2));
+    await expect(transfer({ origins, store, partBytes: 64 * KiB }, job, undefined, (p) => (progress = p))).rejects.toMatchObject({
+      code: 'import_failed',
+    });
+    expect(progress!.parts).toHaveLength(2);
+    const refusal = new Error('the byte quota is reached');
+    const sized = async () => {
+      throw refusal;
+    };
+    await expect(transfer({ origins, store, partBytes: 64 * KiB, sized }, job, progress, () => undefined)).rejects.toBe(refusal);
+    // The earlier attempt's multipart upload is gone: its parts cannot be listed, nor completed.
+    await expect(store.completeParts(job.storageKey, progress!.multipartId, progress!.parts)).rejects.toThrow();
+    expect(await store.head(job.storageKey)).toBeUndefined();
+  });
 });
 
 /**
