@@ -3,7 +3,15 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from './db/pool';
 import { withTransaction } from './db/pool';
 import { heldScopes, type Credential, type Scope } from './credentials';
-import { findActiveKeyByHash, insertApiKey, insertTenant, type ApiKeyRow, type DedupeMode, type TenantRow } from './db/queries/tenants';
+import {
+  findActiveKeyByHash,
+  insertApiKey,
+  insertTenant,
+  touchApiKey,
+  type ApiKeyRow,
+  type DedupeMode,
+  type TenantRow,
+} from './db/queries/tenants';
 
 export { OPERATOR_TENANT_ID } from './db/queries/tenants';
 
@@ -12,9 +20,23 @@ export function hashApiKey(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-/** The tenant and the key's principal (its id, label and scopes) of an active API key. */
+/** When this process last recorded each key's use: a use is written at most once a minute per key. */
+const lastTouched = new Map<string, number>();
+const TOUCH_EVERY_MS = 60_000;
+
+/** Records that the key was used, at most once a minute; a failure to record it never fails the request. */
+function noteUse(db: Queryable, id: string): void {
+  const now = Date.now();
+  if (now - (lastTouched.get(id) ?? 0) < TOUCH_EVERY_MS) return;
+  if (lastTouched.size > 10_000) lastTouched.clear();
+  lastTouched.set(id, now);
+  touchApiKey(db, id).catch(() => lastTouched.delete(id));
+}
+
+/** The tenant and the key's principal (its id, label and scopes) of an active API key; the use is recorded. */
 export async function lookupApiKey(db: Queryable, token: string): Promise<Credential | undefined> {
   const row = await findActiveKeyByHash(db, hashApiKey(token));
+  if (row) noteUse(db, row.id);
   return row && { tenantId: row.tenant_id, principal: { kind: 'key', id: row.id, label: row.label, scopes: heldScopes(row.scopes) } };
 }
 

@@ -302,7 +302,17 @@ export const IdempotencyKeyState = z
   .openapi('IdempotencyKeyState');
 
 export const ApiKey = z
-  .object({ id: Uuid, label: z.string(), scopes: z.array(Scope), createdAt: z.string(), revokedAt: z.string().nullable() })
+  .object({
+    id: Uuid,
+    label: z.string(),
+    scopes: z.array(Scope),
+    createdAt: z.string(),
+    revokedAt: z.string().nullable(),
+    lastUsedAt: z
+      .string()
+      .nullable()
+      .openapi({ description: 'When it last authenticated a request, to the minute (null: never).', format: 'date-time' }),
+  })
   .openapi('ApiKey');
 export const ApiKeyCreated = ApiKey.extend({
   key: shownOnce({

@@ -9,6 +9,7 @@ import { SCOPES, type Scope } from '../../src/credentials';
 import { schemeOf } from '../../src/http/scopes';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { getJson } from '../helpers/http';
+import { eventually } from '../helpers/inspect';
 
 const ADMIN_TOKEN = `admin-${randomUUID()}`;
 let stack: TestStack;
@@ -92,6 +93,13 @@ describe('POST /admin/tenants', () => {
     const keys = await getJson(`${stack.url}/v1/api-keys`, first.json.apiKey.key);
     expect(keys.status).toBe(200);
     expect(keys.json.data).toEqual([expect.objectContaining({ id: first.json.apiKey.id, label: 'initial', revokedAt: null })]);
+    // Never used when made; its use is recorded (to the minute) and listed.
+    expect(first.json.apiKey.lastUsedAt).toBeNull();
+    const used = await eventually(async () => {
+      const k = (await getJson(`${stack.url}/v1/api-keys`, first.json.apiKey.key)).json.data[0];
+      return k.lastUsedAt ? (k as { lastUsedAt: string }) : undefined;
+    });
+    expect(Math.abs(Date.parse(used.lastUsedAt) - Date.now())).toBeLessThan(60_000);
   });
 
   it('refuses another request under a used key (422) and creates nothing', async () => {

@@ -338,6 +338,9 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     });
     await page.goto(`${stack.url}/console/credentials`);
     expect(await page.locator('#keys-h ~ table tbody tr').count()).toBeGreaterThan(0);
+    // The signed-in key has been used (this session's requests): its last use is shown, not "never".
+    const ownKey = page.locator('#keys-h ~ table tbody tr', { hasText: "(this session's)" });
+    expect(await ownKey.locator('td').nth(3).textContent()).not.toContain('never');
     const tokenRow = page.locator('#tokens-h ~ table tr', { hasText: minted.json.id });
     expect(await tokenRow.textContent()).toMatch(/user-42[\s\S]*0 of 3[\s\S]*active/);
     await accessible(page, 'credentials');

@@ -24,6 +24,7 @@ export function apiKeyView(k: ApiKeyRow) {
     scopes: [...heldScopes(k.scopes)],
     createdAt: k.created_at.toISOString(),
     revokedAt: k.revoked_at?.toISOString() ?? null,
+    lastUsedAt: k.last_used_at?.toISOString() ?? null,
   };
 }
 

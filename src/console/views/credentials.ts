@@ -11,6 +11,7 @@ export interface ApiKey {
   scopes: string[];
   createdAt: string;
   revokedAt: string | null;
+  lastUsedAt: string | null;
 }
 
 export interface UploadToken {
@@ -48,7 +49,7 @@ export function credentialsPage(
         <h2 id="keys-h">API keys</h2>
         ${table({
           caption: 'API keys',
-          columns: ['Label', 'Scopes', 'Created', 'State', { hidden: 'Actions' }],
+          columns: ['Label', 'Scopes', 'Created', 'Last used', 'State', { hidden: 'Actions' }],
           rows: p.keys.map(
             (k) =>
               html`<tr>
@@ -58,6 +59,7 @@ export function credentialsPage(
                 </td>
                 <td>${k.scopes.join(', ')}</td>
                 <td>${when(k.createdAt)}</td>
+                <td>${k.lastUsedAt ? when(k.lastUsedAt) : html`<span class="muted">never</span>`}</td>
                 <td>${badge(k.revokedAt ? 'revoked' : 'active')}</td>
                 <td>
                   ${

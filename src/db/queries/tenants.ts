@@ -21,6 +21,8 @@ export interface ApiKeyRow {
   scopes: string[] | null;
   created_at: Date;
   revoked_at: Date | null;
+  /** When it last authenticated a request (to the minute); null: never. */
+  last_used_at: Date | null;
 }
 
 export async function insertTenant(db: Queryable, id: string, name: string, dedupe: DedupeMode = 'off'): Promise<TenantRow> {
@@ -120,7 +122,7 @@ export async function insertApiKey(
   scopes: readonly string[] | null = null,
 ): Promise<ApiKeyRow> {
   const res = await db.query<ApiKeyRow>(
-    'INSERT INTO api_keys (key_hash, tenant_id, label, scopes) VALUES ($1, $2, $3, $4) RETURNING id, label, scopes, created_at, revoked_at',
+    'INSERT INTO api_keys (key_hash, tenant_id, label, scopes) VALUES ($1, $2, $3, $4) RETURNING id, label, scopes, created_at, revoked_at, last_used_at',
     [keyHash, tenantId, label, scopes],
   );
   return res.rows[0]!;
@@ -138,11 +140,22 @@ export async function findActiveKeyByHash(
   return res.rows[0];
 }
 
+/** Records a use of the key, unless one was recorded within the last minute. */
+export async function touchApiKey(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    statement(
+      'touch_api_key',
+      "UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')",
+      [id],
+    ),
+  );
+}
+
 /** A page of the tenant's keys (revoked ones included) in creation order, after `after`; `limit` rows at most. */
 export function pageApiKeys(db: Queryable, tenantId: string, page: { after?: ListPosition; limit: number }) {
   return pageInCreationOrder<ApiKeyRow>(
     db,
-    { columns: 'id, label, scopes, created_at, revoked_at', from: 'api_keys', where: 'tenant_id = $1', values: [tenantId] },
+    { columns: 'id, label, scopes, created_at, revoked_at, last_used_at', from: 'api_keys', where: 'tenant_id = $1', values: [tenantId] },
     page,
   );
 }
