@@ -14,6 +14,7 @@ import { createPool, type Pool } from '../../src/db/pool';
 import { startRuntime, type Role, type Runtime } from '../../src/runtime';
 import { createTenant } from '../../src/tenants';
 import { S3Store } from '../../src/storage/s3-store';
+import { S3Client } from '@aws-sdk/client-s3';
 import type { temporal } from '@temporalio/proto';
 import { openHistory } from './inspect';
 
@@ -53,6 +54,17 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Rewrites the fresh database's URL the runtime uses (e.g. through a proxy). */
   databaseVia?: (url: string) => string;
+}
+
+/** A plain SDK client of the shared versitygw (for what Oncely's store does not do: CORS, Object Lock). */
+export function sharedS3Client(): S3Client {
+  const { s3 } = inject('stack');
+  return new S3Client({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
 }
 
 /** A store on the shared versitygw, with its bucket created. */

@@ -10,22 +10,15 @@ import {
   GetObjectLegalHoldCommand,
   HeadObjectCommand,
   PutObjectLegalHoldCommand,
-  S3Client,
 } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { parseAddress } from '../../src/storage/address';
-import { postUpload } from '../helpers/http';
+import { jsonCaller, postUpload } from '../helpers/http';
 import { png } from '../helpers/media';
-import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { sharedS3Client, startStackOnStore, type TestStack } from '../helpers/stack';
 
-const shared = inject('stack');
-const s3 = new S3Client({
-  endpoint: shared.s3.endpoint,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  credentials: { accessKeyId: shared.s3.accessKeyId, secretAccessKey: shared.s3.secretAccessKey },
-});
+const s3 = sharedS3Client();
 
 /** A stack on a bucket of its own, made with Object Lock or without. */
 async function stackOnBucket(objectLock: boolean): Promise<{ stack: TestStack; bucket: string }> {
@@ -36,15 +29,7 @@ async function stackOnBucket(objectLock: boolean): Promise<{ stack: TestStack; b
 }
 
 function client(stack: TestStack, apiKey: string) {
-  return async (method: string, pathname: string, json?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${stack.url}${pathname}`, {
-      method,
-      headers: { authorization: `Bearer ${apiKey}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: json !== undefined ? JSON.stringify(json) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  };
+  return jsonCaller(() => ({ base: stack.url, apiKey }));
 }
 
 /** An image upload with one variant: an original and a derived object, as their keys in the bucket. */
@@ -53,14 +38,7 @@ async function imageWithVariant(stack: TestStack, apiKey: string) {
   const up = await postUpload(stack.url, { apiKey, key: `held-${randomUUID()}`, body: await png(24, 24), contentType: 'image/png' });
   expect(up.status).toBe(201);
   const id = up.json.uploadId as string;
-  const preset = await call(
-    'POST',
-    '/v1/image-presets',
-    { name: `thumb-${id.slice(0, 8)}`, spec: 'w_8,f_png' },
-    {
-      'idempotency-key': randomUUID(),
-    },
-  );
+  const preset = await call('POST', '/v1/image-presets', { name: `thumb-${id.slice(0, 8)}`, spec: 'w_8,f_png' }, randomUUID());
   expect(preset.status).toBe(201);
   const variant = await fetch(`${stack.url}/v1/uploads/${id}/images/thumb-${id.slice(0, 8)}`, {
     headers: { authorization: `Bearer ${apiKey}` },
@@ -124,7 +102,7 @@ describe('on a bucket with S3 Object Lock', () => {
     const released = await call('DELETE', `/v1/uploads/${id}/legal-hold`);
     expect(released.json).toEqual({ uploadId: id, legalHold: null, storeHold: 'released' });
     for (const key of keys) expect(await storeHold(bucket, key)).toBe('OFF');
-    const deleted = await call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=30' });
+    const deleted = await call('DELETE', `/v1/uploads/${id}`);
     expect([deleted.status, deleted.json.status]).toEqual([200, 'deleted']);
     for (const key of keys) expect(await exists(bucket, key)).toBe(false);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
@@ -136,7 +114,7 @@ describe('on a bucket with S3 Object Lock', () => {
     // The store holds the objects, Oncely does not: a release whose store half never ran.
     for (const key of keys) await s3.send(new PutObjectLegalHoldCommand({ Bucket: bucket, Key: key, LegalHold: { Status: 'ON' } }));
     expect((await call('GET', `/v1/uploads/${id}`)).json.legalHold).toBeNull();
-    const deleted = await call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=30' });
+    const deleted = await call('DELETE', `/v1/uploads/${id}`);
     expect([deleted.status, deleted.json.status]).toEqual([200, 'deleted']);
     for (const key of keys) expect(await exists(bucket, key)).toBe(false);
   }, 120_000);
@@ -175,7 +153,7 @@ describe('on a bucket without Object Lock', () => {
     const { id, keys } = await imageWithVariant(stack, tenant.apiKey);
     const placed = await call('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'Matter 8' });
     expect(placed.json).toMatchObject({ legalHold: { reason: 'Matter 8' }, storeHold: 'unsupported' });
-    expect((await call('DELETE', `/v1/uploads/${id}`, undefined, { prefer: 'wait=10' })).json.error).toBe('legal_hold');
+    expect((await call('DELETE', `/v1/uploads/${id}`)).json.error).toBe('legal_hold');
     expect(await bypassDelete(bucket, keys[1]!)).toBe('deleted');
     expect((await call('DELETE', `/v1/uploads/${id}/legal-hold`)).json).toEqual({
       uploadId: id,

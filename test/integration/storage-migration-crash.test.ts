@@ -10,13 +10,18 @@ import { audit } from '../../src/audit';
 import { S3Store } from '../../src/storage/s3-store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
 import { workflowIds } from '../../src/temporal/names';
-import { postUpload, sha256 } from '../helpers/http';
+import { jsonCaller, postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { stackWithWorkerProcess } from '../helpers/worker-process';
 import { serverPort } from '../support/ports';
 import { startVersity, versityBucket, type Versity } from '../support/versitygw';
 
 const MiB = 1024 * 1024;
+/** The tenant's JSON calls, each under a key of its own. */
+const keyedCaller = (base: string, apiKey: string) => {
+  const call = jsonCaller(() => ({ base, apiKey }));
+  return (method: string, pathname: string, json?: unknown) => call(method, pathname, json, randomUUID());
+};
 const CREDS = { accessKeyId: 'crash-owner', secretAccessKey: `crash-secret-${randomUUID()}` };
 const file = randomBytes(64 * MiB);
 let env: Awaited<ReturnType<typeof stackWithWorkerProcess>>;
@@ -42,14 +47,7 @@ afterAll(async () => {
 it('moves an upload once when its worker is SIGKILLed mid-copy', async () => {
   const { stack } = env;
   const tenant = await stack.createTenant();
-  const call = async (method: string, pathname: string, json?: unknown) => {
-    const res = await fetch(`${stack.url}${pathname}`, {
-      method,
-      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: json === undefined ? undefined : JSON.stringify(json),
-    });
-    return { status: res.status, json: (await res.json()) as any };
-  };
+  const call = keyedCaller(stack.url, tenant.apiKey);
   const key = `crash-${randomUUID()}`;
   const uploaded = await postUpload(stack.url, { apiKey: tenant.apiKey, key, body: file, prefer: 'wait=60' });
   expect(uploaded.status, uploaded.text).toBe(201);
@@ -92,14 +90,7 @@ it('moves an upload once when its worker is SIGKILLed mid-copy', async () => {
 it('moves each of a page of small uploads once when its worker is SIGKILLed while the page is being moved', async () => {
   const { stack } = env;
   const tenant = await stack.createTenant();
-  const call = async (method: string, pathname: string, json?: unknown) => {
-    const res = await fetch(`${stack.url}${pathname}`, {
-      method,
-      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: json === undefined ? undefined : JSON.stringify(json),
-    });
-    return { status: res.status, json: (await res.json()) as any };
-  };
+  const call = keyedCaller(stack.url, tenant.apiKey);
   const uploads = await Promise.all(
     Array.from({ length: 60 }, async (_, i) => {
       const body = randomBytes(32 * 1024 + i);

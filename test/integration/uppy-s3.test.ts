@@ -6,13 +6,13 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
+import { PutBucketCorsCommand } from '@aws-sdk/client-s3';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { sha256 } from '../helpers/http';
 import { readObject } from '../helpers/inspect';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { sharedS3Client, startTestStack, type TestStack } from '../helpers/stack';
 import { launchChromium, signInToConsole } from '../helpers/browser';
 
 const MiB = 1024 * 1024;
@@ -258,13 +258,7 @@ describe('the /direct page in Chromium (the real @uppy/aws-s3)', () => {
   beforeAll(async () => {
     stack = await startTestStack('uppy_page');
     // The browser PUTs parts to the S3 server (another origin): the bucket allows it, as a deployment's would.
-    const shared = inject('stack');
-    const s3 = new S3Client({
-      endpoint: shared.s3.endpoint,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: shared.s3.accessKeyId, secretAccessKey: shared.s3.secretAccessKey },
-    });
+    const s3 = sharedS3Client();
     await s3.send(
       new PutBucketCorsCommand({
         Bucket: stack.config.S3_BUCKET,
