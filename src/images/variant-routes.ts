@@ -5,14 +5,15 @@
 import { createHash } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../db/pool';
-import { findImageSource, latestImagePreset } from '../db/queries/images';
+import { findImageSource, latestImagePreset, pageImageVariants } from '../db/queries/images';
 import { findUploadById, type UploadRow } from '../db/queries/uploads';
 import { serveObject, type Servable } from '../downloads/serve';
 import { dependency, problem } from '../errors';
 import { header } from '../http/headers';
 import { jsonBody } from '../http/json-body';
 import { COMMON_V1_PROBLEMS, jsonRequestBody, problems, route, router } from '../http/openapi';
-import { Uuid } from '../http/schemas';
+import { NextCursor, PageQuery, Uuid } from '../http/schemas';
+import { parseQuery } from '../http/list-query';
 import { callingToken, requires } from '../http/scopes';
 import { boxCost, canonicalSpec, isOptionString, MAX_SPEC_LENGTH, parseSpec, specText, type CanonicalSpec, type ParsedSpec } from './spec';
 import type { ImageVariants, StoredVariant } from './variants';
@@ -66,6 +67,42 @@ const imageRoute = createRoute({
       'transform_not_allowed',
       ...RENDER_PROBLEMS,
     ),
+  },
+});
+
+const StoredImageVariant = z
+  .object({
+    spec: z
+      .string()
+      .openapi({ description: 'Its spec as an option string (a preset resolved), as it was rendered.', example: 'w_400,f_webp' }),
+    contentType: z.string(),
+    bytes: z.number().int(),
+    width: z.number().int(),
+    height: z.number().int(),
+    createdAt: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('StoredImageVariant');
+
+const listVariantsRoute = createRoute({
+  method: 'get',
+  path: '/{id}/images',
+  tags: ['images'],
+  summary: "An image upload's stored variants, in spec order, a page at a time",
+  description:
+    'Each variant rendered so far (by a preset, an option string or a signed URL), with its size and dimensions; fetch one by its spec ' +
+    '(GET …/images/{spec}, or a signed URL from POST …/image-urls where option strings need one). They count against the tenant’s stored bytes.',
+  security: requires('uploads:read', { uploadToken: true }),
+  request: { params: z.object({ id: Uuid }), query: PageQuery },
+  responses: {
+    200: {
+      description: 'One page',
+      content: {
+        'application/json': {
+          schema: z.object({ items: z.array(StoredImageVariant), nextCursor: NextCursor }).openapi('StoredImageVariantList'),
+        },
+      },
+    },
+    ...problems(...COMMON_V1_PROBLEMS, 'not_found', ...UNSERVABLE_PROBLEMS, 'not_an_image', 'query_invalid'),
   },
 });
 
@@ -173,6 +210,31 @@ export function uploadImageRoutes(deps: ImageDeps) {
         'Option strings are served only through signed URLs (the tenant\'s imageSpecs is "presets"): name a preset, or ask POST /v1/uploads/{id}/image-urls.',
       );
     return serveVariant(c, deps, upload, spec, 'private');
+  });
+
+  route(app, listVariantsRoute, async function listImageVariants(c) {
+    const upload = imageUpload(await tenantUpload(pool, c.get('tenantId'), c.req.param('id')!, callingToken(c)?.id));
+    const q = parseQuery(PageQuery, c.req.query());
+    const limit = q.limit ?? 50;
+    const after = q.cursor === undefined ? undefined : Buffer.from(q.cursor, 'base64url').toString();
+    const rows = await dependency('database_unavailable', () => pageImageVariants(pool, upload.id, after, limit + 1));
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return c.json(
+      {
+        items: page.map((v) => ({
+          spec: v.spec,
+          contentType: v.content_type,
+          bytes: Number(v.bytes),
+          width: v.width,
+          height: v.height,
+          createdAt: v.created_at.toISOString(),
+        })),
+        nextCursor: rows.length > limit && last ? Buffer.from(last.spec).toString('base64url') : null,
+      },
+      200,
+      { 'cache-control': 'no-store' },
+    );
   });
 
   route(app, imageUrlRoute, async function createImageUrl(c) {

@@ -183,11 +183,24 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.click('button:has-text("Filter")');
     await page.waitForURL(/name=SUNSET/);
     expect(await page.locator('table.uploads tbody tr').count()).toBe(1);
+    // A variant made through a preset (the tenant serves option strings only through signed URLs): shown with its preview.
+    expect((await api('POST', '/v1/image-presets', { name: 'console-small', spec: 'w_16,f_png' }, randomUUID())).status).toBe(201);
+    expect((await api('GET', `/v1/uploads/${pictureId}/images/console-small`)).status).toBe(200);
     await page.click('a:has-text("sunset-beach.png")');
     await page.waitForURL(new RegExp(`/console/uploads/${pictureId}$`));
     expect(await page.textContent('h1')).toBe('sunset-beach.png');
     expect(await page.textContent('.facts')).toContain('one request (POST /v1/uploads)');
     expect(await page.locator('.timeline li').count()).toBeGreaterThan(0);
+    const variant = page.locator('#variants-h ~ ul img');
+    expect(await variant.count()).toBe(1);
+    await expect
+      .poll(() =>
+        variant.evaluate((img) => {
+          const loaded = img as unknown as { complete: boolean; naturalWidth: number };
+          return loaded.complete && loaded.naturalWidth;
+        }),
+      )
+      .toBe(16);
     const preview = await page.request.get(`${stack.url}/console/uploads/${pictureId}/thumbnail`);
     expect(preview.status()).toBe(200);
     expect(preview.headers()['content-type']).toMatch(/^image\//);

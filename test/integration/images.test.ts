@@ -193,6 +193,24 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
     const meta = await sharp(Buffer.from(bodies[0]!, 'base64')).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(['png', 20, 15]);
     expect((await variantRows(ctx, ctx.imageId)).map((r) => r.spec)).toContain('w_20,fit_inside,f_png');
+
+    // The stored variants are listed in spec order, a page at a time, each as stored.
+    const stored = await variantRows(ctx, ctx.imageId);
+    const listed: { spec: string; contentType: string; width: number; height: number; bytes: number }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await call(ctx, 'GET', `/v1/uploads/${ctx.imageId}/images?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      listed.push(...page.json().items);
+      cursor = page.json().nextCursor;
+    } while (cursor);
+    expect(listed.map((v) => v.spec)).toEqual(stored.map((r) => r.spec));
+    expect(listed.find((v) => v.spec === 'w_20,fit_inside,f_png')).toMatchObject({ contentType: 'image/png', width: 20, height: 15 });
+    // Not an image, no such upload, a bad page: each its problem.
+    const doc = await uploadOf(ctx, Buffer.from('plain text'), 'text/plain');
+    expect((await call(ctx, 'GET', `/v1/uploads/${doc}/images`)).json().error).toBe('not_an_image');
+    expect((await call(ctx, 'GET', `/v1/uploads/${randomUUID()}/images`)).status).toBe(404);
+    expect((await call(ctx, 'GET', `/v1/uploads/${ctx.imageId}/images?limit=0`)).json().error).toBe('query_invalid');
   });
 
   it('negotiates f_auto from Accept and says it varies on it', async () => {

@@ -18,7 +18,7 @@ import { may } from '../views/kit';
 import { liveStream } from './live';
 import { uploadsPerHour } from '../../db/queries/uploads';
 import { uploadWorkflowId } from '../../temporal/ids';
-import { uploadPage, type EventDetail, type RecordVersion, type UploadDetail } from '../views/upload';
+import { uploadPage, type EventDetail, type RecordVersion, type StoredVariant, type UploadDetail } from '../views/upload';
 import { uploadsPage, type UploadListFilter, type UploadSummary } from '../views/uploads';
 import type { EventSummary } from '../views/events';
 
@@ -69,13 +69,16 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
         ? (await api.get<{ items: RecordVersion[] }>(caller, `/v1/uploads/${id}/versions`, { limit: '20' }).catch(() => ({ items: [] })))
             .items
         : [];
+    const variants = upload.contentType.startsWith('image/')
+      ? (await api.get<{ items: StoredVariant[] }>(caller, `/v1/uploads/${id}/images`, { limit: '50' }).catch(() => ({ items: [] }))).items
+      : [];
     // The run's list view filtered by its ID: the UI then shows the latest run, whatever its run ID.
     const runUrl = deps.temporalUi
       ? `${deps.temporalUi.url}/namespaces/${encodeURIComponent(deps.temporalUi.namespace)}/workflows?query=${encodeURIComponent(
           `WorkflowId="${uploadWorkflowId(caller.credential.tenantId, upload.idempotencyKey)}"`,
         )}`
       : undefined;
-    return html(c, uploadPage(caller, { upload, events, versions, runUrl, ...extra }), status);
+    return html(c, uploadPage(caller, { upload, events, versions, variants, runUrl, ...extra }), status);
   };
 
   app.get('/uploads/:id', async (c) => {
@@ -89,10 +92,10 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   });
 
   // Bytes through the API as the session's key: the preview, a rendition, the content.
-  const passThrough = (path: (id: string, c: C) => string) => async (c: C) => {
+  const passThrough = (path: (id: string, c: C) => string | Promise<string>) => async (c: C) => {
     const id = c.req.param('id')!;
     if (!UUID.test(id)) return notFound(c);
-    const res = await api.request(tenantOnly(c), 'GET', path(id, c));
+    const res = await api.request(tenantOnly(c), 'GET', await path(id, c));
     if (!res.ok) return new Response(null, { status: res.status });
     const headers: Record<string, string> = { 'cache-control': 'private, max-age=60' };
     for (const h of ['content-type', 'content-length', 'content-disposition', 'etag']) {
@@ -108,6 +111,17 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   app.get(
     '/uploads/:id/renditions/:name',
     passThrough((id, c) => `/v1/uploads/${id}/renditions/${encodeURIComponent(c.req.param('name')!)}`),
+  );
+  // A variant by its stored spec: through a URL the API signs (an option string may need one).
+  app.get(
+    '/uploads/:id/images/:spec',
+    passThrough(async (id, c) => {
+      const signed = await api.json<{ url: string }>(tenantOnly(c), 'POST', `/v1/uploads/${id}/image-urls`, {
+        body: { spec: c.req.param('spec')!, expiresInSeconds: 60 },
+      });
+      const url = new URL(signed.url, 'http://console.invalid');
+      return `${url.pathname}${url.search}`;
+    }),
   );
   app.get(
     '/uploads/:id/content',

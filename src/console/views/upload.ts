@@ -70,9 +70,26 @@ export interface RecordVersion {
   changedAt: string;
 }
 
+/** An image variant stored for the upload (GET /v1/uploads/{id}/images). */
+export interface StoredVariant {
+  spec: string;
+  contentType: string;
+  bytes: number;
+  width: number;
+  height: number;
+}
+
 export function uploadPage(
   caller: ConsoleCaller,
-  p: { upload: UploadDetail; events: EventDetail[]; versions?: RecordVersion[]; runUrl?: string; notice?: string; error?: string },
+  p: {
+    upload: UploadDetail;
+    events: EventDetail[];
+    versions?: RecordVersion[];
+    variants?: StoredVariant[];
+    runUrl?: string;
+    notice?: string;
+    error?: string;
+  },
 ): Fragment {
   const u = p.upload;
   const pending = u.status === 'deleted_pending';
@@ -165,6 +182,7 @@ export function uploadPage(
               </ul>`
         }
       </section>
+      ${p.variants?.length && image ? variantsSection(u.uploadId, p.variants) : ''}
       ${p.versions && p.versions.length > 1 ? versionsSection(p.versions) : ''}
       <section aria-labelledby="events-h">
         <h2 id="events-h">Events and deliveries</h2>
@@ -182,6 +200,22 @@ function holdControl(caller: ConsoleCaller, u: UploadDetail): Fragment {
     <label>Hold reason <input name="reason" required maxlength="500" /></label>
     <button type="submit">Place a legal hold</button>
   </form>`;
+}
+
+/** The image variants made so far, each with its preview (fetched through a URL the API signs). */
+function variantsSection(uploadId: string, variants: StoredVariant[]): Fragment {
+  return html`<section aria-labelledby="variants-h">
+    <h2 id="variants-h">Image variants</h2>
+    <ul class="renditions">
+      ${variants.map(
+        (v) =>
+          html`<li>
+            <img src="/console/uploads/${uploadId}/images/${encodeURIComponent(v.spec)}" alt="${v.spec} variant" loading="lazy" />
+            <code>${v.spec}</code> <span class="muted">${v.width}×${v.height} ${v.contentType} ${bytes(v.bytes)}</span>
+          </li>`,
+      )}
+    </ul>
+  </section>`;
 }
 
 /** The record's versions, newest first: who changed what, and when. */

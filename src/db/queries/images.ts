@@ -96,6 +96,20 @@ export async function findImageVariant(db: Queryable, uploadId: string, spec: st
   return res.rows[0];
 }
 
+/** The upload's stored variants in spec order, after `afterSpec`; `limit` rows at most. */
+export async function pageImageVariants(
+  db: Queryable,
+  uploadId: string,
+  afterSpec: string | undefined,
+  limit: number,
+): Promise<ImageVariantRow[]> {
+  const res = await db.query<ImageVariantRow>(
+    'SELECT * FROM image_variants WHERE upload_id = $1 AND ($2::text IS NULL OR spec > $2) ORDER BY spec LIMIT $3',
+    [uploadId, afterSpec ?? null, limit],
+  );
+  return res.rows;
+}
+
 export async function countImageVariants(db: Queryable, uploadId: string): Promise<number> {
   return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM image_variants WHERE upload_id = $1', [uploadId])).rows[0]!.n;
 }
