@@ -146,14 +146,32 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     }
     expect(await uploadRows(t.tenantId)).toBe(1);
 
-    // Up to the limit exactly, then not one byte more.
+    // Up to the limit exactly (the last 10,000 bytes through tus), then not one byte more.
     expect((await upload(t.apiKey, randomBytes(30_000))).status).toBe(201);
-    expect((await upload(t.apiKey, randomBytes(10_000))).status).toBe(201);
+    const tusKey = `q-tus-fits-${randomUUID()}`;
+    const creation = { 'tus-resumable': '1.0.0', 'upload-length': '10000', 'idempotency-key': tusKey };
+    const created = await call('POST', '/v1/tus', t.apiKey, undefined, creation);
+    expect(created.status, created.text).toBe(201);
+    const location = created.headers.get('location')!;
+    const patched = await fetch(new URL(location, stack.url), {
+      method: 'PATCH',
+      headers: {
+        authorization: `Bearer ${t.apiKey}`,
+        'tus-resumable': '1.0.0',
+        'upload-offset': '0',
+        'content-type': 'application/offset+octet-stream',
+        prefer: 'wait=30',
+      },
+      body: randomBytes(10_000),
+    });
+    expect(patched.status).toBe(204);
     const one = await upload(t.apiKey, randomBytes(1));
     expect(one.status).toBe(413);
     expect(one.json).toMatchObject({ remaining: 0, requested: 1 });
-    // A replay is answered at the limit.
+    // A replay is answered at the limit, through either door: the tus creation sent again gets its upload URL back.
     expect((await upload(t.apiKey, first, firstKey)).status).toBe(201);
+    const again = await call('POST', '/v1/tus', t.apiKey, undefined, creation);
+    expect([again.status, again.headers.get('location'), again.headers.get('idempotent-replayed')]).toEqual([201, location, 'true']);
 
     const standing = await quotas(t.apiKey);
     expect(standing.usage).toMatchObject({ storedBytes: 100_000, uploadsThisMonth: 3, ingressBytesThisMonth: 100_000, reservedBytes: 0 });

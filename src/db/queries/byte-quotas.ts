@@ -155,6 +155,8 @@ export async function reserveBytes(
   if (!row || row.unlimited) return;
   await withTransaction(pool, async (tx) => {
     const quotas = await lockedQuotas(tx, r.tenantId);
+    // A retry under a key that already made its upload is answered from it: nothing to reserve, never refused.
+    if (await keyHasUpload(tx, r.tenantId, r.key)) return;
     // Read after the lock: what the admissions before this one reserved is counted.
     const over = firstExceeded(quotas, await quotaStanding(tx, r.tenantId, r.key), r.bytes ?? 0);
     if (over) throw over;
@@ -166,6 +168,11 @@ export async function reserveBytes(
   });
 }
 
+async function keyHasUpload(db: Queryable, tenantId: string, key: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [tenantId, key]);
+  return (res.rowCount ?? 0) > 0;
+}
+
 /**
  * Whether `bytes` more (and one upload) could be reserved now, without reserving or locking:
  * ByteQuotaExceeded when not. For a refusal before anything is read; the reservation itself
@@ -173,7 +180,7 @@ export async function reserveBytes(
  */
 export async function checkBytes(db: Queryable, r: { tenantId: string; key: string; bytes: number }): Promise<void> {
   const quotas = await findByteQuotas(db, r.tenantId);
-  if (!quotas || !isLimited(quotas)) return;
+  if (!quotas || !isLimited(quotas) || (await keyHasUpload(db, r.tenantId, r.key))) return;
   const over = firstExceeded(quotas, await quotaStanding(db, r.tenantId, r.key), r.bytes);
   if (over) throw over;
 }
