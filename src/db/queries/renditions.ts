@@ -43,6 +43,32 @@ const SERVED = `r.pipeline = coalesce(u.pipeline, 'default') AND r.pipeline_vers
  * the tenant's maxStoredBytes first (ByteQuotaExceeded: nothing recorded).
  */
 export async function insertRenditionIfAbsent(pool: Pool, r: NewRendition): Promise<boolean> {
+  const values = [
+    r.upload_id,
+    r.name,
+    r.storage_key,
+    r.content_type,
+    r.bytes,
+    r.companion_bytes,
+    r.width,
+    r.height,
+    r.duration_ms,
+    r.pipeline,
+    r.pipeline_version,
+  ];
+  const insert = `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, companion_bytes, width, height, duration_ms, pipeline, pipeline_version)`;
+  const conflict = 'ON CONFLICT (upload_id, pipeline, pipeline_version, name) DO NOTHING';
+  // A tenant without maxStoredBytes: one statement (the upload share-locked while it runs).
+  const quick = await pool.query<{ limited: boolean }>(
+    `WITH live AS (SELECT t.max_stored_bytes IS NOT NULL AS limited FROM uploads u JOIN tenants t ON t.id = u.tenant_id
+                    WHERE u.id = $1 AND u.deleted_at IS NULL FOR SHARE OF u),
+          ins AS (${insert} SELECT $1::uuid, $2::text, $3::text, $4::text, $5::bigint, $6::bigint, $7::int, $8::int, $9::int, $10::text, $11::int FROM live WHERE NOT live.limited ${conflict} RETURNING 1)
+     SELECT limited FROM live`,
+    values,
+  );
+  const found = quick.rows[0];
+  if (!found) return false;
+  if (!found.limited) return true;
   return withTransaction(pool, async (tx) => {
     const live = await tx.query('SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL FOR SHARE', [r.upload_id]);
     if (!live.rowCount) return false;
@@ -52,24 +78,7 @@ export async function insertRenditionIfAbsent(pool: Pool, r: NewRendition): Prom
     );
     if (there.rowCount) return true;
     await checkDerivedBytes(tx, r.upload_id, r.bytes + r.companion_bytes);
-    await tx.query(
-      `INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes, companion_bytes, width, height, duration_ms, pipeline, pipeline_version)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-       ON CONFLICT (upload_id, pipeline, pipeline_version, name) DO NOTHING`,
-      [
-        r.upload_id,
-        r.name,
-        r.storage_key,
-        r.content_type,
-        r.bytes,
-        r.companion_bytes,
-        r.width,
-        r.height,
-        r.duration_ms,
-        r.pipeline,
-        r.pipeline_version,
-      ],
-    );
+    await tx.query(`${insert} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ${conflict}`, values);
     return true;
   });
 }
