@@ -3,7 +3,7 @@
 // checked, then the rows switched in one transaction, so reads follow the row and never
 // find a missing or wrong byte); and deleting the sources a move left once nothing names them.
 import { createHash } from 'node:crypto';
-import { Transform } from 'node:stream';
+import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from '../src/db/pool';
@@ -25,6 +25,7 @@ import type { ObjectStore } from '../src/storage/store';
 import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
 import { inWindows } from '../src/temporal/in-windows';
 import { failureTypes } from '../src/temporal/names';
+import { metrics } from '../src/metrics';
 
 export interface StorageMoveActivityDeps {
   pool: Pool;
@@ -41,30 +42,50 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
     await store.delete(key);
   }
 
-  /** Copies one object, counting (and for the original hashing) the bytes on the way; what was written goes when they are not what the source holds. */
-  async function copyObject(from: string, to: string, expect?: { sha256: string; bytes: number }): Promise<number> {
-    const head = await store.head(from);
-    const source = head && (await store.get(from));
-    if (!head || !source) throw ApplicationFailure.nonRetryable(`object ${from} is missing`, failureTypes.objectMissing);
+  /** A pass-through that hashes and counts what goes by, heartbeating as it goes. */
+  function meter(object: string) {
     const hash = createHash('sha256');
-    let bytes = 0;
+    const seen = { bytes: 0, sha256: () => hash.digest('hex') };
     let beat = 0;
-    const meter = new Transform({
+    const stream = new Transform({
       transform(chunk: Buffer, _enc, done) {
         hash.update(chunk);
-        bytes += chunk.length;
-        if (bytes - beat >= BEAT_BYTES) {
-          beat = bytes;
-          Context.current().heartbeat({ object: from, bytes });
+        seen.bytes += chunk.length;
+        if (seen.bytes - beat >= BEAT_BYTES) {
+          beat = seen.bytes;
+          Context.current().heartbeat({ object, bytes: seen.bytes });
         }
         done(null, chunk);
       },
     });
-    const piped = pipeline(source, meter).catch((err: unknown) => err);
-    await store.put(to, meter, { contentType: 'application/octet-stream', contentLength: head.bytes });
-    const failed = await piped;
-    if (failed) throw failed;
-    const sha256 = hash.digest('hex');
+    return { stream, seen };
+  }
+
+  /**
+   * Copies one object and checks the copy: on one S3 service the store copies it itself and the
+   * copy is read back to be hashed; elsewhere it streams through, hashed on the way. A copy whose
+   * bytes are not the source's (or the recorded ones) is deleted and the move fails for good.
+   */
+  async function copyObject(from: string, to: string, expect?: { sha256: string; bytes: number }): Promise<number> {
+    const head = await store.head(from);
+    if (!head) throw ApplicationFailure.nonRetryable(`object ${from} is missing`, failureTypes.objectMissing);
+    const m = meter(from);
+    if (await store.copyWithin?.(from, to, head.bytes)) {
+      const copy = await store.get(to);
+      if (!copy) throw new Error(`the copy of ${from} at ${to} is not there`);
+      await pipeline(copy, m.stream, new Writable({ write: (_chunk, _enc, done) => done() }));
+      metrics.storageCopies.inc({ mode: 'server' });
+    } else {
+      const source = await store.get(from);
+      if (!source) throw ApplicationFailure.nonRetryable(`object ${from} is missing`, failureTypes.objectMissing);
+      const piped = pipeline(source, m.stream).catch((err: unknown) => err);
+      await store.put(to, m.stream, { contentType: 'application/octet-stream', contentLength: head.bytes });
+      const failed = await piped;
+      if (failed) throw failed;
+      metrics.storageCopies.inc({ mode: 'streamed' });
+    }
+    const { bytes } = m.seen;
+    const sha256 = m.seen.sha256();
     if (bytes !== head.bytes || (expect && (sha256 !== expect.sha256 || bytes !== expect.bytes))) {
       await store.delete(to);
       throw ApplicationFailure.nonRetryable(

@@ -55,6 +55,12 @@ export const metrics = {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   }),
+  storageCopies: new Counter({
+    name: 'oncely_storage_copies_total',
+    help: 'Objects a storage migration copied: by the store itself (server, one S3 service) or streamed through the worker',
+    labelNames: ['mode'] as const,
+    registers: [registry],
+  }),
   uploadsCommitted: new Counter({
     name: 'oncely_uploads_committed_total',
     help: 'Records transactions by result (created, rejected)',

@@ -5,6 +5,10 @@
 import type { Readable } from 'node:stream';
 import { addressOn, parseAddress } from './address';
 import type { ObjectPresigner, ObjectStore, PutOptions, SignedRequest, StoredObject } from './store';
+import { S3Store } from './s3-store';
+
+/** The largest object one CopyObject copies. */
+const S3_COPY_LIMIT = 5 * 1024 ** 3;
 
 /** A registered target's store and the prefix its keys live under in its bucket. */
 export interface TargetStore {
@@ -102,6 +106,14 @@ export class RoutedStore implements ObjectStore {
     if (address === undefined) return this.defaultStore.abortStaleMultipartUploads(olderThan);
     const at = await this.locate(address);
     return at.store.abortStaleMultipartUploads(olderThan, at.key);
+  }
+
+  async copyWithin(from: string, to: string, bytes: number): Promise<boolean> {
+    if (bytes > S3_COPY_LIMIT) return false;
+    const [a, b] = await Promise.all([this.locate(from), this.locate(to)]);
+    if (!(a.store instanceof S3Store) || !(b.store instanceof S3Store) || !b.store.sameServiceAs(a.store)) return false;
+    await b.store.copyFrom(a.store, a.key, b.key);
+    return true;
   }
 
   async setLegalHold(address: string, on: boolean): Promise<boolean> {

@@ -5,6 +5,7 @@
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
@@ -278,6 +279,31 @@ export class S3Store implements ObjectStore {
 
   async probe(): Promise<void> {
     await this.client.send(new HeadBucketCommand({ Bucket: this.opts.bucket }));
+  }
+
+  /** Whether `other` reaches the same S3 service with the same credentials (so one can copy from the other's bucket). */
+  sameServiceAs(other: S3Store): boolean {
+    const a = this.opts;
+    const b = other.opts;
+    return (
+      a.endpoint === b.endpoint &&
+      a.region === b.region &&
+      a.forcePathStyle === b.forcePathStyle &&
+      a.accessKeyId === b.accessKeyId &&
+      a.secretAccessKey === b.secretAccessKey
+    );
+  }
+
+  /** Copies an object of `source`'s bucket here, inside the service (CopyObject: at most 5 GiB). */
+  async copyFrom(source: S3Store, fromKey: string, toKey: string): Promise<void> {
+    await this.client.send(
+      new CopyObjectCommand({
+        Bucket: this.opts.bucket,
+        Key: toKey,
+        CopySource: `${source.opts.bucket}/${encodeURIComponent(fromKey).replaceAll('%2F', '/')}`,
+        ...sseParams(this.opts.encryption),
+      }),
+    );
   }
 
   /** Whether the bucket has Object Lock (asked once; a failed ask is asked again). */

@@ -55,6 +55,11 @@ export interface ObjectStore {
   setLegalHold?(key: string, on: boolean): Promise<boolean>;
   /** Whether the store holds the object (undefined: its bucket has no Object Lock, or the object is missing). */
   legalHoldOf?(key: string): Promise<boolean | undefined>;
+  /**
+   * Copies `from` to `to` inside the store when it can (both on one S3 service, within a single
+   * CopyObject's 5 GiB): true when it did, false when the bytes must stream through instead.
+   */
+  copyWithin?(from: string, to: string, bytes: number): Promise<boolean>;
   /** Throws when the store cannot be reached (for /readyz). */
   probe(): Promise<void>;
   /**
