@@ -28,6 +28,8 @@ export function targetStore(row: StorageTargetRow, box: SecretBox, settings: Tar
     accessKeyId: row.access_key_id,
     secretAccessKey: box.open(row.secret_access_key, storageTargetSecretContext(row.id)),
     ...settings,
+    // Its own encryption, else the instance's.
+    ...(row.encryption ? { encryption: row.encryption } : {}),
   });
 }
 

@@ -36,6 +36,7 @@ export function targetView(t: TargetView): z.infer<typeof StorageTarget> {
     forcePathStyle: r.force_path_style,
     accessKeyIdHint: `…${r.access_key_id.slice(-4)}`,
     residency: r.residency,
+    encryption: r.encryption,
     default: t.isDefault,
     credentialsVersion: r.version,
     createdAt: r.created_at.toISOString(),

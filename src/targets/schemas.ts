@@ -12,6 +12,15 @@ export const StorageTargetName = z
   .regex(/^[a-z0-9][a-z0-9._-]{0,62}$|^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "a storage target's name or id")
   .openapi({ description: "A registered storage target's name or id (absent: the tenant's default).", example: 'eu-archive' });
 
+const TargetEncryption = z
+  .object({
+    sse: z.enum(['AES256', 'aws:kms']).openapi({ description: '`AES256` (SSE-S3) or `aws:kms` (SSE-KMS).' }),
+    kmsKeyId: z.string().min(1).max(2048).optional().openapi({ description: "SSE-KMS's key (absent: the bucket's default, aws/s3)." }),
+  })
+  .strict()
+  .refine((e) => e.sse === 'aws:kms' || e.kmsKeyId === undefined, 'kmsKeyId goes with sse aws:kms')
+  .openapi('StorageTargetEncryption');
+
 export const CreateStorageTarget = z
   .object({
     name: Label.openapi({ description: 'What uploads name it by (`storageTarget`).', example: 'eu-archive' }),
@@ -38,6 +47,9 @@ export const CreateStorageTarget = z
       example: 'eu',
     }),
     default: z.boolean().default(false).openapi({ description: "Make it the tenant's default target." }),
+    encryption: TargetEncryption.optional().openapi({
+      description: "Server-side encryption asked for on every object written to it; absent: the instance's (S3_SSE).",
+    }),
   })
   .strict()
   .openapi('CreateStorageTarget');
@@ -67,6 +79,10 @@ export const StorageTarget = z
     forcePathStyle: z.boolean(),
     accessKeyIdHint: z.string().openapi({ description: "The access key id's last four characters." }),
     residency: z.string().nullable(),
+    encryption: z
+      .object({ sse: z.enum(['AES256', 'aws:kms']), kmsKeyId: z.string().optional() })
+      .nullable()
+      .openapi({ description: "Its own server-side encryption; null: the instance's (S3_SSE)." }),
     default: z.boolean(),
     credentialsVersion: z.number().int().openapi({ description: 'Goes up with each change of credentials.' }),
     createdAt: z.string(),

@@ -58,6 +58,7 @@ export class StorageTargets {
       access_key_id: body.accessKeyId,
       secret_access_key: box.seal(body.secretAccessKey, storageTargetSecretContext(id)),
       residency: body.residency ?? null,
+      encryption: body.encryption ?? null,
       version: 1,
       created_at: new Date(),
       updated_at: new Date(),

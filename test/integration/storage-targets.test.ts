@@ -93,6 +93,8 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     expect(noBucket.json.detail).toContain('HTTP 404');
     const badBody = await register(targetBody({ endpoint: 'ftp://x', prefix: '/abs/' }));
     expect([badBody.status, badBody.json.error]).toEqual([400, 'body_invalid']);
+    for (const encryption of [{ sse: 'rot13' }, { sse: 'AES256', kmsKeyId: 'k' }, { kms: 'x' }])
+      expect((await register(targetBody({ encryption }))).json.error, JSON.stringify(encryption)).toBe('body_invalid');
     expect((await call('GET', '/v1/storage-targets')).json).toEqual({ data: [], nextCursor: null, defaultTarget: null, residency: null });
 
     const key = `tgt-${randomUUID()}`;
@@ -104,6 +106,7 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
       bucket,
       prefix: 'oncely/',
       residency: 'eu',
+      encryption: null,
       default: false,
       credentialsVersion: 1,
       accessKeyIdHint: `…${CREDS.accessKeyId.slice(-4)}`,
@@ -420,11 +423,13 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     const created = await call(
       'POST',
       `/admin/tenants/${other.tenantId}/storage-targets`,
-      targetBody({ name: 'op-made', prefix: 'op/' }),
+      targetBody({ name: 'op-made', prefix: 'op/', encryption: { sse: 'aws:kms', kmsKeyId: 'tenant-key' } }),
       { 'idempotency-key': randomUUID() },
       ADMIN,
     );
     expect(created.status, created.text).toBe(201);
+    // Its own encryption, shown (every write to it asks for it: test/unit/s3-encryption.test.ts).
+    expect(created.json.encryption).toEqual({ sse: 'aws:kms', kmsKeyId: 'tenant-key' });
     const listed = await call('GET', '/v1/storage-targets', undefined, {}, other.apiKey);
     expect(listed.json.data.map((t: { id: string }) => t.id)).toEqual([created.json.id]);
     expect((await call('GET', `/admin/tenants/${randomUUID()}/storage-targets`, undefined, {}, ADMIN)).status).toBe(404);

@@ -8,6 +8,10 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { S3Store } from '../../src/storage/s3-store';
 import type { S3Encryption } from '../../src/storage/s3-encryption';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { SecretBox, storageTargetSecretContext } from '../../src/secret-box';
+import { targetStore } from '../../src/targets/directory';
+import type { StorageTargetRow } from '../../src/db/queries/storage-targets';
 
 interface Seen {
   method: string;
@@ -101,4 +105,38 @@ it('asks for SSE-S3 without a key id, and for nothing when S3_SSE is unset', asy
     expiresSeconds: 60,
   });
   expect(Object.keys(put.headers).some((h) => h.startsWith('x-amz-server-side'))).toBe(false);
+});
+
+it("a storage target's store asks for its own encryption, else the instance's", async () => {
+  const box = new SecretBox(randomBytes(32));
+  const row = (encryption: S3Encryption | null): StorageTargetRow => ({
+    id: randomUUID(),
+    tenant_id: randomUUID(),
+    name: 'target',
+    endpoint,
+    bucket: 'b',
+    region: 'us-east-1',
+    prefix: '',
+    force_path_style: true,
+    access_key_id: 'id',
+    secret_access_key: '',
+    residency: null,
+    encryption,
+    version: 1,
+    created_at: new Date(),
+    updated_at: new Date(),
+    deleted_at: null,
+  });
+  const sealed = (r: StorageTargetRow) => ({ ...r, secret_access_key: box.seal('secret', storageTargetSecretContext(r.id)) });
+  const settings = { partSizeBytes: 5 * 1024 * 1024, queueSize: 1, singlePutMaxBytes: 1024 * 1024, encryption: { sse: 'AES256' as const } };
+  for (const [encryption, expected] of [
+    [{ sse: 'aws:kms', kmsKeyId: 'target-key' }, ['aws:kms', 'target-key']],
+    [null, ['AES256', undefined]],
+  ] as const) {
+    seen.splice(0);
+    const store = targetStore(sealed(row(encryption)), box, settings);
+    await store.put('k', Readable.from([Buffer.alloc(10)]), { contentType: 'text/plain', contentLength: 10 });
+    expect(sse(seen.at(-1)!)).toEqual(expected);
+    store.destroy();
+  }
 });

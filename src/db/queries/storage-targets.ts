@@ -1,5 +1,6 @@
 // Storage targets (migration 038): a tenant's registered buckets, its default and required
 // residency, and whether anything still lives on a target.
+import type { S3Encryption } from '../../storage/s3-encryption';
 import type { Queryable } from '../pool';
 import { pageInCreationOrder, type ListPosition } from './keyset';
 
@@ -16,6 +17,8 @@ export interface StorageTargetRow {
   /** Sealed (src/secret-box.ts, context storageTargetSecretContext). */
   secret_access_key: string;
   residency: string | null;
+  /** Its own server-side encryption; null: the instance's (S3_SSE). */
+  encryption: S3Encryption | null;
   version: number;
   created_at: Date;
   updated_at: Date;
@@ -23,14 +26,14 @@ export interface StorageTargetRow {
 }
 
 const COLUMNS =
-  'id, tenant_id, name, endpoint, bucket, region, prefix, force_path_style, access_key_id, secret_access_key, residency, version, created_at, updated_at, deleted_at';
+  'id, tenant_id, name, endpoint, bucket, region, prefix, force_path_style, access_key_id, secret_access_key, residency, encryption, version, created_at, updated_at, deleted_at';
 
 export type NewStorageTarget = Omit<StorageTargetRow, 'version' | 'created_at' | 'updated_at' | 'deleted_at'>;
 
 export async function insertStorageTarget(tx: Queryable, t: NewStorageTarget): Promise<StorageTargetRow> {
   const res = await tx.query<StorageTargetRow>(
-    `INSERT INTO storage_targets (id, tenant_id, name, endpoint, bucket, region, prefix, force_path_style, access_key_id, secret_access_key, residency)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
+    `INSERT INTO storage_targets (id, tenant_id, name, endpoint, bucket, region, prefix, force_path_style, access_key_id, secret_access_key, residency, encryption)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
     [
       t.id,
       t.tenant_id,
@@ -43,6 +46,7 @@ export async function insertStorageTarget(tx: Queryable, t: NewStorageTarget): P
       t.access_key_id,
       t.secret_access_key,
       t.residency,
+      t.encryption && JSON.stringify(t.encryption),
     ],
   );
   return res.rows[0]!;
