@@ -7,7 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { sweepReservations } from '../../src/db/queries/byte-quotas';
+import { ByteQuotaExceeded, checkBytes, reserveBytes, sweepReservations } from '../../src/db/queries/byte-quotas';
 import { keyStoragePrefix } from '../../src/temporal/ids';
 import { postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
@@ -172,6 +172,16 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     expect((await upload(t.apiKey, first, firstKey)).status).toBe(201);
     const again = await call('POST', '/v1/tus', t.apiKey, undefined, creation);
     expect([again.status, again.headers.get('location'), again.headers.get('idempotent-replayed')]).toEqual([201, location, 'true']);
+    // Whichever door admits it, a key that made its upload is not refused and reserves nothing; a new key is refused.
+    const pool = stack.runtime.pool;
+    for (const key of [firstKey, tusKey]) {
+      await reserveBytes(pool, { tenantId: t.tenantId, key, bytes: 50_000, ttlSeconds: 60 });
+      await checkBytes(pool, { tenantId: t.tenantId, key, bytes: 50_000 });
+    }
+    expect(await reservations(t.tenantId)).toBe(0);
+    await expect(
+      reserveBytes(pool, { tenantId: t.tenantId, key: `q-new-${randomUUID()}`, bytes: 1, ttlSeconds: 60 }),
+    ).rejects.toBeInstanceOf(ByteQuotaExceeded);
 
     const standing = await quotas(t.apiKey);
     expect(standing.usage).toMatchObject({ storedBytes: 100_000, uploadsThisMonth: 3, ingressBytesThisMonth: 100_000, reservedBytes: 0 });
