@@ -185,7 +185,10 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     expect(await page.locator('table.uploads tbody tr').count()).toBe(1);
     // A variant made through a preset (the tenant serves option strings only through signed URLs): shown with its preview.
     expect((await api('POST', '/v1/image-presets', { name: 'console-small', spec: 'w_16,f_png' }, randomUUID())).status).toBe(201);
-    expect((await api('GET', `/v1/uploads/${pictureId}/images/console-small`)).status).toBe(200);
+    const rendered = await fetch(`${stack.url}/v1/uploads/${pictureId}/images/console-small`, {
+      headers: { authorization: `Bearer ${owner.apiKey}` },
+    });
+    expect([rendered.status, (await rendered.arrayBuffer()).byteLength > 0]).toEqual([200, true]);
     await page.click('a:has-text("sunset-beach.png")');
     await page.waitForURL(new RegExp(`/console/uploads/${pictureId}$`));
     expect(await page.textContent('h1')).toBe('sunset-beach.png');
