@@ -46,6 +46,19 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
   const setQuotas = (tenantId: string, body: unknown) => call('PATCH', `/admin/tenants/${tenantId}/quotas`, ADMIN, body);
   const quotas = async (apiKey: string) => (await call('GET', '/v1/quotas', apiKey)).json;
   const upload = (apiKey: string, body: Buffer, key = `q-${randomUUID()}`) => postUpload(stack.url, { apiKey, key, body });
+  /** A tus upload's whole body in one PATCH from offset 0, answered once committed. */
+  const tusWhole = (apiKey: string, location: string, body: Buffer) =>
+    fetch(new URL(location, stack.url), {
+      method: 'PATCH',
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'tus-resumable': '1.0.0',
+        'upload-offset': '0',
+        'content-type': 'application/offset+octet-stream',
+        prefer: 'wait=30',
+      },
+      body,
+    });
   const stored = (tenantId: string, key: string) => listKeys(stack.runtime.store, keyStoragePrefix(tenantId, key));
   const reservations = async (tenantId: string) =>
     (await stack.runtime.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM quota_reservations WHERE tenant_id = $1', [tenantId]))
@@ -153,17 +166,7 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     const created = await call('POST', '/v1/tus', t.apiKey, undefined, creation);
     expect(created.status, created.text).toBe(201);
     const location = created.headers.get('location')!;
-    const patched = await fetch(new URL(location, stack.url), {
-      method: 'PATCH',
-      headers: {
-        authorization: `Bearer ${t.apiKey}`,
-        'tus-resumable': '1.0.0',
-        'upload-offset': '0',
-        'content-type': 'application/offset+octet-stream',
-        prefer: 'wait=30',
-      },
-      body: randomBytes(10_000),
-    });
+    const patched = await tusWhole(t.apiKey, location, randomBytes(10_000));
     expect(patched.status).toBe(204);
     const one = await upload(t.apiKey, randomBytes(1));
     expect(one.status).toBe(413);
@@ -322,16 +325,7 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
           'idempotency-key': key,
         });
         if (created.status !== 201) return created.status;
-        const patched = await fetch(new URL(created.headers.get('location')!, stack.url), {
-          method: 'PATCH',
-          headers: {
-            authorization: `Bearer ${t.apiKey}`,
-            'tus-resumable': '1.0.0',
-            'upload-offset': '0',
-            'content-type': 'application/offset+octet-stream',
-          },
-          body,
-        });
+        const patched = await tusWhole(t.apiKey, created.headers.get('location')!, body);
         return patched.status === 204 ? 201 : patched.status;
       }),
     );
