@@ -343,6 +343,19 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.goto(`${stack.url}/console/events`);
     expect(await page.locator('h2:has-text("Failed deliveries") + *').count()).toBe(1);
     await accessible(page, 'events');
+    // Recovering an endpoint's failed events: its own page shows the counts, refreshed until it is done.
+    await page.locator('.endpoints button:has-text("Redeliver failed events")').first().click();
+    await page.waitForURL(/\/console\/endpoints\/[0-9a-f-]+\/recovery\?id=recover%2F.*notice=recovering/);
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          return page.textContent('.facts');
+        },
+        { timeout: 30_000 },
+      )
+      .toMatch(/completed[\s\S]*Found/);
+    await accessible(page, 'recovery');
     const minted = await api('POST', '/v1/upload-tokens', { expiresInSeconds: 600, subject: 'user-42', maxUploads: 3 }, randomUUID());
     expect(minted.status).toBe(201);
     const tokens = await api('GET', '/v1/upload-tokens?limit=100');

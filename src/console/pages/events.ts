@@ -1,9 +1,9 @@
 // The event log with failed deliveries first, one event's page, and redelivery and recovery.
 import type { Hono } from 'hono';
-import { act, html, noticeOf, problemPage, tenantOnly, type ConsoleDeps, type ConsoleEnv } from '../respond';
+import { act, html, noticeOf, problemPage, tenantOnly, type C, type ConsoleDeps, type ConsoleEnv } from '../respond';
 import { may } from '../views/kit';
 import { liveStream } from './live';
-import { eventPage, eventsPage, type Endpoint, type EventSummary } from '../views/events';
+import { eventPage, eventsPage, recoveryPage, type Endpoint, type EventSummary, type Recovery } from '../views/events';
 import type { EventDetail } from '../views/upload';
 
 export function eventPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
@@ -56,11 +56,36 @@ export function eventPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
   );
   app.post('/endpoints/:id/recover', (c) =>
     act(c, async (caller, once, form) => {
-      await api.json(caller, 'POST', `/v1/webhook-endpoints/${encodeURIComponent(c.req.param('id'))}/recover`, {
+      const started = await api.json<Recovery>(caller, 'POST', `/v1/webhook-endpoints/${encodeURIComponent(c.req.param('id'))}/recover`, {
         idempotencyKey: once,
         body: { since: typeof form.since === 'string' ? form.since : new Date(Date.now() - 86_400_000).toISOString() },
       });
-      return '/console/events?notice=recovering';
+      return `${recoveryPath(started)}&notice=recovering`;
     }),
   );
+  // A recovery's progress: its counts, refreshed while it runs.
+  const recoveryOf = (c: C) =>
+    api.get<Recovery>(
+      tenantOnly(c),
+      `/v1/webhook-endpoints/${encodeURIComponent(c.req.param('id')!)}/recoveries/${encodeURIComponent(c.req.query('id') ?? '')}`,
+    );
+  app.get('/endpoints/:id/recovery', async (c) => {
+    try {
+      const recovery = await recoveryOf(c);
+      return html(c, recoveryPage(tenantOnly(c), { recovery, live: recoveryPath(recovery, '/live'), notice: noticeOf(c) }));
+    } catch (err) {
+      return problemPage(c, err);
+    }
+  });
+  app.get('/endpoints/:id/recovery/live', (c) =>
+    liveStream(c, 1000, async () => {
+      const r = await recoveryOf(c);
+      return `${r.found}/${r.delivered}/${r.failed}/${r.done}`;
+    }),
+  );
+}
+
+/** The console's page of a recovery (its id holds slashes: it goes in the query). */
+function recoveryPath(r: Pick<Recovery, 'endpointId' | 'recoveryId'>, suffix = ''): string {
+  return `/console/endpoints/${r.endpointId}/recovery${suffix}?id=${encodeURIComponent(r.recoveryId)}`;
 }

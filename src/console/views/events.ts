@@ -1,7 +1,7 @@
 // The event log (failed deliveries first), one event's page, and the endpoints with their health.
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
-import { actionButton, badge, may, page, query, table, when, type Fragment } from './kit';
+import { actionButton, badge, facts, may, page, progress, query, table, when, type Fragment } from './kit';
 import { eventBlock, type EventDetail } from './upload';
 
 export interface EventSummary {
@@ -98,5 +98,36 @@ export function eventPage(caller: ConsoleCaller, p: { event: EventDetail; notice
         >.
       </p>
       ${eventBlock(caller, p.event)}`,
+  );
+}
+
+/** A recovery of an endpoint's failed deliveries (GET /v1/webhook-endpoints/{id}/recoveries/{recoveryId}). */
+export interface Recovery {
+  recoveryId: string;
+  endpointId: string;
+  since: string;
+  until: string;
+  found: number;
+  delivered: number;
+  failed: number;
+  done: boolean;
+}
+
+/** A recovery's progress, refreshed while it runs. */
+export function recoveryPage(caller: ConsoleCaller, p: { recovery: Recovery; live: string; notice?: string }): Fragment {
+  const r = p.recovery;
+  return page(
+    { title: 'Recovery', caller, current: '/console/events', notice: p.notice, live: r.done ? undefined : p.live },
+    html`<section aria-labelledby="recovery-h">
+      <h2 id="recovery-h">Redelivering the endpoint's failed events</h2>
+      ${facts([
+        ['State', badge(r.done ? 'completed' : 'running')],
+        ['Events failed between', html`${when(r.since)} and ${when(r.until)}`],
+        ['Found', r.found],
+        ['Delivered', progress(r.delivered, r.found, 'Delivered')],
+        ['Failed again', r.failed],
+      ])}
+      <p><a href="/console/events">Back to the events</a></p>
+    </section>`,
   );
 }

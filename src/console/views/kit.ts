@@ -173,3 +173,9 @@ export function table(p: { caption: string; showCaption?: boolean; columns: Colu
     </tbody>
   </table>`;
 }
+
+/** A bar of `done` out of `total`, with the figures beside it. */
+export function progress(done: number, total: number, label: string): Fragment {
+  return html`<progress max="${Math.max(total, 1)}" value="${done}" aria-label="${label}">${done} of ${total}</progress>
+    <span class="muted">${done} / ${total}</span>`;
+}

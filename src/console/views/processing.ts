@@ -2,7 +2,7 @@
 // batches with their progress and their controls.
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
-import { actionButton, badge, may, page, table, when, type Fragment } from './kit';
+import { actionButton, badge, may, page, progress, table, when, type Fragment } from './kit';
 
 export interface Pipeline {
   name: string;
@@ -37,11 +37,6 @@ export interface ImportBatch {
   skipped: number;
   pending: number;
   createdAt: string;
-}
-
-function progress(done: number, total: number, label: string): Fragment {
-  return html`<progress max="${Math.max(total, 1)}" value="${done}" aria-label="${label}">${done} of ${total}</progress>
-    <span class="muted">${done} / ${total}</span>`;
 }
 
 const OPEN = new Set(['listing', 'running', 'paused']);
