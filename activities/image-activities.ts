@@ -16,6 +16,7 @@ import type { Pool } from '../src/db/pool';
 import { ByteQuotaExceeded } from '../src/db/queries/byte-quotas';
 import { quotaRefusal } from '../src/upload/byte-quota';
 import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../src/db/queries/images';
+import { holdNewObjects } from '../src/record/holds';
 import { findUploadById } from '../src/db/queries/uploads';
 import { renderImage, UnrenderableImage } from '../src/images/render';
 import { newScratchDir } from '../src/media/scratch';
@@ -123,6 +124,7 @@ export function createImageActivities({ pool, store, presets, maxRenderCost }: I
         if (recorded.refused === 'deleted') throw gone();
         throw ApplicationFailure.nonRetryable(`the upload has ${a.maxVariants} variants`, failureTypes.imageVariantsFull);
       }
+      await holdNewObjects(pool, store, a.uploadId, [recorded.row.storage_key]);
       return imageVariantSummary(recorded.row);
     },
   };

@@ -36,6 +36,7 @@ import { announces, builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, typ
 import { renditionNames, type StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
+import { holdNewObjects } from '../src/record/holds';
 import type { SecretBox } from '../src/secret-box';
 import { failureTypes } from '../src/temporal/names';
 import type { WebhookActivities } from './webhook-activities';
@@ -232,6 +233,10 @@ export function createStepActivities(
         await discard();
         return;
       }
+      await holdNewObjects(pool, store, input.uploadId, [
+        storageKey,
+        ...(r.companions ?? []).map((c) => `${companions}${path.basename(c.file)}`),
+      ]);
       if (!kept.some((k) => k.name === r.name)) kept.push(rendition);
       beat();
     };

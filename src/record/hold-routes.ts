@@ -45,7 +45,7 @@ const placeRoute = createRoute({
     'While held, DELETE answers 409 `legal_hold`, retention and its own expiry skip it, and its tenant cannot be deleted. ' +
     'The same reason again changes nothing; another reason replaces it. Each change sends one `upload.hold_placed` event. ' +
     "Where the bucket has S3 Object Lock, the store's own legal hold is placed on the original and every rendition and variant (`storeHold: placed`), " +
-    'so the store itself refuses a delete that bypasses Oncely; the same request again places it on objects made since.',
+    'so the store itself refuses a delete that bypasses Oncely, and on those made while it is held as they are recorded; the same request again sets them again.',
   security: requires('uploads:hold'),
   request: { params: z.object({ id: Uuid }), body: jsonRequestBody(LegalHoldBody, { reason: 'Matter 2026-114' }) },
   responses: { 200: answer, ...holdProblems },

@@ -7,7 +7,7 @@
 import type { Pool, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { findEvent } from '../db/queries/events';
-import { heldElsewhere, lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
+import { heldElsewhere, isHeld, lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
 import type { ObjectStore } from '../storage/store';
 import { renditionPrefix } from '../storage/layout';
 import { numberedEventId, type EventType } from '../downstream/events';
@@ -76,6 +76,16 @@ function holdEvent(tenantId: string, row: HoldRow, changedBy: string): TimedEven
     timestamp,
     data: { uploadId: row.id, reason: row.hold_reason, changedBy, changedAt: timestamp },
   };
+}
+
+/**
+ * Objects written for an upload once it is recorded (a rendition, a variant) are held in the
+ * store too while the upload is held: a hold placed while they were written lists them only
+ * if they were there already, and this check, after the row, covers the other order.
+ */
+export async function holdNewObjects(pool: Queryable, store: ObjectStore, uploadId: string, keys: string[]): Promise<void> {
+  if (!store.setLegalHold || !(await isHeld(pool, uploadId))) return;
+  for (const key of keys) await store.setLegalHold(key, true);
 }
 
 /** The hold as the API shows it (null: not held). */

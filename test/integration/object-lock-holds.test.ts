@@ -85,6 +85,18 @@ describe('on a bucket with S3 Object Lock', () => {
     expect(placed.status).toBe(200);
     expect(placed.json).toMatchObject({ uploadId: id, legalHold: { reason: 'Matter 7' }, storeHold: 'placed' });
     for (const key of keys) expect(await storeHold(bucket, key)).toBe('ON');
+    // A variant made while it is held is held in the store too.
+    const later = `later-${id.slice(0, 8)}`;
+    expect((await call('POST', '/v1/image-presets', { name: later, spec: 'w_6,f_png' }, randomUUID())).status).toBe(201);
+    const made = await fetch(`${stack.url}/v1/uploads/${id}/images/${later}`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
+    expect(made.status).toBe(200);
+    await made.arrayBuffer();
+    const variantKeys = (await stack.runtime.pool.query('SELECT storage_key FROM image_variants WHERE upload_id = $1', [id])).rows.map(
+      (r) => parseAddress(r.storage_key as string).key,
+    );
+    expect(variantKeys).toHaveLength(2);
+    for (const key of variantKeys) expect(await storeHold(bucket, key)).toBe('ON');
+    keys.push(...variantKeys.filter((k) => !keys.includes(k)));
     // Someone with the bucket's credentials tries to delete around Oncely: the store refuses.
     for (const key of keys) expect(await bypassDelete(bucket, key)).not.toBe('deleted');
     for (const key of keys) expect(await exists(bucket, key)).toBe(true);

@@ -63,3 +63,9 @@ export async function heldElsewhere(db: Queryable, storageKey: string, uploadId:
   ]);
   return (res.rowCount ?? 0) > 0;
 }
+
+/** Whether the upload is under a legal hold now. */
+export async function isHeld(db: Queryable, uploadId: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM uploads WHERE id = $1 AND hold_reason IS NOT NULL', [uploadId]);
+  return (res.rowCount ?? 0) > 0;
+}
