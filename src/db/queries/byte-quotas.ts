@@ -147,7 +147,9 @@ export async function reserveBytes(
   const quick = await pool.query<{ unlimited: boolean }>(
     `WITH t AS (SELECT (${UNLIMITED}) AS unlimited FROM tenants WHERE id = $1),
           ins AS (INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at)
-                  SELECT $1::uuid, $2::text, $3::bigint, now() + make_interval(secs => $4::float8) FROM t WHERE t.unlimited ${onConflict} RETURNING 1)
+                  SELECT $1::uuid, $2::text, $3::bigint, now() + make_interval(secs => $4::float8) FROM t
+                   WHERE t.unlimited AND NOT EXISTS (SELECT 1 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2)
+                  ${onConflict} RETURNING 1)
      SELECT t.unlimited FROM t`,
     args,
   );
