@@ -177,8 +177,10 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
       for (const m of moved) {
         const keys = [m.source];
         if (m.derived) for await (const o of store.list(renditionPrefix(m.tenant_id, m.upload_id, m.source))) keys.push(o.key);
-        for (const key of keys) if (!(await addressReferenced(pool, key))) await eraseCopy(key);
-        Context.current().heartbeat(m.upload_id);
+        for (const key of keys) {
+          if (!(await addressReferenced(pool, key))) await eraseCopy(key);
+          Context.current().heartbeat(m.upload_id);
+        }
       }
       return moved.at(-1)?.upload_id ?? null;
     },

@@ -51,9 +51,11 @@ const batchMoves = proxyActivities<Activities>({
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 40 },
 });
+// A worker lost mid-page is noticed by the missed heartbeat, not after the whole page's bound.
 const releases = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '5 seconds', maximumInterval: '5 minutes' },
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute' },
 });
 
 /** Uploads whose original is at most this are moved a page at a time, in one activity. */
