@@ -6,10 +6,13 @@ import { createHash } from 'node:crypto';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Pool } from '../src/db/pool';
+import { withTransaction, type Pool } from '../src/db/pool';
+import { recordEvent } from '../src/db/queries/events';
 import {
   addressReferenced,
+  findMigration,
   migrationPage,
+  migrationProgress,
   movedSources,
   moveSource,
   recordMigrationItems,
@@ -19,7 +22,10 @@ import {
   type MigrationOutcome,
   type StorageMigrationRow,
 } from '../src/db/queries/storage-migrations';
+import { eventBody, eventId } from '../src/downstream/events';
+import { eventOfPayload, type TimedEvent } from '../src/record/announce';
 import { addressOn, parseAddress } from '../src/storage/address';
+import { migrationView } from '../src/targets/migration-view';
 import { renditionPrefix } from '../src/storage/layout';
 import type { ObjectStore } from '../src/storage/store';
 import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
@@ -112,6 +118,27 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
 
     async setMigrationState(a: { migrationId: string; state: StorageMigrationRow['state'] }): Promise<void> {
       await setMigrationState(pool, a.migrationId, a.state);
+    },
+
+    /**
+     * Ends the migration and records the event announcing it (its final counts) in one
+     * transaction; a retry finds both and answers the event as first recorded.
+     */
+    async finishMigration(a: { migrationId: string; tenantId: string; cancelled: boolean }): Promise<TimedEvent | null> {
+      return withTransaction(pool, async (tx) => {
+        await setMigrationState(tx, a.migrationId, a.cancelled ? 'cancelled' : 'completed');
+        const row = await findMigration(tx, a.tenantId, a.migrationId);
+        if (!row) return null;
+        const type = row.state === 'cancelled' ? 'storage_migration.cancelled' : 'storage_migration.completed';
+        const { id, ...view } = migrationView(row, await migrationProgress(tx, row.id));
+        const event = { id: eventId(id, type), type, data: { migrationId: id, ...view } } as const;
+        const payload = await recordEvent(
+          tx,
+          { id: event.id, tenant_id: a.tenantId, upload_id: null, type, payload: eventBody(event, new Date().toISOString()) },
+          { afterTombstone: false },
+        );
+        return payload === undefined ? null : eventOfPayload(event.id, a.tenantId, null, payload);
+      });
     },
 
     /**

@@ -43,7 +43,7 @@ const FLOORS = [
   [
     4,
     'the upload path and its services',
-    /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials|targets\/(placement|directory|stores|probe))\.ts$/,
+    /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials|targets\/(placement|directory|stores|probe|migration-view))\.ts$/,
   ],
   [3, 'Temporal, the payload codec, telemetry', /^src\/(telemetry|temporal|codec)\//],
   [2, 'database and object stores', /^src\/(db|storage)\//],

@@ -181,8 +181,9 @@ export async function audit(pool: Pool, store: ObjectStore, opts: AuditOptions =
   for (const d of await suspiciousDeliveries(pool)) violations.push(`webhook: ${d.event_id} (upload ${d.upload_id}): ${d.problem}`);
   const deliveries = await allDeliveries(pool);
   for (const d of deliveries) {
-    if (!isDerivedEventId(d.event_id, d.upload_id, d.event_type as EventType))
-      violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.upload_id} ${d.event_type}`);
+    if (!d.subject_id) violations.push(`webhook: event ${d.event_id} names neither an upload nor a storage migration of its tenant`);
+    else if (!isDerivedEventId(d.event_id, d.subject_id, d.event_type as EventType))
+      violations.push(`webhook: event id ${d.event_id} is not the derived id for ${d.subject_id} ${d.event_type}`);
   }
   let unreferencedObjects = 0;
   for (const root of storeRoots(await allStorageTargetIds(pool)))

@@ -162,7 +162,8 @@ export function createApp(deps: AppDeps) {
     '/admin',
     adminTenantRoutes({ idempotency, pool, config, tenantDeletions, credentials: keyCache, placement: services.placement }),
   );
-  const storageTargets = storageTargetWing({ config, idempotency, temporal, placement: services.placement });
+  const webhookRetry = downstreamSettings(config).webhookRetry;
+  const storageTargets = storageTargetWing({ config, idempotency, temporal, placement: services.placement, webhookRetry });
   app.route('/admin', storageTargets.operator);
   const quotas = quotaWing({ pool });
   app.route('/admin', quotas.operator);
@@ -191,10 +192,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/uploads', uploadImageRoutes(images));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
-  app.route(
-    '/v1/uploads',
-    recordWing({ config, pool, temporal, webhookRetry: downstreamSettings(config).webhookRetry, idempotency, deletions, store }),
-  );
+  app.route('/v1/uploads', recordWing({ config, pool, temporal, webhookRetry, idempotency, deletions, store }));
   app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(

@@ -30,7 +30,12 @@ export const ListEventsQuery = z
   .strict();
 
 export const WebhookEventSummary = z
-  .object({ id: z.string(), type: z.string(), uploadId: Uuid, createdAt: z.string() })
+  .object({
+    id: z.string(),
+    type: z.string(),
+    uploadId: Uuid.nullable().openapi({ description: "The upload it is about; null for a storage migration's event." }),
+    createdAt: z.string(),
+  })
   .openapi('WebhookEventSummary');
 
 export const EventList = z.object({ items: z.array(WebhookEventSummary), nextCursor: z.string().nullable() }).openapi('EventList');

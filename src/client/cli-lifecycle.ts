@@ -102,7 +102,7 @@ export async function eventsCommand(o: ServerOptions & { failed: boolean; upload
   const page = await clientFor(o).listEvents({ deliveryFailed: o.failed || undefined, uploadId: o.upload, limit: Math.min(o.limit, 100) });
   if (o.json) return void console.log(JSON.stringify(page.items));
   const table = new Table({ head: ['event', 'type', 'upload', 'created'] });
-  for (const e of page.items) table.push([e.id, e.type, e.uploadId, e.createdAt]);
+  for (const e of page.items) table.push([e.id, e.type, e.uploadId ?? '', e.createdAt]);
   console.log(table.toString());
 }
 

@@ -1,5 +1,5 @@
-// The webhook events an upload produces: their types, their data and their deterministic ids.
-// Pure: workflows import this file.
+// The webhook events: their types, their data and their deterministic ids. Most are an
+// upload's; a storage migration announces its end. Pure: workflows import this file.
 import type { DownstreamInput } from './types';
 
 export type EventType =
@@ -10,7 +10,9 @@ export type EventType =
   | 'upload.updated'
   | 'upload.hold_placed'
   | 'upload.hold_released'
-  | 'upload.restored';
+  | 'upload.restored'
+  | 'storage_migration.completed'
+  | 'storage_migration.cancelled';
 
 /** Events an upload may send many of (one per version of its record, per change of its hold): their ids are numbered. */
 const NUMBERED: ReadonlySet<EventType> = new Set(['upload.updated', 'upload.hold_placed', 'upload.hold_released', 'upload.restored']);
@@ -19,7 +21,8 @@ export interface WebhookEvent {
   id: string;
   type: EventType;
   tenantId: string;
-  uploadId: string;
+  /** Null for an event that is not an upload's (a storage migration's: its id is in `data`). */
+  uploadId: string | null;
   data: Record<string, unknown>;
 }
 
@@ -50,13 +53,16 @@ export function numberedEventId(uploadId: string, type: EventType, n: number): s
   return `${eventId(uploadId, type)}_${n}`;
 }
 
-/** Whether `id` is one the upload's event of `type` is sent under (upload.updated: one per version). */
-export function isDerivedEventId(id: string, uploadId: string, type: EventType): boolean {
-  if (!NUMBERED.has(type)) return id === eventId(uploadId, type);
-  return new RegExp(`^${eventId(uploadId, type)}_[1-9][0-9]*$`).test(id);
+/** Whether `id` is one the subject's event of `type` is sent under (upload.updated: one per version). */
+export function isDerivedEventId(id: string, subjectId: string, type: EventType): boolean {
+  if (!NUMBERED.has(type)) return id === eventId(subjectId, type);
+  return new RegExp(`^${eventId(subjectId, type)}_[1-9][0-9]*$`).test(id);
 }
 
-/** Deterministic per upload and event type: every retry and replay sends the same id. */
-export function eventId(uploadId: string, type: EventType): string {
-  return `evt_${uploadId.replaceAll('-', '')}_${type.split('.')[1]}`;
+/**
+ * Deterministic per subject (the upload, or the migration) and event type: every retry and
+ * replay sends the same id. Subjects are UUIDs, so an upload's and a migration's never meet.
+ */
+export function eventId(subjectId: string, type: EventType): string {
+  return `evt_${subjectId.replaceAll('-', '')}_${type.split('.')[1]}`;
 }

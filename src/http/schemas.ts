@@ -235,6 +235,8 @@ export const EVENT_TYPES = [
   'upload.hold_placed',
   'upload.hold_released',
   'upload.restored',
+  'storage_migration.completed',
+  'storage_migration.cancelled',
 ] as const;
 
 export const WebhookEvent = z
@@ -245,7 +247,8 @@ export const WebhookEvent = z
       description:
         'The upload (as in GET /v1/uploads/{id}, with its `metadata` and `tags`); `upload.processed` adds processing and renditions; `upload.deleted` carries only `uploadId`, `reason`, `deletedAt` and `erasedAt`; ' +
         '`upload.updated` carries `uploadId`, the new `version` with its `metadata`, `tags`, `changedBy` and `changedAt`, and `previous` (the version it replaced); ' +
-        '`upload.hold_placed` and `upload.hold_released` carry `uploadId`, `reason`, `changedBy` and `changedAt`; `upload.restored` carries `uploadId` and `restoredAt`.',
+        '`upload.hold_placed` and `upload.hold_released` carry `uploadId`, `reason`, `changedBy` and `changedAt`; `upload.restored` carries `uploadId` and `restoredAt`; ' +
+        '`storage_migration.completed` and `storage_migration.cancelled` carry the migration as in GET /v1/storage-migrations/{id} (`migrationId` its id), its counts final.',
     }),
   })
   .openapi('WebhookEvent');

@@ -25,7 +25,7 @@ export async function writeEvent(tx: Queryable, e: TimedEvent): Promise<void> {
 }
 
 /** The event as written (for a retry of its change), from its recorded body. */
-export function eventOfPayload(id: string, tenantId: string, uploadId: string, payload: string): TimedEvent {
+export function eventOfPayload(id: string, tenantId: string, uploadId: string | null, payload: string): TimedEvent {
   const body = JSON.parse(payload) as { type: WebhookEvent['type']; timestamp: string; data: Record<string, unknown> };
   return { id, type: body.type, tenantId, uploadId, timestamp: body.timestamp, data: body.data };
 }
@@ -37,6 +37,6 @@ export async function announce(deps: AnnounceDeps, event: TimedEvent): Promise<v
     taskQueue: deps.taskQueue,
     args: [input],
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    staticSummary: `Announce ${event.type} (${event.id}) of upload ${event.uploadId}`,
+    staticSummary: `Announce ${event.type} (${event.id}) of ${event.uploadId ? `upload ${event.uploadId}` : 'its subject'}`,
   });
 }

@@ -3,7 +3,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Pool } from '../db/pool';
-import { migrationProgress, pageMigrations, type MigrationProgress, type StorageMigrationRow } from '../db/queries/storage-migrations';
+import { migrationProgress, pageMigrations } from '../db/queries/storage-migrations';
 import { dependency, problem } from '../errors';
 import type { AppEnv } from '../http/env';
 import { idempotentRoute, type IdempotentRouteOptions } from '../http/idempotent-route';
@@ -14,25 +14,8 @@ import { PageQuery, Uuid } from '../http/schemas';
 import { requires } from '../http/scopes';
 import type { BatchControl } from '../temporal/definitions';
 import type { StorageMigrations } from './migrations';
+import { migrationView } from './migration-view';
 import { CreateStorageMigration, StorageMigration, StorageMigrationList } from './schemas';
-
-function migrationView(row: StorageMigrationRow, progress: MigrationProgress) {
-  return {
-    id: row.id,
-    from: row.from_target,
-    to: row.to_target,
-    filter: row.filter as Record<string, unknown>,
-    state: row.state,
-    total: row.total,
-    moved: progress.moved,
-    skipped: progress.skipped,
-    failed: progress.failed,
-    bytesMoved: progress.bytesMoved,
-    failures: progress.failures,
-    createdAt: row.created_at.toISOString(),
-    finishedAt: row.finished_at?.toISOString() ?? null,
-  };
-}
 
 const answer = { description: 'The migration and its progress', content: { 'application/json': { schema: StorageMigration } } };
 

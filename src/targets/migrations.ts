@@ -18,6 +18,7 @@ import { dependency, problem } from '../errors';
 import { controlBatchUpdate, type BatchControl, type StorageMigrationInput } from '../temporal/definitions';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import type { Placement } from './placement';
+import type { WebhookRetrySchedule } from '../downstream/types';
 
 export class StorageMigrations {
   constructor(
@@ -27,6 +28,7 @@ export class StorageMigrations {
       taskQueue: string;
       placement: Pick<Placement, 'targetFor' | 'targetOrDefault'>;
       sourceGraceSeconds: number;
+      webhookRetry: WebhookRetrySchedule;
     },
   ) {}
 
@@ -57,6 +59,7 @@ export class StorageMigrations {
       to,
       concurrency: m.concurrency,
       sourceGraceSeconds: this.deps.sourceGraceSeconds,
+      webhookRetry: this.deps.webhookRetry,
     };
     try {
       await dependency('temporal_unavailable', () =>

@@ -4,6 +4,7 @@
 // its address (src/storage/routed-store.ts).
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
+import type { WebhookRetrySchedule } from '../downstream/types';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
 import { storageMigrationRoutes } from './migration-routes';
 import { StorageMigrations } from './migrations';
@@ -12,7 +13,13 @@ import { operatorStorageTargetRoutes, storageTargetRoutes } from './routes';
 import { targetClientSettings } from './stores';
 import { StorageTargets } from './targets';
 
-export function storageTargetWing(deps: { config: Config; idempotency: IdempotentRouteOptions; temporal: Client; placement: Placement }) {
+export function storageTargetWing(deps: {
+  config: Config;
+  idempotency: IdempotentRouteOptions;
+  temporal: Client;
+  placement: Placement;
+  webhookRetry: WebhookRetrySchedule;
+}) {
   const { config, idempotency } = deps;
   const targets = new StorageTargets({
     pool: idempotency.pool,
@@ -27,6 +34,7 @@ export function storageTargetWing(deps: { config: Config; idempotency: Idempoten
     taskQueue: config.TASK_QUEUE_UPLOADS,
     placement: deps.placement,
     sourceGraceSeconds: config.STORAGE_MIGRATION_SOURCE_GRACE_SECONDS ?? config.DOWNLOAD_URL_MAX_SECONDS,
+    webhookRetry: deps.webhookRetry,
   });
   return {
     /** Mount at /v1/storage-targets. */

@@ -258,6 +258,8 @@ export interface StorageMigrationInput {
   concurrency: number;
   /** How long a moved upload's source objects are kept (URLs signed before the move still read them). */
   sourceGraceSeconds: number;
+  /** The schedule the event at its end is delivered on (runs started before it was carried send none). */
+  webhookRetry?: WebhookRetrySchedule;
   /** Carried across continue-as-new. */
   after?: string | null;
   paused?: boolean;

@@ -98,6 +98,8 @@ export const patches = {
   reprocessStepWaitsForCancel: 'reprocess-step-waits-for-cancel',
   /** A storage migration moves its small uploads a page at a time in one activity. */
   migrationMovesSmallInBatches: 'migration-moves-small-in-batches',
+  /** A storage migration records and announces its end as an event. */
+  migrationAnnouncesItsEnd: 'migration-announces-its-end',
 } as const;
 
 export const failureTypes = {

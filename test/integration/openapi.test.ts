@@ -120,6 +120,8 @@ describe('the document', () => {
     expect(doc.info.description).toMatch(/24 h/);
     expect(doc.info.description).toMatch(/168 h/);
     expect(Object.keys(doc.webhooks).sort()).toEqual([
+      'storage_migration.cancelled',
+      'storage_migration.completed',
       'upload.completed',
       'upload.deleted',
       'upload.hold_placed',

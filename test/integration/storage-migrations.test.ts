@@ -2,7 +2,7 @@
 // tenant's target: every upload moved once, whole (original, renditions, variants), reads
 // following the row throughout, sources released, a second migration refused while one runs,
 // pause and resume, cancel, a target away during a migration, a deleted upload left alone,
-// and the move back.
+// the move back, and the event each migration's end sends (once, redeliverable).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -18,6 +18,7 @@ import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { serverPort } from '../support/ports';
 import { startVersity, versityBucket, type Versity } from '../support/versitygw';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 const CREDS = { accessKeyId: 'migration-owner', secretAccessKey: `migration-secret-${randomUUID()}` };
 
@@ -30,6 +31,7 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
   const bucket = `migrations-${kind}`;
   let bucketStore: S3Store;
   let targetId: string;
+  const receiver = new WebhookReceiver();
 
   beforeAll(async () => {
     versityPort = await serverPort();
@@ -47,8 +49,13 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     );
     expect(created.status, created.text).toBe(201);
     targetId = created.json.id;
+    await receiver.start();
+    const endpoint = await call('POST', '/v1/webhook-endpoints', { url: receiver.url });
+    expect(endpoint.status).toBe(201);
+    receiver.secret = endpoint.json.secret;
   });
   afterAll(async () => {
+    await receiver.stop();
     bucketStore?.destroy();
     await stack?.stop();
     await versity?.stop();
@@ -74,6 +81,9 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
       const m = (await call('GET', `/v1/storage-migrations/${id}`)).json;
       return m.state === 'completed' || m.state === 'cancelled' ? m : undefined;
     }, 120_000);
+  /** The event a migration's end sent, once delivered. */
+  const endEvent = (migrationId: string) =>
+    eventually(async () => receiver.received.find((r) => r.json?.data?.migrationId === migrationId && r.answered === 200), 60_000);
   const content = async (id: string) => {
     const res = await fetch(`${stack.url}/v1/uploads/${id}/content`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
     return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
@@ -127,6 +137,21 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     expect(await reads).toBeGreaterThan(0);
     expect(done).toMatchObject({ state: 'completed', moved: plain.length + 1, skipped: 0, failed: 0 });
     expect(done.bytesMoved).toBeGreaterThan(plain.reduce((s, u) => s + u.body.length, 0));
+
+    // Its end is announced once, signed, with the counts GET answers; kept in the event log with no upload.
+    const ended = await endEvent(started.json.id);
+    expect(ended.verified).toBe(true);
+    expect(ended.json.type).toBe('storage_migration.completed');
+    const { id: migrationId, ...view } = (await call('GET', `/v1/storage-migrations/${started.json.id}`)).json;
+    expect(ended.json.data).toEqual({ migrationId, ...view });
+    const logged = (await call('GET', '/v1/events?type=storage_migration.completed')).json.items;
+    expect(logged).toEqual([expect.objectContaining({ id: ended.id, uploadId: null })]);
+    expect((await call('GET', `/v1/events/${ended.id}`)).json.payload).toEqual(JSON.parse(ended.body));
+    // Sent again on request: the same webhook-id and bytes.
+    const again = await call('POST', `/v1/events/${ended.id}/redeliver`, {}, { prefer: 'wait=30' });
+    expect([again.status, Object.values(again.json.outcomes)]).toEqual([200, ['delivered']]);
+    const copies = receiver.received.filter((r) => r.id === ended.id);
+    expect(copies.map((r) => r.body)).toEqual([ended.body, ended.body]);
 
     for (const u of plain) {
       const got = (await call('GET', `/v1/uploads/${u.id}`)).json;
@@ -205,6 +230,12 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     const cancelled = await finished(back.json.id);
     expect(cancelled.state).toBe('cancelled');
     expect(cancelled.moved).toBeLessThan(cancelled.total);
+    const cancelledEvent = await endEvent(back.json.id);
+    expect(cancelledEvent.json).toMatchObject({
+      type: 'storage_migration.cancelled',
+      data: { state: 'cancelled', moved: cancelled.moved },
+    });
+    expect((await endEvent(first.json.id)).json).toMatchObject({ type: 'storage_migration.completed', data: { moved: done.total } });
     const report = await audit(stack.runtime.pool, stack.runtime.store, { keyRetentionSeconds: 3600 });
     expect(report.violations).toEqual([]);
   });

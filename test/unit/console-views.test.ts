@@ -6,6 +6,7 @@ import type { ConsoleCaller } from '../../src/console/sessions';
 import { uploadPage, type UploadDetail } from '../../src/console/views/upload';
 import { uploadsPage, sparkline } from '../../src/console/views/uploads';
 import { bytes } from '../../src/console/views/kit';
+import { eventPage, eventsPage } from '../../src/console/views/events';
 
 function caller(scopes: readonly Scope[] = SCOPES): ConsoleCaller {
   const now = new Date();
@@ -129,5 +130,23 @@ describe('console pages', () => {
     const svg = await render(sparkline([0, 1, 3, 0]));
     expect(svg).toContain('aria-label="4 uploads in the last 24 hours, at most 3 in one hour"');
     expect((/points="([^"]+)"/.exec(svg)?.[1] ?? '').split(' ')).toHaveLength(4);
+  });
+
+  it("shows an event that is not an upload's (a storage migration's end) without an upload link", async () => {
+    const ended = {
+      id: 'evt_2_completed',
+      type: 'storage_migration.completed',
+      uploadId: null,
+      createdAt: '2026-12-06T10:00:02.000Z',
+      payload: { data: { migrationId: '33333333-3333-4333-8333-333333333333<b>' } },
+      deliveries: [],
+      attempts: [],
+    };
+    const one = await render(eventPage(caller(), { event: ended }));
+    expect(one).toContain('Of storage migration <code>33333333-3333-4333-8333-333333333333&lt;b&gt;</code>');
+    expect(one).not.toContain('/console/uploads/');
+    const list = await render(eventsPage(caller(), { failed: [], items: [ended, event], nextCursor: null, endpoints: [] }));
+    expect(list).toContain('/console/events/evt_2_completed');
+    expect(list.match(/\/console\/uploads\//g)).toHaveLength(1);
   });
 });

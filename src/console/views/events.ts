@@ -7,7 +7,8 @@ import { eventBlock, type EventDetail } from './upload';
 export interface EventSummary {
   id: string;
   type: string;
-  uploadId: string;
+  /** Null: a storage migration's event. */
+  uploadId: string | null;
   createdAt: string;
 }
 
@@ -30,7 +31,11 @@ function eventTable(items: EventSummary[], caption: string): Fragment {
         html`<tr>
           <td><a href="/console/events/${e.id}">${e.type}</a></td>
           <td>
-            <a href="/console/uploads/${e.uploadId}"><code>${e.uploadId.slice(0, 8)}</code></a>
+            ${
+              e.uploadId
+                ? html`<a href="/console/uploads/${e.uploadId}"><code>${e.uploadId.slice(0, 8)}</code></a>`
+                : html`<span class="muted">none</span>`
+            }
           </td>
           <td>${when(e.createdAt)}</td>
         </tr>`,
@@ -94,8 +99,12 @@ export function eventPage(caller: ConsoleCaller, p: { event: EventDetail; notice
   return page(
     { title: `Event ${p.event.type}`, caller, current: '/console/events', notice: p.notice, error: p.error },
     html`<p>
-        Of upload <a href="/console/uploads/${p.event.uploadId}"><code>${p.event.uploadId}</code></a
-        >.
+        ${
+          p.event.uploadId
+            ? html`Of upload <a href="/console/uploads/${p.event.uploadId}"><code>${p.event.uploadId}</code></a
+                >.`
+            : html`Of storage migration <code>${String(p.event.payload?.data?.migrationId ?? '')}</code>.`
+        }
       </p>
       ${eventBlock(caller, p.event)}`,
   );

@@ -44,8 +44,9 @@ export interface EventAttempt {
 export interface EventDetail {
   id: string;
   type: string;
-  uploadId: string;
+  uploadId: string | null;
   createdAt: string;
+  payload?: { data?: Record<string, unknown> };
   deliveries: { endpointId: string; attempts: number; lastStatus: number | null; lastError: string | null; deliveredAt: string | null }[];
   attempts: EventAttempt[];
 }

@@ -167,16 +167,23 @@ export async function suspiciousDeliveries(db: Queryable): Promise<{ event_id: s
        FROM webhook_deliveries d JOIN uploads u ON u.id = d.upload_id WHERE u.tenant_id <> d.tenant_id
      UNION ALL
      SELECT min(event_id), upload_id, 'several event ids for one upload and event type'
-       FROM webhook_deliveries WHERE event_type NOT IN ('upload.updated', 'upload.hold_placed', 'upload.hold_released', 'upload.restored')
+       FROM webhook_deliveries WHERE upload_id IS NOT NULL
+        AND event_type NOT IN ('upload.updated', 'upload.hold_placed', 'upload.hold_released', 'upload.restored')
       GROUP BY upload_id, event_type HAVING count(DISTINCT event_id) > 1`,
   );
   return res.rows;
 }
 
+/** Every delivery with its event's subject: its upload, or the tenant's storage migration its id names (null: none). */
 export async function allDeliveries(
   db: Queryable,
-): Promise<{ event_id: string; upload_id: string; event_type: string; delivered: boolean }[]> {
-  const res = await db.query('SELECT event_id, upload_id, event_type, delivered_at IS NOT NULL AS delivered FROM webhook_deliveries');
+): Promise<{ event_id: string; subject_id: string | null; event_type: string; delivered: boolean }[]> {
+  const res = await db.query(
+    `SELECT d.event_id, coalesce(d.upload_id::text, m.id::text) AS subject_id, d.event_type, d.delivered_at IS NOT NULL AS delivered
+       FROM webhook_deliveries d
+       LEFT JOIN storage_migrations m
+         ON d.upload_id IS NULL AND m.tenant_id = d.tenant_id AND d.event_id LIKE 'evt\\_' || replace(m.id::text, '-', '') || '\\_%'`,
+  );
   return res.rows;
 }
 

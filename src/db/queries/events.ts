@@ -8,7 +8,8 @@ export type AttemptTrigger = 'automatic' | 'manual' | 'recover';
 export interface EventRow {
   id: string;
   tenant_id: string;
-  upload_id: string;
+  /** Null: not an upload's event (a storage migration's end). */
+  upload_id: string | null;
   type: string;
   payload: string;
   created_at: Date;
@@ -59,7 +60,7 @@ export async function findEvent(db: Queryable, tenantId: string, id: string): Pr
  */
 export async function claimDelivery(
   db: Queryable,
-  d: { eventId: string; endpointId: string; tenantId: string; uploadId: string; eventType: string; seconds: number; holder: string },
+  d: { eventId: string; endpointId: string; tenantId: string; uploadId: string | null; eventType: string; seconds: number; holder: string },
 ): Promise<{ claimed: false } | { claimed: true; delivered: boolean }> {
   const res = await db.query<{ delivered: boolean }>(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id, upload_id, event_type, sending_until, sending_holder)

@@ -73,7 +73,7 @@ export interface DeliveryRow {
   event_id: string;
   endpoint_id: string;
   tenant_id: string;
-  upload_id: string;
+  upload_id: string | null;
   event_type: string;
   attempts: number;
   last_status: number | null;
