@@ -84,7 +84,9 @@ function holdEvent(tenantId: string, row: HoldRow, changedBy: string): TimedEven
  * if they were there already, and this check, after the row, covers the other order.
  */
 export async function holdNewObjects(pool: Queryable, store: ObjectStore, uploadId: string, keys: string[]): Promise<void> {
-  if (!store.setLegalHold || !(await isHeld(pool, uploadId))) return;
+  // Where no bucket holds (the common case) the row is not read.
+  const first = keys[0];
+  if (first === undefined || !store.setLegalHold || !(await store.holdsObjects?.(first)) || !(await isHeld(pool, uploadId))) return;
   for (const key of keys) await store.setLegalHold(key, true);
 }
 

@@ -121,6 +121,11 @@ export class RoutedStore implements ObjectStore {
     return (await at.store.setLegalHold?.(at.key, on)) ?? false;
   }
 
+  async holdsObjects(address: string): Promise<boolean> {
+    const at = await this.locate(address);
+    return (await at.store.holdsObjects?.(at.key)) ?? false;
+  }
+
   async legalHoldOf(address: string): Promise<boolean | undefined> {
     const at = await this.locate(address);
     return at.store.legalHoldOf?.(at.key);

@@ -321,6 +321,10 @@ export class S3Store implements ObjectStore {
     return this.objectLock;
   }
 
+  holdsObjects(): Promise<boolean> {
+    return this.hasObjectLock();
+  }
+
   async legalHoldOf(key: string): Promise<boolean | undefined> {
     if (!(await this.hasObjectLock())) return undefined;
     try {

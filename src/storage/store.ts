@@ -53,6 +53,8 @@ export interface ObjectStore {
    * without holds (a local directory).
    */
   setLegalHold?(key: string, on: boolean): Promise<boolean>;
+  /** Whether the object's bucket can hold objects (S3 Object Lock); asked once per bucket. */
+  holdsObjects?(key: string): Promise<boolean>;
   /** Whether the store holds the object (undefined: its bucket has no Object Lock, or the object is missing). */
   legalHoldOf?(key: string): Promise<boolean | undefined>;
   /**
