@@ -1,8 +1,9 @@
 // Legal holds on a bucket with S3 Object Lock (versitygw): Oncely's hold is mirrored by the
 // store's own on the original and every derived object, so a delete that goes around Oncely
 // is refused by the store; a release lifts it and the erasure takes everything; an erasure
-// finds a store hold a lost release left behind and lifts it itself. On a bucket without
-// Object Lock the hold is Oncely's alone (the store deletes what it is asked to).
+// finds a store hold a lost release left behind and lifts it itself; a store away when the
+// hold is placed is a 503 whose retry sets the store's half. On a bucket without Object Lock
+// the hold is Oncely's alone (the store deletes what it is asked to).
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
   CreateBucketCommand,
@@ -11,20 +12,23 @@ import {
   HeadObjectCommand,
   PutObjectLegalHoldCommand,
 } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { parseAddress } from '../../src/storage/address';
 import { jsonCaller, postUpload } from '../helpers/http';
 import { png } from '../helpers/media';
 import { sharedS3Client, startStackOnStore, type TestStack } from '../helpers/stack';
+import { TcpProxy } from '../support/tcp-proxy';
 
 const s3 = sharedS3Client();
 
-/** A stack on a bucket of its own, made with Object Lock or without. */
-async function stackOnBucket(objectLock: boolean): Promise<{ stack: TestStack; bucket: string }> {
+/** A stack on a bucket of its own, made with Object Lock or without (reaching the store through `s3Endpoint` when given). */
+async function stackOnBucket(objectLock: boolean, s3Endpoint?: string): Promise<{ stack: TestStack; bucket: string }> {
   const bucket = `holds-${objectLock ? 'lock' : 'plain'}-${randomBytes(4).toString('hex')}`;
   await s3.send(new CreateBucketCommand({ Bucket: bucket, ...(objectLock ? { ObjectLockEnabledForBucket: true } : {}) }));
-  const stack = await startStackOnStore('s3', `holds_${objectLock ? 'lock' : 'plain'}`, { env: { S3_BUCKET: bucket } });
+  const stack = await startStackOnStore('s3', `holds_${objectLock ? 'lock' : 'plain'}`, {
+    env: { S3_BUCKET: bucket, ...(s3Endpoint ? { S3_ENDPOINT: s3Endpoint } : {}) },
+  });
   return { stack, bucket };
 }
 
@@ -53,8 +57,15 @@ async function imageWithVariant(stack: TestStack, apiKey: string) {
   return { id, keys: [original, ...derived].map((k) => parseAddress(k).key) };
 }
 
-const storeHold = async (bucket: string, key: string) =>
-  (await s3.send(new GetObjectLegalHoldCommand({ Bucket: bucket, Key: key }))).LegalHold?.Status;
+/** ON or OFF; `never` for an object the store has never held (S3 answers that with an error). */
+const storeHold = (bucket: string, key: string) =>
+  s3.send(new GetObjectLegalHoldCommand({ Bucket: bucket, Key: key })).then(
+    (res) => res.LegalHold?.Status,
+    (err: { name?: string }) => {
+      if (err.name === 'NoSuchObjectLockConfiguration') return 'never';
+      throw err;
+    },
+  );
 const exists = (bucket: string, key: string) =>
   s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).then(
     () => true,
@@ -72,11 +83,19 @@ describe('on a bucket with S3 Object Lock', () => {
   let stack: TestStack;
   let bucket: string;
   let tenant: { tenantId: string; apiKey: string };
+  // The stack reaches the store through a proxy the test can cut.
+  let proxy: TcpProxy;
   beforeAll(async () => {
-    ({ stack, bucket } = await stackOnBucket(true));
+    const endpoint = new URL(inject('stack').s3.endpoint);
+    proxy = await new TcpProxy({ host: endpoint.hostname, port: Number(endpoint.port) }).start();
+    ({ stack, bucket } = await stackOnBucket(true, `http://127.0.0.1:${proxy.port}`));
     tenant = await stack.createTenant('lock');
   });
-  afterAll(() => stack?.stop());
+  afterAll(async () => {
+    proxy?.setMode('forward');
+    await stack?.stop();
+    await proxy?.stop();
+  });
 
   it("places the store's own hold on every object: a delete around Oncely is refused; the release lifts it and the erasure takes all", async () => {
     const call = client(stack, tenant.apiKey);
@@ -118,6 +137,27 @@ describe('on a bucket with S3 Object Lock', () => {
     expect([deleted.status, deleted.json.status]).toEqual([200, 'deleted']);
     for (const key of keys) expect(await exists(bucket, key)).toBe(false);
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+  }, 120_000);
+
+  it("a store away when the hold is placed: 503, Oncely's hold stands, and the same request sets the store's", async () => {
+    const call = client(stack, tenant.apiKey);
+    const { id, keys } = await imageWithVariant(stack, tenant.apiKey);
+    proxy.setMode('refuse');
+    const away = await call('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'Matter 9' });
+    proxy.setMode('forward');
+    expect([away.status, away.json.error]).toEqual([503, 'storage_unavailable']);
+    // Oncely's half committed: the upload is held (its delete refused), the store's half is missing.
+    expect((await call('GET', `/v1/uploads/${id}`)).json.legalHold).toMatchObject({ reason: 'Matter 9' });
+    expect((await call('DELETE', `/v1/uploads/${id}`)).json.error).toBe('legal_hold');
+    for (const key of keys) expect(await storeHold(bucket, key)).toBe('never');
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toContainEqual(
+      expect.stringMatching(new RegExp(`^hold: upload ${id} object .* is not held by the store$`)),
+    );
+    const again = await call('PUT', `/v1/uploads/${id}/legal-hold`, { reason: 'Matter 9' });
+    expect([again.status, again.json.storeHold]).toEqual([200, 'placed']);
+    for (const key of keys) expect(await storeHold(bucket, key)).toBe('ON');
+    expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+    expect((await call('DELETE', `/v1/uploads/${id}/legal-hold`)).json.storeHold).toBe('released');
   }, 120_000);
 
   it('an erasure lifts a store hold that a lost release left behind', async () => {
