@@ -356,6 +356,14 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
       )
       .toMatch(/completed[\s\S]*Found/);
     await accessible(page, 'recovery');
+    // A recovery id the endpoint never had (or none) is a 404 page, not a crash.
+    const recoveryPath = new URL(page.url()).pathname;
+    const unknown = await page.goto(
+      `${stack.url}${recoveryPath}?id=${encodeURIComponent('recover/00000000-0000-4000-8000-000000000000/2026-01-01/2026-01-02')}`,
+    );
+    expect(unknown?.status()).toBe(404);
+    expect(await page.textContent('main')).toContain('No such recovery');
+    expect((await page.goto(`${stack.url}${recoveryPath}`))?.status()).toBe(404);
     const minted = await api('POST', '/v1/upload-tokens', { expiresInSeconds: 600, subject: 'user-42', maxUploads: 3 }, randomUUID());
     expect(minted.status).toBe(201);
     const tokens = await api('GET', '/v1/upload-tokens?limit=100');
