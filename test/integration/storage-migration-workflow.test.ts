@@ -1,0 +1,103 @@
+// The storage migration's run at its own level (the run's one bundle on the shared dev server,
+// recording activities in place of the stores): a page's small uploads whose activity fails
+// for good are each recorded failed while the large ones move in runs of their own; the end is
+// recorded with its event and announced once; a run started without a webhook schedule (before
+// it was carried) ends as it did, with no event.
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import type { StorageMigrationInput } from '../../src/temporal/definitions';
+import { storageMigrationWorkflow } from '../../workflows/storage-migration';
+import { eventually } from '../helpers/inspect';
+import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
+
+const { calls, called, record } = recorder();
+const PAGE = ['u1', 'u2', 'u3', 'u4', 'u5'];
+const SMALL = ['u1', 'u2', 'u3'];
+
+const activities = {
+  listMigrationPage: record('listMigrationPage', (a: { after: string | null }) => (a.after === null ? PAGE : [])),
+  smallMigrationUploads: record('smallMigrationUploads', () => SMALL),
+  moveUploads: record('moveUploads', () => {
+    throw ApplicationFailure.nonRetryable('the target answered 403 AccessDenied');
+  }),
+  moveUpload: record('moveUpload', () => ({ outcome: 'moved', reason: null, bytes: 10 })),
+  recordMigrationItems: record('recordMigrationItems'),
+  setMigrationState: record('setMigrationState'),
+  finishMigration: record('finishMigration', (a: { migrationId: string; tenantId: string }) => ({
+    id: `evt_${a.migrationId.replaceAll('-', '')}_completed`,
+    type: 'storage_migration.completed',
+    tenantId: a.tenantId,
+    uploadId: null,
+    timestamp: '2026-12-07T00:00:00.000Z',
+    data: { migrationId: a.migrationId, state: 'completed' },
+  })),
+  releaseMovedSources: record('releaseMovedSources', () => null),
+  listWebhookEndpoints: record('listWebhookEndpoints', () => ['endpoint-1']),
+  deliverWebhook: record('deliverWebhook', () => 'delivered'),
+};
+
+const workflows = useWorkflowWorker('storage-migration-workflow', activities);
+
+function input(over: Partial<StorageMigrationInput> = {}): StorageMigrationInput {
+  return {
+    migrationId: randomUUID(),
+    tenantId: 't1',
+    from: null,
+    to: 'target-1',
+    concurrency: 2,
+    sourceGraceSeconds: 0,
+    webhookRetry: { attemptTimeoutSeconds: 5, initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 10, maxAttempts: 3 },
+    ...over,
+  };
+}
+
+async function run(i: StorageMigrationInput) {
+  calls.length = 0;
+  await workflows.env.client.workflow.execute(storageMigrationWorkflow, {
+    taskQueue: workflows.taskQueue,
+    workflowId: `storage-migration-test/${i.migrationId}`,
+    args: [i],
+  });
+}
+
+describe('the storage migration run', () => {
+  it('records each small upload failed when their activity fails for good; the large ones move; the end is announced once', async () => {
+    const i = input();
+    await run(i);
+    // Two activities for the three small ones (concurrency 2), each failure recorded per upload, with the store's words.
+    expect(called('moveUploads').map((c) => c.args[0].uploadIds)).toEqual([['u1', 'u2'], ['u3']]);
+    const recorded = called('recordMigrationItems').flatMap((c) => c.args[0].items);
+    expect(recorded.filter((r) => r.outcome === 'failed').map((r) => [r.uploadId, r.reason])).toEqual(
+      SMALL.map((id) => [id, 'the target answered 403 AccessDenied']),
+    );
+    expect(
+      recorded
+        .filter((r) => r.outcome === 'moved')
+        .map((r) => r.uploadId)
+        .sort(),
+    ).toEqual(['u4', 'u5']);
+    expect(
+      called('moveUpload')
+        .map((c) => c.args[0].uploadId)
+        .sort(),
+    ).toEqual(['u4', 'u5']);
+    // The end: recorded with its event (not the bare state), then the event to each endpoint.
+    expect(called('finishMigration').map((c) => c.args[0])).toEqual([{ migrationId: i.migrationId, tenantId: 't1', cancelled: false }]);
+    expect(called('setMigrationState')).toEqual([]);
+    await eventually(async () => called('deliverWebhook').length === 1 && called('releaseMovedSources').length === 1, 30_000);
+    expect(called('deliverWebhook')[0]!.args[0]).toMatchObject({
+      endpointId: 'endpoint-1',
+      event: { type: 'storage_migration.completed', uploadId: null, data: { migrationId: i.migrationId } },
+    });
+  });
+
+  it('a run started without the webhook schedule ends as before: the state alone, no event', async () => {
+    const i = input({ webhookRetry: undefined });
+    await run(i);
+    expect(called('setMigrationState').map((c) => c.args[0])).toEqual([{ migrationId: i.migrationId, state: 'completed' }]);
+    expect(called('finishMigration')).toEqual([]);
+    await eventually(async () => called('releaseMovedSources').length === 1, 30_000);
+    expect(called('deliverWebhook')).toEqual([]);
+  });
+});
