@@ -8,6 +8,7 @@ import type { Pool } from '../src/db/pool';
 import { expireKeys, isReferenced, openClaims } from '../src/db/queries/housekeeping';
 import { expireEvents } from '../src/db/queries/events';
 import { sweepReservations } from '../src/db/queries/byte-quotas';
+import { expireKeyRequests } from '../src/db/queries/key-requests';
 import { keyStoragePrefix, uploadWorkflowId } from '../src/temporal/ids';
 import { endImport, staleImports } from '../src/db/queries/imports';
 import { workflowRunState } from '../src/upload/upload-running';
@@ -36,6 +37,7 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
       orphanedImports: number;
       unusedRunKeys: number;
       lapsedReservations: number;
+      keyRequestLogs: number;
     }> {
       let total = { expired: 0, tombstonesRemoved: 0 };
       for (;;) {
@@ -51,6 +53,8 @@ export function createHousekeepingActivities({ pool, store, housekeeping }: Hous
             unusedRunKeys: await removeUnusedRunKeys(pool),
             // After the orphaned imports failed: their reservations lapse with them.
             lapsedReservations: await sweepReservations(pool),
+            // A key's request log goes once its row has and it has been quiet for the tombstone window.
+            keyRequestLogs: await expireKeyRequestLogs(pool, housekeeping.tombstoneSeconds),
           };
       }
     },
@@ -170,4 +174,14 @@ async function busyKeyPrefixes(pool: Pool): Promise<Set<string>> {
     if (tenant && key) prefixes.add(keyStoragePrefix(tenant, key));
   }
   return prefixes;
+}
+
+async function expireKeyRequestLogs(pool: Pool, quietSeconds: number): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const n = await expireKeyRequests(pool, quietSeconds);
+    removed += n;
+    metrics.housekeepingRemoved.inc({ kind: 'key_request_logs' }, n);
+    if (n < 1000) return removed;
+  }
 }

@@ -96,9 +96,14 @@ export const metrics = {
     help: 'Bytes deleted from the object store by deletions (originals no other upload shares, and renditions)',
     registers: [registry],
   }),
+  keyRequestsDropped: new Counter({
+    name: 'oncely_key_requests_dropped_total',
+    help: "Requests left out of their key's request log (the buffer full, or the database refused a batch)",
+    registers: [registry],
+  }),
   housekeepingRemoved: new Counter({
     name: 'oncely_housekeeping_removed_total',
-    help: 'What housekeeping removed or ended (expired_keys, tombstones, staging_objects, multipart_uploads, orphaned_imports, unused_run_keys)',
+    help: 'What housekeeping removed or ended (expired_keys, tombstones, staging_objects, multipart_uploads, orphaned_imports, unused_run_keys, key_request_logs)',
     labelNames: ['kind'] as const,
     registers: [registry],
   }),

@@ -28,6 +28,7 @@ import { createServices, downstreamSettings, mediaPresets } from './services';
 import { dependencyChecks } from './api/routes/health';
 import { serveOps } from './ops-server';
 import { rawProblemResponse } from './http/raw-problem';
+import { KeyRequestLog } from './http/key-request-log';
 
 function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -272,6 +273,8 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     const processed =
       config.DATABASE_URL && config.UPLOAD_WAIT_LISTEN ? await UploadProcessedListener.start(config.DATABASE_URL, log) : pollingOnly();
     cleanups.push(() => processed.close());
+    const keyRequests = new KeyRequestLog({ pool, log });
+    cleanups.push(() => keyRequests.close());
     const app = createApp({
       config,
       pool,
@@ -283,6 +286,7 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
       health: { role, draining: () => draining, onOperatorPort: opsPort !== undefined },
       devUiOrigin: uiUrl,
       payloadKeys: keyring,
+      keyRequests,
     });
     httpApp = app;
     progress.step(`the HTTP listener on ${config.HOST}:${config.PORT}`);

@@ -10,6 +10,8 @@ import type { SecretBox } from '../secret-box';
 import type { ObjectStore } from '../storage/store';
 import { createServices, downstreamSettings, mediaPresets } from '../services';
 import { accessLog } from './middleware/access-log';
+import { keyRequests } from './middleware/key-requests';
+import type { KeyRequestLog } from '../http/key-request-log';
 import { requestTrace } from '../telemetry/request-trace';
 import { adminAuth, codecAuth } from './middleware/admin-auth';
 import { CredentialCache, bearerAuth } from './middleware/auth';
@@ -103,6 +105,8 @@ export interface AppDeps {
   devUiOrigin?: string;
   /** The keyring the Temporal client's codec seals with (codec on): the receiver records new runs' keys ahead. */
   payloadKeys?: PayloadKeyring;
+  /** Where requests with an Idempotency-Key are noted (absent: not noted, as in tests of one route). */
+  keyRequests?: KeyRequestLog;
 }
 
 /** The traceparent each session was created under, by request path (a session's is fixed: kept for the last 10,000 asked). */
@@ -128,6 +132,7 @@ export function createApp(deps: AppDeps) {
   let document: unknown;
   app.use(requestTrace(sessionTraces(pool)));
   app.use(accessLog(log));
+  if (deps.keyRequests) app.use(keyRequests(deps.keyRequests));
   app.use(nulGuard());
   app.use(repeatedQueryGuard());
   app.use(

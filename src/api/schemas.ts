@@ -301,6 +301,29 @@ export const IdempotencyKeyState = z
   ])
   .openapi('IdempotencyKeyState');
 
+export const KeyRequests = z
+  .object({
+    idempotencyKey: z.string(),
+    total: z.number().int().openapi({ description: 'Every request that came with the key, kept or not.' }),
+    items: z
+      .array(
+        z.object({
+          n: z.number().int().openapi({ description: 'Its place in the order the key saw them, from 1.' }),
+          at: z.string(),
+          requestId: z.string().openapi({ description: 'Its X-Request-Id (in the access log and traces).' }),
+          method: z.string(),
+          route: z.string(),
+          status: z.number().int(),
+          outcome: z.string().openapi({
+            description:
+              '`created` (the first answer), `replayed` (the stored answer again), `processing` (attached to the run under way), `reuse`, `expired`, `conflict`, `rejected`, `unavailable`, …',
+          }),
+        }),
+      )
+      .openapi({ description: 'The first 50, in order.' }),
+  })
+  .openapi('KeyRequests');
+
 export const ApiKey = z
   .object({
     id: Uuid,

@@ -193,6 +193,16 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.waitForURL(new RegExp(`/console/uploads/${pictureId}$`));
     expect(await page.textContent('h1')).toBe('sunset-beach.png');
     expect(await page.textContent('.facts')).toContain('one request (POST /v1/uploads)');
+    // Every request that came with its key (written about a second after its answer): here its one POST.
+    await expect
+      .poll(
+        async () => {
+          if ((await page.locator('#requests-h').count()) === 0) await page.reload();
+          return page.locator('#requests-h + table').textContent();
+        },
+        { timeout: 30_000 },
+      )
+      .toMatch(/1 request\b[\s\S]*POST \/v1\/uploads[\s\S]*201\s*created/);
     expect(await page.locator('.timeline li').count()).toBeGreaterThan(0);
     const variant = page.locator('#variants-h ~ ul img');
     expect(await variant.count()).toBe(1);

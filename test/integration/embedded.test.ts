@@ -15,6 +15,7 @@ import { getJson, postUpload, sha256, writeAllThenRead } from '../helpers/http';
 import { launchChromium } from '../helpers/browser';
 import { png } from '../helpers/media';
 import { startFileOrigin } from '../support/file-origin';
+import { eventually } from '../helpers/inspect';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -98,6 +99,12 @@ it('serves the walk-through, audits clean, and keeps its data across a restart',
   expect(second.headers.get('idempotent-replayed')).toBe('true');
   const reuse = await postUpload(url, { apiKey, key, body: Buffer.from('other'), contentType: 'text/plain' });
   expect(reuse.status).toBe(422);
+  // The key's request log is written over the one session too.
+  const logged = await eventually(async () => {
+    const r = await getJson(`${url}/v1/idempotency-keys/${key}/requests`, apiKey);
+    return r.status === 200 && r.json.total === 3 ? r.json : undefined;
+  }, 30_000);
+  expect(logged.items.map((r: { outcome: string }) => r.outcome)).toEqual(['created', 'replayed', 'reuse']);
   // Where its memory sits, as /metrics reports it: PGlite's WebAssembly memory at its
   // 128 MiB floor (16 MB of shared buffers; Postgres's default 128 MB grew it to 189 MiB),
   // libvips' operation cache empty (turned off).

@@ -11,7 +11,8 @@ import type { SecretBox } from '../../secret-box';
 import { answerContext } from '../../http/idempotent-route';
 import { COMMON_V1_PROBLEMS, problems, retryAfterHeader, route, router } from '../../http/openapi';
 import { IdempotencyKey } from '../../http/schemas';
-import { IdempotencyKeyState } from '../schemas';
+import { IdempotencyKeyState, KeyRequests } from '../schemas';
+import { keyRequests } from '../../db/queries/key-requests';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../http/env';
 import { redactSecrets } from '../../http/redact';
@@ -35,6 +36,22 @@ const getKeyRoute = createRoute({
   },
 });
 
+const keyRequestsRoute = createRoute({
+  method: 'get',
+  path: '/{key}/requests',
+  tags: ['uploads'],
+  summary: 'Every request that came with an Idempotency-Key: the first answer, replays, attaches and refusals',
+  description:
+    'Written behind the answers (about a second later), per tenant and key: the first 50 in order with their time, ' +
+    'X-Request-Id, route, status and outcome, and how many came in all.',
+  security: requires('uploads:read'),
+  request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
+  responses: {
+    200: { description: 'The requests', content: { 'application/json': { schema: KeyRequests } } },
+    ...problems(...COMMON_V1_PROBLEMS, 'idempotency_key_invalid', 'not_found'),
+  },
+});
+
 export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: SecretBox }) {
   const app = router();
 
@@ -42,6 +59,33 @@ export function idempotencyKeyRoutes(deps: { pool: Pool; temporal: Client; box: 
     const key = IdempotencyKey.safeParse(c.req.param('key'));
     if (!key.success) throw problem('idempotency_key_invalid', key.error.issues[0]?.message);
     return keyState(c, key.data);
+  });
+
+  route(app, keyRequestsRoute, async function getKeyRequests(c) {
+    const key = IdempotencyKey.safeParse(c.req.param('key'));
+    if (!key.success) throw problem('idempotency_key_invalid', key.error.issues[0]?.message);
+    const seen = await dependency('database_unavailable', () => keyRequests(deps.pool, c.get('tenantId'), key.data));
+    if (seen.total === 0)
+      throw problem(
+        'not_found',
+        'No request with this Idempotency-Key is recorded (yet: they are written about a second after their answer).',
+      );
+    return c.json(
+      {
+        idempotencyKey: key.data,
+        total: seen.total,
+        items: seen.items.map((r) => ({
+          n: Number(r.n),
+          at: r.at.toISOString(),
+          requestId: r.request_id,
+          method: r.method,
+          route: r.route,
+          status: r.status,
+          outcome: r.outcome,
+        })),
+      },
+      200,
+    );
   });
 
   async function keyState(c: Context<AppEnv>, key: string) {

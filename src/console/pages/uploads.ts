@@ -18,7 +18,14 @@ import { may } from '../views/kit';
 import { liveStream } from './live';
 import { uploadsPerHour } from '../../db/queries/uploads';
 import { uploadWorkflowId } from '../../temporal/ids';
-import { uploadPage, type EventDetail, type RecordVersion, type StoredVariant, type UploadDetail } from '../views/upload';
+import {
+  uploadPage,
+  type EventDetail,
+  type KeyRequestsSeen,
+  type RecordVersion,
+  type StoredVariant,
+  type UploadDetail,
+} from '../views/upload';
 import { uploadsPage, type UploadListFilter, type UploadSummary } from '../views/uploads';
 import type { EventSummary } from '../views/events';
 
@@ -72,13 +79,16 @@ export function uploadPages(app: Hono<ConsoleEnv>, deps: ConsoleDeps): void {
     const variants = upload.contentType.startsWith('image/')
       ? (await api.get<{ items: StoredVariant[] }>(caller, `/v1/uploads/${id}/images`, { limit: '50' }).catch(() => ({ items: [] }))).items
       : [];
+    const requests = await api
+      .get<KeyRequestsSeen>(caller, `/v1/idempotency-keys/${encodeURIComponent(upload.idempotencyKey)}/requests`)
+      .catch(() => undefined);
     // The run's list view filtered by its ID: the UI then shows the latest run, whatever its run ID.
     const runUrl = deps.temporalUi
       ? `${deps.temporalUi.url}/namespaces/${encodeURIComponent(deps.temporalUi.namespace)}/workflows?query=${encodeURIComponent(
           `WorkflowId="${uploadWorkflowId(caller.credential.tenantId, upload.idempotencyKey)}"`,
         )}`
       : undefined;
-    return html(c, uploadPage(caller, { upload, events, versions, variants, runUrl, ...extra }), status);
+    return html(c, uploadPage(caller, { upload, events, versions, variants, requests, runUrl, ...extra }), status);
   };
 
   app.get('/uploads/:id', async (c) => {

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { html } from 'hono/html';
 import type { ConsoleCaller } from '../sessions';
-import { actionButton, badge, bytes, facts, may, page, when, type Fragment } from './kit';
+import { actionButton, badge, bytes, facts, may, page, table, when, type Fragment } from './kit';
 import type { UploadSummary } from './uploads';
 
 export interface UploadDetail extends Omit<UploadSummary, 'processing'> {
@@ -39,6 +39,12 @@ export interface EventAttempt {
   status: number | null;
   error: string | null;
   delivered: boolean;
+}
+
+/** The requests that came with the upload's key (GET /v1/idempotency-keys/{key}/requests). */
+export interface KeyRequestsSeen {
+  total: number;
+  items: { n: number; at: string; requestId: string; method: string; route: string; status: number; outcome: string }[];
 }
 
 export interface EventDetail {
@@ -87,6 +93,7 @@ export function uploadPage(
     events: EventDetail[];
     versions?: RecordVersion[];
     variants?: StoredVariant[];
+    requests?: KeyRequestsSeen;
     runUrl?: string;
     notice?: string;
     error?: string;
@@ -183,7 +190,7 @@ export function uploadPage(
               </ul>`
         }
       </section>
-      ${p.variants?.length && image ? variantsSection(u.uploadId, p.variants) : ''}
+      ${p.requests ? requestsSection(p.requests) : ''} ${p.variants?.length && image ? variantsSection(u.uploadId, p.variants) : ''}
       ${p.versions && p.versions.length > 1 ? versionsSection(p.versions) : ''}
       <section aria-labelledby="events-h">
         <h2 id="events-h">Events and deliveries</h2>
@@ -201,6 +208,27 @@ function holdControl(caller: ConsoleCaller, u: UploadDetail): Fragment {
     <label>Hold reason <input name="reason" required maxlength="500" /></label>
     <button type="submit">Place a legal hold</button>
   </form>`;
+}
+
+/** Every request that came with its key: the first answer, the replays, the ones that attached to its run. */
+function requestsSection(r: KeyRequestsSeen): Fragment {
+  return html`<section aria-labelledby="requests-h">
+    <h2 id="requests-h">Requests with its key</h2>
+    ${table({
+      caption: r.total > r.items.length ? `The first ${r.items.length} of ${r.total} requests` : `${r.total} request${r.total === 1 ? '' : 's'}`,
+      showCaption: true,
+      columns: ['#', 'When', 'Request', 'Answer'],
+      rows: r.items.map(
+        (q) =>
+          html`<tr>
+            <td>${q.n}</td>
+            <td>${when(q.at)}</td>
+            <td><code>${q.method} ${q.route}</code> <span class="muted">${q.requestId}</span></td>
+            <td>${q.status} ${badge(q.outcome)}</td>
+          </tr>`,
+      ),
+    })}
+  </section>`;
 }
 
 /** The image variants made so far, each with its preview (fetched through a URL the API signs). */

@@ -77,6 +77,9 @@ export async function eraseTenantRecords(
     // (an endpoint's, a token's). The uploads' own key rows already answer 410.
     await tx.query(`UPDATE webhook_events SET payload = '{}' WHERE tenant_id = $1`, [id]);
     await tx.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND upload_id IS NULL', [id]);
+    // The keys' request logs (a key may say what it was for).
+    await tx.query('DELETE FROM key_requests WHERE tenant_id = $1', [id]);
+    await tx.query('DELETE FROM key_request_tallies WHERE tenant_id = $1', [id]);
     const res = await tx.query<{ erased_at: Date }>(
       `UPDATE tenants SET name = '', erased_at = coalesce(erased_at, now()) WHERE id = $1 RETURNING erased_at`,
       [id],
