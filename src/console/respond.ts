@@ -40,6 +40,8 @@ export const NOTICES: Record<string, string> = {
   'tenant-deleting': 'The tenant is closed and its erasure is under way; its status shows when it is done.',
   cancelled: 'Cancelling: work under way finishes, nothing new starts.',
   paused: 'Paused: imports under way finish, no new one starts.',
+  'migration-paused': 'Paused: the moves under way finish (each upload whole), no new one starts.',
+  'migration-cancelled': 'Cancelling: the moves under way finish; what moved stays moved.',
   resumed: 'Resumed.',
   'signed-out': 'Signed out.',
 };

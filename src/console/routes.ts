@@ -11,6 +11,7 @@ import { buildWebApp } from '../web/routes';
 import { credentialPages } from './pages/credentials';
 import { eventPages } from './pages/events';
 import { processingPages } from './pages/processing';
+import { storagePages } from './pages/storage';
 import { operatorPages } from './pages/operator';
 import { uploadPages } from './pages/uploads';
 import { html, notFound, problemPage, safeNext, tenantOnly, type C, type ConsoleDeps, type ConsoleEnv } from './respond';
@@ -125,6 +126,7 @@ export function consoleRoutes(deps: ConsoleDeps) {
   uploadPages(app, deps);
   eventPages(app, deps);
   processingPages(app, deps);
+  storagePages(app, deps);
   credentialPages(app, deps);
   usagePages(app, deps);
   operatorPages(app, deps);

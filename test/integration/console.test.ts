@@ -9,12 +9,13 @@ import { createRequire } from 'node:module';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchChromium, signInToConsole } from '../helpers/browser';
 import { jsonCaller, postUpload } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { png } from '../helpers/media';
-import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { sharedS3Client, startStackOnStore, type TestStack } from '../helpers/stack';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 const artifacts = path.resolve(import.meta.dirname, '../../test-artifacts/console');
@@ -35,7 +36,13 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
     stack = await startStackOnStore(kind, `console_${kind}`, {
-      env: { WEBHOOK_RETRY_MAX_ATTEMPTS: '2', WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1', ADMIN_TOKEN },
+      env: {
+        WEBHOOK_RETRY_MAX_ATTEMPTS: '2',
+        WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: '1',
+        ADMIN_TOKEN,
+        STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true',
+        STORAGE_MIGRATION_SOURCE_GRACE_SECONDS: '0',
+      },
     });
     owner = await stack.createTenant('console-owner');
     other = await stack.createTenant('console-other');
@@ -530,6 +537,63 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     await page.keyboard.press('Enter');
     await page.waitForURL(new RegExp(`/console/uploads/${notesId}$`));
     expect(await page.textContent('h1')).toBe('notes.txt');
+    await context.close();
+  });
+
+  it('the storage page lists the targets and the migrations; Resume and Cancel steer a paused one, once each', async () => {
+    // Last: the tenant's uploads move to the target here.
+    const { s3 } = inject('stack');
+    const bucket = `console-${kind}-${randomUUID().slice(0, 8)}`;
+    const client = sharedS3Client();
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    client.destroy();
+    const target = await api(
+      'POST',
+      '/v1/storage-targets',
+      {
+        name: 'console-archive',
+        endpoint: s3.endpoint,
+        bucket,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+        residency: 'eu',
+      },
+      randomUUID(),
+    );
+    expect(target.status, target.text).toBe(201);
+    const started = await api('POST', '/v1/storage-migrations', { from: 'default', to: 'console-archive', concurrency: 1 }, randomUUID());
+    expect(started.status, started.text).toBe(201);
+    expect((await api('POST', `/v1/storage-migrations/${started.json.id}/pause`, {}, randomUUID())).json.state).toBe('paused');
+
+    const { context, page } = await profile();
+    await signIn(page, owner.apiKey);
+    await page.click('nav a:has-text("Storage")');
+    await page.waitForURL(/\/console\/storage$/);
+    expect(await page.textContent('#targets-h ~ table')).toMatch(/console-archive[\s\S]*eu/);
+    const item = page.locator('#migrations-h ~ ul li', { hasText: 'console-archive' }).first();
+    expect(await item.textContent()).toMatch(/paused[\s\S]*the instance store → console-archive/);
+    await accessible(page, 'storage');
+    // Resume sent twice as a double click sends it: one resume, and the migration completes.
+    expect(await submitDrawnForm(item.locator('form.action:has(button:has-text("Resume"))'), 2)).toEqual([0, 0]);
+    const done = await eventually(async () => {
+      const m = (await api('GET', `/v1/storage-migrations/${started.json.id}`)).json;
+      return m.state === 'completed' ? m : undefined;
+    }, 120_000);
+    expect(done.moved).toBeGreaterThan(0);
+    await page.reload();
+    expect(await item.textContent()).toMatch(new RegExp(`completed[\\s\\S]*${done.moved} moved, 0 skipped, 0 failed`));
+    expect(await item.locator('form.action').count()).toBe(0);
+
+    // Back, paused, then cancelled from the page: what moved stays, the page says so.
+    const back = await api('POST', '/v1/storage-migrations', { from: 'console-archive', to: 'default', concurrency: 1 }, randomUUID());
+    expect(back.status).toBe(201);
+    await api('POST', `/v1/storage-migrations/${back.json.id}/pause`, {}, randomUUID());
+    await page.reload();
+    const backItem = page.locator('#migrations-h ~ ul li').first();
+    expect(await backItem.textContent()).toMatch(/paused[\s\S]*console-archive → the instance store/);
+    await backItem.locator('button:has-text("Cancel")').click();
+    await page.waitForURL(/notice=migration-cancelled/);
+    await eventually(async () => (await api('GET', `/v1/storage-migrations/${back.json.id}`)).json.state === 'cancelled', 60_000);
     await context.close();
   });
 });

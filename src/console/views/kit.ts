@@ -12,6 +12,7 @@ export const NAV = [
   { href: '/console/uploads', label: 'Uploads', tenant: true },
   { href: '/console/events', label: 'Events', tenant: true },
   { href: '/console/processing', label: 'Processing', tenant: true },
+  { href: '/console/storage', label: 'Storage', tenant: true },
   { href: '/console/credentials', label: 'Credentials', tenant: true },
   { href: '/console/usage', label: 'Usage', tenant: true },
   { href: '/console/sessions', label: 'Sessions', tenant: false },

@@ -215,7 +215,8 @@ function requestsSection(r: KeyRequestsSeen): Fragment {
   return html`<section aria-labelledby="requests-h">
     <h2 id="requests-h">Requests with its key</h2>
     ${table({
-      caption: r.total > r.items.length ? `The first ${r.items.length} of ${r.total} requests` : `${r.total} request${r.total === 1 ? '' : 's'}`,
+      caption:
+        r.total > r.items.length ? `The first ${r.items.length} of ${r.total} requests` : `${r.total} request${r.total === 1 ? '' : 's'}`,
       showCaption: true,
       columns: ['#', 'When', 'Request', 'Answer'],
       rows: r.items.map(
