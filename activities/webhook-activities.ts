@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Pool } from '../src/db/pool';
 import { claimDelivery, finishAttempt, recordEvent, releaseDelivery, type AttemptTrigger } from '../src/db/queries/events';
 import { disableEndpoint, findEndpoint, listEndpoints } from '../src/db/queries/webhooks';
-import { eventBody, type WebhookEvent } from '../src/downstream/events';
+import { eventBody, sentAfterTombstone, type WebhookEvent } from '../src/downstream/events';
 import { assertDeliverableUrl, DisallowedUrlError, type Resolver } from '../src/downstream/url-guard';
 import { deliveryErrorMessage, retryAfterMs, WebhookHttp, type WebhookAnswer } from '../src/downstream/webhook-http';
 import { metrics } from '../src/metrics';
@@ -59,7 +59,7 @@ export function createWebhookActivities({ pool, webhook, secrets }: WebhookActiv
       timestamp: string;
       trigger?: AttemptTrigger;
     }): Promise<DeliveryOutcome> {
-      // After the tombstone only upload.deleted goes out: no announcement of bytes that are gone.
+      // After the tombstone only upload.deleted and changes recorded before it go out: no announcement of bytes that are gone.
       const payload = await recordEvent(
         pool,
         {
@@ -69,7 +69,7 @@ export function createWebhookActivities({ pool, webhook, secrets }: WebhookActiv
           type: event.type,
           payload: eventBody(event, timestamp),
         },
-        { afterTombstone: event.type === 'upload.deleted' },
+        { afterTombstone: sentAfterTombstone(event.type) },
       );
       if (payload === undefined) return 'upload_deleted';
       const endpoint = await findEndpoint(pool, endpointId);

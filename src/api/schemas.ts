@@ -316,7 +316,7 @@ export const KeyRequests = z
           status: z.number().int(),
           outcome: z.string().openapi({
             description:
-              '`created` (the first answer), `replayed` (the stored answer again), `processing` (attached to the run under way), `reuse`, `expired`, `conflict`, `rejected`, `unavailable`, …',
+              "`created` (the first answer), `replayed` (the stored answer again), `processing` (attached to the run under way, answered 202), `ok` (another route's first answer); refused by the key: `reuse` (another request's key), `expired`, `conflict` (one still in flight).",
           }),
         }),
       )

@@ -14,8 +14,20 @@ export type EventType =
   | 'storage_migration.completed'
   | 'storage_migration.cancelled';
 
-/** Events an upload may send many of (one per version of its record, per change of its hold): their ids are numbered. */
+/**
+ * The record's events: an upload may send many (one per version of its record, per change of
+ * its hold), so their ids are numbered; each is written in its change's transaction.
+ */
 const NUMBERED: ReadonlySet<EventType> = new Set(['upload.updated', 'upload.hold_placed', 'upload.hold_released', 'upload.restored']);
+
+/**
+ * Whether the event goes out even once its upload is tombstoned: upload.deleted, and a record
+ * event (written with its change, which came before the deletion). Any other event of a
+ * deleted upload is not announced.
+ */
+export function sentAfterTombstone(type: EventType): boolean {
+  return type === 'upload.deleted' || NUMBERED.has(type);
+}
 
 export interface WebhookEvent {
   id: string;

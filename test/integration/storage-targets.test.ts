@@ -273,6 +273,88 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     expect(report.unreferencedObjects).toBe(0);
   });
 
+  it('Uppy multipart goes in parts straight into the target (on S3; the embedded store refuses it with 501 and keeps nothing)', async () => {
+    const file = randomBytes(5 * 1024 * 1024 + 777);
+    const key = `t-uppy-mp-${randomUUID()}`;
+    const endpoint = (await call('POST', '/v1/uppy-endpoints')).json.companionEndpoint as string;
+    const created = await call('POST', `${endpoint}/s3/multipart`, {
+      filename: 'parts.bin',
+      type: 'application/octet-stream',
+      metadata: { idempotencyKey: key, name: 'parts.bin', storageTarget: 'archive' },
+    });
+    if (kind === 'local') {
+      expect([created.status, created.json.error]).toEqual([501, 'direct_upload_unsupported']);
+      expect((await call('GET', `/v1/idempotency-keys/${key}`)).status).toBe(404);
+      expect(await inBucket(keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+      return;
+    }
+    expect(created.status, created.text).toBe(200);
+    const { uploadId, key: objectKey } = created.json as { uploadId: string; key: string };
+    const q = `?key=${encodeURIComponent(objectKey)}`;
+    const parts = [file.subarray(0, 5 * 1024 * 1024), file.subarray(5 * 1024 * 1024)];
+    const etags: string[] = [];
+    for (const [i, body] of parts.entries()) {
+      const signed = await call('GET', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}/${i + 1}${q}`);
+      expect(signed.status).toBe(200);
+      // Signed for the target's own endpoint: the bytes never pass through the instance's store.
+      expect(signed.json.url.startsWith(versity.endpoint)).toBe(true);
+      const put = await fetch(signed.json.url, { method: 'PUT', body });
+      expect(put.status).toBe(200);
+      etags[i] = put.headers.get('etag')!;
+    }
+    const done = await call('POST', `${endpoint}/s3/multipart/${encodeURIComponent(uploadId)}/complete${q}`, {
+      parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })),
+    });
+    expect(done.status, done.text).toBe(200);
+    expect(done.json.upload).toMatchObject({ bytes: file.length, sha256: sha256(file) });
+    const id = done.json.upload.uploadId as string;
+    expect((await call('GET', `/v1/uploads/${id}`)).json.storageTarget).toBe(target.id);
+    expect((await content(id)).body.equals(file)).toBe(true);
+    expect(await inBucket(keyStoragePrefix(tenant.tenantId, key))).toHaveLength(1);
+    expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+  });
+
+  it("a deduping tenant's direct upload is instant only where its bytes are: in the target named, not in the instance store", async () => {
+    const own = await stack.createTenant('targets-dedupe');
+    await stack.runtime.pool.query(`UPDATE tenants SET dedupe = 'sha256' WHERE id = $1`, [own.tenantId]);
+    const as = (method: string, pathname: string, json?: unknown, headers: Record<string, string> = {}) =>
+      call(method, pathname, json, headers, own.apiKey);
+    const registered = await as('POST', '/v1/storage-targets', targetBody({ name: 'dedupe-archive', prefix: 'dedupe/' }), {
+      'idempotency-key': randomUUID(),
+    });
+    expect(registered.status, registered.text).toBe(201);
+    const bytes = randomBytes(30_000);
+    const first = await postUpload(stack.url, {
+      apiKey: own.apiKey,
+      key: `dd-${randomUUID()}`,
+      body: bytes,
+      headers: { 'x-storage-target': 'dedupe-archive' },
+    });
+    expect(first.status, first.text).toBe(201);
+    const plan = (target?: string) =>
+      as(
+        'POST',
+        '/v1/direct-uploads',
+        { bytes: bytes.length, sha256: sha256(bytes), ...(target ? { storageTarget: target } : {}) },
+        {
+          'idempotency-key': `dd-plan-${randomUUID()}`,
+        },
+      );
+    // The same bytes into the same target: committed at once, sharing the stored object.
+    const instant = await plan('dedupe-archive');
+    expect(instant.status, instant.text).toBe(201);
+    expect(instant.json.committedUpload).toMatchObject({ storageKey: first.json.storageKey, sha256: sha256(bytes) });
+    // Into the instance store, where they are not: a plan to send them.
+    const elsewhere = await plan();
+    expect(elsewhere.status, elsewhere.text).toBe(201);
+    expect(elsewhere.json.committedUpload).toBeUndefined();
+    expect(elsewhere.json.upload.url).toEqual(expect.any(String));
+    const shared = await stack.runtime.pool.query('SELECT refs FROM stored_objects WHERE tenant_id = $1', [own.tenantId]);
+    expect(shared.rows.map((r) => r.refs)).toEqual([2]);
+    const report = await audit(stack.runtime.pool, stack.runtime.store, { keyRetentionSeconds: 3600 });
+    expect(report.violations).toEqual([]);
+  });
+
   it('renditions and image variants are made beside their original in the target', async () => {
     const key = `t-png-${randomUUID()}`;
     const image = await png(320, 200);

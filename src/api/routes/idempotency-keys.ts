@@ -40,10 +40,11 @@ const keyRequestsRoute = createRoute({
   method: 'get',
   path: '/{key}/requests',
   tags: ['uploads'],
-  summary: 'Every request that came with an Idempotency-Key: the first answer, replays, attaches and refusals',
+  summary: 'Every request an Idempotency-Key answered or refused: the first answer, replays, attaches, reuse',
   description:
     'Written behind the answers (about a second later), per tenant and key: the first 50 in order with their time, ' +
-    'X-Request-Id, route, status and outcome, and how many came in all.',
+    'X-Request-Id, route, status and outcome, and how many came in all. Requests refused before the key was looked at ' +
+    "(a bad header, a missing scope, a quota) are not the key's and are not listed.",
   security: requires('uploads:read'),
   request: { params: z.object({ key: z.string().openapi({ description: 'The Idempotency-Key, URL-encoded.' }) }) },
   responses: {

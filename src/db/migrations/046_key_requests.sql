@@ -1,5 +1,5 @@
--- Every request that came with an Idempotency-Key, per key: the first answer, its replays, the
--- requests that attached to its run, the refusals (reuse, expiry, conflict). The first 50 are
+-- Every request an Idempotency-Key answered or refused, per key: the first answer, its replays,
+-- the requests that attached to its run, the key rule's refusals (reuse, expiry, in flight). The first 50 are
 -- kept with their times and request ids; the tally counts them all. Written a batch at a time
 -- by each API process (src/http/key-request-log.ts), removed by housekeeping once the key's
 -- row is gone and the key has been quiet for the tombstone window.
