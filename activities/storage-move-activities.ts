@@ -23,6 +23,7 @@ import {
   type StorageMigrationRow,
 } from '../src/db/queries/storage-migrations';
 import { eventBody, eventId } from '../src/downstream/events';
+import { findSharedObject } from '../src/db/queries/records';
 import { eventOfPayload, type TimedEvent } from '../src/record/announce';
 import { addressOn, parseAddress } from '../src/storage/address';
 import { migrationView } from '../src/targets/migration-view';
@@ -167,14 +168,15 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
         return { outcome: 'moved', reason: null, bytes: Number(src.bytes), source, derived: src.derived };
       if (src.deleted) return skipped('deleted');
       if (at.targetId !== a.from) return skipped('it is no longer in the migration’s source');
-      if (src.shared) return skipped('its bytes are shared with other uploads (content dedupe)');
       // A held upload's objects stay put (the store's own hold may pin them there too).
       if (src.held) return skipped('it is under a legal hold');
       // Renditions and variants (and an HLS rendition's segments beside it) exist only with rows:
       // without one, nothing is listed (a listing under a large tenant's prefix is not free).
       const derived: string[] = [];
       if (src.derived) for await (const o of store.list(fromPrefix)) derived.push(o.key);
-      let bytes = await copyObject(src.storage_key, to, { sha256: src.sha256, bytes: Number(src.bytes) });
+      // Bytes the destination already counts (content dedupe) are not copied again: the switch counts the upload there.
+      const counted = src.counted && (await findSharedObject(pool, a.tenantId, src.sha256, Number(src.bytes), a.to));
+      let bytes = counted ? 0 : await copyObject(src.storage_key, to, { sha256: src.sha256, bytes: Number(src.bytes) });
       for (const key of derived) {
         bytes += await copyObject(key, `${toPrefix}${key.slice(fromPrefix.length)}`);
         Context.current().heartbeat({ copied: key });
@@ -186,10 +188,15 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
         fromPrefix,
         toPrefix,
         copied: derived,
+        originalCopied: !counted,
       });
-      if (switched === 'switched' || switched === 'already') return { outcome: 'moved', reason: null, bytes, source, derived: src.derived };
+      if (switched === 'merged' && !(await addressReferenced(pool, to))) await store.delete(to);
+      if (switched === 'switched' || switched === 'merged' || switched === 'already')
+        return { outcome: 'moved', reason: null, bytes, source, derived: src.derived };
       // A rendition recorded during the copy: the next attempt copies it too.
       if (switched === 'renditions_changed') throw new Error('a rendition was recorded while the upload was copied');
+      // The destination's object with these bytes went while the rest was copied: the next attempt copies the original.
+      if (switched === 'destination_changed') throw new Error('the destination no longer holds these bytes');
       // The row moved on while the bytes were copied: the copies no row names go.
       return skipped(switched === 'deleted' ? 'deleted' : 'moved elsewhere while it was copied');
     },

@@ -22,6 +22,7 @@ export class RoutedStore implements ObjectStore {
   readonly kind: ObjectStore['kind'];
   readonly presigner?: ObjectPresigner;
   readonly putPartStreamed?: ObjectStore['putPartStreamed'];
+  private readonly routedPresigner = new RoutedPresigner(this);
 
   constructor(
     readonly defaultStore: ObjectStore,
@@ -30,7 +31,7 @@ export class RoutedStore implements ObjectStore {
     this.kind = defaultStore.kind;
     // Direct uploads and downloads are signed by the store when the default can sign (S3);
     // a registered target is always S3, so it can too.
-    if (defaultStore.presigner) this.presigner = new RoutedPresigner(this);
+    if (defaultStore.presigner) this.presigner = this.routedPresigner;
     // Parts stream while they arrive where the default can (S3); every registered target can too.
     if (defaultStore.putPartStreamed) this.putPartStreamed = (...a) => this.streamPart(...a);
   }
@@ -119,6 +120,10 @@ export class RoutedStore implements ObjectStore {
   async setLegalHold(address: string, on: boolean): Promise<boolean> {
     const at = await this.locate(address);
     return (await at.store.setLegalHold?.(at.key, on)) ?? false;
+  }
+
+  async presignerFor(address: string): Promise<ObjectPresigner | undefined> {
+    return (await this.locate(address)).store.presigner ? this.routedPresigner : undefined;
   }
 
   async holdsObjects(address: string): Promise<boolean> {

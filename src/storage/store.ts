@@ -53,6 +53,11 @@ export interface ObjectStore {
    * without holds (a local directory).
    */
   setLegalHold?(key: string, on: boolean): Promise<boolean>;
+  /**
+   * The presigner for the store an address lives in, if that store signs requests: a tenant's
+   * S3 target signs even where the instance's own store (a local directory) cannot.
+   */
+  presignerFor?(address: string): Promise<ObjectPresigner | undefined>;
   /** Whether the object's bucket can hold objects (S3 Object Lock); asked once per bucket. */
   holdsObjects?(key: string): Promise<boolean>;
   /** Whether the store holds the object (undefined: its bucket has no Object Lock, or the object is missing). */

@@ -1,16 +1,18 @@
 // The video.hls step with the worker in its own process: a ladder ffprobe can play, never
 // upscaled, the master written only after every rung; the worker SIGKILLed mid-ladder and
 // restarted goes on from the rung it was encoding, leaving the finished ones untouched; the
-// tenant's stored bytes count every object of the ladder, its segments included.
+// tenant's stored bytes count every object of the ladder, its segments included; and a storage
+// migration moves the ladder whole (every playlist and segment), the stream playing from the
+// target afterwards.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { audit } from '../../src/audit';
-import type { TestStack } from '../helpers/stack';
+import { testS3Store, type TestStack } from '../helpers/stack';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, listKeys, readObject } from '../helpers/inspect';
 import { stackWithWorkerProcess } from '../helpers/worker-process';
@@ -21,7 +23,10 @@ let harness: Awaited<ReturnType<typeof stackWithWorkerProcess>>;
 let tenant: { tenantId: string; apiKey: string };
 
 beforeAll(async () => {
-  harness = await stackWithWorkerProcess('hls');
+  harness = await stackWithWorkerProcess('hls', {
+    STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true',
+    STORAGE_MIGRATION_SOURCE_GRACE_SECONDS: '0',
+  });
   stack = harness.stack;
   tenant = await stack.createTenant();
 });
@@ -160,5 +165,49 @@ it('makes a playable ladder across a worker SIGKILL mid-encode, re-encoding no f
   await stack.runtime.pool.query(`UPDATE renditions SET companion_bytes = companion_bytes + 1 WHERE ${firstRung}`, [uploadId]);
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations.join('\n')).toContain(`rendition ${uploadId}/hls-240p has`);
   await stack.runtime.pool.query(`UPDATE renditions SET companion_bytes = companion_bytes - 1 WHERE ${firstRung}`, [uploadId]);
+  expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
+
+  // Moved to a target: every object of the ladder goes, the stream plays from there, the source is released.
+  const { s3 } = inject('stack');
+  const bucket = `hls-target-${randomUUID().slice(0, 8)}`;
+  const targetBucket = await testS3Store(bucket);
+  const json = { ...auth, 'content-type': 'application/json' };
+  const target = await fetch(`${stack.url}/v1/storage-targets`, {
+    method: 'POST',
+    headers: { ...json, 'idempotency-key': randomUUID() },
+    body: JSON.stringify({
+      name: 'streams-archive',
+      endpoint: s3.endpoint,
+      bucket,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+    }),
+  });
+  expect(target.status, await target.clone().text()).toBe(201);
+  const targetId = ((await target.json()) as { id: string }).id;
+  const sourceObjects = await listKeys(stack.s3, prefix);
+  const started = await fetch(`${stack.url}/v1/storage-migrations`, {
+    method: 'POST',
+    headers: { ...json, 'idempotency-key': randomUUID() },
+    body: JSON.stringify({ from: 'default', to: 'streams-archive' }),
+  });
+  expect(started.status).toBe(201);
+  const migrationId = ((await started.json()) as { id: string }).id;
+  const moved = await eventually(async () => {
+    const m = (await getJson(`${stack.url}/v1/storage-migrations/${migrationId}`, tenant.apiKey)).json;
+    return m.state === 'completed' ? m : undefined;
+  }, 120_000);
+  expect(moved).toMatchObject({ moved: 1, failed: 0 });
+  expect((await getJson(`${stack.url}/v1/uploads/${uploadId}`, tenant.apiKey)).json.storageTarget).toBe(targetId);
+  const inTarget = await listKeys(targetBucket, prefix);
+  targetBucket.destroy();
+  expect(inTarget.sort()).toEqual(sourceObjects.sort());
+  await eventually(async () => (await listKeys(stack.s3, prefix)).length === 0, 60_000);
+  const { stdout: fromTarget } = await run('ffprobe', [
+    ...['-v', 'error', '-headers', `Authorization: Bearer ${tenant.apiKey}\r\n`],
+    ...['-show_entries', 'stream=codec_type,height', '-of', 'json', `${base}hls`],
+  ]);
+  const targetStreams = (JSON.parse(fromTarget) as { streams: { codec_type: string; height?: number }[] }).streams;
+  expect(new Set(targetStreams.filter((s) => s.codec_type === 'video').map((s) => s.height))).toEqual(new Set([240, 360]));
   expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
 }, 600_000);

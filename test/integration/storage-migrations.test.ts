@@ -2,7 +2,8 @@
 // tenant's target: every upload moved once, whole (original, renditions, variants), reads
 // following the row throughout, sources released, a second migration refused while one runs,
 // pause and resume, cancel, a target away during a migration, a deleted upload left alone,
-// the move back, and the event each migration's end sends (once, redeliverable).
+// the move back, the event each migration's end sends (once, redeliverable), and a deduping
+// tenant's shared objects moved with their counts.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -12,7 +13,7 @@ import { audit } from '../../src/audit';
 import { switchUploadAddress } from '../../src/db/queries/storage-migrations';
 import { S3Store } from '../../src/storage/s3-store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
-import { postUpload } from '../helpers/http';
+import { postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
@@ -257,6 +258,92 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     }
   });
 
+  it("a deduping tenant's shared objects move with every upload that counts them, onto bytes the target already holds", async () => {
+    const own = await stack.createTenant('migrations-dedupe');
+    await stack.runtime.pool.query(`UPDATE tenants SET dedupe = 'sha256' WHERE id = $1`, [own.tenantId]);
+    const as = (method: string, pathname: string, json?: unknown) =>
+      fetch(`${stack.url}${pathname}`, {
+        method,
+        headers: { authorization: `Bearer ${own.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: json === undefined ? undefined : JSON.stringify(json),
+      }).then(async (r) => ({ status: r.status, json: (await r.json()) as any }));
+    const registered = await as('POST', '/v1/storage-targets', {
+      name: 'dd-archive',
+      endpoint: versity.endpoint,
+      bucket,
+      prefix: 'dd/',
+      ...CREDS,
+    });
+    expect(registered.status).toBe(201);
+    const upload = async (body: Buffer, headers: Record<string, string> = {}) => {
+      const res = await postUpload(stack.url, { apiKey: own.apiKey, key: `dd-${randomUUID()}`, body, headers });
+      expect(res.status, res.text).toBe(201);
+      return res.json.uploadId as string;
+    };
+    const [x, y] = [randomBytes(4000), randomBytes(5000)];
+    // x twice (one object counted twice), y once here and once already in the target.
+    const [a1, a2, b] = [await upload(x), await upload(x), await upload(y)];
+    const c = await upload(y, { 'x-storage-target': 'dd-archive' });
+    const counts = async () =>
+      (
+        await stack.runtime.pool.query<{ sha256: string; refs: number; storage_target: string | null }>(
+          'SELECT sha256, refs, storage_target FROM stored_objects WHERE tenant_id = $1 ORDER BY sha256, storage_target',
+          [own.tenantId],
+        )
+      ).rows;
+    expect((await counts()).map((r) => r.refs).sort()).toEqual([1, 1, 2]);
+
+    // One at a time, so whichever of a1 and a2 goes first copies x and the other finds it there.
+    const started = await as('POST', '/v1/storage-migrations', { from: 'default', to: 'dd-archive', concurrency: 1 });
+    expect(started.status).toBe(201);
+    const done = await eventually(async () => {
+      const m = (await as('GET', `/v1/storage-migrations/${started.json.id}`)).json;
+      return m.state === 'completed' ? m : undefined;
+    }, 120_000);
+    expect(done).toMatchObject({ total: 3, moved: 3, skipped: 0, failed: 0 });
+    // x copied once, y not at all: the target held it already.
+    expect(done.bytesMoved).toBe(x.length);
+    const keyOf = async (id: string) =>
+      (await stack.runtime.pool.query('SELECT storage_key FROM uploads WHERE id = $1', [id])).rows[0].storage_key;
+    expect(await keyOf(a1)).toBe(await keyOf(a2));
+    expect(await keyOf(b)).toBe(await keyOf(c));
+    const registeredId = registered.json.id as string;
+    expect(await counts()).toEqual(
+      [
+        { sha256: sha256(x), refs: 2, storage_target: registeredId },
+        { sha256: sha256(y), refs: 2, storage_target: registeredId },
+      ].sort((p, q) => p.sha256.localeCompare(q.sha256)),
+    );
+    for (const [id, body] of [
+      [a1, x],
+      [a2, x],
+      [b, y],
+      [c, y],
+    ] as const) {
+      const read = await fetch(`${stack.url}/v1/uploads/${id}/content`, { headers: { authorization: `Bearer ${own.apiKey}` } });
+      expect(Buffer.from(await read.arrayBuffer()).equals(body)).toBe(true);
+    }
+    // The sources go (no row names them); the target keeps one object per content.
+    await eventually(async () => (await listKeys(stack.runtime.store, `tenants/${own.tenantId}/`)).length === 0);
+    expect(await listKeys(bucketStore, `dd/tenants/${own.tenantId}/`)).toHaveLength(2);
+    const report = await audit(stack.runtime.pool, stack.runtime.store, { keyRetentionSeconds: 3600 });
+    expect(report.violations).toEqual([]);
+    expect(report.unreferencedObjects).toBe(0);
+
+    // A switch that relied on the destination's bytes finds them gone: nothing switches, the move copies again.
+    const d = await upload(randomBytes(3000));
+    const from = await keyOf(d);
+    const to = `targets/${registeredId}/${from}`;
+    const prefixes = {
+      fromPrefix: `tenants/${own.tenantId}/renditions/${d}/`,
+      toPrefix: `targets/${registeredId}/tenants/${own.tenantId}/renditions/${d}/`,
+    };
+    expect(await switchUploadAddress(stack.runtime.pool, { uploadId: d, from, to, ...prefixes, copied: [], originalCopied: false })).toBe(
+      'destination_changed',
+    );
+    expect(await keyOf(d)).toBe(from);
+  });
+
   it('a switch refuses an upload deleted or moved while it was copied, and a rendition recorded meanwhile', async () => {
     const [u] = await uploadMany(1, 'switch');
     const row = (await stack.runtime.pool.query<{ storage_key: string }>('SELECT storage_key FROM uploads WHERE id = $1', [u!.id]))
@@ -267,17 +354,21 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
       toPrefix: `targets/${targetId}/tenants/${tenant.tenantId}/renditions/${u!.id}/`,
     };
     const pool = stack.runtime.pool;
-    expect(await switchUploadAddress(pool, { uploadId: u!.id, from: 'elsewhere', to, ...prefixes, copied: [] })).toBe('changed');
+    expect(await switchUploadAddress(pool, { uploadId: u!.id, from: 'elsewhere', to, ...prefixes, copied: [], originalCopied: true })).toBe(
+      'changed',
+    );
     await pool.query("INSERT INTO renditions (upload_id, name, storage_key, content_type, bytes) VALUES ($1, 'late', $2, 'image/png', 1)", [
       u!.id,
       `${prefixes.fromPrefix}late.png`,
     ]);
-    expect(await switchUploadAddress(pool, { uploadId: u!.id, from: row.storage_key, to, ...prefixes, copied: [] })).toBe(
-      'renditions_changed',
-    );
+    expect(
+      await switchUploadAddress(pool, { uploadId: u!.id, from: row.storage_key, to, ...prefixes, copied: [], originalCopied: true }),
+    ).toBe('renditions_changed');
     await pool.query("DELETE FROM renditions WHERE upload_id = $1 AND name = 'late'", [u!.id]);
     expect((await call('DELETE', `/v1/uploads/${u!.id}`, undefined, { prefer: 'wait=30' })).status).toBe(200);
-    expect(await switchUploadAddress(pool, { uploadId: u!.id, from: row.storage_key, to, ...prefixes, copied: [] })).toBe('deleted');
+    expect(
+      await switchUploadAddress(pool, { uploadId: u!.id, from: row.storage_key, to, ...prefixes, copied: [], originalCopied: true }),
+    ).toBe('deleted');
     expect((await pool.query('SELECT storage_key FROM uploads WHERE id = $1', [u!.id])).rows[0].storage_key).toBe(row.storage_key);
   });
 });

@@ -61,7 +61,10 @@ export class UppyCompanion implements EndpointOwners {
         mode: 'uppy',
         route: UPPY_ROUTE, // Parts without checksums: the store's own multipart (the one tus uses).
         // A store the client cannot reach is 501, found once the upload is admitted (its limits answer first).
-        begin: (storageKey, type) => (this.needsPresigner(), this.deps.store.beginParts(storageKey, type)),
+        begin: async (storageKey, type) => {
+          await this.needsPresigner(storageKey);
+          return this.deps.store.beginParts(storageKey, type);
+        },
         idleSeconds: this.deps.expirySeconds,
         partBytes: null,
       },
@@ -80,8 +83,9 @@ export class UppyCompanion implements EndpointOwners {
     if (!Number.isInteger(n) || n < 1 || n > 10_000) throw problem('not_found', 'Part numbers run from 1 to 10000.');
     if (s.state !== 'open') throw problem('upload_committed', 'This upload is completing or complete; no more parts are taken.');
     const expiresSeconds = this.deps.urlSeconds;
+    const presigner = await this.needsPresigner(s.storage_key);
     const signed = await dependency('storage_unavailable', () =>
-      this.needsPresigner().presignPart(s.storage_key, s.multipart_id, n, { expiresSeconds }),
+      presigner.presignPart(s.storage_key, s.multipart_id, n, { expiresSeconds }),
     );
     return { url: signed.url, expires: expiresSeconds, headers: signed.headers };
   }
@@ -93,7 +97,8 @@ export class UppyCompanion implements EndpointOwners {
   ): Promise<{ PartNumber: number; ETag: string; Size: number }[]> {
     const s = await this.session(owner, uploadId, objectKey);
     if (s.state !== 'open') return [];
-    const parts = await dependency('storage_unavailable', () => this.needsPresigner().listParts(s.storage_key, s.multipart_id));
+    const presigner = await this.needsPresigner(s.storage_key);
+    const parts = await dependency('storage_unavailable', () => presigner.listParts(s.storage_key, s.multipart_id));
     return parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag, Size: p.bytes }));
   }
 
@@ -117,7 +122,7 @@ export class UppyCompanion implements EndpointOwners {
   }
 
   private async verify(s: SessionRow, parts: { partNumber: number; etag: string }[]): Promise<StagedCopy> {
-    const presigner = this.needsPresigner();
+    const presigner = await this.needsPresigner(s.storage_key);
     await dependency('storage_unavailable', () => presigner.completeCheckedParts(s.storage_key, s.multipart_id, parts));
     // Uppy sends no checksums: the object is read once to learn its SHA-256 (constant memory).
     const stream = await dependency('storage_unavailable', () => this.deps.store.get(s.storage_key));
@@ -151,12 +156,15 @@ export class UppyCompanion implements EndpointOwners {
     return s;
   }
 
-  private needsPresigner() {
-    const presigner = this.deps.store.presigner;
+  /** The presigner of the store `storageKey` goes to (the instance's, or a tenant's S3 target); 501 where it cannot sign. */
+  private async needsPresigner(storageKey: string) {
+    const presigner = await dependency('storage_unavailable', async () =>
+      this.deps.store.presignerFor ? this.deps.store.presignerFor(storageKey) : this.deps.store.presigner,
+    );
     if (!presigner)
       throw problem(
         'direct_upload_unsupported',
-        'Multipart uploads straight to the store need the S3 store; on the embedded store use tus (/v1/tus) or Uppy without multipart.',
+        "Multipart uploads straight to the store need an S3 store (the instance's or a storage target); on the embedded store use tus (/v1/tus) or Uppy without multipart.",
       );
     return presigner;
   }

@@ -154,7 +154,7 @@ export async function migrationProgress(db: Queryable, id: string): Promise<Migr
   return { moved: c.moved, skipped: c.skipped, failed: c.failed, bytesMoved: Number(c.bytesMoved), failures: failures.rows };
 }
 
-/** What a move copies: the upload's object and whether other uploads share it (dedupe). */
+/** What a move copies: the upload's object and whether it is counted (content dedupe). */
 export async function moveSource(
   db: Queryable,
   uploadId: string,
@@ -166,7 +166,8 @@ export async function moveSource(
       bytes: string;
       content_type: string;
       deleted: boolean;
-      shared: boolean;
+      /** Its object is counted (content dedupe): the destination may hold these bytes already. */
+      counted: boolean;
       /** Under a legal hold (its objects stay where they are). */
       held: boolean;
       /** Whether it has renditions or variants. */
@@ -176,7 +177,7 @@ export async function moveSource(
 > {
   const res = await db.query(
     `SELECT u.tenant_id, u.storage_key, u.sha256, u.bytes, u.content_type, u.deleted_at IS NOT NULL OR u.object_released AS deleted,
-            EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key AND o.refs > 1) AS shared,
+            EXISTS (SELECT 1 FROM stored_objects o WHERE o.storage_key = u.storage_key) AS counted,
             u.hold_reason IS NOT NULL AS held,
             EXISTS (SELECT 1 FROM renditions r WHERE r.upload_id = u.id) OR EXISTS (SELECT 1 FROM image_variants v WHERE v.upload_id = u.id) AS derived
        FROM uploads u WHERE u.id = $1`,
@@ -185,22 +186,29 @@ export async function moveSource(
   return res.rows[0];
 }
 
-export type SwitchOutcome = 'switched' | 'already' | 'deleted' | 'changed' | 'renditions_changed';
+/**
+ * `merged`: switched onto the object with the same bytes the destination already counted
+ * (content dedupe), so the copy of the original at `to` is not the upload's.
+ * `destination_changed`: the original was not copied (the destination counted its bytes) and
+ * that object is gone since; nothing switched.
+ */
+export type SwitchOutcome = 'switched' | 'merged' | 'already' | 'deleted' | 'changed' | 'renditions_changed' | 'destination_changed';
 
 /**
  * Switches the upload to the copies, in one transaction under the row's lock: its object,
- * then every rendition and variant row under `fromPrefix` to the same key under `toPrefix`
- * (a single-reference shared object's count row too). Refused when the row moved on (another
+ * then every rendition and variant row under `fromPrefix` to the same key under `toPrefix`.
+ * A counted (deduped) object's count moves with the upload: onto the destination's object with
+ * the same bytes when there is one, else onto the copy. Refused when the row moved on (another
  * move, a deletion) or a rendition was recorded that was not copied.
  */
 export async function switchUploadAddress(
   pool: Pool,
-  s: { uploadId: string; from: string; to: string; fromPrefix: string; toPrefix: string; copied: string[] },
+  s: { uploadId: string; from: string; to: string; fromPrefix: string; toPrefix: string; copied: string[]; originalCopied: boolean },
 ): Promise<SwitchOutcome> {
   return withTransaction(pool, async (tx) => {
     const row = (
-      await tx.query<{ storage_key: string; gone: boolean }>(
-        'SELECT storage_key, deleted_at IS NOT NULL OR object_released AS gone FROM uploads WHERE id = $1 FOR UPDATE',
+      await tx.query<{ tenant_id: string; storage_key: string; gone: boolean }>(
+        'SELECT tenant_id, storage_key, deleted_at IS NOT NULL OR object_released AS gone FROM uploads WHERE id = $1 FOR UPDATE',
         [s.uploadId],
       )
     ).rows[0];
@@ -218,12 +226,50 @@ export async function switchUploadAddress(
         `UPDATE ${table} SET storage_key = $3 || substr(storage_key, length($2) + 1) WHERE upload_id = $1 AND starts_with(storage_key, $2)`,
         [s.uploadId, s.fromPrefix, s.toPrefix],
       );
-    await tx.query('UPDATE uploads SET storage_key = $2 WHERE id = $1', [s.uploadId, s.to]);
+    const object = await moveCount(tx, row.tenant_id, s.from, s.to, s.originalCopied);
+    if (!object) return 'destination_changed';
+    await tx.query('UPDATE uploads SET storage_key = $2 WHERE id = $1', [s.uploadId, object]);
     await moved('renditions');
     await moved('image_variants');
-    await tx.query('UPDATE stored_objects SET storage_key = $2 WHERE storage_key = $1 AND refs = 1', [s.from, s.to]);
-    return 'switched';
+    return object === s.to ? 'switched' : 'merged';
   });
+}
+
+/**
+ * Moves one upload's count from the object at `from` (if it is counted: content dedupe) to the
+ * destination: onto the counted object there with the same bytes, else onto `to` (undefined,
+ * changing nothing, when `to` was not copied). The object the upload names afterwards.
+ */
+async function moveCount(tx: Queryable, tenantId: string, from: string, to: string, toCopied: boolean): Promise<string | undefined> {
+  const counted = (
+    await tx.query<{ sha256: string; bytes: string; refs: number }>(
+      'SELECT sha256, bytes, refs FROM stored_objects WHERE storage_key = $1 FOR UPDATE',
+      [from],
+    )
+  ).rows[0];
+  if (!counted) return toCopied ? to : undefined;
+  const there = (
+    await tx.query<{ storage_key: string }>(
+      `SELECT storage_key FROM stored_objects
+        WHERE tenant_id = $1 AND sha256 = $2 AND bytes = $3 AND storage_key <> $5
+          AND storage_target IS NOT DISTINCT FROM (CASE WHEN $4::text LIKE 'targets/%' THEN substring($4::text FROM 9 FOR 36)::uuid END)
+        FOR UPDATE`,
+      [tenantId, counted.sha256, counted.bytes, to, from],
+    )
+  ).rows[0];
+  if (!there && !toCopied) return undefined;
+  if (there) await tx.query('UPDATE stored_objects SET refs = refs + 1 WHERE storage_key = $1', [there.storage_key]);
+  if (counted.refs > 1) await tx.query('UPDATE stored_objects SET refs = refs - 1 WHERE storage_key = $1', [from]);
+  else if (there) await tx.query('DELETE FROM stored_objects WHERE storage_key = $1', [from]);
+  else await tx.query('UPDATE stored_objects SET storage_key = $2 WHERE storage_key = $1', [from, to]);
+  if (counted.refs > 1 && !there)
+    await tx.query('INSERT INTO stored_objects (tenant_id, sha256, bytes, storage_key, refs) VALUES ($1, $2, $3, $4, 1)', [
+      tenantId,
+      counted.sha256,
+      counted.bytes,
+      to,
+    ]);
+  return there?.storage_key ?? to;
 }
 
 /** Whether any row names this address (such an object is never deleted as a moved source). */
