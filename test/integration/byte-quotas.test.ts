@@ -548,6 +548,41 @@ describe.each(['local', 's3'] as const)('byte quotas on the %s store', (kind) =>
     expect((await audit(stack.runtime.pool, stack.runtime.store)).violations).toEqual([]);
   });
 
+  it('a retry admitted while its key commits leaves no reservation behind, though its insert waited on the commit', async () => {
+    const t = await stack.createTenant('quota-race');
+    const pool = stack.runtime.pool;
+    const key = `q-race-${randomUUID()}`;
+    await reserveBytes(pool, { tenantId: t.tenantId, key, bytes: 10, ttlSeconds: 60 });
+    expect(await reservations(t.tenantId)).toBe(1);
+    // The key's commit, held open: its reservation deleted and its upload row made.
+    const commit = await pool.connect();
+    try {
+      await commit.query('BEGIN');
+      await commit.query('DELETE FROM quota_reservations WHERE tenant_id = $1 AND idempotency_key = $2', [t.tenantId, key]);
+      await commit.query(
+        `INSERT INTO uploads (id, tenant_id, idempotency_key, workflow_id, storage_key, bytes, sha256, content_type)
+         VALUES (gen_random_uuid(), $1, $2, 'race', 'race/' || $2, 10, repeat('a', 64), 'text/plain')`,
+        [t.tenantId, key],
+      );
+      // The retry's reservation checks for the upload (none yet), then waits on the deleted row.
+      const retry = reserveBytes(pool, { tenantId: t.tenantId, key, bytes: 10, ttlSeconds: 60 });
+      await eventually(async () => {
+        const waiting = await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO quota_reservations%'`,
+        );
+        return waiting.rows[0]!.n === 1;
+      }, 30_000);
+      await commit.query('COMMIT');
+      await retry;
+      expect(await reservations(t.tenantId)).toBe(0);
+    } finally {
+      await commit.query('ROLLBACK').catch(() => {});
+      // The row stood for a commit: it goes, as no real upload was made.
+      await commit.query('DELETE FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2', [t.tenantId, key]);
+      commit.release();
+    }
+  });
+
   it('a reservation nothing ends lapses at its expiry; one an open session holds stays until the session ends', async () => {
     const t = await stack.createTenant('quota-sweep');
     const { pool } = stack.runtime;

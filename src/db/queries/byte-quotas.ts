@@ -144,30 +144,40 @@ export async function reserveBytes(
   // One reservation per key, however many requests are admitted under it: the first.
   const onConflict = 'ON CONFLICT (tenant_id, idempotency_key) DO NOTHING';
   const args = [r.tenantId, r.key, r.bytes, r.ttlSeconds];
-  const quick = await pool.query<{ unlimited: boolean }>(
+  const quick = await pool.query<{ unlimited: boolean; inserted: number }>(
     `WITH t AS (SELECT (${UNLIMITED}) AS unlimited FROM tenants WHERE id = $1),
           ins AS (INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at)
                   SELECT $1::uuid, $2::text, $3::bigint, now() + make_interval(secs => $4::float8) FROM t
                    WHERE t.unlimited AND NOT EXISTS (SELECT 1 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2)
                   ${onConflict} RETURNING 1)
-     SELECT t.unlimited FROM t`,
+     SELECT t.unlimited, (SELECT count(*) FROM ins)::int AS inserted FROM t`,
     args,
   );
   const row = quick.rows[0];
-  if (!row || row.unlimited) return;
-  await withTransaction(pool, async (tx) => {
-    const quotas = await lockedQuotas(tx, r.tenantId);
-    // A retry under a key that already made its upload is answered from it: nothing to reserve, never refused.
-    if (await keyHasUpload(tx, r.tenantId, r.key)) return;
-    // Read after the lock: what the admissions before this one reserved is counted.
-    const over = firstExceeded(quotas, await quotaStanding(tx, r.tenantId, r.key), r.bytes ?? 0);
-    if (over) throw over;
-    await tx.query(
-      `INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at)
-       VALUES ($1, $2, $3, now() + make_interval(secs => $4)) ${onConflict}`,
-      args,
+  let inserted = (row?.inserted ?? 0) > 0;
+  if (row && !row.unlimited)
+    inserted = await withTransaction(pool, async (tx) => {
+      const quotas = await lockedQuotas(tx, r.tenantId);
+      // A retry under a key that already made its upload is answered from it: nothing to reserve, never refused.
+      if (await keyHasUpload(tx, r.tenantId, r.key)) return false;
+      // Read after the lock: what the admissions before this one reserved is counted.
+      const over = firstExceeded(quotas, await quotaStanding(tx, r.tenantId, r.key), r.bytes ?? 0);
+      if (over) throw over;
+      const made = await tx.query(
+        `INSERT INTO quota_reservations (tenant_id, idempotency_key, bytes, expires_at)
+         VALUES ($1, $2, $3, now() + make_interval(secs => $4)) ${onConflict} RETURNING 1`,
+        args,
+      );
+      return (made.rowCount ?? 0) > 0;
+    });
+  // An insert that waited on the key's commit (which deleted its earlier reservation) checked for
+  // the upload before that commit: a statement after it sees the upload, and the reservation goes.
+  if (inserted)
+    await pool.query(
+      `DELETE FROM quota_reservations WHERE tenant_id = $1 AND idempotency_key = $2
+          AND EXISTS (SELECT 1 FROM uploads WHERE tenant_id = $1 AND idempotency_key = $2)`,
+      [r.tenantId, r.key],
     );
-  });
 }
 
 async function keyHasUpload(db: Queryable, tenantId: string, key: string): Promise<boolean> {
