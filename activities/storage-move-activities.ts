@@ -7,7 +7,6 @@ import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { withTransaction, type Pool } from '../src/db/pool';
-import { recordEvent } from '../src/db/queries/events';
 import {
   addressReferenced,
   findMigration,
@@ -22,9 +21,9 @@ import {
   type MigrationOutcome,
   type StorageMigrationRow,
 } from '../src/db/queries/storage-migrations';
-import { eventBody, eventId } from '../src/downstream/events';
+import { eventId } from '../src/downstream/events';
 import { findSharedObject } from '../src/db/queries/records';
-import { eventOfPayload, type TimedEvent } from '../src/record/announce';
+import { writeEvent, type TimedEvent } from '../src/record/announce';
 import { addressOn, parseAddress } from '../src/storage/address';
 import { migrationView } from '../src/targets/migration-view';
 import { renditionPrefix } from '../src/storage/layout';
@@ -130,15 +129,11 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
         await setMigrationState(tx, a.migrationId, a.cancelled ? 'cancelled' : 'completed');
         const row = await findMigration(tx, a.tenantId, a.migrationId);
         if (!row) return null;
-        const type = row.state === 'cancelled' ? 'storage_migration.cancelled' : 'storage_migration.completed';
+        const type = row.state === 'cancelled' ? ('storage_migration.cancelled' as const) : ('storage_migration.completed' as const);
         const { id, ...view } = migrationView(row, await migrationProgress(tx, row.id));
-        const event = { id: eventId(id, type), type, data: { migrationId: id, ...view } } as const;
-        const payload = await recordEvent(
-          tx,
-          { id: event.id, tenant_id: a.tenantId, upload_id: null, type, payload: eventBody(event, new Date().toISOString()) },
-          { afterTombstone: false },
-        );
-        return payload === undefined ? null : eventOfPayload(event.id, a.tenantId, null, payload);
+        const data = { migrationId: id, ...view };
+        const event = { id: eventId(id, type), type, tenantId: a.tenantId, uploadId: null, data, timestamp: new Date().toISOString() };
+        return (await writeEvent(tx, event)) ?? null;
       });
     },
 

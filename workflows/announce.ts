@@ -1,11 +1,12 @@
-// Webhook fan-out shared by the downstream and deletion workflows: one delivery activity per
+// Webhook fan-out shared by the workflows that announce events: one delivery activity per
 // (event, endpoint), retried on the tenant's schedule; one that exhausts its retries is
 // recorded in the result, not fatal.
-import { proxyActivities, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
+import { ParentClosePolicy, proxyActivities, proxyLocalActivities, setCurrentDetails, startChild } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { WebhookEvent } from '../src/downstream/events';
 import type { AnnounceEventInput } from '../src/temporal/definitions';
 import type { WebhookRetrySchedule } from '../src/downstream/types';
+import { workflowIds } from '../src/temporal/names';
 
 /** Delivers an event to each endpoint, writing each outcome into `deliveries`. */
 export function announcer(endpoints: string[], r: WebhookRetrySchedule, deliveries: Record<string, string>) {
@@ -49,4 +50,17 @@ export async function announceEventWorkflow(input: AnnounceEventInput): Promise<
   const deliveries: Record<string, string> = {};
   await announcer(await listWebhookEndpoints(input.tenantId), input.webhookRetry, deliveries)(input.event, input.timestamp);
   return deliveries;
+}
+
+/**
+ * Starts the event's own announcing run and leaves it (its caller's answer waits for no
+ * receiver); the run's ID, `announce/{eventId}`, keeps a retried start to one.
+ */
+export async function startAnnouncing(input: AnnounceEventInput, staticSummary?: string): Promise<void> {
+  await startChild(announceEventWorkflow, {
+    workflowId: workflowIds.announce(input.event.id),
+    args: [input],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    ...(staticSummary === undefined ? {} : { staticSummary }),
+  });
 }

@@ -7,17 +7,15 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  ParentClosePolicy,
   patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
-  startChild,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import { failureTypes, patches, searchAttributes, workflowIds } from '../src/temporal/names';
+import { failureTypes, patches, searchAttributes } from '../src/temporal/names';
 import type { Activities } from '../activities';
 import { eventId, type WebhookEvent } from '../src/downstream/events';
 import {
@@ -28,7 +26,7 @@ import {
   type ImportErasureInput,
   type RestoredUpload,
 } from '../src/temporal/definitions';
-import { announceEventWorkflow, announcer } from './announce';
+import { announcer, startAnnouncing } from './announce';
 import { stepLabels } from '../src/temporal/step-labels';
 
 // The erasure steps are short database and store calls: as local activities they skip two
@@ -92,12 +90,7 @@ export async function deletionWorkflow(input: DeletionInput): Promise<DeletionRe
   };
   if (patched(patches.deletionAnnouncesApart)) {
     // The answer is the erasure's: upload.deleted goes out in its own run, however long its receivers take.
-    await startChild(announceEventWorkflow, {
-      workflowId: workflowIds.announce(event.id),
-      args: [{ tenantId, event, timestamp: scrubbed.erasedAt, webhookRetry: input.webhookRetry }],
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      staticSummary: stepLabels.announceDeleted,
-    });
+    await startAnnouncing({ tenantId, event, timestamp: scrubbed.erasedAt, webhookRetry: input.webhookRetry }, stepLabels.announceDeleted);
   } else {
     setCurrentDetails('announcing upload.deleted');
     const announce = announcer(await listWebhookEndpoints(tenantId), input.webhookRetry, {});
@@ -161,12 +154,10 @@ function restoreWindow(input: DeletionInput) {
       const back = await step(stepLabels.restoreUpload).restoreUpload({ uploadId });
       restored = { uploadId, restoredAt: back?.restoredAt ?? new Date().toISOString() };
       if (back)
-        await startChild(announceEventWorkflow, {
-          workflowId: workflowIds.announce(back.event.id),
-          args: [{ tenantId, event: back.event, timestamp: back.restoredAt, webhookRetry: input.webhookRetry }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          staticSummary: stepLabels.announceRestored,
-        });
+        await startAnnouncing(
+          { tenantId, event: back.event, timestamp: back.restoredAt, webhookRetry: input.webhookRetry },
+          stepLabels.announceRestored,
+        );
       upsertSearchAttributes([{ key: searchAttributes.phase, value: 'restored' }]);
       await condition(allHandlersFinished);
       return restored;

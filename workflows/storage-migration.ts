@@ -37,7 +37,7 @@ import {
 import { patches, workflowIds } from '../src/temporal/names';
 import { JOB_STEP_OPTIONS } from './windows';
 import { inWindows } from '../src/temporal/in-windows';
-import { announceEventWorkflow } from './announce';
+import { startAnnouncing } from './announce';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // A store away for a while is waited out (about half an hour of retries), then the upload's move fails.
@@ -112,12 +112,7 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
   if (patched(patches.migrationAnnouncesItsEnd) && input.webhookRetry) {
     // The end and its event commit together; the event is announced in a run of its own (its ID keeps it to one).
     const event = await local.finishMigration({ migrationId: input.migrationId, tenantId: input.tenantId, cancelled });
-    if (event)
-      await startChild(announceEventWorkflow, {
-        workflowId: workflowIds.announce(event.id),
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [{ tenantId: input.tenantId, event, timestamp: event.timestamp, webhookRetry: input.webhookRetry }],
-      });
+    if (event) await startAnnouncing({ tenantId: input.tenantId, event, timestamp: event.timestamp, webhookRetry: input.webhookRetry });
   } else await local.setMigrationState({ migrationId: input.migrationId, state: cancelled ? 'cancelled' : 'completed' });
   await condition(allHandlersFinished);
 }

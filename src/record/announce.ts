@@ -18,10 +18,19 @@ export interface AnnounceDeps {
   webhookRetry: WebhookRetrySchedule;
 }
 
-/** Writes the event with the body it is sent with (in the change's transaction). */
-export async function writeEvent(tx: Queryable, e: TimedEvent): Promise<void> {
+/**
+ * Writes the event with the body it is sent with (in the change's transaction) and answers it
+ * as recorded: a retry of the change gets the first body back. Undefined when it is not
+ * written (its upload is already tombstoned).
+ */
+export async function writeEvent(tx: Queryable, e: TimedEvent): Promise<TimedEvent | undefined> {
   const payload = eventBody(e, e.timestamp);
-  await recordEvent(tx, { id: e.id, tenant_id: e.tenantId, upload_id: e.uploadId, type: e.type, payload }, { afterTombstone: false });
+  const recorded = await recordEvent(
+    tx,
+    { id: e.id, tenant_id: e.tenantId, upload_id: e.uploadId, type: e.type, payload },
+    { afterTombstone: false },
+  );
+  return recorded === undefined ? undefined : eventOfPayload(e.id, e.tenantId, e.uploadId, recorded);
 }
 
 /** The event as written (for a retry of its change), from its recorded body. */

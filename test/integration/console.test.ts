@@ -459,6 +459,10 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     // Without the form's token the post is refused before anything runs.
     const forged = await page.request.post(`${stack.url}/console/sign-out`, { form: { csrf: 'wrong' }, headers: { origin: stack.url } });
     expect(forged.status()).toBe(403);
+    // A page whose reads its key may not make answers the API's refusal, in words.
+    const storage = await page.goto(`${stack.url}/console/storage`);
+    expect(storage!.status()).toBe(403);
+    expect(await page.textContent('main')).toContain('This API key does not hold the scope storage:manage.');
     await context.close();
   });
 

@@ -9,6 +9,7 @@ import { serverPort } from '../support/ports';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { Client, errors as undiciErrors } from 'undici';
 import { audit } from '../../src/audit';
+import { keyRequests } from '../../src/db/queries/key-requests';
 import { nodeTs, startProcess, waitUntil, type ManagedProcess } from '../../src/devstack/process';
 import { startTestStack, stackEnv, type TestStack } from '../helpers/stack';
 import { postUpload, sha256 } from '../helpers/http';
@@ -79,6 +80,11 @@ it('loses nothing acknowledged and duplicates nothing across a SIGTERM', async (
   for (const { r, u } of acknowledged) expect(r.json.sha256).toBe(sha256(u.body));
   // Nothing acknowledged is lost: each 201 names a stored, whole object.
   for (const { r } of acknowledged) expect((await stack.s3.head(r.json.storageKey))?.bytes).toBe(1024 * 1024);
+  // The key request log's last batch is written as the process stops: every acknowledged answer is in it.
+  for (const { r, u } of acknowledged) {
+    const logged = await keyRequests(stack.runtime.pool, tenant.tenantId, u.key);
+    expect(logged.items.map((i) => [i.status, i.request_id])).toEqual([[201, (r as { headers: Headers }).headers.get('x-request-id')]]);
+  }
 
   // A fresh worker finishes anything that was mid-flight; clients retry what was not acknowledged.
   procs.push(

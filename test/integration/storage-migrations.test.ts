@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStorageMoveActivities } from '../../activities/storage-move-activities';
 import { audit } from '../../src/audit';
 import { switchUploadAddress } from '../../src/db/queries/storage-migrations';
 import { S3Store } from '../../src/storage/s3-store';
@@ -153,6 +154,23 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
     expect([again.status, Object.values(again.json.outcomes)]).toEqual([200, ['delivered']]);
     const copies = receiver.received.filter((r) => r.id === ended.id);
     expect(copies.map((r) => r.body)).toEqual([ended.body, ended.body]);
+    // Its end retried after the commit (the answer lost with a worker): the event as first recorded, still one.
+    const { pool, store } = stack.runtime;
+    const retried = await createStorageMoveActivities({ pool, store }).finishMigration({
+      migrationId: started.json.id,
+      tenantId: tenant.tenantId,
+      cancelled: false,
+    });
+    const sent = JSON.parse(ended.body);
+    expect(retried).toEqual({
+      id: ended.id,
+      type: sent.type,
+      tenantId: tenant.tenantId,
+      uploadId: null,
+      timestamp: sent.timestamp,
+      data: sent.data,
+    });
+    expect((await call('GET', '/v1/events?type=storage_migration.completed')).json.items).toHaveLength(1);
 
     for (const u of plain) {
       const got = (await call('GET', `/v1/uploads/${u.id}`)).json;
