@@ -313,13 +313,13 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
     // An answer sent before the body was read is still read by the client (a 413 above all).
     lingerOnEarlyClose(http);
     http.on('upgrade', (req, socket, head) => {
-      if (!app.progressSockets.handleUpgrade(req, socket as import('node:stream').Duplex, head)) socket.destroy();
+      if (!app.upgrade(req, socket as import('node:stream').Duplex, head)) socket.destroy();
     });
     // A client may shut its sending side once the request is complete (curl --data with
     // some proxies, raw sockets); it still gets its answer instead of a closed socket.
     (http as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
     cleanups.push(() => {
-      app.progressSockets.close();
+      app.closeWings();
       // In-flight requests are answered; one still running after the grace period is cut.
       return drain.close(config.SHUTDOWN_GRACE_SECONDS * 1000);
     });

@@ -17,7 +17,6 @@ import { TUS_ROUTE } from './arrivals/tus/protocol';
 import { RUFH_ROUTE } from './arrivals/rufh/protocol';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
 import { Importer } from './imports/importer';
-import { ImportBatches } from './imports/batches/service';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
@@ -185,15 +184,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     uploadRunning: uploadRunningCheck(temporal),
   };
   const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload), placement });
-  const importBatches = new ImportBatches({
-    pool,
-    temporal,
-    secrets: box,
-    taskQueue: config.TASK_QUEUE_UPLOADS,
-    maxOpen: config.TENANT_MAX_OPEN_IMPORT_BATCHES,
-    allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS,
-    connectMs: config.IMPORT_CONNECT_SECONDS * 1000,
-  });
   const images = new ImageVariants({
     pool,
     temporal,
@@ -214,7 +204,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     direct,
     uppy,
     importer,
-    importBatches,
     links,
     deletions,
     tenantDeletions,

@@ -25,28 +25,20 @@ import { codecRoutes } from '../codec/routes';
 import { PayloadKeyring, SealingCodec } from '../codec/payload-codec';
 import { apiKeyRoutes } from './routes/api-keys';
 import { pipelineRoutes } from './routes/pipelines';
-import { imagePresetRoutes } from '../images/preset-routes';
-import { signedImageRoutes, uploadImageRoutes } from '../images/variant-routes';
 import { uploadStepRoutes } from './routes/upload-steps';
-import { reprocessRoutes } from '../reprocess/routes';
 import { builtinPipeline } from '../pipelines/steps';
 import { uploadTokenRoutes } from './routes/upload-tokens';
 import { docsRoutes } from './routes/docs';
 import { dependencyChecks, healthRoutes, type HealthDeps } from './routes/health';
 import { idempotencyKeyRoutes } from './routes/idempotency-keys';
-import { ImportProgressSockets } from '../imports/uppy-url/progress';
 import { uploadRoutes } from './routes/uploads';
-import { signedDownloadRoutes, uploadContentRoutes } from '../downloads/routes';
 import { deletionRoutes } from './routes/deletions';
-import { recordWing } from '../record/wing';
-import { storageTargetWing } from '../targets/wing';
-import { quotaWing } from '../quotas/wing';
 import { eventRoutes } from './routes/events';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webRoutes } from '../web/routes';
-import { consoleWing } from '../console/wing';
 import { doorHeaders, mountDoors, mountPublicDoors, sessionInPath } from '../arrivals';
 import { findSessionTraceparent } from '../db/queries/sessions';
+import { buildWings } from './wings';
 
 const DOOR_HEADERS = doorHeaders();
 
@@ -126,7 +118,7 @@ function sessionTraces(pool: Pool): (path: string) => Promise<string | null> {
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
   const services = createServices({ config, pool, store, temporal, box, payloadKeys: deps.payloadKeys });
-  const { links, deletions, tenantDeletions, redeliveries, pipelines, decisions, reprocessing, idempotency } = services;
+  const { deletions, tenantDeletions, redeliveries, pipelines, decisions, idempotency } = services;
 
   const app = router();
   let document: unknown;
@@ -153,7 +145,18 @@ export function createApp(deps: AppDeps) {
       }),
     );
   app.route('/', webRoutes());
-  app.route('/console', consoleWing({ config, pool, temporal, devUiOrigin: deps.devUiOrigin, fetch: () => app.fetch }));
+  const webhookRetry = downstreamSettings(config).webhookRetry;
+  const wings = buildWings({
+    ...services,
+    config,
+    pool,
+    store,
+    temporal,
+    box,
+    webhookRetry,
+    devUiOrigin: deps.devUiOrigin,
+    fetch: () => app.fetch,
+  });
   app.route(
     '/',
     docsRoutes(
@@ -167,38 +170,19 @@ export function createApp(deps: AppDeps) {
     '/admin',
     adminTenantRoutes({ idempotency, pool, config, tenantDeletions, credentials: keyCache, placement: services.placement }),
   );
-  const webhookRetry = downstreamSettings(config).webhookRetry;
-  const storageTargets = storageTargetWing({ config, idempotency, temporal, placement: services.placement, webhookRetry });
-  app.route('/admin', storageTargets.operator);
-  const quotas = quotaWing({ pool });
-  app.route('/admin', quotas.operator);
+  wings.mountOperator(app);
   // The codec server opens keys afresh on every request: an erased upload's payloads show "erased" at once.
   app.use('/codec/*', codecAuth(config.ADMIN_TOKEN, deps.devUiOrigin));
   app.route('/', codecRoutes({ codec: config.PAYLOAD_ENCRYPTION ? new SealingCodec(new PayloadKeyring(pool, box, 0)) : undefined }));
   // Discovery, signed URLs and companion tokens carry their own credential (or need none): before the API-key check.
   const doors = { ...services, config, pool, store, temporal, box };
   mountPublicDoors(app, doors);
-  const downloads = { pool, store, links, config };
-  app.route('/v1/downloads', signedDownloadRoutes(downloads));
-  const images = {
-    pool,
-    store,
-    images: services.images,
-    box,
-    publicUrl: config.PUBLIC_URL,
-    maxUrlSeconds: config.DOWNLOAD_URL_MAX_SECONDS,
-    maxRenderCost: config.IMAGE_MAX_RENDER_COST,
-  };
-  app.route('/v1/images', signedImageRoutes(images));
+  wings.mountPublic(app);
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   mountDoors(app, doors);
   app.route('/v1/uploads', uploadRoutes({ pool, config, processed, importer: services.importer }));
-  app.route('/v1/uploads', uploadContentRoutes(downloads));
-  app.route('/v1/uploads', uploadImageRoutes(images));
   app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
-  app.route('/v1/uploads', recordWing({ config, pool, temporal, webhookRetry, idempotency, deletions, store }));
-  app.route('/v1', reprocessRoutes({ idempotency, reprocessing }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
     '/v1/webhook-endpoints',
@@ -209,9 +193,6 @@ export function createApp(deps: AppDeps) {
     }),
   );
   app.route('/v1', eventRoutes({ pool, redeliveries, config, idempotency }));
-  app.route('/v1/storage-targets', storageTargets.tenant);
-  app.route('/v1/storage-migrations', storageTargets.migrations);
-  app.route('/v1', quotas.tenant);
   app.route('/v1/api-keys', apiKeyRoutes({ idempotency, keyCache, maxApiKeys: config.TENANT_MAX_API_KEYS }));
   app.route('/v1/upload-tokens', uploadTokenRoutes({ idempotency, cache: keyCache, config, pipelines, placement: services.placement }));
   app.route(
@@ -224,19 +205,9 @@ export function createApp(deps: AppDeps) {
       limits: { pipelines: config.TENANT_MAX_PIPELINES, versions: config.PIPELINE_MAX_VERSIONS },
     }),
   );
-  app.route(
-    '/v1/image-presets',
-    imagePresetRoutes({ idempotency, limits: { presets: config.TENANT_MAX_IMAGE_PRESETS, versions: config.IMAGE_PRESET_MAX_VERSIONS } }),
-  );
+  wings.mount(app);
   app.onError(onError);
   app.notFound(onNotFound);
-  // The WebSockets the server upgrades to (Uppy's progress of an import by link).
-  return Object.assign(app, {
-    progressSockets: new ImportProgressSockets({
-      uppy: services.uppy,
-      pool,
-      importer: services.importer,
-      maxPerTenant: config.TENANT_MAX_PROGRESS_SOCKETS,
-    }),
-  });
+  // The WebSockets the server upgrades to, and what the wings close as the API stops.
+  return Object.assign(app, { upgrade: wings.upgrade, closeWings: wings.close });
 }

@@ -3,13 +3,12 @@
 // charged by the records transaction (src/db/queries/records.ts); SQL in
 // src/db/queries/byte-quotas.ts.
 import type { Pool } from '../db/pool';
+import type { Wing } from '../http/wing';
 import { operatorQuotaRoutes, tenantQuotaRoutes } from './routes';
 
-export function quotaWing(deps: { pool: Pool }) {
+export function quotaWing(deps: { pool: Pool }): Wing {
   return {
-    /** Mount at /v1. */
-    tenant: tenantQuotaRoutes(deps),
-    /** Mount at /admin (behind the operator token). */
-    operator: operatorQuotaRoutes(deps),
+    mount: (app) => app.route('/v1', tenantQuotaRoutes(deps)),
+    mountOperator: (app) => app.route('/admin', operatorQuotaRoutes(deps)),
   };
 }

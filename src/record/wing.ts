@@ -6,6 +6,7 @@ import type { Config } from '../config';
 import type { Pool } from '../db/pool';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
+import type { Wing } from '../http/wing';
 import { RecordEditor } from './editor';
 import { recordRoutes } from './routes';
 import { holdRoutes } from './hold-routes';
@@ -22,7 +23,7 @@ export function recordWing(deps: {
   idempotency: IdempotentRouteOptions;
   deletions: Deletions;
   store: ObjectStore;
-}) {
+}): Wing {
   const service = { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.config.TASK_QUEUE_UPLOADS, webhookRetry: deps.webhookRetry };
   const app = recordRoutes({
     editor: new RecordEditor({ ...service, maxVersions: deps.config.RECORD_MAX_VERSIONS }),
@@ -30,5 +31,5 @@ export function recordWing(deps: {
   });
   app.route('/', holdRoutes({ holds: new LegalHolds({ ...service, store: deps.store }) }));
   app.route('/', restoreRoutes({ pool: deps.pool, deletions: deps.deletions }));
-  return app;
+  return { mount: (api) => api.route('/v1/uploads', app) };
 }

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
+import type { Wing } from '../http/wing';
 import { storageMigrationRoutes } from './migration-routes';
 import { StorageMigrations } from './migrations';
 import type { Placement } from './placement';
@@ -19,7 +20,7 @@ export function storageTargetWing(deps: {
   temporal: Client;
   placement: Placement;
   webhookRetry: WebhookRetrySchedule;
-}) {
+}): Wing {
   const { config, idempotency } = deps;
   const targets = new StorageTargets({
     pool: idempotency.pool,
@@ -37,11 +38,10 @@ export function storageTargetWing(deps: {
     webhookRetry: deps.webhookRetry,
   });
   return {
-    /** Mount at /v1/storage-targets. */
-    tenant: storageTargetRoutes({ targets, idempotency }),
-    /** Mount at /v1/storage-migrations. */
-    migrations: storageMigrationRoutes({ migrations, idempotency }),
-    /** Mount at /admin (behind the operator token). */
-    operator: operatorStorageTargetRoutes({ targets, idempotency }),
+    mount: (app) => {
+      app.route('/v1/storage-targets', storageTargetRoutes({ targets, idempotency }));
+      app.route('/v1/storage-migrations', storageMigrationRoutes({ migrations, idempotency }));
+    },
+    mountOperator: (app) => app.route('/admin', operatorStorageTargetRoutes({ targets, idempotency })),
   };
 }

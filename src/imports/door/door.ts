@@ -6,14 +6,24 @@ import { IMPORT_ROUTE } from '../request';
 import { uppyUrlRoutes } from '../uppy-url/routes';
 import { importRoutes } from './routes';
 import { importBatchRoutes } from '../batches/routes';
+import { ImportBatches } from '../batches/service';
 
 export const importDoor: Door = {
   fingerprintRoute: IMPORT_ROUTE,
   requestHeaders: [],
   responseHeaders: [],
   mountPublic: (app, deps) => app.route('/uppy', uppyUrlRoutes(deps)),
-  mount: (app, { importer, intake, config, idempotency, importBatches, pipelines }) => {
+  mount: (app, { importer, intake, config, idempotency, pipelines, pool, temporal, box }) => {
     app.route('/v1/imports', importRoutes({ importer, intake, config }));
-    app.route('/v1/import-batches', importBatchRoutes({ idempotency, batches: importBatches, pipelines }));
+    const batches = new ImportBatches({
+      pool,
+      temporal,
+      secrets: box,
+      taskQueue: config.TASK_QUEUE_UPLOADS,
+      maxOpen: config.TENANT_MAX_OPEN_IMPORT_BATCHES,
+      allowPrivateNetworks: config.IMPORT_ALLOW_PRIVATE_NETWORKS,
+      connectMs: config.IMPORT_CONNECT_SECONDS * 1000,
+    });
+    app.route('/v1/import-batches', importBatchRoutes({ idempotency, batches, pipelines }));
   },
 };
