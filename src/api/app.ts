@@ -118,7 +118,7 @@ function sessionTraces(pool: Pool): (path: string) => Promise<string | null> {
 export function createApp(deps: AppDeps) {
   const { config, pool, store, temporal, log, box, processed } = deps;
   const services = createServices({ config, pool, store, temporal, box, payloadKeys: deps.payloadKeys });
-  const { deletions, tenantDeletions, redeliveries, pipelines, decisions, idempotency } = services;
+  const { tenantDeletions, redeliveries, pipelines, decisions, idempotency } = services;
 
   const app = router();
   let document: unknown;
@@ -180,8 +180,9 @@ export function createApp(deps: AppDeps) {
   wings.mountPublic(app);
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   mountDoors(app, doors);
-  app.route('/v1/uploads', uploadRoutes({ pool, config, processed, importer: services.importer }));
-  app.route('/v1/uploads', deletionRoutes({ pool, deletions, importer: services.importer, config, idempotency }));
+  // The upload's own routes (an upload still being imported is found with it).
+  app.route('/v1/uploads', uploadRoutes({ ...services, pool, config, processed }));
+  app.route('/v1/uploads', deletionRoutes({ ...services, pool, config }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(
