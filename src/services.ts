@@ -11,7 +11,7 @@ import type { SecretBox } from './secret-box';
 import type { PayloadKeyring } from './codec/payload-codec';
 import type { ObjectStore } from './storage/store';
 import { DirectUploads } from './arrivals/direct/direct-uploads';
-import { PresignedTarget, SelfSignedTarget } from './arrivals/direct/targets';
+import { DirectTargets } from './arrivals/direct/targets';
 import { AppendedSessions } from './sessions/appended';
 import { TUS_ROUTE } from './arrivals/tus/protocol';
 import { RUFH_ROUTE } from './arrivals/rufh/protocol';
@@ -146,13 +146,11 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   };
   const direct = new DirectUploads({
     ...signed,
-    // Where direct bytes go, chosen once: the S3 store itself, else the API's own signed PUT.
-    target: store.presigner
-      ? new PresignedTarget(store.presigner, {
-          singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * MiB,
-          partBytes: config.DIRECT_UPLOAD_PART_MIB * MiB,
-        })
-      : new SelfSignedTarget(store, box),
+    // Where direct bytes go, per session: the S3 store the key lives in, else the API's own signed PUT.
+    targets: new DirectTargets(store, box, {
+      singlePutMaxBytes: config.S3_SINGLE_PUT_MAX_MIB * MiB,
+      partBytes: config.DIRECT_UPLOAD_PART_MIB * MiB,
+    }),
   });
   const uppy = new UppyCompanion(signed);
   const links = new DownloadLinks({ store, box });

@@ -71,9 +71,8 @@ export class AppendedSessions {
     return {
       mode: this.deps.mode,
       route: this.deps.route,
-      begin: (key, contentType) => this.deps.store.beginParts(key, contentType),
+      begin: async (key, contentType) => ({ multipartId: await this.deps.store.beginParts(key, contentType), partBytes: null }),
       idleSeconds: this.deps.idleSeconds,
-      partBytes: null,
     };
   }
 

@@ -53,10 +53,12 @@ export interface SessionKind {
   mode: SessionMode;
   /** Recorded in the fingerprint: a key first used by one mode is refused by another. */
   route: string;
-  /** Starts what holds the bytes in the store; returns its id ('' when there is none). */
-  begin: (storageKey: string, contentType: string) => Promise<string>;
+  /**
+   * Starts what holds the bytes in the store: its multipart id ('' when there is none) and the
+   * part size the client sends in (null: the mode's own appends, or one PUT).
+   */
+  begin: (storageKey: string, contentType: string) => Promise<{ multipartId: string; partBytes: number | null }>;
   idleSeconds: number;
-  partBytes: number | null;
 }
 
 export class SessionRegistry {
@@ -118,7 +120,7 @@ export class SessionRegistry {
       pinnedTarget: u.grant?.storageTarget,
     });
     const storageKey = `${keyPrefix}${id}`;
-    const multipartId = await dependency('storage_unavailable', () => kind.begin(storageKey, u.contentType));
+    const { multipartId, partBytes } = await dependency('storage_unavailable', () => kind.begin(storageKey, u.contentType));
     // A multipart no row names: the store's multipart expiry (and housekeeping) ends it.
     const abort = () => (multipartId ? this.deps.store.abortParts(storageKey, multipartId).catch(() => {}) : undefined);
     const { row, created } = await dependency('database_unavailable', () =>
@@ -141,7 +143,7 @@ export class SessionRegistry {
           storage_key: storageKey,
           multipart_id: multipartId,
           mode: kind.mode,
-          part_bytes: kind.partBytes,
+          part_bytes: partBytes,
           traceparent: activeTraceparent(),
         },
         this.deps.maxOpenSessions,

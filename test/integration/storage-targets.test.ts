@@ -3,7 +3,7 @@
 // registration proved or refused with the store's words, every door into the target, reads
 // and renditions from it, deletion reaching it, the tenant's default, a token's pin,
 // residency, rotated credentials, and a target that goes away and comes back.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,7 +46,14 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     await startTargetServer();
     bucketStore = await versityBucket({ endpoint: versity.endpoint, ...CREDS }, bucket);
     stack = await startStackOnStore(kind, `targets_${kind}`, {
-      env: { STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true', ADMIN_TOKEN: ADMIN, STORAGE_RESIDENCY: 'instance-home' },
+      env: {
+        STORAGE_TARGET_ALLOW_PRIVATE_NETWORKS: 'true',
+        ADMIN_TOKEN: ADMIN,
+        STORAGE_RESIDENCY: 'instance-home',
+        // Direct plans above 5 MiB go in parts.
+        S3_SINGLE_PUT_MAX_MIB: '5',
+        DIRECT_UPLOAD_PART_MIB: '5',
+      },
     });
     tenant = await stack.createTenant('targets');
   });
@@ -201,17 +208,37 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
       { 'idempotency-key': keys.direct },
     );
     expect(plan.status, plan.text).toBe(201);
-    // On S3 the client sends the bytes to the target itself; the embedded default takes them and writes them there.
-    if (kind === 's3') expect(plan.json.upload.url.startsWith(versity.endpoint)).toBe(true);
-    const put = await fetch(new URL(plan.json.upload.url, stack.url), {
-      method: 'PUT',
-      headers: plan.json.upload.headers,
-      body: bodies.direct,
-    });
+    // On either default store the client sends the bytes to the target itself, signed for its endpoint.
+    expect(plan.json.upload.url.startsWith(versity.endpoint)).toBe(true);
+    const put = await fetch(plan.json.upload.url, { method: 'PUT', headers: plan.json.upload.headers, body: bodies.direct });
     expect(put.status).toBe(200);
     const completed = await call('POST', `/v1/direct-uploads/${plan.json.id}/complete`);
     expect(completed.status, completed.text).toBe(201);
     ids.direct = completed.json.uploadId;
+
+    // A plan in parts: each part's URL is the target's, checked by the target against its SHA-256.
+    keys.directParts = `t-direct-parts-${randomUUID()}`;
+    bodies.directParts = randomBytes(6 * 1024 * 1024 + 7);
+    const inParts = await call(
+      'POST',
+      '/v1/direct-uploads',
+      { bytes: bodies.directParts.length, sha256: sha256(bodies.directParts), storageTarget: 'archive' },
+      { 'idempotency-key': keys.directParts },
+    );
+    expect([inParts.status, inParts.json.multipart], inParts.text).toEqual([201, { partBytes: 5 * 1024 * 1024, partCount: 2 }]);
+    for (let n = 1; n <= 2; n++) {
+      const part = bodies.directParts.subarray((n - 1) * 5 * 1024 * 1024, n * 5 * 1024 * 1024);
+      const signed = await call('POST', `/v1/direct-uploads/${inParts.json.id}/parts/${n}`, {
+        sha256: createHash('sha256').update(part).digest('base64'),
+      });
+      expect(signed.status, signed.text).toBe(200);
+      expect(signed.json.url.startsWith(versity.endpoint)).toBe(true);
+      const sent = await fetch(signed.json.url, { method: 'PUT', headers: signed.json.headers, body: part });
+      expect(sent.status, await sent.text()).toBe(200);
+    }
+    const partsDone = await call('POST', `/v1/direct-uploads/${inParts.json.id}/complete`);
+    expect(partsDone.status, partsDone.text).toBe(201);
+    ids.directParts = partsDone.json.uploadId;
 
     keys.uppy = `t-uppy-${randomUUID()}`;
     bodies.uppy = Buffer.from('via uppy into the target');

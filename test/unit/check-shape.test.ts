@@ -80,6 +80,28 @@ describe('check-shape', () => {
     expect(r.out).toContain('src/db/q0.ts (database and object stores) -> src/api/app.ts (the API (mounts every door and wing))');
   });
 
+  it('places a new folder under src/ on the floor of doors and wings: it may use the HTTP kit, not the API', async () => {
+    const r = await check(
+      tree({
+        'src/http/kit.ts': 'export const k = 1;\n',
+        'src/api/app.ts': 'export const x = 1;\n',
+        'src/collections/routes.ts': "import { k } from '../http/kit';\nimport { x } from '../api/app';\nexport const y = k + x;\n",
+      }),
+    );
+    expect(r.out).toContain('1 up-arrows');
+    expect(r.out).not.toContain('on no floor');
+    const climbs = await check(
+      tree(
+        Object.fromEntries(
+          Array.from({ length: 6 }, (_, i) => [`src/wing${i}/routes.ts`, "import { x } from '../api/app';\nexport const y = x;\n"]).concat([
+            ['src/api/app.ts', 'export const x = 1;\n'],
+          ]),
+        ),
+      ),
+    );
+    expect(climbs.out).toContain('src/wing0/routes.ts (doors and wings) -> src/api/app.ts (the API (mounts every door and wing))');
+  });
+
   it('passes the repository', async () => {
     const r = await check(process.cwd());
     expect(r.code, r.out).toBe(0);

@@ -1,5 +1,5 @@
 // Direct uploads: the client sends the bytes to where the plan's signed requests point (its
-// target, ./targets.ts: the S3 store itself, or the API's own PUT on the local store) and
+// key's target, ./targets.ts: the S3 store it goes to, or the API's own PUT on the local one) and
 // the API then commits them. The session is a row of the session core (mode 'direct') owned
 // by the Idempotency-Key, started with the key's upload workflow like a tus session, so the
 // key rule, the expiry (the workflow's timer aborts it and frees the key) and the commit
@@ -16,7 +16,7 @@ import type { UploadOutcome } from '../../upload/receive';
 import type { DeclaredUpload, StagedCopy } from '../../upload/types';
 import { readStoredHead, stagedCopy } from '../../upload/staged-copy';
 import type { SignedModeDeps } from '../signed-mode';
-import { hexToBase64, partCount, SelfSignedTarget, type DirectTarget, type SignedQuery } from './targets';
+import { hexToBase64, partCount, type DirectTargets, type SignedQuery } from './targets';
 import { currentPrincipal, formatParent, parseParent, type Parent } from '../../tokens/parent';
 import { assertParentMay, parentAccess } from '../../http/scopes';
 
@@ -27,8 +27,8 @@ const DIRECT_PUTS = parentAccess('uploads:write', { uploadToken: 'own-sessions' 
 export const DIRECT_ROUTE = '/v1/direct-uploads';
 
 export interface DirectUploadsDeps extends SignedModeDeps {
-  /** Where the bytes go: chosen once, from the store (presigned S3, or the API's own signed PUT). */
-  target: DirectTarget;
+  /** Where each session's bytes go: the S3 store its key lives in, or the API's own signed PUT. */
+  targets: DirectTargets;
 }
 
 export interface DirectPlan {
@@ -59,14 +59,11 @@ export class DirectUploads {
     waitMs: number,
     by: Parent,
   ): Promise<{ plan: DirectPlan; replayed: boolean }> {
-    const { target } = this.deps;
-    const partBytes = target.partBytesFor(r.bytes);
     const kind: SessionKind = {
       mode: 'direct',
       route: DIRECT_ROUTE,
-      begin: (key, contentType) => target.begin(key, contentType, partBytes !== null),
+      begin: async (key, contentType) => (await this.deps.targets.of(key)).begin(key, contentType, r.bytes),
       idleSeconds: this.deps.expirySeconds,
-      partBytes,
     };
     const { session, replayed } = await this.deps.sessions.create({ upload: r, uploadMetadata: '', metadata: {} }, kind);
     if (session.state === 'open') {
@@ -124,8 +121,8 @@ export class DirectUploads {
     if (!Number.isInteger(n) || n < 1 || n > count) throw problem('not_found', `Part numbers of this upload run from 1 to ${count}.`);
     if (s.state !== 'open') throw problem('upload_committed', 'This direct upload is completing or complete; no more parts are taken.');
     const bytes = n < count ? partBytes : Number(s.upload_length) - partBytes * (count - 1);
-    const signed = await dependency('storage_unavailable', () =>
-      this.deps.target.partRequest(s, n, { bytes, sha256Base64, expiresSeconds: this.urlSeconds(s) }),
+    const signed = await dependency('storage_unavailable', async () =>
+      (await this.deps.targets.of(s.storage_key)).partRequest(s, n, { bytes, sha256Base64, expiresSeconds: this.urlSeconds(s) }),
     );
     return { ...signed, partNumber: n, bytes };
   }
@@ -135,19 +132,20 @@ export class DirectUploads {
    * object; a body of another length or SHA-256 leaves nothing behind.
    */
   async receiveObject(id: string, signed: SignedQuery, body: Readable): Promise<void> {
-    const { target } = this.deps;
-    // Only the self-signed target's URLs point here.
-    if (!(target instanceof SelfSignedTarget)) throw problem('not_found', 'No such direct upload.');
-    target.checkSignature(id, signed);
+    const { selfSigned } = this.deps.targets;
+    selfSigned.checkSignature(id, signed);
     const s = await dependency('database_unavailable', () => findSessionById(this.deps.pool, id, 'direct'));
     if (!s) throw problem('not_found', 'No such direct upload (it may have expired).');
+    // Only the URLs of a session no store signs for point here.
+    if ((await dependency('storage_unavailable', () => this.deps.targets.of(s.storage_key))) !== selfSigned)
+      throw problem('not_found', 'No such direct upload.');
     // The URL acts as the credential that planned the upload, as it stands now.
     const parent = parseParent(signed.by);
     if (!parent) throw problem('signature_invalid', 'The URL names no credential that asked for it; get the plan again.');
     const current = await dependency('database_unavailable', () => currentPrincipal(this.deps.pool, s.tenant_id, parent));
     assertParentMay(parent, current, DIRECT_PUTS);
     if (s.state !== 'open') throw problem('upload_committed', 'This direct upload is completing or complete; its object is not replaced.');
-    await target.receive(s, body);
+    await selfSigned.receive(s, body);
   }
 
   /**
@@ -171,7 +169,7 @@ export class DirectUploads {
   /** The object is there, whole, with the declared SHA-256 (or the parts' checksums for multipart). */
   private async verify(s: SessionRow): Promise<StagedCopy> {
     const length = Number(s.upload_length);
-    const stored = await this.deps.target.stored(s);
+    const stored = await dependency('storage_unavailable', async () => (await this.deps.targets.of(s.storage_key)).stored(s));
     if (!stored)
       throw problem(
         'direct_upload_incomplete',
@@ -218,7 +216,9 @@ export class DirectUploads {
   }
 
   private objectRequest(s: SessionRow, by: Parent): Promise<SignedRequest> {
-    return dependency('storage_unavailable', () => this.deps.target.putRequest(s, this.urlSeconds(s), formatParent(by)));
+    return dependency('storage_unavailable', async () =>
+      (await this.deps.targets.of(s.storage_key)).putRequest(s, this.urlSeconds(s), formatParent(by)),
+    );
   }
 
   /** A URL never outlives its session. */

@@ -45,7 +45,7 @@ const createPlanRoute = createRoute({
   tags: [TAG],
   summary: 'Plan a direct upload (or, with the same key and request, get the same plan again with fresh URLs)',
   description:
-    'Answers signed requests the client sends to the object store itself: one PUT (up to S3_SINGLE_PUT_MAX_MIB; always on the embedded store, where the URL points at this API), ' +
+    'Answers signed requests the client sends to the object store itself: one PUT (up to S3_SINGLE_PUT_MAX_MIB; always into the embedded store, where the URL points at this API; into a tenant’s S3 storage target they are the target’s on either store), ' +
     'or a multipart plan whose part URLs come from `POST /v1/direct-uploads/{id}/parts/{n}`. The signatures cover the object key, the length and the SHA-256, ' +
     'so the store refuses any other bytes and no other key can be written. Then `POST /v1/direct-uploads/{id}/complete` commits. ' +
     'For a tenant with dedupe `sha256` that already stores these bytes, the plan is an instant upload: committed at once (`committedUpload`), nothing to send.',

@@ -53,7 +53,7 @@ export const DirectUploadPlan = z
     fileName: z.string().nullable(),
     expiresAt: z.string().openapi({ format: 'date-time', description: 'When an uncompleted session is aborted and its key freed.' }),
     upload: SignedRequest.optional().openapi({
-      description: 'One PUT of the whole file (plans up to S3_SINGLE_PUT_MAX_MIB, and every plan on the embedded store).',
+      description: 'One PUT of the whole file (plans up to S3_SINGLE_PUT_MAX_MIB, and every plan into the embedded store).',
     }),
     multipart: z
       .object({ partBytes: z.number().int(), partCount: z.number().int() })

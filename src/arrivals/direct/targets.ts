@@ -1,6 +1,8 @@
-// Where a direct upload's bytes go, chosen once at wiring (as tusd's composer picks a store):
-// - presigned: the S3 store itself, through URLs whose signatures cover the key, length and
-//   SHA-256 (one PUT, or checked parts above the single-PUT size);
+// Where a direct upload's bytes go, chosen per session by the store its key lives in (as
+// tusd's composer picks a store):
+// - presigned: an S3 store (the instance's or a tenant's storage target), through URLs whose
+//   signatures cover the key, length and SHA-256 (one PUT, or checked parts above the
+//   single-PUT size);
 // - self-signed: the API's own PUT route (the local-directory store has no URLs of its own),
 //   signed with SECRETS_KEY; the API streams the body to the store, checking length and
 //   SHA-256 on the way.
@@ -24,11 +26,15 @@ export interface StoredObject {
   composite: boolean;
 }
 
+/** A plan begun in the store: its multipart ('' for none) and its part size (null: one PUT). */
+export interface BegunPlan {
+  multipartId: string;
+  partBytes: number | null;
+}
+
 export interface DirectTarget {
-  /** The part size of a file planned in parts, or null for one PUT. */
-  partBytesFor(bytes: number): number | null;
-  /** Starts the multipart of a plan in parts; '' when there is none. */
-  begin(storageKey: string, contentType: string, inParts: boolean): Promise<string>;
+  /** Plans a file of `bytes` at the key: one PUT, or parts (their multipart begun). */
+  begin(storageKey: string, contentType: string, bytes: number): Promise<BegunPlan>;
   /** The signed PUT of a one-PUT plan, for the credential `by` (src/tokens/parent.ts) that asked for it. */
   putRequest(s: SessionRow, expiresSeconds: number, by: string): Promise<SignedRequest>;
   /** The signed PUT of part n of a plan in parts. */
@@ -46,14 +52,11 @@ export class PresignedTarget implements DirectTarget {
     private readonly opts: { singlePutMaxBytes: number; partBytes: number },
   ) {}
 
-  partBytesFor(bytes: number): number | null {
-    if (bytes <= Math.min(this.opts.singlePutMaxBytes, MAX_SINGLE_PUT)) return null;
+  async begin(storageKey: string, contentType: string, bytes: number): Promise<BegunPlan> {
+    if (bytes <= Math.min(this.opts.singlePutMaxBytes, MAX_SINGLE_PUT)) return { multipartId: '', partBytes: null };
     // The configured part size, raised (to whole MiB) when the file would need more than 10,000 parts.
-    return Math.max(this.opts.partBytes, Math.ceil(bytes / MAX_PARTS / MiB) * MiB);
-  }
-
-  begin(storageKey: string, contentType: string, inParts: boolean): Promise<string> {
-    return inParts ? this.presigner.beginCheckedParts(storageKey, contentType) : Promise.resolve('');
+    const partBytes = Math.max(this.opts.partBytes, Math.ceil(bytes / MAX_PARTS / MiB) * MiB);
+    return { multipartId: await this.presigner.beginCheckedParts(storageKey, contentType), partBytes };
   }
 
   putRequest(s: SessionRow, expiresSeconds: number): Promise<SignedRequest> {
@@ -114,12 +117,8 @@ export class SelfSignedTarget implements DirectTarget {
     private readonly box: SecretBox,
   ) {}
 
-  partBytesFor(): null {
-    return null;
-  }
-
-  begin(): Promise<string> {
-    return Promise.resolve('');
+  begin(): Promise<BegunPlan> {
+    return Promise.resolve({ multipartId: '', partBytes: null });
   }
 
   putRequest(s: SessionRow, expiresSeconds: number, by: string): Promise<SignedRequest> {
@@ -168,6 +167,31 @@ export class SelfSignedTarget implements DirectTarget {
       stopWatching();
       body.unpipe(meter);
     }
+  }
+}
+
+/**
+ * The target of each session's key: the store it lives in signs for it when it can (the
+ * instance's S3 store, or a tenant's S3 target on either default), else the API's own PUT.
+ */
+export class DirectTargets {
+  readonly selfSigned: SelfSignedTarget;
+  private readonly presigned = new Map<ObjectPresigner, PresignedTarget>();
+
+  constructor(
+    private readonly store: ObjectStore,
+    box: SecretBox,
+    private readonly opts: { singlePutMaxBytes: number; partBytes: number },
+  ) {
+    this.selfSigned = new SelfSignedTarget(store, box);
+  }
+
+  async of(storageKey: string): Promise<DirectTarget> {
+    const presigner = this.store.presignerFor ? await this.store.presignerFor(storageKey) : this.store.presigner;
+    if (!presigner) return this.selfSigned;
+    let target = this.presigned.get(presigner);
+    if (!target) this.presigned.set(presigner, (target = new PresignedTarget(presigner, this.opts)));
+    return target;
   }
 }
 

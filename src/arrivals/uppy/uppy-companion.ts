@@ -63,10 +63,9 @@ export class UppyCompanion implements EndpointOwners {
         // A store the client cannot reach is 501, found once the upload is admitted (its limits answer first).
         begin: async (storageKey, type) => {
           await this.needsPresigner(storageKey);
-          return this.deps.store.beginParts(storageKey, type);
+          return { multipartId: await this.deps.store.beginParts(storageKey, type), partBytes: null };
         },
         idleSeconds: this.deps.expirySeconds,
-        partBytes: null,
       },
     );
     if (session.state !== 'open') throw problem('upload_committed', 'This file is already uploaded under its key.');
