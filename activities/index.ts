@@ -6,11 +6,11 @@ import { createDeletionActivities, type DeletionActivityDeps } from './deletion-
 import { createHousekeepingActivities, type HousekeepingDeps } from './housekeeping-activities';
 import { createResumableActivities } from './resumable-activities';
 import { createUploadActivities, type UploadActivityDeps } from './upload-activities';
-import { createReprocessActivities } from './reprocess-activities';
+import { createReprocessActivities } from './reprocess/reprocess-activities';
 import { createImportActivities, type ImportActivityDeps } from './imports/import-activities';
-import { createImageActivities, type ImageActivityDeps } from './image-activities';
+import { createImageActivities, type ImageActivityDeps } from './images/image-activities';
 import { createTenantDeletionActivities } from './tenant-deletion-activities';
-import { createStorageMoveActivities } from './storage-move-activities';
+import { createStorageMoveActivities } from './targets/storage-move-activities';
 
 export type ActivityDeps = UploadActivityDeps &
   StepActivityDeps &

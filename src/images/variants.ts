@@ -13,7 +13,7 @@ import { byteQuotaProblem, type QuotaRefusal } from '../upload/byte-quota';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { startOrAttach } from '../temporal/start-or-attach';
 import type { ImageVariantInput } from '../temporal/definitions';
-import type { ImageVariantSummary } from '../../activities/image-activities';
+import type { ImageVariantSummary } from '../../activities/images/image-activities';
 import type { CanonicalSpec } from './spec';
 
 /** What serving a variant needs: its row, or the render's result. */

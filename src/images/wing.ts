@@ -1,6 +1,6 @@
 // Images as the app mounts them: an upload's variants under /v1/uploads, signed image URLs
 // (their own credential) under /v1/images, and the tenant's presets. Variants render in a
-// run of their own (workflows/image-variant.ts).
+// run of their own (workflows/images/image-variant.ts).
 import type { Config } from '../config';
 import type { Pool } from '../db/pool';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';

@@ -1,5 +1,5 @@
 // Reprocessing as the app mounts it: jobs that run a pipeline again over a tenant's uploads,
-// under /v1. The runs are workflows/reprocess.ts; the service is src/lifecycle/reprocessing.ts.
+// under /v1. The runs are workflows/reprocess/; the service is src/lifecycle/reprocessing.ts.
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
 import type { Wing } from '../http/wing';
 import type { Reprocessing } from '../lifecycle/reprocessing';

@@ -8,7 +8,7 @@ import { expect, it } from 'vitest';
 import { workflowIds } from '../../src/temporal/names';
 import type { ImageVariantInput } from '../../src/temporal/definitions';
 import { canonicalSpec, parseSpec } from '../../src/images/spec';
-import { imageVariantWorkflow } from '../../workflows/image-variant';
+import { imageVariantWorkflow } from '../../workflows/images/image-variant';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 
 const { called, record } = recorder();

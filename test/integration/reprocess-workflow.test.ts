@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { workflowIds } from '../../src/temporal/names';
 import type { ReprocessJobInput } from '../../src/temporal/definitions';
-import { reprocessJobWorkflow } from '../../workflows/reprocess';
+import { reprocessJobWorkflow } from '../../workflows/reprocess/reprocess';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 
 const { called, record } = recorder();

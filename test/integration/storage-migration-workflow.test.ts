@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import type { StorageMigrationInput } from '../../src/temporal/definitions';
-import { storageMigrationWorkflow } from '../../workflows/storage-migration';
+import { storageMigrationWorkflow } from '../../workflows/targets/storage-migration';
 import { eventually } from '../helpers/inspect';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStorageMoveActivities } from '../../activities/storage-move-activities';
+import { createStorageMoveActivities } from '../../activities/targets/storage-move-activities';
 import { audit } from '../../src/audit';
 import { switchUploadAddress } from '../../src/db/queries/storage-migrations';
 import { S3Store } from '../../src/storage/s3-store';

@@ -2,9 +2,9 @@
 // canonical spec (workflowIds.imageVariant), so every replica's first request for a cold
 // variant attaches to this one run and awaits its result.
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { ImageVariantInput } from '../src/temporal/definitions';
-import { stepLabels } from '../src/temporal/step-labels';
+import type { Activities } from '../../activities';
+import type { ImageVariantInput } from '../../src/temporal/definitions';
+import { stepLabels } from '../../src/temporal/step-labels';
 
 export async function imageVariantWorkflow(input: ImageVariantInput) {
   const { renderImageVariant } = proxyActivities<Activities>({

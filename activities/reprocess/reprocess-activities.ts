@@ -2,8 +2,8 @@
 // outcome once, and switching an upload to the renditions of the new version unless it
 // serves a newer one (the older ones are removed only after the switch, object first, then
 // row, so a retry finds what is left; a newer version's are never touched).
-import type { Pool } from '../src/db/pool';
-import { deleteRenditionRow, unservedRenditions } from '../src/db/queries/renditions';
+import type { Pool } from '../../src/db/pool';
+import { deleteRenditionRow, unservedRenditions } from '../../src/db/queries/renditions';
 import {
   finishReprocessJob,
   recordReprocessItems,
@@ -11,10 +11,10 @@ import {
   reprocessTarget,
   switchServedVersion,
   type ReprocessOutcome,
-} from '../src/db/queries/reprocess';
-import { findPipelineVersion } from '../src/db/queries/pipelines';
-import type { ObjectStore } from '../src/storage/store';
-import { stepApplies, type ProcessingStep } from '../src/pipelines/steps';
+} from '../../src/db/queries/reprocess';
+import { findPipelineVersion } from '../../src/db/queries/pipelines';
+import type { ObjectStore } from '../../src/storage/store';
+import { stepApplies, type ProcessingStep } from '../../src/pipelines/steps';
 
 export interface ReprocessActivityDeps {
   pool: Pool;

@@ -25,7 +25,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { Activities } from '../activities';
+import type { Activities } from '../../activities';
 import {
   controlBatchUpdate,
   type MigrationOutcome,
@@ -33,11 +33,11 @@ import {
   type StorageMigrationInput,
   type StorageMoveInput,
   type StorageMoveResult,
-} from '../src/temporal/definitions';
-import { patches, workflowIds } from '../src/temporal/names';
-import { JOB_STEP_OPTIONS } from './windows';
-import { inWindows } from '../src/temporal/in-windows';
-import { startAnnouncing } from './announce';
+} from '../../src/temporal/definitions';
+import { patches, workflowIds } from '../../src/temporal/names';
+import { JOB_STEP_OPTIONS } from '../windows';
+import { inWindows } from '../../src/temporal/in-windows';
+import { startAnnouncing } from '../announce';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // A store away for a while is waited out (about half an hour of retries), then the upload's move fails.

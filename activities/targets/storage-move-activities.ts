@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { withTransaction, type Pool } from '../src/db/pool';
+import { withTransaction, type Pool } from '../../src/db/pool';
 import {
   addressReferenced,
   findMigration,
@@ -20,18 +20,18 @@ import {
   switchUploadAddress,
   type MigrationOutcome,
   type StorageMigrationRow,
-} from '../src/db/queries/storage-migrations';
-import { eventId } from '../src/downstream/events';
-import { findSharedObject } from '../src/db/queries/records';
-import { writeEvent, type TimedEvent } from '../src/record/announce';
-import { addressOn, parseAddress } from '../src/storage/address';
-import { migrationView } from '../src/targets/migration-view';
-import { renditionPrefix } from '../src/storage/layout';
-import type { ObjectStore } from '../src/storage/store';
-import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../src/temporal/definitions';
-import { inWindows } from '../src/temporal/in-windows';
-import { failureTypes } from '../src/temporal/names';
-import { metrics } from '../src/metrics';
+} from '../../src/db/queries/storage-migrations';
+import { eventId } from '../../src/downstream/events';
+import { findSharedObject } from '../../src/db/queries/records';
+import { writeEvent, type TimedEvent } from '../../src/record/announce';
+import { addressOn, parseAddress } from '../../src/storage/address';
+import { migrationView } from '../../src/targets/migration-view';
+import { renditionPrefix } from '../../src/storage/layout';
+import type { ObjectStore } from '../../src/storage/store';
+import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../../src/temporal/definitions';
+import { inWindows } from '../../src/temporal/in-windows';
+import { failureTypes } from '../../src/temporal/names';
+import { metrics } from '../../src/metrics';
 
 export interface StorageMoveActivityDeps {
   pool: Pool;

@@ -21,15 +21,15 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { Activities } from '../activities';
-import type { DownstreamInput, WebhookRetrySchedule } from '../src/downstream/types';
-import type { ReprocessOutcome, StepResult } from '../src/pipelines/step-results';
-import { processingOutcome } from '../src/pipelines/steps';
-import { stepActivity } from './downstream';
-import { JOB_STEP_OPTIONS } from './windows';
-import { inWindows } from '../src/temporal/in-windows';
-import { failureTypes, patches, workflowIds } from '../src/temporal/names';
-import type { ReprocessJobInput } from '../src/temporal/definitions';
+import type { Activities } from '../../activities';
+import type { DownstreamInput, WebhookRetrySchedule } from '../../src/downstream/types';
+import type { ReprocessOutcome, StepResult } from '../../src/pipelines/step-results';
+import { processingOutcome } from '../../src/pipelines/steps';
+import { stepActivity } from '../downstream';
+import { JOB_STEP_OPTIONS } from '../windows';
+import { inWindows } from '../../src/temporal/in-windows';
+import { failureTypes, patches, workflowIds } from '../../src/temporal/names';
+import type { ReprocessJobInput } from '../../src/temporal/definitions';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 const cleanup = proxyActivities<Activities>({

@@ -3,7 +3,7 @@
 // to a key derived from the upload and the canonical spec, its row recorded once (within
 // the upload's variant cap). A retry finds the row and answers it; a variant
 // finished after its upload was deleted is removed again.
-import { renditionPrefix } from '../src/storage/layout';
+import { renditionPrefix } from '../../src/storage/layout';
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -12,18 +12,18 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Pool } from '../src/db/pool';
-import { ByteQuotaExceeded } from '../src/db/queries/byte-quotas';
-import { quotaRefusal } from '../src/upload/byte-quota';
-import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../src/db/queries/images';
-import { holdNewObjects } from '../src/record/holds';
-import { findUploadById } from '../src/db/queries/uploads';
-import { renderImage, UnrenderableImage } from '../src/images/render';
-import { newScratchDir } from '../src/media/scratch';
-import type { CanonicalSpec } from '../src/images/spec';
-import type { Presets } from '../src/media/transcode';
-import type { ObjectStore } from '../src/storage/store';
-import { failureTypes } from '../src/temporal/names';
+import type { Pool } from '../../src/db/pool';
+import { ByteQuotaExceeded } from '../../src/db/queries/byte-quotas';
+import { quotaRefusal } from '../../src/upload/byte-quota';
+import { findImageVariant, insertImageVariant, type ImageVariantRow } from '../../src/db/queries/images';
+import { holdNewObjects } from '../../src/record/holds';
+import { findUploadById } from '../../src/db/queries/uploads';
+import { renderImage, UnrenderableImage } from '../../src/images/render';
+import { newScratchDir } from '../../src/media/scratch';
+import type { CanonicalSpec } from '../../src/images/spec';
+import type { Presets } from '../../src/media/transcode';
+import type { ObjectStore } from '../../src/storage/store';
+import { failureTypes } from '../../src/temporal/names';
 
 /** Sources up to this size are rendered from memory. */
 const IN_MEMORY_SOURCE_BYTES = 32 * 1024 * 1024;
