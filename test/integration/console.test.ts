@@ -459,7 +459,8 @@ describe.each(['local', 's3'] as const)('the console on the %s store', (kind) =>
     // Without the form's token the post is refused before anything runs.
     const forged = await page.request.post(`${stack.url}/console/sign-out`, { form: { csrf: 'wrong' }, headers: { origin: stack.url } });
     expect(forged.status()).toBe(403);
-    // A page whose reads its key may not make answers the API's refusal, in words.
+    // Its nav offers only the pages its key may read; one asked for anyway answers the API's refusal, in words.
+    expect(await page.locator('header nav a').allTextContents()).toEqual(['Uploads', 'Processing', 'Credentials', 'Usage', 'Sessions']);
     const storage = await page.goto(`${stack.url}/console/storage`);
     expect(storage!.status()).toBe(403);
     expect(await page.textContent('main')).toContain('This API key does not hold the scope storage:manage.');

@@ -8,11 +8,12 @@ import type { ConsoleCaller } from '../sessions';
 
 export type Fragment = HtmlEscapedString | Promise<HtmlEscapedString> | string;
 
+/** The console's pages; `scope`: the one a page's reads need (shown only to a key that holds it). */
 export const NAV = [
   { href: '/console/uploads', label: 'Uploads', tenant: true },
-  { href: '/console/events', label: 'Events', tenant: true },
+  { href: '/console/events', label: 'Events', tenant: true, scope: 'webhooks:manage' },
   { href: '/console/processing', label: 'Processing', tenant: true },
-  { href: '/console/storage', label: 'Storage', tenant: true },
+  { href: '/console/storage', label: 'Storage', tenant: true, scope: 'storage:manage' },
   { href: '/console/credentials', label: 'Credentials', tenant: true },
   { href: '/console/usage', label: 'Usage', tenant: true },
   { href: '/console/sessions', label: 'Sessions', tenant: false },
@@ -38,7 +39,11 @@ export function page(frame: PageFrame, body: Fragment): Fragment {
       : caller
         ? 'the operator'
         : '';
-  const nav = caller ? NAV.filter((n) => ('operator' in n ? caller.kind === 'operator' : !n.tenant || caller.kind === 'tenant')) : [];
+  const nav = caller
+    ? NAV.filter((n) =>
+        'operator' in n ? caller.kind === 'operator' : !n.tenant || (caller.kind === 'tenant' && (!('scope' in n) || may(caller, n.scope))),
+      )
+    : [];
   return html`<!doctype html>
 <html lang="en">
   <head>
