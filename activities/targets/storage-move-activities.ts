@@ -215,24 +215,32 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
     },
 
     /**
-     * Moves small uploads in one activity, `concurrency` at a time, each as moveUpload moves it
-     * and its outcome recorded as it comes: their runs would cost more than their bytes. A move
+     * Moves small uploads in one activity, `concurrency` at a time, each as moveUpload moves it,
+     * their outcomes recorded a window at a time: their runs would cost more than their bytes. A move
      * that cannot be (its bytes are not the recorded ones) is recorded failed; a store away
      * fails the activity, whose retry finds the moves done and goes on.
      */
     async moveUploads(a: StorageMoveBatchInput): Promise<void> {
       const ctx = Context.current();
-      await inWindows(a.uploadIds, a.concurrency, async (uploadId) => {
-        let outcome: MigrationOutcome;
-        try {
-          outcome = { uploadId, ...(await activities.moveUpload({ tenantId: a.tenantId, uploadId, from: a.from, to: a.to })) };
-        } catch (err) {
-          if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
-          outcome = { uploadId, outcome: 'failed', reason: err.message, bytes: 0 };
-        }
-        await recordMigrationItems(pool, a.migrationId, [outcome]);
-        ctx.heartbeat(uploadId);
-      });
+      // Outcomes are written a window's worth at a time, in one statement; what is done is written before a failure is raised.
+      const done: MigrationOutcome[] = [];
+      const write = () => recordMigrationItems(pool, a.migrationId, done.splice(0));
+      try {
+        await inWindows(a.uploadIds, a.concurrency, async (uploadId) => {
+          let outcome: MigrationOutcome;
+          try {
+            outcome = { uploadId, ...(await activities.moveUpload({ tenantId: a.tenantId, uploadId, from: a.from, to: a.to })) };
+          } catch (err) {
+            if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
+            outcome = { uploadId, outcome: 'failed', reason: err.message, bytes: 0 };
+          }
+          done.push(outcome);
+          if (done.length >= a.concurrency) await write();
+          ctx.heartbeat(uploadId);
+        });
+      } finally {
+        await write();
+      }
     },
   };
   return activities;

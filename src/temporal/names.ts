@@ -100,6 +100,8 @@ export const patches = {
   migrationMovesSmallInBatches: 'migration-moves-small-in-batches',
   /** A storage migration records and announces its end as an event. */
   migrationAnnouncesItsEnd: 'migration-announces-its-end',
+  /** A storage migration moves its small uploads in two lanes of half its concurrency, so one lane's tail overlaps the other's work. */
+  migrationSmallInTwoLanes: 'migration-small-in-two-lanes',
 } as const;
 
 export const failureTypes = {

@@ -1,8 +1,9 @@
 // The storage migration's run at its own level (the run's one bundle on the shared dev server,
 // recording activities in place of the stores): a page's small uploads whose activity fails
 // for good are each recorded failed while the large ones move in runs of their own; the end is
-// recorded with its event and announced once; a run started without a webhook schedule (before
-// it was carried) ends as it did, with no event.
+// recorded with its event and announced once; small uploads move in two lanes of half the
+// concurrency; a run started without a webhook schedule (before it was carried) ends as it
+// did, with no event.
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
@@ -65,12 +66,15 @@ describe('the storage migration run', () => {
   it('records each small upload failed when their activity fails for good; the large ones move; the end is announced once', async () => {
     const i = input();
     await run(i);
-    // Two activities for the three small ones (concurrency 2), each failure recorded per upload, with the store's words.
-    expect(called('moveUploads').map((c) => c.args[0].uploadIds)).toEqual([['u1', 'u2'], ['u3']]);
+    // Concurrency 2: two lanes of one, three activities for the three small ones, each failure recorded per upload, with the store's words.
+    expect(called('moveUploads').map((c) => c.args[0].uploadIds)).toEqual([['u1'], ['u2'], ['u3']]);
     const recorded = called('recordMigrationItems').flatMap((c) => c.args[0].items);
-    expect(recorded.filter((r) => r.outcome === 'failed').map((r) => [r.uploadId, r.reason])).toEqual(
-      SMALL.map((id) => [id, 'the target answered 403 AccessDenied']),
-    );
+    expect(
+      recorded
+        .filter((r) => r.outcome === 'failed')
+        .map((r) => [r.uploadId, r.reason])
+        .sort(),
+    ).toEqual(SMALL.map((id) => [id, 'the target answered 403 AccessDenied']));
     expect(
       recorded
         .filter((r) => r.outcome === 'moved')
@@ -90,6 +94,11 @@ describe('the storage migration run', () => {
       endpointId: 'endpoint-1',
       event: { type: 'storage_migration.completed', uploadId: null, data: { migrationId: i.migrationId } },
     });
+  });
+
+  it('moves small uploads in two lanes of half its concurrency: never more than its concurrency at once', async () => {
+    await run(input({ concurrency: 4 }));
+    expect(called('moveUploads').map((c) => c.args[0].uploadIds)).toEqual([['u1', 'u2'], ['u3']]);
   });
 
   it('a run started without the webhook schedule ends as before: the state alone, no event', async () => {

@@ -87,11 +87,16 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
     const small = patched(patches.migrationMovesSmallInBatches)
       ? await local.smallMigrationUploads({ uploadIds: ids, maxBytes: SMALL_UPLOAD_BYTES })
       : [];
-    // `concurrency` of them per activity, so a pause or a cancel still lets no more than that finish.
-    for (let at = 0; at < small.length; at += input.concurrency) {
+    // At most `concurrency` of them under way, so a pause or a cancel still lets no more than that
+    // finish: in two activities of half as many, one starting as the other finishes its tail.
+    const lanes = patched(patches.migrationSmallInTwoLanes) && input.concurrency > 1 ? 2 : 1;
+    const width = Math.ceil(input.concurrency / lanes);
+    const chunks: string[][] = [];
+    for (let at = 0; at < small.length; at += width) chunks.push(small.slice(at, at + width));
+    await inWindows(chunks, lanes, async (chunk) => {
       await condition(() => !paused || cancelled);
-      if (!cancelled) await moveSmall(input, small.slice(at, at + input.concurrency));
-    }
+      if (!cancelled) await moveSmall(input, chunk);
+    });
     // The others each in a run of their own; each outcome is recorded as it comes, so the progress moves with the uploads.
     await inWindows(small.length ? ids.filter((id) => !small.includes(id)) : ids, input.concurrency, async (id) => {
       await condition(() => !paused || cancelled);

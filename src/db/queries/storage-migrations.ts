@@ -229,8 +229,11 @@ export async function switchUploadAddress(
     const object = await moveCount(tx, row.tenant_id, s.from, s.to, s.originalCopied);
     if (!object) return 'destination_changed';
     await tx.query('UPDATE uploads SET storage_key = $2 WHERE id = $1', [s.uploadId, object]);
-    await moved('renditions');
-    await moved('image_variants');
+    // Derived rows (none for most uploads) follow their objects; the upload's lock keeps new ones out meanwhile.
+    if (derived.rows.length > 0) {
+      await moved('renditions');
+      await moved('image_variants');
+    }
     return object === s.to ? 'switched' : 'merged';
   });
 }
