@@ -1,8 +1,7 @@
 // What a door is: its fingerprint route, the headers it reads and exposes, and how it mounts
 // its routes. Apart from the list of doors (index.ts) so a door that lives in a wing can
 // describe itself without importing the list.
-import type { OpenAPIHono } from '@hono/zod-openapi';
-import type { AppEnv } from '../http/env';
+import type { App } from '../http/wing';
 import type { ServiceDeps, Services } from '../services';
 
 /**
@@ -11,7 +10,8 @@ import type { ServiceDeps, Services } from '../services';
  */
 export type DoorDeps = Services & ServiceDeps;
 
-export type App = OpenAPIHono<AppEnv>;
+/** The app a door mounts on (the same a wing mounts on). */
+export type { App };
 
 export interface Door {
   /** Recorded in its uploads' fingerprints: a key first used at one door is refused (422) at another. */
