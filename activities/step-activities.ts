@@ -36,7 +36,7 @@ import { announces, builtinPipeline, DEFAULT_PIPELINE, type PipelineVersion, typ
 import { renditionNames, type StepOf } from '../src/pipelines/catalogue';
 import type { ObjectStore } from '../src/storage/store';
 import { metrics } from '../src/metrics';
-import { holdNewObjects } from '../src/record/holds';
+import { holdNewObjects } from '../src/upload/hold-new-objects';
 import type { SecretBox } from '../src/secret-box';
 import { failureTypes } from '../src/temporal/names';
 import type { WebhookActivities } from './webhook-activities';

@@ -22,7 +22,7 @@ import { startVersity, versityBucket, type Versity } from '../test/support/versi
 import { projectRoot, workflowPreloadModules } from '../src/paths';
 import { RoutedStore } from '../src/storage/routed-store';
 import type { ObjectStore } from '../src/storage/store';
-import { TargetDirectory } from '../src/targets/directory';
+import { TargetDirectory } from '../src/placement/directory';
 import { SecretBox } from '../src/secret-box';
 import { workflowsPath } from '../src/worker';
 import { WORKFLOW_TRACING_MODULES } from '../src/telemetry/temporal';

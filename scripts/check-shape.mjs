@@ -1,7 +1,8 @@
 // The house's shape, checked by `npm run lint`: file and folder sizes, arrows that climb back
-// up the floors, and workflow patches in files whose changes must be new revisions. Each
-// limit says why it exists; raise one only with a reason written beside it.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+// up the floors, workflow patches in files whose changes must be new revisions, SQL outside
+// query modules, and how far each wing reaches outside its folders. Each limit says why it
+// exists; raise one only with a reason written beside it.
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import madge from 'madge';
 
@@ -40,7 +41,7 @@ const FLOORS = [
   [
     4,
     'the upload path and its services',
-    /^src\/(upload|tokens|pipelines|media|scan|downstream)\/|^src\/(audit|tenants|credentials|targets\/(placement|directory|stores|probe|migration-view))\.ts$/,
+    /^src\/(upload|tokens|pipelines|media|scan|downstream|placement)\/|^src\/(audit|tenants|credentials)\.ts$/,
   ],
   [3, 'Temporal, the payload codec, telemetry', /^src\/(telemetry|temporal|codec)\//],
   [2, 'database and object stores', /^src\/(db|storage)\//],
@@ -60,6 +61,22 @@ const FROZEN = {
   'workflows/upload-offers.ts': ['patches.refusedCopyDiscarded'],
   'workflows/upload-r3.ts': [],
   'workflows/downstream-v1.ts': [],
+};
+
+/** Where SQL may be written: the core's query modules (`src/db/`) and a wing's (`queries.ts`, `*-queries.ts`, `queries/`). */
+const QUERY_MODULE = /^src\/db\/|\/queries\/[^/]+\.ts$|\/([\w-]+-)?queries\.ts$/;
+const SQL_STATEMENT = /\b(SELECT\s+[\w*(]|INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET)\b/;
+
+/**
+ * A wing is a folder under src/ the list of wings (src/api/wings.ts) imports its `wing.ts`
+ * from, with its `workflows/` and `activities/` sub-folders of the same name. The files outside it that a capability touches are those
+ * that import it and those outside every wing that serve it alone (they belong inside);
+ * docs/ARCHITECTURE.md "Wings" says what the few left are for.
+ */
+const WING_REACH = 4;
+/** Wings past the rule, each held at its count so it cannot grow, with the reason. */
+const WING_REACH_HELD = {
+  imports: [9, 'a door: the list of doors, the upload run and the upload routes reach it (docs/ARCHITECTURE.md "Wings")'],
 };
 
 const failures = [];
@@ -100,6 +117,11 @@ for (const file of files.filter((f) => f.startsWith('workflows/'))) {
   }
 }
 
+for (const file of files.filter((f) => !QUERY_MODULE.test(f))) {
+  const m = SQL_STATEMENT.exec(readFileSync(file, 'utf8'));
+  if (m) fail(`${file}: SQL (${m[0].trim()} …) outside a query module: SQL lives in src/db/queries/ or its wing's queries.ts.`);
+}
+
 const floorOf = (file) => FLOORS.find(([, , pattern]) => pattern.test(file));
 const graph = (await madge(ROOTS, { fileExtensions: ['ts'], tsConfig: 'tsconfig.json', excludeRegExp: [/^src\/web\//] })).obj();
 const upArrows = [];
@@ -117,11 +139,38 @@ if (upArrows.length > MAX_UP_ARROWS) {
   );
 }
 
+const wingList = existsSync('src/api/wings.ts') ? readFileSync('src/api/wings.ts', 'utf8') : '';
+const wingNames = [...wingList.matchAll(/^import \{ \w+ \} from '\.\.\/([\w-]+)\/wing';$/gm)].map((m) => m[1]);
+const wingOf = (file) => wingNames.find((w) => ['src', 'workflows', 'activities'].some((root) => file.startsWith(`${root}/${w}/`)));
+const importers = new Map();
+for (const [from, deps] of Object.entries(graph)) for (const to of deps) importers.set(to, [...(importers.get(to) ?? []), from]);
+const reach = {};
+for (const wing of wingNames) {
+  const touched = new Set();
+  for (const [from, deps] of Object.entries(graph)) {
+    if (wingOf(from) !== wing && deps.some((to) => wingOf(to) === wing)) touched.add(`${from} (imports it)`);
+    if (!wingOf(from) && (importers.get(from) ?? []).length && (importers.get(from) ?? []).every((by) => wingOf(by) === wing)) {
+      touched.add(`${from} (serves it alone: move it in)`);
+    }
+  }
+  reach[wing] = touched.size;
+  const [limit, why] = WING_REACH_HELD[wing] ?? [WING_REACH];
+  if (touched.size > limit) {
+    fail(
+      `wing ${wing}: ${touched.size} files outside it, over ${limit}${why ? ` (${why})` : ''}: a capability's code lives in its wing.\n${[...touched].map((t) => `  ${t}`).join('\n')}`,
+    );
+  }
+}
+
 const root = relative(process.cwd(), '.') || '.';
 if (failures.length) {
   console.error(`check-shape (${root}): ${failures.length} problem(s)\n${failures.join('\n')}`);
   process.exit(1);
 }
 console.log(
-  `check-shape: ${files.length} product files, none over ${MAX_FILE_LINES} lines; src/api within ${FOLDER_BUDGETS['src/api']}; ${upArrows.length} up-arrows (at most ${MAX_UP_ARROWS}).`,
+  `check-shape: ${files.length} product files, none over ${MAX_FILE_LINES} lines; src/api within ${FOLDER_BUDGETS['src/api']}; ${upArrows.length} up-arrows (at most ${MAX_UP_ARROWS}); files outside each wing: ${Object.entries(
+    reach,
+  )
+    .map(([w, n]) => `${w} ${n}`)
+    .join(', ')}.`,
 );

@@ -8,8 +8,8 @@
 #     without DATABASE_URL and TEMPORAL_ADDRESS where they are missing);
 #   - swc, the workflow bundler's compiler: image workers load dist/workflow-bundle.js;
 #   - the sources the bundle was built from, except what it reads at run time (the SQL
-#     migrations, the web pages' sources and the client they bundle, and the workflow
-#     sandbox's thread module).
+#     migrations, the core's and each wing's, the web pages' sources and the client they
+#     bundle, and the workflow sandbox's thread module).
 set -eu
 cd "$(dirname "$0")/.."
 platform="$(uname -m)-unknown-linux-gnu"
@@ -22,8 +22,13 @@ rm -rf node_modules/@electric-sql node_modules/@swc
 keep=$(mktemp -d)
 # mktemp makes it private to root; the roles run as node.
 chmod 755 "$keep"
-mkdir -p "$keep/db" "$keep/temporal"
-mv src/db/migrations "$keep/db/"
+mkdir -p "$keep/temporal"
+# The core's migrations (src/db/migrations) and each wing's (src/<wing>/migrations).
+for dir in src/*/migrations; do
+  owner=$(basename "$(dirname "$dir")")
+  mkdir -p "$keep/$owner"
+  mv "$dir" "$keep/$owner/"
+done
 mv src/web src/client "$keep/"
 mv src/temporal/sandbox-thread.cjs "$keep/temporal/"
 rm -rf src workflows activities scripts tsconfig.json

@@ -8,9 +8,9 @@ import getPort from 'get-port';
 import { audit } from './audit';
 import { loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
-import { createPool, usePreparedStatements, type Pool } from './db/pool';
+import { createPool, pingDatabase, usePreparedStatements, type Pool } from './db/pool';
 import type { EmbeddedPostgres } from './devstack/pglite-server';
-import { createRoutedStore } from './targets/stores';
+import { createRoutedStore } from './placement/stores';
 import { createTenant } from './tenants';
 import {
   createTokenCommand,
@@ -43,7 +43,7 @@ async function openDatabase(config: Config): Promise<{ pool: Pool; close(): Prom
   if (!config.DATABASE_URL) usePreparedStatements(false);
   if (url) {
     const probe = createPool(url, 1);
-    const reachable = await probe.query('SELECT 1').then(
+    const reachable = await pingDatabase(probe).then(
       () => true,
       () => false,
     );

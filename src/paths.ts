@@ -15,7 +15,8 @@ function findRoot(start: string): string {
 }
 
 export const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url)));
-export const migrationsDir = path.join(projectRoot, 'src', 'db', 'migrations');
+/** The sources; the core's migrations are in `db/migrations/`, each wing's in `<wing>/migrations/`. */
+export const sourceRoot = path.join(projectRoot, 'src');
 export const workflowsPath = path.join(projectRoot, 'workflows', 'index.ts');
 /** The workflow interceptors bundled with the workflows (traces: workflows/tracing.ts). */
 export const workflowInterceptorsPath = path.join(projectRoot, 'workflows', 'tracing.ts');

@@ -19,7 +19,7 @@ import { createPool, usePreparedStatements, type Pool } from './db/pool';
 import { pollingOnly, UploadProcessedListener } from './db/upload-processed';
 import { loadSecretBox } from './secret-box';
 import { noProgress, type StartProgress } from './start-watchdog';
-import { createRoutedStore } from './targets/stores';
+import { createRoutedStore } from './placement/stores';
 import type { ObjectStore } from './storage/store';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { PayloadKeyring, SealingCodec } from './codec/payload-codec';

@@ -1,7 +1,6 @@
 // The upload services, wired once from configuration: the receiver every arrival mode
 // delivers to, the session core and the modes on it. The API (src/api/app.ts) routes to
 // these; tests that drive the upload path below HTTP build them the same way.
-import { ImageVariants } from './images/variants';
 import type { Client } from '@temporalio/client';
 import type { Config } from './config';
 import type { Presets } from './media/transcode';
@@ -23,7 +22,6 @@ import { Deletions } from './lifecycle/deletions';
 import { TenantDeletions } from './lifecycle/tenant-deletions';
 import { Redeliveries } from './lifecycle/redeliveries';
 import { StepDecisions } from './lifecycle/step-decisions';
-import { Reprocessing } from './lifecycle/reprocessing';
 import { AnswerCache } from './upload/answer-cache';
 import { DeclaredPipelines } from './pipelines/declared';
 import { Admission } from './upload/admission';
@@ -34,7 +32,7 @@ import { InFlightUploads } from './upload/in-flight';
 import { uploadRunningCheck } from './upload/upload-running';
 import type { IdempotentRouteOptions } from './http/idempotent-route';
 import { Intake } from './arrivals/intake';
-import { Placement } from './targets/placement';
+import { Placement } from './placement/placement';
 import { UploadReceiver, type ReceiveDeps } from './upload/receive';
 import type { UploadWorkflowInput } from './temporal/definitions';
 
@@ -167,13 +165,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
   });
   const redeliveries = new Redeliveries({ temporal, taskQueue: config.TASK_QUEUE_UPLOADS });
   const decisions = new StepDecisions({ temporal, pool });
-  const reprocessing = new Reprocessing({
-    pool,
-    temporal,
-    taskQueue: config.TASK_QUEUE_UPLOADS,
-    transcodeQueue: config.TASK_QUEUE_TRANSCODE,
-    webhookRetry: downstreamSettings(config).webhookRetry,
-  });
   // What every keyed route besides the upload doors claims its Idempotency-Key with.
   const idempotency: IdempotentRouteOptions = {
     pool,
@@ -182,18 +173,9 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     uploadRunning: uploadRunningCheck(temporal),
   };
   const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload), placement });
-  const images = new ImageVariants({
-    pool,
-    temporal,
-    taskQueue: config.TASK_QUEUE_UPLOADS,
-    transcodeQueue: config.TASK_QUEUE_TRANSCODE,
-    maxPerUpload: config.IMAGE_MAX_VARIANTS_PER_UPLOAD,
-    maxRendersInFlight: config.TENANT_MAX_RENDERS_IN_FLIGHT,
-  });
   return {
     placement,
     idempotency,
-    images,
     receiver,
     intake,
     registry,
@@ -208,6 +190,5 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     redeliveries,
     pipelines,
     decisions,
-    reprocessing,
   };
 }

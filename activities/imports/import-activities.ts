@@ -18,7 +18,7 @@ import {
   pendingBatchItems,
   recordBatchItem,
   setBatchPaused,
-} from '../../src/db/queries/import-batches';
+} from '../../src/imports/batches/queries';
 import type { Client } from '@temporalio/client';
 import type { ImportBody } from '../../src/imports/request';
 import type { DeclaredUpload, StoredResponse } from '../../src/upload/types';

@@ -11,7 +11,7 @@ import {
   reprocessTarget,
   switchServedVersion,
   type ReprocessOutcome,
-} from '../../src/db/queries/reprocess';
+} from '../../src/reprocess/queries';
 import { findPipelineVersion } from '../../src/db/queries/pipelines';
 import type { ObjectStore } from '../../src/storage/store';
 import { stepApplies, type ProcessingStep } from '../../src/pipelines/steps';

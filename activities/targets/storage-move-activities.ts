@@ -20,10 +20,10 @@ import {
   switchUploadAddress,
   type MigrationOutcome,
   type StorageMigrationRow,
-} from '../../src/db/queries/storage-migrations';
+} from '../../src/targets/migration-queries';
 import { eventId } from '../../src/downstream/events';
 import { findSharedObject } from '../../src/db/queries/records';
-import { writeEvent, type TimedEvent } from '../../src/record/announce';
+import { writeEvent, type TimedEvent } from '../../src/downstream/announce';
 import { addressOn, parseAddress } from '../../src/storage/address';
 import { migrationView } from '../../src/targets/migration-view';
 import { renditionPrefix } from '../../src/storage/layout';

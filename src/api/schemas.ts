@@ -1,7 +1,9 @@
 // The schemas of the API's own resources (keys, tokens, endpoints, events, lists, downloads,
 // deletions, tenants, health): the requests their handlers validate and the answers the
 // OpenAPI test checks. What the doors share with them is in src/http/schemas.ts.
-import { TargetFilters, TokenStorageTarget, UploadStorageTarget } from '../targets/schemas';
+import { TargetFilters, TokenStorageTarget, UploadStorageTarget } from '../http/parse/storage-target';
+import { LabelFilters } from '../http/parse/labels';
+import { LegalHoldView } from '../http/legal-hold-view';
 import { ARRIVAL_MODES, type ArrivalMode } from '../modes';
 import { z } from '@hono/zod-openapi';
 import { IdempotencyKey, instant, lifetimeSeconds, Uuid, MediaRange, UploadCreated, PageQuery, NextCursor } from '../http/schemas';
@@ -9,7 +11,6 @@ import { SCOPES } from '../credentials';
 import { UPLOAD_STATUSES } from '../db/queries/uploads';
 import { PipelineName } from '../pipelines/catalogue';
 import { shownOnce } from '../http/redact';
-import { LabelFilters, LegalHold } from '../record/schemas';
 
 export const CreateUploadToken = z
   .object({
@@ -119,7 +120,7 @@ export const Upload = UploadCreated.extend({
     .nullable()
     .openapi({ description: "Its own metadata (the upload token's merged in at upload); PATCH changes it." }),
   tags: z.array(z.string()).openapi({ description: 'Its tags, sorted; PATCH changes them.' }),
-  legalHold: LegalHold.shape.legalHold,
+  legalHold: LegalHoldView,
   version: z
     .number()
     .int()

@@ -2,7 +2,7 @@
 // settings, view and deletion.
 import { z } from '@hono/zod-openapi';
 import { Uuid } from '../http/schemas';
-import { TenantPlacementView, TenantResidency } from '../targets/schemas';
+import { TenantPlacementView, TenantResidency } from '../http/parse/storage-target';
 import { ApiKeyCreated } from './schemas';
 
 export const CreateTenant = z

@@ -6,7 +6,7 @@ import { Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { secureHeaders } from 'hono/secure-headers';
-import { revokeConsoleSession } from '../db/queries/console-sessions';
+import { revokeConsoleSession } from './queries';
 import { buildWebApp } from '../web/routes';
 import { credentialPages } from './pages/credentials';
 import { eventPages } from './pages/events';

@@ -5,7 +5,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Credential } from '../credentials';
 import type { Pool } from '../db/pool';
-import { insertConsoleSession, revokeKeySessions, touchConsoleSession, type ConsoleSessionRow } from '../db/queries/console-sessions';
+import { insertConsoleSession, revokeKeySessions, touchConsoleSession, type ConsoleSessionRow } from './queries';
 import { lookupApiKey, OPERATOR_TENANT_ID } from '../tenants';
 import { currentPrincipal } from '../tokens/parent';
 

@@ -20,6 +20,11 @@ export function createPool(connectionString: string, max = 10, opts: { connectio
   return pool;
 }
 
+/** Answers when the database does: the readiness check's and the CLI's probe. */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}
+
 export async function withClient<T>(pool: Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {

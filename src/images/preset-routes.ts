@@ -2,7 +2,7 @@
 // (a new spec is a new version, the same spec again answers the latest version).
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../db/pool';
-import { declareImagePreset, latestImagePreset, pageImagePresets, type ImagePresetRow } from '../db/queries/images';
+import { declareImagePreset, latestImagePreset, pageImagePresets, type ImagePresetRow } from './queries';
 import { dependency, problem } from '../errors';
 import { jsonBody } from '../http/json-body';
 import { COMMON_V1_PROBLEMS, IDEMPOTENT_PROBLEMS, createdResponse, idempotentJsonRequest, problems, route, router } from '../http/openapi';

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../db/pool';
-import { findImageSource, latestImagePreset, pageImageVariants } from '../db/queries/images';
+import { findImageSource, latestImagePreset, pageImageVariants } from './queries';
 import { findUploadById, type UploadRow } from '../db/queries/uploads';
 import { serveObject, type Servable } from '../downloads/serve';
 import { dependency, problem } from '../errors';

@@ -5,16 +5,15 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool';
-import { claimRender, countImageVariants, findImageVariant, releaseRender, type ImageVariantRow } from '../db/queries/images';
+import { claimRender, countImageVariants, findImageVariant, releaseRender, type ImageVariantRow } from './queries';
 import { QuotaReached } from '../db/queries/quotas';
 import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
 import { byteQuotaProblem, type QuotaRefusal } from '../upload/byte-quota';
 import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
 import { startOrAttach } from '../temporal/start-or-attach';
-import type { ImageVariantInput } from '../temporal/definitions';
 import type { ImageVariantSummary } from '../../activities/images/image-activities';
-import type { CanonicalSpec } from './spec';
+import type { CanonicalSpec, ImageVariantInput } from './spec';
 
 /** What serving a variant needs: its row, or the render's result. */
 export type StoredVariant = Pick<ImageVariantRow, 'spec' | 'storage_key' | 'content_type' | 'bytes'>;

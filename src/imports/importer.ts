@@ -18,7 +18,7 @@ import type { SecretBox } from '../secret-box';
 import { assertGrantLive, hostListed, type UploadGrant } from '../tokens/grant';
 import { ImportFailure, Origins } from './origin';
 import { uploadWorkflowId } from '../temporal/ids';
-import type { Placement } from '../targets/placement';
+import type { Placement } from '../placement/placement';
 import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';

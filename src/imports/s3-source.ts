@@ -12,7 +12,7 @@ import { guardedLookup } from '../downstream/url-guard';
 import { problem } from '../errors';
 import { traceS3Calls } from '../telemetry/s3';
 import type { SecretBox } from '../secret-box';
-import type { BatchItem } from '../db/queries/import-batches';
+import type { BatchItem } from './batches/queries';
 
 /** Where a batch's objects are: an endpoint (an origin, no path), a bucket and a key prefix. */
 export interface S3Location {

@@ -21,7 +21,7 @@ import { findUpload } from '../db/queries/uploads';
 import { numberedEventId } from '../downstream/events';
 import { dependency, problem } from '../errors';
 import { sortedKeys } from '../upload/fingerprint';
-import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from './announce';
+import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from '../downstream/announce';
 
 /** What a PATCH sets: each field given replaces the current one (`metadata: null` clears it). */
 export interface RecordChange {

@@ -4,7 +4,8 @@ import { jsonBody } from '../http/json-body';
 import { COMMON_V1_PROBLEMS, jsonRequestBody, problems, route, router } from '../http/openapi';
 import { Uuid } from '../http/schemas';
 import { requires } from '../http/scopes';
-import { holdView, type LegalHolds } from './holds';
+import { holdView } from '../http/legal-hold-view';
+import type { LegalHolds } from './holds';
 import { LegalHold, LegalHoldBody } from './schemas';
 
 export function holdRoutes(deps: { holds: LegalHolds }) {

@@ -7,12 +7,12 @@
 import type { Pool, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { findEvent } from '../db/queries/events';
-import { heldElsewhere, isHeld, lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
+import { heldElsewhere, lockHold, setHold, type HoldRow } from '../db/queries/legal-holds';
 import type { ObjectStore } from '../storage/store';
 import { renditionPrefix } from '../storage/layout';
 import { numberedEventId, type EventType } from '../downstream/events';
 import { dependency, problem } from '../errors';
-import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from './announce';
+import { announce, eventOfPayload, writeEvent, type AnnounceDeps, type TimedEvent } from '../downstream/announce';
 
 /** What the store did with the hold: set on the upload's objects, or nothing (no Object Lock). */
 export type StoreHold = 'placed' | 'released' | 'unsupported';
@@ -76,21 +76,4 @@ function holdEvent(tenantId: string, row: HoldRow, changedBy: string): TimedEven
     timestamp,
     data: { uploadId: row.id, reason: row.hold_reason, changedBy, changedAt: timestamp },
   };
-}
-
-/**
- * Objects written for an upload once it is recorded (a rendition, a variant) are held in the
- * store too while the upload is held: a hold placed while they were written lists them only
- * if they were there already, and this check, after the row, covers the other order.
- */
-export async function holdNewObjects(pool: Queryable, store: ObjectStore, uploadId: string, keys: string[]): Promise<void> {
-  // Where no bucket holds (the common case) the row is not read.
-  const first = keys[0];
-  if (first === undefined || !store.setLegalHold || !(await store.holdsObjects?.(first)) || !(await isHeld(pool, uploadId))) return;
-  for (const key of keys) await store.setLegalHold(key, true);
-}
-
-/** The hold as the API shows it (null: not held). */
-export function holdView(row: Pick<HoldRow, 'hold_reason' | 'held_at' | 'held_by'>) {
-  return row.hold_reason === null ? null : { reason: row.hold_reason, placedAt: row.held_at?.toISOString() ?? null, placedBy: row.held_by };
 }

@@ -12,7 +12,7 @@ import { IdempotencyKey, INT4_MAX, PageQuery, Uuid } from '../http/schemas';
 import { RecordChangeBody, RecordVersion } from './schemas';
 import { requires } from '../http/scopes';
 import type { RecordEditor } from './editor';
-import { parseIfMatch, recordEtag } from './etag';
+import { parseIfMatch, recordEtag } from '../http/record-etag';
 
 const VersionsQuery = z
   .object({

@@ -1,6 +1,7 @@
-// The record's requests and answers: a change, a version, and the list's label filters.
+// The record's requests and answers: a change, a version, a legal hold.
 import { z } from '@hono/zod-openapi';
-import { Metadata, Tag, Tags, Uuid } from '../http/schemas';
+import { LegalHoldView } from '../http/legal-hold-view';
+import { Metadata, Tags, Uuid } from '../http/schemas';
 
 export const RecordChangeBody = z
   .object({
@@ -22,30 +23,6 @@ export const RecordVersion = z
   })
   .openapi('RecordVersion');
 
-/** The upload list's filters on the record (src/api/schemas.ts ListUploadsQuery). */
-export const LabelFilters = z.object({
-  tag: z
-    .string()
-    .transform((list) => list.split(',').map((t) => t.trim()))
-    .pipe(z.array(Tag).min(1).max(8, 'at most 8 tags'))
-    .optional()
-    .openapi({
-      type: 'string',
-      description: 'Only uploads carrying every one of these tags (comma-separated, at most 8).',
-      example: 'holiday,2026',
-    }),
-  metadata: z
-    .record(z.string().min(1).max(64), z.string().max(400, 'a metadata filter value is at most 400 characters'))
-    .refine((m) => Object.keys(m).length <= 8, 'at most 8 metadata filters')
-    .optional()
-    .openapi({
-      param: { style: 'deepObject', explode: true },
-      description:
-        '`metadata[key]=value`: only uploads whose metadata has this top-level entry (strings exactly; numbers and booleans as their JSON, `metadata[count]=3`, `metadata[draft]=true`). At most 8.',
-      example: { album: 'holiday' },
-    }),
-});
-
 export const LegalHoldBody = z
   .object({
     reason: z.string().trim().min(1).max(500).openapi({ description: 'Why it is held (a case, a matter).', example: 'Matter 2026-114' }),
@@ -56,10 +33,7 @@ export const LegalHoldBody = z
 export const LegalHold = z
   .object({
     uploadId: Uuid,
-    legalHold: z
-      .object({ reason: z.string(), placedAt: z.string().nullable(), placedBy: z.string().nullable() })
-      .nullable()
-      .openapi({ description: 'The hold; null once released.' }),
+    legalHold: LegalHoldView,
     storeHold: z.enum(['placed', 'released', 'unsupported']).openapi({
       description:
         "The store's own legal hold (S3 Object Lock) on the upload's objects: `placed` or `released` to match, `unsupported` where the bucket has no Object Lock (Oncely's hold alone keeps it).",

@@ -4,9 +4,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../db/pool';
 import { findPipelineVersion, latestPipelineVersion } from '../db/queries/pipelines';
-import { findReprocessJob, pageReprocessJobs, reprocessProgress, type ReprocessJobRow } from '../db/queries/reprocess';
+import { findReprocessJob, pageReprocessJobs, reprocessProgress, type ReprocessJobRow } from './queries';
 import { dependency, problem } from '../errors';
-import type { Reprocessing } from '../lifecycle/reprocessing';
+import type { Reprocessing } from './reprocessing';
 import { PipelineName } from '../pipelines/catalogue';
 import { jsonBody } from '../http/json-body';
 import { idempotentRoute, type IdempotentRouteOptions } from '../http/idempotent-route';

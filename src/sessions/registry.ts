@@ -13,7 +13,7 @@ import { dependency, problem } from '../errors';
 import type { SessionMode } from '../modes';
 import type { ObjectStore } from '../storage/store';
 import { uploadWorkflowId } from '../temporal/ids';
-import type { Placement } from '../targets/placement';
+import type { Placement } from '../placement/placement';
 import { fingerprint } from '../upload/fingerprint';
 import type { UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';

@@ -3,7 +3,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Pool } from '../db/pool';
-import { migrationProgress, pageMigrations } from '../db/queries/storage-migrations';
+import { migrationProgress, pageMigrations } from './migration-queries';
 import { dependency, problem } from '../errors';
 import type { AppEnv } from '../http/env';
 import { idempotentRoute, type IdempotentRouteOptions } from '../http/idempotent-route';
@@ -13,7 +13,7 @@ import { COMMON_V1_PROBLEMS, createdResponse, IDEMPOTENT_PROBLEMS, idempotentJso
 import { PageQuery, Uuid } from '../http/schemas';
 import { requires } from '../http/scopes';
 import type { BatchControl } from '../temporal/definitions';
-import type { StorageMigrations } from './migrations';
+import type { StorageMigrations } from './storage-migrations';
 import { migrationView } from './migration-view';
 import { CreateStorageMigration, StorageMigration, StorageMigrationList } from './schemas';
 

@@ -1,5 +1,5 @@
 // A storage migration as the API answers it and as the event at its end carries it.
-import type { MigrationProgress, StorageMigrationRow } from '../db/queries/storage-migrations';
+import type { MigrationProgress, StorageMigrationRow } from './migration-queries';
 
 export function migrationView(row: StorageMigrationRow, progress: MigrationProgress) {
   return {

@@ -21,7 +21,7 @@ import { dependency, problem } from '../errors';
 import { withinQuota } from '../http/quota';
 import { creationOrderPage } from '../http/list-query';
 import { storageTargetSecretContext, type SecretBox } from '../secret-box';
-import { targetStore, type TargetClientSettings } from './directory';
+import { targetStore, type TargetClientSettings } from '../placement/directory';
 import { proveTarget } from './probe';
 import type { z } from '@hono/zod-openapi';
 import type { ChangeStorageTarget, CreateStorageTarget } from './schemas';

@@ -8,10 +8,10 @@ import type { WebhookRetrySchedule } from '../downstream/types';
 import type { IdempotentRouteOptions } from '../http/idempotent-route';
 import type { Wing } from '../http/wing';
 import { storageMigrationRoutes } from './migration-routes';
-import { StorageMigrations } from './migrations';
-import type { Placement } from './placement';
+import { StorageMigrations } from './storage-migrations';
+import type { Placement } from '../placement/placement';
 import { operatorStorageTargetRoutes, storageTargetRoutes } from './routes';
-import { targetClientSettings } from './stores';
+import { targetClientSettings } from '../placement/stores';
 import { StorageTargets } from './targets';
 
 export function storageTargetWing(deps: {

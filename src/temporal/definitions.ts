@@ -8,7 +8,6 @@ import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '..
 import type { StepDecision } from '../pipelines/step-results';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import type { WebhookEvent } from '../downstream/events';
-import type { CanonicalSpec } from '../images/spec';
 import type { ListPosition } from '../db/queries/keyset';
 import { queries, updates } from './names';
 
@@ -188,16 +187,6 @@ export interface TenantDeletionResult {
 
 /** The scheduled housekeeping tasks (one workflow run per task and firing). */
 export type HousekeepingTask = 'expire-keys' | 'sweep-staging' | 'abort-multipart' | 'expire-uploads' | 'expire-events';
-
-/** One image variant's render (ID `image/{uploadId}/{spec}`). */
-export interface ImageVariantInput {
-  tenantId: string;
-  uploadId: string;
-  spec: CanonicalSpec;
-  transcodeQueue: string;
-  /** IMAGE_MAX_VARIANTS_PER_UPLOAD, checked where the variant is recorded. */
-  maxVariants?: number;
-}
 
 /** One event announced to every endpoint of its tenant (ID `announce/{eventId}`). */
 export interface AnnounceEventInput {

@@ -26,7 +26,7 @@ import type { UploadWorkflow } from '../temporal/definitions';
 import { CopyOffer, isNoHandler, OfferRefused, reuseProblem, type Offered } from './offer';
 import { CopySettler, type DeliveryEnd } from './settle';
 import { stageBody } from './stage';
-import type { Placement } from '../targets/placement';
+import type { Placement } from '../placement/placement';
 import { checkArrived } from './grant-limits';
 import { workflowRunState } from './upload-running';
 import type { Admission, Arrival } from './admission';

@@ -6,7 +6,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
 import { workflowIds } from '../../src/temporal/names';
-import type { ImageVariantInput } from '../../src/temporal/definitions';
+import type { ImageVariantInput } from '../../src/images/spec';
 import { canonicalSpec, parseSpec } from '../../src/images/spec';
 import { imageVariantWorkflow } from '../../workflows/images/image-variant';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';

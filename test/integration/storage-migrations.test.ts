@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStorageMoveActivities } from '../../activities/targets/storage-move-activities';
 import { audit } from '../../src/audit';
-import { switchUploadAddress } from '../../src/db/queries/storage-migrations';
+import { switchUploadAddress } from '../../src/targets/migration-queries';
 import { S3Store } from '../../src/storage/s3-store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
 import { postUpload, sha256 } from '../helpers/http';

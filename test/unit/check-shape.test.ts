@@ -102,6 +102,44 @@ describe('check-shape', () => {
     expect(climbs.out).toContain('src/wing0/routes.ts (doors and wings) -> src/api/app.ts (the API (mounts every door and wing))');
   });
 
+  it("refuses SQL outside a query module, and takes it in src/db/ and a wing's queries", async () => {
+    const r = await check(
+      tree({
+        'src/db/queries/a.ts': "export const a = 'SELECT id FROM uploads';\n",
+        'src/things/queries.ts': "export const b = 'DELETE FROM things WHERE id = $1';\n",
+        'src/things/move-queries.ts': "export const c = 'UPDATE things SET x = 1';\n",
+        'src/things/routes.ts': "export const d = 'INSERT INTO things (id) VALUES ($1)';\n",
+      }),
+    );
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('src/things/routes.ts: SQL (INSERT INTO');
+    expect(r.out).not.toContain('src/things/queries.ts');
+    expect(r.out).not.toContain('src/things/move-queries.ts');
+    expect(r.out).not.toContain('src/db/queries/a.ts');
+  });
+
+  it('counts the files outside a wing that import it or serve it alone, and refuses more than 4', async () => {
+    const files: Record<string, string> = {
+      'src/api/wings.ts': "import { thingWing } from '../things/wing';\nexport const w = [thingWing];\n",
+      'src/things/wing.ts': "import { only } from '../helpers/only-things';\nexport const thingWing = only;\n",
+      'src/helpers/only-things.ts': 'export const only = 1;\n',
+      'workflows/things/run.ts': 'export const run = 1;\n',
+    };
+    for (let i = 0; i < 3; i++)
+      files[`src/api/user${i}.ts`] = `import { thingWing } from '../things/wing';\nexport const u${i} = thingWing;\n`;
+    files['workflows/index.ts'] = "export * from './things/run';\n";
+    const r = await check(tree(files));
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('wing things: 6 files outside it, over 4');
+    expect(r.out).toContain('src/helpers/only-things.ts (serves it alone: move it in)');
+    expect(r.out).toContain('workflows/index.ts (imports it)');
+    delete files['src/api/user2.ts'];
+    delete files['src/api/user1.ts'];
+    const within = await check(tree(files));
+    expect(within.code, within.out).toBe(0);
+    expect(within.out).toContain('files outside each wing: things 4');
+  });
+
   it('passes the repository', async () => {
     const r = await check(process.cwd());
     expect(r.code, r.out).toBe(0);

@@ -2,7 +2,7 @@
 // and each new object is held only while the upload is.
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/pool';
-import { holdNewObjects } from '../../src/record/holds';
+import { holdNewObjects } from '../../src/upload/hold-new-objects';
 import type { ObjectStore } from '../../src/storage/store';
 
 function fakes(o: { bucketHolds: boolean; held: boolean }) {

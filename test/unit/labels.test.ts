@@ -6,7 +6,7 @@ import { labelsOf, parseLabelValues, parseMetadataText, parseTagsText } from '..
 import { grantedLabels, type UploadGrant } from '../../src/tokens/grant';
 import { fingerprint } from '../../src/upload/fingerprint';
 import { labelKeys } from '../../src/db/queries/upload-record';
-import { parseIfMatch } from '../../src/record/etag';
+import { parseIfMatch } from '../../src/http/record-etag';
 import { eventId, isDerivedEventId, numberedEventId } from '../../src/downstream/events';
 
 const refusal = (fn: () => unknown) => {

@@ -10,7 +10,7 @@ import { S3Store } from '../../src/storage/s3-store';
 import type { S3Encryption } from '../../src/storage/s3-encryption';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox, storageTargetSecretContext } from '../../src/secret-box';
-import { targetStore } from '../../src/targets/directory';
+import { targetStore } from '../../src/placement/directory';
 import type { StorageTargetRow } from '../../src/db/queries/storage-targets';
 
 interface Seen {

@@ -3,7 +3,7 @@
 // variant attaches to this one run and awaits its result.
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { ImageVariantInput } from '../../src/temporal/definitions';
+import type { ImageVariantInput } from '../../src/images/spec';
 import { stepLabels } from '../../src/temporal/step-labels';
 
 export async function imageVariantWorkflow(input: ImageVariantInput) {

@@ -4,7 +4,7 @@
 // (or attaches to) its deletion, `tenant-delete/{id}`. Creating is idempotent like every
 // mutating route (keys under the reserved operator tenant; the answer, which holds the new
 // key, is stored sealed); a repeated DELETE attaches to the one deletion.
-import type { Placement } from '../../targets/placement';
+import type { Placement } from '../../placement/placement';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';

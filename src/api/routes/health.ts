@@ -2,7 +2,7 @@
 // dependency answers and the process is not stopping) and Prometheus metrics (/metrics).
 // Served by the API on its port and by a worker on its own (src/ops-server.ts).
 import { createRoute } from '@hono/zod-openapi';
-import type { Pool } from '../../db/pool';
+import { pingDatabase, type Pool } from '../../db/pool';
 import type { ObjectStore } from '../../storage/store';
 import { registry } from '../../metrics';
 import { commit, version } from '../../version';
@@ -30,7 +30,7 @@ interface TemporalConnection {
 /** The checks every role makes: Postgres, Temporal and the object store answer. */
 export function dependencyChecks(deps: { pool: Pool; temporal: TemporalConnection; store: ObjectStore }): ReadinessChecks {
   return {
-    postgres: () => deps.pool.query('SELECT 1'),
+    postgres: () => pingDatabase(deps.pool),
     // With a deadline, so a check that timed out does not keep retrying in the background.
     temporal: (deadline) => deps.temporal.withDeadline(deadline, () => deps.temporal.workflowService.getSystemInfo({})),
     objectStore: () => deps.store.probe(),

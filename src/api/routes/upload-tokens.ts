@@ -1,7 +1,7 @@
 // /v1/upload-tokens: an app's backend mints a token for one end user and one purpose, hands
 // it to the browser, and revokes it when it likes. The token is shown in the creation answer
 // (and its idempotent replays, stored sealed); only its hash is kept.
-import type { Placement } from '../../targets/placement';
+import type { Placement } from '../../placement/placement';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Config } from '../../config';
 import { findUploadToken, pageUploadTokens, revokeUploadToken, type UploadTokenRow } from '../../db/queries/upload-tokens';

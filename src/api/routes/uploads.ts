@@ -20,8 +20,8 @@ import { COMMON_V1_PROBLEMS, problems, route, router } from '../../http/openapi'
 import { Uuid, WaitQuery } from '../../http/schemas';
 import { UploadDetail, UploadList, ListUploadsQuery } from '../schemas';
 import { callingToken, requires } from '../../http/scopes';
-import { recordEtag } from '../../record/etag';
-import { holdView } from '../../record/holds';
+import { recordEtag } from '../../http/record-etag';
+import { holdView } from '../../http/legal-hold-view';
 
 export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal; importer: Importer }) {
   const { pool, config, processed: signal } = deps;

@@ -3,7 +3,7 @@
 // POST /v1/uploads and answers the same upload JSON, replayed under the key ever after.
 // The Idempotency-Key owns the session: the same request again gets the same session with
 // fresh URLs; another size, hash, type or name is 422.
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';

@@ -1,5 +1,5 @@
 // The direct mode's requests and answers: its plan, part and completion bodies.
-import { StorageTargetName } from '../../targets/schemas';
+import { StorageTargetName } from '../../http/parse/storage-target';
 import { z } from '@hono/zod-openapi';
 import { ExpiresAt, FileNameField, Metadata, Tags } from '../../http/schemas';
 import { MEDIA_TYPE_PATTERN } from '../../upload/media-type';

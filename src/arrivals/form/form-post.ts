@@ -6,7 +6,7 @@
 // request" is the file, not the envelope (the boundary and the part headers vary between
 // clients): the file part's bytes (length and SHA-256), its media type and the file name.
 // So a form post's fingerprint is known once its file is in, and a retry is recognised then.
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import busboy from 'busboy';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';

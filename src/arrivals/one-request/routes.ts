@@ -1,6 +1,6 @@
 // POST /v1/uploads, the one-request door: the raw file as the body (or a form post), under the
 // key rule; a request that speaks the resumable-upload draft is upgraded to it.
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Config } from '../../config';
 import { problem } from '../../errors';

@@ -6,7 +6,7 @@
 // upload answers with the upload's own 201 (and Upload-Complete: ?1), and any later append
 // or retried creation replays it. Version rules live in src/arrivals/rufh/protocol.ts; the
 // sessions are the core's appended sessions (src/sessions/appended.ts).
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import { parse as parseDisposition } from 'content-disposition';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';

@@ -3,7 +3,7 @@
 // POST /v1/uploads: the Idempotency-Key owns the session (the same creation again gets the
 // same upload URL), and the final PATCH answers after the commit. Protocol details are in
 // src/arrivals/tus/protocol.ts; sessions and their commit in the session core (src/sessions/appended.ts).
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';

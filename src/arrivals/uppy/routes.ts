@@ -1,7 +1,7 @@
 // @uppy/aws-s3's companion routes (src/arrivals/uppy/uppy-companion.ts), at
 // /uppy/{token}/s3/…, where {token} is the tenant-scoped credential the page got from
 // POST /v1/uppy-endpoints (Uppy sends no Authorization header to a companion).
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Config } from '../../config';

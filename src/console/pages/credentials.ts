@@ -4,7 +4,7 @@ import type { ConsoleCaller } from '../sessions';
 import { ApiError } from '../api';
 import { act, html, noticeOf, notFound, onceOf, shown, tenantOnly, type ConsoleDeps, type ConsoleEnv } from '../respond';
 import { may } from '../views/kit';
-import { listConsoleSessions, revokeConsoleSession } from '../../db/queries/console-sessions';
+import { listConsoleSessions, revokeConsoleSession } from '../queries';
 import { credentialsPage, sessionsPage, type ApiKey, type UploadToken } from '../views/credentials';
 
 /** A revocation's redirect: a second press (the first already revoked it) finds nothing active, which is the same outcome. */

@@ -1,6 +1,6 @@
 // The operator's page (an ADMIN_TOKEN session): tenants through /admin, task queues from Temporal.
 import type { Hono } from 'hono';
-import { countOpenConsoleSessions } from '../../db/queries/console-sessions';
+import { countOpenConsoleSessions } from '../queries';
 import { describeQueues } from '../queues';
 import { ApiError } from '../api';
 import { act, html, noticeOf, problemPage, type C, type ConsoleDeps, type ConsoleEnv } from '../respond';

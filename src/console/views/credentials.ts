@@ -1,7 +1,7 @@
 // Credentials: the tenant's API keys (create with scopes, revoke) and console sessions (revoke).
 import { html } from 'hono/html';
 import { SCOPES } from '../../credentials';
-import type { ConsoleSessionRow } from '../../db/queries/console-sessions';
+import type { ConsoleSessionRow } from '../queries';
 import type { ConsoleCaller } from '../sessions';
 import { actionButton, badge, bytes, may, page, table, when, type Fragment } from './kit';
 

@@ -2,10 +2,10 @@
 // list in a header, a form field, tus or Uppy metadata; JSON values in a plan's or an
 // import's body. All end as one canonical UploadLabels (tags sorted, each once), so the
 // same labels sent through any door fingerprint alike.
-import type { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { problem, type ErrorCode } from '../../errors';
 import type { UploadLabels } from '../../upload/types';
-import { Metadata, Tags } from '../schemas';
+import { Metadata, Tag, Tags } from '../schemas';
 
 function check<T>(schema: z.ZodType<T>, value: unknown, field: string, code: ErrorCode): T {
   const r = schema.safeParse(value);
@@ -55,3 +55,27 @@ export function labelsOf(metadata: Record<string, unknown> | undefined, tags: re
   if (!hasMetadata && sorted.length === 0) return undefined;
   return { ...(hasMetadata ? { metadata } : {}), ...(sorted.length ? { tags: sorted } : {}) };
 }
+
+/** The upload list's filters on the record (src/api/schemas.ts ListUploadsQuery; the record's own answers are in src/record/). */
+export const LabelFilters = z.object({
+  tag: z
+    .string()
+    .transform((list) => list.split(',').map((t) => t.trim()))
+    .pipe(z.array(Tag).min(1).max(8, 'at most 8 tags'))
+    .optional()
+    .openapi({
+      type: 'string',
+      description: 'Only uploads carrying every one of these tags (comma-separated, at most 8).',
+      example: 'holiday,2026',
+    }),
+  metadata: z
+    .record(z.string().min(1).max(64), z.string().max(400, 'a metadata filter value is at most 400 characters'))
+    .refine((m) => Object.keys(m).length <= 8, 'at most 8 metadata filters')
+    .optional()
+    .openapi({
+      param: { style: 'deepObject', explode: true },
+      description:
+        '`metadata[key]=value`: only uploads whose metadata has this top-level entry (strings exactly; numbers and booleans as their JSON, `metadata[count]=3`, `metadata[draft]=true`). At most 8.',
+      example: { album: 'holiday' },
+    }),
+});

@@ -3,13 +3,7 @@
 // resume and cancel.
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
-import {
-  findImportBatch,
-  listBatchItems,
-  pageImportBatches,
-  type ImportBatchItemRow,
-  type ImportBatchRow,
-} from '../../db/queries/import-batches';
+import { findImportBatch, listBatchItems, pageImportBatches, type ImportBatchItemRow, type ImportBatchRow } from './queries';
 import { dependency, problem } from '../../errors';
 import { bodyLimit, jsonBody } from '../../http/json-body';
 import {

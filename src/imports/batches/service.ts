@@ -12,7 +12,7 @@ import {
   type ImportBatchItemRow,
   type ImportBatchRow,
   type ImportBatchSource,
-} from '../../db/queries/import-batches';
+} from './queries';
 import { QuotaReached } from '../../db/queries/quotas';
 import { dependency, problem } from '../../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../../temporal/names';

@@ -1,5 +1,5 @@
 // The import door's request, its JSON body checked strictly, and the progress it answers.
-import { StorageTargetName } from '../../targets/schemas';
+import { StorageTargetName } from '../../http/parse/storage-target';
 import { z } from '@hono/zod-openapi';
 import { ExpiresAt, FileNameField, MediaType, Metadata, Tags } from '../../http/schemas';
 import type { ImportBody } from '../request';

@@ -4,7 +4,7 @@
 // answers the token of its progress socket (./progress.ts). What else Uppy sends to a
 // companion (its uploader's endpoint, `headers` with the page's credential) is ignored: the
 // file goes through Oncely's import, and nothing from the page is sent to the origin.
-import { parseStorageTarget } from '../../targets/schemas';
+import { parseStorageTarget } from '../../http/parse/storage-target';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Pool } from '../../db/pool';
 import { problem } from '../../errors';

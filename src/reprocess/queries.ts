@@ -1,9 +1,9 @@
 // Re-processing jobs: the job row (what runs over which uploads), one outcome row per upload,
 // and the switch of an upload's served renditions to the new version.
-import type { Pool, Queryable } from '../pool';
-import { withTransaction } from '../pool';
-import { pageInCreationOrder, type ListPosition } from './keyset';
-import type { ReprocessOutcome } from '../../pipelines/step-results';
+import type { Pool, Queryable } from '../db/pool';
+import { withTransaction } from '../db/pool';
+import { pageInCreationOrder, type ListPosition } from '../db/queries/keyset';
+import type { ReprocessOutcome } from '../pipelines/step-results';
 
 export type { ReprocessOutcome };
 

@@ -1,10 +1,10 @@
 // Import batches: the batch row with its counts, its items and their outcomes. An item's
 // outcome and the batch's counts change in one statement, once (only a pending item moves).
 import type { Caller, UploadLabels } from '../../upload/types';
-import { pageInCreationOrder, type ListPosition } from './keyset';
+import { pageInCreationOrder, type ListPosition } from '../../db/queries/keyset';
 import type { UploadGrant } from '../../tokens/grant';
-import { withTransaction, type Pool, type Queryable } from '../pool';
-import { insertWithinQuota } from './quotas';
+import { withTransaction, type Pool, type Queryable } from '../../db/pool';
+import { insertWithinQuota } from '../../db/queries/quotas';
 
 export interface ImportBatchRow {
   id: string;

@@ -13,11 +13,11 @@ import {
   setMigrationState,
   type MigrationFilter,
   type StorageMigrationRow,
-} from '../db/queries/storage-migrations';
+} from './migration-queries';
 import { dependency, problem } from '../errors';
 import { controlBatchUpdate, type BatchControl, type StorageMigrationInput } from '../temporal/definitions';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
-import type { Placement } from './placement';
+import type { Placement } from '../placement/placement';
 import type { WebhookRetrySchedule } from '../downstream/types';
 
 export class StorageMigrations {

@@ -4,8 +4,8 @@
 import type { Client } from '@temporalio/client';
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../db/queries/events';
-import { eventBody, type WebhookEvent } from '../downstream/events';
-import type { WebhookRetrySchedule } from '../downstream/types';
+import { eventBody, type WebhookEvent } from './events';
+import type { WebhookRetrySchedule } from './types';
 import type { AnnounceEventInput } from '../temporal/definitions';
 import { workflowIds, workflowTypes } from '../temporal/names';
 import { startOrAttach } from '../temporal/start-or-attach';

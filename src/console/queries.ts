@@ -1,5 +1,5 @@
 // The console's sessions (migration 032). The cookie is looked up by its hash only.
-import type { Queryable } from '../pool';
+import type { Queryable } from '../db/pool';
 
 export interface ConsoleSessionRow {
   id: string;

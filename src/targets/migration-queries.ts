@@ -1,9 +1,9 @@
 // Storage migrations (migration 039): the migration row and its outcomes, the uploads it
 // takes, and the one-transaction switch of an upload (its original, renditions and variants)
 // to the addresses its objects were copied to.
-import { withTransaction, type Pool, type Queryable } from '../pool';
-import { pageInCreationOrder, type ListPosition } from './keyset';
-import type { MigrationOutcome } from '../../temporal/definitions';
+import { withTransaction, type Pool, type Queryable } from '../db/pool';
+import { pageInCreationOrder, type ListPosition } from '../db/queries/keyset';
+import type { MigrationOutcome } from '../temporal/definitions';
 
 /** Which of the source's uploads a migration takes (all of them when empty). */
 export interface MigrationFilter {

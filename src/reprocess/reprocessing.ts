@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
-import { finishReprocessJob, insertReprocessJob, type ReprocessFilter, type ReprocessJobRow } from '../db/queries/reprocess';
+import { finishReprocessJob, insertReprocessJob, type ReprocessFilter, type ReprocessJobRow } from './queries';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { dependency } from '../errors';
 import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';

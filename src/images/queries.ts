@@ -1,9 +1,9 @@
 // Images on request: a tenant's presets (immutable versions of a name, as pipelines are),
 // its spec policy, and the variants rendered once per (upload, canonical spec).
-import { checkDerivedBytes, countRender } from './byte-quotas';
-import { statement, withTransaction, type Pool, type Queryable } from '../pool';
-import type { UploadRow } from './uploads';
-import { countLive, insertWithinQuota, lockTenant, QuotaReached } from './quotas';
+import { checkDerivedBytes, countRender } from '../db/queries/byte-quotas';
+import { statement, withTransaction, type Pool, type Queryable } from '../db/pool';
+import type { UploadRow } from '../db/queries/uploads';
+import { countLive, insertWithinQuota, lockTenant, QuotaReached } from '../db/queries/quotas';
 
 export interface ImagePresetRow {
   name: string;
