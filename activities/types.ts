@@ -1,7 +1,7 @@
 // Activity inputs shared with workflow code (type-only for workflows).
 import type { StagedCopy, StoredResponse, UploadRequest } from '../src/upload/types';
 import type { DownstreamRequest } from '../src/downstream/types';
-import type { ImportRefusal } from '../src/imports/failures';
+import type { ErrorCode } from '../src/errors';
 import type { ImportSpec } from '../src/temporal/definitions';
 
 export interface CommitObjectInput {
@@ -16,8 +16,8 @@ export interface CommitRecordsInput {
   startedAtMs: number;
   /** Present when the upload is accepted. */
   copy?: StagedCopy;
-  /** Present when the upload is deterministically rejected. */
-  rejection?: { code: 'content_type_mismatch' | ImportRefusal; detail: string; extra?: Record<string, unknown> };
+  /** Present when the upload is deterministically rejected: the problem its key answers. */
+  rejection?: { code: ErrorCode; detail: string; extra?: Record<string, unknown> };
 }
 
 /** The commit of workflow revision 4: the records, and the settings its downstream run needs. */

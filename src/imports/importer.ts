@@ -25,6 +25,8 @@ import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
 import { cancelImportUpdate, type ImportCancelOutcome, type ImportSpec } from '../temporal/definitions';
 import { importRequest, type ImportBody } from './request';
+import { ImportProgress } from './door/protocol';
+import type { UncommittedUploads } from '../upload/uncommitted';
 
 export interface ImporterDeps {
   pool: Pool;
@@ -55,7 +57,10 @@ function assertHostAllowed(grant: UploadGrant | undefined, url: string): void {
 
 export type ImportOutcome = UploadOutcome | { kind: 'importing'; view: ImportView; workflowId: string };
 
-export class Importer {
+export class Importer implements UncommittedUploads {
+  /** An import not yet committed, as GET /v1/uploads/{id} shows it. */
+  readonly schema = ImportProgress;
+
   constructor(private readonly deps: ImporterDeps) {}
 
   /**

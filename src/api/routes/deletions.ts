@@ -8,7 +8,7 @@ import type { Config } from '../../config';
 import type { Pool } from '../../db/pool';
 import { findUpload, type UploadRow } from '../../db/queries/uploads';
 import { findUploadOrImport, type UploadOrImport } from '../../db/queries/imports';
-import type { Importer } from '../../imports/importer';
+import type { UncommittedUploads } from '../../upload/uncommitted';
 import type { DeletionResult } from '../../temporal/definitions';
 import { dependency, problem } from '../../errors';
 import type { Deletions } from '../../lifecycle/deletions';
@@ -26,11 +26,11 @@ import { findTenant } from '../../db/queries/tenants';
 export function deletionRoutes(deps: {
   pool: Pool;
   deletions: Deletions;
-  importer: Importer;
+  uncommitted: UncommittedUploads;
   config: Config;
   idempotency: IdempotentRouteOptions;
 }) {
-  const { pool, deletions, importer, config } = deps;
+  const { pool, deletions, uncommitted, config } = deps;
   const app = router();
 
   /** The row once its run has opened the restore window (a few seconds at most), for the answer's `restorableUntil`. */
@@ -56,7 +56,7 @@ export function deletionRoutes(deps: {
       ids.map(async (uploadId) => {
         const found = await uploadOrImport(tenantId, uploadId);
         if (found?.kind === 'import')
-          return { uploadId, status: (await importer.cancel(found.row)) === 'canceling' ? ('deleting' as const) : ('importing' as const) };
+          return { uploadId, status: (await uncommitted.cancel(found.row)) === 'canceling' ? ('deleting' as const) : ('importing' as const) };
         if (!found) return { uploadId, status: 'not_found' as const };
         const upload = found.row;
         if (upload.erased_at) return { uploadId, status: 'deleted' as const };
@@ -75,7 +75,7 @@ export function deletionRoutes(deps: {
     const found = Uuid.safeParse(id).success ? await uploadOrImport(tenantId, id) : undefined;
     if (found?.kind === 'import') {
       // Still being read: the read stops and nothing is kept (GET shows it failed with import_canceled).
-      if ((await importer.cancel(found.row)) === 'canceling')
+      if ((await uncommitted.cancel(found.row)) === 'canceling')
         return c.json({ uploadId: id, status: 'deleting' as const, deletedAt: null, erasedAt: null, restorableUntil: null }, 202, {
           location: `/v1/uploads/${id}`,
           'retry-after': '1',

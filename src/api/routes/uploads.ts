@@ -9,8 +9,7 @@ import { listRenditions, renditionSummary } from '../../db/queries/renditions';
 import { listDeliveries, type DeliveryRow } from '../../db/queries/webhooks';
 import { dependency, problem } from '../../errors';
 import { awaitProcessed } from '../../upload/await-processed';
-import type { Importer } from '../../imports/importer';
-import { ImportProgress } from '../../imports/door/protocol';
+import type { UncommittedUploads } from '../../upload/uncommitted';
 import { parseWaitQuery } from '../../http/parse/request-headers';
 import { encodeCursor } from '../../http/list-query';
 import { parseListQuery } from '../parse/list-query';
@@ -23,7 +22,7 @@ import { callingToken, requires } from '../../http/scopes';
 import { recordEtag } from '../../http/record-etag';
 import { holdView } from '../../http/legal-hold-view';
 
-export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal; importer: Importer }) {
+export function uploadRoutes(deps: { pool: Pool; config: Config; processed: ProcessedSignal; uncommitted: UncommittedUploads }) {
   const { pool, config, processed: signal } = deps;
   const app = router();
 
@@ -37,7 +36,7 @@ export function uploadRoutes(deps: { pool: Pool; config: Config; processed: Proc
     return c.json({ items: page.map(uploadView), nextCursor: rows.length > limit && last ? encodeCursor(last.position) : null });
   });
 
-  route(app, getUploadRoute, async function getUpload(c) {
+  route(app, getUploadRoute(deps.uncommitted.schema), async function getUpload(c) {
     const id = c.req.param('id')!;
     const waitMs = parseWaitQuery(c.req.query('wait'), config.MAX_WAIT_SECONDS);
     if (!Uuid.safeParse(id).success) throw problem('not_found', 'No such upload.');
@@ -45,7 +44,7 @@ export function uploadRoutes(deps: { pool: Pool; config: Config; processed: Proc
     // An upload token sees only the uploads (and imports) it made.
     if (!found || (callingToken(c) && found.row.token_id !== callingToken(c)!.id)) throw problem('not_found', 'No such upload.');
     // An import not yet committed shows its progress (or its failure) until its upload row exists.
-    if (found.kind === 'import') return c.json(await deps.importer.view(found.row), 200, { 'cache-control': 'no-store' });
+    if (found.kind === 'import') return c.json(await deps.uncommitted.view(found.row), 200, { 'cache-control': 'no-store' });
     const row = found.row;
     const view = uploadView(row);
     const [renditions, deliveries, steps] = await dependency('database_unavailable', () =>
@@ -86,7 +85,8 @@ const listUploadsRoute = createRoute({
   },
 });
 
-const getUploadRoute = createRoute({
+const getUploadRoute = (uncommitted: UncommittedUploads['schema']) =>
+  createRoute({
   method: 'get',
   path: '/{id}',
   tags: ['uploads'],
@@ -98,7 +98,7 @@ const getUploadRoute = createRoute({
       description:
         'The upload (after at most `wait` seconds, or as soon as it is processed). An import not yet committed shows its progress instead ' +
         '(`status` `importing`, or `failed` with the problem its key answers); `wait` then lasts until it commits and is processed.',
-      content: { 'application/json': { schema: z.union([UploadDetail, ImportProgress]) } },
+      content: { 'application/json': { schema: z.union([UploadDetail, uncommitted]) } },
     },
     ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
   },
