@@ -56,7 +56,10 @@ export function deletionRoutes(deps: {
       ids.map(async (uploadId) => {
         const found = await uploadOrImport(tenantId, uploadId);
         if (found?.kind === 'import')
-          return { uploadId, status: (await uncommitted.cancel(found.row)) === 'canceling' ? ('deleting' as const) : ('importing' as const) };
+          return {
+            uploadId,
+            status: (await uncommitted.cancel(found.row)) === 'canceling' ? ('deleting' as const) : ('importing' as const),
+          };
         if (!found) return { uploadId, status: 'not_found' as const };
         const upload = found.row;
         if (upload.erased_at) return { uploadId, status: 'deleted' as const };

@@ -87,22 +87,22 @@ const listUploadsRoute = createRoute({
 
 const getUploadRoute = (uncommitted: UncommittedUploads['schema']) =>
   createRoute({
-  method: 'get',
-  path: '/{id}',
-  tags: ['uploads'],
-  summary: 'An upload with its renditions and webhook deliveries',
-  security: requires('uploads:read', { uploadToken: true }),
-  request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
-  responses: {
-    200: {
-      description:
-        'The upload (after at most `wait` seconds, or as soon as it is processed). An import not yet committed shows its progress instead ' +
-        '(`status` `importing`, or `failed` with the problem its key answers); `wait` then lasts until it commits and is processed.',
-      content: { 'application/json': { schema: z.union([UploadDetail, uncommitted]) } },
+    method: 'get',
+    path: '/{id}',
+    tags: ['uploads'],
+    summary: 'An upload with its renditions and webhook deliveries',
+    security: requires('uploads:read', { uploadToken: true }),
+    request: { params: z.object({ id: Uuid }), query: z.object({ wait: WaitQuery.optional() }) },
+    responses: {
+      200: {
+        description:
+          'The upload (after at most `wait` seconds, or as soon as it is processed). An import not yet committed shows its progress instead ' +
+          '(`status` `importing`, or `failed` with the problem its key answers); `wait` then lasts until it commits and is processed.',
+        content: { 'application/json': { schema: z.union([UploadDetail, uncommitted]) } },
+      },
+      ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
     },
-    ...problems(...COMMON_V1_PROBLEMS, 'not_found', 'query_invalid'),
-  },
-});
+  });
 
 export function uploadView(row: UploadRow) {
   return {
