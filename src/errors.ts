@@ -1,8 +1,10 @@
 // The one catalogue of errors Oncely answers with. Each entry has a stable snake_case
 // code, an HTTP status and a title; code throws `problem(code, detail)` and the single
-// error handler renders RFC 9457 problem+json. Anything not from here is a logged 500.
+// error handler renders RFC 9457 problem+json. Anything not from here is a logged 500. A
+// wing declares its own codes beside its code; they join the catalogue here.
+import { wingProblems } from './wings-vocabulary';
 
-export const catalogue = {
+const houseProblems = {
   unauthorized: { status: 401, title: 'Missing or invalid API key' },
   insufficient_scope: { status: 403, title: 'The credential does not allow this request' },
   type_not_allowed: { status: 415, title: 'The upload token does not allow this type' },
@@ -74,20 +76,7 @@ export const catalogue = {
   byte_quota_exceeded: { status: 413, title: "The upload would pass one of the tenant's byte quotas" },
   too_many_uploads: { status: 429, title: 'Too many uploads in flight for this tenant', retryAfter: 1 },
   too_many_sessions: { status: 429, title: 'Too many open upload sessions for this tenant', retryAfter: 10 },
-  too_many_imports: { status: 429, title: 'Too many imports in flight for this tenant', retryAfter: 10 },
   upgrade_required: { status: 426, title: 'This route is a WebSocket: connect with Upgrade: websocket' },
-  too_many_progress_sockets: { status: 429, title: 'Too many import progress sockets open for this tenant', retryAfter: 10 },
-  too_many_import_batches: { status: 429, title: 'Too many open import batches for this tenant', retryAfter: 60 },
-  import_batch_closed: { status: 409, title: 'The import batch has ended' },
-  import_in_progress: { status: 409, title: 'The upload is still being imported', retryAfter: 10 },
-  import_canceled: { status: 410, title: 'The import was canceled: its upload was deleted before it was committed' },
-  import_url_invalid: { status: 400, title: 'The import URL is not allowed' },
-  import_source_invalid: { status: 422, title: "The import batch's S3 source cannot be imported" },
-  import_host_not_allowed: { status: 403, title: 'The upload token does not allow imports from this host' },
-  import_failed: { status: 422, title: 'The file could not be read from its origin' },
-  import_too_large: { status: 413, title: 'The file at the origin is larger than the allowed maximum' },
-  import_forbidden_address: { status: 422, title: 'The origin resolves to an address imports may not reach' },
-  import_timeout: { status: 422, title: 'The origin did not send the file in time' },
   pipeline_unknown: { status: 422, title: 'The upload names a pipeline the tenant has not declared' },
   storage_target_unknown: { status: 422, title: 'The upload names a storage target the tenant has not registered' },
   residency_mismatch: { status: 422, title: "The storage target's residency is not the one the tenant requires" },
@@ -109,7 +98,15 @@ export const catalogue = {
   temporal_unavailable: { status: 503, title: 'Workflow service is unavailable', retryAfter: 5 },
   shutting_down: { status: 503, title: 'The instance is stopping', retryAfter: 1 },
   internal_error: { status: 500, title: 'Internal server error' },
-} as const satisfies Record<string, { status: number; title: string; retryAfter?: number; type?: string }>;
+} as const;
+
+type CatalogueEntry = { status: number; title: string; retryAfter?: number; type?: string };
+
+/** The house's codes and each wing's (src/wings-vocabulary.ts); a code is declared once. */
+export const catalogue = { ...houseProblems, ...wingProblems } satisfies Record<string, CatalogueEntry>;
+for (const code of Object.keys(wingProblems)) {
+  if (code in houseProblems) throw new Error(`problem code ${code} is declared twice: in src/errors.ts and by a wing`);
+}
 
 export type ErrorCode = keyof typeof catalogue;
 

@@ -11,7 +11,7 @@ import { processingSettings } from './processing';
 import { outboundSettings } from './outbound';
 import { quotaSettings } from './quotas';
 import { secretSettings } from './secrets';
-import { consoleSettings } from './console';
+import { wingSettings } from '../wings-vocabulary';
 
 export const configSchema = z.object({
   ...serverSettings,
@@ -22,7 +22,7 @@ export const configSchema = z.object({
   ...outboundSettings,
   ...quotaSettings,
   ...secretSettings,
-  ...consoleSettings,
+  ...wingSettings,
 });
 
 export type Config = z.infer<typeof configSchema>;

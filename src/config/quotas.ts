@@ -13,18 +13,6 @@ export const quotaSettings = {
    * `429 too_many_sessions`.
    */
   TENANT_MAX_OPEN_SESSIONS: z.coerce.number().int().min(1).max(1_000_000).default(256),
-  /**
-   * Per tenant, all replicas: imports not yet committed or failed; one more is `429
-   * too_many_imports`.
-   */
-  TENANT_MAX_IMPORTS_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(32),
-  /** Per tenant: import batches running or paused; one more is `429 too_many_import_batches`. */
-  TENANT_MAX_OPEN_IMPORT_BATCHES: z.coerce.number().int().min(1).max(1000).default(4),
-  /**
-   * Per tenant and API process: Uppy's import progress sockets open at once; one more is refused
-   * `429 too_many_progress_sockets`.
-   */
-  TENANT_MAX_PROGRESS_SOCKETS: z.coerce.number().int().min(1).max(100_000).default(64),
   /** Image renders of one tenant running at once (a new cold variant past it: `429`). */
   TENANT_MAX_RENDERS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(8),
   /** Storage targets one tenant may register; one more is `409 quota_exceeded`. */

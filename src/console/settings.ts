@@ -1,7 +1,7 @@
 // The console (/console): its sign-in sessions and where its links lead.
 // docs/CONFIGURATION.md is generated from these comments (npm run docs:config).
 import { z } from 'zod';
-import { optionalString } from './values';
+import { optionalString } from '../config/values';
 
 export const consoleSettings = {
   /** How long a console sign-in lasts; revoking the session or its API key ends it sooner. */
