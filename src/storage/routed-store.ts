@@ -1,6 +1,6 @@
 // The object store every role uses: it reads each key's address (address.ts) and sends the
 // call to the store of the target it names — the instance's store for a bare key, a tenant's
-// registered target (src/targets/directory.ts) for `targets/{id}/…`. Listing answers
+// registered target (src/placement/directory.ts) for `targets/{id}/…`. Listing answers
 // addresses too, so a key read from a listing goes back to the same target.
 import type { Readable } from 'node:stream';
 import { addressOn, parseAddress } from './address';

@@ -1,6 +1,6 @@
 // Storage targets as the app mounts them: a tenant's own routes under /v1/storage-targets and
 // /v1/storage-migrations, and the operator's under /admin. Where an upload's objects go is
-// decided by src/targets/placement.ts (wired with the doors); where an object is read from, by
+// decided by src/placement/placement.ts (wired with the doors); where an object is read from, by
 // its address (src/storage/routed-store.ts).
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';

@@ -79,7 +79,6 @@ export const workflowIds = {
   releaseSources: (migrationId: string) => `release-sources/${migrationId}`,
 } as const;
 
-/** Failure types that cross the activity / workflow / API boundary. */
 /** Workflow patches (`patched(id)`): a changed branch that runs recorded before it replay as they ran. */
 export const patches = {
   /** The upload workflow discards a copy its commit refused (key held elsewhere, token used up) and marks the run rejected. */
@@ -104,6 +103,7 @@ export const patches = {
   migrationSmallInTwoLanes: 'migration-small-in-two-lanes',
 } as const;
 
+/** Failure types that cross the activity / workflow / API boundary. */
 export const failureTypes = {
   /** The key is held by another route's request or another upload request: answered 422. */
   keyReuse: 'idempotency_key_reuse',
@@ -124,9 +124,9 @@ export const failureTypes = {
   stagedCopyCorrupt: 'staged_copy_corrupt',
   /** The upload names a pipeline the tenant has not declared. */
   pipelineUnknown: 'pipeline_unknown',
-  /** The object a step reads is gone. */
   /** A moved object's bytes are not the ones recorded (a storage migration does not switch to them). */
   objectMismatch: 'object_mismatch',
+  /** The object a step reads is gone. */
   objectMissing: 'object_missing',
   /** A rendition step of a re-run did not succeed. */
   stepFailed: 'step_failed',

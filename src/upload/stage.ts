@@ -13,7 +13,7 @@ import type { StagedCopy, UploadRequest } from './types';
 
 /**
  * With `exact: false` the body's length is unknown (a form's file part): `req.declaredBytes` is
- * its maximum. `keyPrefix`: where the key's objects go (src/targets/placement.ts); while it is
+ * its maximum. `keyPrefix`: where the key's objects go (src/placement/placement.ts); while it is
  * still being decided the body is already piped, so its own failure (a form's file past its
  * limit) has a listener.
  */

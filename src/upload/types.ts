@@ -22,7 +22,7 @@ export interface UploadRequest {
   mode?: ArrivalMode;
   /** Its metadata and tags as sent (the token's metadata merged in); absent: none. */
   labels?: UploadLabels;
-  /** The storage target it names (an id or a name; src/targets/placement.ts); absent: the tenant's default. */
+  /** The storage target it names (an id or a name; src/placement/placement.ts); absent: the tenant's default. */
   storageTarget?: string;
 }
 
