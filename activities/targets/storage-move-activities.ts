@@ -102,6 +102,15 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
     return bytes;
   }
 
+  type MoveSource = NonNullable<Awaited<ReturnType<typeof moveSource>>>;
+
+  /** Switched by an earlier attempt whose outcome was lost: the move as that attempt would have answered it. */
+  function switchedEarlier(src: MoveSource, to: string | null, from: string | null): StorageMoveResult | undefined {
+    const at = parseAddress(src.storage_key);
+    if (at.targetId !== to || src.deleted) return undefined;
+    return { outcome: 'moved', reason: null, bytes: Number(src.bytes), source: addressOn(from, at.key), derived: src.derived };
+  }
+
   const activities = {
     async listMigrationPage(a: { migrationId: string; after: string | null; limit: number }): Promise<string[]> {
       return migrationPage(pool, a.migrationId, a.after, a.limit);
@@ -114,6 +123,21 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
 
     async recordMigrationItems(a: { migrationId: string; items: MigrationOutcome[] }): Promise<void> {
       await recordMigrationItems(pool, a.migrationId, a.items);
+    },
+
+    /**
+     * The uploads of a page whose activity failed for good, each recorded as it is: moved where a
+     * lost attempt switched it (its source is then released like any other), else failed with
+     * the activity's words. Outcomes recorded before stay.
+     */
+    async recordUnfinishedMoves(a: StorageMoveBatchInput & { reason: string }): Promise<void> {
+      const items: MigrationOutcome[] = [];
+      for (const uploadId of a.uploadIds) {
+        const src = await moveSource(pool, uploadId);
+        const earlier = src && src.tenant_id === a.tenantId ? switchedEarlier(src, a.to, a.from) : undefined;
+        items.push(earlier ? { uploadId, ...earlier } : { uploadId, outcome: 'failed', reason: a.reason, bytes: 0 });
+      }
+      await recordMigrationItems(pool, a.migrationId, items);
     },
 
     async setMigrationState(a: { migrationId: string; state: StorageMigrationRow['state'] }): Promise<void> {
@@ -158,9 +182,8 @@ export function createStorageMoveActivities({ pool, store }: StorageMoveActivity
         for (const key of copies) if (!(await addressReferenced(pool, key))) await store.delete(key);
         return { outcome: 'skipped', reason, bytes: 0 };
       };
-      // Switched by an earlier attempt of this move whose answer was lost.
-      if (at.targetId === a.to && !src.deleted)
-        return { outcome: 'moved', reason: null, bytes: Number(src.bytes), source, derived: src.derived };
+      const earlier = switchedEarlier(src, a.to, a.from);
+      if (earlier) return earlier;
       if (src.deleted) return skipped('deleted');
       if (at.targetId !== a.from) return skipped('it is no longer in the migration’s source');
       // A held upload's objects stay put (the store's own hold may pin them there too).

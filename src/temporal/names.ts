@@ -101,6 +101,8 @@ export const patches = {
   migrationAnnouncesItsEnd: 'migration-announces-its-end',
   /** A storage migration moves its small uploads in two lanes of half its concurrency, so one lane's tail overlaps the other's work. */
   migrationSmallInTwoLanes: 'migration-small-in-two-lanes',
+  /** A page of small uploads whose activity failed for good records those a lost attempt switched as moved, not failed. */
+  migrationFailureReadsAddresses: 'migration-failure-reads-addresses',
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */

@@ -1,6 +1,7 @@
 // The storage migration's run at its own level (the run's one bundle on the shared dev server,
 // recording activities in place of the stores): a page's small uploads whose activity fails
-// for good are each recorded failed while the large ones move in runs of their own; the end is
+// for good are recorded as each is (read by one activity: moved where a lost attempt switched
+// it, else failed) while the large ones move in runs of their own; the end is
 // recorded with its event and announced once; small uploads move in two lanes of half the
 // concurrency; a run started without a webhook schedule (before it was carried) ends as it
 // did, with no event.
@@ -24,6 +25,7 @@ const activities = {
   }),
   moveUpload: record('moveUpload', () => ({ outcome: 'moved', reason: null, bytes: 10 })),
   recordMigrationItems: record('recordMigrationItems'),
+  recordUnfinishedMoves: record('recordUnfinishedMoves'),
   setMigrationState: record('setMigrationState'),
   finishMigration: record('finishMigration', (a: { migrationId: string; tenantId: string }) => ({
     id: `evt_${a.migrationId.replaceAll('-', '')}_completed`,
@@ -63,18 +65,18 @@ async function run(i: StorageMigrationInput) {
 }
 
 describe('the storage migration run', () => {
-  it('records each small upload failed when their activity fails for good; the large ones move; the end is announced once', async () => {
+  it('records the small uploads as they are when their activity fails for good; the large ones move; the end is announced once', async () => {
     const i = input();
     await run(i);
-    // Concurrency 2: two lanes of one, three activities for the three small ones, each failure recorded per upload, with the store's words.
+    // Concurrency 2: two lanes of one, three activities for the three small ones, each failed page read and recorded, with the store's words.
     expect(called('moveUploads').map((c) => c.args[0].uploadIds)).toEqual([['u1'], ['u2'], ['u3']]);
-    const recorded = called('recordMigrationItems').flatMap((c) => c.args[0].items);
     expect(
-      recorded
-        .filter((r) => r.outcome === 'failed')
-        .map((r) => [r.uploadId, r.reason])
+      called('recordUnfinishedMoves')
+        .map((c) => [c.args[0].uploadIds, c.args[0].reason, c.args[0].to])
         .sort(),
-    ).toEqual(SMALL.map((id) => [id, 'the target answered 403 AccessDenied']));
+    ).toEqual(SMALL.map((id) => [[id], 'the target answered 403 AccessDenied', 'target-1']));
+    const recorded = called('recordMigrationItems').flatMap((c) => c.args[0].items);
+    expect(recorded.filter((r) => r.outcome === 'failed')).toEqual([]);
     expect(
       recorded
         .filter((r) => r.outcome === 'moved')

@@ -2,12 +2,14 @@
 // tenant's target: every upload moved once, whole (original, renditions, variants), reads
 // following the row throughout, sources released, a second migration refused while one runs,
 // pause and resume, cancel, a target away during a migration, a deleted upload left alone,
-// the move back, the event each migration's end sends (once, redeliverable), and a deduping
-// tenant's shared objects moved with their counts.
+// the move back, the event each migration's end sends (once, redeliverable), a deduping
+// tenant's shared objects moved with their counts, and a page whose activity failed for good
+// recorded as each upload is (what a lost attempt moved is moved, and its source released).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStorageMoveActivities } from '../../activities/targets/storage-move-activities';
 import { audit } from '../../src/audit';
@@ -388,5 +390,45 @@ describe.each(['local', 's3'] as const)('storage migrations beside the %s store'
       await switchUploadAddress(pool, { uploadId: u!.id, from: row.storage_key, to, ...prefixes, copied: [], originalCopied: true }),
     ).toBe('deleted');
     expect((await pool.query('SELECT storage_key FROM uploads WHERE id = $1', [u!.id])).rows[0].storage_key).toBe(row.storage_key);
+  });
+
+  it('a page that failed for good records what a lost attempt switched as moved (its source then released), the rest failed, once', async () => {
+    const [switched, stuck] = await uploadMany(2, 'unfinished');
+    const { pool, store } = stack.runtime;
+    const keyOf = async (id: string) =>
+      (await pool.query<{ storage_key: string }>('SELECT storage_key FROM uploads WHERE id = $1', [id])).rows[0]!.storage_key;
+    const [switchedKey, stuckKey] = [await keyOf(switched!.id), await keyOf(stuck!.id)];
+    // A migration whose page it is: one from the target back (whatever it holds), ended.
+    const started = await migrate({ from: 'archive', to: 'default' });
+    expect(started.status, started.text).toBe(201);
+    await finished(started.json.id);
+    const moves = createStorageMoveActivities({ pool, store });
+    // An attempt of the page's activity switched one upload, then its worker was lost before writing the outcome.
+    const move = { tenantId: tenant.tenantId, from: null, to: targetId };
+    expect(await new MockActivityEnvironment().run(moves.moveUpload, { ...move, uploadId: switched!.id })).toMatchObject({
+      outcome: 'moved',
+    });
+    const page = { ...move, migrationId: started.json.id, uploadIds: [switched!.id, stuck!.id], concurrency: 2 };
+    await moves.recordUnfinishedMoves({ ...page, reason: 'the target answered 403 AccessDenied' });
+    const outcomes = async () =>
+      (
+        await pool.query<{ upload_id: string; outcome: string; reason: string | null; source: string | null }>(
+          'SELECT upload_id, outcome, reason, source FROM storage_migration_items WHERE migration_id = $1 AND upload_id = ANY($2) ORDER BY outcome',
+          [started.json.id, page.uploadIds],
+        )
+      ).rows;
+    expect(await outcomes()).toEqual([
+      { upload_id: stuck!.id, outcome: 'failed', reason: 'the target answered 403 AccessDenied', source: null },
+      { upload_id: switched!.id, outcome: 'moved', reason: null, source: switchedKey },
+    ]);
+    // Recorded once: the same failure again changes nothing.
+    await moves.recordUnfinishedMoves({ ...page, reason: 'another reason' });
+    expect((await outcomes()).map((o) => o.reason)).toEqual(['the target answered 403 AccessDenied', null]);
+    // The moved one's source is released like any moved upload's; the failed one's stays its only copy.
+    await new MockActivityEnvironment().run(moves.releaseMovedSources, { migrationId: started.json.id, after: null, limit: 100 });
+    expect(await listKeys(store, switchedKey)).toEqual([]);
+    expect(await listKeys(store, stuckKey)).toHaveLength(1);
+    expect((await content(switched!.id)).body.equals(switched!.body)).toBe(true);
+    expect((await content(stuck!.id)).body.equals(stuck!.body)).toBe(true);
   });
 });

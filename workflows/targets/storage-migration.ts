@@ -122,7 +122,11 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
   await condition(allHandlersFinished);
 }
 
-/** A page of small uploads moved by one activity, which records their outcomes; those it could not reach are failed. */
+/**
+ * A page of small uploads moved by one activity, which records their outcomes; when it fails for
+ * good, those it did not record are recorded as they are: moved where a lost attempt switched
+ * them, else failed.
+ */
 async function moveSmall(input: StorageMigrationInput, uploadIds: string[]): Promise<void> {
   const { migrationId, tenantId, from, to, concurrency } = input;
   try {
@@ -131,6 +135,10 @@ async function moveSmall(input: StorageMigrationInput, uploadIds: string[]): Pro
     const cause = err instanceof ActivityFailure ? err.cause : err;
     const reason = cause instanceof Error ? cause.message : String(cause);
     // Outcomes are recorded once: those the activity recorded stay.
+    if (patched(patches.migrationFailureReadsAddresses)) {
+      await local.recordUnfinishedMoves({ migrationId, tenantId, from, to, uploadIds, concurrency, reason });
+      return;
+    }
     await local.recordMigrationItems({
       migrationId,
       items: uploadIds.map((uploadId) => ({ uploadId, outcome: 'failed', reason, bytes: 0 })),
