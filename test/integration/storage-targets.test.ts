@@ -2,7 +2,8 @@
 // S3), with a second versitygw (its own port, bucket and credentials) as a tenant's target:
 // registration proved or refused with the store's words, every door into the target, reads
 // and renditions from it, deletion reaching it, the tenant's default, a token's pin,
-// residency, rotated credentials, and a target that goes away and comes back.
+// residency, rotated credentials, a target that goes away and comes back, and the API's own
+// signed PUT refusing a session a store signs for.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -11,7 +12,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SelfSignedTarget } from '../../src/arrivals/direct/targets';
 import { audit } from '../../src/audit';
+import type { SessionRow } from '../../src/db/queries/sessions';
+import { loadSecretBox } from '../../src/secret-box';
 import { toolPath } from '../../src/devstack/tools';
 import { S3Store } from '../../src/storage/s3-store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
@@ -333,6 +337,34 @@ describe.each(['local', 's3'] as const)('storage targets beside the %s store', (
     expect((await content(id)).body.equals(file)).toBe(true);
     expect(await inBucket(keyStoragePrefix(tenant.tenantId, key))).toHaveLength(1);
     expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+  });
+
+  it("the API's own signed PUT refuses a direct upload a store signs for: 404, nothing stored, the plan's own URL still good", async () => {
+    const body = randomBytes(20_000);
+    const key = `t-direct-forged-${randomUUID()}`;
+    const plan = await call(
+      'POST',
+      '/v1/direct-uploads',
+      { bytes: body.length, sha256: sha256(body), storageTarget: 'archive' },
+      { 'idempotency-key': key },
+    );
+    expect(plan.status, plan.text).toBe(201);
+    expect(plan.json.upload.url.startsWith(versity.endpoint)).toBe(true);
+    // A URL of the API's own PUT for this session, signed with the instance's own key (as a plan made before targets signed would hold).
+    const box = await loadSecretBox(stack.config.SECRETS_KEY, stack.config.DATA_DIR, stack.config.SECRETS_KEY_PREVIOUS);
+    const session = { id: plan.json.id, upload_length: String(body.length), content_type: 'application/octet-stream' } as SessionRow;
+    const own = await new SelfSignedTarget(stack.runtime.store, box).putRequest(session, 60, `key:${randomUUID()}`);
+    const refused = await fetch(`${stack.url}${own.url}`, { method: 'PUT', headers: own.headers, body });
+    expect(refused.status).toBe(404);
+    expect(refused.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await refused.json()) as { error: string }).error).toBe('not_found');
+    expect(await inBucket(keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+    expect(await listKeys(stack.runtime.store, keyStoragePrefix(tenant.tenantId, key))).toEqual([]);
+    const put = await fetch(plan.json.upload.url, { method: 'PUT', headers: plan.json.upload.headers, body });
+    expect(put.status).toBe(200);
+    const done = await call('POST', `/v1/direct-uploads/${plan.json.id}/complete`);
+    expect(done.status, done.text).toBe(201);
+    expect((await content(done.json.uploadId)).body.equals(body)).toBe(true);
   });
 
   it("a deduping tenant's direct upload is instant only where its bytes are: in the target named, not in the instance store", async () => {
