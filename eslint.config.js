@@ -43,6 +43,8 @@ const WORKFLOW_PURE = [
   'src/temporal/names.ts',
   'src/temporal/trace-header.ts',
   'src/temporal/step-labels.ts',
+  // Each wing's Temporal contract: its runs' types, IDs, inputs and patches.
+  'src/*/contract.ts',
 ];
 const API = ['**/api/*', '**/api/**'];
 const ARRIVALS = ['**/arrivals/*', '**/arrivals/**'];

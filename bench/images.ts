@@ -6,10 +6,11 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import sharp from 'sharp';
-import { workflowIds } from '../src/temporal/names';
+
 import { httpLoad } from './lib/load';
 import { startOncelyProcess, type BenchServices } from './lib/services';
 import { median, quantile } from './lib/stats';
+import { imageWorkflowIds } from '../src/images/contract';
 
 /** A 12-megapixel picture with a photo's detail (blurred noise), as a phone takes it. */
 async function photo(): Promise<Buffer> {
@@ -57,7 +58,7 @@ export async function imageVariants(services: BenchServices, opts: { rounds: num
       const width = 800 + round;
       const cold = await get(`/v1/uploads/${id}/images/w_${width},h_600,fit_cover,f_webp`);
       oncelyMs.push(cold.ms);
-      spans.push(await renderSpans(temporal, workflowIds.imageVariant(id, `w_${width},h_600,fit_cover,f_webp,q_80`), cold.ms));
+      spans.push(await renderSpans(temporal, imageWorkflowIds.imageVariant(id, `w_${width},h_600,fit_cover,f_webp,q_80`), cold.ms));
       const t = performance.now();
       await sharp(source, { failOn: 'error' })
         .rotate()
@@ -84,7 +85,7 @@ export async function imageVariants(services: BenchServices, opts: { rounds: num
     if (new Set(herd.map((h) => createHash('sha256').update(h.body).digest('hex'))).size !== 1)
       throw new Error('the herd got different bytes');
     let runs = 0;
-    for await (const _ of temporal.workflow.list({ query: `WorkflowId = '${workflowIds.imageVariant(id, herdSpec)}'` })) runs++;
+    for await (const _ of temporal.workflow.list({ query: `WorkflowId = '${imageWorkflowIds.imageVariant(id, herdSpec)}'` })) runs++;
     return {
       scenario: 'image variants (12 MP JPEG source → 800×600 WebP)',
       rounds: opts.rounds,

@@ -24,6 +24,7 @@ import type { CanonicalSpec } from '../../src/images/spec';
 import type { Presets } from '../../src/media/transcode';
 import type { ObjectStore } from '../../src/storage/store';
 import { failureTypes } from '../../src/temporal/names';
+import { imageFailureTypes } from '../../src/images/contract';
 
 /** Sources up to this size are rendered from memory. */
 const IN_MEMORY_SOURCE_BYTES = 32 * 1024 * 1024;
@@ -90,7 +91,7 @@ export function createImageActivities({ pool, store, presets, maxRenderCost }: I
           maxCost: maxRenderCost,
         });
       } catch (err) {
-        if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, failureTypes.imageUnrenderable);
+        if (err instanceof UnrenderableImage) throw ApplicationFailure.nonRetryable(err.message, imageFailureTypes.imageUnrenderable);
         throw err;
       } finally {
         clearInterval(beat);
@@ -122,7 +123,7 @@ export function createImageActivities({ pool, store, presets, maxRenderCost }: I
       if ('refused' in recorded) {
         await store.delete(storageKey);
         if (recorded.refused === 'deleted') throw gone();
-        throw ApplicationFailure.nonRetryable(`the upload has ${a.maxVariants} variants`, failureTypes.imageVariantsFull);
+        throw ApplicationFailure.nonRetryable(`the upload has ${a.maxVariants} variants`, imageFailureTypes.imageVariantsFull);
       }
       await holdNewObjects(pool, store, a.uploadId, [recorded.row.storage_key]);
       return imageVariantSummary(recorded.row);

@@ -28,10 +28,11 @@ import { addressOn, parseAddress } from '../../src/storage/address';
 import { migrationView } from '../../src/targets/migration-view';
 import { renditionPrefix } from '../../src/storage/layout';
 import type { ObjectStore } from '../../src/storage/store';
-import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../../src/temporal/definitions';
+
 import { inWindows } from '../../src/temporal/in-windows';
 import { failureTypes } from '../../src/temporal/names';
 import { metrics } from '../../src/metrics';
+import type { StorageMoveBatchInput, StorageMoveInput, StorageMoveResult } from '../../src/targets/contract';
 
 export interface StorageMoveActivityDeps {
   pool: Pool;

@@ -2,8 +2,7 @@
 // (`w_400,h_300,fit_cover,f_webp,q_80`), parsed with its aliases and normalised into one
 // canonical string before anything else, so equal requests name one variant: options in a
 // fixed order, `dpr` folded into the dimensions, the fit and quality defaults written out,
-// `f_auto` resolved against Accept. Pure: the API, the workflow IDs and the tests share it,
-// and the render run's input (the wing's Temporal contract) is declared with it.
+// `f_auto` resolved against Accept. Pure: the API, the workflow IDs and the tests share it.
 
 export type ImageFormat = 'webp' | 'avif' | 'jpeg' | 'png';
 export type ImageFit = 'inside' | 'outside' | 'cover' | 'contain' | 'fill';
@@ -251,14 +250,4 @@ export function outputSize(
     height: Math.max(1, Math.round(sh * scale)),
     box: { ...(w !== undefined ? { width: w } : {}), ...(h !== undefined ? { height: h } : {}) },
   };
-}
-
-/** One image variant's render (ID `image/{uploadId}/{spec}`). */
-export interface ImageVariantInput {
-  tenantId: string;
-  uploadId: string;
-  spec: CanonicalSpec;
-  transcodeQueue: string;
-  /** IMAGE_MAX_VARIANTS_PER_UPLOAD, checked where the variant is recorded. */
-  maxVariants?: number;
 }

@@ -10,10 +10,11 @@ import { QuotaReached } from '../db/queries/quotas';
 import type { UploadRow } from '../db/queries/uploads';
 import { dependency, problem } from '../errors';
 import { byteQuotaProblem, type QuotaRefusal } from '../upload/byte-quota';
-import { failureTypes, searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import { failureTypes, searchAttributes } from '../temporal/names';
 import { startOrAttach } from '../temporal/start-or-attach';
 import type { ImageVariantSummary } from '../../activities/images/image-activities';
-import type { CanonicalSpec, ImageVariantInput } from './spec';
+import type { CanonicalSpec } from './spec';
+import { imageFailureTypes, imageWorkflowIds, imageWorkflowTypes, type ImageVariantInput } from './contract';
 
 /** What serving a variant needs: its row, or the render's result. */
 export type StoredVariant = Pick<ImageVariantRow, 'spec' | 'storage_key' | 'content_type' | 'bytes'>;
@@ -73,7 +74,7 @@ export class ImageVariants {
 
   private async render(upload: UploadRow, spec: CanonicalSpec): Promise<ImageVariantSummary> {
     const { temporal } = this.deps;
-    const workflowId = workflowIds.imageVariant(upload.id, spec.text);
+    const workflowId = imageWorkflowIds.imageVariant(upload.id, spec.text);
     const input: ImageVariantInput = {
       tenantId: upload.tenant_id,
       uploadId: upload.id,
@@ -81,7 +82,7 @@ export class ImageVariants {
       transcodeQueue: this.deps.transcodeQueue,
       maxVariants: this.deps.maxPerUpload,
     };
-    const handle = await startOrAttach(temporal, workflowTypes.imageVariant, {
+    const handle = await startOrAttach(temporal, imageWorkflowTypes.imageVariant, {
       workflowId,
       taskQueue: this.deps.taskQueue,
       args: [input],
@@ -109,9 +110,9 @@ const variantsFull = (max: number) => problem('too_many_image_variants', `The up
 /** What a failed render answers: the variant cannot be made, the upload is gone or full, its bytes pass the tenant's quota, or ask again. */
 function renderProblem(err: WorkflowFailedError, uploadId: string, maxPerUpload: number) {
   const cause = failureOf(err);
-  if (cause?.type === failureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
+  if (cause?.type === imageFailureTypes.imageUnrenderable) return problem('image_unrenderable', cause.message);
   if (cause?.type === failureTypes.uploadDeleted) return problem('upload_deleted', 'This upload was deleted.', { extra: { uploadId } });
-  if (cause?.type === failureTypes.imageVariantsFull) return variantsFull(maxPerUpload);
+  if (cause?.type === imageFailureTypes.imageVariantsFull) return variantsFull(maxPerUpload);
   const refusal = cause?.type === failureTypes.byteQuotaExceeded ? (cause.details?.[0] as QuotaRefusal | undefined) : undefined;
   if (refusal) return byteQuotaProblem(refusal);
   return problem('image_render_failed', 'The render did not finish; ask again.');

@@ -23,10 +23,11 @@ import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
-import { cancelImportUpdate, type ImportCancelOutcome, type ImportSpec } from '../temporal/definitions';
+import type { ImportSpec } from '../temporal/definitions';
 import { importRequest, type ImportBody } from './request';
 import { ImportProgress } from './door/protocol';
 import type { UncommittedUploads } from '../upload/uncommitted';
+import { cancelImportUpdate, type ImportCancelOutcome } from './contract';
 
 export interface ImporterDeps {
   pool: Pool;

@@ -6,8 +6,9 @@ import type { Pool } from '../db/pool';
 import { finishReprocessJob, insertReprocessJob, type ReprocessFilter, type ReprocessJobRow } from './queries';
 import type { WebhookRetrySchedule } from '../downstream/types';
 import { dependency } from '../errors';
-import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
-import type { ReprocessJobInput } from '../temporal/definitions';
+import { searchAttributes } from '../temporal/names';
+
+import { reprocessWorkflowIds, reprocessWorkflowTypes, type ReprocessJobInput } from './contract';
 
 export class Reprocessing {
   constructor(
@@ -34,8 +35,8 @@ export class Reprocessing {
     };
     try {
       await dependency('temporal_unavailable', () =>
-        this.deps.temporal.workflow.start(workflowTypes.reprocessJob, {
-          workflowId: workflowIds.reprocessJob(id),
+        this.deps.temporal.workflow.start(reprocessWorkflowTypes.reprocessJob, {
+          workflowId: reprocessWorkflowIds.reprocessJob(id),
           taskQueue: this.deps.taskQueue,
           args: [input],
           staticSummary: `Re-process ${row.total} uploads with ${j.pipeline} v${j.version}`,
@@ -51,6 +52,8 @@ export class Reprocessing {
 
   /** Asks the job to stop: uploads under way are cancelled and keep their served renditions. */
   async cancel(jobId: string): Promise<void> {
-    await dependency('temporal_unavailable', () => this.deps.temporal.workflow.getHandle(workflowIds.reprocessJob(jobId)).cancel());
+    await dependency('temporal_unavailable', () =>
+      this.deps.temporal.workflow.getHandle(reprocessWorkflowIds.reprocessJob(jobId)).cancel(),
+    );
   }
 }

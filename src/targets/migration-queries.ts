@@ -3,7 +3,7 @@
 // to the addresses its objects were copied to.
 import { withTransaction, type Pool, type Queryable } from '../db/pool';
 import { pageInCreationOrder, type ListPosition } from '../db/queries/keyset';
-import type { MigrationOutcome } from '../temporal/definitions';
+import type { MigrationOutcome } from './contract';
 
 /** Which of the source's uploads a migration takes (all of them when empty). */
 export interface MigrationFilter {

@@ -15,10 +15,11 @@ import {
   type StorageMigrationRow,
 } from './migration-queries';
 import { dependency, problem } from '../errors';
-import { controlBatchUpdate, type BatchControl, type StorageMigrationInput } from '../temporal/definitions';
-import { searchAttributes, workflowIds, workflowTypes } from '../temporal/names';
+import { controlBatchUpdate, type BatchControl } from '../temporal/definitions';
+import { searchAttributes } from '../temporal/names';
 import type { Placement } from '../placement/placement';
 import type { WebhookRetrySchedule } from '../downstream/types';
+import { migrationWorkflowIds, migrationWorkflowTypes, type StorageMigrationInput } from './contract';
 
 export class StorageMigrations {
   constructor(
@@ -63,8 +64,8 @@ export class StorageMigrations {
     };
     try {
       await dependency('temporal_unavailable', () =>
-        this.deps.temporal.workflow.start(workflowTypes.storageMigration, {
-          workflowId: workflowIds.storageMigration(id),
+        this.deps.temporal.workflow.start(migrationWorkflowTypes.storageMigration, {
+          workflowId: migrationWorkflowIds.storageMigration(id),
           taskQueue: this.deps.taskQueue,
           args: [input],
           staticSummary: `Move ${row.total} uploads from ${from ?? 'the instance store'} to ${to ?? 'the instance store'}`,
@@ -91,7 +92,9 @@ export class StorageMigrations {
       throw problem('storage_migration_ended', `The migration has ${row.state === 'completed' ? 'completed' : 'been cancelled'}.`);
     try {
       await dependency('temporal_unavailable', () =>
-        this.deps.temporal.workflow.getHandle(workflowIds.storageMigration(id)).executeUpdate(controlBatchUpdate, { args: [action] }),
+        this.deps.temporal.workflow
+          .getHandle(migrationWorkflowIds.storageMigration(id))
+          .executeUpdate(controlBatchUpdate, { args: [action] }),
       );
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError) && !((err as { cause?: unknown }).cause instanceof WorkflowNotFoundError)) throw err;

@@ -1,8 +1,9 @@
 // The contract between the workflows and their callers (as the Temporal samples' shared.ts):
 // each workflow's input and result, the upload's revision, and the update and query
-// definitions. Type names, IDs and failure types are in ./names. Callers (the API, the
-// services, the activities) import this module, never workflow code; workflow code imports
-// it too, so it stays pure (the workflow lint applies to it).
+// definitions. Type names, IDs and failure types are in ./names; a wing's runs' are in its own
+// contract (src/<wing>/contract.ts). Callers (the API, the services, the activities) import
+// this module, never workflow code; workflow code imports it too, so it stays pure (the
+// workflow lint applies to it).
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { OfferOutcome, StagedCopy, StoredResponse, UploadRequest } from '../upload/types';
 import type { StepDecision } from '../pipelines/step-results';
@@ -98,33 +99,11 @@ export const offerCopyForAnswerUpdate = defineUpdate<OfferAnswer, [StagedCopy]>(
  */
 export const completeStepUpdate = defineUpdate<{ step: number; outcome: StepDecision['outcome'] }, [StepDecision]>(updates.completeStep);
 
-/**
- * What `cancelImport` answers: `canceling` while an import's file is still being read (the
- * read stops, its parts go, and the key answers 410 `import_canceled`); `committing` once it
- * has been read (too late: the upload commits, and is then deleted like any other).
- * Registered on import runs only (a handler is no command: runs of any revision replay).
- */
-export type ImportCancelOutcome = 'canceling' | 'committing';
-export const cancelImportUpdate = defineUpdate<ImportCancelOutcome, []>(updates.cancelImport);
-
-/** An import batch's workflow input (ID `import-batch/{batchId}`). */
-export interface ImportBatchInput {
-  batchId: string;
-  concurrency: number;
-  /** Its S3 source is listed first (the batch's first run only). */
-  listSource?: boolean;
-  /** Where the previous run stopped, and the state it handed on (continue-as-new). */
-  after?: number;
-  paused?: boolean;
-  cancelled?: boolean;
-}
-
 export type BatchControl = 'pause' | 'resume' | 'cancel';
-/** Pause, resume or cancel an import batch; returns once the batch has recorded it. */
+/** Pause, resume or cancel a job (an import batch, a storage migration); returns once the job has recorded it. */
 export const controlBatchUpdate = defineUpdate<void, [BatchControl]>(updates.controlBatch);
 
-/** Why an upload is deleted: its tenant asked, or its retention ran out. */
-/** `tenant`: the tenant's deletion erases each of its uploads. */
+/** Why an upload is deleted: its tenant asked, its retention ran out, or (`tenant`) its tenant's deletion erases it. */
 export type DeletionReason = 'request' | 'retention' | 'tenant';
 
 /**
@@ -223,72 +202,3 @@ export interface RecoveryInput {
 }
 
 export const recoveryProgressQuery = defineQuery<RecoveryProgress>(queries.recoveryProgress);
-
-/** A re-processing job (ID `reprocess-job/{jobId}`): one pipeline version over a fixed set of uploads. */
-export interface ReprocessJobInput {
-  jobId: string;
-  tenantId: string;
-  pipeline: string;
-  version: number;
-  concurrency: number;
-  transcodeQueue: string;
-  webhookRetry: WebhookRetrySchedule;
-  /** Where the previous run stopped (continue-as-new). */
-  after?: string | null;
-}
-
-/** A storage migration (ID `storage-migration/{id}`): every upload on `from` matching its filter moved to `to`. */
-export interface StorageMigrationInput {
-  migrationId: string;
-  tenantId: string;
-  /** The targets (null: the instance's store). */
-  from: string | null;
-  to: string | null;
-  concurrency: number;
-  /** How long a moved upload's source objects are kept (URLs signed before the move still read them). */
-  sourceGraceSeconds: number;
-  /** The schedule the event at its end is delivered on (runs started before it was carried send none). */
-  webhookRetry?: WebhookRetrySchedule;
-  /** Carried across continue-as-new. */
-  after?: string | null;
-  paused?: boolean;
-  cancelled?: boolean;
-}
-
-/** What a migration records for each upload it took. */
-export interface MigrationOutcome {
-  uploadId: string;
-  outcome: 'moved' | 'skipped' | 'failed';
-  reason: string | null;
-  bytes: number;
-  /** A moved upload's original address before the move. */
-  source?: string;
-  /** Whether it had renditions or variants (their prefix at the source is listed only then). */
-  derived?: boolean;
-}
-
-/** One upload's move (ID `move/{uploadId}`). */
-export interface StorageMoveInput {
-  tenantId: string;
-  uploadId: string;
-  from: string | null;
-  to: string | null;
-}
-
-/** Small uploads moved in one activity, each outcome recorded by it as it comes. */
-export interface StorageMoveBatchInput extends Omit<StorageMoveInput, 'uploadId'> {
-  migrationId: string;
-  uploadIds: string[];
-  concurrency: number;
-}
-
-/** What one move answers its migration (a failed move is its run's failure). */
-export type StorageMoveResult = Omit<MigrationOutcome, 'uploadId' | 'outcome'> & { outcome: 'moved' | 'skipped' };
-
-/** Deleting what a migration's moves left at its source (ID `release-sources/{migrationId}`). */
-export interface ReleaseSourcesInput {
-  migrationId: string;
-  delaySeconds: number;
-  /** Carried across continue-as-new. */
-  after?: string | null;
-}

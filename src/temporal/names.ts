@@ -1,4 +1,5 @@
-// Names shared by the API, the worker and workflow code. Pure: workflows import it.
+// Names shared by the API, the worker and workflow code: the house's runs'; a wing's are in its
+// own contract (src/<wing>/contract.ts). Pure: workflows import it.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const DEFAULT_TASK_QUEUES = { uploads: 'uploads', transcode: 'transcode' } as const;
@@ -24,7 +25,6 @@ export const updates = {
   offerCopyForAnswer: 'offerCopyForAnswer',
   completeStep: 'completeStep',
   controlBatch: 'controlBatch',
-  cancelImport: 'cancelImport',
   restoreUpload: 'restoreUpload',
   purgeUpload: 'purgeUpload',
 } as const;
@@ -43,12 +43,8 @@ export const workflowTypes = {
   announceEvent: 'announceEventWorkflow',
   redelivery: 'redeliveryWorkflow',
   recovery: 'recoveryWorkflow',
-  reprocessJob: 'reprocessJobWorkflow',
-  importBatch: 'importBatchWorkflow',
-  imageVariant: 'imageVariantWorkflow',
   tenantDeletion: 'tenantDeletionWorkflow',
   housekeeping: 'housekeepingWorkflow',
-  storageMigration: 'storageMigrationWorkflow',
 } as const;
 
 /**
@@ -61,22 +57,11 @@ export const workflowIds = {
   deletion: (uploadId: string) => `delete/${uploadId}`,
   /** An event's announcement to every endpoint, in a run of its own (its deliveries' retries hold up nothing). */
   announce: (eventId: string) => `announce/${eventId}`,
-  reprocessJob: (jobId: string) => `reprocess-job/${jobId}`,
-  importBatch: (batchId: string) => `import-batch/${batchId}`,
-  /** One per (upload, version) ever: a repeated job finds the done ones done. */
-  reprocessUpload: (uploadId: string, pipeline: string, version: number) => `reprocess/${uploadId}/${pipeline}/v${version}`,
   redelivery: (eventId: string, requestId: string) => `redeliver/${eventId}/${requestId}`,
   recovery: (endpointId: string, since: string, until: string) => `recover/${endpointId}/${since}/${until}`,
   housekeeping: (taskQueue: string, task: string) => `housekeeping/${taskQueue}/${task}`,
-  /** One render per (upload, canonical spec), ever: every replica's first request names the same run. */
-  imageVariant: (uploadId: string, spec: string) => `image/${uploadId}/${spec}`,
   /** One per tenant: a repeated DELETE attaches to it or finds it finished. */
   tenantDeletion: (tenantId: string) => `tenant-delete/${tenantId}`,
-  storageMigration: (migrationId: string) => `storage-migration/${migrationId}`,
-  /** One move of an upload at a time, whichever migration asks: a second one finds it running. */
-  storageMove: (uploadId: string) => `move/${uploadId}`,
-  /** The sources a migration's moves left, deleted once no URL signed before them can still read them. */
-  releaseSources: (migrationId: string) => `release-sources/${migrationId}`,
 } as const;
 
 /** Workflow patches (`patched(id)`): a changed branch that runs recorded before it replay as they ran. */
@@ -85,24 +70,6 @@ export const patches = {
   refusedCopyDiscarded: 'refused-copy-discarded',
   /** A deletion announces upload.deleted in a run of its own and answers once erased, whatever the receivers do. */
   deletionAnnouncesApart: 'deletion-announces-apart',
-  /** An import canceled while its file was read has its payload keys destroyed once its run ends. */
-  eraseCanceledImport: 'erase-canceled-import',
-  /** A canceled batch cancels the item imports under way. */
-  batchCancelsItemsUnderWay: 'import-batch-cancels-items-under-way',
-  /** A canceled batch records items that failed because of the cancel as skipped. */
-  batchSkipsItemsFailedOnCancel: 'import-batch-skips-items-failed-on-cancel',
-  /** ...and cancels their imports. */
-  batchCancelsFailedItemsImport: 'import-batch-cancels-failed-items-import',
-  /** A re-processing child's steps wait for their activities' cancellation. */
-  reprocessStepWaitsForCancel: 'reprocess-step-waits-for-cancel',
-  /** A storage migration moves its small uploads a page at a time in one activity. */
-  migrationMovesSmallInBatches: 'migration-moves-small-in-batches',
-  /** A storage migration records and announces its end as an event. */
-  migrationAnnouncesItsEnd: 'migration-announces-its-end',
-  /** A storage migration moves its small uploads in two lanes of half its concurrency, so one lane's tail overlaps the other's work. */
-  migrationSmallInTwoLanes: 'migration-small-in-two-lanes',
-  /** A page of small uploads whose activity failed for good records those a lost attempt switched as moved, not failed. */
-  migrationFailureReadsAddresses: 'migration-failure-reads-addresses',
 } as const;
 
 /** Failure types that cross the activity / workflow / API boundary. */
@@ -141,14 +108,10 @@ export const failureTypes = {
   deliveryInFlight: 'delivery_in_flight',
   webhookUnreachable: 'webhook_unreachable',
   webhookRejected: 'webhook_rejected',
-  /** The source cannot give the asked variant (its bytes or its size): answered 422. */
-  imageUnrenderable: 'image_unrenderable',
   /** The upload was deleted before its variant was recorded: answered 410. */
   uploadDeleted: 'upload_deleted',
   /** The upload is under a legal hold: its deletion ends without erasing anything (answered 409). */
   legalHold: 'legal_hold',
   /** A restore asked once the deletion's window had closed: answered 410. */
   windowClosed: 'restore_window_closed',
-  /** The upload reached IMAGE_MAX_VARIANTS_PER_UPLOAD while the variant rendered: answered 409. */
-  imageVariantsFull: 'too_many_image_variants',
 } as const;

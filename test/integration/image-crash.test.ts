@@ -9,13 +9,14 @@ import { serverPort } from '../support/ports';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ManagedProcess } from '../../src/devstack/process';
-import { workflowIds } from '../../src/temporal/names';
+
 import { startApiProcess } from '../helpers/api-process';
 import { postUpload } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { stackEnv } from '../helpers/stack';
 import { stackWithWorkerProcess } from '../helpers/worker-process';
+import { imageWorkflowIds } from '../../src/images/contract';
 
 let cluster: Awaited<ReturnType<typeof stackWithWorkerProcess>>;
 let replica: ManagedProcess;
@@ -77,7 +78,7 @@ it('renders once for 100 first requests spread over two API replicas', async () 
   expect(await variantObjects(id)).toHaveLength(1);
   const runs = await eventually(async () => {
     const found = [];
-    const query = `WorkflowId = '${workflowIds.imageVariant(id, 'w_120,fit_inside,f_webp,q_80')}'`;
+    const query = `WorkflowId = '${imageWorkflowIds.imageVariant(id, 'w_120,fit_inside,f_webp,q_80')}'`;
     for await (const w of cluster.stack.temporal.workflow.list({ query })) found.push(w);
     return found.length ? found : undefined;
   });
@@ -86,7 +87,7 @@ it('renders once for 100 first requests spread over two API replicas', async () 
 
 /** Resolves once the render of `spec` for `uploadId` is under way (its activity has heartbeated). */
 async function renderUnderWay(uploadId: string, spec: string) {
-  const handle = cluster.stack.temporal.workflow.getHandle(workflowIds.imageVariant(uploadId, spec));
+  const handle = cluster.stack.temporal.workflow.getHandle(imageWorkflowIds.imageVariant(uploadId, spec));
   await eventually(async () => {
     const desc = await handle.describe().catch(() => undefined);
     return desc?.raw.pendingActivities?.some((a) => a.activityType?.name === 'renderImageVariant' && a.lastHeartbeatTime)

@@ -5,11 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { expect, it } from 'vitest';
-import { workflowIds } from '../../src/temporal/names';
-import type { ImageVariantInput } from '../../src/images/spec';
+
 import { canonicalSpec, parseSpec } from '../../src/images/spec';
 import { imageVariantWorkflow } from '../../workflows/images/image-variant';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
+import { imageWorkflowIds, type ImageVariantInput } from '../../src/images/contract';
 
 const { called, record } = recorder();
 const broken = new Set<string>();
@@ -33,7 +33,7 @@ it('renders once on the transcode queue with what the API decided, and answers t
   const uploadId = randomUUID();
   const result = await workflows.env.client.workflow.execute(imageVariantWorkflow, {
     taskQueue: workflows.taskQueue,
-    workflowId: workflowIds.imageVariant(uploadId, spec.text),
+    workflowId: imageWorkflowIds.imageVariant(uploadId, spec.text),
     args: [input(uploadId)],
   });
   expect(result).toEqual({ spec: spec.text, contentType: 'image/webp', bytes: 1234, storageKey: `variants/${uploadId}/${spec.text}` });
@@ -50,7 +50,7 @@ it("fails with the render's own failure when the picture cannot be rendered", as
   const err = await workflows.env.client.workflow
     .execute(imageVariantWorkflow, {
       taskQueue: workflows.taskQueue,
-      workflowId: workflowIds.imageVariant(uploadId, spec.text),
+      workflowId: imageWorkflowIds.imageVariant(uploadId, spec.text),
       args: [input(uploadId)],
     })
     .catch((e) => e);

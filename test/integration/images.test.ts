@@ -12,11 +12,12 @@ import os from 'node:os';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
-import { workflowIds } from '../../src/temporal/names';
+
 import { postUpload } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { imageWorkflowIds } from '../../src/images/contract';
 
 const ADMIN_TOKEN = `admin-${randomUUID()}`;
 
@@ -150,7 +151,7 @@ describe.each(['s3', 'local'] as const)('images on request, on the %s store', (k
     const runs = await eventually(async () => {
       const found = [];
       for await (const w of ctx.stack.temporal.workflow.list({
-        query: `WorkflowId = '${workflowIds.imageVariant(ctx.imageId, rows[0].spec)}'`,
+        query: `WorkflowId = '${imageWorkflowIds.imageVariant(ctx.imageId, rows[0].spec)}'`,
       }))
         found.push(w);
       return found.length ? found : undefined;

@@ -16,11 +16,12 @@ import { loadSecretBox } from '../../src/secret-box';
 import { createServices } from '../../src/services';
 import { ANY_AGE } from '../../src/storage/store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
-import { workflowIds } from '../../src/temporal/names';
+
 import { jsonCaller } from '../helpers/http';
 import { eventually, listKeys, rowsForKey } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import { importWorkflowIds } from '../../src/imports/contract';
 
 const file = randomBytes(64 * 1024);
 
@@ -61,7 +62,7 @@ describe.each(['local', 's3'] as const)('cancelling an import batch on the %s st
           [tenant.tenantId, `import-batch/${id}/%`],
         )
       ).rows.map((r: { idempotency_key: string }) => r.idempotency_key);
-    const batchRun = stack.temporal.workflow.getHandle(workflowIds.importBatch(id));
+    const batchRun = stack.temporal.workflow.getHandle(importWorkflowIds.importBatch(id));
     await eventually(async () => (await importing()).length === 3, 60_000);
     // The fourth item was refused for the quota and is between its attempts.
     await eventually(async () => (await batchRun.describe()).raw.pendingActivities?.some((a) => (a.attempt ?? 0) >= 2), 60_000);
@@ -102,7 +103,7 @@ describe.each(['local', 's3'] as const)('cancelling an import batch on the %s st
     }
     expect(await importing()).toEqual([]);
     const timedOut = temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT;
-    expect((await stack.history(workflowIds.importBatch(id))).events!.filter((e) => e.eventType === timedOut)).toEqual([]);
+    expect((await stack.history(importWorkflowIds.importBatch(id))).events!.filter((e) => e.eventType === timedOut)).toEqual([]);
     // The origin stopped being read well short of the files, and no part upload was left open.
     expect(slow.served - servedBefore).toBeLessThan(2 * file.length);
     expect(await stack.runtime.store.abortStaleMultipartUploads(ANY_AGE)).toBe(0);

@@ -12,7 +12,7 @@ import { eventually } from '../helpers/inspect';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { workflowIds } from '../../src/temporal/names';
+import { importWorkflowIds } from '../../src/imports/contract';
 
 const file = randomBytes(64 * 1024);
 let stack: TestStack;
@@ -58,7 +58,7 @@ it('imports every item once under (batch, item), counts them, lists their outcom
   expect(origin.requests - requestsBefore).toBe(40);
   // Eight at once against three imports in flight: items were turned away (429) and asked
   // again until their turn came; none failed for it.
-  const history = await stack.temporal.workflow.getHandle(workflowIds.importBatch(started.json.id)).fetchHistory();
+  const history = await stack.temporal.workflow.getHandle(importWorkflowIds.importBatch(started.json.id)).fetchHistory();
   const attempts = history.events!.flatMap((e) =>
     e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt!] : [],
   );

@@ -16,6 +16,7 @@ import { postUpload, sha256 } from '../helpers/http';
 import { eventually } from '../helpers/inspect';
 import { workflowIds } from '../../src/temporal/names';
 import { startFileOrigin, type FileOrigin } from '../support/file-origin';
+import { imageWorkflowIds } from '../../src/images/contract';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
 const ADMIN = `admin-${randomUUID()}`;
@@ -196,7 +197,7 @@ it('replays fresh and recorded histories without nondeterminism', async () => {
     headers: { authorization: `Bearer ${tenant.apiKey}` },
   });
   expect(variant.status).toBe(200);
-  const imageRun = workflowIds.imageVariant(pictureId, 'w_32,fit_inside,f_webp,q_80');
+  const imageRun = imageWorkflowIds.imageVariant(pictureId, 'w_32,fit_inside,f_webp,q_80');
   histories.push({ workflowId: imageRun, history: await sealed(imageRun) });
   await record('image-variant.json', imageRun);
   // A tenant's deletion: closed, its one upload erased by a deletion run, its keys destroyed.

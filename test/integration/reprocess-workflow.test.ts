@@ -5,10 +5,10 @@
 // of the same version finds each child done: one per (upload, version), ever.
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { workflowIds } from '../../src/temporal/names';
-import type { ReprocessJobInput } from '../../src/temporal/definitions';
+
 import { reprocessJobWorkflow } from '../../workflows/reprocess/reprocess';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
+import { reprocessWorkflowIds, type ReprocessJobInput } from '../../src/reprocess/contract';
 
 const { called, record } = recorder();
 const step = { type: 'image.variants', variants: [{ name: 'thumb', width: 100, format: 'webp' }], metadata: 'strip', autoOrient: true };
@@ -70,7 +70,7 @@ it('runs one child per upload within its concurrency, records each outcome, and 
   };
   await workflows.env.client.workflow.execute(reprocessJobWorkflow, {
     taskQueue: workflows.taskQueue,
-    workflowId: workflowIds.reprocessJob(jobId),
+    workflowId: reprocessWorkflowIds.reprocessJob(jobId),
     args: [input],
   });
 
@@ -104,7 +104,7 @@ it('runs one child per upload within its concurrency, records each outcome, and 
   const again = randomUUID();
   await workflows.env.client.workflow.execute(reprocessJobWorkflow, {
     taskQueue: workflows.taskQueue,
-    workflowId: workflowIds.reprocessJob(again),
+    workflowId: reprocessWorkflowIds.reprocessJob(again),
     args: [{ ...input, jobId: `${jobId.slice(0, 8)}${again.slice(8)}` }],
   });
   const second = called('recordReprocessItems').at(-1)!.args[0].items as { uploadId: string; outcome: string; reason: string }[];

@@ -9,12 +9,13 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { S3Store } from '../../src/storage/s3-store';
 import { keyStoragePrefix } from '../../src/temporal/ids';
-import { workflowIds } from '../../src/temporal/names';
+
 import { jsonCaller, postUpload, sha256 } from '../helpers/http';
 import { eventually, listKeys } from '../helpers/inspect';
 import { stackWithWorkerProcess } from '../helpers/worker-process';
 import { serverPort } from '../support/ports';
 import { startVersity, versityBucket, type Versity } from '../support/versitygw';
+import { migrationWorkflowIds } from '../../src/targets/contract';
 
 const MiB = 1024 * 1024;
 /** The tenant's JSON calls, each under a key of its own. */
@@ -60,7 +61,7 @@ it('moves an upload once when its worker is SIGKILLed mid-copy', async () => {
   // The move's copy has started on the worker: kill it there.
   await eventually(async () => {
     const d = await stack.temporal.workflow
-      .getHandle(workflowIds.storageMove(uploadId))
+      .getHandle(migrationWorkflowIds.storageMove(uploadId))
       .describe()
       .catch(() => undefined);
     return (d?.raw.pendingActivities ?? []).some((a) => String(a.state) === 'PENDING_ACTIVITY_STATE_STARTED' || a.state === 2);

@@ -8,10 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import type { StorageMigrationInput } from '../../src/temporal/definitions';
+
 import { storageMigrationWorkflow } from '../../workflows/targets/storage-migration';
 import { eventually } from '../helpers/inspect';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
+import type { StorageMigrationInput } from '../../src/targets/contract';
 
 const { calls, called, record } = recorder();
 const PAGE = ['u1', 'u2', 'u3', 'u4', 'u5'];

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit } from '../../src/audit';
 import { createApiKey } from '../../src/tenants';
 import { uploadWorkflowId } from '../../src/temporal/ids';
-import { workflowIds } from '../../src/temporal/names';
+
 import { OPERATOR_TENANT_ID } from '../../src/db/queries/tenants';
 import { openRequest, postUpload } from '../helpers/http';
 import { eventually, listKeys, openHistory } from '../helpers/inspect';
@@ -20,6 +20,7 @@ import { isStepLabel, PayloadKeyring, SealingCodec } from '../../src/codec/paylo
 import { payloadsIn } from '../../src/codec/payloads-in';
 import { png } from '../helpers/media';
 import { startStackOnStore, type TestStack } from '../helpers/stack';
+import { importWorkflowIds } from '../../src/imports/contract';
 
 const ADMIN = `admin-${randomUUID()}`;
 
@@ -181,7 +182,7 @@ describe.each(['s3', 'local'] as const)('deleting a tenant on the %s store', (ki
     await expect(createApiKey(stack.runtime.pool, doomed.tenantId, 'late')).rejects.toMatchObject({ code: 'ONC01' });
 
     // Its running batch was ended: its run terminated, its row closed.
-    const batchRun = await stack.temporal.workflow.getHandle(workflowIds.importBatch(batch.json.id)).describe();
+    const batchRun = await stack.temporal.workflow.getHandle(importWorkflowIds.importBatch(batch.json.id)).describe();
     expect(batchRun.status.name).toBe('TERMINATED');
     expect((await stack.runtime.pool.query('SELECT state FROM import_batches WHERE id = $1', [batch.json.id])).rows[0].state).toBe(
       'cancelled',

@@ -1,10 +1,10 @@
 // One image variant, rendered once: the run's ID is derived from the upload and the
-// canonical spec (workflowIds.imageVariant), so every replica's first request for a cold
+// canonical spec (imageWorkflowIds.imageVariant), so every replica's first request for a cold
 // variant attaches to this one run and awaits its result.
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { ImageVariantInput } from '../../src/images/spec';
 import { stepLabels } from '../../src/temporal/step-labels';
+import type { ImageVariantInput } from '../../src/images/contract';
 
 export async function imageVariantWorkflow(input: ImageVariantInput) {
   const { renderImageVariant } = proxyActivities<Activities>({

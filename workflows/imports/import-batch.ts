@@ -20,11 +20,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import { controlBatchUpdate, type ImportBatchInput } from '../../src/temporal/definitions';
+import { controlBatchUpdate } from '../../src/temporal/definitions';
 import { JOB_STEP_OPTIONS } from '../windows';
 import { inWindows } from '../../src/temporal/in-windows';
 import { stepLabels } from '../../src/temporal/step-labels';
-import { patches } from '../../src/temporal/names';
+import { importPatches, type ImportBatchInput } from '../../src/imports/contract';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // An item runs as long as its import: it heartbeats while it waits for the import's answer,
@@ -67,7 +67,7 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
     if (action === 'cancel') {
       cancelled = true;
       // Batches cancelled before this release let their items under way finish.
-      if (patched(patches.batchCancelsItemsUnderWay)) underWay.cancel();
+      if (patched(importPatches.batchCancelsItemsUnderWay)) underWay.cancel();
     } else paused = action === 'pause';
     if (action !== 'cancel') await local.pauseImportBatch({ batchId: input.batchId, paused });
   });
@@ -91,8 +91,8 @@ export async function importBatchWorkflow(input: ImportBatchInput): Promise<void
           // wait for the import's answer broken, before its heartbeat brought the cancel):
           // Temporal does not retry it. An import it created is cancelled (or its upload
           // recorded, if it was committing); an item that never started is skipped.
-          if (cancelled && failedOnCancel(err) && patched(patches.batchSkipsItemsFailedOnCancel)) {
-            if (patched(patches.batchCancelsFailedItemsImport)) await cancelling.cancelImportBatchItem({ batchId: input.batchId, n });
+          if (cancelled && failedOnCancel(err) && patched(importPatches.batchSkipsItemsFailedOnCancel)) {
+            if (patched(importPatches.batchCancelsFailedItemsImport)) await cancelling.cancelImportBatchItem({ batchId: input.batchId, n });
             return;
           }
           throw err;

@@ -17,13 +17,14 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { StagedCopy, StoredResponse } from '../../src/upload/types';
-import { cancelImportUpdate, type UploadWorkflowInput } from '../../src/temporal/definitions';
-import { patches, workflowIds } from '../../src/temporal/names';
+import type { UploadWorkflowInput } from '../../src/temporal/definitions';
+import { workflowIds } from '../../src/temporal/names';
 import { stepLabels } from '../../src/temporal/step-labels';
 import { isImportRefusal, type ImportRefusal } from '../../src/imports/failures';
 import type { Activities } from '../../activities';
 import { discardCopy, localStep, runUpload, setPhase, type Revision, type RunRecords } from '../upload-offers';
 import { importErasureWorkflow } from '../deletion';
+import { cancelImportUpdate, importPatches } from '../../src/imports/contract';
 
 const { commitUpload } = localStep(stepLabels.commitUpload);
 const { failImport } = localStep(stepLabels.failImport);
@@ -115,7 +116,7 @@ async function fetchImported(
   const response = await rejectImport(run, { code: 'import_canceled', detail: CANCELED });
   // The run's history holds the import's URL, headers and file name: sealed for good once it
   // has ended, by a run of its own (this one's keys seal its own completion).
-  if (patched(patches.eraseCanceledImport)) await startImportErasure(spec.uploadId);
+  if (patched(importPatches.eraseCanceledImport)) await startImportErasure(spec.uploadId);
   return response;
 }
 

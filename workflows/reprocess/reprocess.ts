@@ -28,8 +28,9 @@ import { processingOutcome } from '../../src/pipelines/steps';
 import { stepActivity } from '../downstream';
 import { JOB_STEP_OPTIONS } from '../windows';
 import { inWindows } from '../../src/temporal/in-windows';
-import { failureTypes, patches, workflowIds } from '../../src/temporal/names';
-import type { ReprocessJobInput } from '../../src/temporal/definitions';
+import { failureTypes } from '../../src/temporal/names';
+
+import { reprocessPatches, reprocessWorkflowIds, type ReprocessJobInput } from '../../src/reprocess/contract';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 const cleanup = proxyActivities<Activities>({
@@ -65,7 +66,7 @@ export async function reprocessJobWorkflow(input: ReprocessJobInput): Promise<vo
 async function reprocessOne(input: ReprocessJobInput, uploadId: string): Promise<ReprocessOutcome> {
   try {
     const r = await executeChild(reprocessUploadWorkflow, {
-      workflowId: workflowIds.reprocessUpload(uploadId, input.pipeline, input.version),
+      workflowId: reprocessWorkflowIds.reprocessUpload(uploadId, input.pipeline, input.version),
       // One per (upload, version): a failed or cancelled one may run again, a completed one not.
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
@@ -116,7 +117,7 @@ export async function reprocessUploadWorkflow(input: ReprocessUploadInput): Prom
   const version = { uploadId: input.uploadId, pipeline: input.pipeline, version: input.version };
   const results: StepResult[] = [];
   // A cancelled job's step may still be writing: the discard below waits for it to stop.
-  const waitForCancel = patched(patches.reprocessStepWaitsForCancel);
+  const waitForCancel = patched(reprocessPatches.reprocessStepWaitsForCancel);
   try {
     for (const [index, step] of plan.steps) {
       setCurrentDetails(`${input.pipeline} v${input.version}: step ${index + 1}, ${step.type}`);

@@ -26,18 +26,20 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../../activities';
+import { controlBatchUpdate } from '../../src/temporal/definitions';
+
+import { JOB_STEP_OPTIONS } from '../windows';
+import { inWindows } from '../../src/temporal/in-windows';
+import { startAnnouncing } from '../announce';
 import {
-  controlBatchUpdate,
+  migrationPatches,
+  migrationWorkflowIds,
   type MigrationOutcome,
   type ReleaseSourcesInput,
   type StorageMigrationInput,
   type StorageMoveInput,
   type StorageMoveResult,
-} from '../../src/temporal/definitions';
-import { patches, workflowIds } from '../../src/temporal/names';
-import { JOB_STEP_OPTIONS } from '../windows';
-import { inWindows } from '../../src/temporal/in-windows';
-import { startAnnouncing } from '../announce';
+} from '../../src/targets/contract';
 
 const local = proxyLocalActivities<Activities>(JOB_STEP_OPTIONS);
 // A store away for a while is waited out (about half an hour of retries), then the upload's move fails.
@@ -84,12 +86,12 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
     if (!ids.length) break;
     setCurrentDetails(`moving a page of ${ids.length} uploads after ${after ?? 'the start'}`);
     // Small uploads go together (a run each would cost more than their bytes),
-    const small = patched(patches.migrationMovesSmallInBatches)
+    const small = patched(migrationPatches.migrationMovesSmallInBatches)
       ? await local.smallMigrationUploads({ uploadIds: ids, maxBytes: SMALL_UPLOAD_BYTES })
       : [];
     // At most `concurrency` of them under way, so a pause or a cancel still lets no more than that
     // finish: in two activities of half as many, one starting as the other finishes its tail.
-    const lanes = patched(patches.migrationSmallInTwoLanes) && input.concurrency > 1 ? 2 : 1;
+    const lanes = patched(migrationPatches.migrationSmallInTwoLanes) && input.concurrency > 1 ? 2 : 1;
     const width = Math.ceil(input.concurrency / lanes);
     const chunks: string[][] = [];
     for (let at = 0; at < small.length; at += width) chunks.push(small.slice(at, at + width));
@@ -110,11 +112,11 @@ export async function storageMigrationWorkflow(input: StorageMigrationInput): Pr
   }
   // What moved leaves its source behind until the grace has passed, in a run of its own.
   await startChild(releaseMovedSourcesWorkflow, {
-    workflowId: workflowIds.releaseSources(input.migrationId),
+    workflowId: migrationWorkflowIds.releaseSources(input.migrationId),
     parentClosePolicy: ParentClosePolicy.ABANDON,
     args: [{ migrationId: input.migrationId, delaySeconds: input.sourceGraceSeconds }],
   });
-  if (patched(patches.migrationAnnouncesItsEnd) && input.webhookRetry) {
+  if (patched(migrationPatches.migrationAnnouncesItsEnd) && input.webhookRetry) {
     // The end and its event commit together; the event is announced in a run of its own (its ID keeps it to one).
     const event = await local.finishMigration({ migrationId: input.migrationId, tenantId: input.tenantId, cancelled });
     if (event) await startAnnouncing({ tenantId: input.tenantId, event, timestamp: event.timestamp, webhookRetry: input.webhookRetry });
@@ -135,7 +137,7 @@ async function moveSmall(input: StorageMigrationInput, uploadIds: string[]): Pro
     const cause = err instanceof ActivityFailure ? err.cause : err;
     const reason = cause instanceof Error ? cause.message : String(cause);
     // Outcomes are recorded once: those the activity recorded stay.
-    if (patched(patches.migrationFailureReadsAddresses)) {
+    if (patched(migrationPatches.migrationFailureReadsAddresses)) {
       await local.recordUnfinishedMoves({ migrationId, tenantId, from, to, uploadIds, concurrency, reason });
       return;
     }
@@ -149,7 +151,7 @@ async function moveSmall(input: StorageMigrationInput, uploadIds: string[]): Pro
 async function moveOne(input: StorageMigrationInput, uploadId: string): Promise<MigrationOutcome> {
   try {
     const r = await executeChild(storageMoveWorkflow, {
-      workflowId: workflowIds.storageMove(uploadId),
+      workflowId: migrationWorkflowIds.storageMove(uploadId),
       // A later migration may move it again (elsewhere); one at a time.
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,

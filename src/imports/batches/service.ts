@@ -15,17 +15,18 @@ import {
 } from './queries';
 import { QuotaReached } from '../../db/queries/quotas';
 import { dependency, problem } from '../../errors';
-import { searchAttributes, workflowIds, workflowTypes } from '../../temporal/names';
+import { searchAttributes } from '../../temporal/names';
 import { assertImportUrlsAllowed, assertImportUrlAllowed } from '../url-check';
 import { probeSource, sealS3Access, type S3Source } from '../s3-source';
 import type { SecretBox } from '../../secret-box';
 import type { UploadGrant } from '../../tokens/grant';
 import type { Caller } from '../../upload/types';
-import { controlBatchUpdate, type BatchControl, type ImportBatchInput } from '../../temporal/definitions';
+import { controlBatchUpdate, type BatchControl } from '../../temporal/definitions';
 import type { DeclaredUpload, UploadLabels } from '../../upload/types';
 import { nameFromUrl } from '../request';
 import { labelsOf } from '../../http/parse/labels';
 import { metadataFault, Tags } from '../../http/schemas';
+import { importWorkflowIds, importWorkflowTypes, type ImportBatchInput } from '../contract';
 
 /** An item's upload's labels: the item's metadata keys over the batch's, the tags of both. */
 export function batchItemLabels(batch: UploadLabels | null | undefined, item: UploadLabels | null | undefined): UploadLabels | undefined {
@@ -122,8 +123,8 @@ export class ImportBatches {
     const input: ImportBatchInput = { batchId: id, concurrency: b.concurrency, ...(items === 'to-list' ? { listSource: true } : {}) };
     try {
       await dependency('temporal_unavailable', () =>
-        this.deps.temporal.workflow.start(workflowTypes.importBatch, {
-          workflowId: workflowIds.importBatch(id),
+        this.deps.temporal.workflow.start(importWorkflowTypes.importBatch, {
+          workflowId: importWorkflowIds.importBatch(id),
           taskQueue: this.deps.taskQueue,
           args: [input],
           staticSummary: items === 'to-list' ? `Import the objects under an S3 prefix` : `Import a batch of ${items.length} files`,
@@ -168,7 +169,7 @@ export class ImportBatches {
   /** Pauses, resumes or cancels an open batch; answers once its workflow recorded it. */
   async control(batchId: string, action: BatchControl): Promise<void> {
     await dependency('temporal_unavailable', () =>
-      this.deps.temporal.workflow.getHandle(workflowIds.importBatch(batchId)).executeUpdate(controlBatchUpdate, { args: [action] }),
+      this.deps.temporal.workflow.getHandle(importWorkflowIds.importBatch(batchId)).executeUpdate(controlBatchUpdate, { args: [action] }),
     );
   }
 }
