@@ -23,8 +23,10 @@ function settingsModules(path = 'src/config/index.ts', variable = 'configSchema'
         modules.set(el.name.text, `${join(dirname(path), node.moduleSpecifier.text)}.ts`);
     }
     if (ts.isVariableDeclaration(node) && node.name.getText(file) === variable) {
+      // `{ ...a, ...b }` or a list's `joined(a, b)`.
       (function spreads(n) {
         if (ts.isSpreadAssignment(n) && ts.isIdentifier(n.expression)) spread.push(n.expression.text);
+        if (ts.isCallExpression(n)) for (const arg of n.arguments) if (ts.isIdentifier(arg)) spread.push(arg.text);
         n.forEachChild(spreads);
       })(node.initializer);
     }
@@ -34,7 +36,7 @@ function settingsModules(path = 'src/config/index.ts', variable = 'configSchema'
     .filter((name) => modules.has(name))
     .flatMap((name) => {
       const module = modules.get(name);
-      const isList = /^export const \w+ = \{ \.\.\./m.test(readFileSync(module, 'utf8'));
+      const isList = new RegExp(`^export const ${name} = (\\{ \\.\\.\\.|joined\\()`, 'm').test(readFileSync(module, 'utf8'));
       return isList ? settingsModules(module, name) : [module];
     });
 }

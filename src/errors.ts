@@ -1,7 +1,7 @@
 // The one catalogue of errors Oncely answers with. Each entry has a stable snake_case
 // code, an HTTP status and a title; code throws `problem(code, detail)` and the single
 // error handler renders RFC 9457 problem+json. Anything not from here is a logged 500. A
-// wing declares its own codes beside its code; they join the catalogue here.
+// wing declares its own codes in its folder (problems.ts); they join the catalogue here.
 import { wingProblems } from './wings-vocabulary';
 
 const houseProblems = {

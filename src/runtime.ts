@@ -210,7 +210,13 @@ export async function startRuntime(config: Config, role: Role, opts: RuntimeOpti
           partBytes: config.RESUMABLE_PART_MIB * 1024 * 1024,
         },
         // A batch's items go through the import door's own service, over the worker's client.
-        importerFor: (client) => createServices({ config, pool, store, temporal: client, box, payloadKeys: keyring }).importer,
+        wiringFor: (client) => ({
+          ...createServices({ config, pool, store, temporal: client, box, payloadKeys: keyring }),
+          config,
+          pool,
+          temporal: client,
+          box,
+        }),
         scanner: { address: config.CLAMD_ADDRESS, timeoutSeconds: config.CLAMD_TIMEOUT_SECONDS, maxBytes: config.CLAMD_MAX_BYTES },
         webhookRetry: downstreamSettings(config).webhookRetry,
         housekeeping: {

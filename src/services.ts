@@ -15,7 +15,6 @@ import { AppendedSessions } from './sessions/appended';
 import { TUS_ROUTE } from './arrivals/tus/protocol';
 import { RUFH_ROUTE } from './arrivals/rufh/protocol';
 import { UppyCompanion } from './arrivals/uppy/uppy-companion';
-import { Importer } from './imports/importer';
 import { SessionRegistry } from './sessions/registry';
 import { DownloadLinks } from './downloads/download-links';
 import { Deletions } from './lifecycle/deletions';
@@ -172,7 +171,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     ttlSeconds: config.IDEMPOTENCY_TTL_HOURS * 3600,
     uploadRunning: uploadRunningCheck(temporal),
   };
-  const importer = new Importer({ pool, temporal, receiver, secrets: box, config, admit: (upload) => intake.admit(upload), placement });
   return {
     placement,
     idempotency,
@@ -183,7 +181,6 @@ export function createServices(deps: ServiceDeps, overrides: { receiver?: Partia
     rufh,
     direct,
     uppy,
-    importer,
     links,
     deletions,
     tenantDeletions,

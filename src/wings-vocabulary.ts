@@ -5,7 +5,20 @@ import { consoleSettings } from './console/settings';
 import { importProblems } from './imports/problems';
 import { importSettings } from './imports/settings';
 
-export const wingProblems = { ...importProblems };
+type AllOf<U> = (U extends unknown ? (u: U) => void : never) extends (all: infer I) => void ? I : never;
+
+/** The wings' declarations in one object; a name two wings declare is refused as the process loads. */
+function joined<T extends object[]>(...parts: T): AllOf<T[number]> {
+  const all: Record<string, unknown> = {};
+  for (const part of parts)
+    for (const [name, value] of Object.entries(part)) {
+      if (name in all) throw new Error(`${name} is declared by two wings`);
+      all[name] = value;
+    }
+  return all as AllOf<T[number]>;
+}
+
+export const wingProblems = joined(importProblems);
 
 /** In the order docs/CONFIGURATION.md shows them, after the house's own. */
-export const wingSettings = { ...importSettings, ...consoleSettings };
+export const wingSettings = joined(importSettings, consoleSettings);

@@ -38,14 +38,15 @@ import type { StagedCopy } from '../../src/upload/types';
 import { MEDIA_TYPE_PATTERN } from '../../src/upload/media-type';
 import type { ImportSpec } from '../../src/temporal/definitions';
 import { reserveRead } from './reserve-read';
+import { createImporter, type ImporterWiring } from '../../src/imports/importer';
 
 export interface ImportActivityDeps {
   pool: Pool;
   store: ObjectStore;
   secrets: SecretBox;
   imports: Omit<OriginLimits, 'maxBytes' | 'totalMs'> & { allowPrivateNetworks: boolean; partBytes: number };
-  /** The import door's service over the worker's Temporal client: a batch's items are imported as the door imports. */
-  importerFor?: (client: Client) => ItemImporter;
+  /** What the import door's service is built from, over the worker's Temporal client: a batch's items are imported as the door imports. */
+  wiringFor?: (client: Client) => ImporterWiring;
 }
 
 type ItemOutcome = { kind: 'answer'; response: StoredResponse } | { kind: 'processing' | 'importing' };
@@ -79,11 +80,11 @@ const FINAL = new Set(['import_too_large', 'import_forbidden_address']);
 /** How long an item waits for its import's answer at a time, heartbeating between (below its heartbeat timeout). */
 const ITEM_WAIT_MS = 5_000;
 
-export function createImportActivities({ pool, store, secrets, imports, importerFor }: ImportActivityDeps) {
+export function createImportActivities({ pool, store, secrets, imports, wiringFor }: ImportActivityDeps) {
   let importer: ItemImporter | undefined;
   const importerOf = (client: Client) => {
-    if (!importerFor) throw new Error('this worker cannot import batch items (no importer)');
-    return (importer ??= importerFor(client));
+    if (!wiringFor) throw new Error('this worker cannot import batch items (no importer)');
+    return (importer ??= createImporter(wiringFor(client)));
   };
   /** What a batch's pending item asks the import door for; none once the item has an outcome (or the batch is gone). */
   const pendingItemRequest = async (batchId: string, n: number): Promise<{ upload: DeclaredUpload; body: ImportBody } | undefined> => {

@@ -181,8 +181,8 @@ export function createApp(deps: AppDeps) {
   app.use('/v1/*', bearerAuth({ pool, cache: keyCache }));
   mountDoors(app, doors);
   // The upload's own routes (an upload still being imported is found with it).
-  app.route('/v1/uploads', uploadRoutes({ pool, config, processed, uncommitted: services.importer }));
-  app.route('/v1/uploads', deletionRoutes({ ...services, pool, config, uncommitted: services.importer }));
+  app.route('/v1/uploads', uploadRoutes({ pool, config, processed, uncommitted: wings.uncommitted }));
+  app.route('/v1/uploads', deletionRoutes({ ...services, pool, config, uncommitted: wings.uncommitted }));
   app.route('/v1/uploads', uploadStepRoutes({ pool, decisions }));
   app.route('/v1/idempotency-keys', idempotencyKeyRoutes({ pool, temporal, box }));
   app.route(

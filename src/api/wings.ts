@@ -24,6 +24,8 @@ export type WingDeps = AllOf<Needs<(typeof WINGS)[number]>>;
 /** The wings, built once; mount each of their places where the app has it. */
 export function buildWings(deps: WingDeps) {
   const wings: Wing[] = WINGS.map((wing) => wing(deps));
+  const uncommitted = wings.find((w) => w.uncommitted)?.uncommitted;
+  if (!uncommitted) throw new Error('no wing holds the uploads GET /v1/uploads/{id} finds before their commit');
   return {
     mountPublic: (app: App) => wings.forEach((w) => w.mountPublic?.(app)),
     mount: (app: App) => wings.forEach((w) => w.mount?.(app)),
@@ -31,5 +33,7 @@ export function buildWings(deps: WingDeps) {
     /** A WebSocket upgrade: true when a wing took the socket. */
     upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => wings.some((w) => w.upgrade?.(req, socket, head) ?? false),
     close: () => wings.forEach((w) => w.close?.()),
+    /** Uploads held before their commit (the import wing's), for GET and DELETE /v1/uploads/{id}. */
+    uncommitted,
   };
 }

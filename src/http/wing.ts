@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { UncommittedUploads } from '../upload/uncommitted';
 import type { AppEnv } from './env';
 
 export type App = OpenAPIHono<AppEnv>;
@@ -21,4 +22,6 @@ export interface Wing {
   upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   /** Called as the API stops (its listener then drains). */
   close?: () => void;
+  /** Uploads it holds before their commit, which GET and DELETE /v1/uploads/{id} show and cancel (the import wing's). */
+  uncommitted?: UncommittedUploads;
 }

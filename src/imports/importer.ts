@@ -19,6 +19,7 @@ import { assertGrantLive, hostListed, type UploadGrant } from '../tokens/grant';
 import { ImportFailure, Origins } from './origin';
 import { uploadWorkflowId } from '../temporal/ids';
 import type { Placement } from '../placement/placement';
+import type { Intake } from '../arrivals/intake';
 import { workflowTypes } from '../temporal/names';
 import { reuseProblem } from '../upload/offer';
 import type { UploadOutcome, UploadReceiver } from '../upload/receive';
@@ -54,6 +55,30 @@ function assertHostAllowed(grant: UploadGrant | undefined, url: string): void {
         ? `This upload token imports from ${grant.importHosts.join(', ')} only.`
         : 'This upload token may not import (it names no importHosts).',
     );
+}
+
+/** What the import door's service rides on: the upload services every door shares, and what they were wired from. */
+export interface ImporterWiring {
+  pool: Pool;
+  temporal: Client;
+  receiver: UploadReceiver;
+  box: SecretBox;
+  config: Config;
+  intake: Pick<Intake, 'admit'>;
+  placement: Pick<Placement, 'prefixFor'>;
+}
+
+/** The import door's service. Stateless: its door, its wing and a worker's batch items each build one from the same wiring. */
+export function createImporter(w: ImporterWiring): Importer {
+  return new Importer({
+    pool: w.pool,
+    temporal: w.temporal,
+    receiver: w.receiver,
+    secrets: w.box,
+    config: w.config,
+    admit: (upload) => w.intake.admit(upload),
+    placement: w.placement,
+  });
 }
 
 export type ImportOutcome = UploadOutcome | { kind: 'importing'; view: ImportView; workflowId: string };

@@ -166,7 +166,9 @@ async function databaseDigest(): Promise<string> {
   // payload_keys is left out: a data key's used_at moves whenever any run (a housekeeping
   // Schedule's, say) is about to seal with it, whatever request is in flight. So are the key
   // request logs: each API process writes them a second after the answers, so an earlier
-  // request's entries may land during any later one.
+  // request's entries may land during any later one. And an API key's last_used_at: the
+  // credential check writes it once a minute per key, so any request past the first minute
+  // may move it, refused or not.
   const tables = (
     await pool.query<{ t: string }>(
       `SELECT tablename AS t FROM pg_tables
@@ -174,7 +176,10 @@ async function databaseDigest(): Promise<string> {
     )
   ).rows;
   // Each table's digest under its name, so a failure names the table that changed.
-  const parts = tables.map(({ t }) => `'${t}=' || (SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM "${t}" x)`);
+  const parts = tables.map(
+    ({ t }) =>
+      `'${t}=' || (SELECT md5(coalesce(string_agg((to_jsonb(x) - 'last_used_at')::text, ',' ORDER BY (to_jsonb(x) - 'last_used_at')::text), '')) FROM "${t}" x)`,
+  );
   const res = await pool.query<{ d: string }>(`SELECT concat_ws('|', ${parts.join(', ')}) AS d`);
   return res.rows[0]!.d;
 }

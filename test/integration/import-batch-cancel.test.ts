@@ -119,7 +119,7 @@ describe.each(['local', 's3'] as const)('cancelling an import batch on the %s st
       store,
       secrets: box,
       imports: { allowPrivateNetworks: true, maxRedirects: 0, connectMs: 5_000, idleMs: 30_000, partBytes: 5 * 1024 * 1024 },
-      importerFor: (client) => createServices({ config, pool, store, temporal: client, box }).importer,
+      wiringFor: (client) => ({ ...createServices({ config, pool, store, temporal: client, box }), config, pool, temporal: client, box }),
     });
   }
 

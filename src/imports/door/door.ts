@@ -7,14 +7,16 @@ import { uppyUrlRoutes } from '../uppy-url/routes';
 import { importRoutes } from './routes';
 import { importBatchRoutes } from '../batches/routes';
 import { ImportBatches } from '../batches/service';
+import { createImporter } from '../importer';
 
 export const importDoor: Door = {
   fingerprintRoute: IMPORT_ROUTE,
   requestHeaders: [],
   responseHeaders: [],
-  mountPublic: (app, deps) => app.route('/uppy', uppyUrlRoutes(deps)),
-  mount: (app, { importer, intake, config, idempotency, pipelines, pool, temporal, box }) => {
-    app.route('/v1/imports', importRoutes({ importer, intake, config }));
+  mountPublic: (app, deps) => app.route('/uppy', uppyUrlRoutes({ ...deps, importer: createImporter(deps) })),
+  mount: (app, deps) => {
+    const { intake, config, idempotency, pipelines, pool, temporal, box } = deps;
+    app.route('/v1/imports', importRoutes({ importer: createImporter(deps), intake, config }));
     const batches = new ImportBatches({
       pool,
       temporal,
