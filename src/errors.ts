@@ -2,7 +2,7 @@
 // code, an HTTP status and a title; code throws `problem(code, detail)` and the single
 // error handler renders RFC 9457 problem+json. Anything not from here is a logged 500. A
 // wing declares its own codes in its folder (problems.ts); they join the catalogue here.
-import { wingProblems } from './wings-vocabulary';
+import { joined, wingProblems } from './wings-vocabulary';
 
 const houseProblems = {
   unauthorized: { status: 401, title: 'Missing or invalid API key' },
@@ -103,10 +103,7 @@ const houseProblems = {
 type CatalogueEntry = { status: number; title: string; retryAfter?: number; type?: string };
 
 /** The house's codes and each wing's (src/wings-vocabulary.ts); a code is declared once. */
-export const catalogue = { ...houseProblems, ...wingProblems } satisfies Record<string, CatalogueEntry>;
-for (const code of Object.keys(wingProblems)) {
-  if (code in houseProblems) throw new Error(`problem code ${code} is declared twice: in src/errors.ts and by a wing`);
-}
+export const catalogue = joined(houseProblems, wingProblems) satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof catalogue;
 

@@ -7,12 +7,12 @@ import { importSettings } from './imports/settings';
 
 type AllOf<U> = (U extends unknown ? (u: U) => void : never) extends (all: infer I) => void ? I : never;
 
-/** The wings' declarations in one object; a name two wings declare is refused as the process loads. */
-function joined<T extends object[]>(...parts: T): AllOf<T[number]> {
+/** Declarations in one object; a name declared twice (by two wings, or by a wing and the house) is refused as the process loads. */
+export function joined<T extends object[]>(...parts: T): AllOf<T[number]> {
   const all: Record<string, unknown> = {};
   for (const part of parts)
     for (const [name, value] of Object.entries(part)) {
-      if (name in all) throw new Error(`${name} is declared by two wings`);
+      if (name in all) throw new Error(`${name} is declared twice`);
       all[name] = value;
     }
   return all as AllOf<T[number]>;
