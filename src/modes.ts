@@ -16,6 +16,11 @@ export const ARRIVAL_MODES = {
   import: 'fetched',
 } as const;
 
+/** The route an import's fingerprints record (a key first used elsewhere is 422 there). Its
+ * routes are the import wing's (src/imports/wing.ts); spelled here so the list of doors names
+ * it without reaching into the wing. */
+export const IMPORT_ROUTE = '/v1/imports';
+
 type Table = typeof ARRIVAL_MODES;
 export type ArrivalMode = keyof Table;
 /** Modes whose upload is a session row. */

@@ -1,5 +1,9 @@
-// Entry point of the workflow bundle.
-export { uploadWorkflow } from './upload';
+// Entry point of the workflow bundle: every export is a workflow type.
+import { runImport } from './imports/import-run';
+import { uploadWorkflowWith } from './upload';
+
+/** The upload run, with the runs of keys whose file Oncely reads itself (the import wing's). */
+export const uploadWorkflow = uploadWorkflowWith({ import: runImport });
 export { downstreamWorkflow } from './downstream';
 export { housekeepingWorkflow } from './housekeeping';
 export { deletionWorkflow, importErasureWorkflow } from './deletion';

@@ -67,6 +67,9 @@ export interface Revision {
   fetch?: (run: RunRecords) => Promise<{ copy: StagedCopy; request: UploadWorkflowInput } | StoredResponse>;
 }
 
+/** A run of a key whose copy Oncely reads itself instead of waiting for an offer (an import's). */
+export type ArrivalRun = (input: UploadWorkflowInput, revision: Revision) => Promise<StoredResponse>;
+
 /** One upload run: the first copy offered is committed once, and every offer is answered with the key's answer. */
 export async function runUpload(input: UploadWorkflowInput, revision: Revision): Promise<StoredResponse> {
   // An import's upload has the id the API announced; no other run's input names one.

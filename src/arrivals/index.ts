@@ -4,7 +4,7 @@
 // door's fingerprint route keeps a key first used at one door from being reused at another.
 // A door's mode and session kind are spelled once, in src/modes.ts; what a door is, in door.ts.
 import { UPLOAD_ROUTE } from '../db/queries/idempotency-keys';
-import type { ArrivalMode } from '../modes';
+import { IMPORT_ROUTE, type ArrivalMode } from '../modes';
 import type { App, Door, DoorDeps } from './door';
 import { DIRECT_ROUTE } from './direct/direct-uploads';
 import { directObjectRoutes, directUploadRoutes } from './direct/routes';
@@ -16,7 +16,6 @@ import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS, TUS_ROUTE } from './tus/prot
 import { tusDiscoveryRoutes, tusRoutes } from './tus/routes';
 import { UPPY_ROUTE } from './uppy/uppy-companion';
 import { uppyCompanionRoutes, uppyEndpointRoutes } from './uppy/routes';
-import { importDoor } from '../imports/door/door';
 
 /** In mount order. */
 export const DOORS = {
@@ -63,8 +62,8 @@ export const DOORS = {
       app.route('/v1/uploads', oneRequestRoutes({ ...deps, resumable: { sessions: deps.rufh, config: deps.config, intake: deps.intake } })),
   },
   form: { fingerprintRoute: FORM_ROUTE, requestHeaders: [], responseHeaders: [] },
-  // Imports live in their wing (src/imports/): its door mounts POST /v1/imports and Uppy's URL plugin.
-  import: importDoor,
+  // Imports are a wing (src/imports/wing.ts): it mounts POST /v1/imports, the batches and Uppy's URL plugin.
+  import: { fingerprintRoute: IMPORT_ROUTE, requestHeaders: [], responseHeaders: [] },
 } satisfies Record<ArrivalMode, Door>;
 
 const doors = Object.entries(DOORS) as [ArrivalMode, Door][];

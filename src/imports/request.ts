@@ -4,10 +4,8 @@ import { createHash } from 'node:crypto';
 import { FILE_NAME_PATTERN } from '../upload/file-name';
 import { fingerprint } from '../upload/fingerprint';
 import type { DeclaredUpload, UploadRequest } from '../upload/types';
+import { IMPORT_ROUTE } from '../modes';
 import type { S3Access } from './s3-source';
-
-/** The route an import's fingerprints record (a key first used elsewhere is 422 here). */
-export const IMPORT_ROUTE = '/v1/imports';
 
 /** An import's body (POST /v1/imports; an item of a batch names fewer of them). */
 export interface ImportBody {

@@ -4,7 +4,7 @@ import { uploadWorkflowId } from '../../src/temporal/ids';
 import { downstreamSettings } from '../../src/services';
 import { oneRequestUpload } from '../../src/upload/upload-request';
 import type { UploadRequest } from '../../src/upload/types';
-import { uploadWorkflow } from '../../workflows/upload';
+import { uploadWorkflow } from '../../workflows';
 import type { TestStack } from './stack';
 
 /** The request POST /v1/uploads makes of `body` under `key` (same fingerprint, so the HTTP route replays it). */

@@ -8,7 +8,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { downstreamSettings } from '../../src/services';
 import { uploadWorkflowId } from '../../src/temporal/ids';
 import { searchAttributes } from '../../src/temporal/names';
-import { uploadWorkflow } from '../../workflows/upload';
+import { uploadWorkflow } from '../../workflows';
 import { getJson, postUpload } from '../helpers/http';
 import { eventually, rowsForKey } from '../helpers/inspect';
 import { startTestStack, type TestStack } from '../helpers/stack';

@@ -19,7 +19,7 @@ import { startRuntime, type Runtime } from '../../src/runtime';
 import { keyStoragePrefix, uploadWorkflowId } from '../../src/temporal/ids';
 import { fingerprint } from '../../src/upload/fingerprint';
 import type { StagedCopy, UploadRequest } from '../../src/upload/types';
-import { uploadWorkflow } from '../../workflows/upload';
+import { uploadWorkflow } from '../../workflows';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { stackReceiver } from '../helpers/receiver';
 import { getJson, sha256 } from '../helpers/http';

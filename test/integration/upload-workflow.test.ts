@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { StagedCopy, StoredResponse } from '../../src/upload/types';
 import { failureTypes } from '../../src/temporal/names';
 import { offerCopyForAnswerUpdate, type UploadWorkflowInput } from '../../src/temporal/definitions';
-import { uploadWorkflow } from '../../workflows/upload';
+import { uploadWorkflow } from '../../workflows';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 import type { ImportFetch } from '../../activities/imports/import-activities';
 
