@@ -16,11 +16,18 @@ function pages(): string[] {
   return ['README.md', 'test/README.md', 'bench/README.md', ...docs('docs')];
 }
 
-/** The repository paths a page spells in backticks (globs, `{a,b}` and lists left out). */
+/** `a/{b,c}.ts` as `a/b.ts` and `a/c.ts`. */
+function expand(path: string): string[] {
+  const m = /\{([^{}]+)\}/.exec(path);
+  return m ? m[1]!.split(',').flatMap((alt) => expand(path.replace(m[0], alt))) : [path];
+}
+
+/** The repository paths a page spells in backticks, braces expanded (globs and placeholders left out). */
 function spelledPaths(text: string): string[] {
   return [...text.matchAll(/`([^`\s]+)`/g)]
     .map((m) => m[1]!.replace(/[.:]$/, ''))
-    .filter((p) => ROOTS.test(p) && !/[{}*,<>]|\.\.\./.test(p) && !IMAGINED.test(p));
+    .filter((p) => ROOTS.test(p) && !/[*<>]|\.\.\./.test(p) && !IMAGINED.test(p))
+    .flatMap(expand);
 }
 
 /** The relative link targets of a page, without their fragment. */
@@ -32,7 +39,7 @@ describe('the docs', () => {
   it('finds paths and links the way a page writes them', () => {
     const text =
       'see `src/modes.ts`, `src/*/contract.ts`, `workflows/{a,b}.ts`, `npm test` and [ops](docs/OPERATIONS.md#x) or [web](https://x.y)';
-    expect(spelledPaths(text)).toEqual(['src/modes.ts']);
+    expect(spelledPaths(text)).toEqual(['src/modes.ts', 'workflows/a.ts', 'workflows/b.ts']);
     expect(linkTargets(text)).toEqual(['docs/OPERATIONS.md']);
   });
 
