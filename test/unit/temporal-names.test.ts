@@ -38,6 +38,12 @@ describe("Temporal names, the house's and the wings'", () => {
       expect(typeof (workflows as Record<string, unknown>)[type as string], String(type)).toBe('function');
   });
 
+  it('exports each workflow under its own name, so a start by reference names the type the bundle registers', () => {
+    const exported = Object.entries(workflows as Record<string, unknown>).filter(([, v]) => typeof v === 'function');
+    expect(exported.map(([name]) => name)).toContain('uploadWorkflow');
+    for (const [name, fn] of exported) expect((fn as () => unknown).name, name).toBe(name);
+  });
+
   it('keeps the ID formats running workflows were started under, one prefix each', async () => {
     expect(house.workflowIds.downstream('u1')).toBe('downstream/u1');
     expect(house.workflowIds.deletion('u1')).toBe('delete/u1');
