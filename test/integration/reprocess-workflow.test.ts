@@ -2,11 +2,12 @@
 // `concurrency` at once, records each outcome and finishes completed. A child runs the
 // version's rendition steps and switches the upload to them; a failed step leaves nothing of
 // the version (discarded); an upload that serves a newer version is superseded. A second job
-// of the same version finds each child done: one per (upload, version), ever.
+// of the same version finds each child done: one per (upload, version), ever. A child started
+// on its own does the same.
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 
-import { reprocessJobWorkflow } from '../../workflows/reprocess/reprocess';
+import { reprocessJobWorkflow, reprocessUploadWorkflow } from '../../workflows/reprocess/reprocess';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
 import { reprocessWorkflowIds, type ReprocessJobInput } from '../../src/reprocess/contract';
 
@@ -111,4 +112,36 @@ it('runs one child per upload within its concurrency, records each outcome, and 
   expect(second.map((i) => i.outcome)).toEqual(['skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
   expect(second.find((i) => i.uploadId === id(1))!.reason).toBe('already re-processed with version 2');
   expect(called('runStep').length).toBe(stepsBefore);
+});
+
+it('re-processes one upload in a run of its own: a failed step leaves nothing of the version, a done one switches to it', async () => {
+  const jobId = randomUUID();
+  const failing = `${jobId.slice(0, 8)}-0000-4000-8000-000000000011`;
+  const done = `${jobId.slice(0, 8)}-0000-4000-8000-000000000012`;
+  kinds.set(failing, 'fails').set(done, 'done');
+  const child = (uploadId: string) =>
+    workflows.env.client.workflow.execute(reprocessUploadWorkflow, {
+      taskQueue: workflows.taskQueue,
+      workflowId: `reprocess-upload-test/${uploadId}`,
+      args: [
+        {
+          tenantId: 't1',
+          uploadId,
+          pipeline: 'photos',
+          version: 3,
+          transcodeQueue: workflows.taskQueue,
+          webhookRetry: { initialSeconds: 1, coefficient: 2, maxIntervalSeconds: 1, maxAttempts: 1, attemptTimeoutSeconds: 5 },
+        },
+      ],
+    });
+  expect(await child(failing)).toEqual({ outcome: 'failed', reason: 'sharp: corrupt header' });
+  expect(
+    called('discardVersion')
+      .filter((c) => c.args[0].uploadId === failing)
+      .map((c) => c.args[0]),
+  ).toEqual([{ uploadId: failing, pipeline: 'photos', version: 3 }]);
+  expect(called('switchRenditions').filter((c) => c.args[0].uploadId === failing)).toEqual([]);
+  expect(await child(done)).toEqual({ outcome: 'done', reason: null });
+  expect(called('switchRenditions').filter((c) => c.args[0].uploadId === done)).toHaveLength(1);
+  expect(called('discardVersion').filter((c) => c.args[0].uploadId === done)).toEqual([]);
 });

@@ -4,19 +4,22 @@
 // it, else failed) while the large ones move in runs of their own; the end is
 // recorded with its event and announced once; small uploads move in two lanes of half the
 // concurrency; a run started without a webhook schedule (before it was carried) ends as it
-// did, with no event.
+// did, with no event. Its two kinds of child on their own: one upload's move, and the release
+// of moved sources after the grace, page by page across continue-as-new.
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 
-import { storageMigrationWorkflow } from '../../workflows/targets/storage-migration';
+import { releaseMovedSourcesWorkflow, storageMigrationWorkflow, storageMoveWorkflow } from '../../workflows/targets/storage-migration';
 import { eventually } from '../helpers/inspect';
 import { recorder, useWorkflowWorker } from '../helpers/workflow-worker';
-import type { StorageMigrationInput } from '../../src/targets/contract';
+import { migrationWorkflowIds, type StorageMigrationInput } from '../../src/targets/contract';
 
 const { calls, called, record } = recorder();
 const PAGE = ['u1', 'u2', 'u3', 'u4', 'u5'];
 const SMALL = ['u1', 'u2', 'u3'];
+/** The cursors the release activity answers in turn (then null: nothing left). */
+let releaseCursors: string[] = [];
 
 const activities = {
   listMigrationPage: record('listMigrationPage', (a: { after: string | null }) => (a.after === null ? PAGE : [])),
@@ -36,7 +39,7 @@ const activities = {
     timestamp: '2026-12-07T00:00:00.000Z',
     data: { migrationId: a.migrationId, state: 'completed' },
   })),
-  releaseMovedSources: record('releaseMovedSources', () => null),
+  releaseMovedSources: record('releaseMovedSources', () => releaseCursors.shift() ?? null),
   listWebhookEndpoints: record('listWebhookEndpoints', () => ['endpoint-1']),
   deliverWebhook: record('deliverWebhook', () => 'delivered'),
 };
@@ -113,5 +116,40 @@ describe('the storage migration run', () => {
     expect(called('finishMigration')).toEqual([]);
     await eventually(async () => called('releaseMovedSources').length === 1, 30_000);
     expect(called('deliverWebhook')).toEqual([]);
+  });
+
+  it('moves one upload in a run of its own: the move activity once, its answer the run’s', async () => {
+    calls.length = 0;
+    const uploadId = randomUUID();
+    const result = await workflows.env.client.workflow.execute(storageMoveWorkflow, {
+      taskQueue: workflows.taskQueue,
+      workflowId: `storage-move-test/${uploadId}`,
+      args: [{ tenantId: 't1', uploadId, from: null, to: 'target-1' }],
+    });
+    expect(result).toEqual({ outcome: 'moved', reason: null, bytes: 10 });
+    expect(called('moveUpload').map((c) => c.args[0])).toEqual([{ tenantId: 't1', uploadId, from: null, to: 'target-1' }]);
+  });
+
+  it('releases the moved sources after the grace, page by page, carrying its cursor into a new run after 10 pages', async () => {
+    calls.length = 0;
+    const migrationId = randomUUID();
+    const cursors = Array.from({ length: 11 }, (_, i) => `c${i + 1}`);
+    releaseCursors = [...cursors];
+    const handle = await workflows.env.client.workflow.start(releaseMovedSourcesWorkflow, {
+      taskQueue: workflows.taskQueue,
+      workflowId: migrationWorkflowIds.releaseSources(migrationId),
+      args: [{ migrationId, delaySeconds: 1 }],
+    });
+    await handle.result();
+    const asked = called('releaseMovedSources').map((c) => c.args[0]);
+    expect(asked.map((a) => a.after)).toEqual([null, ...cursors]);
+    expect(asked.every((a) => a.migrationId === migrationId && a.limit === 100)).toBe(true);
+    // The first run waited out the grace and continued as new; the second, given its cursor, did not wait again.
+    const first = await workflows.env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).fetchHistory();
+    const events = first.events ?? [];
+    expect(events.filter((e) => e.timerStartedEventAttributes)).toHaveLength(1);
+    expect(events.some((e) => e.workflowExecutionContinuedAsNewEventAttributes)).toBe(true);
+    const last = await handle.fetchHistory();
+    expect((last.events ?? []).filter((e) => e.timerStartedEventAttributes)).toHaveLength(0);
   });
 });
