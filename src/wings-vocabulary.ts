@@ -5,7 +5,8 @@ import { consoleSettings } from './console/settings';
 import { importProblems } from './imports/problems';
 import { importSettings } from './imports/settings';
 
-type AllOf<U> = (U extends unknown ? (u: U) => void : never) extends (all: infer I) => void ? I : never;
+/** Every member of a union at once (the type of declarations joined into one object). */
+export type AllOf<U> = (U extends unknown ? (u: U) => void : never) extends (all: infer I) => void ? I : never;
 
 /** Declarations in one object; a name declared twice (by two wings, or by a wing and the house) is refused as the process loads. */
 export function joined<T extends object[]>(...parts: T): AllOf<T[number]> {

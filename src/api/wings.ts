@@ -5,27 +5,26 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { consoleWing } from '../console/wing';
 import { downloadWing } from '../downloads/wing';
-import type { App, Wing } from '../http/wing';
+import { uncommittedOf, type App, type Wing } from '../http/wing';
 import { imageWing } from '../images/wing';
 import { importWing } from '../imports/wing';
 import { quotaWing } from '../quotas/wing';
 import { recordWing } from '../record/wing';
 import { reprocessWing } from '../reprocess/wing';
 import { storageTargetWing } from '../targets/wing';
+import type { AllOf } from '../wings-vocabulary';
 
 /** In mount order. */
 const WINGS = [consoleWing, downloadWing, imageWing, recordWing, reprocessWing, storageTargetWing, quotaWing, importWing];
 
 type Needs<W> = W extends (deps: infer D) => Wing ? D : never;
-type AllOf<U> = (U extends unknown ? (u: U) => void : never) extends (all: infer I) => void ? I : never;
 /** What the wings are built from: everything any wing asks for (the app passes its services and what they were wired from). */
 export type WingDeps = AllOf<Needs<(typeof WINGS)[number]>>;
 
 /** The wings, built once; mount each of their places where the app has it. */
 export function buildWings(deps: WingDeps) {
   const wings: Wing[] = WINGS.map((wing) => wing(deps));
-  const uncommitted = wings.find((w) => w.uncommitted)?.uncommitted;
-  if (!uncommitted) throw new Error('no wing holds the uploads GET /v1/uploads/{id} finds before their commit');
+  const uncommitted = uncommittedOf(wings);
   return {
     mountPublic: (app: App) => wings.forEach((w) => w.mountPublic?.(app)),
     mount: (app: App) => wings.forEach((w) => w.mount?.(app)),

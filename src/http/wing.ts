@@ -25,3 +25,11 @@ export interface Wing {
   /** Uploads it holds before their commit, which GET and DELETE /v1/uploads/{id} show and cancel (the import wing's). */
   uncommitted?: UncommittedUploads;
 }
+
+/** The one wing's uploads held before their commit: none or two is a wiring mistake, refused as the app is built. */
+export function uncommittedOf(wings: readonly Wing[]): UncommittedUploads {
+  const held = wings.flatMap((w) => (w.uncommitted ? [w.uncommitted] : []));
+  if (held.length !== 1)
+    throw new Error(`${held.length} wings hold uploads before their commit: GET and DELETE /v1/uploads/{id} need exactly one`);
+  return held[0]!;
+}
